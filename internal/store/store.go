@@ -1,0 +1,230 @@
+// Package store is the port between tidemark's pure core and durable
+// storage: per-partition checkpoints, response witnesses with their receipts,
+// the membership record and the published frontier. DynamoDB (package
+// cache) and the in-memory twin (MemStore, this package) implement it, and
+// both must pass the contract suite in package storetest.
+//
+// Invariants every implementation keeps:
+//   - Fencing. Every write of progress is conditional on the state the writer
+//     read: Promote requires the stored cursor, generation and scope (and the
+//     lease, when one is given); a lost race returns *FenceError carrying the
+//     winner, read back with a consistent read. Nothing here writes progress
+//     unconditionally, on any path.
+//   - One item. A promotion is one conditional write on one record: the
+//     checkpoint. The promoted witness id is written with it; a witness's own
+//     Disposition is only a hint that may lag the checkpoint.
+//   - Monotone. Generation strictly increases on every promotion; a
+//     partition's complete-through watermark never decreases; the published
+//     frontier never decreases within a membership epoch.
+//   - Idempotent witnesses. PutWitness of the same (scope, partition,
+//     generation, attempt) twice stores one witness.
+//   - Lost responses are resolved by reading, never by writing again.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/witness"
+)
+
+// Key names one partition's checkpoint within one query scope.
+type Key struct {
+	Scope     string
+	Partition string
+}
+
+func (k Key) String() string { return k.Scope + "/" + k.Partition }
+
+// Validate rejects keys that cannot be stored.
+func (k Key) Validate() error {
+	if k.Scope == "" {
+		return fmt.Errorf("%w: empty scope", ErrInvalid)
+	}
+	if k.Partition == "" {
+		return fmt.Errorf("%w: empty partition", ErrInvalid)
+	}
+	return nil
+}
+
+// MaxCursorBytes is the largest opaque cursor a store accepts. Cursors are
+// stored whole and never truncated; a larger one is refused with ErrInvalid.
+const MaxCursorBytes = 64 << 10
+
+// Lease identifies the writer that currently owns a partition (scale-out).
+// The zero Lease means "no lease": single-instance operation.
+type Lease struct {
+	Owner   string
+	Counter uint64
+}
+
+// IsZero reports whether l is the absent lease.
+func (l Lease) IsZero() bool { return l.Owner == "" && l.Counter == 0 }
+
+// Checkpoint is one partition's durable progress in one scope.
+type Checkpoint struct {
+	Key
+	// Cursor is the exact opaque resume token (never truncated, never
+	// parsed).
+	Cursor []byte
+	// Generation strictly increases on every promotion; creation writes 1.
+	Generation uint64
+	// Watermark is the complete-through watermark: zero when none is proven.
+	Watermark coord.Watermark
+	// Applied is the source position of the last event with a durable
+	// terminal outcome at or before Cursor: the durable applied boundary.
+	// HasApplied is false until some event was applied.
+	Applied    int64
+	HasApplied bool
+	// Epoch is the membership epoch the checkpoint was last written under.
+	Epoch uint64
+	// PromotedWitness is the attempt id of the witness whose successor is
+	// Cursor ("" for the configured start).
+	PromotedWitness string
+	// Parked, when not empty, is the reason the partition stopped advancing.
+	Parked string
+	// Lease is the current owner of the partition, if leases are used.
+	Lease Lease
+}
+
+// Promotion asks the store to replace From (cursor and generation) by the
+// successor of one witness, in one conditional write.
+type Promotion struct {
+	Key
+	// FromCursor and FromGeneration must equal the stored checkpoint.
+	FromCursor     []byte
+	FromGeneration uint64
+	// To is the successor cursor of witness WitnessID.
+	To        []byte
+	WitnessID string
+	// Watermark, when not zero, is the new complete-through watermark. The
+	// store refuses a watermark lower than the stored one (ErrFenced) and
+	// keeps the stored one when Watermark is zero.
+	Watermark coord.Watermark
+	// Applied, when HasApplied, is the new durable applied boundary.
+	Applied    int64
+	HasApplied bool
+	// Epoch is written to the checkpoint.
+	Epoch uint64
+	// Lease, when not zero, must equal the stored lease.
+	Lease Lease
+}
+
+// Membership is the record naming the partitions of one membership epoch.
+type Membership struct {
+	Scope      string
+	Epoch      uint64
+	Partitions []string
+	// Cutover is the coordinate at which this epoch took over from the
+	// previous one (zero for the first epoch).
+	Cutover coord.Watermark
+	// Proven is false when a change could not be proven (coverage of an
+	// added partition, sealing of a removed one); no scalar frontier may be
+	// published in such an epoch.
+	Proven bool
+	// Reason explains an unproven change.
+	Reason string
+}
+
+// Frontier is the published combined frontier of one scope.
+type Frontier struct {
+	Scope string
+	Epoch uint64
+	// Scalar is the combined safe frontier; zero when withheld.
+	Scalar coord.Watermark
+	// Vector is every partition's complete-through watermark in the epoch.
+	Vector map[string]coord.Watermark
+	// HeldBy lists the partitions whose watermark equals the frontier (or is
+	// missing), i.e. those holding it back.
+	HeldBy []string
+	// Reason explains a withheld scalar.
+	Reason string
+}
+
+// Store is the durable state of tidemark. Implementations are safe for
+// concurrent use. Errors other than the sentinels below are transport
+// failures after bounded retries; the caller must treat the outcome of a
+// failed write as unknown and resolve it by reading.
+type Store interface {
+	// LoadCheckpoint returns the checkpoint with a consistent read, or
+	// ErrNoCheckpoint.
+	LoadCheckpoint(ctx context.Context, k Key) (Checkpoint, error)
+	// CreateCheckpoint writes the first checkpoint of a partition (its
+	// Generation must be 1) only if none exists. When one exists it returns
+	// *FenceError with the winner.
+	CreateCheckpoint(ctx context.Context, c Checkpoint) (Checkpoint, error)
+	// Promote performs the one conditional write of a promotion and returns
+	// the new checkpoint (generation FromGeneration+1). A failed condition
+	// returns *FenceError with the winner.
+	Promote(ctx context.Context, p Promotion) (Checkpoint, error)
+	// SetParked sets (reason != "") or clears (reason == "") the parked
+	// reason, conditional on the stored cursor and generation (and lease).
+	// It never changes cursor, generation or watermark.
+	SetParked(ctx context.Context, k Key, cursor []byte, generation uint64, lease Lease, reason string) (Checkpoint, error)
+	// ListCheckpoints returns every checkpoint of a scope.
+	ListCheckpoints(ctx context.Context, scope string) ([]Checkpoint, error)
+
+	// PutWitness stores a witness; storing the same (key, generation,
+	// attempt) again is a no-op that returns nil. Events, Successor and
+	// Marker are stored whole; a witness the store cannot hold whole is
+	// refused with ErrInvalid, never cut.
+	PutWitness(ctx context.Context, w witness.Witness) error
+	// Witnesses returns every witness recorded for (key, generation), in
+	// attempt order.
+	Witnesses(ctx context.Context, k Key, generation uint64) ([]witness.Witness, error)
+	// RecordReceipt raises a witness's AckedThrough to ackedThrough (never
+	// lowers it). One write per acknowledged batch.
+	RecordReceipt(ctx context.Context, k Key, generation uint64, attempt string, ackedThrough int) error
+	// SetDisposition moves a witness from Pending to Promoted or Abandoned.
+	// Promoted and Abandoned are final: any other transition returns
+	// ErrFenced.
+	SetDisposition(ctx context.Context, k Key, generation uint64, attempt string, d witness.Disposition) error
+
+	// LoadMembership returns the membership record, or ErrNoCheckpoint.
+	LoadMembership(ctx context.Context, scope string) (Membership, error)
+	// SwapMembership writes next if the stored epoch equals prevEpoch (0:
+	// none stored). next.Epoch must be greater than prevEpoch.
+	SwapMembership(ctx context.Context, prevEpoch uint64, next Membership) (Membership, error)
+	// LoadFrontier returns the published frontier, or ErrNoCheckpoint.
+	LoadFrontier(ctx context.Context, scope string) (Frontier, error)
+	// PublishFrontier writes next if the stored record is still prev (same
+	// epoch and scalar; zero Frontier: none stored) and next does not lower
+	// the scalar within an epoch nor go back to an older epoch.
+	PublishFrontier(ctx context.Context, prev, next Frontier) (Frontier, error)
+}
+
+var (
+	// ErrNoCheckpoint is returned by the Load methods when nothing is stored.
+	ErrNoCheckpoint = errors.New("store: no checkpoint")
+	// ErrFenced is the sentinel every *FenceError unwraps to: a conditional
+	// write lost to another writer or refused a regression.
+	ErrFenced = errors.New("store: fenced")
+	// ErrInvalid is returned for arguments that can never be stored (empty
+	// scope, oversized cursor or witness).
+	ErrInvalid = errors.New("store: invalid argument")
+)
+
+// FenceError reports a conditional write that lost. Winner is the state read
+// back after the loss (a consistent read) when it could be read.
+type FenceError struct {
+	Key    Key
+	Op     string
+	Reason string
+	// Want describes what the writer expected.
+	WantGeneration uint64
+	// Winner is the stored checkpoint after the loss, if any.
+	Winner *Checkpoint
+}
+
+func (e *FenceError) Error() string {
+	got := "unknown"
+	if e.Winner != nil {
+		got = fmt.Sprintf("generation %d", e.Winner.Generation)
+	}
+	return fmt.Sprintf("store: %s on %s fenced: %s (wanted generation %d, stored %s)", e.Op, e.Key, e.Reason, e.WantGeneration, got)
+}
+
+// Unwrap makes errors.Is(err, ErrFenced) hold.
+func (e *FenceError) Unwrap() error { return ErrFenced }
