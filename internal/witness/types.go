@@ -76,3 +76,121 @@ type Witness struct {
 	// once per acknowledged batch.
 	AckedThrough int
 }
+
+// Event is one event as a provider returned it.
+type Event struct {
+	// ID is the stable event identity. Empty is malformed.
+	ID string
+	// Position is the event's source position within its partition.
+	Position int64
+	// NoPosition marks an event whose response carried no position
+	// (malformed).
+	NoPosition bool
+	// Payload is the event's bytes, emitted downstream.
+	Payload []byte
+	// Semantic, when not nil, is the projection of the payload whose digest
+	// is witnessed instead of Payload (for sources whose payload carries
+	// fields that change on every read).
+	Semantic []byte
+}
+
+// Response is one successful fetch of (partition, input cursor).
+type Response struct {
+	Events []Event
+	// Successor is the exact opaque cursor for the next fetch.
+	Successor []byte
+	// HasMore is the provider's own "more pages" flag, when it has one.
+	HasMore bool
+	// Marker is the provider's snapshot or coverage marker, opaque.
+	Marker []byte
+	// CompleteThrough is the watermark the provider certifies for this
+	// response (zero when none).
+	CompleteThrough coord.Watermark
+	// Sealed: the provider says the partition has ended.
+	Sealed bool
+}
+
+// EmptyPage is what a provider's contract says an empty response means.
+type EmptyPage uint8
+
+const (
+	// EmptyNoEvidence: an empty page proves nothing (polling APIs such as
+	// Okta's System Log, Kinesis). Its successor is never promoted on
+	// emptiness alone; only a CompleteThrough or a coverage marker bound to
+	// the response can advance it.
+	EmptyNoEvidence EmptyPage = 1 + iota
+	// EmptyEndOfData: an empty page means the partition is complete up to
+	// the successor (Slack, S3 listing without token).
+	EmptyEndOfData
+	// EmptyFinalThroughWatermark: an empty page is final through the
+	// response's CompleteThrough watermark (Graph deltaLink, CouchDB
+	// last_seq); without one it proves nothing.
+	EmptyFinalThroughWatermark
+)
+
+func (e EmptyPage) String() string {
+	switch e {
+	case EmptyNoEvidence:
+		return "no_evidence"
+	case EmptyEndOfData:
+		return "end_of_data"
+	case EmptyFinalThroughWatermark:
+		return "final_through_watermark"
+	}
+	return fmt.Sprintf("empty_page(%d)", uint8(e))
+}
+
+// Recovery is what the provider contract allows when a partition cannot
+// advance (unprovable divergence, expired cursor).
+type Recovery uint8
+
+const (
+	// RecoveryPark: stop the partition and wait for an operator.
+	RecoveryPark Recovery = 1 + iota
+	// RecoveryRestartFromBoundary: restart from a provider-supported stable
+	// boundary (for example the configured start cursor, replaying events
+	// after the durable applied boundary; replays are deduplicated
+	// downstream).
+	RecoveryRestartFromBoundary
+	// RecoveryFreshSnapshot: take a fresh snapshot (for example a new etcd
+	// revision) and replay the partition from its start in that snapshot.
+	RecoveryFreshSnapshot
+)
+
+func (r Recovery) String() string {
+	switch r {
+	case RecoveryPark:
+		return "park"
+	case RecoveryRestartFromBoundary:
+		return "restart_from_boundary"
+	case RecoveryFreshSnapshot:
+		return "fresh_snapshot"
+	}
+	return fmt.Sprintf("recovery(%d)", uint8(r))
+}
+
+// Contract is the provider's declared pagination contract. Classification
+// trusts only what the contract declares.
+type Contract struct {
+	// EmptyPage says what an empty response proves.
+	EmptyPage EmptyPage
+	// TokensMayRotate: a retry of the same cursor may return the same events
+	// with another successor, and that successor is valid.
+	TokensMayRotate bool
+	// OrderedPositions: positions strictly increase within a response and
+	// across a partition's pages.
+	OrderedPositions bool
+	// DensePositions: positions are consecutive integers (each event's
+	// position is the previous one + 1), so "the next required position" is
+	// known. Implies OrderedPositions.
+	DensePositions bool
+	// ExclusiveBoundary: a retry may legitimately omit events at or below the
+	// durable applied boundary (the provider resumes strictly after it).
+	ExclusiveBoundary bool
+	// SnapshotMarker: a response's Marker names a stable snapshot; two
+	// responses with the same marker enumerate the same stream, and a marker
+	// proves coverage of the response's range.
+	SnapshotMarker bool
+	// Recovery is what to do on unprovable divergence or an expired cursor.
+	Recovery Recovery
+}
