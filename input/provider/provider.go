@@ -1,0 +1,103 @@
+// Package provider is the port between the paginated_partitions input and an
+// event source: fetch one page of one partition from one opaque cursor.
+//
+// Contract for implementations (plugin authors):
+//   - Fetch is called with at most one request in flight per partition, but
+//     concurrently across partitions.
+//   - Cursors are opaque: return the successor exactly as the source issued
+//     it. Never parse, order or combine cursors.
+//   - Return the events of one response, in source order, with their stable
+//     ids and positions, and every piece of completeness evidence the source
+//     gives (CompleteThrough, Marker, Sealed). Never invent evidence: a
+//     missing watermark is the zero Watermark.
+//   - Classify failures: *ExpiredError for a cursor the source no longer
+//     honours, *MalformedError for a response that cannot be read, anything
+//     else is treated as transient and retried with back-off.
+//   - Contract declares what the source guarantees; classification trusts
+//     nothing else.
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/witness"
+)
+
+// Request is one page fetch.
+type Request struct {
+	Scope     string
+	Partition string
+	// Cursor is the opaque input cursor; empty means the partition's start.
+	Cursor []byte
+	// Watermark is the partition's durable complete-through watermark (zero
+	// when none), for sources that resume by watermark.
+	Watermark coord.Watermark
+	// Attempt counts fetches of this (partition, cursor, generation): 0 for
+	// the first, greater for retries.
+	Attempt int
+}
+
+// Provider fetches pages.
+type Provider interface {
+	// Fetch returns one response for (partition, cursor).
+	Fetch(ctx context.Context, req Request) (witness.Response, error)
+	// Contract is the source's declared pagination contract.
+	Contract() witness.Contract
+	// Close releases resources.
+	Close(ctx context.Context) error
+}
+
+// Lister is implemented by providers that can discover their partitions.
+type Lister interface {
+	Partitions(ctx context.Context) ([]string, error)
+}
+
+// Restarter is implemented by providers that can give a stable boundary to
+// restart a partition from (Contract.Recovery = restart_from_boundary or
+// fresh_snapshot). The returned cursor is fetched with the partition's
+// current durable state; events replayed from it are deduplicated
+// downstream and classified against receipts.
+type Restarter interface {
+	RestartCursor(ctx context.Context, partition string, durable coord.Watermark) ([]byte, error)
+}
+
+var (
+	// ErrExpired is the sentinel of *ExpiredError.
+	ErrExpired = errors.New("provider: cursor expired")
+	// ErrMalformed is the sentinel of *MalformedError.
+	ErrMalformed = errors.New("provider: malformed response")
+)
+
+// ExpiredError reports a cursor the source no longer honours (HTTP 410,
+// "required revision has been compacted", syncStateNotFound).
+type ExpiredError struct {
+	Partition string
+	Reason    string
+}
+
+func (e *ExpiredError) Error() string {
+	return fmt.Sprintf("provider: partition %s: cursor expired: %s", e.Partition, e.Reason)
+}
+
+// Unwrap makes errors.Is(err, ErrExpired) hold.
+func (e *ExpiredError) Unwrap() error { return ErrExpired }
+
+// MalformedError reports a response that could not be mapped to events.
+type MalformedError struct {
+	Partition string
+	Reason    string
+	Err       error
+}
+
+func (e *MalformedError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("provider: partition %s: malformed response: %s: %v", e.Partition, e.Reason, e.Err)
+	}
+	return fmt.Sprintf("provider: partition %s: malformed response: %s", e.Partition, e.Reason)
+}
+
+// Unwrap makes errors.Is(err, ErrMalformed) hold.
+func (e *MalformedError) Unwrap() error { return ErrMalformed }
