@@ -1,0 +1,268 @@
+package httpprovider
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/redpanda-data/benthos/v4/public/bloblang"
+	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/witness"
+)
+
+// Backoff is the exponential back-off between retries of transient failures.
+type Backoff struct {
+	// Initial is the wait before the first retry; it doubles on every retry
+	// (zero: 500ms).
+	Initial time.Duration
+	// Max bounds every wait, a Retry-After header included (zero: 10s).
+	Max time.Duration
+}
+
+// Mappings are the Bloblang mappings from a response to a witness.Response.
+// See the package documentation for what they run against.
+type Mappings struct {
+	// Events returns the array of events (nil: `root = this`).
+	Events *bloblang.Executor
+	// EventID returns an event's stable id (nil: `root = this.id.string()`).
+	EventID *bloblang.Executor
+	// EventPosition returns an event's position (nil: `root = this.position`).
+	EventPosition *bloblang.Executor
+	// EventPayload returns an event's payload (nil: `root = this`).
+	EventPayload *bloblang.Executor
+	// EventSemantic, when not nil, returns the projection whose digest is
+	// witnessed.
+	EventSemantic *bloblang.Executor
+	// Successor returns the successor cursor. Required.
+	Successor *bloblang.Executor
+	// HasMore, CompleteThrough, Marker and Sealed are optional (nil: the
+	// response carries no such evidence).
+	HasMore         *bloblang.Executor
+	CompleteThrough *bloblang.Executor
+	Marker          *bloblang.Executor
+	Sealed          *bloblang.Executor
+}
+
+// Config is the plain configuration of a Provider. FromParsed fills it from
+// the spec; Go callers may build it directly. Fields documented with a zero
+// default take it when left zero.
+type Config struct {
+	// URL of one page, interpolated with the request metadata. Required.
+	URL *service.InterpolatedString
+	// Verb is the HTTP method (zero: GET).
+	Verb string
+	// Headers are interpolated with the request metadata.
+	Headers map[string]*service.InterpolatedString
+	// Body, when not nil, is interpolated and sent as the request body.
+	Body *service.InterpolatedString
+	// Timeout bounds one request, reading the body included (zero: 30s).
+	Timeout time.Duration
+	// RateLimit names a rate_limit resource of Resources ("" = none).
+	RateLimit string
+	// MaxRetries is how often a transient failure is retried within one
+	// fetch. Zero means no retry (the spec's default is 5).
+	MaxRetries int
+	// Backoff between retries.
+	Backoff Backoff
+	// MaxResponseBytes bounds the body read (zero: 64 MiB).
+	MaxResponseBytes int64
+
+	// Mappings from a response to events and evidence.
+	Mappings Mappings
+
+	// Contract is the declared contract. EmptyPage and Recovery must be set
+	// (their zero values are invalid); DensePositions implies
+	// OrderedPositions.
+	Contract witness.Contract
+	// Coordinate is the kind of complete_through (and of positions, for
+	// KindTimestamp). Required.
+	Coordinate coord.Kind
+	// ExpiredStatusCodes are statuses that mean "cursor expired".
+	ExpiredStatusCodes []int
+	// ExpiredBodyContains are substrings of a non-2xx body that mean "cursor
+	// expired".
+	ExpiredBodyContains []string
+	// RestartCursor, when not nil, gives the stable-boundary cursor for
+	// RestartCursor (nil: the empty cursor, the partition's start).
+	RestartCursor *service.InterpolatedString
+
+	// PartitionsURL, when not nil, lists the partitions; PartitionsMapping
+	// maps its body to names (nil: `root = this`).
+	PartitionsURL     *service.InterpolatedString
+	PartitionsMapping *bloblang.Executor
+
+	// Resources give access to the rate limit (may be nil without one).
+	Resources *service.Resources
+	// Logger may be nil.
+	Logger *service.Logger
+}
+
+// withDefaults returns c with zero fields that have a default set.
+func (c Config) withDefaults() (Config, error) {
+	if c.Verb == "" {
+		c.Verb = defaultVerb
+	}
+	c.Verb = strings.ToUpper(c.Verb)
+	if c.Timeout == 0 {
+		c.Timeout, _ = time.ParseDuration(defaultTimeout)
+	}
+	if c.Backoff.Initial == 0 {
+		c.Backoff.Initial, _ = time.ParseDuration(defaultBackoffInitial)
+	}
+	if c.Backoff.Max == 0 {
+		c.Backoff.Max, _ = time.ParseDuration(defaultBackoffMax)
+	}
+	if c.MaxResponseBytes == 0 {
+		c.MaxResponseBytes = defaultMaxResponseBytes
+	}
+	for _, d := range []struct {
+		dst     **bloblang.Executor
+		mapping string
+	}{
+		{&c.Mappings.Events, defaultEventsMapping},
+		{&c.Mappings.EventID, defaultEventIDMapping},
+		{&c.Mappings.EventPosition, defaultPositionMapping},
+		{&c.Mappings.EventPayload, defaultPayloadMapping},
+		{&c.PartitionsMapping, defaultPartitionsMap},
+	} {
+		if *d.dst != nil {
+			continue
+		}
+		exec, err := bloblang.Parse(d.mapping)
+		if err != nil {
+			return c, fmt.Errorf("httpprovider: default mapping %q: %w", d.mapping, err)
+		}
+		*d.dst = exec
+	}
+	if c.Contract.DensePositions {
+		c.Contract.OrderedPositions = true
+	}
+	return c, nil
+}
+
+// validate reports the first setting New cannot honour.
+func (c Config) validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if c.URL == nil {
+		bad("url is required")
+	}
+	if !validToken(c.Verb) {
+		bad("verb %q is not an HTTP method", c.Verb)
+	}
+	for name := range c.Headers {
+		if !validToken(name) {
+			bad("header name %q is not a valid HTTP header name", name)
+		}
+	}
+	if c.Timeout < 0 {
+		bad("timeout %s is negative", c.Timeout)
+	}
+	if c.MaxRetries < 0 {
+		bad("max_retries %d is negative", c.MaxRetries)
+	}
+	if c.Backoff.Initial < 0 || c.Backoff.Max < c.Backoff.Initial {
+		bad("backoff: want 0 < initial_interval (%s) <= max_interval (%s)", c.Backoff.Initial, c.Backoff.Max)
+	}
+	if c.MaxResponseBytes < 0 {
+		bad("max_response_bytes %d is negative", c.MaxResponseBytes)
+	}
+	if c.Mappings.Successor == nil {
+		bad("successor mapping is required")
+	}
+	switch c.Contract.EmptyPage {
+	case witness.EmptyNoEvidence, witness.EmptyEndOfData, witness.EmptyFinalThroughWatermark:
+	default:
+		bad("contract.empty_page %s is not set", c.Contract.EmptyPage)
+	}
+	switch c.Contract.Recovery {
+	case witness.RecoveryPark, witness.RecoveryRestartFromBoundary, witness.RecoveryFreshSnapshot:
+	default:
+		bad("contract.recovery %s is not set", c.Contract.Recovery)
+	}
+	switch c.Coordinate {
+	case coord.KindInteger, coord.KindTimestamp, coord.KindString:
+	default:
+		bad("contract.coordinate %s is not integer, timestamp or string", c.Coordinate)
+	}
+	for _, code := range c.ExpiredStatusCodes {
+		if code < 100 || code > 599 || (code >= 200 && code <= 299) {
+			bad("contract.expired_status_codes: %d is not a non-2xx HTTP status", code)
+		}
+	}
+	for _, s := range c.ExpiredBodyContains {
+		if s == "" {
+			bad("contract.expired_body_contains: an empty string would match every body")
+		}
+	}
+	if c.RateLimit != "" {
+		if c.Resources == nil || !c.Resources.HasRateLimit(c.RateLimit) {
+			bad("rate_limit resource %q is not found", c.RateLimit)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("httpprovider: invalid config: %w", err)
+	}
+	return nil
+}
+
+// validToken reports whether s is an RFC 9110 token (methods, header names).
+func validToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// New validates conf and returns a provider.
+func New(conf Config) (*Provider, error) {
+	conf, err := conf.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := conf.validate(); err != nil {
+		return nil, err
+	}
+	expired := make(map[int]bool, len(conf.ExpiredStatusCodes))
+	for _, code := range conf.ExpiredStatusCodes {
+		expired[code] = true
+	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	return &Provider{
+		cfg:     conf,
+		expired: expired,
+		log:     conf.Logger,
+		client: &http.Client{
+			Transport:     transport,
+			CheckRedirect: sameHostRedirects,
+		},
+	}, nil
+}
+
+// sameHostRedirects follows at most 10 redirects, and only to the same
+// scheme and host: custom headers (API keys) are forwarded on a redirect, so
+// a redirect elsewhere is returned as the 3xx response (a permanent
+// StatusError) instead of being followed.
+func sameHostRedirects(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	first := via[0].URL
+	if req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
+		return http.ErrUseLastResponse
+	}
+	return nil
+}

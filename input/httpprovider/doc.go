@@ -1,0 +1,55 @@
+// Package httpprovider is the `http` provider of the paginated_partitions
+// input: it fetches one page of one partition of an HTTP/JSON source from one
+// opaque cursor, maps the response to events and completeness evidence with
+// Bloblang, and states the source's pagination contract as declared in the
+// config.
+//
+// Usage (the caller's duties, in order):
+//
+//  1. Embed Fields() in the input's spec as an optional object field named
+//     "http", and build the provider with FromParsed(conf.Namespace("http"),
+//     res, logger) (or New(Config) from Go). FromParsed only reads fields;
+//     New validates them and fails on a contract it cannot honour.
+//  2. Call Fetch with at most one request in flight per partition. It
+//     retries transient failures (connection errors, timeouts, 429, 5xx)
+//     itself, max_retries times with exponential back-off and jitter,
+//     honouring the rate_limit resource before every request.
+//  3. Branch on the error classes, never on error text:
+//     *provider.ExpiredError (a status in expired_status_codes or a non-2xx
+//     body containing one of expired_body_contains): apply
+//     Contract().Recovery, with RestartCursor giving the boundary;
+//     *provider.MalformedError (unreadable 2xx response): park;
+//     *StatusError with Permanent() true (any other non-2xx, non-retryable
+//     status, e.g. 400/401/403/404) and *RequestError (the request cannot
+//     be built from the config and cursor): park, retrying cannot help;
+//     anything else is transient: try again later.
+//  4. Log cursors only through CursorHash. Errors returned here never carry
+//     header values or raw cursors: transport errors name only the method,
+//     the host and a hash of the URL, and response bodies quoted in errors
+//     are cut to 256 bytes after the configured header values, the cursor
+//     and the URL's query values (those of 6 bytes or more) are redacted
+//     from them.
+//  5. Call Close when done.
+//
+// Request interpolation. url, headers, body, restart_cursor and
+// partitions_url are interpolated strings evaluated against an empty message
+// whose metadata holds partition, cursor (the raw cursor as a string, empty at
+// the start), watermark (the durable complete-through watermark in its String
+// form, empty when none), scope and attempt (Request.Attempt in decimal).
+//
+// Response mappings. Every mapping runs against the response body parsed as
+// JSON (numbers kept exact) with metadata: each response header under its
+// lowercased name (repeated headers joined with ", "), then the request
+// metadata above, then status (the HTTP status code as an integer); later
+// keys win on a name clash. The per-event mappings (event_id,
+// event_position, event_payload, event_semantic) run against each element of
+// the array returned by events, with the same metadata. A mapping result of
+// deleted() or null means "absent"; because Benthos represents a string and
+// a null result alike, the string "null" also reads as absent.
+//
+// Positions and watermarks. With coordinate integer or string, positions are
+// JSON numbers or numeric strings read as int64. With coordinate timestamp,
+// positions and complete_through are RFC 3339 strings (or Unix seconds, the
+// forms coord.Parse reads) converted to Unix nanoseconds, so positions and
+// watermarks share one unit.
+package httpprovider

@@ -1,0 +1,86 @@
+package httpprovider
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+var (
+	// ErrPermanent is the sentinel of failures that retrying the same request
+	// cannot fix: a *StatusError whose Permanent() is true, and every
+	// *RequestError. Fetch and Partitions return it (wrapped); the input
+	// should park the partition rather than poll it.
+	ErrPermanent = errors.New("httpprovider: permanent failure")
+
+	// ErrNoDiscovery is returned by Partitions when partitions_url is not
+	// configured.
+	ErrNoDiscovery = errors.New("httpprovider: partitions_url is not configured")
+)
+
+// StatusError reports a non-2xx response that is not an expired cursor.
+type StatusError struct {
+	// Partition is the partition fetched ("(partitions_url)" for discovery).
+	Partition string
+	// Method and Host name the request; the path and query are left out
+	// because they can carry the cursor or a credential.
+	Method string
+	Host   string
+	// Status is the HTTP status code.
+	Status int
+	// Body is at most 256 bytes of the response body, with the configured
+	// header values and the cursor redacted.
+	Body string
+	// Attempts is how many requests were made (retries included).
+	Attempts int
+}
+
+// Permanent reports whether retrying cannot help: every status except 429
+// and 5xx (those are retried max_retries times first and then returned as a
+// transient StatusError).
+func (e *StatusError) Permanent() bool { return !retryableStatus(e.Status) }
+
+func (e *StatusError) Error() string {
+	kind := "transient"
+	if e.Permanent() {
+		kind = "permanent"
+	}
+	return fmt.Sprintf("httpprovider: partition %s: %s %s: HTTP %d %s (%s, after %d attempts): %q",
+		e.Partition, e.Method, e.Host, e.Status, http.StatusText(e.Status), kind, e.Attempts, e.Body)
+}
+
+// brief is the error without the partition, for logs that already name it.
+func (e *StatusError) brief() string {
+	return fmt.Sprintf("%s %s: HTTP %d %s: %q", e.Method, e.Host, e.Status, http.StatusText(e.Status), e.Body)
+}
+
+// Unwrap makes errors.Is(err, ErrPermanent) hold for permanent statuses.
+func (e *StatusError) Unwrap() error {
+	if e.Permanent() {
+		return ErrPermanent
+	}
+	return nil
+}
+
+// RequestError reports a request that cannot be built from the config and
+// the cursor (an interpolation that fails on this cursor, a URL that does not
+// parse). It is permanent for that cursor.
+type RequestError struct {
+	Partition string
+	// Field is the config field that failed (url, headers.<name>, body,
+	// restart_cursor, partitions_url).
+	Field string
+	// Err is the cause, with header values and the cursor redacted.
+	Err error
+}
+
+func (e *RequestError) Error() string {
+	return fmt.Sprintf("httpprovider: partition %s: building request: %s: %v", e.Partition, e.Field, e.Err)
+}
+
+// Unwrap makes errors.Is(err, ErrPermanent) hold.
+func (e *RequestError) Unwrap() []error { return []error{ErrPermanent, e.Err} }
+
+func retryableStatus(code int) bool {
+	return code == http.StatusTooManyRequests || (code >= 500 && code <= 599)
+}

@@ -1,0 +1,287 @@
+package httpprovider
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/tidemark/tidemark/input/provider"
+)
+
+// builtRequest is one page request, built once and sent once per attempt.
+type builtRequest struct {
+	partition string
+	cursor    []byte
+	meta      [][2]string
+
+	method string
+	url    string
+	// target is "scheme://host" plus a hash of the whole URL: the only form
+	// of the URL errors and logs show (its path or query may carry the
+	// cursor or a key).
+	host    string
+	urlHash string
+	header  http.Header
+	body    []byte
+	hasBody bool
+
+	// red redacts the header values, the cursor and the URL's query values
+	// from anything quoted in an error.
+	red redactor
+}
+
+func (rq *builtRequest) target() string {
+	return fmt.Sprintf("%s %s (url %s)", rq.method, rq.host, rq.urlHash)
+}
+
+func (rq *builtRequest) malformed(reason string, err error) error {
+	e := &provider.MalformedError{Partition: rq.partition, Reason: rq.red.apply(reason)}
+	if err != nil {
+		e.Err = redactedError{msg: rq.red.apply(err.Error()), err: err}
+	}
+	return e
+}
+
+// redactedError shows a redacted message and keeps the cause for errors.Is.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e redactedError) Error() string { return e.msg }
+func (e redactedError) Unwrap() error { return e.err }
+
+// build interpolates the request. Failures are *RequestError, with the
+// secrets already known (header values evaluated so far, the cursor)
+// redacted.
+func (p *Provider) build(partition string, cursor []byte, meta [][2]string, method string, urlStr, body *service.InterpolatedString) (*builtRequest, error) {
+	rq := &builtRequest{partition: partition, cursor: cursor, meta: meta, method: method, header: http.Header{}}
+	rq.red.add(string(cursor))
+	msg := metaMessage(meta)
+	fail := func(field string, err error) error {
+		return &RequestError{Partition: partition, Field: field, Err: redactedError{msg: rq.red.apply(err.Error()), err: err}}
+	}
+	for name, v := range p.cfg.Headers {
+		s, err := v.TryString(msg)
+		if err != nil {
+			return nil, fail("headers."+name, err)
+		}
+		rq.red.add(s)
+		rq.header.Set(name, s)
+	}
+	u, err := urlStr.TryString(msg)
+	if err != nil {
+		return nil, fail("url", err)
+	}
+	parsed, err := url.Parse(u)
+	if err != nil || (parsed.Scheme != "http" && parsed.Scheme != "https") || parsed.Host == "" {
+		// url.Parse errors quote the URL: never show them.
+		return nil, &RequestError{Partition: partition, Field: "url", Err: fmt.Errorf("url %s is not an absolute http(s) URL", CursorHash([]byte(u)))}
+	}
+	for _, vs := range parsed.Query() {
+		for _, v := range vs {
+			rq.red.add(v)
+		}
+	}
+	rq.url = u
+	rq.host = parsed.Scheme + "://" + parsed.Host
+	rq.urlHash = CursorHash([]byte(u))
+	if body != nil {
+		b, err := body.TryBytes(msg)
+		if err != nil {
+			return nil, fail("body", err)
+		}
+		rq.body, rq.hasBody = b, true
+	}
+	return rq, nil
+}
+
+// httpResult is a response read whole.
+type httpResult struct {
+	status   int
+	header   http.Header
+	body     []byte
+	tooLarge bool
+}
+
+// do sends rq, retrying transient failures, and classifies the final
+// response: expired (*provider.ExpiredError), non-2xx (*StatusError),
+// transport failure after the last retry (plain error), or a 2xx result.
+func (p *Provider) do(ctx context.Context, rq *builtRequest) (*httpResult, error) {
+	for attempt := 0; ; attempt++ {
+		res, err := p.attempt(ctx, rq)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("httpprovider: partition %s: %s: %w", rq.partition, rq.target(), ctx.Err())
+			}
+			if attempt >= p.cfg.MaxRetries {
+				return nil, fmt.Errorf("httpprovider: partition %s: giving up after %d attempts: %w", rq.partition, attempt+1, err)
+			}
+			if werr := p.pause(ctx, rq, attempt, 0, err); werr != nil {
+				return nil, werr
+			}
+			continue
+		}
+		if p.expired[res.status] {
+			return nil, &provider.ExpiredError{Partition: rq.partition,
+				Reason: fmt.Sprintf("HTTP %d %s: %q", res.status, http.StatusText(res.status), rq.red.quote(res.body))}
+		}
+		if res.status < 200 || res.status > 299 {
+			for _, s := range p.cfg.ExpiredBodyContains {
+				if bytes.Contains(res.body, []byte(s)) {
+					return nil, &provider.ExpiredError{Partition: rq.partition,
+						Reason: fmt.Sprintf("HTTP %d response body contains %q", res.status, s)}
+				}
+			}
+			serr := &StatusError{Partition: rq.partition, Method: rq.method, Host: rq.host,
+				Status: res.status, Body: rq.red.quote(res.body), Attempts: attempt + 1}
+			if !retryableStatus(res.status) || attempt >= p.cfg.MaxRetries {
+				return nil, serr
+			}
+			retryAfter := parseRetryAfter(res.header.Get("Retry-After"), time.Now())
+			if werr := p.pause(ctx, rq, attempt, retryAfter, serr); werr != nil {
+				return nil, werr
+			}
+			continue
+		}
+		return res, nil
+	}
+}
+
+// pause logs a transient failure and waits before retry attempt+1.
+func (p *Provider) pause(ctx context.Context, rq *builtRequest, attempt int, retryAfter time.Duration, cause error) error {
+	wait := p.backoff(attempt, retryAfter)
+	text := cause.Error()
+	var se *StatusError
+	if errors.As(cause, &se) {
+		text = se.brief()
+	}
+	p.log.Warnf("httpprovider: partition %s: cursor %s: %s; retry %d of %d in %s",
+		rq.partition, CursorHash(rq.cursor), text, attempt+1, p.cfg.MaxRetries, wait.Round(time.Millisecond))
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("httpprovider: partition %s: waiting to retry %s: %w", rq.partition, rq.target(), ctx.Err())
+	case <-t.C:
+		return nil
+	}
+}
+
+// backoff is the wait before retry attempt+1: Initial doubled per attempt,
+// capped at Max, with "equal jitter" (half fixed, half random), and at least
+// the server's Retry-After, itself capped at Max.
+func (p *Provider) backoff(attempt int, retryAfter time.Duration) time.Duration {
+	d := p.cfg.Backoff.Initial
+	for i := 0; i < attempt && d < p.cfg.Backoff.Max; i++ {
+		d *= 2
+	}
+	d = min(d, p.cfg.Backoff.Max)
+	half := d / 2
+	d = half + rand.N(half+1)
+	return max(d, min(retryAfter, p.cfg.Backoff.Max))
+}
+
+// parseRetryAfter reads delay-seconds or an HTTP date (0 when absent or
+// unreadable).
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.Atoi(v); err == nil && n > 0 {
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+// attempt makes one request, after the rate limit allows it. Its error is
+// a transport failure (connection, timeout, body read), already redacted.
+func (p *Provider) attempt(ctx context.Context, rq *builtRequest) (*httpResult, error) {
+	if err := p.waitRateLimit(ctx); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
+	defer cancel()
+	var body io.Reader
+	if rq.hasBody {
+		body = bytes.NewReader(rq.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, rq.method, rq.url, body)
+	if err != nil {
+		return nil, fmt.Errorf("%s: cannot build the request", rq.target())
+	}
+	req.Header = rq.header.Clone()
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return nil, p.transportError(ctx, rq, "", err)
+	}
+	defer resp.Body.Close()
+	limit := p.cfg.MaxResponseBytes
+	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return nil, p.transportError(ctx, rq, fmt.Sprintf("reading the body of HTTP %d: ", resp.StatusCode), err)
+	}
+	res := &httpResult{status: resp.StatusCode, header: resp.Header, body: b}
+	if int64(len(b)) > limit {
+		res.body, res.tooLarge = b[:limit], true
+	}
+	return res, nil
+}
+
+// transportError describes a failed round trip without the URL (a
+// *url.Error quotes it whole) and with the secrets redacted.
+func (p *Provider) transportError(ctx context.Context, rq *builtRequest, what string, err error) error {
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		err = uerr.Err
+	}
+	msg := err.Error()
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+		msg = fmt.Sprintf("timed out after %s", p.cfg.Timeout)
+	}
+	return redactedError{msg: fmt.Sprintf("%s: %s%s", rq.target(), what, rq.red.apply(msg)), err: err}
+}
+
+// waitRateLimit blocks until the rate_limit resource allows a request.
+func (p *Provider) waitRateLimit(ctx context.Context) error {
+	if p.cfg.RateLimit == "" {
+		return nil
+	}
+	for {
+		var wait time.Duration
+		var accessErr error
+		err := p.cfg.Resources.AccessRateLimit(ctx, p.cfg.RateLimit, func(rl service.RateLimit) {
+			wait, accessErr = rl.Access(ctx)
+		})
+		if err == nil {
+			err = accessErr
+		}
+		if err != nil {
+			return fmt.Errorf("rate limit %q: %w", p.cfg.RateLimit, err)
+		}
+		if wait <= 0 {
+			return nil
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("rate limit %q: %w", p.cfg.RateLimit, ctx.Err())
+		case <-t.C:
+		}
+	}
+}

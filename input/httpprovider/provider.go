@@ -1,0 +1,175 @@
+package httpprovider
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/tidemark/tidemark/input/provider"
+	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/witness"
+)
+
+// Provider is the http provider. It is safe for concurrent use; the input
+// keeps at most one Fetch in flight per partition.
+type Provider struct {
+	cfg     Config
+	expired map[int]bool
+	client  *http.Client
+	log     *service.Logger
+}
+
+var (
+	_ provider.Provider  = (*Provider)(nil)
+	_ provider.Lister    = (*Provider)(nil)
+	_ provider.Restarter = (*Provider)(nil)
+)
+
+// Contract is the declared contract.
+func (p *Provider) Contract() witness.Contract { return p.cfg.Contract }
+
+// Coordinate is the kind of the watermarks (and, for timestamps, of the
+// positions) this provider returns. witness.Contract does not carry it.
+func (p *Provider) Coordinate() coord.Kind { return p.cfg.Coordinate }
+
+// Close releases idle connections.
+func (p *Provider) Close(context.Context) error {
+	p.client.CloseIdleConnections()
+	return nil
+}
+
+// Metadata keys of the request interpolations and the response mappings.
+const (
+	metaPartition = "partition"
+	metaCursor    = "cursor"
+	metaWatermark = "watermark"
+	metaScope     = "scope"
+	metaAttempt   = "attempt"
+	metaStatus    = "status"
+)
+
+// requestMeta is the metadata a request is interpolated with, in the order
+// it is set on a response message.
+func requestMeta(scope, partition string, cursor []byte, wm coord.Watermark, attempt int) [][2]string {
+	w := ""
+	if !wm.IsZero() {
+		w = wm.String()
+	}
+	return [][2]string{
+		{metaPartition, partition},
+		{metaCursor, string(cursor)},
+		{metaWatermark, w},
+		{metaScope, scope},
+		{metaAttempt, strconv.Itoa(attempt)},
+	}
+}
+
+func metaMessage(meta [][2]string) *service.Message {
+	m := service.NewMessage(nil)
+	for _, kv := range meta {
+		m.MetaSetMut(kv[0], kv[1])
+	}
+	return m
+}
+
+// Fetch fetches one page of req.Partition from req.Cursor. See the package
+// documentation for the error classes.
+func (p *Provider) Fetch(ctx context.Context, req provider.Request) (witness.Response, error) {
+	meta := requestMeta(req.Scope, req.Partition, req.Cursor, req.Watermark, req.Attempt)
+	rq, err := p.build(req.Partition, req.Cursor, meta, p.cfg.Verb, p.cfg.URL, p.cfg.Body)
+	if err != nil {
+		return witness.Response{}, err
+	}
+	res, err := p.do(ctx, rq)
+	if err != nil {
+		return witness.Response{}, err
+	}
+	resp, err := p.mapResponse(rq, res)
+	if err != nil {
+		return witness.Response{}, err
+	}
+	p.log.Debugf("httpprovider: partition %s: cursor %s: HTTP %d, %d events, successor %s",
+		req.Partition, CursorHash(req.Cursor), res.status, len(resp.Events), successorHash(resp.Successor))
+	return resp, nil
+}
+
+func successorHash(s []byte) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return CursorHash(s)
+}
+
+// discoveryLabel names partition discovery where errors name a partition.
+const discoveryLabel = "(partitions_url)"
+
+// Partitions lists the partitions from partitions_url (GET, with the
+// configured headers, retried like Fetch). It returns ErrNoDiscovery when
+// partitions_url is not configured, and *provider.MalformedError when the
+// mapping does not give a non-empty list of distinct, non-empty names.
+func (p *Provider) Partitions(ctx context.Context) ([]string, error) {
+	if p.cfg.PartitionsURL == nil {
+		return nil, ErrNoDiscovery
+	}
+	meta := requestMeta("", "", nil, coord.Watermark{}, 0)
+	rq, err := p.build(discoveryLabel, nil, meta, http.MethodGet, p.cfg.PartitionsURL, nil)
+	if err != nil {
+		return nil, err
+	}
+	res, err := p.do(ctx, rq)
+	if err != nil {
+		return nil, err
+	}
+	msg, err := p.responseMessage(rq, res)
+	if err != nil {
+		return nil, err
+	}
+	v, present, err := runMapping(msg, p.cfg.PartitionsMapping)
+	if err != nil {
+		return nil, rq.malformed("partitions_mapping failed", err)
+	}
+	arr, ok := v.([]any)
+	if !present || !ok {
+		return nil, rq.malformed(fmt.Sprintf("partitions_mapping returned %s, want an array of names", describe(v, present)), nil)
+	}
+	names := make([]string, 0, len(arr))
+	seen := make(map[string]bool, len(arr))
+	for i, e := range arr {
+		name, ok := scalarString(e)
+		if !ok || name == "" {
+			return nil, rq.malformed(fmt.Sprintf("partition %d is %s, want a non-empty string or number", i, describe(e, true)), nil)
+		}
+		if seen[name] {
+			return nil, rq.malformed(fmt.Sprintf("partition %q is listed twice", name), nil)
+		}
+		seen[name] = true
+		names = append(names, name)
+	}
+	if len(names) == 0 {
+		return nil, rq.malformed("partitions_mapping returned no partitions", nil)
+	}
+	return names, nil
+}
+
+// RestartCursor returns the stable-boundary cursor of contract.restart_cursor
+// for partition, interpolated with the partition and its durable watermark
+// (nil, the partition's start, when restart_cursor is empty or not set). A
+// failing interpolation is a *RequestError.
+func (p *Provider) RestartCursor(_ context.Context, partition string, durable coord.Watermark) ([]byte, error) {
+	if p.cfg.RestartCursor == nil {
+		return nil, nil
+	}
+	msg := metaMessage(requestMeta("", partition, nil, durable, 0))
+	s, err := p.cfg.RestartCursor.TryString(msg)
+	if err != nil {
+		return nil, &RequestError{Partition: partition, Field: "contract.restart_cursor", Err: err}
+	}
+	if s == "" {
+		return nil, nil
+	}
+	p.log.Infof("httpprovider: partition %s: restart cursor %s (durable watermark %s)", partition, CursorHash([]byte(s)), durable)
+	return []byte(s), nil
+}

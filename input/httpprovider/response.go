@@ -1,0 +1,242 @@
+package httpprovider
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/redpanda-data/benthos/v4/public/bloblang"
+	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/tidemark/tidemark/internal/witness"
+)
+
+// responseMessage parses a 2xx body and returns the message the mappings
+// run against: the JSON document with the response headers, the request
+// metadata and the status as metadata (later keys win).
+func (p *Provider) responseMessage(rq *builtRequest, res *httpResult) (*service.Message, error) {
+	if res.tooLarge {
+		return nil, rq.malformed(fmt.Sprintf("HTTP %d body is larger than max_response_bytes (%d)", res.status, p.cfg.MaxResponseBytes), nil)
+	}
+	if len(bytes.TrimSpace(res.body)) == 0 {
+		return nil, rq.malformed(fmt.Sprintf("HTTP %d with an empty body", res.status), nil)
+	}
+	doc, err := decodeJSON(res.body)
+	if err != nil {
+		return nil, rq.malformed(fmt.Sprintf("HTTP %d body is not one JSON document", res.status), err)
+	}
+	msg := service.NewMessage(nil)
+	msg.SetStructured(doc)
+	for name, vs := range res.header {
+		msg.MetaSetMut(strings.ToLower(name), strings.Join(vs, ", "))
+	}
+	for _, kv := range rq.meta {
+		msg.MetaSetMut(kv[0], kv[1])
+	}
+	msg.MetaSetMut(metaStatus, int64(res.status))
+	return msg, nil
+}
+
+// decodeJSON reads exactly one JSON document, keeping numbers exact
+// (json.Number), as Benthos itself does.
+func decodeJSON(b []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, errors.New("truncated JSON")
+		}
+		return nil, err
+	}
+	var extra json.RawMessage
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return nil, errors.New("data after the first JSON document")
+	}
+	return doc, nil
+}
+
+// runMapping runs exec against msg. present is false when the mapping
+// deletes the root or returns null. A string result comes back as []byte
+// (Benthos keeps string and byte results alike, and a null result as the
+// bytes "null", which therefore also reads as absent).
+func runMapping(msg *service.Message, exec *bloblang.Executor) (v any, present bool, err error) {
+	res, err := msg.BloblangQuery(exec)
+	if err != nil {
+		return nil, false, err
+	}
+	if res == nil {
+		return nil, false, nil
+	}
+	if res.HasStructured() {
+		v, err := res.AsStructured()
+		if err != nil {
+			return nil, false, err
+		}
+		return v, v != nil, nil
+	}
+	b, err := res.AsBytes()
+	if err != nil {
+		return nil, false, err
+	}
+	if string(b) == "null" {
+		return nil, false, nil
+	}
+	return b, true, nil
+}
+
+// runMappingBytes runs a payload mapping: a string result as is, anything
+// else as JSON. present is false when the root is deleted.
+func runMappingBytes(msg *service.Message, exec *bloblang.Executor) (b []byte, present bool, err error) {
+	res, err := msg.BloblangQuery(exec)
+	if err != nil || res == nil {
+		return nil, false, err
+	}
+	b, err = res.AsBytes()
+	if err != nil {
+		return nil, false, err
+	}
+	if b == nil {
+		return nil, false, errors.New("result cannot be serialized")
+	}
+	return b, true, nil
+}
+
+// mapResponse maps a 2xx response to a witness.Response. Every failure is a
+// *provider.MalformedError naming what was wrong.
+func (p *Provider) mapResponse(rq *builtRequest, res *httpResult) (witness.Response, error) {
+	var out witness.Response
+	msg, err := p.responseMessage(rq, res)
+	if err != nil {
+		return out, err
+	}
+	m := p.cfg.Mappings
+
+	v, present, err := runMapping(msg, m.Events)
+	if err != nil {
+		return out, rq.malformed("events mapping failed", err)
+	}
+	events, ok := v.([]any)
+	if !present || !ok {
+		return out, rq.malformed(fmt.Sprintf("events mapping returned %s, want an array", describe(v, present)), nil)
+	}
+	out.Events = make([]witness.Event, 0, len(events))
+	em := msg.Copy()
+	for i, raw := range events {
+		em.SetStructured(raw)
+		ev, err := p.mapEvent(em, i)
+		if err != nil {
+			return witness.Response{}, rq.malformed(err.Error(), errors.Unwrap(err))
+		}
+		out.Events = append(out.Events, ev)
+	}
+
+	if v, present, err = runMapping(msg, m.Successor); err != nil {
+		return witness.Response{}, rq.malformed("successor mapping failed", err)
+	} else if present {
+		if out.Successor, ok = opaque(v); !ok {
+			return witness.Response{}, rq.malformed(fmt.Sprintf("successor is %s, want a string", describe(v, present)), nil)
+		}
+	}
+	if m.HasMore != nil {
+		if out.HasMore, err = mapBool(msg, m.HasMore, hpFieldHasMore); err != nil {
+			return witness.Response{}, rq.malformed(err.Error(), errors.Unwrap(err))
+		}
+	}
+	if m.Sealed != nil {
+		if out.Sealed, err = mapBool(msg, m.Sealed, hpFieldSealed); err != nil {
+			return witness.Response{}, rq.malformed(err.Error(), errors.Unwrap(err))
+		}
+	}
+	if m.Marker != nil {
+		if v, present, err = runMapping(msg, m.Marker); err != nil {
+			return witness.Response{}, rq.malformed("marker mapping failed", err)
+		} else if present {
+			if out.Marker, ok = opaque(v); !ok {
+				return witness.Response{}, rq.malformed(fmt.Sprintf("marker is %s, want a string or number", describe(v, present)), nil)
+			}
+		}
+	}
+	if m.CompleteThrough != nil {
+		if v, present, err = runMapping(msg, m.CompleteThrough); err != nil {
+			return witness.Response{}, rq.malformed("complete_through mapping failed", err)
+		} else if present {
+			if out.CompleteThrough, err = parseWatermark(p.cfg.Coordinate, v); err != nil {
+				return witness.Response{}, rq.malformed("complete_through", err)
+			}
+		}
+	}
+	return out, nil
+}
+
+// mappingError is an error whose text is the reason and whose cause is kept
+// for MalformedError.Err.
+type mappingError struct {
+	reason string
+	cause  error
+}
+
+func (e *mappingError) Error() string { return e.reason }
+func (e *mappingError) Unwrap() error { return e.cause }
+
+func (p *Provider) mapEvent(msg *service.Message, i int) (witness.Event, error) {
+	m := p.cfg.Mappings
+	var ev witness.Event
+	v, present, err := runMapping(msg, m.EventID)
+	if err != nil {
+		return ev, &mappingError{fmt.Sprintf("event %d: event_id mapping failed", i), err}
+	}
+	if !present {
+		return ev, &mappingError{fmt.Sprintf("event %d: missing id", i), nil}
+	}
+	id, ok := scalarString(v)
+	if !ok {
+		return ev, &mappingError{fmt.Sprintf("event %d: id is %s, want a string or number", i, describe(v, present)), nil}
+	}
+	if id == "" {
+		return ev, &mappingError{fmt.Sprintf("event %d: empty id", i), nil}
+	}
+	ev.ID = id
+
+	if v, present, err = runMapping(msg, m.EventPosition); err != nil {
+		return ev, &mappingError{fmt.Sprintf("event %d: event_position mapping failed", i), err}
+	}
+	if !present {
+		return ev, &mappingError{fmt.Sprintf("event %d: missing position", i), nil}
+	}
+	if ev.Position, err = parsePosition(p.cfg.Coordinate, v); err != nil {
+		return ev, &mappingError{fmt.Sprintf("event %d: position", i), err}
+	}
+
+	if ev.Payload, present, err = runMappingBytes(msg, m.EventPayload); err != nil {
+		return ev, &mappingError{fmt.Sprintf("event %d: event_payload mapping failed", i), err}
+	} else if !present {
+		return ev, &mappingError{fmt.Sprintf("event %d: event_payload mapping deleted the payload", i), nil}
+	}
+	if m.EventSemantic != nil {
+		if ev.Semantic, present, err = runMappingBytes(msg, m.EventSemantic); err != nil {
+			return ev, &mappingError{fmt.Sprintf("event %d: event_semantic mapping failed", i), err}
+		} else if !present {
+			return ev, &mappingError{fmt.Sprintf("event %d: event_semantic mapping deleted the projection", i), nil}
+		}
+	}
+	return ev, nil
+}
+
+func mapBool(msg *service.Message, exec *bloblang.Executor, field string) (bool, error) {
+	v, present, err := runMapping(msg, exec)
+	if err != nil {
+		return false, &mappingError{field + " mapping failed", err}
+	}
+	if !present {
+		return false, nil
+	}
+	b, ok := v.(bool)
+	if !ok {
+		return false, &mappingError{fmt.Sprintf("%s is %s, want a boolean", field, describe(v, present)), nil}
+	}
+	return b, nil
+}

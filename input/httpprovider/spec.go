@@ -1,0 +1,399 @@
+package httpprovider
+
+import (
+	"fmt"
+
+	"github.com/redpanda-data/benthos/v4/public/bloblang"
+	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/witness"
+)
+
+// Field names of the http provider object.
+const (
+	hpFieldURL              = "url"
+	hpFieldVerb             = "verb"
+	hpFieldHeaders          = "headers"
+	hpFieldBody             = "body"
+	hpFieldTimeout          = "timeout"
+	hpFieldRateLimit        = "rate_limit"
+	hpFieldMaxRetries       = "max_retries"
+	hpFieldBackoff          = "backoff"
+	hpFieldBackoffInitial   = "initial_interval"
+	hpFieldBackoffMax       = "max_interval"
+	hpFieldMaxResponseBytes = "max_response_bytes"
+
+	hpFieldEvents          = "events"
+	hpFieldEventID         = "event_id"
+	hpFieldEventPosition   = "event_position"
+	hpFieldEventPayload    = "event_payload"
+	hpFieldEventSemantic   = "event_semantic"
+	hpFieldSuccessor       = "successor"
+	hpFieldHasMore         = "has_more"
+	hpFieldCompleteThrough = "complete_through"
+	hpFieldMarker          = "marker"
+	hpFieldSealed          = "sealed"
+
+	hpFieldContract            = "contract"
+	hpFieldEmptyPage           = "empty_page"
+	hpFieldTokensMayRotate     = "tokens_may_rotate"
+	hpFieldPositions           = "positions"
+	hpFieldExclusiveBoundary   = "exclusive_boundary"
+	hpFieldSnapshotMarker      = "snapshot_marker"
+	hpFieldCoordinate          = "coordinate"
+	hpFieldExpiredStatusCodes  = "expired_status_codes"
+	hpFieldExpiredBodyContains = "expired_body_contains"
+	hpFieldRecovery            = "recovery"
+	hpFieldRestartCursor       = "restart_cursor"
+
+	hpFieldPartitionsURL     = "partitions_url"
+	hpFieldPartitionsMapping = "partitions_mapping"
+)
+
+// Values of the contract's positions field.
+const (
+	positionsUnordered = "unordered"
+	positionsOrdered   = "ordered"
+	positionsDense     = "dense"
+)
+
+// Defaults shared by the spec and New.
+const (
+	defaultVerb             = "GET"
+	defaultTimeout          = "30s"
+	defaultMaxRetries       = 5
+	defaultBackoffInitial   = "500ms"
+	defaultBackoffMax       = "10s"
+	defaultMaxResponseBytes = 64 << 20
+
+	defaultEventsMapping   = `root = this`
+	defaultEventIDMapping  = `root = this.id.string()`
+	defaultPositionMapping = `root = this.position`
+	defaultPayloadMapping  = `root = this`
+	defaultPartitionsMap   = `root = this`
+)
+
+// Fields returns the fields of the `http` provider object. Embed them as
+// service.NewObjectField("http", httpprovider.Fields()...).Optional().
+func Fields() []*service.ConfigField {
+	return []*service.ConfigField{
+		// Request.
+		service.NewInterpolatedStringField(hpFieldURL).
+			Description("URL of one page. Interpolated with metadata `partition`, `cursor` (the opaque cursor, empty at the start), `watermark` (the durable complete-through watermark, empty when none), `scope` and `attempt`. Escape the cursor for its place in the URL, e.g. with `.escape_url_query()`.").
+			Example(`http://127.0.0.1:5984/events/_changes?since=${! if @cursor == "" { "0" } else { @cursor.escape_url_query() } }&limit=100`).
+			Example(`${! if @cursor == "" { "https://graph.example.com/v1/" + @partition + "/delta" } else { @cursor } }`),
+		service.NewStringField(hpFieldVerb).
+			Description("HTTP method of the page request.").
+			Default(defaultVerb).
+			Example("POST"),
+		service.NewInterpolatedStringMapField(hpFieldHeaders).
+			Description("Request headers, interpolated with the same metadata as `url`. Put secrets here through environment interpolation (`${API_TOKEN}`); header values never appear in logs or errors.").
+			Default(map[string]any{}).
+			Example(map[string]any{"Authorization": "Bearer ${API_TOKEN}", "Content-Type": "application/json"}),
+		service.NewInterpolatedStringField(hpFieldBody).
+			Description("Request body, interpolated with the same metadata as `url`. No body is sent when it is not set.").
+			Optional().
+			Example(`${! {"key": @partition.encode("base64"), "limit": 100}.format_json(no_indent: true) }`),
+		service.NewDurationField(hpFieldTimeout).
+			Description("Timeout of one request, reading the body included. A timeout is a transient failure.").
+			Default(defaultTimeout).
+			Example("5s"),
+		service.NewStringField(hpFieldRateLimit).
+			Description("Name of a `rate_limit` resource to access before every request (retries included). Empty means no rate limit.").
+			Default("").
+			Example("source_api_quota"),
+		service.NewIntField(hpFieldMaxRetries).
+			Description("How many times a transient failure (connection error, timeout, HTTP 429 or 5xx) is retried within one fetch before it is returned as a transient error.").
+			Default(defaultMaxRetries).
+			Advanced().
+			Example(10),
+		service.NewObjectField(hpFieldBackoff,
+			service.NewDurationField(hpFieldBackoffInitial).
+				Description("Wait before the first retry; it doubles on every retry, with jitter.").
+				Default(defaultBackoffInitial).
+				Example("100ms"),
+			service.NewDurationField(hpFieldBackoffMax).
+				Description("Longest wait between retries (a `Retry-After` header is honoured up to this bound).").
+				Default(defaultBackoffMax).
+				Example("1m"),
+		).
+			Description("Exponential back-off with jitter between retries of transient failures.").
+			Advanced().
+			Example(map[string]any{hpFieldBackoffInitial: "1s", hpFieldBackoffMax: "1m"}),
+		service.NewIntField(hpFieldMaxResponseBytes).
+			Description("Largest response body read; a larger 2xx body is a malformed response.").
+			Default(defaultMaxResponseBytes).
+			Advanced().
+			Example(1 << 20),
+
+		// Response mappings.
+		service.NewBloblangField(hpFieldEvents).
+			Description("Mapping from the parsed JSON body to the array of events, in source order. Metadata holds the response headers (lowercased, e.g. `@link`), the request metadata and `@status`. Any result other than an array (null included) is a malformed response; map an omitted array with `| []`.").
+			Default(defaultEventsMapping).
+			Example(`root = this.results`).
+			Example(`root = this.kvs | []`),
+		service.NewBloblangField(hpFieldEventID).
+			Description("Mapping from one event to its stable identity (a string or number). A missing (null) identity is a malformed response.").
+			Default(defaultEventIDMapping).
+			Example(`root = this.id + "@" + this.seq.string()`),
+		service.NewBloblangField(hpFieldEventPosition).
+			Description("Mapping from one event to its source position: a JSON number or numeric string (int64), or, with `coordinate: timestamp`, an RFC 3339 timestamp (Unix nanoseconds). A missing position is a malformed response.").
+			Default(defaultPositionMapping).
+			Example(`root = this.seq`).
+			Example(`root = this.published`),
+		service.NewBloblangField(hpFieldEventPayload).
+			Description("Mapping from one event to the bytes emitted downstream: a string is emitted as is, anything else as JSON.").
+			Default(defaultPayloadMapping).
+			Example(`root = this.doc`),
+		service.NewBloblangField(hpFieldEventSemantic).
+			Description("Optional projection of an event whose digest is witnessed instead of the payload's, for sources whose payloads carry fields that change on every read. Serialized like `event_payload`.").
+			Optional().
+			Example(`root = this.without("fetched_at", "etag")`),
+		service.NewBloblangField(hpFieldSuccessor).
+			Description("Mapping from the body to the successor cursor (a string, kept opaque). `deleted()` or null means the response has no successor; a source with a single page maps `root = deleted()`. Required: how a source paginates is always stated.").
+			Example(`root = this.last_seq.string()`).
+			Example(`root = this.next_page_token | deleted()`),
+		service.NewBloblangField(hpFieldHasMore).
+			Description("Optional mapping to the source's own \"more pages\" flag (a boolean).").
+			Optional().
+			Example(`root = this.more | false`),
+		service.NewBloblangField(hpFieldCompleteThrough).
+			Description("Optional mapping to the complete-through watermark the response certifies, in the contract's `coordinate`. Only map a value the source documents as complete and final; `deleted()` or null means none.").
+			Optional().
+			Example(`root = this.last_seq`),
+		service.NewBloblangField(hpFieldMarker).
+			Description("Optional mapping to the source's snapshot or coverage marker (a string or number, kept opaque), e.g. an etcd revision or a Kubernetes resourceVersion.").
+			Optional().
+			Example(`root = this.metadata.resourceVersion`),
+		service.NewBloblangField(hpFieldSealed).
+			Description("Optional mapping to a boolean: true when the source says the partition has ended for good (a closed shard).").
+			Optional().
+			Example(`root = this.shard_closed | false`),
+
+		// Contract.
+		service.NewObjectField(hpFieldContract,
+			service.NewStringAnnotatedEnumField(hpFieldEmptyPage, map[string]string{
+				witness.EmptyNoEvidence.String():            "An empty page proves nothing (polling APIs such as Okta's System Log, Kinesis).",
+				witness.EmptyEndOfData.String():             "An empty page means the partition is complete up to its successor (Slack, S3 listings without a token).",
+				witness.EmptyFinalThroughWatermark.String(): "An empty page is final through its `complete_through` watermark (Graph deltaLink, CouchDB `last_seq`); without one it proves nothing.",
+			}).
+				Description("What an empty response proves.").
+				Default(witness.EmptyNoEvidence.String()).
+				Example(witness.EmptyFinalThroughWatermark.String()),
+			service.NewBoolField(hpFieldTokensMayRotate).
+				Description("Whether a retry of the same cursor may return the same events with another valid successor (Kinesis iterators, Salesforce locators, Elasticsearch PIT ids).").
+				Default(false).
+				Example(true),
+			service.NewStringAnnotatedEnumField(hpFieldPositions, map[string]string{
+				positionsUnordered: "Positions carry no order (e.g. etcd mod_revision in a key range).",
+				positionsOrdered:   "Positions strictly increase within a response and across a partition's pages.",
+				positionsDense:     "Positions are consecutive integers, so the next required position is known (implies ordered).",
+			}).
+				Description("What event positions guarantee.").
+				Default(positionsOrdered).
+				Example(positionsDense),
+			service.NewBoolField(hpFieldExclusiveBoundary).
+				Description("Whether a retry may legitimately omit events at or below the durable applied boundary (the source resumes strictly after it).").
+				Default(false).
+				Example(true),
+			service.NewBoolField(hpFieldSnapshotMarker).
+				Description("Whether `marker` names a stable snapshot: two responses with the same marker enumerate the same stream, and a marker proves coverage of its response's range.").
+				Default(false).
+				Example(true),
+			service.NewStringEnumField(hpFieldCoordinate,
+				coord.KindInteger.String(), coord.KindTimestamp.String(), coord.KindString.String()).
+				Description("Type of the shared ordering coordinate of `complete_through` (and of positions, for timestamp). Use `string` only when the source documents that its strings sort in stream order.").
+				Default(coord.KindInteger.String()).
+				Example(coord.KindTimestamp.String()),
+			service.NewIntListField(hpFieldExpiredStatusCodes).
+				Description("HTTP statuses that mean the cursor has expired (Kubernetes `continue` and Google sync tokens answer 410).").
+				Default([]any{410}).
+				Example([]any{410, 404}),
+			service.NewStringListField(hpFieldExpiredBodyContains).
+				Description("Substrings of a non-2xx response body that mean the cursor has expired, whatever the status.").
+				Default([]any{}).
+				Example([]any{"required revision has been compacted", "syncStateNotFound"}),
+			service.NewStringAnnotatedEnumField(hpFieldRecovery, map[string]string{
+				witness.RecoveryPark.String():                "Stop the partition and wait for an operator.",
+				witness.RecoveryRestartFromBoundary.String(): "Restart from the stable boundary `restart_cursor` gives; events after the durable boundary are replayed and deduplicated downstream.",
+				witness.RecoveryFreshSnapshot.String():       "Take a fresh snapshot (the cursor `restart_cursor` gives, without a pinned snapshot) and replay the partition in it.",
+			}).
+				Description("What to do on unprovable divergence or an expired cursor.").
+				Default(witness.RecoveryPark.String()).
+				Example(witness.RecoveryFreshSnapshot.String()),
+			service.NewInterpolatedStringField(hpFieldRestartCursor).
+				Description("Cursor of the stable boundary to restart a partition from (recovery `restart_from_boundary` or `fresh_snapshot`), interpolated with metadata `partition`, `watermark` (the durable complete-through watermark), `cursor` (empty), `scope` (empty) and `attempt` (0). The empty string is the partition's start.").
+				Default("").
+				Example(`${! @watermark }`),
+		).
+			Description("The source's declared pagination contract. Classification trusts only what is declared here.").
+			Example(map[string]any{
+				hpFieldEmptyPage:          witness.EmptyFinalThroughWatermark.String(),
+				hpFieldPositions:          positionsOrdered,
+				hpFieldCoordinate:         coord.KindInteger.String(),
+				hpFieldExpiredStatusCodes: []any{410},
+				hpFieldRecovery:           witness.RecoveryRestartFromBoundary.String(),
+				hpFieldRestartCursor:      "",
+			}),
+
+		// Discovery.
+		service.NewInterpolatedStringField(hpFieldPartitionsURL).
+			Description("URL that lists the partitions (GET, with `headers`). When not set the partitions must be configured on the input.").
+			Optional().
+			Example(`https://api.example.com/v1/shards`),
+		service.NewBloblangField(hpFieldPartitionsMapping).
+			Description("Mapping from the body of `partitions_url` to an array of partition names (strings or numbers).").
+			Default(defaultPartitionsMap).
+			Example(`root = this.shards.map_each(s -> s.id)`),
+	}
+}
+
+// FromParsed reads the fields of the http provider object (conf is that
+// object's namespace) and builds the provider with New. It only reads;
+// New validates.
+func FromParsed(conf *service.ParsedConfig, res *service.Resources, logger *service.Logger) (*Provider, error) {
+	var c Config
+	var err error
+	if c.URL, err = conf.FieldInterpolatedString(hpFieldURL); err != nil {
+		return nil, err
+	}
+	if c.Verb, err = conf.FieldString(hpFieldVerb); err != nil {
+		return nil, err
+	}
+	if c.Headers, err = conf.FieldInterpolatedStringMap(hpFieldHeaders); err != nil {
+		return nil, err
+	}
+	if conf.Contains(hpFieldBody) {
+		if c.Body, err = conf.FieldInterpolatedString(hpFieldBody); err != nil {
+			return nil, err
+		}
+	}
+	if c.Timeout, err = conf.FieldDuration(hpFieldTimeout); err != nil {
+		return nil, err
+	}
+	if c.RateLimit, err = conf.FieldString(hpFieldRateLimit); err != nil {
+		return nil, err
+	}
+	if c.MaxRetries, err = conf.FieldInt(hpFieldMaxRetries); err != nil {
+		return nil, err
+	}
+	if c.Backoff.Initial, err = conf.FieldDuration(hpFieldBackoff, hpFieldBackoffInitial); err != nil {
+		return nil, err
+	}
+	if c.Backoff.Max, err = conf.FieldDuration(hpFieldBackoff, hpFieldBackoffMax); err != nil {
+		return nil, err
+	}
+	maxBytes, err := conf.FieldInt(hpFieldMaxResponseBytes)
+	if err != nil {
+		return nil, err
+	}
+	c.MaxResponseBytes = int64(maxBytes)
+
+	m := &c.Mappings
+	for _, f := range []struct {
+		name     string
+		dst      **bloblang.Executor
+		optional bool
+	}{
+		{hpFieldEvents, &m.Events, false},
+		{hpFieldEventID, &m.EventID, false},
+		{hpFieldEventPosition, &m.EventPosition, false},
+		{hpFieldEventPayload, &m.EventPayload, false},
+		{hpFieldEventSemantic, &m.EventSemantic, true},
+		{hpFieldSuccessor, &m.Successor, false},
+		{hpFieldHasMore, &m.HasMore, true},
+		{hpFieldCompleteThrough, &m.CompleteThrough, true},
+		{hpFieldMarker, &m.Marker, true},
+		{hpFieldSealed, &m.Sealed, true},
+		{hpFieldPartitionsMapping, &c.PartitionsMapping, false},
+	} {
+		if f.optional && !conf.Contains(f.name) {
+			continue
+		}
+		if *f.dst, err = conf.FieldBloblang(f.name); err != nil {
+			return nil, err
+		}
+	}
+
+	cc := conf.Namespace(hpFieldContract)
+	emptyPage, err := cc.FieldString(hpFieldEmptyPage)
+	if err != nil {
+		return nil, err
+	}
+	if c.Contract.EmptyPage, err = parseEmptyPage(emptyPage); err != nil {
+		return nil, err
+	}
+	if c.Contract.TokensMayRotate, err = cc.FieldBool(hpFieldTokensMayRotate); err != nil {
+		return nil, err
+	}
+	positions, err := cc.FieldString(hpFieldPositions)
+	if err != nil {
+		return nil, err
+	}
+	switch positions {
+	case positionsUnordered:
+	case positionsOrdered:
+		c.Contract.OrderedPositions = true
+	case positionsDense:
+		c.Contract.OrderedPositions, c.Contract.DensePositions = true, true
+	default:
+		return nil, fmt.Errorf("httpprovider: contract.positions: unknown value %q (want unordered, ordered or dense)", positions)
+	}
+	if c.Contract.ExclusiveBoundary, err = cc.FieldBool(hpFieldExclusiveBoundary); err != nil {
+		return nil, err
+	}
+	if c.Contract.SnapshotMarker, err = cc.FieldBool(hpFieldSnapshotMarker); err != nil {
+		return nil, err
+	}
+	kind, err := cc.FieldString(hpFieldCoordinate)
+	if err != nil {
+		return nil, err
+	}
+	if c.Coordinate, err = coord.ParseKind(kind); err != nil {
+		return nil, err
+	}
+	if c.ExpiredStatusCodes, err = cc.FieldIntList(hpFieldExpiredStatusCodes); err != nil {
+		return nil, err
+	}
+	if c.ExpiredBodyContains, err = cc.FieldStringList(hpFieldExpiredBodyContains); err != nil {
+		return nil, err
+	}
+	recovery, err := cc.FieldString(hpFieldRecovery)
+	if err != nil {
+		return nil, err
+	}
+	if c.Contract.Recovery, err = parseRecovery(recovery); err != nil {
+		return nil, err
+	}
+	if c.RestartCursor, err = cc.FieldInterpolatedString(hpFieldRestartCursor); err != nil {
+		return nil, err
+	}
+
+	if conf.Contains(hpFieldPartitionsURL) {
+		if c.PartitionsURL, err = conf.FieldInterpolatedString(hpFieldPartitionsURL); err != nil {
+			return nil, err
+		}
+	}
+	c.Resources = res
+	c.Logger = logger
+	return New(c)
+}
+
+func parseEmptyPage(s string) (witness.EmptyPage, error) {
+	for _, e := range []witness.EmptyPage{witness.EmptyNoEvidence, witness.EmptyEndOfData, witness.EmptyFinalThroughWatermark} {
+		if e.String() == s {
+			return e, nil
+		}
+	}
+	return 0, fmt.Errorf("httpprovider: contract.empty_page: unknown value %q (want no_evidence, end_of_data or final_through_watermark)", s)
+}
+
+func parseRecovery(s string) (witness.Recovery, error) {
+	for _, r := range []witness.Recovery{witness.RecoveryPark, witness.RecoveryRestartFromBoundary, witness.RecoveryFreshSnapshot} {
+		if r.String() == s {
+			return r, nil
+		}
+	}
+	return 0, fmt.Errorf("httpprovider: contract.recovery: unknown value %q (want park, restart_from_boundary or fresh_snapshot)", s)
+}

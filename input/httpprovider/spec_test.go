@@ -1,0 +1,183 @@
+package httpprovider
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/witness"
+)
+
+func TestSpecDefaults(t *testing.T) {
+	p := parseProvider(t, `
+http:
+  url: http://127.0.0.1:1/items
+  successor: root = deleted()
+`, nil, nil)
+	c := p.cfg
+	if c.Verb != "GET" || c.Timeout != 30*time.Second || c.MaxRetries != 5 || c.RateLimit != "" {
+		t.Errorf("request defaults: verb %q timeout %s max_retries %d rate_limit %q", c.Verb, c.Timeout, c.MaxRetries, c.RateLimit)
+	}
+	if c.Backoff != (Backoff{Initial: 500 * time.Millisecond, Max: 10 * time.Second}) {
+		t.Errorf("backoff defaults: %+v", c.Backoff)
+	}
+	if c.MaxResponseBytes != 64<<20 {
+		t.Errorf("max_response_bytes default: %d", c.MaxResponseBytes)
+	}
+	want := witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, Recovery: witness.RecoveryPark}
+	if p.Contract() != want {
+		t.Errorf("contract defaults: got %+v, want %+v", p.Contract(), want)
+	}
+	if p.Coordinate() != coord.KindInteger {
+		t.Errorf("coordinate default: %s", p.Coordinate())
+	}
+	if !slices.Equal(c.ExpiredStatusCodes, []int{410}) || len(c.ExpiredBodyContains) != 0 {
+		t.Errorf("expiry defaults: %v %q", c.ExpiredStatusCodes, c.ExpiredBodyContains)
+	}
+	if c.Body != nil || c.PartitionsURL != nil || c.Mappings.HasMore != nil || c.Mappings.CompleteThrough != nil ||
+		c.Mappings.Marker != nil || c.Mappings.Sealed != nil || c.Mappings.EventSemantic != nil {
+		t.Error("optional fields are set without being configured")
+	}
+	cur, err := p.RestartCursor(context.Background(), "a", coord.Watermark{})
+	if err != nil || cur != nil {
+		t.Errorf("default restart cursor: %q, %v; want the start (nil)", cur, err)
+	}
+	if _, err := p.Partitions(context.Background()); err != ErrNoDiscovery {
+		t.Errorf("Partitions without partitions_url: %v, want ErrNoDiscovery", err)
+	}
+}
+
+func TestSpecContract(t *testing.T) {
+	for _, tc := range []struct {
+		yaml string
+		want witness.Contract
+		kind coord.Kind
+	}{
+		{`
+    empty_page: final_through_watermark
+    tokens_may_rotate: true
+    positions: dense
+    exclusive_boundary: true
+    snapshot_marker: true
+    coordinate: timestamp
+    recovery: fresh_snapshot`,
+			witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, TokensMayRotate: true, OrderedPositions: true,
+				DensePositions: true, ExclusiveBoundary: true, SnapshotMarker: true, Recovery: witness.RecoveryFreshSnapshot},
+			coord.KindTimestamp},
+		{`
+    empty_page: end_of_data
+    positions: unordered
+    coordinate: string
+    recovery: restart_from_boundary`,
+			witness.Contract{EmptyPage: witness.EmptyEndOfData, Recovery: witness.RecoveryRestartFromBoundary},
+			coord.KindString},
+	} {
+		p := parseProvider(t, `
+http:
+  url: http://127.0.0.1:1/items
+  successor: root = this.next
+  contract:`+tc.yaml, nil, nil)
+		if p.Contract() != tc.want || p.Coordinate() != tc.kind {
+			t.Errorf("contract %s:\ngot  %+v %s\nwant %+v %s", tc.yaml, p.Contract(), p.Coordinate(), tc.want, tc.kind)
+		}
+	}
+}
+
+func TestSpecRejects(t *testing.T) {
+	base := "http:\n  url: http://127.0.0.1:1/items\n  successor: root = this.next\n"
+	for name, tc := range map[string]struct{ yaml, want string }{
+		"missing successor":    {"http:\n  url: http://127.0.0.1:1/items\n", "successor"},
+		"missing url":          {"http:\n  successor: root = this.next\n", "url"},
+		"bad empty_page":       {base + "  contract:\n    empty_page: maybe\n", "empty_page"},
+		"bad positions":        {base + "  contract:\n    positions: sorted\n", "positions"},
+		"bad coordinate":       {base + "  contract:\n    coordinate: float\n", "coordinate"},
+		"bad recovery":         {base + "  contract:\n    recovery: pray\n", "recovery"},
+		"2xx expired status":   {base + "  contract:\n    expired_status_codes: [200]\n", "expired_status_codes"},
+		"empty expired body":   {base + "  contract:\n    expired_body_contains: [\"\"]\n", "expired_body_contains"},
+		"unknown rate limit":   {base + "  rate_limit: nope\n", "rate_limit"},
+		"bad verb":             {base + "  verb: \"GET ME\"\n", "verb"},
+		"bad header name":      {base + "  headers:\n    \"X Bad\": v\n", "header name"},
+		"bad mapping":          {base + "  events: root = this.(\n", "events"},
+		"bad interpolation":    {"http:\n  url: http://x/${! this.( }\n  successor: root = this.next\n", "url"},
+		"negative max_retries": {base + "  max_retries: -1\n", "max_retries"},
+		"inverted backoff":     {base + "  backoff:\n    initial_interval: 2s\n    max_interval: 1s\n", "backoff"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := tryParseProvider(tc.yaml, nil, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestFieldsDocumented checks the spec's promise: every field has a
+// description and an example, and every field except the required and the
+// optional-without-default ones has a default.
+func TestFieldsDocumented(t *testing.T) {
+	env := service.NewEmptyEnvironment()
+	spec := service.NewConfigSpec().Fields(Fields()...)
+	err := env.RegisterBatchInput("http_provider_docs", spec, func(*service.ParsedConfig, *service.Resources) (service.BatchInput, error) {
+		return nil, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	noDefault := map[string]bool{
+		"url": true, "successor": true, "body": true, "event_semantic": true, "has_more": true,
+		"complete_through": true, "marker": true, "sealed": true, "partitions_url": true,
+	}
+	var fields int
+	env.WalkInputs(func(name string, view *service.ConfigView) {
+		data, err := view.TemplateData()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range data.Fields {
+			fields++
+			if strings.TrimSpace(f.Description) == "" {
+				t.Errorf("field %s has no description", f.FullName)
+			}
+			if len(f.Examples) == 0 {
+				t.Errorf("field %s has no example", f.FullName)
+			}
+			if f.Type != "object" && f.DefaultMarshalled == "" && !noDefault[f.FullName] {
+				t.Errorf("field %s has no default", f.FullName)
+			}
+		}
+	})
+	if fields < 30 {
+		t.Fatalf("walked %d fields, expected the whole spec", fields)
+	}
+}
+
+func TestCursorHash(t *testing.T) {
+	// SHA-256("abc") = ba7816bf8f01cfea...
+	if got := CursorHash([]byte("abc")); got != "ba7816bf8f01" {
+		t.Fatalf("CursorHash(abc) = %s", got)
+	}
+}
+
+func TestRestartCursorInterpolation(t *testing.T) {
+	p := parseProvider(t, `
+http:
+  url: http://127.0.0.1:1/items
+  successor: root = this.next
+  contract:
+    recovery: restart_from_boundary
+    restart_cursor: '${! if @watermark == "" { "" } else { "since=" + @watermark + "&p=" + @partition } }'
+`, nil, nil)
+	cur, err := p.RestartCursor(context.Background(), "p1", coord.Integer(42))
+	if err != nil || string(cur) != "since=42&p=p1" {
+		t.Fatalf("RestartCursor = %q, %v", cur, err)
+	}
+	cur, err = p.RestartCursor(context.Background(), "p1", coord.Watermark{})
+	if err != nil || cur != nil {
+		t.Fatalf("RestartCursor without watermark = %q, %v; want the start", cur, err)
+	}
+}

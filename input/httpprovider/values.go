@@ -1,0 +1,150 @@
+package httpprovider
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tidemark/tidemark/internal/coord"
+)
+
+// scalarString renders a mapping result that names something (an id, a
+// partition, a cursor) as a string: strings (as []byte), numbers and
+// timestamps. Other types are refused.
+func scalarString(v any) (string, bool) {
+	switch t := v.(type) {
+	case []byte:
+		return string(t), true
+	case string:
+		return t, true
+	case json.Number:
+		return t.String(), true
+	case int64:
+		return strconv.FormatInt(t, 10), true
+	case int:
+		return strconv.Itoa(t), true
+	case uint64:
+		return strconv.FormatUint(t, 10), true
+	case float64:
+		if math.IsNaN(t) || math.IsInf(t, 0) {
+			return "", false
+		}
+		return strconv.FormatFloat(t, 'f', -1, 64), true
+	case time.Time:
+		return t.UTC().Format(time.RFC3339Nano), true
+	}
+	return "", false
+}
+
+// opaque turns a successor or marker result into opaque bytes (nil for the
+// empty string: no successor).
+func opaque(v any) ([]byte, bool) {
+	if b, ok := v.([]byte); ok {
+		if len(b) == 0 {
+			return nil, true
+		}
+		return b, true
+	}
+	s, ok := scalarString(v)
+	if !ok {
+		return nil, false
+	}
+	if s == "" {
+		return nil, true
+	}
+	return []byte(s), true
+}
+
+// parsePosition reads an event position: an int64 from a number or numeric
+// string, or with KindTimestamp a timestamp (RFC 3339 or Unix seconds) in
+// Unix nanoseconds.
+func parsePosition(kind coord.Kind, v any) (int64, error) {
+	if kind == coord.KindTimestamp {
+		if t, ok := v.(time.Time); ok {
+			return t.UnixNano(), nil
+		}
+		s, ok := scalarString(v)
+		if !ok {
+			return 0, fmt.Errorf("%s is not a timestamp", describe(v, true))
+		}
+		w, err := coord.Parse(coord.KindTimestamp, s)
+		if err != nil {
+			return 0, err
+		}
+		return w.Int, nil
+	}
+	switch t := v.(type) {
+	case int64:
+		return t, nil
+	case int:
+		return int64(t), nil
+	case uint64:
+		if t > math.MaxInt64 {
+			return 0, fmt.Errorf("%d overflows int64", t)
+		}
+		return int64(t), nil
+	case float64:
+		if t != math.Trunc(t) || t < math.MinInt64 || t >= math.MaxInt64 {
+			return 0, fmt.Errorf("%v is not an int64", t)
+		}
+		return int64(t), nil
+	case json.Number:
+		return parseInt(t.String())
+	case []byte:
+		return parseInt(string(t))
+	case string:
+		return parseInt(t)
+	}
+	return 0, fmt.Errorf("%s is not a number", describe(v, true))
+}
+
+func parseInt(s string) (int64, error) {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not an int64", truncate(s, 40))
+	}
+	return n, nil
+}
+
+// parseWatermark reads a complete-through watermark of kind.
+func parseWatermark(kind coord.Kind, v any) (coord.Watermark, error) {
+	if t, ok := v.(time.Time); ok && kind == coord.KindTimestamp {
+		return coord.Timestamp(t), nil
+	}
+	s, ok := scalarString(v)
+	if !ok {
+		return coord.Watermark{}, fmt.Errorf("%s is not a %s coordinate", describe(v, true), kind)
+	}
+	return coord.Parse(kind, s)
+}
+
+// describe names a mapping result for an error without quoting large or
+// sensitive values.
+func describe(v any, present bool) string {
+	if !present {
+		return "null or deleted"
+	}
+	switch t := v.(type) {
+	case []byte:
+		return fmt.Sprintf("the string %q", truncate(string(t), 40))
+	case json.Number:
+		return "the number " + t.String()
+	case bool:
+		return fmt.Sprintf("the boolean %t", t)
+	case []any:
+		return fmt.Sprintf("an array of %d elements", len(t))
+	case map[string]any:
+		return fmt.Sprintf("an object with %d keys", len(t))
+	}
+	return fmt.Sprintf("a %T", v)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
