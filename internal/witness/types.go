@@ -116,8 +116,9 @@ type EmptyPage uint8
 const (
 	// EmptyNoEvidence: an empty page proves nothing (polling APIs such as
 	// Okta's System Log, Kinesis). Its successor is never promoted on
-	// emptiness alone; only a CompleteThrough or a coverage marker bound to
-	// the response can advance it.
+	// emptiness alone; only a snapshot marker bound to the response (under
+	// SnapshotMarker) can advance it. A CompleteThrough on an empty page
+	// counts only under EmptyFinalThroughWatermark.
 	EmptyNoEvidence EmptyPage = 1 + iota
 	// EmptyEndOfData: an empty page means the partition is complete up to
 	// the successor (Slack, S3 listing without token).

@@ -1,0 +1,230 @@
+package witness
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"strings"
+)
+
+// HashID is the stored identity of an event: the first 8 bytes of the
+// SHA-256 of its stable id, big-endian. See the package doc for the collision
+// bound.
+func HashID(id string) uint64 {
+	s := sha256.Sum256([]byte(id))
+	return binary.BigEndian.Uint64(s[:8])
+}
+
+// HashPayload is the stored payload digest: the first 8 bytes of the SHA-256
+// of the bytes given, big-endian.
+func HashPayload(b []byte) uint64 {
+	s := sha256.Sum256(b)
+	return binary.BigEndian.Uint64(s[:8])
+}
+
+// EventOf returns the event witness of e: HashID of its id, its position,
+// and HashPayload of Semantic when not nil, else of Payload.
+func EventOf(e Event) EventWitness {
+	p := e.Payload
+	if e.Semantic != nil {
+		p = e.Semantic
+	}
+	return EventWitness{IDHash: HashID(e.ID), Position: e.Position, Digest: HashPayload(p)}
+}
+
+// CursorHash names an opaque cursor in logs and errors without revealing it:
+// "sha256:" and the first 8 bytes of its SHA-256 in hex ("none" for an empty
+// cursor).
+func CursorHash(cursor []byte) string {
+	if len(cursor) == 0 {
+		return "none"
+	}
+	s := sha256.Sum256(cursor)
+	return "sha256:" + hex.EncodeToString(s[:8])
+}
+
+// Validate reports a contract the core cannot use: an EmptyPage that is not
+// one of the declared values (the zero value included), or an unknown
+// Recovery. A zero Recovery is allowed and means RecoveryPark.
+func (c Contract) Validate() error {
+	if c.EmptyPage < EmptyNoEvidence || c.EmptyPage > EmptyFinalThroughWatermark {
+		return fmt.Errorf("%w: contract empty page %s", ErrInvalid, c.EmptyPage)
+	}
+	if c.Recovery > RecoveryFreshSnapshot {
+		return fmt.Errorf("%w: contract recovery %s", ErrInvalid, c.Recovery)
+	}
+	return nil
+}
+
+func (c Contract) ordered() bool { return c.OrderedPositions || c.DensePositions }
+
+func (c Contract) recovery() Recovery {
+	if c.Recovery == 0 {
+		return RecoveryPark
+	}
+	return c.Recovery
+}
+
+// BuildInput is one successful fetch and the checkpoint state it was made
+// from.
+type BuildInput struct {
+	Scope     string
+	Partition string
+	// Generation and InputCursor are the checkpoint the fetch was made from.
+	Generation  uint64
+	InputCursor []byte
+	// AttemptID is a fresh, caller-generated response-attempt id. Ids that
+	// sort in fetch order make the store's "attempt order" the fetch order.
+	AttemptID string
+	Response  Response
+	Contract  Contract
+}
+
+// Build makes the response witness of one fetch: the ordered event witness
+// (EventOf each event), copies of the input cursor, successor and marker
+// (never aliases of the caller's memory), the complete-through watermark and
+// seal flag, Disposition Pending and AckedThrough 0.
+//
+// It returns *MissingError, *DuplicateIDError, *OrderError (when the
+// contract declares ordered positions), *LoopError, or ErrInvalid for an
+// empty partition or attempt id or an invalid contract; the witness is then
+// the zero Witness.
+func Build(in BuildInput) (Witness, error) {
+	if in.Partition == "" || in.AttemptID == "" {
+		return Witness{}, fmt.Errorf("%w: build needs a partition and an attempt id (got %q, %q)", ErrInvalid, in.Partition, in.AttemptID)
+	}
+	if err := in.Contract.Validate(); err != nil {
+		return Witness{}, err
+	}
+	r := in.Response
+	events := make([]EventWitness, 0, len(r.Events))
+	seen := make(map[string]int64, len(r.Events))
+	for i, e := range r.Events {
+		switch {
+		case e.ID == "":
+			return Witness{}, &MissingError{Partition: in.Partition, Index: i, Field: "id", Position: e.Position}
+		case e.NoPosition:
+			return Witness{}, &MissingError{Partition: in.Partition, Index: i, Field: "position", ID: e.ID}
+		}
+		if p, dup := seen[e.ID]; dup {
+			return Witness{}, &DuplicateIDError{Partition: in.Partition, ID: e.ID, IDHash: HashID(e.ID), Positions: [2]int64{p, e.Position}}
+		}
+		seen[e.ID] = e.Position
+		if in.Contract.ordered() && i > 0 && e.Position <= r.Events[i-1].Position {
+			return Witness{}, &OrderError{Partition: in.Partition, Index: i, Previous: r.Events[i-1].Position, Position: e.Position}
+		}
+		events = append(events, EventOf(e))
+	}
+	w := Witness{
+		Scope:           in.Scope,
+		Partition:       in.Partition,
+		Generation:      in.Generation,
+		InputCursor:     clone(in.InputCursor),
+		AttemptID:       in.AttemptID,
+		Events:          events,
+		Successor:       clone(r.Successor),
+		Marker:          clone(r.Marker),
+		CompleteThrough: r.CompleteThrough,
+		Sealed:          r.Sealed,
+		Disposition:     Pending,
+	}
+	if len(events) == 0 && bytes.Equal(w.Successor, w.InputCursor) && emptyEvidence(in.Contract, w) == "" {
+		return Witness{}, &LoopError{Partition: in.Partition, Generation: in.Generation, Cursor: CursorHash(in.InputCursor)}
+	}
+	return w, nil
+}
+
+// checkEvents re-checks a witness's event witness at the hash level (a
+// stored witness, or one not made by Build): no id hash twice, and strictly
+// increasing positions when the contract declares them ordered.
+func checkEvents(c Contract, w Witness) error {
+	seen := make(map[uint64]int64, len(w.Events))
+	for i, e := range w.Events {
+		if p, dup := seen[e.IDHash]; dup {
+			return &DuplicateIDError{Partition: w.Partition, IDHash: e.IDHash, Positions: [2]int64{p, e.Position}}
+		}
+		seen[e.IDHash] = e.Position
+		if c.ordered() && i > 0 && e.Position <= w.Events[i-1].Position {
+			return &OrderError{Partition: w.Partition, Index: i, Previous: w.Events[i-1].Position, Position: e.Position}
+		}
+	}
+	return nil
+}
+
+// emptyEvidence names the evidence, bound to w itself, that may let an empty
+// response promote under contract c, or returns "" when there is none.
+func emptyEvidence(c Contract, w Witness) string {
+	switch {
+	case c.EmptyPage == EmptyFinalThroughWatermark && !w.CompleteThrough.IsZero():
+		return "complete-through watermark " + w.CompleteThrough.String() + " (the contract makes empty pages final through it)"
+	case c.SnapshotMarker && len(w.Marker) > 0:
+		return "snapshot marker " + CursorHash(w.Marker)
+	case c.EmptyPage == EmptyEndOfData:
+		return "the contract's empty-page semantics (end of data)"
+	}
+	return ""
+}
+
+// coverageProof names the coverage proof w carries for its own range (a
+// snapshot marker the contract declares, or a complete-through watermark),
+// or returns "".
+func coverageProof(c Contract, w Witness) string {
+	switch {
+	case c.SnapshotMarker && len(w.Marker) > 0:
+		return "snapshot marker " + CursorHash(w.Marker)
+	case !w.CompleteThrough.IsZero():
+		return "complete-through watermark " + w.CompleteThrough.String()
+	}
+	return ""
+}
+
+func clone(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return append([]byte(nil), b...)
+}
+
+// Clone returns a deep copy of w.
+func (w Witness) Clone() Witness {
+	c := w
+	c.InputCursor = clone(w.InputCursor)
+	c.Successor = clone(w.Successor)
+	c.Marker = clone(w.Marker)
+	if w.Events != nil {
+		c.Events = append([]EventWitness(nil), w.Events...)
+	}
+	return c
+}
+
+// String renders w for logs; cursors and markers appear only as CursorHash.
+func (w Witness) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s/%s g%d attempt %s: ", w.Scope, w.Partition, w.Generation, w.AttemptID)
+	switch n := len(w.Events); n {
+	case 0:
+		b.WriteString("no events")
+	default:
+		fmt.Fprintf(&b, "%d events %d..%d", n, w.Events[0].Position, w.Events[n-1].Position)
+	}
+	fmt.Fprintf(&b, ", successor %s, %s, acked %d", CursorHash(w.Successor), w.Disposition, w.AckedThrough)
+	if len(w.Marker) > 0 {
+		fmt.Fprintf(&b, ", marker %s", CursorHash(w.Marker))
+	}
+	if !w.CompleteThrough.IsZero() {
+		fmt.Fprintf(&b, ", complete through %s", w.CompleteThrough)
+	}
+	if w.Sealed {
+		b.WriteString(", sealed")
+	}
+	return b.String()
+}
+
+// sameRequest reports whether a and b were fetched with the same (scope,
+// partition, input cursor, generation).
+func sameRequest(a, b Witness) bool {
+	return a.Scope == b.Scope && a.Partition == b.Partition && a.Generation == b.Generation &&
+		bytes.Equal(a.InputCursor, b.InputCursor)
+}

@@ -1,0 +1,397 @@
+package witness
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// RetryClass is how a response for (cursor C, generation G) relates to the
+// earlier responses for (C, G) (seed 001, "Reconcile a retry"). The zero
+// value is invalid.
+type RetryClass uint8
+
+const (
+	// FirstResponse: no earlier witness exists for (C, G).
+	FirstResponse RetryClass = 1 + iota
+	// ExactReplay: the ordered event witness and the successor are identical
+	// to an earlier witness's (and the response carries no evidence that
+	// witness lacks). Resume the existing witness.
+	ExactReplay
+	// TokenRotation: the ordered event witness is identical but the
+	// successor differs. A distinct response; allowed only when the contract
+	// permits token rotation, otherwise UnprovableDivergence.
+	TokenRotation
+	// ShiftedPage: the event contents differ; the overlap matched the
+	// durable receipts and the response covers the next required portion of
+	// the stream (or carries a coverage proof).
+	ShiftedPage
+	// UnprovableDivergence: none of the above can be proven. Stop advancing
+	// and recover as the contract allows (Verdict.Recovery).
+	UnprovableDivergence
+)
+
+var classNames = [...]string{"", "first_response", "exact_replay", "token_rotation", "shifted_page", "unprovable_divergence"}
+
+func (c RetryClass) String() string {
+	if c >= FirstResponse && c <= UnprovableDivergence {
+		return classNames[c]
+	}
+	return fmt.Sprintf("retry_class(%d)", uint8(c))
+}
+
+// ClassifyInput is a new witness for (C, G) and what is durable about (C, G).
+type ClassifyInput struct {
+	Contract Contract
+	// Applied and HasApplied are the checkpoint's durable applied boundary:
+	// the position of the last event with a durable terminal outcome at or
+	// before C. HasApplied false: nothing applied yet.
+	Applied    int64
+	HasApplied bool
+	// Prior is every earlier witness recorded for (C, G), oldest first. The
+	// first AckedThrough events of each are durable receipts.
+	Prior []Witness
+	// Receipts are further durable receipts the caller knows, typically the
+	// events of the witness promoted into the checkpoint (all durable). With
+	// them, an event at or below the applied boundary that a provider
+	// repeats is checked against its receipt. Optional.
+	Receipts []EventWitness
+	// Witness is the new response's witness, already made durable.
+	Witness Witness
+}
+
+// Verdict is the outcome of Classify. It binds to one response: Attempt.
+type Verdict struct {
+	Class RetryClass
+	// Attempt is the witness whose successor this verdict is about: the new
+	// witness, or for ExactReplay the resumed one. DecidePromotion refuses
+	// a verdict for any other witness.
+	Attempt string
+	// Resume is a copy of the earlier witness to resume (ExactReplay; also
+	// set when an exact replay is UnprovableDivergence).
+	Resume *Witness
+	// Reason says which rule decided, with positions.
+	Reason string
+	// Recovery is what the contract allows when Class is
+	// UnprovableDivergence (RecoveryPark when the contract names none).
+	Recovery Recovery
+	// Satisfied counts the leading events of the new witness that match a
+	// durable receipt (position, identity and digest): their outcome is
+	// already durable, so the caller may record AckedThrough = Satisfied for
+	// the new witness without emitting them again.
+	Satisfied int
+	// Against lists the attempt ids of the prior witnesses the response was
+	// reconciled with. DecidePromotion treats any other witness of (C, G) as
+	// a later fetch.
+	Against []string
+}
+
+// Advances reports whether the verdict lets the successor of Attempt be
+// promoted once its response is complete (CanPromote).
+func (v Verdict) Advances() bool {
+	return v.Class >= FirstResponse && v.Class < UnprovableDivergence
+}
+
+func (v Verdict) String() string {
+	return fmt.Sprintf("%s (attempt %s): %s", v.Class, v.Attempt, v.Reason)
+}
+
+// Classify reconciles a new witness for (C, G) with the earlier witnesses
+// for (C, G), their receipts and the durable applied boundary, as seed 001
+// prescribes:
+//
+//   - exact replay: identical ordered event witness and successor; resume
+//     the existing witness (a pending one when there are several);
+//   - token rotation: identical events, other successor; a distinct
+//     response, advancing only if Contract.TokensMayRotate (without it, an
+//     exact replay of one of two such responses does not advance either);
+//   - shifted page: events differ; every overlap with a durable receipt must
+//     match it, and the response must prove it covers the next required
+//     portion of the stream;
+//   - unprovable divergence: anything that cannot be proven.
+//
+// Whatever the class, the response may not advance when (a) it repeats an
+// event at or below the applied boundary that the contract says is
+// excluded and no receipt matches it; (b) under DensePositions, its first
+// event above the boundary is not at the next required position or its
+// positions skip one; (c) an earlier witness showed an event inside this
+// response's range (above the boundary, up to its last position; everything
+// above the boundary for an empty response) that this response omits; or
+// its snapshot marker equals an earlier witness's while the events differ.
+// A shifted page of a provider with sparse positions also needs a coverage
+// proof. A coverage proof (a snapshot marker under Contract.SnapshotMarker,
+// or a complete-through watermark) bound to the new response overrides (b)
+// and (c): it says the omitted event is no longer required.
+//
+// Errors: *DuplicateIDError, *OrderError, *MovedError,
+// *ReceiptConflictError (all ErrBadResponse), ErrInvalid. On error the
+// verdict is the zero Verdict and nothing may be emitted or promoted.
+func Classify(in ClassifyInput) (Verdict, error) {
+	c, w := in.Contract, in.Witness
+	if err := c.Validate(); err != nil {
+		return Verdict{}, err
+	}
+	if w.Partition == "" || w.AttemptID == "" {
+		return Verdict{}, fmt.Errorf("%w: classify needs a witness with a partition and an attempt id", ErrInvalid)
+	}
+	against := make([]string, 0, len(in.Prior))
+	for _, p := range in.Prior {
+		if !sameRequest(p, w) || p.AttemptID == w.AttemptID {
+			return Verdict{}, fmt.Errorf("%w: partition %s: prior attempt %s is not an earlier response to the same (scope, cursor, generation %d) as attempt %s",
+				ErrInvalid, w.Partition, p.AttemptID, w.Generation, w.AttemptID)
+		}
+		against = append(against, p.AttemptID)
+	}
+	if err := checkEvents(c, w); err != nil {
+		return Verdict{}, err
+	}
+	h := newHistory(in.Prior, in.Receipts)
+	if err := h.check(w); err != nil {
+		return Verdict{}, err
+	}
+	b := boundary{applied: in.Applied, has: in.HasApplied}
+	v := Verdict{Attempt: w.AttemptID, Satisfied: h.satisfied(w), Against: against}
+
+	exact, rotated, evidenced := -1, -1, -1
+	for i, p := range in.Prior {
+		if !slices.Equal(p.Events, w.Events) {
+			continue
+		}
+		switch {
+		case !bytes.Equal(p.Successor, w.Successor):
+			if rotated < 0 {
+				rotated = i
+			}
+		case !evidenceWithin(w, p):
+			if evidenced < 0 {
+				evidenced = i
+			}
+		case exact < 0 || (in.Prior[exact].Disposition != Pending && p.Disposition == Pending):
+			exact = i
+		}
+	}
+	shifted := false
+	switch {
+	case exact >= 0:
+		r := in.Prior[exact].Clone()
+		v.Class, v.Attempt, v.Resume = ExactReplay, r.AttemptID, &r
+		v.Reason = fmt.Sprintf("exact replay of attempt %s: identical ordered event witness and successor; resume it", r.AttemptID)
+	case rotated >= 0:
+		p := in.Prior[rotated]
+		v.Class = TokenRotation
+		v.Reason = fmt.Sprintf("token rotation: same %d events as attempt %s, successor %s instead of %s; a distinct response",
+			len(w.Events), p.AttemptID, CursorHash(w.Successor), CursorHash(p.Successor))
+	case evidenced >= 0:
+		v.Class = ShiftedPage
+		v.Reason = fmt.Sprintf("same events and successor as attempt %s with coverage evidence that attempt lacks: a distinct response bound to its own evidence",
+			in.Prior[evidenced].AttemptID)
+	case len(in.Prior) == 0:
+		v.Class = FirstResponse
+		v.Reason = "first response for this cursor and generation"
+	default:
+		shifted = true
+		v.Class = ShiftedPage
+	}
+	if rotated >= 0 && !c.TokensMayRotate {
+		// Also for an exact replay of another witness: the provider has
+		// returned these events with two successors.
+		p := in.Prior[rotated]
+		return diverge(c, v, fmt.Sprintf("token rotation: attempt %s returned the same %d events with successor %s instead of %s, and the provider contract does not permit token rotation",
+			p.AttemptID, len(w.Events), CursorHash(p.Successor), CursorHash(w.Successor))), nil
+	}
+	if why := unsafe(c, b, h, in.Prior, w, shifted); why != "" {
+		return diverge(c, v, why), nil
+	}
+	if shifted {
+		v.Reason = "shifted page: overlap matches the durable receipts and " + covers(c, b, w)
+	}
+	return v, nil
+}
+
+func diverge(c Contract, v Verdict, why string) Verdict {
+	v.Class, v.Reason, v.Recovery = UnprovableDivergence, why, c.recovery()
+	return v
+}
+
+// covers says why a shifted page that passed unsafe covers the next required
+// portion of the stream.
+func covers(c Contract, b boundary, w Witness) string {
+	if p := coverageProof(c, w); p != "" {
+		return "the response carries a coverage proof: " + p
+	}
+	if b.has {
+		return fmt.Sprintf("the unseen suffix begins at the next required position %d", b.applied+1)
+	}
+	return "its dense positions omit nothing an earlier fetch showed"
+}
+
+// evidenceWithin reports whether every piece of coverage evidence w carries
+// is also carried by p, so resuming p loses nothing bound to w.
+func evidenceWithin(w, p Witness) bool {
+	return (len(w.Marker) == 0 || bytes.Equal(w.Marker, p.Marker)) &&
+		(w.CompleteThrough.IsZero() || w.CompleteThrough == p.CompleteThrough) &&
+		(!w.Sealed || p.Sealed)
+}
+
+// unsafe returns why w may not advance, or "".
+func unsafe(c Contract, b boundary, h history, prior []Witness, w Witness, shifted bool) string {
+	// (a) Every event at or below the durable applied boundary is either
+	// absent under exclusive-boundary semantics or matches its durable
+	// receipt (a conflicting receipt was already an error).
+	if b.has && c.ExclusiveBoundary {
+		for _, e := range w.Events {
+			if _, ok := h.receipts[e.Position]; e.Position <= b.applied && !ok {
+				return fmt.Sprintf("coverage rule (a): partition %s: position %d is at or below the durable applied boundary %d, which the contract declares exclusive, and no durable receipt matches it",
+					w.Partition, e.Position, b.applied)
+			}
+		}
+	}
+	if c.SnapshotMarker && len(w.Marker) > 0 {
+		for _, p := range prior {
+			if bytes.Equal(p.Marker, w.Marker) && !slices.Equal(p.Events, w.Events) {
+				return fmt.Sprintf("partition %s: snapshot marker %s is the one attempt %s carried, yet the events differ: the snapshot is not stable",
+					w.Partition, CursorHash(w.Marker), p.AttemptID)
+			}
+		}
+	}
+	if coverageProof(c, w) != "" {
+		return ""
+	}
+	// (c) An event an earlier fetch showed inside this response's range and
+	// this response omits.
+	if p, e, ok := omitted(b, w, prior); ok {
+		return fmt.Sprintf("partition %s: attempt %s showed position %d (%s) inside this response's range %s, and this response omits it; no snapshot or coverage proof says it is no longer required",
+			w.Partition, p, e.Position, idLabel("", e.IDHash), b.rangeOf(w))
+	}
+	// (b) The unseen suffix begins at the next required position.
+	if c.DensePositions {
+		prev, started := b.applied, b.has
+		for _, e := range w.Events {
+			if b.has && e.Position <= b.applied {
+				continue
+			}
+			if started && e.Position != prev+1 {
+				if b.has && prev == b.applied {
+					return fmt.Sprintf("coverage rule (b): partition %s: the first event above the durable applied boundary %d is at position %d, not at the next required position %d",
+						w.Partition, b.applied, e.Position, b.applied+1)
+				}
+				return fmt.Sprintf("coverage rule (b): partition %s: positions are dense but %d follows %d: position %d is missing",
+					w.Partition, e.Position, prev, prev+1)
+			}
+			prev, started = e.Position, true
+		}
+		return ""
+	}
+	if shifted {
+		return fmt.Sprintf("coverage rule (b): partition %s: the page shifted and positions may be sparse; without a snapshot marker or complete-through watermark a larger position cannot prove that no intermediate event was skipped",
+			w.Partition)
+	}
+	return ""
+}
+
+// boundary is the durable applied boundary.
+type boundary struct {
+	applied int64
+	has     bool
+}
+
+// top is the top of w's range: its greatest position, or every position for
+// an empty response (which claims to cover everything up to its successor).
+func top(w Witness) int64 {
+	if len(w.Events) == 0 {
+		return math.MaxInt64
+	}
+	m := w.Events[0].Position
+	for _, e := range w.Events[1:] {
+		m = max(m, e.Position)
+	}
+	return m
+}
+
+func (b boundary) rangeOf(w Witness) string {
+	lo := "(start"
+	if b.has {
+		lo = fmt.Sprintf("(%d", b.applied)
+	}
+	if len(w.Events) == 0 {
+		return lo + ", successor]"
+	}
+	return fmt.Sprintf("%s, %d]", lo, top(w))
+}
+
+// omitted finds an event of one of others inside w's range whose identity w
+// lacks.
+func omitted(b boundary, w Witness, others []Witness) (string, EventWitness, bool) {
+	ids := make(map[uint64]struct{}, len(w.Events))
+	for _, e := range w.Events {
+		ids[e.IDHash] = struct{}{}
+	}
+	hi := top(w)
+	for _, o := range others {
+		for _, e := range o.Events {
+			if _, ok := ids[e.IDHash]; !ok && (!b.has || e.Position > b.applied) && e.Position <= hi {
+				return o.AttemptID, e, true
+			}
+		}
+	}
+	return "", EventWitness{}, false
+}
+
+type receipt struct {
+	ev      EventWitness
+	attempt string
+}
+
+// history indexes the prior witnesses of (C, G): their receipts by position
+// and the first place each id was seen.
+type history struct {
+	receipts map[int64]receipt
+	ids      map[uint64]receipt
+}
+
+func newHistory(prior []Witness, extra []EventWitness) history {
+	h := history{receipts: map[int64]receipt{}, ids: map[uint64]receipt{}}
+	add := func(e EventWitness, attempt string, durable bool) {
+		if _, ok := h.receipts[e.Position]; durable && !ok {
+			h.receipts[e.Position] = receipt{e, attempt}
+		}
+		if _, ok := h.ids[e.IDHash]; !ok {
+			h.ids[e.IDHash] = receipt{e, attempt}
+		}
+	}
+	for _, e := range extra {
+		add(e, "receipt", true)
+	}
+	for _, p := range prior {
+		acked := min(max(p.AckedThrough, 0), len(p.Events))
+		for i, e := range p.Events {
+			add(e, p.AttemptID, i < acked)
+		}
+	}
+	return h
+}
+
+// check rejects a new witness that conflicts with a durable receipt or puts
+// a known id at another position.
+func (h history) check(w Witness) error {
+	for _, e := range w.Events {
+		if r, ok := h.receipts[e.Position]; ok && (r.ev.IDHash != e.IDHash || r.ev.Digest != e.Digest) {
+			return &ReceiptConflictError{Partition: w.Partition, Position: e.Position, Attempt: r.attempt, Receipt: r.ev, Got: e}
+		}
+		if s, ok := h.ids[e.IDHash]; ok && s.ev.Position != e.Position {
+			return &MovedError{Partition: w.Partition, IDHash: e.IDHash, Position: e.Position, PriorPosition: s.ev.Position, PriorAttempt: s.attempt}
+		}
+	}
+	return nil
+}
+
+// satisfied counts the leading events of w that match a durable receipt.
+func (h history) satisfied(w Witness) int {
+	for i, e := range w.Events {
+		if r, ok := h.receipts[e.Position]; !ok || r.ev != e {
+			return i
+		}
+	}
+	return len(w.Events)
+}

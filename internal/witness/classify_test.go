@@ -1,0 +1,202 @@
+package witness
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tidemark/tidemark/internal/coord"
+)
+
+// fetched is one earlier response to C41 at generation 9, with how many of
+// its leading events have durable receipts.
+type fetched struct {
+	r     Response
+	acked int
+	disp  Disposition
+}
+
+func TestClassify_Classes(t *testing.T) {
+	rotating := with(dense, func(c *Contract) { c.TokensMayRotate = true })
+	exclusive := with(dense, func(c *Contract) { c.ExclusiveBoundary = true })
+	noRecovery := with(dense, func(c *Contract) { c.Recovery = 0 })
+	n7 := resp("N7", ev("e501", 501), ev("e502", 502))
+	for _, tc := range []struct {
+		name      string
+		contract  Contract
+		applied   int64 // -1: nothing applied yet
+		prior     []fetched
+		receipts  []EventWitness
+		retry     Response
+		class     RetryClass
+		attempt   string // the verdict binds this attempt ("" = the new one, "b1")
+		satisfied int
+		reason    string
+	}{
+		// First responses.
+		{name: "first response, dense from the boundary", contract: dense, applied: 500, retry: n7, class: FirstResponse, reason: "first response"},
+		{name: "first response, sparse", contract: sparse, applied: 500, retry: resp("N7", ev("a", 507), ev("b", 590)), class: FirstResponse},
+		{name: "first response, nothing applied yet", contract: dense, applied: -1, retry: resp("N7", ev("a", 1), ev("b", 2)), class: FirstResponse},
+		{name: "first response, dense, starts past the next required position", contract: dense, applied: 500, retry: resp("N7", ev("e502", 502)), class: UnprovableDivergence, reason: "coverage rule (b): partition p1: the first event above the durable applied boundary 500 is at position 502, not at the next required position 501"},
+		{name: "first response, dense, skips a position", contract: dense, applied: 500, retry: resp("N7", ev("a", 501), ev("c", 503)), class: UnprovableDivergence, reason: "503 follows 501: position 502 is missing"},
+		{name: "first response, dense gap with a watermark proof", contract: dense, applied: 500, retry: Response{Successor: []byte("N7"), Events: []Event{ev("c", 503)}, CompleteThrough: coord.Integer(503)}, class: FirstResponse},
+		{name: "first response, inclusive provider repeats the boundary event", contract: dense, applied: 500, retry: resp("N7", ev("e500", 500), ev("e501", 501)), class: FirstResponse},
+
+		// Exact replays.
+		{name: "exact replay", contract: dense, applied: 500, prior: []fetched{{r: n7, acked: 1}}, retry: n7, class: ExactReplay, attempt: "a1", satisfied: 1, reason: "exact replay of attempt a1"},
+		{name: "exact replay resumes the pending witness", contract: dense, applied: 500, prior: []fetched{{r: n7, disp: Abandoned}, {r: n7}}, retry: n7, class: ExactReplay, attempt: "a2"},
+		{name: "exact replay of an abandoned witness only", contract: dense, applied: 500, prior: []fetched{{r: n7, disp: Abandoned}}, retry: n7, class: ExactReplay, attempt: "a1"},
+		{name: "exact replay without the marker the witness has", contract: snap, applied: 500, prior: []fetched{{r: marked(n7, "rv")}}, retry: n7, class: ExactReplay, attempt: "a1"},
+		{name: "exact replay of an empty response", contract: dense, applied: 500, prior: []fetched{{r: resp("N7")}}, retry: resp("N7"), class: ExactReplay, attempt: "a1"},
+
+		// Token rotations.
+		{name: "token rotation permitted", contract: rotating, applied: 500, prior: []fetched{{r: n7, acked: 2}}, retry: resp("N7b", ev("e501", 501), ev("e502", 502)), class: TokenRotation, satisfied: 2, reason: "token rotation: same 2 events as attempt a1"},
+		{name: "token rotation not permitted", contract: dense, applied: 500, prior: []fetched{{r: n7}}, retry: resp("N7b", ev("e501", 501), ev("e502", 502)), class: UnprovableDivergence, reason: "does not permit token rotation"},
+		{name: "exact replay after the token rotated, rotation not permitted", contract: dense, applied: 500, prior: []fetched{{r: n7}, {r: resp("N7b", ev("e501", 501), ev("e502", 502))}}, retry: n7, class: UnprovableDivergence, attempt: "a1", reason: "attempt a2 returned the same 2 events"},
+		{name: "exact replay after the token rotated, rotation permitted", contract: rotating, applied: 500, prior: []fetched{{r: n7}, {r: resp("N7b", ev("e501", 501), ev("e502", 502))}}, retry: n7, class: ExactReplay, attempt: "a1"},
+		{name: "token rotation preferred over a shifted page", contract: rotating, applied: 500, prior: []fetched{{r: resp("N6", ev("e501", 501))}, {r: n7}}, retry: resp("N8", ev("e501", 501), ev("e502", 502)), class: TokenRotation, reason: "attempt a2"},
+		{name: "rotation that a later snapshot contradicts", contract: with(snap, func(c *Contract) { c.TokensMayRotate = true }), applied: 500, prior: []fetched{{r: marked(n7, "rv1")}, {r: marked(resp("N8", ev("e501", 501)), "rv2")}}, retry: marked(resp("N9", ev("e501", 501), ev("e502", 502)), "rv2"), class: UnprovableDivergence, reason: "snapshot is not stable"},
+
+		// Shifted pages.
+		{name: "same events and successor, new coverage evidence", contract: snap, applied: 500, prior: []fetched{{r: n7}}, retry: marked(n7, "rv"), class: ShiftedPage, reason: "coverage evidence that attempt lacks"},
+		{name: "shifted page, dense, adds an event", contract: dense, applied: 500, prior: []fetched{{r: n7, acked: 2}}, retry: resp("N8", ev("e501", 501), ev("e502", 502), ev("e503", 503)), class: ShiftedPage, satisfied: 2, reason: "suffix begins at the next required position 501"},
+		{name: "shifted page, dense, payload of an unacknowledged event changed", contract: dense, applied: 500, prior: []fetched{{r: n7, acked: 1}}, retry: resp("N8", ev("e501", 501), evp("e502", 502, "v2")), class: ShiftedPage, satisfied: 1},
+		{name: "shifted page, dense, fewer events", contract: dense, applied: 500, prior: []fetched{{r: n7}}, retry: resp("N8", ev("e501", 501)), class: ShiftedPage},
+		{name: "shifted page, dense, nothing applied yet", contract: dense, applied: -1, prior: []fetched{{r: resp("N7", ev("a", 1))}}, retry: resp("N8", ev("a", 1), ev("b", 2)), class: ShiftedPage, reason: "omit nothing an earlier fetch showed"},
+		{name: "shifted page, sparse, no proof", contract: sparse, applied: 500, prior: []fetched{{r: n7}}, retry: resp("N8", ev("e501", 501), ev("e502", 502), ev("e509", 509)), class: UnprovableDivergence, reason: "a larger position cannot prove that no intermediate event was skipped"},
+		{name: "shifted page, sparse, snapshot marker", contract: snap, applied: 500, prior: []fetched{{r: n7}}, retry: marked(resp("N8", ev("e501", 501), ev("e509", 509)), "rv2"), class: ShiftedPage, reason: "coverage proof: snapshot marker"},
+		{name: "shifted page, sparse, complete-through watermark", contract: sparse, applied: 500, prior: []fetched{{r: n7}}, retry: Response{Successor: []byte("N8"), Events: []Event{ev("e501", 501), ev("e502", 502), ev("e509", 509)}, CompleteThrough: coord.Integer(509)}, class: ShiftedPage, reason: "complete-through watermark 509"},
+		{name: "shifted page omits an event another fetch showed", contract: dense, applied: 500, prior: []fetched{{r: n7}}, retry: resp("N8", ev("e501", 501), ev("x502", 502)), class: UnprovableDivergence, reason: "attempt a1 showed position 502"},
+		{name: "same snapshot, other events", contract: snap, applied: 500, prior: []fetched{{r: marked(n7, "rv")}}, retry: marked(resp("N8", ev("e501", 501)), "rv"), class: UnprovableDivergence, reason: "the snapshot is not stable"},
+		{name: "empty retry omits what an earlier fetch showed", contract: snap, applied: 500, prior: []fetched{{r: n7}}, retry: resp("N8"), class: UnprovableDivergence, reason: "range (500, successor]"},
+		{name: "empty retry with a snapshot marker", contract: snap, applied: 500, prior: []fetched{{r: n7}}, retry: marked(resp("N8"), "rv"), class: ShiftedPage},
+		{name: "omission below the boundary is not a gap", contract: dense, applied: 501, prior: []fetched{{r: n7, acked: 1}}, retry: resp("N8", ev("e502", 502)), class: ShiftedPage},
+
+		// Coverage rule (a): at or below the durable applied boundary.
+		{name: "(a) exclusive boundary, repeated event without receipt", contract: exclusive, applied: 500, prior: []fetched{{r: n7}}, retry: resp("N8", ev("e500", 500), ev("e501", 501), ev("e502", 502)), class: UnprovableDivergence, reason: "coverage rule (a): partition p1: position 500 is at or below the durable applied boundary 500"},
+		{name: "(a) exclusive boundary, repeated event matches its receipt", contract: exclusive, applied: 500, receipts: []EventWitness{EventOf(ev("e500", 500))}, prior: []fetched{{r: n7}}, retry: resp("N8", ev("e500", 500), ev("e501", 501), ev("e502", 502)), class: ShiftedPage, satisfied: 1},
+		{name: "(a) exclusive boundary, acknowledged event above it", contract: exclusive, applied: 500, prior: []fetched{{r: n7, acked: 1}}, retry: resp("N8", ev("e501", 501), ev("e502", 502), ev("e503", 503)), class: ShiftedPage, satisfied: 1},
+		{name: "(a) inclusive boundary, repeated event", contract: dense, applied: 500, prior: []fetched{{r: resp("N7", ev("e500", 500), ev("e501", 501))}}, retry: resp("N8", ev("e500", 500), ev("e501", 501), ev("e502", 502)), class: ShiftedPage},
+
+		{name: "divergence without a declared recovery parks", contract: noRecovery, applied: 500, retry: resp("N7", ev("e502", 502)), class: UnprovableDivergence},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var prior []Witness
+			for i, f := range tc.prior {
+				w := acked(build(t, tc.contract, "C41", 9, "a"+string(rune('1'+i)), f.r), f.acked)
+				if f.disp != 0 {
+					w.Disposition = f.disp
+				}
+				prior = append(prior, w)
+			}
+			w := build(t, tc.contract, "C41", 9, "b1", tc.retry)
+			v, err := Classify(ClassifyInput{Contract: tc.contract, Applied: tc.applied, HasApplied: tc.applied >= 0, Prior: prior, Receipts: tc.receipts, Witness: w})
+			require.NoError(t, err)
+			assert.Equal(t, tc.class, v.Class, v.Reason)
+			assert.Contains(t, v.Reason, tc.reason)
+			assert.Equal(t, tc.satisfied, v.Satisfied)
+			want := tc.attempt
+			if want == "" {
+				want = "b1"
+			}
+			assert.Equal(t, want, v.Attempt)
+			assert.Len(t, v.Against, len(prior))
+			if tc.class == ExactReplay || tc.attempt != "" {
+				require.NotNil(t, v.Resume)
+				assert.Equal(t, want, v.Resume.AttemptID)
+			} else {
+				assert.Nil(t, v.Resume)
+			}
+			if tc.class == UnprovableDivergence {
+				assert.False(t, v.Advances())
+				assert.Equal(t, tc.contract.recovery(), v.Recovery)
+			} else {
+				assert.True(t, v.Advances())
+				assert.Zero(t, v.Recovery)
+			}
+		})
+	}
+}
+
+func TestClassify_ResumeIsACopy(t *testing.T) {
+	cp := checkpoint("C41", 9, 500, true)
+	first := build(t, dense, "C41", 9, "a1", resp("N7", ev("e501", 501)))
+	v := classify(t, dense, cp, build(t, dense, "C41", 9, "a2", resp("N7", ev("e501", 501))), first)
+	require.Equal(t, ExactReplay, v.Class)
+	v.Resume.Successor[0], v.Resume.Events[0].Position = 'X', 9
+	assert.Equal(t, []byte("N7"), first.Successor)
+	assert.Equal(t, int64(501), first.Events[0].Position)
+	assert.Contains(t, v.String(), "exact_replay (attempt a1): exact replay of attempt a1")
+}
+
+// An exact replay of a response a later fetch contradicted is no longer
+// safe: the verdict still names the witness it replays.
+func TestClassify_ExactReplayOfAContradictedResponse(t *testing.T) {
+	cp := checkpoint("C41", 9, 500, true)
+	a1 := build(t, dense, "C41", 9, "a1", resp("N7", ev("e501", 501), ev("e502", 502)))
+	a2 := build(t, dense, "C41", 9, "a2", resp("N8", ev("e501", 501), ev("x502", 502)))
+	v := classify(t, dense, cp, build(t, dense, "C41", 9, "a3", resp("N7", ev("e501", 501), ev("e502", 502))), a1, a2)
+	assert.Equal(t, UnprovableDivergence, v.Class)
+	assert.Contains(t, v.Reason, "attempt a2 showed position 502")
+	require.NotNil(t, v.Resume)
+	assert.Equal(t, "a1", v.Attempt)
+}
+
+func TestClassify_Errors(t *testing.T) {
+	n7 := resp("N7", ev("e501", 501), ev("e502", 502))
+	mk := func(attempt string, r Response, ackedN int) Witness {
+		return acked(build(t, dense, "C41", 9, attempt, r), ackedN)
+	}
+	raw := func(events ...EventWitness) Witness {
+		return Witness{Scope: scope, Partition: part, Generation: 9, InputCursor: []byte("C41"), AttemptID: "b1", Events: events, Successor: []byte("N8"), Disposition: Pending}
+	}
+	otherGen := mk("a1", n7, 0)
+	otherGen.Generation = 8
+	for _, tc := range []struct {
+		name     string
+		contract Contract
+		prior    []Witness
+		receipts []EventWitness
+		w        Witness
+		is       error
+		contains []string
+	}{
+		{"receipt conflict: another id", dense, []Witness{mk("a1", n7, 2)}, nil, mk("b1", resp("N8", ev("e501", 501), ev("x502", 502)), 0), ErrReceiptConflict, []string{"partition p1", "position 502", "another identity", "attempt a1"}},
+		{"receipt conflict: another payload", dense, []Witness{mk("a1", n7, 1)}, nil, mk("b1", resp("N8", evp("e501", 501, "changed"), ev("e502", 502)), 0), ErrReceiptConflict, []string{"position 501", "another payload digest"}},
+		{"receipt conflict with a given receipt", dense, nil, []EventWitness{EventOf(ev("e500", 500))}, mk("b1", resp("N8", evp("e500", 500, "changed"), ev("e501", 501)), 0), ErrReceiptConflict, []string{"position 500", "attempt receipt"}},
+		{"same id at two positions", dense, []Witness{mk("a1", n7, 0)}, nil, mk("b1", resp("N8", ev("e501", 501), ev("e503", 502), ev("e502", 503)), 0), ErrMoved, []string{"partition p1", "at position 503", "attempt a1 had it at position 502"}},
+		{"same id at two positions, against a receipt", dense, nil, []EventWitness{EventOf(ev("e500", 500))}, mk("b1", resp("N8", ev("e500", 501)), 0), ErrMoved, []string{"attempt receipt had it at position 500"}},
+		{"duplicate id hash in a stored witness", dense, nil, nil, raw(EventWitness{IDHash: 7, Position: 501}, EventWitness{IDHash: 7, Position: 502}), ErrDuplicateID, []string{"partition p1", "id#0000000000000007", "positions 501 and 502"}},
+		{"positions out of order in a stored witness", dense, nil, nil, raw(EventWitness{IDHash: 1, Position: 502}, EventWitness{IDHash: 2, Position: 501}), ErrOutOfOrder, []string{"position 501", "follow position 502"}},
+		{"prior of another generation", dense, []Witness{otherGen}, nil, mk("b1", n7, 0), ErrInvalid, []string{"prior attempt a1"}},
+		{"prior with the same attempt id", dense, []Witness{mk("b1", n7, 0)}, nil, mk("b1", n7, 0), ErrInvalid, nil},
+		{"witness without attempt id", dense, nil, nil, Witness{Partition: part}, ErrInvalid, nil},
+		{"invalid contract", Contract{}, nil, nil, mk("b1", n7, 0), ErrInvalid, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := Classify(ClassifyInput{Contract: tc.contract, Applied: 499, HasApplied: true, Prior: tc.prior, Receipts: tc.receipts, Witness: tc.w})
+			require.Error(t, err)
+			assert.Zero(t, v)
+			assert.ErrorIs(t, err, tc.is)
+			assert.Equal(t, !errors.Is(tc.is, ErrInvalid), errors.Is(err, ErrBadResponse))
+			for _, s := range tc.contains {
+				assert.Contains(t, err.Error(), s)
+			}
+		})
+	}
+}
+
+func TestClassify_ErrorTypes(t *testing.T) {
+	a1 := acked(build(t, dense, "C41", 9, "a1", resp("N7", ev("e501", 501))), 1)
+	_, err := Classify(ClassifyInput{Contract: dense, Prior: []Witness{a1}, Witness: build(t, dense, "C41", 9, "b1", resp("N8", ev("x", 501)))})
+	var rc *ReceiptConflictError
+	require.ErrorAs(t, err, &rc)
+	assert.Equal(t, ReceiptConflictError{Partition: part, Position: 501, Attempt: "a1", Receipt: EventOf(ev("e501", 501)), Got: EventOf(ev("x", 501))}, *rc)
+
+	_, err = Classify(ClassifyInput{Contract: dense, Prior: []Witness{a1}, Witness: build(t, dense, "C41", 9, "b1", resp("N8", ev("e501", 502)))})
+	var mv *MovedError
+	require.ErrorAs(t, err, &mv)
+	assert.Equal(t, MovedError{Partition: part, IDHash: HashID("e501"), Position: 502, PriorPosition: 501, PriorAttempt: "a1"}, *mv)
+}

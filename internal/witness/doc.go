@@ -1,0 +1,122 @@
+// Package witness is tidemark's pure reconciliation core: it builds response
+// witnesses, classifies a retried fetch against the earlier responses to the
+// same cursor, and decides which successor may be promoted. It is seed 001
+// ("Bind each successor cursor to its exact retry response") made
+// executable. It imports only the standard library and internal/coord; it
+// reads no clock, draws no random number and performs no I/O: inputs in,
+// decisions out, as values the caller acts on.
+//
+// # Invariants
+//
+// The core invariant, in the seed's words:
+//
+//	A successor cursor may advance the checkpoint only with durable
+//	completion evidence for the exact response that issued that successor.
+//
+// The package keeps it, and the rules that follow from it, this way:
+//
+//   - Binding. "Do not combine events observed in one response with a
+//     continuation token taken from another response, even when both were
+//     fetched from the same input cursor." A Verdict binds one attempt;
+//     DecidePromotion refuses a verdict for any other witness, reads
+//     completion only from the candidate's own AckedThrough or its own
+//     evidence, and promotes only that witness's successor.
+//   - Response witness. Every successful fetch has a witness (Build): the
+//     checkpoint generation and input cursor used for the request, a locally
+//     generated response-attempt identifier, the ordered event witness
+//     (stable event identity, source position, semantic payload digest), the
+//     exact returned successor cursor stored as opaque data, the provider
+//     snapshot or coverage marker, and a pending, promoted or abandoned
+//     disposition. Cursor bytes are copied, never aliased, and appear in
+//     logs only as CursorHash.
+//   - Classification (Classify). Exact replay: "ordered event witness and
+//     successor cursor are identical. Resume the existing witness." Token
+//     rotation: "the ordered event witness is identical but the successor
+//     differs. Treat it as a distinct response", promotable "only if the
+//     provider contract permits token rotation". Shifted page: "event
+//     contents differ. Verify all overlap against durable receipts, reject
+//     conflicting identities or payloads at the same immutable position, and
+//     prove that the new response covers the next required portion of the
+//     stream." Unprovable divergence: "Stop advancement and recover from a
+//     provider-supported stable boundary or fresh snapshot"
+//     (Verdict.Recovery names what the contract allows).
+//   - Coverage rule. A changed retry response is safe to continue only when
+//     "every event at or below the durable applied boundary is either absent
+//     under documented exclusive-boundary semantics or matches its durable
+//     receipt" and "the unseen suffix begins at the next required source
+//     position, or the provider supplies an equivalent coverage proof such
+//     as a stable snapshot boundary". "Monotonic positions alone do not
+//     prove completeness": with sparse positions and no coverage marker, a
+//     shifted page is unprovable divergence. An event an earlier fetch of
+//     the same cursor showed inside the new response's range, and which the
+//     new response omits, stops advancement unless a coverage proof bound
+//     to the new response says it is no longer required; one a later fetch
+//     showed stops the older response's promotion, proof or not.
+//   - Empty-response boundary. "A response containing no events is not
+//     complete merely because there are no event outcomes left to record.
+//     Its successor may advance only when evidence bound to that exact
+//     response proves that no required event lies between the durable
+//     applied boundary and the successor." "A transient empty page or an
+//     undocumented end-of-stream indication is not such proof" (CanPromote).
+//   - Fencing. "In one compare-and-swap, require that the durable checkpoint
+//     still contains C and G, write the selected successor and a greater
+//     generation, and mark its witness promoted" (Promotion is that
+//     compare-and-swap, as a value). "Never let a losing retry publish its
+//     candidate successor" (CanPublish, Abandon).
+//   - Watermarks come only from a response's own CompleteThrough, never from
+//     the largest position seen, and a promotion never lowers the durable
+//     one. The applied boundary only rises.
+//   - Bad input is an error naming the partition and the positions: a
+//     missing id or position, a duplicate id in one response, positions out
+//     of order under an ordered contract, the same id at two positions, a
+//     receipt conflict (all ErrBadResponse), and an empty response without
+//     evidence that loops to its own input cursor (ErrLoop).
+//
+// # Hashes and their collision bound
+//
+// An event witness stores 64-bit truncations of SHA-256: IDHash of the
+// stable id (HashID) and Digest of the semantic projection when one is given,
+// else of the payload (HashPayload). Comparisons happen within one
+// comparison set: the events of the witnesses and receipts of one (cursor,
+// generation). For n distinct ids in a set the probability that two share
+// an IDHash is at most n²/2^65 (the birthday bound): about 2^-45 for 1,000
+// events, 2^-39 for 8,000. A payload change goes unnoticed with probability
+// 2^-64 per comparison. A collision can only make two different events look
+// alike (a false duplicate error, a missed payload change); it never makes a
+// missing event look present unless its id hash collides with an event of
+// the same set. EncodeEvents stores an event witness compactly (about 1.6 KB
+// for 100 consecutive positions) so a witness fits two DynamoDB write units.
+//
+// # Usage
+//
+// The caller owns all I/O. For each partition, one fetch at a time, from the
+// durable checkpoint (C, G):
+//
+//  1. Fetch C. Build the witness with a fresh attempt id (ids that sort in
+//     fetch order keep the store's attempt order the fetch order). On
+//     ErrLoop, back off and fetch C again; on ErrBadResponse, park.
+//  2. Persist the witness before, or transactionally with, the first
+//     durable event outcome attributed to the response ("Create the witness
+//     before ... the first durable event outcome").
+//  3. Load every witness for (C, G) and Classify the new one against the
+//     others, with the checkpoint's applied boundary (and, optionally, the
+//     receipts of the witness promoted into the checkpoint). On an error or
+//     UnprovableDivergence, stop: park the partition with the error or
+//     Verdict.Reason (a parked Checkpoint makes DecidePromotion refuse
+//     every witness) and recover as Verdict.Recovery says. On ExactReplay,
+//     continue with Verdict.Resume instead of the new witness.
+//  4. Emit the selected response's events in source order. Its first
+//     Verdict.Satisfied events already have matching durable receipts and
+//     may be recorded without emitting them again.
+//  5. Record receipts as outcomes become durable: raise the witness's
+//     AckedThrough over the contiguous acknowledged prefix.
+//  6. Call DecidePromotion with the checkpoint, the witness, its verdict and
+//     the witnesses now recorded for (C, G). Hold: wait for more receipts
+//     (an empty response without evidence stays pending). Refuse: never
+//     promote this witness; fetch again or park. Promote: go on.
+//  7. Perform Decision.Promotion as one compare-and-swap in the store. Win
+//     or lose, read the winning checkpoint.
+//  8. Abandon the witnesses Abandon(winner, witnesses) names and mark the
+//     winner promoted. A loser never publishes its successor: CanPublish is
+//     false for it from then on.
+package witness

@@ -1,0 +1,144 @@
+package witness
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func eventPage(first int64, n int, step func(i int) int64) []EventWitness {
+	out := make([]EventWitness, n)
+	pos := first
+	for i := range out {
+		if i > 0 {
+			pos += step(i)
+		}
+		id := fmt.Sprintf("evt-%d", i)
+		out[i] = EventWitness{IDHash: HashID(id), Position: pos, Digest: HashPayload([]byte(id))}
+	}
+	return out
+}
+
+// The DynamoDB store keeps the event witness as one binary attribute; the
+// target is at most two write units (2 KB) for a 100-event page's witness,
+// so the blob must stay near 1.7 KB.
+func TestEncodeEvents_SizeOfA100EventPage(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, tc := range []struct {
+		name   string
+		events []EventWitness
+		max    int
+	}{
+		{"100 dense events", eventPage(1_000_501, 100, func(int) int64 { return 1 }), 1610},
+		{"100 sparse events, gaps below 64", eventPage(1_000_501, 100, func(int) int64 { return 1 + rng.Int64N(63) }), 1710},
+		{"100 sparse events, timestamp-like gaps", eventPage(1_733_000_000_000, 100, func(int) int64 { return 1000 + rng.Int64N(7000) }), 1920},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := EncodeEvents(tc.events)
+			t.Logf("%s: %d bytes", tc.name, len(b))
+			assert.LessOrEqual(t, len(b), tc.max)
+			got, err := DecodeEvents(b)
+			require.NoError(t, err)
+			assert.Equal(t, tc.events, got)
+		})
+	}
+}
+
+func TestEncodeEvents_RoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		events []EventWitness
+	}{
+		{"none", nil},
+		{"one", []EventWitness{{IDHash: 1, Position: 7, Digest: 2}}},
+		{"negative positions", eventPage(-10, 5, func(int) int64 { return 1 })},
+		{"decreasing (unordered contract)", eventPage(100, 5, func(int) int64 { return -7 })},
+		{"repeated positions", eventPage(5, 3, func(int) int64 { return 0 })},
+		{"extremes", []EventWitness{{Position: math.MinInt64}, {Position: math.MaxInt64, IDHash: math.MaxUint64, Digest: math.MaxUint64}, {Position: 0}}},
+		{"consecutive up to MaxInt64", eventPage(math.MaxInt64-2, 3, func(int) int64 { return 1 })},
+		{"MaxInt64 then MinInt64 is not consecutive", []EventWitness{{Position: math.MaxInt64}, {Position: math.MinInt64}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := EncodeEvents(tc.events)
+			require.NotEmpty(t, b, "DynamoDB binary attributes may not be empty")
+			got, err := DecodeEvents(b)
+			require.NoError(t, err)
+			assert.Equal(t, len(tc.events), len(got))
+			if len(tc.events) > 0 {
+				assert.Equal(t, tc.events, got)
+			}
+		})
+	}
+	assert.Equal(t, []byte{formatDelta, 0}, EncodeEvents(nil))
+	assert.Equal(t, formatConsecutive, EncodeEvents(eventPage(1, 2, func(int) int64 { return 1 }))[0])
+	assert.Equal(t, formatDelta, EncodeEvents(eventPage(1, 2, func(int) int64 { return 2 }))[0])
+}
+
+func TestDecodeEvents_Errors(t *testing.T) {
+	valid := EncodeEvents(eventPage(500, 2, func(int) int64 { return 3 }))
+	consecutive := EncodeEvents(eventPage(500, 2, func(int) int64 { return 1 }))
+	for _, tc := range []struct {
+		name string
+		b    []byte
+		want string
+	}{
+		{"empty", nil, "empty"},
+		{"unknown format", []byte{9, 0}, "unknown format 9"},
+		{"no count", []byte{formatDelta}, "bad event count"},
+		{"count too large", []byte{formatDelta, 5, 0}, "do not fit"},
+		{"empty with trailing bytes", []byte{formatDelta, 0, 1}, "trailing"},
+		{"empty consecutive", []byte{formatConsecutive, 0}, "trailing"},
+		{"truncated", valid[:len(valid)-1], "event 1"},
+		{"trailing bytes", append(append([]byte{}, valid...), make([]byte, 17)...), "trailing"},
+		{"bad delta", append([]byte{formatDelta, 1}, bytesOf(0x80, 17)...), "bad position of event 0"},
+		{"consecutive, too short", append([]byte{formatConsecutive, 1}, make([]byte, 16)...)[:3], "do not fit"},
+		{"consecutive overflow", overflowing(), "overflow"},
+		{"consecutive with trailing bytes", append(append([]byte{}, consecutive...), 0), "trailing"},
+		{"consecutive, varint runs out", append([]byte{formatConsecutive, 1}, append(bytesOf(0x80, 17), 0x80)...), "bad first position"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := DecodeEvents(tc.b)
+			assert.Nil(t, got)
+			require.ErrorIs(t, err, ErrInvalid)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+func bytesOf(b byte, n int) []byte {
+	out := make([]byte, n)
+	for i := range out {
+		out[i] = b
+	}
+	return out
+}
+
+func overflowing() []byte {
+	b := EncodeEvents(eventPage(math.MaxInt64-1, 2, func(int) int64 { return 1 }))
+	// Re-encode three events from MaxInt64-1: positions would wrap.
+	b = append([]byte{formatConsecutive, 3}, b[2:]...)
+	return append(b, make([]byte, 16)...)
+}
+
+// FuzzDecodeEvents: decoding arbitrary bytes never panics, and whatever
+// decodes re-encodes to the same events.
+func FuzzDecodeEvents(f *testing.F) {
+	f.Add(EncodeEvents(nil))
+	f.Add(EncodeEvents(eventPage(500, 3, func(int) int64 { return 1 })))
+	f.Add(EncodeEvents(eventPage(-5, 4, func(int) int64 { return 9 })))
+	f.Add([]byte{formatConsecutive, 1, 0xff})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		events, err := DecodeEvents(b)
+		if err != nil {
+			require.ErrorIs(t, err, ErrInvalid)
+			return
+		}
+		again, err := DecodeEvents(EncodeEvents(events))
+		require.NoError(t, err)
+		require.Equal(t, events, again)
+	})
+}
