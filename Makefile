@@ -1,0 +1,46 @@
+# tidemark: the two commands a new user needs are `make run` and `make test`.
+export GOTOOLCHAIN := local
+GO ?= go
+BIN := bin/connect
+EXAMPLES := $(wildcard config/examples/*.yaml)
+CONFIGS := $(filter-out %_benthos_test.yaml,$(EXAMPLES))
+
+.PHONY: run test build deps vet fmt-check unit lint-configs fuzz bench clean
+
+build: $(BIN)
+
+$(BIN): go.mod go.sum $(shell find . -name '*.go' -not -path './node_modules/*')
+	$(GO) build -o $(BIN) ./cmd/connect
+
+deps:
+	./scripts/install-deps
+
+## run: the demo pipeline on embedded defaults (simulated source with faults,
+## a local dynalite started and stopped here). Exits 0 when the run is done.
+run: build
+	./scripts/npm-install
+	./scripts/with-dynalite ./scripts/demo $(BIN)
+
+## test: everything (installs what is missing, starts its own servers).
+test: deps vet fmt-check build
+	TIDEMARK_REQUIRE_DYNALITE=1 TIDEMARK_REQUIRE_SERVERS=1 ./scripts/with-dynalite $(GO) test -race -count=1 -timeout 40m ./...
+	$(MAKE) lint-configs fuzz
+
+vet:
+	$(GO) vet ./...
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+lint-configs: build
+	$(BIN) lint $(CONFIGS)
+	$(BIN) test ./config/examples/...
+
+fuzz:
+	$(GO) test -run='^$$' -fuzz='^FuzzClassify$$' -fuzztime=15s ./internal/witness/
+
+bench: build
+	./scripts/with-dynalite ./scripts/bench
+
+clean:
+	rm -rf bin .bench

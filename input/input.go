@@ -1,0 +1,289 @@
+package input
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/tidemark/tidemark/input/httpprovider"
+	"github.com/tidemark/tidemark/internal/feed"
+	"github.com/tidemark/tidemark/input/provider"
+	"github.com/tidemark/tidemark/input/simulated"
+	"github.com/tidemark/tidemark/internal/store"
+)
+
+// Config is the validated configuration of the input (two-step
+// construction: the spec is read into Config, New validates it).
+type Config struct {
+	Scope             string
+	Partitions        []string
+	Discover          bool
+	StartCursor       []byte
+	MaxPagesInFlight  int
+	MaxBatchSize      int
+	PollInterval      time.Duration
+	ParkCheckInterval time.Duration
+	StoreBackoff      time.Duration
+	FetchRetries      int
+	FetchBackoff      time.Duration
+	ExitWhenComplete  bool
+	Epoch             uint64
+}
+
+func (c *Config) validate() error {
+	if c.Scope == "" {
+		return errors.New("scope must not be empty")
+	}
+	if len(c.Partitions) == 0 && !c.Discover {
+		return errors.New("either partitions or discover: true is required")
+	}
+	seen := map[string]bool{}
+	for _, p := range c.Partitions {
+		if p == "" {
+			return errors.New("partition names must not be empty")
+		}
+		if seen[p] {
+			return fmt.Errorf("partition %q is listed twice", p)
+		}
+		seen[p] = true
+	}
+	if c.MaxPagesInFlight < 1 {
+		return fmt.Errorf("max_pages_in_flight must be at least 1, got %d", c.MaxPagesInFlight)
+	}
+	if c.MaxBatchSize < 0 {
+		return fmt.Errorf("max_batch_size must not be negative, got %d", c.MaxBatchSize)
+	}
+	if len(c.StartCursor) > store.MaxCursorBytes {
+		return fmt.Errorf("start_cursor is longer than %d bytes", store.MaxCursorBytes)
+	}
+	if c.PollInterval <= 0 || c.ParkCheckInterval <= 0 || c.StoreBackoff <= 0 || c.FetchBackoff <= 0 {
+		return errors.New("poll_interval, park_check_interval, store_backoff and fetch_backoff must be positive")
+	}
+	if c.Epoch == 0 {
+		c.Epoch = 1
+	}
+	return nil
+}
+
+// paginatedInput is the paginated_partitions input.
+type paginatedInput struct {
+	cfg     Config
+	prov    provider.Provider
+	store   store.Store
+	closeSt func(context.Context) error
+	log     *service.Logger
+	metrics *inputMetrics
+
+	out        chan emission
+	allDone    chan struct{}
+	stopWorker context.CancelFunc
+	wg         sync.WaitGroup
+
+	mu          sync.Mutex
+	running     int
+	done        int
+	attemptSeq  atomic.Uint64
+	attemptBase string
+	started     bool
+}
+
+// New builds the input from plain arguments.
+func New(cfg Config, prov provider.Provider, st store.Store, closeStore func(context.Context) error, res *service.Resources) (service.BatchInput, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("paginated_partitions: %w", err)
+	}
+	if prov == nil || st == nil {
+		return nil, errors.New("paginated_partitions: a provider and a checkpoint store are required")
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	in := &paginatedInput{
+		cfg: cfg, prov: prov, store: st, closeSt: closeStore,
+		log:         res.Logger(),
+		metrics:     newInputMetrics(res.Metrics()),
+		out:         make(chan emission),
+		allDone:     make(chan struct{}),
+		attemptBase: hex.EncodeToString(b[:]),
+	}
+	return in, nil
+}
+
+func (in *paginatedInput) epoch() uint64 { return in.cfg.Epoch }
+
+// newAttemptID returns a locally generated response-attempt id that sorts
+// by creation time within this process.
+func (in *paginatedInput) newAttemptID() string {
+	n := in.attemptSeq.Add(1)
+	return fmt.Sprintf("%012x-%s-%d", time.Now().UnixMilli(), in.attemptBase, n)
+}
+
+func (in *paginatedInput) Connect(ctx context.Context) error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.started {
+		return nil
+	}
+	parts := in.cfg.Partitions
+	if in.cfg.Discover {
+		l, ok := in.prov.(provider.Lister)
+		if !ok {
+			return errors.New("paginated_partitions: discover is set but the provider cannot list partitions")
+		}
+		found, err := l.Partitions(ctx)
+		if err != nil {
+			return fmt.Errorf("paginated_partitions: discovering partitions: %w", err)
+		}
+		parts = found
+	}
+	if len(parts) == 0 {
+		return errors.New("paginated_partitions: no partitions to read")
+	}
+	wctx, cancel := context.WithCancel(context.Background())
+	in.stopWorker = cancel
+	in.running = len(parts)
+	for _, name := range parts {
+		p := newPartition(in, name)
+		in.wg.Add(1)
+		go func() {
+			defer in.wg.Done()
+			p.run(wctx)
+		}()
+	}
+	in.started = true
+	in.log.Infof("paginated_partitions reading %d partitions of scope %s", len(parts), in.cfg.Scope)
+	return nil
+}
+
+func (in *paginatedInput) ReadBatch(ctx context.Context) (service.MessageBatch, service.AckFunc, error) {
+	select {
+	case e := <-in.out:
+		return e.batch, e.ack, nil
+	case <-in.allDone:
+		return nil, nil, service.ErrEndOfInput
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	}
+}
+
+func (in *paginatedInput) Close(ctx context.Context) error {
+	in.mu.Lock()
+	stop := in.stopWorker
+	in.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	in.wg.Wait()
+	var errs []error
+	if err := in.prov.Close(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	if in.closeSt != nil {
+		if err := in.closeSt(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// partitionDone counts a completed partition; the input ends when every
+// partition is complete and exit_when_complete is set.
+func (in *paginatedInput) partitionDone(*partition) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.done++
+	if in.cfg.ExitWhenComplete && in.done == in.running {
+		close(in.allDone)
+	}
+}
+
+func (in *paginatedInput) partitionStopped(*partition) {}
+
+// observeCheckpoint is called with every checkpoint a partition loads or
+// promotes.
+func (in *paginatedInput) observeCheckpoint(cp store.Checkpoint) {
+	in.metrics.generation.Set(int64(cp.Generation), cp.Partition)
+	if !cp.Watermark.IsZero() && cp.Watermark.Kind != 3 {
+		in.metrics.watermark.Set(cp.Watermark.Int, cp.Partition)
+	}
+	publishCheckpoint(cp)
+}
+
+// fetchWithRetry fetches a page, retrying transient failures with
+// exponential back-off. Expired cursors and malformed pages are returned at
+// once.
+func (in *paginatedInput) fetchWithRetry(ctx context.Context, p *partition, req provider.Request) (resp witnessResponse, err error) {
+	backoff := in.cfg.FetchBackoff
+	for try := 0; ; try++ {
+		resp, err = in.prov.Fetch(ctx, req)
+		if err == nil || errors.Is(err, provider.ErrExpired) || errors.Is(err, provider.ErrMalformed) || ctx.Err() != nil || try >= in.cfg.FetchRetries {
+			return resp, err
+		}
+		p.log.Debugf("Partition %s: transient fetch failure (try %d): %v", p.key.Partition, try+1, err)
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return resp, ctx.Err()
+		case <-t.C:
+		}
+		backoff = min(backoff*2, 10*time.Second)
+	}
+}
+
+// Metadata keys set on every emitted message.
+const (
+	MetaPartition  = "tidemark_partition"
+	MetaScope      = "tidemark_scope"
+	MetaEventID    = "tidemark_event_id"
+	MetaPosition   = "tidemark_position"
+	MetaGeneration = "tidemark_generation"
+	MetaWitness    = "tidemark_witness"
+	MetaCursorHash = "tidemark_cursor_hash"
+	MetaEpoch      = "tidemark_epoch"
+	MetaRetryClass = "tidemark_retry_class"
+)
+
+func (in *paginatedInput) message(p *partition, pg *page, i int, payload []byte) *service.Message {
+	m := service.NewMessage(payload)
+	m.MetaSetMut(MetaPartition, p.key.Partition)
+	m.MetaSetMut(MetaScope, p.key.Scope)
+	m.MetaSetMut(MetaEventID, pg.verdict.ids[i])
+	m.MetaSetMut(MetaPosition, strconv.FormatInt(pg.w.Events[i].Position, 10))
+	m.MetaSetMut(MetaGeneration, strconv.FormatUint(pg.fromGen, 10))
+	m.MetaSetMut(MetaWitness, pg.w.AttemptID)
+	m.MetaSetMut(MetaCursorHash, cursorHash(pg.fromCursor))
+	m.MetaSetMut(MetaEpoch, strconv.FormatUint(in.epoch(), 10))
+	m.MetaSetMut(MetaRetryClass, pg.verdict.class)
+	return m
+}
+
+// cursorHash is how raw cursors appear in logs and metadata.
+func cursorHash(c []byte) string { return httpprovider.CursorHash(c) }
+
+var _ = simulated.EventID
+
+// publishCheckpoint hands a durable checkpoint's watermark to
+// partition_frontier processors in this process.
+func publishCheckpoint(cp store.Checkpoint) {
+	feed.Publish(cp.Scope, cp.Partition, cp.Watermark)
+}
+
+var (
+	memOnce  sync.Once
+	memStore *store.MemStore
+)
+
+// sharedMemStore is the process-wide in-memory store, so that the input and
+// the partition_frontier processor of one process share it.
+func sharedMemStore() store.Store {
+	memOnce.Do(func() { memStore = store.NewMemStore() })
+	return memStore
+}

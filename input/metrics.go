@@ -1,0 +1,43 @@
+package input
+
+import (
+	"github.com/redpanda-data/benthos/v4/public/service"
+)
+
+// inputMetrics are the input's counters; every name starts with tidemark_.
+type inputMetrics struct {
+	pagesFetched  *service.MetricCounter
+	eventsEmitted *service.MetricCounter
+	promotions    *service.MetricCounter
+	casConflicts  *service.MetricCounter
+	fetchErrors   *service.MetricCounter
+	parks         *service.MetricCounter
+	restarts      *service.MetricCounter
+	retries       *service.MetricCounter
+	parked        *service.MetricGauge
+	watermark     *service.MetricGauge
+	generation    *service.MetricGauge
+}
+
+func newInputMetrics(m *service.Metrics) *inputMetrics {
+	return &inputMetrics{
+		pagesFetched:  m.NewCounter("tidemark_pages_fetched"),
+		eventsEmitted: m.NewCounter("tidemark_events_emitted"),
+		promotions:    m.NewCounter("tidemark_promotions"),
+		casConflicts:  m.NewCounter("tidemark_cas_conflicts"),
+		fetchErrors:   m.NewCounter("tidemark_fetch_errors"),
+		parks:         m.NewCounter("tidemark_parks"),
+		restarts:      m.NewCounter("tidemark_restarts"),
+		retries:       m.NewCounter("tidemark_retries", "class"),
+		parked:        m.NewGauge("tidemark_parked_partitions"),
+		watermark:     m.NewGauge("tidemark_partition_watermark", "partition"),
+		generation:    m.NewGauge("tidemark_partition_generation", "partition"),
+	}
+}
+
+func (m *inputMetrics) retryClass(class string) {
+	if class == "" || class == "first_response" {
+		return
+	}
+	m.retries.Incr(1, class)
+}

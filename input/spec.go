@@ -1,0 +1,235 @@
+package input
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/tidemark/tidemark/cache"
+	"github.com/tidemark/tidemark/input/httpprovider"
+	"github.com/tidemark/tidemark/input/provider"
+	"github.com/tidemark/tidemark/input/simulated"
+	"github.com/tidemark/tidemark/internal/store"
+)
+
+// Field names of the paginated_partitions input.
+const (
+	ppFieldScope             = "scope"
+	ppFieldPartitions        = "partitions"
+	ppFieldDiscover          = "discover"
+	ppFieldStartCursor       = "start_cursor"
+	ppFieldMaxPagesInFlight  = "max_pages_in_flight"
+	ppFieldMaxBatchSize      = "max_batch_size"
+	ppFieldPollInterval      = "poll_interval"
+	ppFieldParkCheckInterval = "park_check_interval"
+	ppFieldStoreBackoff      = "store_backoff"
+	ppFieldFetchRetries      = "fetch_retries"
+	ppFieldFetchBackoff      = "fetch_backoff"
+	ppFieldExitWhenComplete  = "exit_when_complete"
+	ppFieldCheckpoint        = "checkpoint"
+	ppFieldBackend           = "backend"
+	ppFieldDynamoDB          = "dynamodb"
+	ppFieldHTTP              = "http"
+	ppFieldSimulated         = "simulated"
+)
+
+// CheckpointFields are the fields of the `checkpoint` object, shared with
+// the partition_frontier processor.
+func CheckpointFields() []*service.ConfigField {
+	return []*service.ConfigField{
+		service.NewStringEnumField(ppFieldBackend, "dynamodb", "memory").
+			Description("Where checkpoints and response witnesses live. `memory` is for development only: progress is lost on restart, and the input warns.").
+			Default("dynamodb").Example("memory"),
+		service.NewObjectField(ppFieldDynamoDB, cache.DynamoFields()...).
+			Description("The DynamoDB table (used when `backend: dynamodb`). Credentials come from the AWS SDK's default chain."),
+	}
+}
+
+// Spec is the config spec of the paginated_partitions input.
+func Spec() *service.ConfigSpec {
+	return service.NewConfigSpec().
+		Beta().
+		Categories("Services").
+		Summary("Reads an event source split into partitions, page by page, and promotes a page's successor cursor only after downstream delivery of that exact page is durable.").
+		Description(`
+Each partition is fetched with its own opaque pagination cursor. For every page the input records a durable **response witness** (the ordered event identities, positions and payload digests, and the exact successor) before any event leaves the input, classifies retries of the same cursor (exact replay, token rotation, shifted page, unprovable divergence), and moves the partition's checkpoint to the page's successor with one conditional write only after every event of that page was acknowledged by the outputs.
+
+A partition that cannot be advanced safely (unprovable divergence, a malformed page, an expired cursor without a recovery) is **parked**: it stops, says why in the log, the ` + "`tidemark_parks`" + ` metric and its checkpoint record, and the other partitions go on.
+
+Delivery is at least once: events may repeat after a retry or a crash, never go missing. Pair it with an idempotent sink (for example the ` + "`cache`" + ` output over the ` + "`tidemark_dynamodb`" + ` cache keyed by ` + "`tidemark_event_id`" + `).
+
+### Metadata
+
+Every message carries: ` + "`tidemark_partition`, `tidemark_scope`, `tidemark_event_id`, `tidemark_position`, `tidemark_generation`, `tidemark_witness`, `tidemark_cursor_hash`, `tidemark_epoch`, `tidemark_retry_class`" + `.
+
+Exactly one of ` + "`http`" + ` and ` + "`simulated`" + ` must be set.`).
+		Fields(
+			service.NewStringField(ppFieldScope).
+				Description("The query scope checkpoints belong to: the same partitions with another filter are another scope.").
+				Example("okta-system-log"),
+			service.NewStringListField(ppFieldPartitions).
+				Description("The partitions to read (the membership of epoch 1).").
+				Default([]string{}).Example([]string{"p0", "p1", "p2"}),
+			service.NewBoolField(ppFieldDiscover).
+				Description("Discover the partitions through the provider instead of `partitions`.").
+				Default(false).Example(true),
+			service.NewStringField(ppFieldStartCursor).
+				Description("The cursor a partition without a checkpoint starts from; empty means the provider's start.").
+				Default("").Example(""),
+			service.NewIntField(ppFieldMaxPagesInFlight).
+				Description("Pages per partition fetched ahead of promotion. Promotions stay strictly in page order.").
+				Default(4).Example(8),
+			service.NewIntField(ppFieldMaxBatchSize).
+				Description("Split a page into batches of at most this many events; 0 emits each page as one batch.").
+				Default(0).Example(50),
+			service.NewDurationField(ppFieldPollInterval).
+				Description("How long to wait before fetching a cursor again after an empty page without evidence, a page at the end of the data, or a transient error.").
+				Default("1s").Example("5s"),
+			service.NewDurationField(ppFieldParkCheckInterval).
+				Description("How often a parked partition checks whether an operator unparked it.").
+				Default("10s").Example("1m").Advanced(),
+			service.NewDurationField(ppFieldStoreBackoff).
+				Description("Back-off after a checkpoint store failure (the partition does not advance meanwhile).").
+				Default("1s").Example("5s").Advanced(),
+			service.NewIntField(ppFieldFetchRetries).
+				Description("Retries of a transient fetch failure before the partition waits a poll interval.").
+				Default(5).Example(10).Advanced(),
+			service.NewDurationField(ppFieldFetchBackoff).
+				Description("First back-off between fetch retries; it doubles up to 10s.").
+				Default("100ms").Example("500ms").Advanced(),
+			service.NewBoolField(ppFieldExitWhenComplete).
+				Description("End the input once every partition is complete (its last page was promoted and the provider says there is no more). Useful for exports and the demo.").
+				Default(false).Example(true),
+			service.NewObjectField(ppFieldCheckpoint, CheckpointFields()...).
+				Description("The checkpoint store."),
+			service.NewObjectField(ppFieldHTTP, httpprovider.Fields()...).
+				Description("Fetch pages from an HTTP API.").Optional(),
+			service.NewObjectField(ppFieldSimulated, simulated.Fields()...).
+				Description("An embedded deterministic source with injectable faults, for demos, tests and benchmarks.").Optional(),
+		).
+		LintRule(`root = match {
+  this.http.or(null) == null && this.simulated.or(null) == null => ["exactly one of http or simulated must be set"],
+  this.http.or(null) != null && this.simulated.or(null) != null => ["exactly one of http or simulated must be set"],
+  this.partitions.or([]).length() == 0 && !this.discover.or(false) => ["either partitions or discover: true is required"],
+}`).
+		Example("Simulated source into stdout", "Reads three simulated partitions with token rotation and shifted pages, checkpointing in memory.", `
+input:
+  paginated_partitions:
+    scope: demo
+    partitions: [ p0, p1, p2 ]
+    exit_when_complete: true
+    checkpoint:
+      backend: memory
+    simulated:
+      events_per_partition: 500
+      page_size: 50
+      rotate_tokens: true
+      shift_rate: 0.1
+output:
+  stdout: {}
+`)
+}
+
+func init() {
+	err := service.RegisterBatchInput("paginated_partitions", Spec(), func(conf *service.ParsedConfig, mgr *service.Resources) (service.BatchInput, error) {
+		return FromParsed(conf, mgr)
+	})
+	if err != nil {
+		panic(err)
+	}
+}
+
+// FromParsed reads the spec and builds the input.
+func FromParsed(conf *service.ParsedConfig, mgr *service.Resources) (service.BatchInput, error) {
+	var c Config
+	var err error
+	if c.Scope, err = conf.FieldString(ppFieldScope); err != nil {
+		return nil, err
+	}
+	if c.Partitions, err = conf.FieldStringList(ppFieldPartitions); err != nil {
+		return nil, err
+	}
+	if c.Discover, err = conf.FieldBool(ppFieldDiscover); err != nil {
+		return nil, err
+	}
+	var start string
+	if start, err = conf.FieldString(ppFieldStartCursor); err != nil {
+		return nil, err
+	}
+	if start != "" {
+		c.StartCursor = []byte(start)
+	}
+	if c.MaxPagesInFlight, err = conf.FieldInt(ppFieldMaxPagesInFlight); err != nil {
+		return nil, err
+	}
+	if c.MaxBatchSize, err = conf.FieldInt(ppFieldMaxBatchSize); err != nil {
+		return nil, err
+	}
+	for fld, dst := range map[string]*time.Duration{
+		ppFieldPollInterval: &c.PollInterval, ppFieldParkCheckInterval: &c.ParkCheckInterval,
+		ppFieldStoreBackoff: &c.StoreBackoff, ppFieldFetchBackoff: &c.FetchBackoff,
+	} {
+		if *dst, err = conf.FieldDuration(fld); err != nil {
+			return nil, err
+		}
+	}
+	if c.FetchRetries, err = conf.FieldInt(ppFieldFetchRetries); err != nil {
+		return nil, err
+	}
+	if c.ExitWhenComplete, err = conf.FieldBool(ppFieldExitWhenComplete); err != nil {
+		return nil, err
+	}
+
+	var prov provider.Provider
+	switch {
+	case conf.Contains(ppFieldHTTP) && conf.Contains(ppFieldSimulated):
+		return nil, errors.New("paginated_partitions: exactly one of http or simulated must be set")
+	case conf.Contains(ppFieldHTTP):
+		hp, err := httpprovider.FromParsed(conf.Namespace(ppFieldHTTP), mgr, mgr.Logger())
+		if err != nil {
+			return nil, fmt.Errorf("paginated_partitions: http: %w", err)
+		}
+		prov = hp
+	case conf.Contains(ppFieldSimulated):
+		sp, err := simulated.FromParsed(conf.Namespace(ppFieldSimulated), c.Partitions)
+		if err != nil {
+			return nil, fmt.Errorf("paginated_partitions: simulated: %w", err)
+		}
+		prov = sp
+	default:
+		return nil, errors.New("paginated_partitions: exactly one of http or simulated must be set")
+	}
+
+	st, closeSt, err := StoreFromParsed(context.Background(), conf.Namespace(ppFieldCheckpoint), mgr)
+	if err != nil {
+		return nil, fmt.Errorf("paginated_partitions: checkpoint: %w", err)
+	}
+	return New(c, prov, st, closeSt, mgr)
+}
+
+// StoreFromParsed builds the checkpoint store of a `checkpoint` object.
+func StoreFromParsed(ctx context.Context, conf *service.ParsedConfig, mgr *service.Resources) (store.Store, func(context.Context) error, error) {
+	backend, err := conf.FieldString(ppFieldBackend)
+	if err != nil {
+		return nil, nil, err
+	}
+	switch backend {
+	case "memory":
+		mgr.Logger().Warn("Checkpoint backend is memory: progress and witnesses are lost on restart. Use it for development only.")
+		return sharedMemStore(), nil, nil
+	case "dynamodb":
+		dc, err := cache.DynamoConfigFromParsed(conf.Namespace(ppFieldDynamoDB))
+		if err != nil {
+			return nil, nil, err
+		}
+		ds, err := cache.NewDynamoStore(ctx, dc)
+		if err != nil {
+			return nil, nil, err
+		}
+		return ds, nil, nil
+	}
+	return nil, nil, fmt.Errorf("unknown checkpoint backend %q", backend)
+}

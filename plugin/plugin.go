@@ -1,0 +1,10 @@
+package plugin
+
+import (
+	// The tidemark_dynamodb cache.
+	_ "github.com/tidemark/tidemark/cache"
+	// The paginated_partitions input.
+	_ "github.com/tidemark/tidemark/input"
+	// The partition_frontier processor and the frontier_advances input.
+	_ "github.com/tidemark/tidemark/processor"
+)

@@ -1,0 +1,299 @@
+// Package processor holds the partition_frontier processor and the
+// frontier_advances input: how downstream consumers learn how far the
+// combined stream is proven complete.
+//
+// Invariants:
+//   - The frontier attached to a message is the minimum of the durable
+//     complete-through watermarks of every partition of one membership
+//     epoch, computed by internal/frontier; with no comparable coordinate for
+//     some partition, or in an unproven epoch, only the vector is attached.
+//   - Views are built from durable checkpoints only (the store, or the
+//     in-process feed of successful conditional writes), so a view may lag
+//     the store, never lead it.
+package processor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/tidemark/tidemark/input"
+	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/feed"
+	"github.com/tidemark/tidemark/internal/frontier"
+	"github.com/tidemark/tidemark/internal/store"
+)
+
+// Metadata keys set by partition_frontier.
+const (
+	MetaFrontier       = "tidemark_frontier"
+	MetaFrontierEpoch  = "tidemark_frontier_epoch"
+	MetaFrontierVector = "tidemark_frontier_vector"
+	MetaFrontierHeldBy = "tidemark_frontier_held_by"
+	MetaFrontierReason = "tidemark_frontier_reason"
+)
+
+const (
+	pfFieldScope      = "scope"
+	pfFieldPartitions = "partitions"
+	pfFieldSource     = "source"
+	pfFieldRefresh    = "refresh_interval"
+	pfFieldCheckpoint = "checkpoint"
+)
+
+func frontierSpec() *service.ConfigSpec {
+	return service.NewConfigSpec().
+		Beta().
+		Categories("Utility").
+		Summary("Attaches the combined safe frontier of a paginated_partitions scope (the minimum of its partitions' complete-through watermarks) and its membership epoch to each message, or the per-partition vector when no scalar can be proven.").
+		Description(`
+Metadata set on every message:
+
+- ` + "`tidemark_frontier`" + `: the combined safe frontier, only when proven (absent otherwise);
+- ` + "`tidemark_frontier_epoch`" + `: the membership epoch the frontier belongs to;
+- ` + "`tidemark_frontier_vector`" + `: JSON object of every partition's complete-through watermark (` + "`null`" + ` where a partition has none);
+- ` + "`tidemark_frontier_held_by`" + `: comma-separated partitions holding the frontier back;
+- ` + "`tidemark_frontier_reason`" + `: why the scalar is withheld, when it is.
+
+The frontier is computed from durable checkpoints only: with ` + "`source: feed`" + ` from the paginated_partitions input running in the same process, with ` + "`source: store`" + ` by reading the checkpoint store every ` + "`refresh_interval`" + `. A stale view may lag, never lead.`).
+		Fields(
+			service.NewStringField(pfFieldScope).
+				Description("The scope of the paginated_partitions input.").
+				Example("okta-system-log"),
+			service.NewStringListField(pfFieldPartitions).
+				Description("The partitions of the epoch when the store holds no membership record yet. When the store has one (the input writes it), the record wins.").
+				Default([]string{}).Example([]string{"p0", "p1"}),
+			service.NewStringEnumField(pfFieldSource, "feed", "store").
+				Description("Where checkpoints come from: `feed` (the input in this process, plus one read of the store at start) or `store` (read every refresh_interval).").
+				Default("feed").Example("store"),
+			service.NewDurationField(pfFieldRefresh).
+				Description("How often the store is read (source: store), and how often the membership record is re-read.").
+				Default("5s").Example("30s"),
+			service.NewObjectField(pfFieldCheckpoint, input.CheckpointFields()...).
+				Description("The checkpoint store of the input."),
+		).
+		Example("Attach the frontier", "Each message gets the frontier of its scope.", `
+pipeline:
+  processors:
+    - partition_frontier:
+        scope: demo
+        partitions: [ p0, p1, p2 ]
+        checkpoint:
+          backend: memory
+`)
+}
+
+func init() {
+	err := service.RegisterProcessor("partition_frontier", frontierSpec(), func(conf *service.ParsedConfig, mgr *service.Resources) (service.Processor, error) {
+		return frontierFromParsed(conf, mgr)
+	})
+	if err != nil {
+		panic(err)
+	}
+}
+
+func frontierFromParsed(conf *service.ParsedConfig, mgr *service.Resources) (*frontierProcessor, error) {
+	scope, err := conf.FieldString(pfFieldScope)
+	if err != nil {
+		return nil, err
+	}
+	parts, err := conf.FieldStringList(pfFieldPartitions)
+	if err != nil {
+		return nil, err
+	}
+	source, err := conf.FieldString(pfFieldSource)
+	if err != nil {
+		return nil, err
+	}
+	refresh, err := conf.FieldDuration(pfFieldRefresh)
+	if err != nil {
+		return nil, err
+	}
+	st, closeSt, err := input.StoreFromParsed(context.Background(), conf.Namespace(pfFieldCheckpoint), mgr)
+	if err != nil {
+		return nil, err
+	}
+	return NewView(ViewConfig{Scope: scope, Partitions: parts, FromFeed: source == "feed", Refresh: refresh}, st, closeSt)
+}
+
+// ViewConfig configures a frontier view.
+type ViewConfig struct {
+	Scope      string
+	Partitions []string
+	FromFeed   bool
+	Refresh    time.Duration
+}
+
+// frontierProcessor keeps a frontier.Tracker fed with durable checkpoints.
+type frontierProcessor struct {
+	cfg     ViewConfig
+	st      store.Store
+	closeSt func(context.Context) error
+
+	mu          sync.Mutex
+	tracker     *frontier.Tracker
+	membership  store.Membership
+	sub         *feed.Subscription
+	lastStore   time.Time
+	lastMembers time.Time
+}
+
+// NewView builds the processor (exported for tests and the status command).
+func NewView(cfg ViewConfig, st store.Store, closeSt func(context.Context) error) (*frontierProcessor, error) {
+	if cfg.Scope == "" {
+		return nil, errors.New("partition_frontier: scope must not be empty")
+	}
+	if cfg.Refresh <= 0 {
+		return nil, errors.New("partition_frontier: refresh_interval must be positive")
+	}
+	p := &frontierProcessor{cfg: cfg, st: st, closeSt: closeSt}
+	if cfg.FromFeed {
+		p.sub = feed.Subscribe(cfg.Scope)
+	}
+	return p, nil
+}
+
+// refresh brings the tracker up to date. Callers hold p.mu.
+func (p *frontierProcessor) refresh(ctx context.Context, now time.Time) error {
+	if p.tracker == nil || now.Sub(p.lastMembers) >= p.cfg.Refresh {
+		if err := p.refreshMembership(ctx); err != nil && p.tracker == nil {
+			return err
+		}
+		p.lastMembers = now
+	}
+	if p.cfg.FromFeed {
+		for _, u := range p.sub.Drain() {
+			_, _ = p.tracker.Apply(u.Partition, u.Watermark) // unknown partitions belong to another epoch
+		}
+		return nil
+	}
+	if now.Sub(p.lastStore) < p.cfg.Refresh && !p.lastStore.IsZero() {
+		return nil
+	}
+	cps, err := p.st.ListCheckpoints(ctx, p.cfg.Scope)
+	if err != nil {
+		return fmt.Errorf("partition_frontier: reading checkpoints of %s: %w", p.cfg.Scope, err)
+	}
+	for _, cp := range cps {
+		_, _ = p.tracker.Apply(cp.Partition, cp.Watermark)
+	}
+	p.lastStore = now
+	return nil
+}
+
+// refreshMembership (re)builds the tracker when the membership epoch
+// changes.
+func (p *frontierProcessor) refreshMembership(ctx context.Context) error {
+	m, err := p.st.LoadMembership(ctx, p.cfg.Scope)
+	switch {
+	case errors.Is(err, store.ErrNoCheckpoint):
+		if len(p.cfg.Partitions) == 0 {
+			return fmt.Errorf("partition_frontier: scope %s has no membership record and no partitions are configured", p.cfg.Scope)
+		}
+		m = store.Membership{Scope: p.cfg.Scope, Epoch: 1, Partitions: p.cfg.Partitions, Proven: true}
+	case err != nil:
+		return fmt.Errorf("partition_frontier: reading membership of %s: %w", p.cfg.Scope, err)
+	}
+	if p.tracker != nil && m.Epoch == p.membership.Epoch {
+		return nil
+	}
+	t, err := frontier.NewTrackerFor(frontier.Membership{Epoch: m.Epoch, Partitions: m.Partitions, Cutover: m.Cutover, Proven: m.Proven, Reason: m.Reason})
+	if err != nil {
+		return fmt.Errorf("partition_frontier: membership epoch %d: %w", m.Epoch, err)
+	}
+	// Seed the new tracker with every durable checkpoint of the scope.
+	cps, err := p.st.ListCheckpoints(ctx, p.cfg.Scope)
+	if err != nil {
+		return fmt.Errorf("partition_frontier: reading checkpoints of %s: %w", p.cfg.Scope, err)
+	}
+	for _, cp := range cps {
+		_, _ = t.Apply(cp.Partition, cp.Watermark)
+	}
+	p.tracker, p.membership = t, m
+	return nil
+}
+
+// Snapshot returns the current frontier.
+func (p *frontierProcessor) Snapshot(ctx context.Context) (frontier.Snapshot, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.refresh(ctx, time.Now()); err != nil {
+		return frontier.Snapshot{}, err
+	}
+	return p.tracker.Frontier(), nil
+}
+
+func (p *frontierProcessor) Process(ctx context.Context, msg *service.Message) (service.MessageBatch, error) {
+	snap, err := p.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	setFrontierMeta(msg, snap)
+	return service.MessageBatch{msg}, nil
+}
+
+func setFrontierMeta(msg *service.Message, snap frontier.Snapshot) {
+	if snap.Proven && !snap.Scalar.IsZero() {
+		msg.MetaSetMut(MetaFrontier, snap.Scalar.String())
+	} else {
+		msg.MetaDelete(MetaFrontier)
+	}
+	msg.MetaSetMut(MetaFrontierEpoch, strconv.FormatUint(snap.Epoch, 10))
+	msg.MetaSetMut(MetaFrontierVector, VectorJSON(snap.Vector))
+	msg.MetaSetMut(MetaFrontierHeldBy, strings.Join(snap.HeldBy, ","))
+	if snap.Reason != "" {
+		msg.MetaSetMut(MetaFrontierReason, snap.Reason)
+	} else {
+		msg.MetaDelete(MetaFrontierReason)
+	}
+}
+
+// VectorJSON renders a vector as a JSON object with sorted keys; a
+// partition without a watermark is null.
+func VectorJSON(v map[string]coord.Watermark) string {
+	keys := make([]string, 0, len(v))
+	for k := range v {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		kb, _ := json.Marshal(k)
+		b.Write(kb)
+		b.WriteByte(':')
+		w := v[k]
+		switch w.Kind {
+		case coord.KindNone:
+			b.WriteString("null")
+		case coord.KindInteger:
+			b.WriteString(strconv.FormatInt(w.Int, 10))
+		default:
+			vb, _ := json.Marshal(w.String())
+			b.Write(vb)
+		}
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+func (p *frontierProcessor) Close(ctx context.Context) error {
+	if p.sub != nil {
+		p.sub.Close()
+	}
+	if p.closeSt != nil {
+		return p.closeSt(ctx)
+	}
+	return nil
+}
