@@ -14,9 +14,9 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/tidemark/tidemark/input/httpprovider"
-	"github.com/tidemark/tidemark/internal/feed"
 	"github.com/tidemark/tidemark/input/provider"
 	"github.com/tidemark/tidemark/input/simulated"
+	"github.com/tidemark/tidemark/internal/feed"
 	"github.com/tidemark/tidemark/internal/store"
 )
 
@@ -35,7 +35,11 @@ type Config struct {
 	FetchRetries      int
 	FetchBackoff      time.Duration
 	ExitWhenComplete  bool
-	Epoch             uint64
+	// FrontierPublishInterval is how often the published frontier record
+	// is advanced (0: never).
+	FrontierPublishInterval time.Duration
+	// Epoch is the membership epoch, read from the store at Connect.
+	Epoch uint64
 }
 
 func (c *Config) validate() error {
@@ -122,7 +126,7 @@ func (in *paginatedInput) epoch() uint64 { return in.cfg.Epoch }
 // by creation time within this process.
 func (in *paginatedInput) newAttemptID() string {
 	n := in.attemptSeq.Add(1)
-	return fmt.Sprintf("%012x-%s-%d", time.Now().UnixMilli(), in.attemptBase, n)
+	return fmt.Sprintf("%012x-%s-%08x", time.Now().UnixMilli(), in.attemptBase, n)
 }
 
 func (in *paginatedInput) Connect(ctx context.Context) error {
@@ -146,8 +150,20 @@ func (in *paginatedInput) Connect(ctx context.Context) error {
 	if len(parts) == 0 {
 		return errors.New("paginated_partitions: no partitions to read")
 	}
+	m, err := in.ensureMembership(ctx, parts)
+	if err != nil {
+		return fmt.Errorf("paginated_partitions: membership of scope %s: %w", in.cfg.Scope, err)
+	}
+	in.cfg.Epoch = m.Epoch
 	wctx, cancel := context.WithCancel(context.Background())
 	in.stopWorker = cancel
+	if in.cfg.FrontierPublishInterval > 0 {
+		in.wg.Add(1)
+		go func() {
+			defer in.wg.Done()
+			in.publishFrontier(wctx, m, in.cfg.FrontierPublishInterval)
+		}()
+	}
 	in.running = len(parts)
 	for _, name := range parts {
 		p := newPartition(in, name)

@@ -78,11 +78,11 @@ type partition struct {
 	// tail's generation becomes durable.
 	tailApplied    int64
 	tailHasApplied bool
-	extend   bool // whether the tail may be fetched past
-	done     bool
-	outbox   []emission
-	results  chan fetchResult
-	pollAt   time.Time
+	extend         bool // whether the tail may be fetched past
+	done           bool
+	outbox         []emission
+	results        chan fetchResult
+	pollAt         time.Time
 }
 
 type emission struct {
@@ -670,4 +670,3 @@ func (p *partition) waitUnparked(ctx context.Context) {
 		}
 	}
 }
-

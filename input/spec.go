@@ -30,6 +30,7 @@ const (
 	ppFieldFetchBackoff      = "fetch_backoff"
 	ppFieldExitWhenComplete  = "exit_when_complete"
 	ppFieldCheckpoint        = "checkpoint"
+	ppFieldFrontierPublish   = "frontier_publish_interval"
 	ppFieldBackend           = "backend"
 	ppFieldDynamoDB          = "dynamodb"
 	ppFieldHTTP              = "http"
@@ -57,15 +58,15 @@ func Spec() *service.ConfigSpec {
 		Description(`
 Each partition is fetched with its own opaque pagination cursor. For every page the input records a durable **response witness** (the ordered event identities, positions and payload digests, and the exact successor) before any event leaves the input, classifies retries of the same cursor (exact replay, token rotation, shifted page, unprovable divergence), and moves the partition's checkpoint to the page's successor with one conditional write only after every event of that page was acknowledged by the outputs.
 
-A partition that cannot be advanced safely (unprovable divergence, a malformed page, an expired cursor without a recovery) is **parked**: it stops, says why in the log, the ` + "`tidemark_parks`" + ` metric and its checkpoint record, and the other partitions go on.
+A partition that cannot be advanced safely (unprovable divergence, a malformed page, an expired cursor without a recovery) is **parked**: it stops, says why in the log, the `+"`tidemark_parks`"+` metric and its checkpoint record, and the other partitions go on.
 
-Delivery is at least once: events may repeat after a retry or a crash, never go missing. Pair it with an idempotent sink (for example the ` + "`cache`" + ` output over the ` + "`tidemark_dynamodb`" + ` cache keyed by ` + "`tidemark_event_id`" + `).
+Delivery is at least once: events may repeat after a retry or a crash, never go missing. Pair it with an idempotent sink (for example the `+"`cache`"+` output over the `+"`tidemark_dynamodb`"+` cache keyed by `+"`tidemark_event_id`"+`).
 
 ### Metadata
 
-Every message carries: ` + "`tidemark_partition`, `tidemark_scope`, `tidemark_event_id`, `tidemark_position`, `tidemark_generation`, `tidemark_witness`, `tidemark_cursor_hash`, `tidemark_epoch`, `tidemark_retry_class`" + `.
+Every message carries: `+"`tidemark_partition`, `tidemark_scope`, `tidemark_event_id`, `tidemark_position`, `tidemark_generation`, `tidemark_witness`, `tidemark_cursor_hash`, `tidemark_epoch`, `tidemark_retry_class`"+`.
 
-Exactly one of ` + "`http`" + ` and ` + "`simulated`" + ` must be set.`).
+Exactly one of `+"`http`"+` and `+"`simulated`"+` must be set.`).
 		Fields(
 			service.NewStringField(ppFieldScope).
 				Description("The query scope checkpoints belong to: the same partitions with another filter are another scope.").
@@ -103,6 +104,9 @@ Exactly one of ` + "`http`" + ` and ` + "`simulated`" + ` must be set.`).
 			service.NewBoolField(ppFieldExitWhenComplete).
 				Description("End the input once every partition is complete (its last page was promoted and the provider says there is no more). Useful for exports and the demo.").
 				Default(false).Example(true),
+			service.NewDurationField(ppFieldFrontierPublish).
+				Description("How often the scope's published frontier record (read by the frontier_advances input and the status command) is advanced by compare-and-swap; 0s disables publishing.").
+				Default("1s").Example("10s"),
 			service.NewObjectField(ppFieldCheckpoint, CheckpointFields()...).
 				Description("The checkpoint store."),
 			service.NewObjectField(ppFieldHTTP, httpprovider.Fields()...).
@@ -171,6 +175,7 @@ func FromParsed(conf *service.ParsedConfig, mgr *service.Resources) (service.Bat
 	for fld, dst := range map[string]*time.Duration{
 		ppFieldPollInterval: &c.PollInterval, ppFieldParkCheckInterval: &c.ParkCheckInterval,
 		ppFieldStoreBackoff: &c.StoreBackoff, ppFieldFetchBackoff: &c.FetchBackoff,
+		ppFieldFrontierPublish: &c.FrontierPublishInterval,
 	} {
 		if *dst, err = conf.FieldDuration(fld); err != nil {
 			return nil, err

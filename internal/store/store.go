@@ -38,15 +38,13 @@ type Key struct {
 
 func (k Key) String() string { return k.Scope + "/" + k.Partition }
 
-// Validate rejects keys that cannot be stored.
+// Validate rejects keys that cannot be stored: each name must be non-empty
+// valid UTF-8 of at most MaxNameBytes bytes (CheckName).
 func (k Key) Validate() error {
-	if k.Scope == "" {
-		return fmt.Errorf("%w: empty scope", ErrInvalid)
+	if err := CheckName("scope", k.Scope); err != nil {
+		return err
 	}
-	if k.Partition == "" {
-		return fmt.Errorf("%w: empty partition", ErrInvalid)
-	}
-	return nil
+	return CheckName("partition", k.Partition)
 }
 
 // MaxCursorBytes is the largest opaque cursor a store accepts. Cursors are
@@ -126,6 +124,9 @@ type Membership struct {
 	Proven bool
 	// Reason explains an unproven change.
 	Reason string
+	// Unproven lists the partitions whose membership change still lacks
+	// proof; it is carried into later epochs until the proof arrives.
+	Unproven []string
 }
 
 // Frontier is the published combined frontier of one scope.
@@ -157,7 +158,10 @@ type Store interface {
 	CreateCheckpoint(ctx context.Context, c Checkpoint) (Checkpoint, error)
 	// Promote performs the one conditional write of a promotion and returns
 	// the new checkpoint (generation FromGeneration+1). A failed condition
-	// returns *FenceError with the winner.
+	// returns *FenceError with the winner (PromotionConflict says which
+	// part failed); a parked checkpoint refuses every promotion. A repeat of
+	// a promotion that is already applied (PromotionApplied: same WitnessID,
+	// generation and cursor) returns the stored checkpoint instead.
 	Promote(ctx context.Context, p Promotion) (Checkpoint, error)
 	// SetParked sets (reason != "") or clears (reason == "") the parked
 	// reason, conditional on the stored cursor and generation (and lease).
@@ -172,14 +176,16 @@ type Store interface {
 	// refused with ErrInvalid, never cut.
 	PutWitness(ctx context.Context, w witness.Witness) error
 	// Witnesses returns every witness recorded for (key, generation), in
-	// attempt order.
+	// byte-wise AttemptID order (callers make attempt ids sort in creation
+	// order, e.g. zero-padded counters or ULIDs).
 	Witnesses(ctx context.Context, k Key, generation uint64) ([]witness.Witness, error)
 	// RecordReceipt raises a witness's AckedThrough to ackedThrough (never
 	// lowers it). One write per acknowledged batch.
 	RecordReceipt(ctx context.Context, k Key, generation uint64, attempt string, ackedThrough int) error
 	// SetDisposition moves a witness from Pending to Promoted or Abandoned.
 	// Promoted and Abandoned are final: any other transition returns
-	// ErrFenced.
+	// ErrFenced; setting the state the witness already has returns nil.
+	// A missing witness returns ErrNoCheckpoint.
 	SetDisposition(ctx context.Context, k Key, generation uint64, attempt string, d witness.Disposition) error
 
 	// LoadMembership returns the membership record, or ErrNoCheckpoint.

@@ -1,0 +1,255 @@
+package cache
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/redpanda-data/benthos/v4/public/service"
+	"github.com/stretchr/testify/require"
+
+	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
+
+	"github.com/tidemark/tidemark/internal/dynalitetest"
+)
+
+func TestCacheSpecParse(t *testing.T) {
+	conf, err := cacheSpec().ParseYAML(`
+table: tidemark-cache
+endpoint: http://127.0.0.1:1
+`, nil)
+	require.NoError(t, err)
+	c, err := newCacheFromParsed(conf, service.MockResources())
+	require.NoError(t, err, "building the cache needs no request")
+	dc := c.(*Cache)
+	require.Equal(t, "tidemark-cache", dc.table)
+	require.Equal(t, DefaultTTLAttribute, dc.ttlAttr)
+	require.Zero(t, dc.defaultTTL)
+
+	conf, err = cacheSpec().ParseYAML(`
+table: tidemark-cache
+region: eu-west-1
+endpoint: http://127.0.0.1:1
+ttl_attribute: ttl
+default_ttl: 72h
+max_retries: 0
+`, nil)
+	require.NoError(t, err)
+	c, err = newCacheFromParsed(conf, service.MockResources())
+	require.NoError(t, err)
+	dc = c.(*Cache)
+	require.Equal(t, "ttl", dc.ttlAttr)
+	require.Equal(t, 72*time.Hour, dc.defaultTTL)
+
+	// DynamoFields inside an object, as the checkpoint store's config uses
+	// them.
+	spec := service.NewConfigSpec().Field(service.NewObjectField("dynamodb", DynamoFields()...))
+	conf, err = spec.ParseYAML("dynamodb: {}", nil)
+	require.NoError(t, err)
+	cfg, err := DynamoConfigFromParsed(conf.Namespace("dynamodb"))
+	require.NoError(t, err)
+	require.Equal(t, DynamoConfig{Table: DefaultTable, MaxRetries: DefaultMaxRetries, MaxBackoff: DefaultMaxBackoff}, cfg)
+	conf, err = spec.ParseYAML("dynamodb: {table: t-1, max_retries: 0, region: eu-west-1, create: true, endpoint: 'http://h:1', max_backoff: 100ms}", nil)
+	require.NoError(t, err)
+	cfg, err = DynamoConfigFromParsed(conf.Namespace("dynamodb"))
+	require.NoError(t, err)
+	require.Equal(t, DynamoConfig{Table: "t-1", Region: "eu-west-1", Endpoint: "http://h:1", Create: true, MaxRetries: -1, MaxBackoff: 100 * time.Millisecond}, cfg)
+
+	for _, bad := range []string{
+		"table: ''\nendpoint: http://127.0.0.1:1",              // empty table
+		"endpoint: http://x\nmax_retries: -1",                  // negative retries
+		"endpoint: http://x\nmax_backoff: 0s",                  // no back-off
+		"table: t1\nendpoint: http://127.0.0.1:1",              // name too short
+		"table: tbl\nendpoint: http://x\nttl_attribute: pk",    // clashes with the key
+		"table: tbl\nendpoint: http://x\ndefault_ttl: -1s",     // negative
+		"table: tbl\nendpoint: http://x\ndefault_ttl: forever", // not a duration
+	} {
+		conf, err := cacheSpec().ParseYAML(bad, nil)
+		if err == nil {
+			_, err = newCacheFromParsed(conf, service.MockResources())
+		}
+		require.Error(t, err, bad)
+	}
+}
+
+// Every field of the spec has a description and an example (STYLE.md
+// section 5).
+func TestCacheSpecDocumented(t *testing.T) {
+	found := false
+	service.GlobalEnvironment().WalkCaches(func(name string, view *service.ConfigView) {
+		if name != CacheName {
+			return
+		}
+		found = true
+		data, err := view.TemplateData()
+		require.NoError(t, err)
+		require.NotEmpty(t, data.Fields)
+		for _, f := range data.Fields {
+			require.NotEmpty(t, f.Description, f.FullName)
+			require.NotEmpty(t, f.Examples, "field %s needs an example", f.FullName)
+		}
+	})
+	require.True(t, found, "%s is registered", CacheName)
+}
+
+// fakeClock is a settable clock for expiry tests.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fakeClock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func newTestCache(t *testing.T, clock *fakeClock, defaultTTL time.Duration) *Cache {
+	t.Helper()
+	tb := dynalitetest.NewTable(t)
+	cfg := CacheConfig{DynamoConfig: DynamoConfig{Table: tb.Name, Endpoint: tb.Endpoint, Create: true}, DefaultTTL: defaultTTL, Now: clock.now}
+	if os.Getenv("AWS_ACCESS_KEY_ID") == "" {
+		cfg.ClientOptions = append(cfg.ClientOptions, func(o *dynamodb.Options) {
+			o.Credentials = credentials.NewStaticCredentialsProvider("local", "local", "")
+		})
+	}
+	c, err := NewCache(t.Context(), cfg)
+	require.NoError(t, err)
+	return c
+}
+
+func TestCacheOperations(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1_764_741_600, 0)}
+	c := newTestCache(t, clock, 0)
+	ctx := t.Context()
+
+	_, err := c.Get(ctx, "missing")
+	require.ErrorIs(t, err, service.ErrKeyNotFound)
+
+	require.NoError(t, c.Add(ctx, "evt-1", []byte("first"), nil))
+	require.ErrorIs(t, c.Add(ctx, "evt-1", []byte("second"), nil), service.ErrKeyAlreadyExists)
+	v, err := c.Get(ctx, "evt-1")
+	require.NoError(t, err)
+	require.Equal(t, []byte("first"), v, "a refused add leaves the value")
+
+	require.NoError(t, c.Set(ctx, "evt-1", []byte{0, 0xff}, nil))
+	v, err = c.Get(ctx, "evt-1")
+	require.NoError(t, err)
+	require.Equal(t, []byte{0, 0xff}, v)
+
+	require.NoError(t, c.Set(ctx, "empty", nil, nil))
+	v, err = c.Get(ctx, "empty")
+	require.NoError(t, err)
+	require.Empty(t, v)
+
+	require.NoError(t, c.Delete(ctx, "evt-1"))
+	_, err = c.Get(ctx, "evt-1")
+	require.ErrorIs(t, err, service.ErrKeyNotFound)
+	require.NoError(t, c.Delete(ctx, "evt-1"), "deleting a missing key is not an error")
+	require.NoError(t, c.Add(ctx, "evt-1", []byte("again"), nil))
+
+	_, err = c.Get(ctx, "")
+	require.Error(t, err)
+	require.Error(t, c.Set(ctx, "bad\xff", nil, nil))
+}
+
+// Expired items count as missing (dynalite, like DynamoDB Local, never
+// deletes them) and Add may overwrite them.
+func TestCacheTTL(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1_764_741_600, 500)}
+	c := newTestCache(t, clock, time.Hour)
+	ctx := t.Context()
+
+	ttl := 10 * time.Second
+	require.NoError(t, c.Set(ctx, "short", []byte("v1"), &ttl))
+	require.NoError(t, c.Add(ctx, "default", []byte("d1"), nil))
+	raw, err := c.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(c.table), Key: item{attrPK: avS("short"), attrSK: avS(skCache)}, ConsistentRead: aws.Bool(true)})
+	require.NoError(t, err)
+	exp, ok, err := getI(raw.Item, DefaultTTLAttribute)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, clock.now().Unix()+11, exp, "expiry rounds up to whole seconds, never early")
+
+	clock.add(10 * time.Second)
+	_, err = c.Get(ctx, "short")
+	require.NoError(t, err, "not expired yet")
+	require.ErrorIs(t, c.Add(ctx, "short", []byte("v2"), &ttl), service.ErrKeyAlreadyExists)
+
+	clock.add(time.Second)
+	_, err = c.Get(ctx, "short")
+	require.ErrorIs(t, err, service.ErrKeyNotFound, "expired")
+	require.NoError(t, c.Add(ctx, "short", []byte("v2"), &ttl), "add over an expired item")
+	v, err := c.Get(ctx, "short")
+	require.NoError(t, err)
+	require.Equal(t, []byte("v2"), v)
+
+	_, err = c.Get(ctx, "default")
+	require.NoError(t, err)
+	clock.add(time.Hour)
+	_, err = c.Get(ctx, "default")
+	require.ErrorIs(t, err, service.ErrKeyNotFound, "default_ttl applies")
+
+	zero := time.Duration(0)
+	require.NoError(t, c.Set(ctx, "forever", []byte("f"), &zero))
+	clock.add(1000 * time.Hour)
+	_, err = c.Get(ctx, "forever")
+	require.NoError(t, err, "a zero TTL never expires")
+}
+
+// The idempotent sink of the component's documentation: the stock cache
+// output keyed by event id. Six messages carrying three ids (every event
+// delivered twice, as a replay would) leave exactly three entries.
+func TestCacheIdempotentSinkStream(t *testing.T) {
+	tb := dynalitetest.NewTable(t)
+	if os.Getenv("AWS_ACCESS_KEY_ID") == "" {
+		t.Setenv("AWS_ACCESS_KEY_ID", "local")
+		t.Setenv("AWS_SECRET_ACCESS_KEY", "local")
+	}
+	sb := service.NewStreamBuilder()
+	require.NoError(t, sb.SetYAML(fmt.Sprintf(`
+input:
+  generate:
+    count: 6
+    interval: ""
+    mapping: |
+      let n = count("tidemark-sink-test") %% 3
+      root = {"id": "evt-%%d".format($n), "n": $n}
+output:
+  cache:
+    target: events
+    key: '${! this.id }'
+    # Benthos v4.60.0 initialises cache resources lazily, writing under a
+    # read lock (internal/manager/live_resources.go:81); concurrent writers
+    # race there under -race. One writer keeps this test about the sink.
+    max_in_flight: 1
+cache_resources:
+  - label: events
+    %s:
+      table: %s
+      endpoint: %s
+      create: true
+logger:
+  level: none
+`, CacheName, tb.Name, tb.Endpoint)))
+	stream, err := sb.Build()
+	require.NoError(t, err)
+	require.NoError(t, stream.Run(t.Context()))
+
+	client, err := dynalitetest.Client(t.Context(), tb.Endpoint)
+	require.NoError(t, err)
+	out, err := client.Scan(t.Context(), &dynamodb.ScanInput{TableName: aws.String(tb.Name), ConsistentRead: aws.Bool(true)})
+	require.NoError(t, err)
+	var keys []string
+	for _, it := range out.Items {
+		k, err := getS(it, attrPK)
+		require.NoError(t, err)
+		keys = append(keys, k)
+	}
+	require.ElementsMatch(t, []string{"evt-0", "evt-1", "evt-2"}, keys)
+}

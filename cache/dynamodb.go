@@ -1,0 +1,702 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/witness"
+)
+
+// DynamoStore is the store.Store over one DynamoDB table (see the package
+// documentation for keys, attributes and item sizes). It is safe for
+// concurrent use.
+//
+// Every write of progress is one conditional request on one item. A failed
+// condition (ConditionalCheckFailedException) is never retried: the store
+// reads the winner with a consistent GetItem (DynamoDB's
+// ReturnValuesOnConditionCheckFailure is not used, dynalite drops it) and
+// returns *store.FenceError. Throttling, 5xx answers and transport errors
+// are retried by the SDK with bounded exponential back-off and jitter
+// (DynamoConfig.MaxRetries, MaxBackoff); when a write still fails, its
+// error is returned and its outcome is unknown: the write may have been
+// applied with its response lost. Callers resolve that by reading, never by
+// writing again: store.ResolvePromotion for a promotion, a Load for the
+// rest. (When the SDK's own retry of a promotion meets the promotion's
+// applied first attempt, Promote recognises its witness id in the winner
+// and returns success; see store.PromotionApplied.)
+type DynamoStore struct {
+	client *dynamodb.Client
+	table  string
+}
+
+var _ store.Store = (*DynamoStore)(nil)
+
+// NewDynamoStore builds the client cfg describes (NewDynamoClient) and, when
+// cfg.Create is set, creates the table if needed (EnsureTable).
+func NewDynamoStore(ctx context.Context, cfg DynamoConfig) (*DynamoStore, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	client, err := NewDynamoClient(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := NewDynamoStoreWithClient(client, cfg.Table)
+	if cfg.Create {
+		if err := s.EnsureTable(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// NewDynamoStoreWithClient returns a store over an existing client and
+// table (the client's retry policy is the caller's).
+func NewDynamoStoreWithClient(client *dynamodb.Client, table string) *DynamoStore {
+	return &DynamoStore{client: client, table: table}
+}
+
+// Client returns the underlying DynamoDB client.
+func (s *DynamoStore) Client() *dynamodb.Client { return s.client }
+
+// Table returns the table name.
+func (s *DynamoStore) Table() string { return s.table }
+
+// EnsureTable creates the table (on-demand billing) when it does not exist
+// and waits until it is ACTIVE.
+func (s *DynamoStore) EnsureTable(ctx context.Context) error {
+	return EnsureTable(ctx, s.client, s.table)
+}
+
+// expr collects the placeholders of one request's expressions; every
+// attribute name goes through ExpressionAttributeNames (DynamoDB reserves
+// hundreds of words).
+type expr struct {
+	names  map[string]string
+	values map[string]types.AttributeValue
+}
+
+func newExpr() *expr {
+	return &expr{names: map[string]string{}, values: map[string]types.AttributeValue{}}
+}
+
+func (e *expr) n(attr string) string {
+	e.names["#"+attr] = attr
+	return "#" + attr
+}
+
+func (e *expr) v(name string, v types.AttributeValue) string {
+	e.values[":"+name] = v
+	return ":" + name
+}
+
+func (e *expr) vals() map[string]types.AttributeValue {
+	if len(e.values) == 0 {
+		return nil
+	}
+	return e.values
+}
+
+func isConditionFailed(err error) bool {
+	var ccf *types.ConditionalCheckFailedException
+	return errors.As(err, &ccf)
+}
+
+func (s *DynamoStore) wrap(op string, what fmt.Stringer, err error) error {
+	var nf *types.ResourceNotFoundException
+	if errors.As(err, &nf) {
+		return fmt.Errorf("cache: %s %s: table %s does not exist (create it, or set create: true): %w", op, what, s.table, err)
+	}
+	return fmt.Errorf("cache: %s %s (outcome unknown for a write: resolve by reading): %w", op, what, err)
+}
+
+type name string
+
+func (n name) String() string { return string(n) }
+
+func (s *DynamoStore) get(ctx context.Context, key item) (item, error) {
+	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(s.table),
+		Key:            key,
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out.Item, nil
+}
+
+// loadCheckpoint reads a checkpoint consistently; nil when none is stored.
+func (s *DynamoStore) loadCheckpoint(ctx context.Context, k store.Key) (*store.Checkpoint, error) {
+	it, err := s.get(ctx, checkpointKey(k))
+	if err != nil {
+		return nil, s.wrap("load checkpoint", k, err)
+	}
+	if it == nil {
+		return nil, nil
+	}
+	c, err := decodeCheckpoint(k, it)
+	if err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// winner reads the state after a failed condition. A read failure is
+// reported in the returned reason suffix; the fence still stands.
+func (s *DynamoStore) winner(ctx context.Context, k store.Key) (*store.Checkpoint, string) {
+	w, err := s.loadCheckpoint(ctx, k)
+	if err != nil {
+		return nil, fmt.Sprintf(" (reading the winner failed: %v)", err)
+	}
+	return w, ""
+}
+
+// LoadCheckpoint implements store.Store with a consistent GetItem.
+func (s *DynamoStore) LoadCheckpoint(ctx context.Context, k store.Key) (store.Checkpoint, error) {
+	if err := k.Validate(); err != nil {
+		return store.Checkpoint{}, err
+	}
+	c, err := s.loadCheckpoint(ctx, k)
+	if err != nil {
+		return store.Checkpoint{}, err
+	}
+	if c == nil {
+		return store.Checkpoint{}, fmt.Errorf("%w: %s", store.ErrNoCheckpoint, k)
+	}
+	return *c, nil
+}
+
+// CreateCheckpoint implements store.Store: the partition is first added to
+// the scope's partition index (an idempotent conditional set insert, so
+// ListCheckpoints never misses a checkpoint), then the checkpoint is put
+// with attribute_not_exists(pk).
+func (s *DynamoStore) CreateCheckpoint(ctx context.Context, c store.Checkpoint) (store.Checkpoint, error) {
+	if err := c.Validate(); err != nil {
+		return store.Checkpoint{}, err
+	}
+	if c.Generation != 1 {
+		return store.Checkpoint{}, fmt.Errorf("%w: a first checkpoint has generation 1, not %d", store.ErrInvalid, c.Generation)
+	}
+	if err := s.indexPartition(ctx, c.Key); err != nil {
+		return store.Checkpoint{}, err
+	}
+	it := checkpointItem(c)
+	e := newExpr()
+	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                aws.String(s.table),
+		Item:                     it,
+		ConditionExpression:      aws.String("attribute_not_exists(" + e.n(attrPK) + ")"),
+		ExpressionAttributeNames: e.names,
+	})
+	if isConditionFailed(err) {
+		w, readErr := s.winner(ctx, c.Key)
+		return store.Checkpoint{}, &store.FenceError{Key: c.Key, Op: "create checkpoint", Reason: "a checkpoint already exists" + readErr, Winner: w}
+	}
+	if err != nil {
+		return store.Checkpoint{}, s.wrap("create checkpoint", c.Key, err)
+	}
+	return decodeCheckpoint(c.Key, it)
+}
+
+// indexPartition adds k.Partition to the string set of the scope's
+// partition index record. It records no progress; its condition only skips
+// the write when the name is already there.
+func (s *DynamoStore) indexPartition(ctx context.Context, k store.Key) error {
+	e := newExpr()
+	parts := e.n(attrParts)
+	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       recordKey(k.Scope, recPartitions),
+		UpdateExpression:          aws.String("ADD " + parts + " " + e.v("p", &types.AttributeValueMemberSS{Value: []string{k.Partition}})),
+		ConditionExpression:       aws.String("attribute_not_exists(" + parts + ") OR NOT contains(" + parts + ", " + e.v("name", avS(k.Partition)) + ")"),
+		ExpressionAttributeNames:  e.names,
+		ExpressionAttributeValues: e.vals(),
+	})
+	if err != nil && !isConditionFailed(err) {
+		return s.wrap("index partition", k, err)
+	}
+	return nil
+}
+
+// Promote implements store.Store with ONE UpdateItem on the checkpoint item:
+//
+//	SET cur = :to, gen = :g + 1, ep = :ep, wid = :wid [, wmk = :k, wm = :w] [, app = :a]
+//	IF  cur = :from AND gen = :g AND attribute_not_exists(park)
+//	    [AND lo = :lo AND lc = :lc]
+//	    [AND (attribute_not_exists(wmk) OR (wmk = :k AND wm <= :w))]
+//
+// with ReturnValues ALL_NEW. The success path costs one write and no read.
+func (s *DynamoStore) Promote(ctx context.Context, p store.Promotion) (store.Checkpoint, error) {
+	if err := p.Validate(); err != nil {
+		return store.Checkpoint{}, err
+	}
+	e := newExpr()
+	cond := []string{
+		e.n(attrCursor) + " = " + e.v("from", avB(p.FromCursor)),
+		e.n(attrGeneration) + " = " + e.v("g", avU(p.FromGeneration)),
+		"attribute_not_exists(" + e.n(attrParked) + ")",
+	}
+	set := []string{
+		e.n(attrCursor) + " = " + e.v("to", avB(p.To)),
+		e.n(attrGeneration) + " = " + e.v("next", avU(p.FromGeneration+1)),
+		e.n(attrEpoch) + " = " + e.v("ep", avU(p.Epoch)),
+	}
+	var remove []string
+	if p.WitnessID != "" {
+		set = append(set, e.n(attrWitnessID)+" = "+e.v("wid", avS(p.WitnessID)))
+	} else {
+		remove = append(remove, e.n(attrWitnessID))
+	}
+	if !p.Lease.IsZero() {
+		cond = append(cond,
+			e.n(attrLeaseOwner)+" = "+e.v("lo", avS(p.Lease.Owner)),
+			e.n(attrLeaseCounter)+" = "+e.v("lc", avU(p.Lease.Counter)))
+	}
+	if !p.Watermark.IsZero() {
+		k, w := e.v("wmk", avU(uint64(p.Watermark.Kind))), e.v("wm", watermarkValue(p.Watermark))
+		cond = append(cond, fmt.Sprintf("(attribute_not_exists(%s) OR (%s = %s AND %s <= %s))", e.n(attrWMKind), e.n(attrWMKind), k, e.n(attrWM), w))
+		set = append(set, e.n(attrWMKind)+" = "+k, e.n(attrWM)+" = "+w)
+	}
+	if p.HasApplied {
+		set = append(set, e.n(attrApplied)+" = "+e.v("app", avI(p.Applied)))
+	}
+	update := "SET " + strings.Join(set, ", ")
+	if len(remove) > 0 {
+		update += " REMOVE " + strings.Join(remove, ", ")
+	}
+	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       checkpointKey(p.Key),
+		UpdateExpression:          aws.String(update),
+		ConditionExpression:       aws.String(strings.Join(cond, " AND ")),
+		ExpressionAttributeNames:  e.names,
+		ExpressionAttributeValues: e.vals(),
+		ReturnValues:              types.ReturnValueAllNew,
+	})
+	if isConditionFailed(err) {
+		w, readErr := s.winner(ctx, p.Key)
+		if w != nil && store.PromotionApplied(p, *w) {
+			return *w, nil
+		}
+		reason := store.PromotionConflict(p, w)
+		if reason == "" {
+			reason = "the stored checkpoint changed while the condition was evaluated"
+		}
+		return store.Checkpoint{}, &store.FenceError{Key: p.Key, Op: "promote", Reason: reason + readErr, WantGeneration: p.FromGeneration, Winner: w}
+	}
+	if err != nil {
+		return store.Checkpoint{}, s.wrap("promote", p.Key, err)
+	}
+	return decodeCheckpoint(p.Key, out.Attributes)
+}
+
+// SetParked implements store.Store with one conditional UpdateItem.
+func (s *DynamoStore) SetParked(ctx context.Context, k store.Key, cursor []byte, generation uint64, lease store.Lease, reason string) (store.Checkpoint, error) {
+	if err := store.ValidatePark(k, cursor, lease); err != nil {
+		return store.Checkpoint{}, err
+	}
+	e := newExpr()
+	cond := []string{
+		e.n(attrCursor) + " = " + e.v("c", avB(cursor)),
+		e.n(attrGeneration) + " = " + e.v("g", avU(generation)),
+	}
+	if !lease.IsZero() {
+		cond = append(cond,
+			e.n(attrLeaseOwner)+" = "+e.v("lo", avS(lease.Owner)),
+			e.n(attrLeaseCounter)+" = "+e.v("lc", avU(lease.Counter)))
+	}
+	update := "REMOVE " + e.n(attrParked)
+	if r := store.CleanReason(reason); r != "" {
+		update = "SET " + e.n(attrParked) + " = " + e.v("r", avS(r))
+	}
+	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       checkpointKey(k),
+		UpdateExpression:          aws.String(update),
+		ConditionExpression:       aws.String(strings.Join(cond, " AND ")),
+		ExpressionAttributeNames:  e.names,
+		ExpressionAttributeValues: e.vals(),
+		ReturnValues:              types.ReturnValueAllNew,
+	})
+	if isConditionFailed(err) {
+		w, readErr := s.winner(ctx, k)
+		reason := store.ParkConflict(cursor, generation, lease, w)
+		if reason == "" {
+			reason = "the stored checkpoint changed while the condition was evaluated"
+		}
+		return store.Checkpoint{}, &store.FenceError{Key: k, Op: "set parked", Reason: reason + readErr, WantGeneration: generation, Winner: w}
+	}
+	if err != nil {
+		return store.Checkpoint{}, s.wrap("set parked", k, err)
+	}
+	return decodeCheckpoint(k, out.Attributes)
+}
+
+// ListCheckpoints implements store.Store: one consistent GetItem of the
+// scope's partition index, then consistent BatchGetItem requests of up to
+// 100 checkpoints. Checkpoints come in partition order.
+func (s *DynamoStore) ListCheckpoints(ctx context.Context, scope string) ([]store.Checkpoint, error) {
+	if err := store.CheckName("scope", scope); err != nil {
+		return nil, err
+	}
+	idx, err := s.get(ctx, recordKey(scope, recPartitions))
+	if err != nil {
+		return nil, s.wrap("list checkpoints of", name(scope), err)
+	}
+	parts, err := getStrings(idx, attrParts)
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(parts)
+	var out []store.Checkpoint
+	for chunk := range slices.Chunk(parts, 100) {
+		keys := make([]item, len(chunk))
+		for i, p := range chunk {
+			keys[i] = checkpointKey(store.Key{Scope: scope, Partition: p})
+		}
+		items, err := s.batchGet(ctx, keys)
+		if err != nil {
+			return nil, s.wrap("list checkpoints of", name(scope), err)
+		}
+		for _, it := range items {
+			pk, err := getS(it, attrPK)
+			if err != nil {
+				return nil, err
+			}
+			k, err := parseCheckpointPK(pk)
+			if err != nil {
+				return nil, err
+			}
+			c, err := decodeCheckpoint(k, it)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, c)
+		}
+	}
+	slices.SortFunc(out, func(a, b store.Checkpoint) int { return strings.Compare(a.Partition, b.Partition) })
+	return out, nil
+}
+
+// batchGet reads keys consistently, retrying unprocessed keys with bounded
+// back-off.
+func (s *DynamoStore) batchGet(ctx context.Context, keys []item) ([]item, error) {
+	var out []item
+	delay := 20 * time.Millisecond
+	for attempt := 0; len(keys) > 0; attempt++ {
+		if attempt > 0 {
+			if attempt > 10 {
+				return nil, fmt.Errorf("cache: %d keys still unprocessed after %d batch reads", len(keys), attempt)
+			}
+			t := time.NewTimer(delay)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil, ctx.Err()
+			case <-t.C:
+			}
+			delay = min(2*delay, time.Second)
+		}
+		res, err := s.client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{
+			RequestItems: map[string]types.KeysAndAttributes{
+				s.table: {Keys: keys, ConsistentRead: aws.Bool(true)},
+			},
+		})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, res.Responses[s.table]...)
+		keys = res.UnprocessedKeys[s.table].Keys
+	}
+	return out, nil
+}
+
+// PutWitness implements store.Store with one PutItem conditional on
+// attribute_not_exists(pk). A failed condition is an idempotent no-op once a
+// consistent read shows the same response under that attempt id
+// (store.SameWitness); another response under the same id is fenced.
+func (s *DynamoStore) PutWitness(ctx context.Context, w witness.Witness) error {
+	if err := store.ValidateWitness(w); err != nil {
+		return err
+	}
+	k := store.Key{Scope: w.Scope, Partition: w.Partition}
+	it := witnessItem(w)
+	if n := ItemSize(it); n > maxItemBytes {
+		return fmt.Errorf("%w: witness %s is a %d-byte item, over DynamoDB's %d-byte limit; it is refused, never cut", store.ErrInvalid, w.AttemptID, n, maxItemBytes)
+	}
+	e := newExpr()
+	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                aws.String(s.table),
+		Item:                     it,
+		ConditionExpression:      aws.String("attribute_not_exists(" + e.n(attrPK) + ")"),
+		ExpressionAttributeNames: e.names,
+	})
+	if err == nil {
+		return nil
+	}
+	if !isConditionFailed(err) {
+		return s.wrap("put witness", k, err)
+	}
+	old, err := s.get(ctx, witnessKey(k, w.Generation, w.AttemptID))
+	if err != nil {
+		return s.wrap("put witness: reading the stored witness of", k, err)
+	}
+	if old != nil {
+		stored, err := decodeWitness(old)
+		if err != nil {
+			return err
+		}
+		if store.SameWitness(stored, w) {
+			return nil
+		}
+	}
+	return &store.FenceError{Key: k, Op: "put witness", Reason: fmt.Sprintf("attempt %q at generation %d is already stored with different content", w.AttemptID, w.Generation), WantGeneration: w.Generation}
+}
+
+// Witnesses implements store.Store with one consistent Query on
+// begins_with(sk, "witness#<generation>#") (paginated).
+func (s *DynamoStore) Witnesses(ctx context.Context, k store.Key, generation uint64) ([]witness.Witness, error) {
+	if err := k.Validate(); err != nil {
+		return nil, err
+	}
+	e := newExpr()
+	cond := fmt.Sprintf("%s = %s AND begins_with(%s, %s)", e.n(attrPK), e.v("pk", avS(checkpointPK(k))), e.n(attrSK), e.v("pre", avS(witnessPrefix(generation))))
+	pages := dynamodb.NewQueryPaginator(s.client, &dynamodb.QueryInput{
+		TableName:                 aws.String(s.table),
+		KeyConditionExpression:    aws.String(cond),
+		ExpressionAttributeNames:  e.names,
+		ExpressionAttributeValues: e.vals(),
+		ConsistentRead:            aws.Bool(true),
+	})
+	var out []witness.Witness
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, s.wrap("read witnesses of", k, err)
+		}
+		for _, it := range page.Items {
+			w, err := decodeWitness(it)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, w)
+		}
+	}
+	sortWitnesses(out)
+	return out, nil
+}
+
+// RecordReceipt implements store.Store with one UpdateItem conditional on
+// ack < :n AND nev >= :n. A failed condition costs one consistent read to
+// tell an idempotent no-op from a missing witness or an out-of-range count.
+func (s *DynamoStore) RecordReceipt(ctx context.Context, k store.Key, generation uint64, attempt string, ackedThrough int) error {
+	if err := store.ValidateAttempt(k, attempt); err != nil {
+		return err
+	}
+	if ackedThrough < 0 {
+		return fmt.Errorf("%w: acked through %d", store.ErrInvalid, ackedThrough)
+	}
+	e := newExpr()
+	n := e.v("n", avU(uint64(ackedThrough)))
+	key := witnessKey(k, generation, attempt)
+	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       key,
+		UpdateExpression:          aws.String("SET " + e.n(attrAcked) + " = " + n),
+		ConditionExpression:       aws.String(fmt.Sprintf("attribute_exists(%s) AND %s < %s AND %s >= %s", e.n(attrPK), e.n(attrAcked), n, e.n(attrNEvents), n)),
+		ExpressionAttributeNames:  e.names,
+		ExpressionAttributeValues: e.vals(),
+	})
+	if err == nil {
+		return nil
+	}
+	if !isConditionFailed(err) {
+		return s.wrap("record receipt of", k, err)
+	}
+	it, err := s.get(ctx, key)
+	if err != nil {
+		return s.wrap("record receipt: reading the witness of", k, err)
+	}
+	if it == nil {
+		return fmt.Errorf("%w: no witness %s at generation %d of %s", store.ErrNoCheckpoint, attempt, generation, k)
+	}
+	events, _, err := getU(it, attrNEvents)
+	if err != nil {
+		return err
+	}
+	if uint64(ackedThrough) > events {
+		return fmt.Errorf("%w: acked through %d of a witness of %d events", store.ErrInvalid, ackedThrough, events)
+	}
+	return nil
+}
+
+// SetDisposition implements store.Store with one UpdateItem conditional on
+// disp = "pending". Setting the state a witness already has is an
+// idempotent no-op.
+func (s *DynamoStore) SetDisposition(ctx context.Context, k store.Key, generation uint64, attempt string, d witness.Disposition) error {
+	if err := store.ValidateDisposition(k, attempt, d); err != nil {
+		return err
+	}
+	e := newExpr()
+	key := witnessKey(k, generation, attempt)
+	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       key,
+		UpdateExpression:          aws.String("SET " + e.n(attrDisp) + " = " + e.v("d", avS(dispositionNames[d]))),
+		ConditionExpression:       aws.String(e.n(attrDisp) + " = " + e.v("pending", avS(dispositionNames[witness.Pending]))),
+		ExpressionAttributeNames:  e.names,
+		ExpressionAttributeValues: e.vals(),
+	})
+	if err == nil {
+		return nil
+	}
+	if !isConditionFailed(err) {
+		return s.wrap("set disposition of", k, err)
+	}
+	it, err := s.get(ctx, key)
+	if err != nil {
+		return s.wrap("set disposition: reading the witness of", k, err)
+	}
+	if it == nil {
+		return fmt.Errorf("%w: no witness %s at generation %d of %s", store.ErrNoCheckpoint, attempt, generation, k)
+	}
+	ds, err := getS(it, attrDisp)
+	if err != nil {
+		return err
+	}
+	stored, err := parseDisposition(ds)
+	if err != nil {
+		return err
+	}
+	if stored == d {
+		return nil
+	}
+	return store.DispositionFence(k, generation, attempt, stored, d)
+}
+
+// LoadMembership implements store.Store with a consistent GetItem.
+func (s *DynamoStore) LoadMembership(ctx context.Context, scope string) (store.Membership, error) {
+	if err := store.CheckName("scope", scope); err != nil {
+		return store.Membership{}, err
+	}
+	it, err := s.get(ctx, recordKey(scope, recMembership))
+	if err != nil {
+		return store.Membership{}, s.wrap("load membership of", name(scope), err)
+	}
+	if it == nil {
+		return store.Membership{}, fmt.Errorf("%w: no membership record for scope %s", store.ErrNoCheckpoint, scope)
+	}
+	return decodeMembership(scope, it)
+}
+
+// SwapMembership implements store.Store with one PutItem conditional on the
+// stored epoch (attribute_not_exists(pk) for prevEpoch 0).
+func (s *DynamoStore) SwapMembership(ctx context.Context, prevEpoch uint64, next store.Membership) (store.Membership, error) {
+	if err := store.ValidateSwap(prevEpoch, next); err != nil {
+		return store.Membership{}, err
+	}
+	it := membershipItem(next)
+	e := newExpr()
+	var cond string
+	if prevEpoch == 0 {
+		cond = "attribute_not_exists(" + e.n(attrPK) + ")"
+	} else {
+		cond = e.n(attrEpoch) + " = " + e.v("prev", avU(prevEpoch))
+	}
+	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                 aws.String(s.table),
+		Item:                      it,
+		ConditionExpression:       aws.String(cond),
+		ExpressionAttributeNames:  e.names,
+		ExpressionAttributeValues: e.vals(),
+	})
+	if isConditionFailed(err) {
+		old, err := s.get(ctx, recordKey(next.Scope, recMembership))
+		if err != nil {
+			return store.Membership{}, &store.FenceError{Key: store.Key{Scope: next.Scope}, Op: "swap membership", Reason: fmt.Sprintf("expected epoch %d (reading the stored record failed: %v)", prevEpoch, err)}
+		}
+		var epoch uint64
+		if old != nil {
+			epoch, _, _ = getU(old, attrEpoch)
+		}
+		return store.Membership{}, store.MembershipFence(next.Scope, prevEpoch, old != nil, epoch)
+	}
+	if err != nil {
+		return store.Membership{}, s.wrap("swap membership of", name(next.Scope), err)
+	}
+	return decodeMembership(next.Scope, it)
+}
+
+// LoadFrontier implements store.Store with a consistent GetItem.
+func (s *DynamoStore) LoadFrontier(ctx context.Context, scope string) (store.Frontier, error) {
+	if err := store.CheckName("scope", scope); err != nil {
+		return store.Frontier{}, err
+	}
+	it, err := s.get(ctx, recordKey(scope, recFrontier))
+	if err != nil {
+		return store.Frontier{}, s.wrap("load frontier of", name(scope), err)
+	}
+	if it == nil {
+		return store.Frontier{}, fmt.Errorf("%w: no published frontier for scope %s", store.ErrNoCheckpoint, scope)
+	}
+	return decodeFrontier(scope, it)
+}
+
+// PublishFrontier implements store.Store: the regression check runs on
+// (prev, next) before any request (store.ValidatePublish), then one PutItem
+// conditional on the stored record still being prev (same epoch and
+// scalar; attribute_not_exists(pk) for the zero prev).
+func (s *DynamoStore) PublishFrontier(ctx context.Context, prev, next store.Frontier) (store.Frontier, error) {
+	if err := store.ValidatePublish(prev, next); err != nil {
+		return store.Frontier{}, err
+	}
+	it := frontierItem(next)
+	e := newExpr()
+	var cond string
+	if prev.IsZero() {
+		cond = "attribute_not_exists(" + e.n(attrPK) + ")"
+	} else {
+		cond = e.n(attrEpoch) + " = " + e.v("pe", avU(prev.Epoch)) + " AND "
+		if prev.Scalar.IsZero() {
+			cond += "attribute_not_exists(" + e.n(attrWMKind) + ")"
+		} else {
+			cond += e.n(attrWMKind) + " = " + e.v("pk", avU(uint64(prev.Scalar.Kind))) + " AND " + e.n(attrWM) + " = " + e.v("pw", watermarkValue(prev.Scalar))
+		}
+	}
+	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                 aws.String(s.table),
+		Item:                      it,
+		ConditionExpression:       aws.String(cond),
+		ExpressionAttributeNames:  e.names,
+		ExpressionAttributeValues: e.vals(),
+	})
+	if isConditionFailed(err) {
+		old, err := s.get(ctx, recordKey(next.Scope, recFrontier))
+		if err != nil {
+			return store.Frontier{}, &store.FenceError{Key: store.Key{Scope: next.Scope}, Op: "publish frontier", Reason: fmt.Sprintf("the published frontier changed (reading it failed: %v)", err)}
+		}
+		var stored *store.Frontier
+		if old != nil {
+			f, err := decodeFrontier(next.Scope, old)
+			if err != nil {
+				return store.Frontier{}, err
+			}
+			stored = &f
+		}
+		return store.Frontier{}, store.FrontierFence(next.Scope, stored)
+	}
+	if err != nil {
+		return store.Frontier{}, s.wrap("publish frontier of", name(next.Scope), err)
+	}
+	return decodeFrontier(next.Scope, it)
+}

@@ -1,0 +1,630 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/witness"
+)
+
+// Key design and attribute names; doc.go has the table. Attribute names
+// are short because DynamoDB bills them in every item.
+const (
+	attrPK = "pk"
+	attrSK = "sk"
+
+	skCheckpoint    = "checkpoint"
+	skWitnessPrefix = "witness#"
+	skRecord        = "record"
+	skCache         = "cache"
+
+	recMembership = "membership"
+	recFrontier   = "frontier"
+	recPartitions = "partitions"
+
+	// checkpoint
+	attrCursor       = "cur"
+	attrGeneration   = "gen"
+	attrWMKind       = "wmk"
+	attrWM           = "wm"
+	attrApplied      = "app"
+	attrEpoch        = "ep"
+	attrWitnessID    = "wid"
+	attrParked       = "park"
+	attrLeaseOwner   = "lo"
+	attrLeaseCounter = "lc"
+
+	// witness
+	attrInput     = "in"
+	attrSuccessor = "succ"
+	attrMarker    = "mk"
+	attrEvents    = "ev"
+	attrNEvents   = "nev"
+	attrCTKind    = "ctk"
+	attrCT        = "ct"
+	attrSealed    = "seal"
+	attrDisp      = "disp"
+	attrAcked     = "ack"
+
+	// membership and frontier records (attrEpoch, attrWMKind/attrWM too)
+	attrParts   = "parts"
+	attrUnprov  = "unproven"
+	attrCutKind = "cutk"
+	attrCut     = "cut"
+	attrProven  = "proven"
+	attrReason  = "why"
+	attrVector  = "vec"
+	attrHeldBy  = "held"
+
+	// vector entries
+	attrEntryKind  = "k"
+	attrEntryValue = "v"
+
+	// cache items
+	attrValue = "v"
+)
+
+// maxItemBytes is DynamoDB's item size limit (400 KB).
+const maxItemBytes = 400 << 10
+
+type item = map[string]types.AttributeValue
+
+var nameEscaper = strings.NewReplacer("%", "%25", "#", "%23")
+var nameUnescaper = strings.NewReplacer("%25", "%", "%23", "#")
+
+// escapeName makes a name free of '#', so that '#' separates the parts of a
+// key unambiguously: ("a#b", "c") and ("a", "b#c") get different keys.
+func escapeName(s string) string { return nameEscaper.Replace(s) }
+
+// checkpointPK is <scope>#<partition>, both escaped: it holds exactly one
+// '#'.
+func checkpointPK(k store.Key) string { return escapeName(k.Scope) + "#" + escapeName(k.Partition) }
+
+// recordPK is <scope>##<record>: two '#', so no partition's key can equal
+// it whatever the partition is named.
+func recordPK(scope, record string) string { return escapeName(scope) + "##" + record }
+
+func parseCheckpointPK(pk string) (store.Key, error) {
+	scope, part, ok := strings.Cut(pk, "#")
+	if !ok || strings.Contains(part, "#") {
+		return store.Key{}, fmt.Errorf("cache: %q is not a checkpoint key", pk)
+	}
+	return store.Key{Scope: nameUnescaper.Replace(scope), Partition: nameUnescaper.Replace(part)}, nil
+}
+
+// witnessSK is witness#<generation, 20 digits>#<attempt>. The fixed width
+// keeps generation 1 from being a prefix of 10, and the attempt id is last,
+// so it needs no escaping.
+func witnessSK(generation uint64, attempt string) string {
+	return witnessPrefix(generation) + attempt
+}
+
+func witnessPrefix(generation uint64) string {
+	return fmt.Sprintf("%s%020d#", skWitnessPrefix, generation)
+}
+
+func parseWitnessSK(sk string) (uint64, string, error) {
+	rest, ok := strings.CutPrefix(sk, skWitnessPrefix)
+	if !ok || len(rest) < 21 || rest[20] != '#' {
+		return 0, "", fmt.Errorf("cache: %q is not a witness sort key", sk)
+	}
+	gen, err := strconv.ParseUint(rest[:20], 10, 64)
+	if err != nil {
+		return 0, "", fmt.Errorf("cache: %q is not a witness sort key: %w", sk, err)
+	}
+	return gen, rest[21:], nil
+}
+
+func checkpointKey(k store.Key) item {
+	return item{attrPK: avS(checkpointPK(k)), attrSK: avS(skCheckpoint)}
+}
+
+func witnessKey(k store.Key, generation uint64, attempt string) item {
+	return item{attrPK: avS(checkpointPK(k)), attrSK: avS(witnessSK(generation, attempt))}
+}
+
+func recordKey(scope, record string) item {
+	return item{attrPK: avS(recordPK(scope, record)), attrSK: avS(skRecord)}
+}
+
+// Attribute value constructors.
+
+func avS(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
+
+func avB(b []byte) types.AttributeValue {
+	if b == nil {
+		b = []byte{}
+	}
+	return &types.AttributeValueMemberB{Value: b}
+}
+
+func avU(u uint64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatUint(u, 10)}
+}
+
+func avI(i int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(i, 10)}
+}
+
+func avBool(b bool) types.AttributeValue { return &types.AttributeValueMemberBOOL{Value: b} }
+
+func avStrings(ss []string) types.AttributeValue {
+	l := make([]types.AttributeValue, len(ss))
+	for i, s := range ss {
+		l[i] = avS(s)
+	}
+	return &types.AttributeValueMemberL{Value: l}
+}
+
+// watermarkValue is the stored value of a watermark: N for integer and
+// timestamp coordinates, B (the string's bytes) for string coordinates, so
+// that DynamoDB's <= orders it the way coord.Watermark.Compare does (B
+// compares as unsigned bytes, like strings.Compare; S would compare UTF-8
+// and reject invalid UTF-8).
+func watermarkValue(w coord.Watermark) types.AttributeValue {
+	if w.Kind == coord.KindString {
+		return avB([]byte(w.Str))
+	}
+	return avI(w.Int)
+}
+
+func putWatermark(it item, kindAttr, valueAttr string, w coord.Watermark) {
+	if w.IsZero() {
+		return
+	}
+	it[kindAttr] = avU(uint64(w.Kind))
+	it[valueAttr] = watermarkValue(w)
+}
+
+// Attribute value readers. A missing attribute reads as the zero value;
+// an attribute of the wrong type is an error.
+
+var errMalformed = errors.New("cache: malformed item")
+
+func getS(it item, name string) (string, error) {
+	switch v := it[name].(type) {
+	case nil:
+		return "", nil
+	case *types.AttributeValueMemberS:
+		return v.Value, nil
+	}
+	return "", fmt.Errorf("%w: attribute %s is not a string", errMalformed, name)
+}
+
+func getB(it item, name string) ([]byte, error) {
+	switch v := it[name].(type) {
+	case nil:
+		return nil, nil
+	case *types.AttributeValueMemberB:
+		if len(v.Value) == 0 {
+			return nil, nil
+		}
+		return v.Value, nil
+	}
+	return nil, fmt.Errorf("%w: attribute %s is not binary", errMalformed, name)
+}
+
+func getU(it item, name string) (uint64, bool, error) {
+	switch v := it[name].(type) {
+	case nil:
+		return 0, false, nil
+	case *types.AttributeValueMemberN:
+		u, err := strconv.ParseUint(v.Value, 10, 64)
+		if err != nil {
+			return 0, false, fmt.Errorf("%w: attribute %s: %w", errMalformed, name, err)
+		}
+		return u, true, nil
+	}
+	return 0, false, fmt.Errorf("%w: attribute %s is not a number", errMalformed, name)
+}
+
+func getI(it item, name string) (int64, bool, error) {
+	switch v := it[name].(type) {
+	case nil:
+		return 0, false, nil
+	case *types.AttributeValueMemberN:
+		i, err := strconv.ParseInt(v.Value, 10, 64)
+		if err != nil {
+			return 0, false, fmt.Errorf("%w: attribute %s: %w", errMalformed, name, err)
+		}
+		return i, true, nil
+	}
+	return 0, false, fmt.Errorf("%w: attribute %s is not a number", errMalformed, name)
+}
+
+func getBool(it item, name string) (bool, error) {
+	switch v := it[name].(type) {
+	case nil:
+		return false, nil
+	case *types.AttributeValueMemberBOOL:
+		return v.Value, nil
+	}
+	return false, fmt.Errorf("%w: attribute %s is not a boolean", errMalformed, name)
+}
+
+func getStrings(it item, name string) ([]string, error) {
+	switch v := it[name].(type) {
+	case nil:
+		return nil, nil
+	case *types.AttributeValueMemberL:
+		if len(v.Value) == 0 {
+			return nil, nil
+		}
+		out := make([]string, len(v.Value))
+		for i, e := range v.Value {
+			s, ok := e.(*types.AttributeValueMemberS)
+			if !ok {
+				return nil, fmt.Errorf("%w: attribute %s[%d] is not a string", errMalformed, name, i)
+			}
+			out[i] = s.Value
+		}
+		return out, nil
+	case *types.AttributeValueMemberSS:
+		if len(v.Value) == 0 {
+			return nil, nil
+		}
+		return append([]string(nil), v.Value...), nil
+	}
+	return nil, fmt.Errorf("%w: attribute %s is not a list of strings", errMalformed, name)
+}
+
+func getWatermark(it item, kindAttr, valueAttr string) (coord.Watermark, error) {
+	k, ok, err := getU(it, kindAttr)
+	if err != nil || !ok || k == 0 {
+		return coord.Watermark{}, err
+	}
+	switch coord.Kind(k) {
+	case coord.KindInteger, coord.KindTimestamp:
+		i, ok, err := getI(it, valueAttr)
+		if err != nil || !ok {
+			return coord.Watermark{}, fmt.Errorf("%w: watermark %s without a number: %v", errMalformed, valueAttr, err)
+		}
+		return coord.Watermark{Kind: coord.Kind(k), Int: i}, nil
+	case coord.KindString:
+		b, err := getB(it, valueAttr)
+		if err != nil {
+			return coord.Watermark{}, err
+		}
+		return coord.Watermark{Kind: coord.KindString, Str: string(b)}, nil
+	}
+	return coord.Watermark{}, fmt.Errorf("%w: unknown watermark kind %d in %s", errMalformed, k, kindAttr)
+}
+
+// Checkpoints.
+
+func checkpointItem(c store.Checkpoint) item {
+	it := checkpointKey(c.Key)
+	it[attrCursor] = avB(c.Cursor)
+	it[attrGeneration] = avU(c.Generation)
+	it[attrEpoch] = avU(c.Epoch)
+	putWatermark(it, attrWMKind, attrWM, c.Watermark)
+	if c.HasApplied {
+		it[attrApplied] = avI(c.Applied)
+	}
+	if c.PromotedWitness != "" {
+		it[attrWitnessID] = avS(c.PromotedWitness)
+	}
+	if r := store.CleanReason(c.Parked); r != "" {
+		it[attrParked] = avS(r)
+	}
+	if !c.Lease.IsZero() {
+		it[attrLeaseOwner] = avS(c.Lease.Owner)
+		it[attrLeaseCounter] = avU(c.Lease.Counter)
+	}
+	return it
+}
+
+func decodeCheckpoint(k store.Key, it item) (store.Checkpoint, error) {
+	c := store.Checkpoint{Key: k}
+	var err error
+	var ok bool
+	errs := make([]error, 0, 8)
+	add := func(e error) { errs = append(errs, e) }
+	c.Cursor, err = getB(it, attrCursor)
+	add(err)
+	c.Generation, ok, err = getU(it, attrGeneration)
+	add(err)
+	if err == nil && !ok {
+		add(fmt.Errorf("%w: checkpoint without a generation", errMalformed))
+	}
+	c.Epoch, _, err = getU(it, attrEpoch)
+	add(err)
+	c.Watermark, err = getWatermark(it, attrWMKind, attrWM)
+	add(err)
+	c.Applied, c.HasApplied, err = getI(it, attrApplied)
+	add(err)
+	c.PromotedWitness, err = getS(it, attrWitnessID)
+	add(err)
+	c.Parked, err = getS(it, attrParked)
+	add(err)
+	c.Lease.Owner, err = getS(it, attrLeaseOwner)
+	add(err)
+	c.Lease.Counter, _, err = getU(it, attrLeaseCounter)
+	add(err)
+	if err := errors.Join(errs...); err != nil {
+		return store.Checkpoint{}, fmt.Errorf("cache: checkpoint %s: %w", k, err)
+	}
+	return c, nil
+}
+
+// Witnesses.
+
+var dispositionNames = map[witness.Disposition]string{
+	witness.Pending:   "pending",
+	witness.Promoted:  "promoted",
+	witness.Abandoned: "abandoned",
+}
+
+func parseDisposition(s string) (witness.Disposition, error) {
+	for d, n := range dispositionNames {
+		if n == s {
+			return d, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: unknown disposition %q", errMalformed, s)
+}
+
+func witnessItem(w witness.Witness) item {
+	it := witnessKey(store.Key{Scope: w.Scope, Partition: w.Partition}, w.Generation, w.AttemptID)
+	it[attrInput] = avB(w.InputCursor)
+	it[attrSuccessor] = avB(w.Successor)
+	if len(w.Marker) > 0 {
+		it[attrMarker] = avB(w.Marker)
+	}
+	it[attrEvents] = avB(store.EncodeEvents(w.Events))
+	it[attrNEvents] = avU(uint64(len(w.Events)))
+	putWatermark(it, attrCTKind, attrCT, w.CompleteThrough)
+	if w.Sealed {
+		it[attrSealed] = avBool(true)
+	}
+	it[attrDisp] = avS(dispositionNames[w.Disposition])
+	it[attrAcked] = avU(uint64(w.AckedThrough))
+	return it
+}
+
+func decodeWitness(it item) (witness.Witness, error) {
+	pk, err := getS(it, attrPK)
+	if err != nil {
+		return witness.Witness{}, err
+	}
+	sk, err := getS(it, attrSK)
+	if err != nil {
+		return witness.Witness{}, err
+	}
+	k, err := parseCheckpointPK(pk)
+	if err != nil {
+		return witness.Witness{}, err
+	}
+	gen, attempt, err := parseWitnessSK(sk)
+	if err != nil {
+		return witness.Witness{}, err
+	}
+	w := witness.Witness{Scope: k.Scope, Partition: k.Partition, Generation: gen, AttemptID: attempt}
+	errs := make([]error, 0, 8)
+	add := func(e error) { errs = append(errs, e) }
+	w.InputCursor, err = getB(it, attrInput)
+	add(err)
+	w.Successor, err = getB(it, attrSuccessor)
+	add(err)
+	w.Marker, err = getB(it, attrMarker)
+	add(err)
+	ev, err := getB(it, attrEvents)
+	add(err)
+	if err == nil {
+		w.Events, err = store.DecodeEvents(ev)
+		add(err)
+	}
+	w.CompleteThrough, err = getWatermark(it, attrCTKind, attrCT)
+	add(err)
+	w.Sealed, err = getBool(it, attrSealed)
+	add(err)
+	disp, err := getS(it, attrDisp)
+	add(err)
+	if err == nil {
+		w.Disposition, err = parseDisposition(disp)
+		add(err)
+	}
+	acked, _, err := getU(it, attrAcked)
+	add(err)
+	w.AckedThrough = int(acked)
+	if err := errors.Join(errs...); err != nil {
+		return witness.Witness{}, fmt.Errorf("cache: witness %s/%s: %w", pk, sk, err)
+	}
+	return w, nil
+}
+
+// Membership and frontier records.
+
+func membershipItem(m store.Membership) item {
+	it := recordKey(m.Scope, recMembership)
+	it[attrEpoch] = avU(m.Epoch)
+	if len(m.Partitions) > 0 {
+		it[attrParts] = avStrings(m.Partitions)
+	}
+	if len(m.Unproven) > 0 {
+		it[attrUnprov] = avStrings(m.Unproven)
+	}
+	putWatermark(it, attrCutKind, attrCut, m.Cutover)
+	if m.Proven {
+		it[attrProven] = avBool(true)
+	}
+	if r := store.CleanReason(m.Reason); r != "" {
+		it[attrReason] = avS(r)
+	}
+	return it
+}
+
+func decodeMembership(scope string, it item) (store.Membership, error) {
+	m := store.Membership{Scope: scope}
+	var err error
+	errs := make([]error, 0, 5)
+	add := func(e error) { errs = append(errs, e) }
+	m.Epoch, _, err = getU(it, attrEpoch)
+	add(err)
+	m.Partitions, err = getStrings(it, attrParts)
+	add(err)
+	m.Unproven, err = getStrings(it, attrUnprov)
+	add(err)
+	m.Cutover, err = getWatermark(it, attrCutKind, attrCut)
+	add(err)
+	m.Proven, err = getBool(it, attrProven)
+	add(err)
+	m.Reason, err = getS(it, attrReason)
+	add(err)
+	if err := errors.Join(errs...); err != nil {
+		return store.Membership{}, fmt.Errorf("cache: membership of %s: %w", scope, err)
+	}
+	return m, nil
+}
+
+func frontierItem(f store.Frontier) item {
+	it := recordKey(f.Scope, recFrontier)
+	it[attrEpoch] = avU(f.Epoch)
+	putWatermark(it, attrWMKind, attrWM, f.Scalar)
+	if len(f.Vector) > 0 {
+		vec := make(map[string]types.AttributeValue, len(f.Vector))
+		for p, w := range f.Vector {
+			e := item{attrEntryKind: avU(uint64(w.Kind))}
+			if !w.IsZero() {
+				e[attrEntryValue] = watermarkValue(w)
+			}
+			vec[p] = &types.AttributeValueMemberM{Value: e}
+		}
+		it[attrVector] = &types.AttributeValueMemberM{Value: vec}
+	}
+	if len(f.HeldBy) > 0 {
+		it[attrHeldBy] = avStrings(f.HeldBy)
+	}
+	if r := store.CleanReason(f.Reason); r != "" {
+		it[attrReason] = avS(r)
+	}
+	return it
+}
+
+func decodeFrontier(scope string, it item) (store.Frontier, error) {
+	f := store.Frontier{Scope: scope}
+	var err error
+	errs := make([]error, 0, 5)
+	add := func(e error) { errs = append(errs, e) }
+	f.Epoch, _, err = getU(it, attrEpoch)
+	add(err)
+	f.Scalar, err = getWatermark(it, attrWMKind, attrWM)
+	add(err)
+	switch v := it[attrVector].(type) {
+	case nil:
+	case *types.AttributeValueMemberM:
+		if len(v.Value) > 0 {
+			f.Vector = make(map[string]coord.Watermark, len(v.Value))
+		}
+		for p, e := range v.Value {
+			m, ok := e.(*types.AttributeValueMemberM)
+			if !ok {
+				add(fmt.Errorf("%w: vector entry %s is not a map", errMalformed, p))
+				continue
+			}
+			w, err := getWatermark(m.Value, attrEntryKind, attrEntryValue)
+			add(err)
+			f.Vector[p] = w
+		}
+	default:
+		add(fmt.Errorf("%w: attribute %s is not a map", errMalformed, attrVector))
+	}
+	f.HeldBy, err = getStrings(it, attrHeldBy)
+	add(err)
+	f.Reason, err = getS(it, attrReason)
+	add(err)
+	if err := errors.Join(errs...); err != nil {
+		return store.Frontier{}, fmt.Errorf("cache: frontier of %s: %w", scope, err)
+	}
+	return f, nil
+}
+
+// ItemSize is the size DynamoDB counts for an item against its 400 KB
+// limit and for write units (1 per started KB): the UTF-8 length of each
+// attribute name plus the size of its value (strings: UTF-8 bytes; binary:
+// bytes; numbers: about one byte per two significant digits plus one; lists
+// and maps: 3 bytes plus one per element plus the elements).
+func ItemSize(it map[string]types.AttributeValue) int {
+	n := 0
+	for name, v := range it {
+		n += len(name) + valueSize(v)
+	}
+	return n
+}
+
+func valueSize(v types.AttributeValue) int {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		return len(v.Value)
+	case *types.AttributeValueMemberB:
+		return len(v.Value)
+	case *types.AttributeValueMemberN:
+		return numberSize(v.Value)
+	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
+		return 1
+	case *types.AttributeValueMemberSS:
+		n := 0
+		for _, s := range v.Value {
+			n += len(s)
+		}
+		return n
+	case *types.AttributeValueMemberBS:
+		n := 0
+		for _, b := range v.Value {
+			n += len(b)
+		}
+		return n
+	case *types.AttributeValueMemberNS:
+		n := 0
+		for _, s := range v.Value {
+			n += numberSize(s)
+		}
+		return n
+	case *types.AttributeValueMemberL:
+		n := 3
+		for _, e := range v.Value {
+			n += 1 + valueSize(e)
+		}
+		return n
+	case *types.AttributeValueMemberM:
+		return 3 + len(v.Value) + ItemSize(v.Value)
+	}
+	return 0
+}
+
+// numberSize follows DynamoDB's rule (as dynalite implements it): 1 byte
+// plus one per two significant digits, plus one for a negative sign.
+func numberSize(s string) int {
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimLeft(s, "-+")
+	intPart, frac, _ := strings.Cut(s, ".")
+	digits := strings.TrimLeft(intPart+frac, "0")
+	exp := len(strings.TrimLeft(intPart, "0")) - 1
+	digits = strings.TrimRight(digits, "0")
+	d := len(digits)
+	if d == 0 {
+		return 1
+	}
+	n := 1 + (d+1)/2
+	if d%2 == 0 && exp%2 == 0 {
+		n++
+	}
+	if neg {
+		n++
+	}
+	return n
+}
+
+// sortWitnesses orders witnesses by AttemptID byte-wise (DynamoDB orders
+// sort keys by UTF-8 bytes already; dynalite by UTF-16 code units, which
+// differs above U+FFFF).
+func sortWitnesses(ws []witness.Witness) {
+	sort.SliceStable(ws, func(i, j int) bool { return ws[i].AttemptID < ws[j].AttemptID })
+}

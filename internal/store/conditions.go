@@ -1,0 +1,145 @@
+package store
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+
+	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/witness"
+)
+
+// The conditions of the conditional writes, as pure functions. MemStore
+// evaluates them directly; the DynamoDB store states the same conditions as
+// ConditionExpressions and, after a failed condition, uses these functions
+// on the winner it read back to explain the loss. The contract suite checks
+// that both agree.
+
+// PromotionConflict returns "" when p's condition holds on the stored
+// checkpoint (nil: none stored), and otherwise the reason it does not. The
+// condition: a checkpoint exists, is not parked, holds p's lease (when p
+// carries one), holds exactly p.FromCursor at p.FromGeneration, and its
+// watermark is not above p.Watermark (when p carries one; a stored
+// watermark of another kind also refuses).
+func PromotionConflict(p Promotion, stored *Checkpoint) string {
+	switch {
+	case stored == nil:
+		return "no checkpoint stored"
+	case stored.Parked != "":
+		return "partition is parked: " + stored.Parked
+	case !p.Lease.IsZero() && stored.Lease != p.Lease:
+		return fmt.Sprintf("lease %s/%d does not hold the stored lease %s/%d", p.Lease.Owner, p.Lease.Counter, stored.Lease.Owner, stored.Lease.Counter)
+	case stored.Generation != p.FromGeneration:
+		return fmt.Sprintf("checkpoint is at generation %d, not %d", stored.Generation, p.FromGeneration)
+	case !bytes.Equal(stored.Cursor, p.FromCursor):
+		return fmt.Sprintf("stored cursor differs at generation %d", stored.Generation)
+	case !p.Watermark.IsZero() && !stored.Watermark.IsZero() && stored.Watermark.Kind != p.Watermark.Kind:
+		return fmt.Sprintf("watermark %s (%s) is not comparable with the stored %s (%s)", p.Watermark, p.Watermark.Kind, stored.Watermark, stored.Watermark.Kind)
+	case !p.Watermark.IsZero() && p.Watermark.Less(stored.Watermark):
+		return fmt.Sprintf("watermark %s is lower than the stored %s", p.Watermark, stored.Watermark)
+	}
+	return ""
+}
+
+// PromotionApplied reports whether the stored checkpoint is exactly the
+// result of p: generation FromGeneration+1, cursor To, promoted witness
+// WitnessID (and p's watermark, when p carries one). A promotion without a
+// WitnessID can never be recognised and always reports false.
+//
+// Both stores use it after a failed condition: when the loser is in fact the
+// writer of the stored state (its first attempt was applied and its response
+// lost, then the SDK retried), Promote returns the stored checkpoint instead
+// of a *FenceError.
+func PromotionApplied(p Promotion, stored Checkpoint) bool {
+	return p.WitnessID != "" &&
+		stored.Generation == p.FromGeneration+1 &&
+		stored.PromotedWitness == p.WitnessID &&
+		bytes.Equal(stored.Cursor, p.To) &&
+		(p.Watermark.IsZero() || SameWatermark(stored.Watermark, p.Watermark))
+}
+
+// ParkConflict returns "" when SetParked's condition holds on the stored
+// checkpoint (nil: none stored): it holds cursor at generation, and lease
+// when one is given.
+func ParkConflict(cursor []byte, generation uint64, lease Lease, stored *Checkpoint) string {
+	switch {
+	case stored == nil:
+		return "no checkpoint stored"
+	case !lease.IsZero() && stored.Lease != lease:
+		return fmt.Sprintf("lease %s/%d does not hold the stored lease %s/%d", lease.Owner, lease.Counter, stored.Lease.Owner, stored.Lease.Counter)
+	case stored.Generation != generation:
+		return fmt.Sprintf("checkpoint is at generation %d, not %d", stored.Generation, generation)
+	case !bytes.Equal(stored.Cursor, cursor):
+		return fmt.Sprintf("stored cursor differs at generation %d", stored.Generation)
+	}
+	return ""
+}
+
+// IsZero reports whether f is the zero Frontier, which PublishFrontier's
+// prev uses for "none stored". Published frontiers have an epoch >= 1.
+func (f Frontier) IsZero() bool { return f.Epoch == 0 && f.Scalar.IsZero() }
+
+// FrontierRegression returns "" when publishing next over prev keeps the
+// frontier monotone, and otherwise the reason it does not: next may not go
+// back to an older epoch, and within one epoch it may neither lower the
+// scalar, change its coordinate kind, nor withdraw a published scalar.
+func FrontierRegression(prev, next Frontier) string {
+	switch {
+	case prev.IsZero():
+		return ""
+	case next.Epoch < prev.Epoch:
+		return fmt.Sprintf("epoch %d is older than the published epoch %d", next.Epoch, prev.Epoch)
+	case next.Epoch > prev.Epoch || prev.Scalar.IsZero():
+		return ""
+	case next.Scalar.IsZero():
+		return fmt.Sprintf("withdrawing the published scalar %s within epoch %d", prev.Scalar, prev.Epoch)
+	case next.Scalar.Kind != prev.Scalar.Kind:
+		return fmt.Sprintf("scalar %s (%s) is not comparable with the published %s (%s)", next.Scalar, next.Scalar.Kind, prev.Scalar, prev.Scalar.Kind)
+	case next.Scalar.Less(prev.Scalar):
+		return fmt.Sprintf("scalar %s is lower than the published %s in epoch %d", next.Scalar, prev.Scalar, prev.Epoch)
+	}
+	return ""
+}
+
+// FrontierMatches reports whether the stored frontier (nil: none stored) is
+// still prev as PublishFrontier compares it: same epoch and same scalar.
+func FrontierMatches(stored *Frontier, prev Frontier) bool {
+	if prev.IsZero() {
+		return stored == nil
+	}
+	return stored != nil && stored.Epoch == prev.Epoch && SameWatermark(stored.Scalar, prev.Scalar)
+}
+
+// SameWitness reports whether a and b record the same response: the same
+// input cursor, ordered events, successor, marker, complete-through
+// watermark and sealed flag. Disposition and AckedThrough change over a
+// witness's life and are not compared. PutWitness uses it to tell an
+// idempotent repeat from a conflicting reuse of an attempt id.
+func SameWitness(a, b witness.Witness) bool {
+	return bytes.Equal(a.InputCursor, b.InputCursor) &&
+		bytes.Equal(a.Successor, b.Successor) &&
+		bytes.Equal(a.Marker, b.Marker) &&
+		slices.Equal(a.Events, b.Events) &&
+		SameWatermark(a.CompleteThrough, b.CompleteThrough) &&
+		a.Sealed == b.Sealed
+}
+
+// SameWatermark reports whether a and b are the same coordinate (both zero,
+// or of one kind and equal), ignoring fields their kind does not use.
+func SameWatermark(a, b coord.Watermark) bool {
+	return NormalizeWatermark(a) == NormalizeWatermark(b)
+}
+
+// NormalizeWatermark clears the fields w's kind does not use, which is how
+// every store returns a watermark.
+func NormalizeWatermark(w coord.Watermark) coord.Watermark {
+	switch w.Kind {
+	case coord.KindNone:
+		return coord.Watermark{}
+	case coord.KindString:
+		return coord.Watermark{Kind: w.Kind, Str: w.Str}
+	case coord.KindInteger, coord.KindTimestamp:
+		return coord.Watermark{Kind: w.Kind, Int: w.Int}
+	}
+	return w
+}

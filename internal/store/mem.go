@@ -1,0 +1,435 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/witness"
+)
+
+// MemStore is the in-memory twin of the DynamoDB store (package cache): the
+// same conditions, the same errors (including *FenceError with the winner),
+// the same limits and the same normalisation of what it returns (empty
+// byte slices and lists come back nil, watermarks normalised, reasons
+// cleaned). Everything is deep-copied in and out. One mutex makes every
+// method atomic, which is what a single-item conditional write gives on
+// DynamoDB. The zero MemStore is not usable; call NewMemStore.
+type MemStore struct {
+	mu          sync.Mutex
+	checkpoints map[Key]Checkpoint
+	witnesses   map[witnessRef]witness.Witness
+	members     map[string]Membership
+	frontiers   map[string]Frontier
+}
+
+type witnessRef struct {
+	key        Key
+	generation uint64
+	attempt    string
+}
+
+var _ Store = (*MemStore)(nil)
+
+// NewMemStore returns an empty MemStore.
+func NewMemStore() *MemStore {
+	return &MemStore{
+		checkpoints: map[Key]Checkpoint{},
+		witnesses:   map[witnessRef]witness.Witness{},
+		members:     map[string]Membership{},
+		frontiers:   map[string]Frontier{},
+	}
+}
+
+// LoadCheckpoint implements Store.
+func (s *MemStore) LoadCheckpoint(_ context.Context, k Key) (Checkpoint, error) {
+	if err := k.Validate(); err != nil {
+		return Checkpoint{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.checkpoints[k]
+	if !ok {
+		return Checkpoint{}, fmt.Errorf("%w: %s", ErrNoCheckpoint, k)
+	}
+	return cloneCheckpoint(c), nil
+}
+
+// CreateCheckpoint implements Store.
+func (s *MemStore) CreateCheckpoint(_ context.Context, c Checkpoint) (Checkpoint, error) {
+	if err := c.Validate(); err != nil {
+		return Checkpoint{}, err
+	}
+	if c.Generation != 1 {
+		return Checkpoint{}, fmt.Errorf("%w: a first checkpoint has generation 1, not %d", ErrInvalid, c.Generation)
+	}
+	c = cloneCheckpoint(c)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if w, ok := s.checkpoints[c.Key]; ok {
+		w = cloneCheckpoint(w)
+		return Checkpoint{}, &FenceError{Key: c.Key, Op: "create checkpoint", Reason: "a checkpoint already exists", Winner: &w}
+	}
+	s.checkpoints[c.Key] = c
+	return cloneCheckpoint(c), nil
+}
+
+// Promote implements Store.
+func (s *MemStore) Promote(_ context.Context, p Promotion) (Checkpoint, error) {
+	if err := p.Validate(); err != nil {
+		return Checkpoint{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var stored *Checkpoint
+	if c, ok := s.checkpoints[p.Key]; ok {
+		c = cloneCheckpoint(c)
+		stored = &c
+	}
+	if reason := PromotionConflict(p, stored); reason != "" {
+		if stored != nil && PromotionApplied(p, *stored) {
+			return *stored, nil
+		}
+		return Checkpoint{}, &FenceError{Key: p.Key, Op: "promote", Reason: reason, WantGeneration: p.FromGeneration, Winner: stored}
+	}
+	next := *stored
+	next.Cursor = cloneBytes(p.To)
+	next.Generation = p.FromGeneration + 1
+	next.PromotedWitness = p.WitnessID
+	next.Epoch = p.Epoch
+	if !p.Watermark.IsZero() {
+		next.Watermark = NormalizeWatermark(p.Watermark)
+	}
+	if p.HasApplied {
+		next.Applied, next.HasApplied = p.Applied, true
+	}
+	s.checkpoints[p.Key] = next
+	return cloneCheckpoint(next), nil
+}
+
+// SetParked implements Store.
+func (s *MemStore) SetParked(_ context.Context, k Key, cursor []byte, generation uint64, lease Lease, reason string) (Checkpoint, error) {
+	if err := ValidatePark(k, cursor, lease); err != nil {
+		return Checkpoint{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var stored *Checkpoint
+	if c, ok := s.checkpoints[k]; ok {
+		c = cloneCheckpoint(c)
+		stored = &c
+	}
+	if why := ParkConflict(cursor, generation, lease, stored); why != "" {
+		return Checkpoint{}, &FenceError{Key: k, Op: "set parked", Reason: why, WantGeneration: generation, Winner: stored}
+	}
+	next := *stored
+	next.Parked = CleanReason(reason)
+	s.checkpoints[k] = next
+	return cloneCheckpoint(next), nil
+}
+
+// ValidatePark checks SetParked's arguments the way every store does.
+func ValidatePark(k Key, cursor []byte, lease Lease) error {
+	if err := k.Validate(); err != nil {
+		return err
+	}
+	if err := CheckCursor("cursor", cursor); err != nil {
+		return err
+	}
+	return checkLease(lease)
+}
+
+// ListCheckpoints implements Store. Checkpoints come in partition order.
+func (s *MemStore) ListCheckpoints(_ context.Context, scope string) ([]Checkpoint, error) {
+	if err := CheckName("scope", scope); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Checkpoint
+	for k, c := range s.checkpoints {
+		if k.Scope == scope {
+			out = append(out, cloneCheckpoint(c))
+		}
+	}
+	slices.SortFunc(out, func(a, b Checkpoint) int { return strings.Compare(a.Partition, b.Partition) })
+	return out, nil
+}
+
+// PutWitness implements Store.
+func (s *MemStore) PutWitness(_ context.Context, w witness.Witness) error {
+	if err := ValidateWitness(w); err != nil {
+		return err
+	}
+	w = cloneWitness(w)
+	ref := witnessRef{key: Key{Scope: w.Scope, Partition: w.Partition}, generation: w.Generation, attempt: w.AttemptID}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old, ok := s.witnesses[ref]; ok {
+		if SameWitness(old, w) {
+			return nil
+		}
+		return &FenceError{Key: ref.key, Op: "put witness", Reason: fmt.Sprintf("attempt %q at generation %d is already stored with different content", w.AttemptID, w.Generation), WantGeneration: w.Generation}
+	}
+	s.witnesses[ref] = w
+	return nil
+}
+
+// Witnesses implements Store. Witnesses come in byte-wise AttemptID order.
+func (s *MemStore) Witnesses(_ context.Context, k Key, generation uint64) ([]witness.Witness, error) {
+	if err := k.Validate(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []witness.Witness
+	for ref, w := range s.witnesses {
+		if ref.key == k && ref.generation == generation {
+			out = append(out, cloneWitness(w))
+		}
+	}
+	slices.SortFunc(out, func(a, b witness.Witness) int { return strings.Compare(a.AttemptID, b.AttemptID) })
+	return out, nil
+}
+
+// RecordReceipt implements Store.
+func (s *MemStore) RecordReceipt(_ context.Context, k Key, generation uint64, attempt string, ackedThrough int) error {
+	if err := ValidateAttempt(k, attempt); err != nil {
+		return err
+	}
+	if ackedThrough < 0 {
+		return fmt.Errorf("%w: acked through %d", ErrInvalid, ackedThrough)
+	}
+	ref := witnessRef{key: k, generation: generation, attempt: attempt}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, ok := s.witnesses[ref]
+	switch {
+	case !ok:
+		return fmt.Errorf("%w: no witness %s at generation %d of %s", ErrNoCheckpoint, attempt, generation, k)
+	case ackedThrough > len(w.Events):
+		return fmt.Errorf("%w: acked through %d of a witness of %d events", ErrInvalid, ackedThrough, len(w.Events))
+	case ackedThrough > w.AckedThrough:
+		w.AckedThrough = ackedThrough
+		s.witnesses[ref] = w
+	}
+	return nil
+}
+
+// SetDisposition implements Store. Setting the state a witness already has
+// is an idempotent no-op (a retry after a lost response).
+func (s *MemStore) SetDisposition(_ context.Context, k Key, generation uint64, attempt string, d witness.Disposition) error {
+	if err := ValidateDisposition(k, attempt, d); err != nil {
+		return err
+	}
+	ref := witnessRef{key: k, generation: generation, attempt: attempt}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, ok := s.witnesses[ref]
+	switch {
+	case !ok:
+		return fmt.Errorf("%w: no witness %s at generation %d of %s", ErrNoCheckpoint, attempt, generation, k)
+	case w.Disposition == witness.Pending:
+		w.Disposition = d
+		s.witnesses[ref] = w
+		return nil
+	case w.Disposition == d:
+		return nil
+	}
+	return DispositionFence(k, generation, attempt, w.Disposition, d)
+}
+
+// ValidateDisposition checks SetDisposition's arguments the way every store
+// does: only Promoted and Abandoned can be set.
+func ValidateDisposition(k Key, attempt string, d witness.Disposition) error {
+	if err := ValidateAttempt(k, attempt); err != nil {
+		return err
+	}
+	if d != witness.Promoted && d != witness.Abandoned {
+		return fmt.Errorf("%w: a witness can only be marked promoted or abandoned, not %s", ErrInvalid, d)
+	}
+	return nil
+}
+
+// DispositionFence is the error of SetDisposition on a witness whose
+// disposition is already final (stored) and differs from want.
+func DispositionFence(k Key, generation uint64, attempt string, stored, want witness.Disposition) error {
+	return &FenceError{Key: k, Op: "set disposition", Reason: fmt.Sprintf("witness %s is already %s, cannot become %s", attempt, stored, want), WantGeneration: generation}
+}
+
+// LoadMembership implements Store.
+func (s *MemStore) LoadMembership(_ context.Context, scope string) (Membership, error) {
+	if err := CheckName("scope", scope); err != nil {
+		return Membership{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, ok := s.members[scope]
+	if !ok {
+		return Membership{}, fmt.Errorf("%w: no membership record for scope %s", ErrNoCheckpoint, scope)
+	}
+	return cloneMembership(m), nil
+}
+
+// SwapMembership implements Store.
+func (s *MemStore) SwapMembership(_ context.Context, prevEpoch uint64, next Membership) (Membership, error) {
+	if err := ValidateSwap(prevEpoch, next); err != nil {
+		return Membership{}, err
+	}
+	next = cloneMembership(next)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.members[next.Scope]
+	if (prevEpoch == 0 && ok) || (prevEpoch != 0 && (!ok || old.Epoch != prevEpoch)) {
+		return Membership{}, MembershipFence(next.Scope, prevEpoch, ok, old.Epoch)
+	}
+	s.members[next.Scope] = next
+	return cloneMembership(next), nil
+}
+
+// ValidateSwap checks SwapMembership's arguments the way every store does.
+func ValidateSwap(prevEpoch uint64, next Membership) error {
+	if err := next.Validate(); err != nil {
+		return err
+	}
+	if next.Epoch <= prevEpoch {
+		return fmt.Errorf("%w: membership epoch %d does not follow %d", ErrInvalid, next.Epoch, prevEpoch)
+	}
+	return nil
+}
+
+// MembershipFence is the error of a SwapMembership whose prevEpoch is not
+// the stored epoch (found: whether any record is stored).
+func MembershipFence(scope string, prevEpoch uint64, found bool, stored uint64) error {
+	got := "none is stored"
+	if found {
+		got = fmt.Sprintf("epoch %d is stored", stored)
+	}
+	return &FenceError{Key: Key{Scope: scope}, Op: "swap membership", Reason: fmt.Sprintf("expected epoch %d but %s", prevEpoch, got)}
+}
+
+// LoadFrontier implements Store.
+func (s *MemStore) LoadFrontier(_ context.Context, scope string) (Frontier, error) {
+	if err := CheckName("scope", scope); err != nil {
+		return Frontier{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, ok := s.frontiers[scope]
+	if !ok {
+		return Frontier{}, fmt.Errorf("%w: no published frontier for scope %s", ErrNoCheckpoint, scope)
+	}
+	return cloneFrontier(f), nil
+}
+
+// PublishFrontier implements Store.
+func (s *MemStore) PublishFrontier(_ context.Context, prev, next Frontier) (Frontier, error) {
+	if err := ValidatePublish(prev, next); err != nil {
+		return Frontier{}, err
+	}
+	next = cloneFrontier(next)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var stored *Frontier
+	if f, ok := s.frontiers[next.Scope]; ok {
+		stored = &f
+	}
+	if !FrontierMatches(stored, prev) {
+		return Frontier{}, FrontierFence(next.Scope, stored)
+	}
+	s.frontiers[next.Scope] = next
+	return cloneFrontier(next), nil
+}
+
+// ValidatePublish checks PublishFrontier's arguments the way every store
+// does: next must be valid, prev (when not zero) of the same scope, and next
+// must not regress from prev (FrontierRegression: a *FenceError).
+func ValidatePublish(prev, next Frontier) error {
+	if err := next.Validate(); err != nil {
+		return err
+	}
+	if !prev.IsZero() && prev.Scope != next.Scope {
+		return fmt.Errorf("%w: frontier of scope %q published over one of scope %q", ErrInvalid, next.Scope, prev.Scope)
+	}
+	if why := FrontierRegression(prev, next); why != "" {
+		return &FenceError{Key: Key{Scope: next.Scope}, Op: "publish frontier", Reason: why}
+	}
+	return nil
+}
+
+// FrontierFence is the error of a PublishFrontier whose prev is no longer
+// the stored frontier (nil: none stored).
+func FrontierFence(scope string, stored *Frontier) error {
+	got := "none is published"
+	if stored != nil {
+		got = fmt.Sprintf("epoch %d scalar %s is published", stored.Epoch, stored.Scalar)
+	}
+	return &FenceError{Key: Key{Scope: scope}, Op: "publish frontier", Reason: "the published frontier changed: " + got}
+}
+
+// The clone functions also normalise, so that MemStore returns what a
+// DynamoDB round trip returns.
+
+func cloneBytes(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return slices.Clone(b)
+}
+
+func cloneStrings(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	return slices.Clone(s)
+}
+
+func cloneCheckpoint(c Checkpoint) Checkpoint {
+	c.Cursor = cloneBytes(c.Cursor)
+	c.Watermark = NormalizeWatermark(c.Watermark)
+	if !c.HasApplied {
+		c.Applied = 0
+	}
+	c.Parked = CleanReason(c.Parked)
+	return c
+}
+
+func cloneWitness(w witness.Witness) witness.Witness {
+	w.InputCursor = cloneBytes(w.InputCursor)
+	w.Successor = cloneBytes(w.Successor)
+	w.Marker = cloneBytes(w.Marker)
+	if len(w.Events) == 0 {
+		w.Events = nil
+	} else {
+		w.Events = slices.Clone(w.Events)
+	}
+	w.CompleteThrough = NormalizeWatermark(w.CompleteThrough)
+	return w
+}
+
+func cloneMembership(m Membership) Membership {
+	m.Partitions = cloneStrings(m.Partitions)
+	m.Unproven = cloneStrings(m.Unproven)
+	m.Cutover = NormalizeWatermark(m.Cutover)
+	m.Reason = CleanReason(m.Reason)
+	return m
+}
+
+func cloneFrontier(f Frontier) Frontier {
+	f.Scalar = NormalizeWatermark(f.Scalar)
+	if len(f.Vector) == 0 {
+		f.Vector = nil
+	} else {
+		v := make(map[string]coord.Watermark, len(f.Vector))
+		for p, w := range f.Vector {
+			v[p] = NormalizeWatermark(w)
+		}
+		f.Vector = v
+	}
+	f.HeldBy = cloneStrings(f.HeldBy)
+	f.Reason = CleanReason(f.Reason)
+	return f
+}

@@ -1,0 +1,722 @@
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/witness"
+)
+
+func testLoadMissing(t *testing.T, s store.Store) {
+	_, err := s.LoadCheckpoint(ctx(t), key)
+	require.ErrorIs(t, err, store.ErrNoCheckpoint)
+	_, err = s.LoadMembership(ctx(t), key.Scope)
+	require.ErrorIs(t, err, store.ErrNoCheckpoint)
+	_, err = s.LoadFrontier(ctx(t), key.Scope)
+	require.ErrorIs(t, err, store.ErrNoCheckpoint)
+	ws, err := s.Witnesses(ctx(t), key, 1)
+	require.NoError(t, err)
+	require.Empty(t, ws)
+	cps, err := s.ListCheckpoints(ctx(t), key.Scope)
+	require.NoError(t, err)
+	require.Empty(t, cps)
+}
+
+func testCreateAndLoad(t *testing.T, s store.Store) {
+	want := store.Checkpoint{
+		Key:             key,
+		Cursor:          []byte("start"),
+		Generation:      1,
+		Watermark:       coord.Integer(-42),
+		Applied:         700,
+		HasApplied:      true,
+		Epoch:           3,
+		PromotedWitness: "w-start",
+		Lease:           store.Lease{Owner: "worker-a", Counter: 9},
+	}
+	got, err := s.CreateCheckpoint(ctx(t), want)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	requireStored(t, s, want)
+
+	// Applied without HasApplied is not stored.
+	k2 := store.Key{Scope: key.Scope, Partition: "p1"}
+	got, err = s.CreateCheckpoint(ctx(t), store.Checkpoint{Key: k2, Generation: 1, Applied: 5})
+	require.NoError(t, err)
+	require.Equal(t, store.Checkpoint{Key: k2, Generation: 1}, got)
+	requireStored(t, s, got)
+}
+
+func testCreateRequiresGenerationOne(t *testing.T, s store.Store) {
+	for _, g := range []uint64{0, 2} {
+		_, err := s.CreateCheckpoint(ctx(t), store.Checkpoint{Key: key, Cursor: []byte("c"), Generation: g})
+		require.ErrorIs(t, err, store.ErrInvalid, "generation %d", g)
+	}
+	_, err := s.LoadCheckpoint(ctx(t), key)
+	require.ErrorIs(t, err, store.ErrNoCheckpoint)
+}
+
+// Two writers race to create the first checkpoint: exactly one wins and the
+// loser is fenced with the winner (invariant 2).
+func testCreateRace(t *testing.T, s store.Store) {
+	for round := range 8 {
+		k := store.Key{Scope: key.Scope, Partition: fmt.Sprintf("race-%d", round)}
+		var (
+			start = make(chan struct{})
+			wg    sync.WaitGroup
+			res   [2]store.Checkpoint
+			errs  [2]error
+		)
+		for i := range 2 {
+			wg.Go(func() {
+				<-start
+				res[i], errs[i] = s.CreateCheckpoint(ctx(t), store.Checkpoint{Key: k, Cursor: fmt.Appendf(nil, "writer-%d", i), Generation: 1})
+			})
+		}
+		close(start)
+		wg.Wait()
+		won := 0
+		for i := range 2 {
+			if errs[i] == nil {
+				won = i
+			}
+		}
+		lost := 1 - won
+		require.NoError(t, errs[won], "round %d: one writer must win", round)
+		requireWinner(t, errs[lost], res[won])
+		requireStored(t, s, res[won])
+	}
+}
+
+// Compare-and-swap on cursor and generation: success, then failure on a
+// wrong cursor and on a wrong generation, with the winner returned.
+func testPromoteCAS(t *testing.T, s store.Store) {
+	cp := create(t, s, key, "C41")
+	p := promotion(cp, "N8", "w2")
+	p.Watermark = integer(120)
+	p.Applied, p.HasApplied = 503, true
+	p.Epoch = 4
+	next := promote(t, s, p)
+	want := store.Checkpoint{Key: key, Cursor: []byte("N8"), Generation: 2, Watermark: integer(120), Applied: 503, HasApplied: true, Epoch: 4, PromotedWitness: "w2"}
+	require.Equal(t, want, next)
+	requireStored(t, s, want)
+
+	wrongCursor := promotion(next, "X", "w3")
+	wrongCursor.FromCursor = []byte("N7")
+	_, err := s.Promote(ctx(t), wrongCursor)
+	fe := requireWinner(t, err, want)
+	assert.Equal(t, "promote", fe.Op)
+	assert.Equal(t, uint64(2), fe.WantGeneration)
+
+	wrongGen := promotion(next, "X", "w3")
+	wrongGen.FromGeneration = 3
+	_, err = s.Promote(ctx(t), wrongGen)
+	requireWinner(t, err, want)
+
+	missing := promotion(store.Checkpoint{Key: store.Key{Scope: key.Scope, Partition: "none"}, Cursor: []byte("c"), Generation: 1}, "d", "w")
+	_, err = s.Promote(ctx(t), missing)
+	fe = requireFence(t, err)
+	assert.Nil(t, fe.Winner)
+	requireStored(t, s, want)
+}
+
+// Seed 000's reasoned example: A is complete through 120; a retry of an
+// older A page finishes late and loses its compare-and-swap; it cannot lower
+// the watermark, not even after re-reading the winner.
+func testStaleRetryLoses(t *testing.T, s store.Store) {
+	g1 := create(t, s, key, "C0")
+	fresh := promotion(g1, "C1", "fresh")
+	fresh.Watermark = integer(120)
+	g2 := promote(t, s, fresh)
+
+	stale := promotion(g1, "C1-stale", "stale")
+	stale.Watermark = integer(90)
+	_, err := s.Promote(ctx(t), stale)
+	requireWinner(t, err, g2)
+
+	// The loser re-reads the winner but must not carry its stale watermark.
+	stale2 := promotion(g2, "C1-stale", "stale-2")
+	stale2.Watermark = integer(90)
+	_, err = s.Promote(ctx(t), stale2)
+	fe := requireWinner(t, err, g2)
+	assert.Contains(t, fe.Reason, "lower")
+	requireStored(t, s, g2)
+}
+
+func testLowerWatermarkRefused(t *testing.T, s store.Store) {
+	cp := create(t, s, key, "C0")
+	p := promotion(cp, "C1", "w1")
+	p.Watermark = integer(100)
+	cp = promote(t, s, p)
+
+	lower := promotion(cp, "C2", "w2")
+	lower.Watermark = integer(99)
+	_, err := s.Promote(ctx(t), lower)
+	requireWinner(t, err, cp)
+
+	other := promotion(cp, "C2", "w2")
+	other.Watermark = coord.String("100")
+	_, err = s.Promote(ctx(t), other)
+	fe := requireWinner(t, err, cp)
+	assert.Contains(t, fe.Reason, "comparable")
+
+	equal := promotion(cp, "C2", "w2")
+	equal.Watermark = integer(100)
+	cp = promote(t, s, equal)
+	require.Equal(t, integer(100), cp.Watermark)
+
+	higher := promotion(cp, "C3", "w3")
+	higher.Watermark = integer(101)
+	cp = promote(t, s, higher)
+	require.Equal(t, integer(101), cp.Watermark)
+	requireStored(t, s, cp)
+}
+
+func testWatermarkKeptWithoutNew(t *testing.T, s store.Store) {
+	cp := create(t, s, key, "C0")
+	p := promotion(cp, "C1", "w1")
+	p.Watermark = coord.Watermark{Kind: coord.KindTimestamp, Int: 1_700_000_000_123_456_789}
+	p.Applied, p.HasApplied = 10, true
+	cp = promote(t, s, p)
+
+	cp2 := promote(t, s, promotion(cp, "C2", "w2"))
+	require.Equal(t, p.Watermark, cp2.Watermark, "a promotion without a watermark keeps the stored one")
+	require.True(t, cp2.HasApplied)
+	require.Equal(t, int64(10), cp2.Applied, "a promotion without HasApplied keeps the applied boundary")
+	requireStored(t, s, cp2)
+}
+
+// String watermarks compare byte-wise, as strings.Compare does, whatever
+// the bytes (invalid UTF-8 included).
+func testStringWatermarkByteOrder(t *testing.T, s store.Store) {
+	cp := create(t, s, key, "C0")
+	p := promotion(cp, "C1", "w1")
+	p.Watermark = coord.String("b\x7f")
+	cp = promote(t, s, p)
+
+	lower := promotion(cp, "C2", "w2")
+	lower.Watermark = coord.String("b\x00\xff")
+	_, err := s.Promote(ctx(t), lower)
+	requireWinner(t, err, cp)
+
+	higher := promotion(cp, "C2", "w2")
+	higher.Watermark = coord.String("b\xff")
+	cp = promote(t, s, higher)
+	require.Equal(t, coord.String("b\xff"), cp.Watermark)
+
+	// U+FFFD (EF BF BD) sorts below 0xFF byte-wise: refused.
+	p3 := promotion(cp, "C3", "w3")
+	p3.Watermark = coord.String("b\uFFFD")
+	_, err = s.Promote(ctx(t), p3)
+	requireWinner(t, err, cp)
+	requireStored(t, s, cp)
+}
+
+// A promotion repeated with the same witness (the SDK's retry after a lost
+// response) finds its own write and succeeds without a second generation.
+// Without a witness id it cannot be recognised and is fenced.
+func testReplayedPromotion(t *testing.T, s store.Store) {
+	cp := create(t, s, key, "C0")
+	p := promotion(cp, "C1", "w1")
+	p.Watermark = integer(5)
+	first := promote(t, s, p)
+	again, err := s.Promote(ctx(t), p)
+	require.NoError(t, err)
+	require.Equal(t, first, again)
+	requireStored(t, s, first)
+
+	anon := promotion(first, "C2", "")
+	second := promote(t, s, anon)
+	_, err = s.Promote(ctx(t), anon)
+	requireWinner(t, err, second)
+}
+
+func testSetParkedConditional(t *testing.T, s store.Store) {
+	cp := create(t, s, key, "C0")
+	p := promotion(cp, "C1", "w1")
+	p.Watermark = integer(7)
+	cp = promote(t, s, p)
+
+	_, err := s.SetParked(ctx(t), key, []byte("C0"), 1, store.Lease{}, "stale")
+	requireWinner(t, err, cp)
+	_, err = s.SetParked(ctx(t), key, []byte("C0"), 2, store.Lease{}, "wrong cursor")
+	requireWinner(t, err, cp)
+	_, err = s.SetParked(ctx(t), store.Key{Scope: key.Scope, Partition: "none"}, nil, 1, store.Lease{}, "x")
+	requireFence(t, err)
+
+	reason := "unprovable divergence: retry of C1 omits position 502"
+	parked, err := s.SetParked(ctx(t), key, []byte("C1"), 2, store.Lease{}, reason)
+	require.NoError(t, err)
+	want := cp
+	want.Parked = reason
+	require.Equal(t, want, parked, "parking changes neither cursor, generation nor watermark")
+	requireStored(t, s, want)
+
+	// A parked partition never advances (invariant 5).
+	_, err = s.Promote(ctx(t), promotion(cp, "C2", "w2"))
+	fe := requireWinner(t, err, want)
+	assert.Contains(t, fe.Reason, "parked")
+
+	// Parking again is idempotent; invalid UTF-8 in a reason is replaced.
+	parked, err = s.SetParked(ctx(t), key, []byte("C1"), 2, store.Lease{}, "bad \xff byte")
+	require.NoError(t, err)
+	require.Equal(t, "bad \uFFFD byte", parked.Parked)
+
+	cleared, err := s.SetParked(ctx(t), key, []byte("C1"), 2, store.Lease{}, "")
+	require.NoError(t, err)
+	require.Equal(t, cp, cleared)
+	promote(t, s, promotion(cp, "C2", "w2"))
+}
+
+// With leases, a promotion or park by anyone but the current owner (and
+// counter) is fenced.
+func testLeaseFencing(t *testing.T, s store.Store) {
+	lease := store.Lease{Owner: "worker-a", Counter: 3}
+	cp, err := s.CreateCheckpoint(ctx(t), store.Checkpoint{Key: key, Cursor: []byte("C0"), Generation: 1, Lease: lease})
+	require.NoError(t, err)
+
+	for _, wrong := range []store.Lease{{Owner: "worker-b", Counter: 3}, {Owner: "worker-a", Counter: 2}, {Owner: "worker-a", Counter: 4}} {
+		p := promotion(cp, "C1", "w1")
+		p.Lease = wrong
+		_, err := s.Promote(ctx(t), p)
+		fe := requireWinner(t, err, cp)
+		assert.Contains(t, fe.Reason, "lease")
+		_, err = s.SetParked(ctx(t), key, cp.Cursor, cp.Generation, wrong, "x")
+		requireWinner(t, err, cp)
+	}
+	p := promotion(cp, "C1", "w1")
+	p.Lease = lease
+	next := promote(t, s, p)
+	require.Equal(t, lease, next.Lease, "a promotion keeps the lease")
+}
+
+// The lost-response case: the write happened, the client saw an error. The
+// caller resolves it by reading (store.ResolvePromotion), never by writing
+// again.
+func testLostResponse(t *testing.T, s store.Store) {
+	ro := func(t *testing.T) readOnly { return readOnly{Store: s, t: t} }
+
+	t.Run("applied", func(t *testing.T) {
+		k := store.Key{Scope: key.Scope, Partition: "applied"}
+		cp := create(t, s, k, "C41")
+		p := promotion(cp, "N8", "attempt-2")
+		p.Watermark = integer(503)
+		_, err := lossy{Store: s, apply: true}.Promote(ctx(t), p)
+		require.ErrorIs(t, err, errLostResponse)
+		got, applied, err := store.ResolvePromotion(ctx(t), ro(t), p)
+		require.NoError(t, err)
+		require.True(t, applied)
+		require.Equal(t, uint64(2), got.Generation)
+		require.Equal(t, "attempt-2", got.PromotedWitness)
+		require.Equal(t, []byte("N8"), got.Cursor)
+		require.Equal(t, integer(503), got.Watermark)
+	})
+
+	t.Run("not applied", func(t *testing.T) {
+		k := store.Key{Scope: key.Scope, Partition: "not-applied"}
+		cp := create(t, s, k, "C41")
+		p := promotion(cp, "N8", "attempt-2")
+		_, err := lossy{Store: s}.Promote(ctx(t), p)
+		require.ErrorIs(t, err, errLostResponse)
+		got, applied, err := store.ResolvePromotion(ctx(t), ro(t), p)
+		require.NoError(t, err)
+		require.False(t, applied)
+		require.Equal(t, cp, got)
+		require.True(t, p.StillAt(got))
+		// Nothing happened: promoting again is safe (it is conditional).
+		promote(t, s, p)
+	})
+
+	t.Run("another writer won", func(t *testing.T) {
+		k := store.Key{Scope: key.Scope, Partition: "lost"}
+		cp := create(t, s, k, "C41")
+		winner := promote(t, s, promotion(cp, "N7", "attempt-1"))
+		p := promotion(cp, "N8", "attempt-2")
+		_, err := lossy{Store: s, apply: true}.Promote(ctx(t), p)
+		require.Error(t, err)
+		got, applied, err := store.ResolvePromotion(ctx(t), ro(t), p)
+		require.NoError(t, err)
+		require.False(t, applied)
+		require.Equal(t, winner, got)
+		require.False(t, p.StillAt(got), "the checkpoint moved on: p lost")
+	})
+
+	t.Run("unreadable", func(t *testing.T) {
+		p := promotion(store.Checkpoint{Key: store.Key{Scope: key.Scope, Partition: "never-created"}, Cursor: []byte("C0"), Generation: 1}, "C1", "w")
+		_, applied, err := store.ResolvePromotion(ctx(t), ro(t), p)
+		require.ErrorIs(t, err, store.ErrNoCheckpoint)
+		require.False(t, applied)
+	})
+
+	t.Run("moved on", func(t *testing.T) {
+		k := store.Key{Scope: key.Scope, Partition: "moved"}
+		cp := create(t, s, k, "C41")
+		p := promotion(cp, "N8", "attempt-2")
+		require.NoError(t, s.PutWitness(ctx(t), witness.Witness{Scope: k.Scope, Partition: k.Partition, Generation: 1, InputCursor: cp.Cursor, AttemptID: "attempt-2", Successor: []byte("N8"), Disposition: witness.Pending}))
+		_, err := lossy{Store: s, apply: true}.Promote(ctx(t), p)
+		require.Error(t, err)
+		g2, err := s.LoadCheckpoint(ctx(t), k)
+		require.NoError(t, err)
+		g3 := promote(t, s, promotion(g2, "N9", "attempt-3"))
+
+		// The checkpoint moved past generation 2: only the witness's recorded
+		// disposition can still tell.
+		got, applied, err := store.ResolvePromotion(ctx(t), ro(t), p)
+		require.NoError(t, err)
+		require.False(t, applied)
+		require.Equal(t, g3, got)
+
+		require.NoError(t, s.SetDisposition(ctx(t), k, 1, "attempt-2", witness.Promoted))
+		got, applied, err = store.ResolvePromotion(ctx(t), ro(t), p)
+		require.NoError(t, err)
+		require.True(t, applied)
+		require.Equal(t, g3, got)
+	})
+}
+
+// readOnly fails the test on any write: ResolvePromotion must only read.
+type readOnly struct {
+	store.Store
+	t *testing.T
+}
+
+func (r readOnly) fail(op string) error {
+	r.t.Errorf("ResolvePromotion called %s: resolving a lost response must never write", op)
+	return fmt.Errorf("storetest: %s on a read-only store", op)
+}
+
+func (r readOnly) CreateCheckpoint(context.Context, store.Checkpoint) (store.Checkpoint, error) {
+	return store.Checkpoint{}, r.fail("CreateCheckpoint")
+}
+
+func (r readOnly) Promote(context.Context, store.Promotion) (store.Checkpoint, error) {
+	return store.Checkpoint{}, r.fail("Promote")
+}
+
+func (r readOnly) SetParked(context.Context, store.Key, []byte, uint64, store.Lease, string) (store.Checkpoint, error) {
+	return store.Checkpoint{}, r.fail("SetParked")
+}
+
+func (r readOnly) PutWitness(context.Context, witness.Witness) error { return r.fail("PutWitness") }
+
+func (r readOnly) RecordReceipt(context.Context, store.Key, uint64, string, int) error {
+	return r.fail("RecordReceipt")
+}
+
+func (r readOnly) SetDisposition(context.Context, store.Key, uint64, string, witness.Disposition) error {
+	return r.fail("SetDisposition")
+}
+
+func (r readOnly) SwapMembership(context.Context, uint64, store.Membership) (store.Membership, error) {
+	return store.Membership{}, r.fail("SwapMembership")
+}
+
+func (r readOnly) PublishFrontier(context.Context, store.Frontier, store.Frontier) (store.Frontier, error) {
+	return store.Frontier{}, r.fail("PublishFrontier")
+}
+
+// 16 goroutines race promotions on one item: no lost update, every
+// generation is won exactly once, and the final generation is 1 plus the
+// number of successes (invariant 2).
+func testRacingPromotions16(t *testing.T, s store.Store) {
+	const workers, rounds = 16, 8
+	create(t, s, key, "start")
+	var (
+		mu      sync.Mutex
+		winners = map[uint64]string{} // generation -> witness id
+		wg      sync.WaitGroup
+		start   = make(chan struct{})
+	)
+	for w := range workers {
+		wg.Go(func() {
+			<-start
+			for r := range rounds {
+				cp, err := s.LoadCheckpoint(ctx(t), key)
+				if !assert.NoError(t, err) {
+					return
+				}
+				id := fmt.Sprintf("w%02d-r%02d", w, r)
+				p := promotion(cp, "cursor-"+id, id)
+				p.Watermark = integer(int64(cp.Generation + 1))
+				next, err := s.Promote(ctx(t), p)
+				if err != nil {
+					assert.ErrorIs(t, err, store.ErrFenced, "a lost race must be a fence, not %v", err)
+					continue
+				}
+				mu.Lock()
+				if prev, dup := winners[next.Generation]; dup {
+					t.Errorf("generation %d won twice: %s and %s", next.Generation, prev, id)
+				}
+				winners[next.Generation] = id
+				mu.Unlock()
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+
+	final, err := s.LoadCheckpoint(ctx(t), key)
+	require.NoError(t, err)
+	require.NotEmpty(t, winners)
+	require.Equal(t, uint64(1+len(winners)), final.Generation, "final generation must be 1 + successes")
+	for g := uint64(2); g <= final.Generation; g++ {
+		require.Contains(t, winners, g, "generation %d has no winner: lost update", g)
+	}
+	require.Equal(t, winners[final.Generation], final.PromotedWitness)
+	require.Equal(t, "cursor-"+final.PromotedWitness, string(final.Cursor))
+	require.Equal(t, integer(int64(final.Generation)), final.Watermark)
+}
+
+func testInvalid(t *testing.T, s store.Store) {
+	big := make([]byte, store.MaxCursorBytes+1)
+	noScope := store.Key{Partition: "p"}
+	noPart := store.Key{Scope: "s"}
+	badUTF8 := store.Key{Scope: "s\xff", Partition: "p"}
+	long := store.Key{Scope: "s", Partition: strings.Repeat("p", store.MaxNameBytes+1)}
+
+	for _, k := range []store.Key{noScope, noPart, badUTF8, long} {
+		_, err := s.LoadCheckpoint(ctx(t), k)
+		require.ErrorIs(t, err, store.ErrInvalid, "load %q", k)
+		_, err = s.CreateCheckpoint(ctx(t), store.Checkpoint{Key: k, Generation: 1})
+		require.ErrorIs(t, err, store.ErrInvalid, "create %q", k)
+		_, err = s.Promote(ctx(t), store.Promotion{Key: k, FromGeneration: 1})
+		require.ErrorIs(t, err, store.ErrInvalid, "promote %q", k)
+		_, err = s.SetParked(ctx(t), k, nil, 1, store.Lease{}, "x")
+		require.ErrorIs(t, err, store.ErrInvalid, "park %q", k)
+		err = s.PutWitness(ctx(t), witness.Witness{Scope: k.Scope, Partition: k.Partition, Generation: 1, AttemptID: "a", Disposition: witness.Pending})
+		require.ErrorIs(t, err, store.ErrInvalid, "put witness %q", k)
+		_, err = s.Witnesses(ctx(t), k, 1)
+		require.ErrorIs(t, err, store.ErrInvalid, "witnesses %q", k)
+	}
+	for _, scope := range []string{"", "s\xff"} {
+		_, err := s.ListCheckpoints(ctx(t), scope)
+		require.ErrorIs(t, err, store.ErrInvalid)
+		_, err = s.LoadMembership(ctx(t), scope)
+		require.ErrorIs(t, err, store.ErrInvalid)
+		_, err = s.LoadFrontier(ctx(t), scope)
+		require.ErrorIs(t, err, store.ErrInvalid)
+		_, err = s.SwapMembership(ctx(t), 0, store.Membership{Scope: scope, Epoch: 1})
+		require.ErrorIs(t, err, store.ErrInvalid)
+		_, err = s.PublishFrontier(ctx(t), store.Frontier{}, store.Frontier{Scope: scope, Epoch: 1})
+		require.ErrorIs(t, err, store.ErrInvalid)
+	}
+
+	_, err := s.CreateCheckpoint(ctx(t), store.Checkpoint{Key: key, Cursor: big, Generation: 1})
+	require.ErrorIs(t, err, store.ErrInvalid)
+	require.Contains(t, err.Error(), "cursor")
+	cp := create(t, s, key, "C0")
+	p := promotion(cp, "", "w")
+	p.To = big
+	_, err = s.Promote(ctx(t), p)
+	require.ErrorIs(t, err, store.ErrInvalid)
+	p = promotion(cp, "C1", "w")
+	p.FromCursor = big
+	_, err = s.Promote(ctx(t), p)
+	require.ErrorIs(t, err, store.ErrInvalid)
+	p = promotion(cp, "C1", "w")
+	p.FromGeneration = 0
+	_, err = s.Promote(ctx(t), p)
+	require.ErrorIs(t, err, store.ErrInvalid)
+	_, err = s.SetParked(ctx(t), key, big, 1, store.Lease{}, "x")
+	require.ErrorIs(t, err, store.ErrInvalid)
+	for _, bad := range []struct {
+		name string
+		edit func(w *witness.Witness)
+	}{
+		{"oversized input cursor", func(w *witness.Witness) { w.InputCursor = big }},
+		{"oversized successor", func(w *witness.Witness) { w.Successor = big }},
+		{"empty attempt id", func(w *witness.Witness) { w.AttemptID = "" }},
+		{"zero disposition", func(w *witness.Witness) { w.Disposition = 0 }},
+		{"unknown disposition", func(w *witness.Witness) { w.Disposition = 9 }},
+		{"acked beyond events", func(w *witness.Witness) { w.AckedThrough = 1 }},
+	} {
+		w := witness.Witness{Scope: key.Scope, Partition: key.Partition, Generation: 1, AttemptID: "a", Disposition: witness.Pending}
+		bad.edit(&w)
+		require.ErrorIs(t, s.PutWitness(ctx(t), w), store.ErrInvalid, bad.name)
+	}
+	require.ErrorIs(t, s.RecordReceipt(ctx(t), key, 1, "", 1), store.ErrInvalid)
+	require.ErrorIs(t, s.SetDisposition(ctx(t), key, 1, "", witness.Promoted), store.ErrInvalid)
+
+	// Nothing invalid reached the store.
+	requireStored(t, s, cp)
+	ws, err := s.Witnesses(ctx(t), key, 1)
+	require.NoError(t, err)
+	require.Empty(t, ws)
+}
+
+// Cursors are opaque bytes stored exactly: zero bytes, invalid UTF-8, the
+// empty start cursor, 60 KB and exactly MaxCursorBytes.
+func testCursorBytesExact(t *testing.T, s store.Store) {
+	cp, err := s.CreateCheckpoint(ctx(t), store.Checkpoint{Key: key, Generation: 1})
+	require.NoError(t, err)
+	require.Empty(t, cp.Cursor)
+
+	cursors := [][]byte{
+		{0, 0, 0xff, 0xfe, 'a', 0, 0xc3, 0x28},
+		randomBytes(1, 60<<10),
+		randomBytes(2, store.MaxCursorBytes),
+		[]byte("ordinary"),
+		nil,
+	}
+	for i, c := range cursors {
+		// Promote from the empty start cursor too: the condition must match
+		// an empty stored cursor.
+		p := promotion(cp, "", fmt.Sprintf("w%d", i))
+		p.To = c
+		cp = promote(t, s, p)
+		require.True(t, bytes.Equal(c, cp.Cursor), "cursor %d returned changed", i)
+		got, err := s.LoadCheckpoint(ctx(t), key)
+		require.NoError(t, err)
+		require.True(t, bytes.Equal(c, got.Cursor), "cursor %d stored changed (len %d, got %d)", i, len(c), len(got.Cursor))
+		require.Equal(t, cp, got)
+	}
+
+	big := randomBytes(3, 60<<10)
+	k := store.Key{Scope: key.Scope, Partition: "big"}
+	made, err := s.CreateCheckpoint(ctx(t), store.Checkpoint{Key: k, Cursor: big, Generation: 1})
+	require.NoError(t, err)
+	require.Equal(t, big, made.Cursor)
+	w := witness.Witness{Scope: k.Scope, Partition: k.Partition, Generation: 1, InputCursor: big, AttemptID: "a", Successor: randomBytes(4, 60<<10), Marker: []byte{0, 0xff, 0}, Disposition: witness.Pending}
+	require.NoError(t, s.PutWitness(ctx(t), w))
+	ws, err := s.Witnesses(ctx(t), k, 1)
+	require.NoError(t, err)
+	require.Len(t, ws, 1)
+	require.Equal(t, w, ws[0])
+	// The exact successor can be promoted.
+	p := promotion(made, "", "a")
+	p.To = ws[0].Successor
+	got := promote(t, s, p)
+	require.Equal(t, w.Successor, got.Cursor)
+}
+
+func testListCheckpoints(t *testing.T, s store.Store) {
+	for _, p := range []string{"b", "a", "c"} {
+		create(t, s, store.Key{Scope: "s", Partition: p}, "cur-"+p)
+	}
+	other := create(t, s, store.Key{Scope: "t", Partition: "a"}, "other")
+	a, err := s.LoadCheckpoint(ctx(t), store.Key{Scope: "s", Partition: "a"})
+	require.NoError(t, err)
+	a = promote(t, s, promotion(a, "cur-a2", "w"))
+
+	list, err := s.ListCheckpoints(ctx(t), "s")
+	require.NoError(t, err)
+	require.Len(t, list, 3)
+	var parts []string
+	for _, c := range list {
+		parts = append(parts, c.Partition)
+		require.Equal(t, "s", c.Scope)
+	}
+	require.Equal(t, []string{"a", "b", "c"}, parts, "partition order")
+	require.Equal(t, a, list[0], "listing reads the current checkpoint")
+	require.Equal(t, []byte("cur-b"), list[1].Cursor)
+
+	list, err = s.ListCheckpoints(ctx(t), "t")
+	require.NoError(t, err)
+	require.Equal(t, []store.Checkpoint{other}, list)
+	list, err = s.ListCheckpoints(ctx(t), "u")
+	require.NoError(t, err)
+	require.Empty(t, list)
+}
+
+// Names are escaped: ("a#b", "c") and ("a", "b#c") are different
+// checkpoints, and partitions named like the scope's own records do not
+// collide with them.
+func testKeysDoNotCollide(t *testing.T, s store.Store) {
+	keys := []store.Key{
+		{Scope: "a#b", Partition: "c"},
+		{Scope: "a", Partition: "b#c"},
+		{Scope: "a", Partition: "membership"},
+		{Scope: "a", Partition: "#membership"},
+		{Scope: "a", Partition: "frontier"},
+		{Scope: "a", Partition: "#frontier"},
+		{Scope: "a", Partition: "partitions"},
+		{Scope: "a", Partition: "#partitions"},
+		{Scope: "a%23b", Partition: "c"},
+		{Scope: "a", Partition: "b%23c"},
+		{Scope: "a", Partition: "b%c"},
+	}
+	m, err := s.SwapMembership(ctx(t), 0, store.Membership{Scope: "a", Epoch: 1, Partitions: []string{"membership"}, Proven: true})
+	require.NoError(t, err)
+	f, err := s.PublishFrontier(ctx(t), store.Frontier{}, store.Frontier{Scope: "a", Epoch: 1, Scalar: integer(5)})
+	require.NoError(t, err)
+	for i, k := range keys {
+		_, err := s.CreateCheckpoint(ctx(t), store.Checkpoint{Key: k, Cursor: fmt.Appendf(nil, "c%d", i), Generation: 1})
+		require.NoError(t, err, "%q", k)
+		require.NoError(t, s.PutWitness(ctx(t), witness.Witness{Scope: k.Scope, Partition: k.Partition, Generation: 1, AttemptID: "x", Successor: fmt.Appendf(nil, "s%d", i), Disposition: witness.Pending}))
+	}
+	for i, k := range keys {
+		cp, err := s.LoadCheckpoint(ctx(t), k)
+		require.NoError(t, err)
+		require.Equal(t, fmt.Appendf(nil, "c%d", i), cp.Cursor, "%q", k)
+		require.Equal(t, k, cp.Key)
+		ws, err := s.Witnesses(ctx(t), k, 1)
+		require.NoError(t, err)
+		require.Len(t, ws, 1, "%q", k)
+		require.Equal(t, fmt.Appendf(nil, "s%d", i), ws[0].Successor, "%q", k)
+	}
+	gotM, err := s.LoadMembership(ctx(t), "a")
+	require.NoError(t, err)
+	require.Equal(t, m, gotM)
+	gotF, err := s.LoadFrontier(ctx(t), "a")
+	require.NoError(t, err)
+	require.Equal(t, f, gotF)
+	_, err = s.LoadMembership(ctx(t), "a#b")
+	require.ErrorIs(t, err, store.ErrNoCheckpoint)
+	list, err := s.ListCheckpoints(ctx(t), "a")
+	require.NoError(t, err)
+	require.Len(t, list, 9)
+}
+
+// The store keeps its own copies: changing a slice after a call changes
+// nothing stored.
+func testDeepCopies(t *testing.T, s store.Store) {
+	cursor := []byte("C0")
+	made, err := s.CreateCheckpoint(ctx(t), store.Checkpoint{Key: key, Cursor: cursor, Generation: 1})
+	require.NoError(t, err)
+	cursor[0] = 'X'
+	made.Cursor[1] = 'Y'
+	got, err := s.LoadCheckpoint(ctx(t), key)
+	require.NoError(t, err)
+	require.Equal(t, []byte("C0"), got.Cursor)
+	got.Cursor[0] = 'Z'
+
+	events := []witness.EventWitness{{IDHash: 1, Position: 1, Digest: 1}}
+	succ := []byte("N1")
+	require.NoError(t, s.PutWitness(ctx(t), witness.Witness{Scope: key.Scope, Partition: key.Partition, Generation: 1, AttemptID: "a", Events: events, Successor: succ, Disposition: witness.Pending}))
+	events[0].Position = 99
+	succ[0] = 'X'
+	ws, err := s.Witnesses(ctx(t), key, 1)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), ws[0].Events[0].Position)
+	require.Equal(t, []byte("N1"), ws[0].Successor)
+	ws[0].Events[0].Position = 7
+	ws, err = s.Witnesses(ctx(t), key, 1)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), ws[0].Events[0].Position)
+
+	parts := []string{"p0", "p1"}
+	m, err := s.SwapMembership(ctx(t), 0, store.Membership{Scope: key.Scope, Epoch: 1, Partitions: parts})
+	require.NoError(t, err)
+	parts[0] = "zz"
+	m.Partitions[1] = "yy"
+	gotM, err := s.LoadMembership(ctx(t), key.Scope)
+	require.NoError(t, err)
+	require.Equal(t, []string{"p0", "p1"}, gotM.Partitions)
+
+	vec := map[string]coord.Watermark{"p0": integer(1)}
+	_, err = s.PublishFrontier(ctx(t), store.Frontier{}, store.Frontier{Scope: key.Scope, Epoch: 1, Scalar: integer(1), Vector: vec})
+	require.NoError(t, err)
+	vec["p0"] = integer(100)
+	gotF, err := s.LoadFrontier(ctx(t), key.Scope)
+	require.NoError(t, err)
+	require.Equal(t, integer(1), gotF.Vector["p0"])
+}

@@ -1,0 +1,189 @@
+package storetest
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/witness"
+)
+
+// page builds n event witnesses at positions first, first+1, ...
+func page(first int64, n int) []witness.EventWitness {
+	evs := make([]witness.EventWitness, n)
+	for i := range evs {
+		evs[i] = witness.EventWitness{IDHash: uint64(i)*0x9e3779b97f4a7c15 + 1, Position: first + int64(i), Digest: ^uint64(i)}
+	}
+	return evs
+}
+
+func newWitness(k store.Key, gen uint64, attempt string, events []witness.EventWitness, successor string) witness.Witness {
+	return witness.Witness{
+		Scope:       k.Scope,
+		Partition:   k.Partition,
+		Generation:  gen,
+		InputCursor: []byte("C41"),
+		AttemptID:   attempt,
+		Events:      events,
+		Successor:   []byte(successor),
+		Disposition: witness.Pending,
+	}
+}
+
+func witnesses(t *testing.T, s store.Store, k store.Key, gen uint64) []witness.Witness {
+	t.Helper()
+	ws, err := s.Witnesses(ctx(t), k, gen)
+	require.NoError(t, err)
+	return ws
+}
+
+// Every field seed 001 lists survives a round trip.
+func testWitnessRoundTrip(t *testing.T, s store.Store) {
+	events := []witness.EventWitness{
+		{IDHash: 0, Position: math.MinInt64, Digest: 0},
+		{IDHash: math.MaxUint64, Position: math.MaxInt64, Digest: math.MaxUint64},
+		{IDHash: 7, Position: -5, Digest: 8},
+		{IDHash: 7, Position: -5, Digest: 8},
+		{IDHash: 9, Position: 501, Digest: 10},
+	}
+	full := witness.Witness{
+		Scope:           key.Scope,
+		Partition:       key.Partition,
+		Generation:      9,
+		InputCursor:     []byte{'C', 0, 0xff, '4', '1'},
+		AttemptID:       "attempt-0001",
+		Events:          events,
+		Successor:       []byte{'N', 0, 0xfe, '8'},
+		Marker:          []byte{0, 1, 2, 0xff},
+		CompleteThrough: coord.Integer(502),
+		Sealed:          true,
+		Disposition:     witness.Pending,
+		AckedThrough:    2,
+	}
+	empty := witness.Witness{Scope: key.Scope, Partition: key.Partition, Generation: 9, AttemptID: "attempt-0002", Disposition: witness.Abandoned}
+	str := newWitness(key, 9, "attempt-0003", page(1, 3), "N9")
+	str.CompleteThrough = coord.String("2026-12-03T06:00:00Z\xff")
+	str.Disposition = witness.Promoted
+	for _, w := range []witness.Witness{full, empty, str} {
+		require.NoError(t, s.PutWitness(ctx(t), w))
+	}
+	require.Equal(t, []witness.Witness{full, empty, str}, witnesses(t, s, key, 9))
+}
+
+// The same attempt twice is one witness; different attempts are two, in
+// attempt order; reusing an attempt id for another response is fenced.
+func testWitnessIdempotent(t *testing.T, s store.Store) {
+	w2 := newWitness(key, 1, "a2", page(501, 3), "N8")
+	w1 := newWitness(key, 1, "a1", page(501, 2), "N7")
+	require.NoError(t, s.PutWitness(ctx(t), w2))
+	require.NoError(t, s.PutWitness(ctx(t), w2))
+	require.Equal(t, []witness.Witness{w2}, witnesses(t, s, key, 1))
+
+	require.NoError(t, s.PutWitness(ctx(t), w1))
+	require.Equal(t, []witness.Witness{w1, w2}, witnesses(t, s, key, 1))
+
+	// A repeat after the witness moved on (receipt, disposition) is still
+	// the same response.
+	require.NoError(t, s.RecordReceipt(ctx(t), key, 1, "a2", 2))
+	require.NoError(t, s.PutWitness(ctx(t), w2))
+	got := witnesses(t, s, key, 1)
+	require.Equal(t, 2, got[1].AckedThrough, "a repeated put must not reset receipts")
+
+	for _, change := range []func(w *witness.Witness){
+		func(w *witness.Witness) { w.Successor = []byte("N9") },
+		func(w *witness.Witness) { w.Events = page(501, 2) },
+		func(w *witness.Witness) { w.Events[1].Digest++ },
+		func(w *witness.Witness) { w.InputCursor = []byte("C40") },
+		func(w *witness.Witness) { w.Marker = []byte("m") },
+		func(w *witness.Witness) { w.CompleteThrough = coord.Integer(1) },
+		func(w *witness.Witness) { w.Sealed = true },
+	} {
+		other := newWitness(key, 1, "a2", page(501, 3), "N8")
+		change(&other)
+		requireFence(t, s.PutWitness(ctx(t), other))
+	}
+	require.Equal(t, got, witnesses(t, s, key, 1))
+}
+
+// Witnesses(key, generation) returns exactly that generation of that
+// partition: generation 1 is not a prefix of 10 or 11.
+func testWitnessGenerationIsolation(t *testing.T, s store.Store) {
+	other := store.Key{Scope: key.Scope, Partition: key.Partition + "0"}
+	for _, gen := range []uint64{1, 2, 10, 11, 100, math.MaxUint64} {
+		require.NoError(t, s.PutWitness(ctx(t), newWitness(key, gen, fmt.Sprintf("g%d", gen), page(1, 1), "N")))
+		require.NoError(t, s.PutWitness(ctx(t), newWitness(other, gen, fmt.Sprintf("o%d", gen), nil, "")))
+	}
+	for _, gen := range []uint64{1, 2, 10, 11, 100, math.MaxUint64} {
+		ws := witnesses(t, s, key, gen)
+		require.Len(t, ws, 1, "generation %d", gen)
+		require.Equal(t, gen, ws[0].Generation)
+		require.Equal(t, fmt.Sprintf("g%d", gen), ws[0].AttemptID)
+	}
+	require.Empty(t, witnesses(t, s, key, 3))
+	require.Empty(t, witnesses(t, s, key, 0))
+}
+
+// Receipts only ever raise AckedThrough, one write per acknowledged batch.
+func testReceiptMonotone(t *testing.T, s store.Store) {
+	require.NoError(t, s.PutWitness(ctx(t), newWitness(key, 1, "a", page(1, 5), "N")))
+	acked := func() int { return witnesses(t, s, key, 1)[0].AckedThrough }
+
+	require.NoError(t, s.RecordReceipt(ctx(t), key, 1, "a", 3))
+	require.Equal(t, 3, acked())
+	require.NoError(t, s.RecordReceipt(ctx(t), key, 1, "a", 2), "an out-of-order ack is not an error")
+	require.Equal(t, 3, acked(), "a receipt never lowers")
+	require.NoError(t, s.RecordReceipt(ctx(t), key, 1, "a", 3))
+	require.NoError(t, s.RecordReceipt(ctx(t), key, 1, "a", 5))
+	require.Equal(t, 5, acked())
+
+	require.ErrorIs(t, s.RecordReceipt(ctx(t), key, 1, "a", 6), store.ErrInvalid)
+	require.ErrorIs(t, s.RecordReceipt(ctx(t), key, 1, "a", -1), store.ErrInvalid)
+	require.ErrorIs(t, s.RecordReceipt(ctx(t), key, 1, "missing", 1), store.ErrNoCheckpoint)
+	require.ErrorIs(t, s.RecordReceipt(ctx(t), key, 2, "a", 1), store.ErrNoCheckpoint)
+	require.Equal(t, 5, acked())
+}
+
+// Pending moves to promoted or abandoned; both are final.
+func testDisposition(t *testing.T, s store.Store) {
+	for _, a := range []string{"a1", "a2", "a3"} {
+		require.NoError(t, s.PutWitness(ctx(t), newWitness(key, 1, a, page(1, 1), "N-"+a)))
+	}
+	require.NoError(t, s.SetDisposition(ctx(t), key, 1, "a1", witness.Promoted))
+	require.NoError(t, s.SetDisposition(ctx(t), key, 1, "a2", witness.Abandoned))
+	require.NoError(t, s.SetDisposition(ctx(t), key, 1, "a1", witness.Promoted), "repeating a final state is idempotent")
+
+	fe := requireFence(t, s.SetDisposition(ctx(t), key, 1, "a1", witness.Abandoned))
+	require.Contains(t, fe.Reason, "promoted")
+	requireFence(t, s.SetDisposition(ctx(t), key, 1, "a2", witness.Promoted))
+	require.ErrorIs(t, s.SetDisposition(ctx(t), key, 1, "a3", witness.Pending), store.ErrInvalid)
+	require.ErrorIs(t, s.SetDisposition(ctx(t), key, 1, "a3", 0), store.ErrInvalid)
+	require.ErrorIs(t, s.SetDisposition(ctx(t), key, 1, "missing", witness.Abandoned), store.ErrNoCheckpoint)
+
+	ws := witnesses(t, s, key, 1)
+	require.Equal(t, []witness.Disposition{witness.Promoted, witness.Abandoned, witness.Pending}, []witness.Disposition{ws[0].Disposition, ws[1].Disposition, ws[2].Disposition})
+}
+
+// A witness that cannot be held whole is refused with ErrInvalid, never
+// cut; a 100-event page with maximal cursors fits.
+func testWitnessTooLarge(t *testing.T, s store.Store) {
+	fits := newWitness(key, 1, "fits", page(1, 100), "")
+	fits.InputCursor = randomBytes(5, store.MaxCursorBytes)
+	fits.Successor = randomBytes(6, store.MaxCursorBytes)
+	require.NoError(t, s.PutWitness(ctx(t), fits))
+	require.Equal(t, []witness.Witness{fits}, witnesses(t, s, key, 1))
+
+	many := newWitness(key, 1, "many", page(1, 25_000), "N")
+	err := s.PutWitness(ctx(t), many)
+	require.ErrorIs(t, err, store.ErrInvalid)
+	require.Contains(t, err.Error(), "never cut")
+
+	marker := newWitness(key, 1, "marker", page(1, 1), "N")
+	marker.Marker = make([]byte, store.MaxRecordBytes)
+	require.ErrorIs(t, s.PutWitness(ctx(t), marker), store.ErrInvalid)
+
+	require.Len(t, witnesses(t, s, key, 1), 1)
+}
