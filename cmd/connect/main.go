@@ -15,5 +15,5 @@ import (
 )
 
 func main() {
-	service.RunCLI(context.Background())
+	service.RunCLI(context.Background(), service.CLIOptAddCommand(tidemarkCommand()))
 }

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tidemark/tidemark/cache"
+	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/ops"
+	"github.com/tidemark/tidemark/internal/store"
+)
+
+// tidemarkCommand is `connect tidemark`: status and repairs of the durable
+// state in DynamoDB.
+func tidemarkCommand() *cli.Command {
+	storeFlags := []cli.Flag{
+		&cli.StringFlag{Name: "scope", Required: true, Usage: "the paginated_partitions scope"},
+		&cli.StringFlag{Name: "table", Value: cache.DefaultTable, Usage: "the DynamoDB table"},
+		&cli.StringFlag{Name: "endpoint", EnvVars: []string{"TIDEMARK_DYNAMODB_ENDPOINT"}, Usage: "DynamoDB endpoint override (dynalite, DynamoDB Local); default: AWS"},
+		&cli.StringFlag{Name: "region", Usage: "AWS region; default: the SDK's default chain"},
+	}
+	repairFlags := append(append([]cli.Flag{}, storeFlags...),
+		&cli.BoolFlag{Name: "dry-run", Usage: "print the conditional write without making it"},
+		&cli.BoolFlag{Name: "yes", Usage: "do not ask for confirmation"},
+	)
+	partitionFlag := &cli.StringFlag{Name: "partition", Required: true, Usage: "the partition to repair"}
+	return &cli.Command{
+		Name:  "tidemark",
+		Usage: "Inspect and repair tidemark checkpoints, witnesses, membership and frontier",
+		Subcommands: []*cli.Command{
+			{
+				Name:  "status",
+				Usage: "Per-partition checkpoints, the combined frontier with its epoch and the partitions holding it",
+				Flags: append(append([]cli.Flag{}, storeFlags...), &cli.BoolFlag{Name: "json", Usage: "print JSON"}),
+				Action: func(c *cli.Context) error {
+					st, err := openStore(c)
+					if err != nil {
+						return err
+					}
+					s, err := ops.ReadStatus(c.Context, st, c.String("scope"))
+					if err != nil {
+						return err
+					}
+					if c.Bool("json") {
+						return ops.WriteJSON(c.App.Writer, s)
+					}
+					return ops.WriteTable(c.App.Writer, s)
+				},
+			},
+			{
+				Name:  "unpark",
+				Usage: "Clear a parked partition's reason (conditional on its current generation); it resumes from its durable cursor",
+				Flags: append(append([]cli.Flag{}, repairFlags...), partitionFlag),
+				Action: func(c *cli.Context) error {
+					st, err := openStore(c)
+					if err != nil {
+						return err
+					}
+					r, err := ops.PlanUnpark(c.Context, st, store.Key{Scope: c.String("scope"), Partition: c.String("partition")})
+					if err != nil {
+						return err
+					}
+					return runRepair(c, r)
+				},
+			},
+			{
+				Name:  "restart",
+				Usage: "Restart a partition from a provider-supported stable boundary cursor (one conditional promotion)",
+				Flags: append(append([]cli.Flag{}, repairFlags...), partitionFlag,
+					&cli.StringFlag{Name: "cursor", Usage: "the boundary cursor; empty means the provider's start"}),
+				Action: func(c *cli.Context) error {
+					st, err := openStore(c)
+					if err != nil {
+						return err
+					}
+					r, err := ops.PlanRestart(c.Context, st, store.Key{Scope: c.String("scope"), Partition: c.String("partition")}, []byte(c.String("cursor")))
+					if err != nil {
+						return err
+					}
+					return runRepair(c, r)
+				},
+			},
+			{
+				Name:  "advance-epoch",
+				Usage: "Record a proven membership cutover as a new epoch (compare-and-swap on the epoch)",
+				Flags: append(append([]cli.Flag{}, repairFlags...),
+					&cli.StringFlag{Name: "cutover", Required: true, Usage: "the coordinate the cutover is proven through"},
+					&cli.StringFlag{Name: "coordinate", Value: "integer", Usage: "integer, timestamp or string"}),
+				Action: func(c *cli.Context) error {
+					st, err := openStore(c)
+					if err != nil {
+						return err
+					}
+					k, err := coord.ParseKind(c.String("coordinate"))
+					if err != nil {
+						return err
+					}
+					w, err := coord.Parse(k, c.String("cutover"))
+					if err != nil {
+						return err
+					}
+					r, err := ops.PlanAdvanceEpoch(c.Context, st, c.String("scope"), w)
+					if err != nil {
+						return err
+					}
+					return runRepair(c, r)
+				},
+			},
+		},
+	}
+}
+
+func openStore(c *cli.Context) (store.Store, error) {
+	ctx, cancel := context.WithTimeout(c.Context, 30*time.Second)
+	defer cancel()
+	return cache.NewDynamoStore(ctx, cache.DynamoConfig{Table: c.String("table"), Endpoint: c.String("endpoint"), Region: c.String("region")})
+}
+
+func runRepair(c *cli.Context, r ops.Repair) error {
+	out := c.App.Writer
+	if c.Bool("dry-run") {
+		fmt.Fprintln(out, "dry run: would", r.Describe)
+		return nil
+	}
+	if !c.Bool("yes") {
+		fmt.Fprintf(out, "About to %s.\nProceed? [y/N] ", r.Describe)
+		line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+		if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+			return errors.New("aborted")
+		}
+	}
+	if err := r.Apply(c.Context); err != nil {
+		if ops.IsFenced(err) {
+			return fmt.Errorf("the state changed since it was read (a worker or another operator wrote first); nothing was written: %w", err)
+		}
+		return err
+	}
+	fmt.Fprintln(out, "done:", r.Describe)
+	return nil
+}

@@ -1,0 +1,187 @@
+// Package ops implements the operator commands of tidemark (`connect
+// tidemark status|unpark|restart|advance-epoch`): a per-partition view of the
+// durable state, and repairs.
+//
+// Invariants:
+//   - Status only reads.
+//   - Every repair is a conditional write on the state the operator saw
+//     (cursor and generation, or membership epoch): a repair racing a live
+//     worker loses with a fencing error instead of overwriting progress.
+//   - Every repair has a dry run that prints the exact write it would make.
+package ops
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/tidemark/tidemark/input/httpprovider"
+	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/frontier"
+	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/witness"
+)
+
+// PartitionStatus is one row of the status table.
+type PartitionStatus struct {
+	Partition       string `json:"partition"`
+	Generation      uint64 `json:"generation"`
+	Watermark       string `json:"watermark"`
+	Applied         *int64 `json:"applied,omitempty"`
+	CursorHash      string `json:"cursor_hash"`
+	PromotedWitness string `json:"promoted_witness,omitempty"`
+	PendingWitness  int    `json:"pending_witnesses"`
+	Parked          string `json:"parked,omitempty"`
+	LeaseOwner      string `json:"lease_owner,omitempty"`
+	LeaseCounter    uint64 `json:"lease_counter,omitempty"`
+	// Lag is how far this partition's watermark trails the most advanced
+	// partition of the scope (integer and timestamp coordinates only).
+	Lag *int64 `json:"lag,omitempty"`
+	// Member is false for a checkpoint outside the membership epoch.
+	Member bool `json:"member"`
+}
+
+// Status is the whole view of a scope.
+type Status struct {
+	Scope      string            `json:"scope"`
+	Epoch      uint64            `json:"epoch"`
+	Proven     bool              `json:"membership_proven"`
+	Membership []string          `json:"membership"`
+	Frontier   *string           `json:"frontier"`
+	HeldBy     []string          `json:"held_by"`
+	Reason     string            `json:"reason,omitempty"`
+	Vector     map[string]string `json:"vector"`
+	Published  *string           `json:"published_frontier"`
+	Partitions []PartitionStatus `json:"partitions"`
+}
+
+// ReadStatus reads the durable state of a scope.
+func ReadStatus(ctx context.Context, st store.Store, scope string) (Status, error) {
+	s := Status{Scope: scope, Vector: map[string]string{}}
+	cps, err := st.ListCheckpoints(ctx, scope)
+	if err != nil {
+		return s, fmt.Errorf("reading checkpoints of %s: %w", scope, err)
+	}
+	slices.SortFunc(cps, func(a, b store.Checkpoint) int { return strings.Compare(a.Partition, b.Partition) })
+	m, err := st.LoadMembership(ctx, scope)
+	switch {
+	case errors.Is(err, store.ErrNoCheckpoint):
+		m = store.Membership{Scope: scope, Epoch: 1, Proven: true}
+		for _, cp := range cps {
+			m.Partitions = append(m.Partitions, cp.Partition)
+		}
+	case err != nil:
+		return s, fmt.Errorf("reading membership of %s: %w", scope, err)
+	}
+	s.Epoch, s.Proven, s.Membership = m.Epoch, m.Proven, m.Partitions
+	if len(m.Partitions) > 0 {
+		t, err := frontier.NewTrackerFor(frontier.Membership{Epoch: m.Epoch, Partitions: m.Partitions, Cutover: m.Cutover, Proven: m.Proven, Reason: m.Reason, Unproven: m.Unproven})
+		if err != nil {
+			return s, err
+		}
+		for _, cp := range cps {
+			_, _ = t.Apply(cp.Partition, cp.Watermark)
+		}
+		snap := t.Frontier()
+		if snap.Proven && !snap.Scalar.IsZero() {
+			v := snap.Scalar.String()
+			s.Frontier = &v
+		}
+		s.HeldBy, s.Reason = snap.HeldBy, snap.Reason
+		for p, w := range snap.Vector {
+			s.Vector[p] = w.String()
+		}
+	}
+	if f, err := st.LoadFrontier(ctx, scope); err == nil && !f.Scalar.IsZero() {
+		v := fmt.Sprintf("%s (epoch %d)", f.Scalar, f.Epoch)
+		s.Published = &v
+	}
+	var top coord.Watermark
+	for _, cp := range cps {
+		if cp.Watermark.Kind == coord.KindInteger || cp.Watermark.Kind == coord.KindTimestamp {
+			if top.IsZero() || top.Less(cp.Watermark) {
+				top = cp.Watermark
+			}
+		}
+	}
+	for _, cp := range cps {
+		ps := PartitionStatus{
+			Partition: cp.Partition, Generation: cp.Generation, Watermark: cp.Watermark.String(),
+			CursorHash: httpprovider.CursorHash(cp.Cursor), PromotedWitness: cp.PromotedWitness,
+			Parked: cp.Parked, LeaseOwner: cp.Lease.Owner, LeaseCounter: cp.Lease.Counter,
+			Member: slices.Contains(m.Partitions, cp.Partition),
+		}
+		if cp.HasApplied {
+			a := cp.Applied
+			ps.Applied = &a
+		}
+		if !top.IsZero() && cp.Watermark.Kind == top.Kind {
+			lag := top.Int - cp.Watermark.Int
+			ps.Lag = &lag
+		}
+		ws, err := st.Witnesses(ctx, cp.Key, cp.Generation)
+		if err != nil {
+			return s, fmt.Errorf("reading witnesses of %s: %w", cp.Key, err)
+		}
+		for _, w := range ws {
+			if w.Disposition == witness.Pending && string(w.InputCursor) == string(cp.Cursor) {
+				ps.PendingWitness++
+			}
+		}
+		s.Partitions = append(s.Partitions, ps)
+	}
+	return s, nil
+}
+
+// WriteTable renders s for a terminal.
+func WriteTable(w io.Writer, s Status) error {
+	fr := "withheld"
+	if s.Frontier != nil {
+		fr = *s.Frontier
+	}
+	fmt.Fprintf(w, "scope %s  epoch %d (proven %t)  frontier %s", s.Scope, s.Epoch, s.Proven, fr)
+	if len(s.HeldBy) > 0 {
+		fmt.Fprintf(w, "  held by %s", strings.Join(s.HeldBy, ","))
+	}
+	if s.Reason != "" {
+		fmt.Fprintf(w, "  (%s)", s.Reason)
+	}
+	if s.Published != nil {
+		fmt.Fprintf(w, "  published %s", *s.Published)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PARTITION\tGENERATION\tWATERMARK\tLAG\tCURSOR\tPENDING\tLEASE\tPARKED")
+	for _, p := range s.Partitions {
+		lag := "-"
+		if p.Lag != nil {
+			lag = fmt.Sprint(*p.Lag)
+		}
+		lease := "-"
+		if p.LeaseOwner != "" {
+			lease = fmt.Sprintf("%s#%d", p.LeaseOwner, p.LeaseCounter)
+		}
+		parked := "-"
+		if p.Parked != "" {
+			parked = p.Parked
+		}
+		name := p.Partition
+		if !p.Member {
+			name += " (not a member)"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%d\t%s\t%s\n", name, p.Generation, p.Watermark, lag, p.CursorHash, p.PendingWitness, lease, parked)
+	}
+	return tw.Flush()
+}
+
+// WriteJSON renders s as indented JSON.
+func WriteJSON(w io.Writer, s Status) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(s)
+}
