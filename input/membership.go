@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/feed"
 	"github.com/tidemark/tidemark/internal/frontier"
 	"github.com/tidemark/tidemark/internal/store"
@@ -116,6 +117,7 @@ func (in *paginatedInput) publishFrontier(ctx context.Context, m store.Membershi
 			prev, loaded = f, true
 		}
 		snap := t.Frontier()
+		in.recordFrontierMetrics(snap)
 		pub, ok := frontier.NextPublication(toSnapshot(prev), snap)
 		if !ok {
 			return
@@ -159,5 +161,27 @@ func toSnapshot(f store.Frontier) frontier.Snapshot {
 	return frontier.Snapshot{
 		Epoch: f.Epoch, Scalar: f.Scalar, Proven: !f.Scalar.IsZero(),
 		Vector: f.Vector, HeldBy: f.HeldBy, Reason: f.Reason,
+	}
+}
+
+// recordFrontierMetrics exports the frontier (integer and timestamp
+// coordinates) and each partition's lag behind the most advanced one.
+func (in *paginatedInput) recordFrontierMetrics(snap frontier.Snapshot) {
+	if snap.Proven && (snap.Scalar.Kind == coord.KindInteger || snap.Scalar.Kind == coord.KindTimestamp) {
+		in.metrics.frontier.Set(snap.Scalar.Int, in.cfg.Scope)
+	}
+	var top coord.Watermark
+	for _, w := range snap.Vector {
+		if (w.Kind == coord.KindInteger || w.Kind == coord.KindTimestamp) && (top.IsZero() || top.Less(w)) {
+			top = w
+		}
+	}
+	if top.IsZero() {
+		return
+	}
+	for p, w := range snap.Vector {
+		if w.Kind == top.Kind {
+			in.metrics.lag.Set(top.Int-w.Int, p)
+		}
 	}
 }

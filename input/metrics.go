@@ -17,6 +17,8 @@ type inputMetrics struct {
 	parked        *service.MetricGauge
 	watermark     *service.MetricGauge
 	generation    *service.MetricGauge
+	frontier      *service.MetricGauge
+	lag           *service.MetricGauge
 }
 
 func newInputMetrics(m *service.Metrics) *inputMetrics {
@@ -32,6 +34,8 @@ func newInputMetrics(m *service.Metrics) *inputMetrics {
 		parked:        m.NewGauge("tidemark_parked_partitions"),
 		watermark:     m.NewGauge("tidemark_partition_watermark", "partition"),
 		generation:    m.NewGauge("tidemark_partition_generation", "partition"),
+		frontier:      m.NewGauge("tidemark_frontier", "scope"),
+		lag:           m.NewGauge("tidemark_partition_lag", "partition"),
 	}
 }
 

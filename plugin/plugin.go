@@ -5,6 +5,8 @@ import (
 	_ "github.com/tidemark/tidemark/cache"
 	// The paginated_partitions input.
 	_ "github.com/tidemark/tidemark/input"
+	// The prometheus metrics exporter (/metrics).
+	_ "github.com/tidemark/tidemark/internal/promexport"
 	// The partition_frontier processor and the frontier_advances input.
 	_ "github.com/tidemark/tidemark/processor"
 )

@@ -57,13 +57,13 @@ func frontierSpec() *service.ConfigSpec {
 		Description(`
 Metadata set on every message:
 
-- ` + "`tidemark_frontier`" + `: the combined safe frontier, only when proven (absent otherwise);
-- ` + "`tidemark_frontier_epoch`" + `: the membership epoch the frontier belongs to;
-- ` + "`tidemark_frontier_vector`" + `: JSON object of every partition's complete-through watermark (` + "`null`" + ` where a partition has none);
-- ` + "`tidemark_frontier_held_by`" + `: comma-separated partitions holding the frontier back;
-- ` + "`tidemark_frontier_reason`" + `: why the scalar is withheld, when it is.
+- `+"`tidemark_frontier`"+`: the combined safe frontier, only when proven (absent otherwise);
+- `+"`tidemark_frontier_epoch`"+`: the membership epoch the frontier belongs to;
+- `+"`tidemark_frontier_vector`"+`: JSON object of every partition's complete-through watermark (`+"`null`"+` where a partition has none);
+- `+"`tidemark_frontier_held_by`"+`: comma-separated partitions holding the frontier back;
+- `+"`tidemark_frontier_reason`"+`: why the scalar is withheld, when it is.
 
-The frontier is computed from durable checkpoints only: with ` + "`source: feed`" + ` from the paginated_partitions input running in the same process, with ` + "`source: store`" + ` by reading the checkpoint store every ` + "`refresh_interval`" + `. A stale view may lag, never lead.`).
+The frontier is computed from durable checkpoints only: with `+"`source: feed`"+` from the paginated_partitions input running in the same process, with `+"`source: store`"+` by reading the checkpoint store every `+"`refresh_interval`"+`. A stale view may lag, never lead.`).
 		Fields(
 			service.NewStringField(pfFieldScope).
 				Description("The scope of the paginated_partitions input.").
