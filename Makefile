@@ -5,7 +5,7 @@ BIN := bin/connect
 EXAMPLES := $(wildcard config/examples/*.yaml)
 CONFIGS := $(filter-out %_benthos_test.yaml,$(EXAMPLES))
 
-.PHONY: run test build deps vet fmt-check unit lint-configs fuzz bench clean
+.PHONY: run test build deps vet fmt-check unit lint-configs fuzz bench docs clean
 
 build: $(BIN)
 
@@ -38,6 +38,11 @@ lint-configs: build
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzClassify$$' -fuzztime=15s ./internal/witness/
+
+## docs: regenerate the component reference under docs/ (a test fails when
+## it is stale).
+docs: build
+	rm -rf docs && $(BIN) tidemark docs --out docs
 
 bench: build
 	./scripts/with-dynalite ./scripts/bench

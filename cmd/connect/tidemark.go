@@ -6,13 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/urfave/cli/v2"
 
 	"github.com/tidemark/tidemark/cache"
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/docgen"
 	"github.com/tidemark/tidemark/internal/ops"
 	"github.com/tidemark/tidemark/internal/store"
 )
@@ -35,6 +38,28 @@ func tidemarkCommand() *cli.Command {
 		Name:  "tidemark",
 		Usage: "Inspect and repair tidemark checkpoints, witnesses, membership and frontier",
 		Subcommands: []*cli.Command{
+			{
+				Name:  "docs",
+				Usage: "Write the Markdown reference of tidemark's components (generated from their config specs)",
+				Flags: []cli.Flag{&cli.StringFlag{Name: "out", Value: "docs", Usage: "directory to write"}},
+				Action: func(c *cli.Context) error {
+					pages, err := docgen.Render(service.GlobalEnvironment())
+					if err != nil {
+						return err
+					}
+					dir := c.String("out")
+					if err := os.MkdirAll(dir, 0o755); err != nil {
+						return err
+					}
+					for name, body := range pages {
+						if err := os.WriteFile(filepath.Join(dir, name), body, 0o644); err != nil {
+							return err
+						}
+					}
+					fmt.Fprintf(c.App.Writer, "wrote %d pages to %s\n", len(pages), dir)
+					return nil
+				},
+			},
 			{
 				Name:  "status",
 				Usage: "Per-partition checkpoints, the combined frontier with its epoch and the partitions holding it",

@@ -1,0 +1,63 @@
+package docgen_test
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tidemark/tidemark/internal/docgen"
+	_ "github.com/tidemark/tidemark/plugin"
+)
+
+// TestDocsAreCurrent fails when docs/ differs from what the config specs
+// generate: run `make docs` and commit the result.
+func TestDocsAreCurrent(t *testing.T) {
+	pages, err := docgen.Render(service.GlobalEnvironment())
+	require.NoError(t, err)
+	dir := filepath.Join("..", "..", "docs")
+	var want []string
+	for name, body := range pages {
+		want = append(want, name)
+		got, err := os.ReadFile(filepath.Join(dir, name))
+		require.NoError(t, err, "docs/%s is missing: run `make docs`", name)
+		require.Equal(t, string(body), string(got), "docs/%s is stale: run `make docs` and commit it", name)
+	}
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var have []string
+	for _, e := range entries {
+		have = append(have, e.Name())
+	}
+	sort.Strings(want)
+	require.Equal(t, want, have, "docs/ holds pages no component generates")
+}
+
+func TestEveryFieldHasADescription(t *testing.T) {
+	env := service.GlobalEnvironment()
+	check := func(typ string) func(string, *service.ConfigView) {
+		return func(name string, v *service.ConfigView) {
+			for _, n := range docgen.Components[typ] {
+				if n != name {
+					continue
+				}
+				data, err := v.TemplateData()
+				require.NoError(t, err)
+				require.NotEmpty(t, data.Summary, "%s %s has no summary", typ, name)
+				for _, f := range data.Fields {
+					require.NotEmpty(t, f.Description, "%s %s: field %s has no description", typ, name, f.FullName)
+					if f.Type != "object" {
+						require.True(t, len(f.Examples) > 0 || f.DefaultMarshalled != "", "%s %s: field %s has neither an example nor a default", typ, name, f.FullName)
+					}
+				}
+			}
+		}
+	}
+	env.WalkInputs(check("input"))
+	env.WalkProcessors(check("processor"))
+	env.WalkCaches(check("cache"))
+	env.WalkMetrics(check("metrics"))
+}
