@@ -180,31 +180,32 @@ func (p *partition) load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// One query for every witness an earlier incarnation (or an earlier
+	// chain) left at or above the durable generation; afterwards the map is
+	// complete, so pages in steady state need no reads.
+	ws, err := p.in.store.WitnessesFrom(ctx, p.key, cp.Generation)
+	if err != nil {
+		return err
+	}
 	p.cp = cp
 	p.prior = map[uint64][]witness.Witness{}
+	for _, w := range ws {
+		p.prior[w.Generation] = append(p.prior[w.Generation], w)
+	}
 	p.in.observeCheckpoint(cp)
 	return nil
 }
 
-// priorWitnesses returns the witnesses recorded for (cursor, gen), reading
-// the store the first time a generation is asked for in this chain.
-func (p *partition) priorWitnesses(ctx context.Context, cursor []byte, gen uint64) ([]witness.Witness, error) {
-	ws, ok := p.prior[gen]
-	if !ok {
-		var err error
-		ws, err = p.in.store.Witnesses(ctx, p.key, gen)
-		if err != nil {
-			return nil, err
-		}
-		p.prior[gen] = ws
-	}
+// priorWitnesses returns the witnesses recorded for (cursor, gen).
+func (p *partition) priorWitnesses(cursor []byte, gen uint64) []witness.Witness {
+	ws := p.prior[gen] // complete since load: see load
 	var out []witness.Witness
 	for _, w := range ws {
 		if string(w.InputCursor) == string(cursor) {
 			out = append(out, w)
 		}
 	}
-	return out, nil
+	return out
 }
 
 func (p *partition) rememberWitness(w witness.Witness) {
@@ -308,13 +309,7 @@ func (p *partition) onFetched(ctx context.Context, r fetchResult) error {
 	if r.err != nil {
 		return p.onFetchError(ctx, r)
 	}
-	prior, err := p.priorWitnesses(ctx, r.cursor, r.gen)
-	if err != nil {
-		p.extend = false
-		p.pollAt = time.Now().Add(p.in.cfg.StoreBackoff)
-		p.log.Warnf("Partition %s cannot read its witnesses, retrying: %v", p.key.Partition, err)
-		return errRestartChain
-	}
+	prior := p.priorWitnesses(r.cursor, r.gen)
 	v, err := p.in.reconcile(p, r, prior)
 	if err != nil {
 		return p.park(ctx, fmt.Sprintf("malformed page at generation %d cursor %s: %v", r.gen, cursorHash(r.cursor), err))

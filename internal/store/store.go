@@ -179,6 +179,10 @@ type Store interface {
 	// byte-wise AttemptID order (callers make attempt ids sort in creation
 	// order, e.g. zero-padded counters or ULIDs).
 	Witnesses(ctx context.Context, k Key, generation uint64) ([]witness.Witness, error)
+	// WitnessesFrom returns every witness recorded for generations at or
+	// above fromGeneration, ordered by generation then attempt: one query
+	// when a partition (re)starts, so that later pages need no reads.
+	WitnessesFrom(ctx context.Context, k Key, fromGeneration uint64) ([]witness.Witness, error)
 	// RecordReceipt raises a witness's AckedThrough to ackedThrough (never
 	// lowers it). One write per acknowledged batch.
 	RecordReceipt(ctx context.Context, k Key, generation uint64, attempt string, ackedThrough int) error

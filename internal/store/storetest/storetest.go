@@ -61,6 +61,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"ReceiptMonotone", testReceiptMonotone},
 		{"Disposition", testDisposition},
 		{"WitnessTooLarge", testWitnessTooLarge},
+		{"WitnessesFrom", testWitnessesFrom},
 		// Membership and frontier (invariants 3, 7, 8).
 		{"MembershipCAS", testMembershipCAS},
 		{"FrontierMonotone", testFrontierMonotone},
