@@ -115,9 +115,9 @@ Exactly one of `+"`http`"+` and `+"`simulated`"+` must be set.`).
 				Description("An embedded deterministic source with injectable faults, for demos, tests and benchmarks.").Optional(),
 		).
 		LintRule(`root = match {
-  this.http.or(null) == null && this.simulated.or(null) == null => ["exactly one of http or simulated must be set"],
-  this.http.or(null) != null && this.simulated.or(null) != null => ["exactly one of http or simulated must be set"],
   this.partitions.or([]).length() == 0 && !this.discover.or(false) => ["either partitions or discover: true is required"],
+  this.exists("http") && this.exists("simulated") => ["exactly one of http or simulated must be set"],
+  !this.exists("http") && !this.exists("simulated") => ["exactly one of http or simulated must be set"],
 }`).
 		Example("Simulated source into stdout", "Reads three simulated partitions with token rotation and shifted pages, checkpointing in memory.", `
 input:

@@ -26,8 +26,8 @@ const (
 func Fields() []*service.ConfigField {
 	return []*service.ConfigField{
 		service.NewIntField(fldEventsPerPartition).
-			Description("Events in each partition; 0 means unbounded.").
-			Default(1000).Example(100000),
+			Description("Events in each partition; 0 means unbounded. Required: it also marks the simulated provider as the one in use.").
+			Example(100000),
 		service.NewIntField(fldPageSize).
 			Description("Events per page.").
 			Default(100).Example(50),
