@@ -56,8 +56,8 @@
 //	witness     in         B     input cursor
 //	            succ       B     exact successor cursor
 //	            mk         B     snapshot / coverage marker (absent: none)
-//	            ev         B     compact event witness (store.EncodeEvents: per event a
-//	                             zig-zag varint position delta, 8-byte id hash, 8-byte digest)
+//	            ev         B     compact event witness (witness.EncodeEvents: per event a
+//	                             position (dense runs compacted), 8-byte id hash, 8-byte digest)
 //	            nev        N     number of events (bounds receipts)
 //	            ctk, ct    N, N|B  complete-through watermark the response certifies
 //	            seal       BOOL  provider said the partition ends here (absent: false)

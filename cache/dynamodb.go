@@ -237,6 +237,7 @@ func (s *DynamoStore) indexPartition(ctx context.Context, k store.Key) error {
 //
 // with ReturnValues ALL_NEW. The success path costs one write and no read.
 func (s *DynamoStore) Promote(ctx context.Context, p store.Promotion) (store.Checkpoint, error) {
+	p.Lease = p.Lease.Fence()
 	if err := p.Validate(); err != nil {
 		return store.Checkpoint{}, err
 	}
@@ -302,6 +303,7 @@ func (s *DynamoStore) Promote(ctx context.Context, p store.Promotion) (store.Che
 
 // SetParked implements store.Store with one conditional UpdateItem.
 func (s *DynamoStore) SetParked(ctx context.Context, k store.Key, cursor []byte, generation uint64, lease store.Lease, reason string) (store.Checkpoint, error) {
+	lease = lease.Fence()
 	if err := store.ValidatePark(k, cursor, lease); err != nil {
 		return store.Checkpoint{}, err
 	}

@@ -72,7 +72,7 @@ func TestWitnessItemSize(t *testing.T) {
 	w := pageWitness(k, 123456, "01JF3Z9K7Q8X2M4N6P0R5T7V9W", 100)
 	it := witnessItem(w)
 	size := ItemSize(it)
-	t.Logf("100-event witness item: %d bytes (events %d bytes), %d write units", size, store.EncodedEventsLen(w.Events), (size+1023)/1024)
+	t.Logf("100-event witness item: %d bytes (events %d bytes), %d write units", size, len(witness.EncodeEvents(w.Events)), (size+1023)/1024)
 	require.LessOrEqual(t, size, 2048, "a 100-event page must fit in 2 write units")
 
 	cp := ItemSize(checkpointItem(store.Checkpoint{Key: k, Cursor: w.Successor, Generation: 123457, Watermark: coord.Integer(1100), Applied: 1099, HasApplied: true, Epoch: 3, PromotedWitness: w.AttemptID}))

@@ -378,7 +378,7 @@ func witnessItem(w witness.Witness) item {
 	if len(w.Marker) > 0 {
 		it[attrMarker] = avB(w.Marker)
 	}
-	it[attrEvents] = avB(store.EncodeEvents(w.Events))
+	it[attrEvents] = avB(witness.EncodeEvents(w.Events))
 	it[attrNEvents] = avU(uint64(len(w.Events)))
 	putWatermark(it, attrCTKind, attrCT, w.CompleteThrough)
 	if w.Sealed {
@@ -418,7 +418,7 @@ func decodeWitness(it item) (witness.Witness, error) {
 	ev, err := getB(it, attrEvents)
 	add(err)
 	if err == nil {
-		w.Events, err = store.DecodeEvents(ev)
+		w.Events, err = witness.DecodeEvents(ev)
 		add(err)
 	}
 	w.CompleteThrough, err = getWatermark(it, attrCTKind, attrCT)

@@ -79,6 +79,7 @@ func (s *MemStore) CreateCheckpoint(_ context.Context, c Checkpoint) (Checkpoint
 
 // Promote implements Store.
 func (s *MemStore) Promote(_ context.Context, p Promotion) (Checkpoint, error) {
+	p.Lease = p.Lease.Fence()
 	if err := p.Validate(); err != nil {
 		return Checkpoint{}, err
 	}
@@ -112,6 +113,7 @@ func (s *MemStore) Promote(_ context.Context, p Promotion) (Checkpoint, error) {
 
 // SetParked implements Store.
 func (s *MemStore) SetParked(_ context.Context, k Key, cursor []byte, generation uint64, lease Lease, reason string) (Checkpoint, error) {
+	lease = lease.Fence()
 	if err := ValidatePark(k, cursor, lease); err != nil {
 		return Checkpoint{}, err
 	}

@@ -83,7 +83,8 @@ type Checkpoint struct {
 	PromotedWitness string
 	// Parked, when not empty, is the reason the partition stopped advancing.
 	Parked string
-	// Lease is the current owner of the partition, if leases are used.
+	// Lease is the current owner of the partition, if leases are used
+	// ({"", n} once released: unowned, counter n).
 	Lease Lease
 }
 
@@ -106,7 +107,9 @@ type Promotion struct {
 	HasApplied bool
 	// Epoch is written to the checkpoint.
 	Epoch uint64
-	// Lease, when not zero, must equal the stored lease.
+	// Lease, when it names an owner, must equal the stored lease (owner
+	// and counter); a lease without an owner imposes no condition
+	// (Lease.Fence). Every instance of a scope must use leases, or none.
 	Lease Lease
 }
 
@@ -164,11 +167,34 @@ type Store interface {
 	// generation and cursor) returns the stored checkpoint instead.
 	Promote(ctx context.Context, p Promotion) (Checkpoint, error)
 	// SetParked sets (reason != "") or clears (reason == "") the parked
-	// reason, conditional on the stored cursor and generation (and lease).
+	// reason, conditional on the stored cursor and generation (and lease,
+	// when it names an owner).
 	// It never changes cursor, generation or watermark.
 	SetParked(ctx context.Context, k Key, cursor []byte, generation uint64, lease Lease, reason string) (Checkpoint, error)
 	// ListCheckpoints returns every checkpoint of a scope.
 	ListCheckpoints(ctx context.Context, scope string) ([]Checkpoint, error)
+
+	// Leases (scale-out; see lease.go for the state diagram). Each is ONE
+	// conditional write on the checkpoint record that changes only its
+	// lease, and strictly increases the lease counter. A lost condition
+	// returns *FenceError with the winner; a missing checkpoint returns
+	// ErrNoCheckpoint (the lease lives on the checkpoint: create it
+	// first). When the stored lease already is the write's exact result
+	// (the repeat of an applied write whose response was lost), the stored
+	// checkpoint is returned instead of a fence.
+
+	// ClaimLease makes owner the holder, conditional on the stored lease
+	// being exactly expect: the zero Lease or {"", n} for an unowned
+	// partition, another owner's lease for a steal or the take-over of a
+	// lease seen expired. It writes Lease{owner, expect.Counter+1}.
+	ClaimLease(ctx context.Context, k Key, expect Lease, owner string) (Checkpoint, error)
+	// RenewLease proves the holder alive: conditional on the stored lease
+	// being held, it writes Lease{held.Owner, held.Counter+1}.
+	RenewLease(ctx context.Context, k Key, held Lease) (Checkpoint, error)
+	// ReleaseLease hands the partition off (graceful shutdown): conditional
+	// on the stored lease being held, it writes Lease{"", held.Counter+1},
+	// so the next claimant starts from a known, unowned state.
+	ReleaseLease(ctx context.Context, k Key, held Lease) (Checkpoint, error)
 
 	// PutWitness stores a witness; storing the same (key, generation,
 	// attempt) again is a no-op that returns nil. Events, Successor and

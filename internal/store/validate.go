@@ -194,9 +194,9 @@ func (f Frontier) Validate() error {
 
 // WitnessSize is the payload size of a witness as every store counts it
 // against MaxRecordBytes: both cursors, the marker, the compact event
-// encoding (EncodedEventsLen) and a string watermark.
+// encoding (witness.EncodeEvents) and a string watermark.
 func WitnessSize(w witness.Witness) int {
-	return len(w.InputCursor) + len(w.Successor) + len(w.Marker) + EncodedEventsLen(w.Events) + len(w.CompleteThrough.Str)
+	return len(w.InputCursor) + len(w.Successor) + len(w.Marker) + len(witness.EncodeEvents(w.Events)) + len(w.CompleteThrough.Str)
 }
 
 // ValidateWitness reports whether w can be stored whole.

@@ -176,7 +176,7 @@ func testWitnessTooLarge(t *testing.T, s store.Store) {
 	require.NoError(t, s.PutWitness(ctx(t), fits))
 	require.Equal(t, []witness.Witness{fits}, witnesses(t, s, key, 1))
 
-	many := newWitness(key, 1, "many", page(1, 25_000), "N")
+	many := newWitness(key, 1, "many", page(1, 30_000), "N")
 	err := s.PutWitness(ctx(t), many)
 	require.ErrorIs(t, err, store.ErrInvalid)
 	require.Contains(t, err.Error(), "never cut")
