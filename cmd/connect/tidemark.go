@@ -163,7 +163,7 @@ func runRepair(c *cli.Context, r ops.Repair) error {
 	}
 	if err := r.Apply(c.Context); err != nil {
 		if ops.IsFenced(err) {
-			return fmt.Errorf("the state changed since it was read (a worker or another operator wrote first); nothing was written: %w", err)
+			return fmt.Errorf("the state changed since it was read (a worker or another operator wrote first); the repair was not applied: %w", err)
 		}
 		return err
 	}

@@ -67,6 +67,9 @@ func PlanRestart(ctx context.Context, st store.Store, k store.Key, cursor []byte
 				Key: k, FromCursor: cur.Cursor, FromGeneration: cur.Generation,
 				To: cursor, WitnessID: "repair:restart", Epoch: cur.Epoch, Lease: cur.Lease,
 			})
+			if err != nil && cp.Parked != "" {
+				return fmt.Errorf("%s was unparked at generation %d, but the restart lost (the partition resumes from its own cursor): %w", k, cur.Generation, err)
+			}
 			return err
 		},
 	}, nil

@@ -119,7 +119,11 @@ func (e *Exporter) NewCounterCtor(name string, labelKeys ...string) service.Metr
 		if !ok {
 			return nopMetric{}
 		}
-		return counter{c.WithLabelValues(labelValues...)}
+		m, err := c.GetMetricWithLabelValues(labelValues...)
+		if err != nil { // another label set owns the name
+			return nopMetric{}
+		}
+		return counter{m}
 	}
 }
 
@@ -136,7 +140,11 @@ func (e *Exporter) NewTimerCtor(name string, labelKeys ...string) service.Metric
 		if !ok {
 			return nopMetric{}
 		}
-		return timer{s.WithLabelValues(labelValues...)}
+		m, err := s.GetMetricWithLabelValues(labelValues...)
+		if err != nil {
+			return nopMetric{}
+		}
+		return timer{m}
 	}
 }
 
@@ -150,7 +158,11 @@ func (e *Exporter) NewGaugeCtor(name string, labelKeys ...string) service.Metric
 		if !ok {
 			return nopMetric{}
 		}
-		return gauge{g.WithLabelValues(labelValues...)}
+		m, err := g.GetMetricWithLabelValues(labelValues...)
+		if err != nil {
+			return nopMetric{}
+		}
+		return gauge{m}
 	}
 }
 
