@@ -40,6 +40,10 @@ type Config struct {
 	FrontierPublishInterval time.Duration
 	// Epoch is the membership epoch, read from the store at Connect.
 	Epoch uint64
+	// Leases, when set, shares the partitions with the other instances
+	// of the scope through leases (lease.go); nil: this instance reads
+	// every partition.
+	Leases *LeaseConfig
 }
 
 func (c *Config) validate() error {
@@ -74,6 +78,14 @@ func (c *Config) validate() error {
 	if c.Epoch == 0 {
 		c.Epoch = 1
 	}
+	if c.Leases != nil {
+		if err := c.Leases.validate(); err != nil {
+			return err
+		}
+		if c.ExitWhenComplete {
+			return errors.New("exit_when_complete cannot be combined with leases: an instance cannot tell when the partitions other instances hold are complete")
+		}
+	}
 	return nil
 }
 
@@ -97,6 +109,7 @@ type paginatedInput struct {
 	attemptSeq  atomic.Uint64
 	attemptBase string
 	started     bool
+	leases      *leaseManager // nil without leases
 }
 
 // New builds the input from plain arguments.
@@ -116,6 +129,9 @@ func New(cfg Config, prov provider.Provider, st store.Store, closeStore func(con
 		out:         make(chan emission),
 		allDone:     make(chan struct{}),
 		attemptBase: hex.EncodeToString(b[:]),
+	}
+	if cfg.Leases != nil {
+		in.leases = newLeaseManager(in, *cfg.Leases, res)
 	}
 	return in, nil
 }
@@ -155,6 +171,9 @@ func (in *paginatedInput) Connect(ctx context.Context) error {
 		return fmt.Errorf("paginated_partitions: membership of scope %s: %w", in.cfg.Scope, err)
 	}
 	in.cfg.Epoch = m.Epoch
+	if in.leases != nil {
+		in.store = leasedStore{Store: in.store}
+	}
 	wctx, cancel := context.WithCancel(context.Background())
 	in.stopWorker = cancel
 	if in.cfg.FrontierPublishInterval > 0 {
@@ -163,6 +182,15 @@ func (in *paginatedInput) Connect(ctx context.Context) error {
 			defer in.wg.Done()
 			in.publishFrontier(wctx, m, in.cfg.FrontierPublishInterval)
 		}()
+	}
+	if in.leases != nil {
+		in.wg.Add(1)
+		go func() {
+			defer in.wg.Done()
+			in.leases.run(wctx, parts)
+		}()
+		in.started = true
+		return nil
 	}
 	in.running = len(parts)
 	for _, name := range parts {
@@ -278,6 +306,7 @@ func (in *paginatedInput) message(p *partition, pg *page, i int, payload []byte)
 	m.MetaSetMut(MetaCursorHash, cursorHash(pg.fromCursor))
 	m.MetaSetMut(MetaEpoch, strconv.FormatUint(in.epoch(), 10))
 	m.MetaSetMut(MetaRetryClass, pg.verdict.class)
+	leaseMeta(p, m)
 	return m
 }
 

@@ -1,6 +1,8 @@
 package input
 
 import (
+	"sync/atomic"
+
 	"github.com/redpanda-data/benthos/v4/public/service"
 )
 
@@ -19,10 +21,19 @@ type inputMetrics struct {
 	generation    *service.MetricGauge
 	frontier      *service.MetricGauge
 	lag           *service.MetricGauge
+
+	parkedCount atomic.Int64
+}
+
+// setParked adjusts the number of parked partitions and sets the gauge to
+// it (custom exporters see every Incr/Decr of a gauge as a Set on a fresh
+// gauge, so the count is kept here).
+func (m *inputMetrics) setParked(delta int64) {
+	m.parked.Set(m.parkedCount.Add(delta))
 }
 
 func newInputMetrics(m *service.Metrics) *inputMetrics {
-	return &inputMetrics{
+	im := &inputMetrics{
 		pagesFetched:  m.NewCounter("tidemark_pages_fetched"),
 		eventsEmitted: m.NewCounter("tidemark_events_emitted"),
 		promotions:    m.NewCounter("tidemark_promotions"),
@@ -37,6 +48,8 @@ func newInputMetrics(m *service.Metrics) *inputMetrics {
 		frontier:      m.NewGauge("tidemark_frontier", "scope"),
 		lag:           m.NewGauge("tidemark_partition_lag", "partition"),
 	}
+	im.parked.Set(0) // the series exists before anything parks
+	return im
 }
 
 func (m *inputMetrics) retryClass(class string) {

@@ -61,6 +61,9 @@ type partition struct {
 	in  *paginatedInput
 	key store.Key
 	log *service.Logger
+	// lease is the lease this worker runs under (nil without leases; see
+	// lease.go): its writes are fenced by it, its messages carry it.
+	lease *leaseHolder
 
 	ackMu   sync.Mutex
 	ackQ    []ackEvent
@@ -653,9 +656,9 @@ func (p *partition) park(ctx context.Context, reason string) error {
 }
 
 func (p *partition) waitUnparked(ctx context.Context) {
-	p.in.metrics.parked.Incr(1)
-	defer p.in.metrics.parked.Decr(1)
-	p.log.Warnf("Partition %s is parked (%s); it resumes when the reason is cleared (tidemark repair unpark)", p.key.Partition, p.cp.Parked)
+	p.in.metrics.setParked(+1)
+	defer p.in.metrics.setParked(-1)
+	p.log.Warnf("Partition %s is parked (%s); it resumes when the reason is cleared (connect tidemark unpark)", p.key.Partition, p.cp.Parked)
 	for ctx.Err() == nil {
 		p.sleep(ctx, p.in.cfg.ParkCheckInterval)
 		cp, err := p.in.store.LoadCheckpoint(ctx, p.key)

@@ -35,6 +35,7 @@ const (
 	ppFieldDynamoDB          = "dynamodb"
 	ppFieldHTTP              = "http"
 	ppFieldSimulated         = "simulated"
+	ppFieldLeases            = "leases"
 )
 
 // CheckpointFields are the fields of the `checkpoint` object, shared with
@@ -64,7 +65,11 @@ Delivery is at least once: events may repeat after a retry or a crash, never go 
 
 ### Metadata
 
-Every message carries: `+"`tidemark_partition`, `tidemark_scope`, `tidemark_event_id`, `tidemark_position`, `tidemark_generation`, `tidemark_witness`, `tidemark_cursor_hash`, `tidemark_epoch`, `tidemark_retry_class`"+`.
+Every message carries: `+"`tidemark_partition`, `tidemark_scope`, `tidemark_event_id`, `tidemark_position`, `tidemark_generation`, `tidemark_witness`, `tidemark_cursor_hash`, `tidemark_epoch`, `tidemark_retry_class`"+`; with `+"`leases`"+` also the fencing token `+"`tidemark_lease_owner`"+` and `+"`tidemark_lease_counter`"+` (with `+"`tidemark_generation`"+`: an idempotent sink that keeps the highest lease counter per partition can refuse writes from a paused former owner).
+
+### Scale-out
+
+With a `+"`leases`"+` object, several instances of the same pipeline share the scope's partitions: each partition's checkpoint record carries a lease (owner and counter), every promotion is conditional on it, and an instance that loses a lease stops that partition at once. See the `+"`leases`"+` fields for timing; metrics `+"`tidemark_owned_partitions`, `tidemark_lease_steals`, `tidemark_leases_lost`"+`.
 
 Exactly one of `+"`http`"+` and `+"`simulated`"+` must be set.`).
 		Fields(
@@ -113,6 +118,9 @@ Exactly one of `+"`http`"+` and `+"`simulated`"+` must be set.`).
 				Description("Fetch pages from an HTTP API.").Optional(),
 			service.NewObjectField(ppFieldSimulated, simulated.Fields()...).
 				Description("An embedded deterministic source with injectable faults, for demos, tests and benchmarks.").Optional(),
+			service.NewObjectField(ppFieldLeases, LeaseFields()...).
+				Description("Share the partitions with the other instances of this scope through leases on the checkpoint records (across processes with the `dynamodb` backend; the `memory` backend only shares within one process). Absent: this instance reads every partition. Every instance of a scope must use leases, or none. `exit_when_complete` cannot be combined with it.").
+				Optional().Default(leaseObjectDefault()),
 		).
 		LintRule(`root = match {
   this.partitions.or([]).length() == 0 && !this.discover.or(false) => ["either partitions or discover: true is required"],
@@ -132,6 +140,25 @@ input:
       page_size: 50
       rotate_tokens: true
       shift_rate: 0.1
+output:
+  stdout: {}
+`).
+		Example("Scale-out", "Run this same config on several hosts (each with its own instance_id, or none for a random one): they share the 12 partitions through leases in the DynamoDB table, take over a dead instance's partitions after about lease_period, and fence a paused one.", `
+input:
+  paginated_partitions:
+    scope: orders
+    partitions: [ p00, p01, p02, p03, p04, p05, p06, p07, p08, p09, p10, p11 ]
+    checkpoint:
+      backend: dynamodb
+      dynamodb:
+        table: tidemark-prod
+    leases:
+      instance_id: ${HOSTNAME:}
+      lease_period: 10s
+      renew_interval: 3s
+      balance_interval: 5s
+    simulated:
+      events_per_partition: 0
 output:
   stdout: {}
 `)
@@ -185,6 +212,9 @@ func FromParsed(conf *service.ParsedConfig, mgr *service.Resources) (service.Bat
 		return nil, err
 	}
 	if c.ExitWhenComplete, err = conf.FieldBool(ppFieldExitWhenComplete); err != nil {
+		return nil, err
+	}
+	if c.Leases, err = leaseConfigFromParsed(conf.Namespace(ppFieldLeases)); err != nil {
 		return nil, err
 	}
 

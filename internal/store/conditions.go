@@ -43,19 +43,23 @@ func PromotionConflict(p Promotion, stored *Checkpoint) string {
 
 // PromotionApplied reports whether the stored checkpoint is exactly the
 // result of p: generation FromGeneration+1, cursor To, promoted witness
-// WitnessID (and p's watermark, when p carries one). A promotion without a
-// WitnessID can never be recognised and always reports false.
+// WitnessID (and p's watermark, when p carries one), under p's lease when p
+// carries one. A promotion without a WitnessID can never be recognised and
+// always reports false.
 //
 // Both stores use it after a failed condition: when the loser is in fact the
 // writer of the stored state (its first attempt was applied and its response
 // lost, then the SDK retried), Promote returns the stored checkpoint instead
-// of a *FenceError.
+// of a *FenceError. The lease matters: a new lease holder may promote the
+// very witness a former holder left (an exact replay resumes it), and the
+// former holder's late promotion of it must still be fenced.
 func PromotionApplied(p Promotion, stored Checkpoint) bool {
 	return p.WitnessID != "" &&
 		stored.Generation == p.FromGeneration+1 &&
 		stored.PromotedWitness == p.WitnessID &&
 		bytes.Equal(stored.Cursor, p.To) &&
-		(p.Watermark.IsZero() || SameWatermark(stored.Watermark, p.Watermark))
+		(p.Watermark.IsZero() || SameWatermark(stored.Watermark, p.Watermark)) &&
+		(!p.Lease.Held() || stored.Lease == p.Lease)
 }
 
 // ParkConflict returns "" when SetParked's condition holds on the stored

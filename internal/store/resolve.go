@@ -32,7 +32,12 @@ func ResolvePromotion(ctx context.Context, s Store, p Promotion) (Checkpoint, bo
 	if err != nil {
 		return Checkpoint{}, false, fmt.Errorf("store: resolving promotion of %s from generation %d: %w", p.Key, p.FromGeneration, err)
 	}
-	if PromotionApplied(p, cp) {
+	// The question is only whether this write happened: compare without
+	// the lease (a lease holder's checkpoint may have been renewed since
+	// the promotion was built; a write that did not happen never counts).
+	q := p
+	q.Lease = Lease{}
+	if PromotionApplied(q, cp) {
 		return cp, true, nil
 	}
 	if cp.Generation > p.FromGeneration+1 && p.WitnessID != "" {

@@ -259,6 +259,10 @@ func (e *FenceError) Error() string {
 	if e.Winner != nil {
 		got = fmt.Sprintf("generation %d", e.Winner.Generation)
 	}
+	if e.WantGeneration == 0 {
+		// Lease, membership and frontier writes do not name a generation.
+		return fmt.Sprintf("store: %s on %s fenced: %s (stored %s)", e.Op, e.Key, e.Reason, got)
+	}
 	return fmt.Sprintf("store: %s on %s fenced: %s (wanted generation %d, stored %s)", e.Op, e.Key, e.Reason, e.WantGeneration, got)
 }
 
