@@ -256,7 +256,6 @@ func (p *partition) runChain(ctx context.Context) error {
 			}
 			t := time.NewTimer(d)
 			poll = t.C
-			defer t.Stop()
 		}
 		select {
 		case <-ctx.Done():
@@ -328,6 +327,25 @@ func (p *partition) onFetched(ctx context.Context, r fetchResult) error {
 		return p.recover(ctx, fmt.Sprintf("unprovable divergence at generation %d cursor %s: %s", r.gen, cursorHash(r.cursor), v.reason))
 	}
 	pg := &page{chain: p.chainID, fromCursor: r.cursor, fromGen: r.gen, w: v.w, verdict: v, ackedUpTo: v.w.AckedThrough, receiptAt: v.w.AckedThrough}
+	p.chain = append(p.chain, pg)
+	p.in.metrics.pagesFetched.Incr(1)
+
+	if v.promotable && !v.final && len(pg.w.Successor) > 0 && !bytes.Equal(pg.w.Successor, r.cursor) {
+		// The successor may follow this page: fetch ahead, before the
+		// witness write below, so the store's latency is not on the
+		// fetch path (a fetch of a chain that then fails is discarded).
+		p.tailCur, p.tailGen = pg.w.Successor, r.gen+1
+		if n := len(pg.w.Events); n > 0 {
+			p.tailApplied, p.tailHasApplied = max(pg.w.Events[n-1].Position, p.tailApplied), true
+		}
+		p.maybeFetch(ctx)
+	} else {
+		// No successor may be fetched past a page that cannot be promoted
+		// (or that ends the partition): re-poll its cursor once the chain
+		// drains to it.
+		p.extend = false
+	}
+
 	// Witness first: durable before any event attributed to it leaves the
 	// input. An empty response that cannot be promoted carries no event and
 	// no successor we may use, so it is not recorded.
@@ -336,21 +354,6 @@ func (p *partition) onFetched(ctx context.Context, r fetchResult) error {
 			return err
 		}
 		p.rememberWitness(pg.w)
-	}
-	p.chain = append(p.chain, pg)
-	p.in.metrics.pagesFetched.Incr(1)
-
-	if v.promotable && !v.final && len(pg.w.Successor) > 0 && !bytes.Equal(pg.w.Successor, r.cursor) {
-		// The successor may follow this page: fetch ahead.
-		p.tailCur, p.tailGen = pg.w.Successor, r.gen+1
-		if n := len(pg.w.Events); n > 0 {
-			p.tailApplied, p.tailHasApplied = max(pg.w.Events[n-1].Position, p.tailApplied), true
-		}
-	} else {
-		// No successor may be fetched past a page that cannot be promoted
-		// (or that ends the partition): re-poll its cursor once the chain
-		// drains to it.
-		p.extend = false
 	}
 	p.emit(pg, v.payloads)
 	return p.promoteHead(ctx)
