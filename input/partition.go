@@ -460,7 +460,7 @@ func (p *partition) promoteHead(ctx context.Context) error {
 			// nothing would change): keep the witness pending and poll the
 			// same cursor again, or stop if the partition is complete.
 			p.chain = p.chain[1:]
-			if pg.verdict.final && p.in.cfg.ExitWhenComplete {
+			if p.ended(pg) {
 				p.done = true
 				return nil
 			}
@@ -483,7 +483,7 @@ func (p *partition) promoteHead(ctx context.Context) error {
 			return err
 		}
 		p.chain = p.chain[1:]
-		if pg.verdict.final && p.in.cfg.ExitWhenComplete {
+		if p.ended(pg) {
 			p.done = true
 			p.chain = nil
 			return nil
@@ -499,6 +499,14 @@ func (p *partition) promoteHead(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// ended reports whether the partition stops after pg: the provider sealed
+// it (nothing will ever follow; polling it again would only promote new
+// generations of the same empty page), or it is complete and the input
+// exits when every partition is.
+func (p *partition) ended(pg *page) bool {
+	return pg.w.Sealed || (pg.verdict.final && p.in.cfg.ExitWhenComplete)
 }
 
 func (p *partition) writeReceipt(ctx context.Context, pg *page) error {
@@ -532,7 +540,13 @@ func (p *partition) promote(ctx context.Context, pg *page) error {
 		if errors.As(err, &fe) {
 			p.in.metrics.casConflicts.Incr(1)
 			p.log.Warnf("Partition %s lost the promotion from generation %d (attempt %s): %v; re-reading the winner", p.key.Partition, pg.fromGen, pg.w.AttemptID, err)
-			p.abandon(ctx, pg)
+			// Abandon the witness only when the winner has moved the
+			// checkpoint off its (cursor, generation). A park or a lease
+			// change leaves (C, G) in place: the witness stays pending and
+			// is resumed by the next exact replay.
+			if w := fe.Winner; w != nil && (w.Generation != pg.fromGen || !bytes.Equal(w.Cursor, pg.fromCursor)) {
+				p.abandon(ctx, pg)
+			}
 			return errRestartChain
 		}
 		if ctx.Err() != nil {

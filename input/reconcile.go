@@ -45,6 +45,14 @@ func (in *paginatedInput) reconcile(p *partition, r fetchResult, prior []witness
 	if err != nil {
 		return verdict{}, err
 	}
+	if len(w.Events) == 0 && !witness.CanPromote(contract, w).Complete {
+		// An empty response without evidence bound to it proves nothing
+		// and can never be promoted: its witness would stay pending for
+		// ever. Record nothing and poll the cursor again; in particular a
+		// transient empty retry of a cursor whose earlier response had
+		// events is not divergence, it is no answer.
+		return verdict{class: "empty_no_evidence", idle: true, reason: "empty response without evidence"}, nil
+	}
 	applied, hasApplied := p.tailApplied, p.tailHasApplied
 	cv, err := witness.Classify(witness.ClassifyInput{
 		Contract: contract, Applied: applied, HasApplied: hasApplied,

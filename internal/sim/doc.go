@@ -1,0 +1,132 @@
+// Package sim is tidemark's deterministic simulator: it drives the real
+// pure core (internal/witness, internal/frontier) and the real in-memory
+// store (store.MemStore, with store.ResolvePromotion) through seeded
+// schedules of concurrent workers, crashes, store faults, provider
+// misbehaviour and membership changes, and checks an oracle after every
+// step. It imports only the core and the ports; nothing in it sleeps, reads
+// a clock or starts a goroutine.
+//
+// # Determinism
+//
+// One seed decides everything. It feeds one PCG (math/rand/v2) for the
+// setup and the ops, one PCG per partition for that partition's provider
+// (so partitions do not disturb each other's streams), and one PCG for the
+// store fault injector (Faults, a Stringer that names its seed). Maps are
+// never iterated where order matters. Run(Config{Seed: n}) twice gives the
+// same history.
+//
+// # Actors
+//
+//   - Workers stand for processes running the paginated_partitions input.
+//     A worker has a lane per partition it reads; a lane is
+//     input/partition.go's loop as a goroutine-free state machine (the same
+//     chain of up to max_pages_in_flight pages, the same order of core calls
+//     and store writes, see worker.go). Each lane step makes at most one
+//     store call. Some partitions are read by two workers at once: stale
+//     concurrent retries racing on the same checkpoint.
+//   - The model provider (model.go) keeps one event log per partition with
+//     dense or sparse positions and one of several declared contracts:
+//     complete-through watermarks, snapshot markers, token rotation (allowed
+//     or not), empty pages with or without evidence, pages that shift on
+//     retry, transient errors, expiring cursors, stalls, seals, and
+//     omissions where dense positions expose them. It is honest wherever its
+//     contract makes a promise, so any event lost below durable progress is
+//     the consumer's fault.
+//   - The sink stands for the pipeline and output: it acknowledges or nacks
+//     batches in any order; a crashed worker's batches may still be
+//     acknowledged, only the callback is lost.
+//   - Publishers keep the published frontier with frontier.Tracker,
+//     frontier.NextPublication and one PublishFrontier compare-and-swap.
+//   - A coordinator changes the membership with frontier.PlanChange and
+//     SwapMembership: partitions appear (new, or old with a backlog), are
+//     added with proof (replay, coverage) or without, removed with proof of
+//     sealing or without.
+//   - An operator unparks parked partitions and restarts them from the
+//     provider's boundary (`tidemark unpark`, `tidemark restart`).
+//   - Faults wraps the store: throttling (no effect, an error) and lost
+//     responses (the write happens, the caller sees an error). A crash
+//     makes a worker lose all memory at any step: after the witness write,
+//     after any outcome, between deciding and the compare-and-swap, after
+//     a compare-and-swap whose response was lost.
+//
+// # Ops
+//
+// A schedule is a list of printable, parsable ops (Op, ParseOp):
+//
+//	step w1 4 9      step worker 1's lane 4 (mod its lanes), input 9 (mod ready inputs)
+//	ack 7            acknowledge in-flight batch 7 (mod in flight)
+//	nack 7           fail it
+//	append b 3       partition b gets 3 events
+//	tick b 2         b's finality clock moves 2 without events (sparse)
+//	expire b         every cursor b issued expires
+//	stall b 3        b's next 3 fetches answer empty pages without evidence
+//	seal b           b ends
+//	crash w1         worker 1 loses its memory
+//	publish f0       step publisher 0;  pubcrash f0: it loses its memory
+//	appear e         partition e starts existing at the provider
+//	add e replay     add e to the membership with proof (replay|covered|none)
+//	remove b seal    remove b with proof (seal|none)
+//	unpark b         clear b's parked reason;  restart b: restart a parked b
+//
+// Ops never refer to state, only to actors and partitions, so any op list
+// can be replayed (Config.Ops). Each history line is the op and what it
+// did; a failure prints the seed, the setup, the tail of the history and
+// the command that reruns it:
+//
+//	go test ./internal/sim -run TestSim -seed=N -v            # add -history for the whole history
+//
+// # Oracle
+//
+// After every step (oracle.go), from the MemStore under every wrapper and
+// the model's ground truth:
+//
+//   - no-loss (a): every event below a partition's durable cursor, at or
+//     below its applied boundary and at or below its complete-through
+//     watermark has a terminal outcome at the sink; every durable receipt
+//     (a witness's AckedThrough, also when written with the witness) claims
+//     only acknowledged events.
+//   - witness-first: a batch leaves the input only with a durable witness.
+//   - binding (b): each checkpoint transition is exactly one generation,
+//     from the (cursor, generation) its promoted witness was fetched from,
+//     to exactly that witness's successor, and every event of that witness
+//     has a terminal outcome; restarts change neither watermark nor applied
+//     boundary.
+//   - monotone (c): durable watermarks and applied boundaries never
+//     decrease; the published frontier never decreases within an epoch,
+//     never withdraws its scalar, never goes back an epoch; a published
+//     scalar never exceeds the durable watermark of any partition of its
+//     epoch, and every event at or below it in those partitions (and in
+//     partitions removed with proof) has a terminal outcome.
+//   - membership (d): no scalar in an epoch whose membership change is
+//     unproven; the vector names exactly the epoch's partitions.
+//   - liveness (Config.Liveness, -liveness): after the faults stop, every
+//     partition a worker reads catches up (liveness.go).
+//
+// # Variants
+//
+// Variant injects one broken behaviour (PromoteOtherSuccessor,
+// MaxFrontier, BareEmptyPage, UnconditionalWrite); TestVariantsAreCaught
+// fails unless each is caught within a few schedules by the check that
+// guards its invariant.
+//
+// # Tests
+//
+//	go test ./internal/sim                                     # CI: 2,000 schedules, variants, end-to-end
+//	go test ./internal/sim -run 'TestSim$' -schedules=100000 -timeout=3h -v   # long mode
+//	go test ./internal/sim -run 'TestSim$' -seed=N -variant=max-frontier -v   # one schedule
+//	go test ./internal/sim -run 'TestSim$' -seed=N -replay=FILE -v            # replay a shrunk op list
+//
+// Flags of TestSim: -seed, -schedules, -steps, -base (first seed),
+// -variant, -liveness, -strict-records, -history (whole history of -seed),
+// -replay, -shrink (replays spent shrinking a failure), -tail. Under -race
+// (build tag, race_test.go) or -short TestSim runs 300 schedules.
+//
+// TestEndToEndFaults (e2e_test.go) runs the real binary against a real
+// dynalite (--path) with SIGKILLs of both, provider 500s, timeouts,
+// truncated JSON and garbage, and a failing sink; it needs node and
+// dynalite and is skipped with -short.
+//
+// TestLivenessAbandonedWitnessTrap pins a liveness bug the simulator found
+// (a witness abandoned on a park fence could never be promoted again); it is
+// fixed, and -liveness is on by default.
+package sim

@@ -1,0 +1,194 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tidemark/tidemark/internal/store"
+)
+
+// CheckLiveness: after the faults stop, every partition a worker reads
+// catches up with its provider: every event has a terminal outcome and the
+// durable cursor is past the last event. The operator unparks parked
+// partitions, and restarts from the provider's boundary those parked for a
+// reason that only an operator can clear (an expired cursor under a park
+// recovery, a provider that broke its own contract).
+const CheckLiveness Check = "liveness"
+
+// The fault-free phase runs in rounds: a round steps every lane once,
+// acknowledges every batch in flight, repairs parked partitions and steps
+// the publishers. It ends when every read partition caught up, or when
+// stallRounds rounds in a row made no progress (no event newly
+// acknowledged, no durable cursor moved forward), or after maxRounds.
+const (
+	stallRounds = 150
+	maxRounds   = 20000
+)
+
+// operatorRestarts names the park reasons an operator clears with a
+// restart from a stable boundary rather than an unpark: the provider's own
+// faults (expiry, a rotation its contract forbids) that a retry of the
+// same cursor cannot get past.
+var operatorRestarts = []string{"expired", "does not permit token rotation"}
+
+// quiesce stops every fault and runs until every read partition caught up
+// or quiesceRounds passed. It reports a liveness violation for the
+// partitions that did not.
+func (s *sim) quiesce(step *int) {
+	s.faults.throttle, s.faults.lost = 0, 0
+	clear(s.faults.armed)
+	for _, p := range s.parts {
+		p.prof.transient, p.prof.glitch, p.prof.quiet, p.prof.omit, p.prof.rogue, p.prof.shift, p.prof.garbage = 0, 0, 0, 0, 0, 0, 0
+		p.stall = 0
+	}
+	s.record(fmt.Sprintf("#%d quiesce: faults stopped", *step))
+	best, still := s.progress(), 0
+	for round := 0; round < maxRounds && still < stallRounds; round++ {
+		if s.caughtUp() == "" {
+			return
+		}
+		if p := s.progress(); p > best {
+			best, still = p, 0
+		} else {
+			still++
+		}
+		var lines []string
+		for _, w := range s.workers {
+			for _, l := range w.lanes {
+				if out := l.step(round); out != "" {
+					lines = append(lines, l.name()+": "+out)
+				}
+			}
+		}
+		for len(s.sink.inflight) > 0 {
+			d := s.sink.take(0)
+			s.oracle.acked(d)
+			if !d.lane.dead {
+				d.lane.acks = append(d.lane.acks, ackEvent{pg: d.pg, span: d.span})
+			}
+		}
+		for _, p := range s.parts {
+			if out := s.repair(p); out != "" {
+				lines = append(lines, p.name+": "+out)
+			}
+		}
+		for _, f := range s.publishers {
+			lines = append(lines, fmt.Sprintf("f%d: %s", f.id, f.step()))
+		}
+		*step++
+		s.stats.Steps++
+		s.record(fmt.Sprintf("#%d quiesce round %d: %s", *step, round, strings.Join(lines, " | ")))
+		s.syncLanes()
+		s.oracle.check()
+		if s.oracle.fail != nil {
+			return
+		}
+	}
+	if why := s.caughtUp(); why != "" {
+		s.oracle.violate(CheckLiveness, "no progress in %d fault-free rounds after the faults stopped: %s", stallRounds, why)
+	}
+}
+
+// progress grows whenever an event gets its first terminal outcome or a
+// durable cursor moves forward.
+func (s *sim) progress() int64 {
+	var n int64
+	for _, p := range s.parts {
+		p.ackedBelow(0)
+		n += int64(p.firstUnacked)
+		for i := p.firstUnacked; i < len(p.events); i++ {
+			if p.events[i].acked {
+				n++
+			}
+		}
+		if cp, err := s.mem.LoadCheckpoint(bg, store.Key{Scope: s.scope, Partition: p.name}); err == nil {
+			if c, err := decodeCursor(cp.Cursor); err == nil {
+				n += c.next
+			}
+		}
+	}
+	return n
+}
+
+// repair is the operator: unpark a parked partition, or restart it from
+// the provider's boundary when its reason calls for it.
+func (s *sim) repair(p *part) string {
+	k := store.Key{Scope: s.scope, Partition: p.name}
+	cp, err := s.st.LoadCheckpoint(bg, k)
+	if err != nil || cp.Parked == "" {
+		return ""
+	}
+	for _, r := range operatorRestarts {
+		if strings.Contains(cp.Parked, r) {
+			return s.restartRepair(p)
+		}
+	}
+	if _, err := s.st.SetParked(bg, k, cp.Cursor, cp.Generation, cp.Lease, ""); err != nil {
+		return fmt.Sprintf("unpark: %v", err)
+	}
+	s.stats.Unparks++
+	return "unparked (" + cp.Parked + ")"
+}
+
+// restartRepair is `tidemark restart`: unpark if parked, then one
+// promotion from the (cursor, generation) read to the provider's boundary,
+// keeping the watermark.
+func (s *sim) restartRepair(p *part) string {
+	k := store.Key{Scope: s.scope, Partition: p.name}
+	cp, err := s.st.LoadCheckpoint(bg, k)
+	if err != nil {
+		return fmt.Sprintf("restart: %v", err)
+	}
+	if cp.Parked != "" {
+		if cp, err = s.st.SetParked(bg, k, cp.Cursor, cp.Generation, cp.Lease, ""); err != nil {
+			return fmt.Sprintf("restart: unpark: %v", err)
+		}
+	}
+	to := p.restartCursor(cp.Watermark)
+	if _, err := s.st.Promote(bg, store.Promotion{
+		Key: k, FromCursor: cp.Cursor, FromGeneration: cp.Generation,
+		To: to, WitnessID: "repair:restart", Epoch: cp.Epoch, Lease: cp.Lease,
+	}); err != nil {
+		return fmt.Sprintf("restart: %v", err)
+	}
+	s.stats.Repairs++
+	return "restarted at " + curString(to)
+}
+
+// caughtUp returns "" when every partition a lane reads has caught up,
+// else which one has not and why.
+func (s *sim) caughtUp() string {
+	read := map[string]bool{}
+	for _, w := range s.workers {
+		for _, l := range w.lanes {
+			read[l.p.name] = true
+		}
+	}
+	for _, p := range s.parts {
+		if !read[p.name] {
+			continue
+		}
+		cp, err := s.mem.LoadCheckpoint(bg, store.Key{Scope: s.scope, Partition: p.name})
+		if err != nil {
+			return fmt.Sprintf("partition %s has no checkpoint", p.name)
+		}
+		if e, ok := p.ackedBelow(p.final + 1); !ok {
+			return fmt.Sprintf("partition %s: event %s has no terminal outcome (checkpoint g%d %s%s)", p.name, e.id, cp.Generation, curString(cp.Cursor), parked(cp))
+		}
+		c, err := decodeCursor(cp.Cursor)
+		if err != nil {
+			return err.Error()
+		}
+		if n := len(p.events); n > 0 && c.next <= p.events[n-1].pos {
+			return fmt.Sprintf("partition %s: durable cursor %s (g%d%s) is not past its last event %d", p.name, curString(cp.Cursor), cp.Generation, parked(cp), p.events[n-1].pos)
+		}
+	}
+	return ""
+}
+
+func parked(cp store.Checkpoint) string {
+	if cp.Parked == "" {
+		return ""
+	}
+	return ", parked: " + cp.Parked
+}

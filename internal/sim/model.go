@@ -1,0 +1,410 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+
+	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/witness"
+)
+
+// The model provider: one event log per partition, paginated by opaque
+// cursors, honest about everything its declared contract lets the core
+// check and free to misbehave wherever the contract says it may (transient
+// empty pages with a skipping successor, rotated tokens, shifted pages,
+// expiry, stalls, flaky omissions that dense positions expose).
+//
+// Honesty is what makes the oracle exact: an event the model has issued
+// can only be skipped by the consumer, never by the provider, so any event
+// below durable progress without a terminal outcome is a consumer bug.
+// The rules the model keeps:
+//   - Positions only grow: an event is appended above the partition's
+//     finality clock T, which then moves to it. No event ever appears at or
+//     below T later (no late visibility).
+//   - A successor after a non-empty page points just past its last event;
+//     an honest empty page's successor points past T. Only an empty page
+//     without evidence (a "glitch") may carry a successor that skips events,
+//     which is exactly what seed 001 warns about.
+//   - Every CompleteThrough is true: T or the page's last position.
+//   - A snapshot marker names the log revision; the same revision gives the
+//     same page. Omissions happen only on dense profiles without
+//     complete-through evidence, and only strictly inside a page, where the
+//     dense-position rule can see the gap.
+
+// profile is one provider behaviour with its declared contract.
+type profile struct {
+	name     string
+	contract witness.Contract
+	// ct: responses carry complete-through watermarks.
+	ct bool
+	// marker: responses carry the log revision as a snapshot marker.
+	marker bool
+	// rotate: every response carries a fresh successor token.
+	rotate bool
+	// rogue: probability of rotating a token although the contract does not
+	// permit it (a provider contract violation the core must refuse).
+	rogue float64
+	// omit: probability of dropping one interior event of a page (dense
+	// profiles without complete-through evidence only).
+	omit float64
+	// glitch: probability of an empty page without evidence whose
+	// successor skips ahead (never under EmptyEndOfData).
+	glitch float64
+	// quiet: probability of an empty page without evidence at the same
+	// position.
+	quiet float64
+	// shift: probability that a retry of a position gets another page size
+	// (profiles without markers; with markers the size follows the
+	// revision).
+	shift float64
+	// transient: probability of a transient fetch error.
+	transient float64
+	// garbage: probability of a response carrying one event twice (a
+	// malformed page the core must refuse; the partition parks).
+	garbage float64
+	// gap: sparse positions: up to gap positions are skipped between events.
+	gap      int
+	pageSize int
+}
+
+func (p profile) scalar() bool { return p.ct }
+
+var (
+	denseCT = profile{name: "dense-ct",
+		contract: witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, OrderedPositions: true, DensePositions: true, Recovery: witness.RecoveryRestartFromBoundary},
+		ct:       true, glitch: .05, quiet: .05, shift: .25, transient: .04, garbage: .003, pageSize: 3}
+	denseCTRotate = profile{name: "dense-ct-rotate",
+		contract: witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, TokensMayRotate: true, OrderedPositions: true, DensePositions: true, Recovery: witness.RecoveryRestartFromBoundary},
+		ct:       true, rotate: true, glitch: .05, quiet: .05, shift: .25, transient: .04, garbage: .003, pageSize: 3}
+	denseOmit = profile{name: "dense-omit",
+		contract: witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, DensePositions: true, Recovery: witness.RecoveryRestartFromBoundary},
+		omit:     .1, rogue: .03, glitch: .05, quiet: .05, shift: .25, transient: .04, garbage: .003, pageSize: 4}
+	densePark = profile{name: "dense-park",
+		contract: witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, DensePositions: true, Recovery: witness.RecoveryPark},
+		omit:     .06, rogue: .02, glitch: .04, quiet: .05, shift: .2, transient: .04, garbage: .003, pageSize: 3}
+	sparseCT = profile{name: "sparse-ct",
+		contract: witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, OrderedPositions: true, Recovery: witness.RecoveryRestartFromBoundary},
+		ct:       true, glitch: .05, quiet: .05, shift: .25, transient: .04, garbage: .003, gap: 3, pageSize: 3}
+	sparseMarker = profile{name: "sparse-marker",
+		contract: witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, SnapshotMarker: true, Recovery: witness.RecoveryFreshSnapshot},
+		ct:       true, marker: true, glitch: .05, quiet: .05, transient: .04, garbage: .003, gap: 2, pageSize: 3}
+	sparseMarkerRotate = profile{name: "sparse-marker-rotate",
+		contract: witness.Contract{EmptyPage: witness.EmptyNoEvidence, TokensMayRotate: true, OrderedPositions: true, SnapshotMarker: true, Recovery: witness.RecoveryFreshSnapshot},
+		marker:   true, rotate: true, glitch: .05, quiet: .05, transient: .04, garbage: .003, gap: 2, pageSize: 2}
+	sparseEOD = profile{name: "sparse-eod",
+		contract: witness.Contract{EmptyPage: witness.EmptyEndOfData, OrderedPositions: true, Recovery: witness.RecoveryRestartFromBoundary},
+		quiet:    .05, shift: .2, transient: .04, garbage: .003, gap: 3, pageSize: 3}
+	sparseRotate = profile{name: "sparse-rotate",
+		contract: witness.Contract{EmptyPage: witness.EmptyNoEvidence, TokensMayRotate: true, OrderedPositions: true, Recovery: witness.RecoveryRestartFromBoundary},
+		rotate:   true, glitch: .06, quiet: .05, shift: .2, transient: .04, garbage: .003, gap: 2, pageSize: 3}
+)
+
+// scalarProfiles carry complete-through watermarks, so a run made of them
+// can publish a scalar frontier; otherProfiles cannot.
+var (
+	scalarProfiles = []profile{denseCT, denseCTRotate, sparseCT, sparseMarker}
+	otherProfiles  = []profile{denseOmit, densePark, sparseMarkerRotate, sparseEOD, sparseRotate}
+)
+
+// cursor is the model's token: the next position to read, the session it
+// was issued in (expiry) and a nonce (rotation). The consumer never parses
+// it; the model and the oracle do.
+type cursor struct {
+	next    int64
+	session int64 // -1: the start cursor, which never expires
+	nonce   uint64
+}
+
+func (c cursor) bytes() []byte {
+	return []byte("c" + strconv.FormatInt(c.next, 10) + "." + strconv.FormatInt(c.session, 10) + "." + strconv.FormatUint(c.nonce, 10))
+}
+
+// decodeCursor reads a model cursor; nil or empty is the partition's start.
+func decodeCursor(b []byte) (cursor, error) {
+	if len(b) == 0 {
+		return cursor{next: 1, session: -1}, nil
+	}
+	s := string(b)
+	if !strings.HasPrefix(s, "c") {
+		return cursor{}, fmt.Errorf("not a model cursor: %q", s)
+	}
+	f := strings.Split(s[1:], ".")
+	if len(f) != 3 {
+		return cursor{}, fmt.Errorf("not a model cursor: %q", s)
+	}
+	next, err1 := strconv.ParseInt(f[0], 10, 64)
+	sess, err2 := strconv.ParseInt(f[1], 10, 64)
+	nonce, err3 := strconv.ParseUint(f[2], 10, 64)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return cursor{}, fmt.Errorf("not a model cursor %q: %w", s, err)
+	}
+	return cursor{next: next, session: sess, nonce: nonce}, nil
+}
+
+// curString renders a cursor for traces ("start" for the empty one).
+func curString(b []byte) string {
+	if len(b) == 0 {
+		return "start"
+	}
+	return string(b)
+}
+
+// event is one event of the model log with its ground truth at the sink.
+type event struct {
+	pos     int64
+	id      string
+	payload []byte
+	idHash  uint64
+	digest  uint64
+	acked   bool
+}
+
+// part is one partition of the model provider, with its own PRNG.
+type part struct {
+	name string
+	rng  *rand.Rand
+	prof profile
+	// events is the log, in position order.
+	events []event
+	// firstUnacked indexes the first event without a terminal outcome.
+	firstUnacked int
+	// final is T: every event at or below it is in events, and no event at
+	// or below it will ever be appended.
+	final int64
+	// session increases on expiry; cursors of older sessions expire.
+	session int64
+	nonce   uint64
+	visits  map[int64]int // fetches per next position
+	stall   int           // evidence-free empty pages still to serve
+	sealed  bool
+	// created is the first position the partition can hold (its coverage
+	// starts there).
+	created int64
+	// appeared: the partition exists at the provider (discoverable).
+	appeared bool
+}
+
+func newPart(name string, rng *rand.Rand, prof profile, created int64) *part {
+	return &part{name: name, rng: rng, prof: prof, final: created - 1, created: created, visits: map[int64]int{}}
+}
+
+func (p *part) chance(x float64) bool { return x > 0 && p.rng.Float64() < x }
+
+// appendEvents adds n events above the finality clock.
+func (p *part) appendEvents(n int) (int64, int64) {
+	if p.sealed || n <= 0 {
+		return 0, 0
+	}
+	var first int64
+	for i := 0; i < n; i++ {
+		pos := p.final + 1
+		if p.prof.gap > 0 {
+			pos += int64(p.rng.IntN(p.prof.gap + 1))
+		}
+		id := p.name + "-" + strconv.FormatInt(pos, 10)
+		payload := []byte(fmt.Sprintf(`{"p":%q,"pos":%d,"r":%d}`, p.name, pos, p.rng.IntN(1000)))
+		p.events = append(p.events, event{pos: pos, id: id, payload: payload, idHash: witness.HashID(id), digest: witness.HashPayload(payload)})
+		p.final = pos
+		if i == 0 {
+			first = pos
+		}
+	}
+	return first, p.final
+}
+
+// tick moves the finality clock without events (time passes); dense
+// positions leave no room for it.
+func (p *part) tick(n int) {
+	if p.sealed || p.prof.contract.DensePositions || n <= 0 {
+		return
+	}
+	p.final += int64(n)
+}
+
+// index returns the index of the first event at or after pos.
+func (p *part) index(pos int64) int {
+	lo, hi := 0, len(p.events)
+	for lo < hi {
+		m := (lo + hi) / 2
+		if p.events[m].pos < pos {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// ackedBelow reports whether every event at a position below pos has a
+// terminal outcome, and otherwise the first one that does not.
+func (p *part) ackedBelow(pos int64) (event, bool) {
+	for p.firstUnacked < len(p.events) && p.events[p.firstUnacked].acked {
+		p.firstUnacked++
+	}
+	if p.firstUnacked < len(p.events) && p.events[p.firstUnacked].pos < pos {
+		return p.events[p.firstUnacked], false
+	}
+	return event{}, true
+}
+
+// fetchError is a fetch that returned no response.
+type fetchError struct {
+	expired bool
+	reason  string
+}
+
+func (e *fetchError) Error() string { return e.reason }
+
+// fetchNote says which fault shaped a response (for traces and stats).
+type fetchNote string
+
+// fetch answers one request for cursor cur.
+func (p *part) fetch(cur []byte) (witness.Response, fetchNote, error) {
+	c, err := decodeCursor(cur)
+	if err != nil {
+		return witness.Response{}, "", &fetchError{expired: true, reason: err.Error()}
+	}
+	if p.chance(p.prof.transient) {
+		return witness.Response{}, "", &fetchError{reason: "transient provider error"}
+	}
+	if c.session >= 0 && c.session < p.session {
+		return witness.Response{}, "", &fetchError{expired: true, reason: fmt.Sprintf("cursor of session %d expired (now %d)", c.session, p.session)}
+	}
+	p.visits[c.next]++
+	retry := p.visits[c.next] > 1
+	rotated := func() uint64 {
+		if p.prof.rotate || p.chance(p.prof.rogue) {
+			p.nonce++
+			return p.nonce
+		}
+		return c.nonce
+	}
+	glitch := func() witness.Response {
+		// An empty page without evidence whose successor skips ahead: if
+		// it were promoted, events in the skipped range would be lost.
+		p.nonce++
+		next := c.next + 1 + int64(p.rng.IntN(2*p.prof.pageSize+1))
+		return witness.Response{Successor: cursor{next: next, session: p.session, nonce: p.nonce}.bytes(), HasMore: true}
+	}
+	quiet := func() witness.Response {
+		return witness.Response{Successor: cursor{next: c.next, session: c.session, nonce: rotated()}.bytes(), HasMore: true}
+	}
+	if p.stall > 0 {
+		p.stall--
+		if p.prof.contract.EmptyPage != witness.EmptyEndOfData && p.rng.IntN(2) == 0 {
+			return glitch(), "stall-glitch", nil
+		}
+		return quiet(), "stall", nil
+	}
+	if p.prof.contract.EmptyPage != witness.EmptyEndOfData && p.chance(p.prof.glitch) {
+		return glitch(), "glitch", nil
+	}
+	if p.chance(p.prof.quiet) {
+		return quiet(), "quiet", nil
+	}
+	size := p.prof.pageSize
+	rev := int64(len(p.events))
+	var note fetchNote
+	switch {
+	case p.prof.marker:
+		// The same revision gives the same page.
+		size += int(uint64(c.next*31+rev*17) % 3)
+		size--
+	case retry && p.chance(p.prof.shift):
+		size += p.rng.IntN(5) - 2
+		note = "shift"
+	}
+	size = max(size, 1)
+	i := p.index(c.next)
+	j := min(i+size, len(p.events))
+	session := p.session
+	r := witness.Response{}
+	if p.prof.marker {
+		r.Marker = []byte("rev" + strconv.FormatInt(rev, 10))
+	}
+	if i == j {
+		// Nothing at or after next: an honest empty page, complete through
+		// T; its successor points past T.
+		next := max(c.next, p.final+1)
+		r.Successor = cursor{next: next, session: session, nonce: rotated()}.bytes()
+		r.Sealed = p.sealed
+		if p.prof.ct {
+			r.CompleteThrough = coord.Integer(p.final)
+		}
+		return r, "empty", nil
+	}
+	evs := p.events[i:j]
+	exhausted := j == len(p.events)
+	last := evs[len(evs)-1].pos
+	r.Events = make([]witness.Event, 0, len(evs))
+	drop := -1
+	if !p.prof.ct && p.prof.contract.DensePositions && len(evs) >= 3 && p.chance(p.prof.omit) {
+		drop = 1 + p.rng.IntN(len(evs)-2)
+		note = "omit"
+	}
+	for k, e := range evs {
+		if k == drop {
+			continue
+		}
+		r.Events = append(r.Events, witness.Event{ID: e.id, Position: e.pos, Payload: e.payload})
+	}
+	if p.chance(p.prof.garbage) {
+		e := r.Events[len(r.Events)-1]
+		r.Events = append(r.Events, e)
+		note = "garbage"
+	}
+	r.Successor = cursor{next: last + 1, session: session, nonce: rotated()}.bytes()
+	r.HasMore = !exhausted
+	r.Sealed = p.sealed && exhausted
+	if p.prof.ct {
+		if exhausted {
+			r.CompleteThrough = coord.Integer(p.final)
+		} else {
+			r.CompleteThrough = coord.Integer(last)
+		}
+	}
+	return r, note, nil
+}
+
+// restartCursor is the provider-supported stable boundary: just after the
+// durable complete-through watermark, or the partition's start.
+func (p *part) restartCursor(durable coord.Watermark) []byte {
+	next := int64(1)
+	if durable.Kind == coord.KindInteger {
+		next = durable.Int + 1
+	}
+	return cursor{next: next, session: p.session}.bytes()
+}
+
+// describeResponse renders a response for traces.
+func describeResponse(r witness.Response) string {
+	var b strings.Builder
+	switch n := len(r.Events); n {
+	case 0:
+		b.WriteString("empty")
+	default:
+		fmt.Fprintf(&b, "%d events", n)
+		b.WriteString(" [")
+		for i, e := range r.Events {
+			if i > 0 {
+				b.WriteString(" ")
+			}
+			b.WriteString(strconv.FormatInt(e.Position, 10))
+		}
+		b.WriteString("]")
+	}
+	fmt.Fprintf(&b, " succ %s", curString(r.Successor))
+	if !r.CompleteThrough.IsZero() {
+		fmt.Fprintf(&b, " ct %s", r.CompleteThrough)
+	}
+	if len(r.Marker) > 0 {
+		fmt.Fprintf(&b, " marker %s", r.Marker)
+	}
+	if r.Sealed {
+		b.WriteString(" sealed")
+	}
+	return b.String()
+}

@@ -1,0 +1,378 @@
+package sim
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/witness"
+)
+
+// Check names one family of oracle checks (DESIGN.md section 2).
+type Check string
+
+const (
+	// CheckNoLoss (a), invariant 9: every event below a partition's durable
+	// cursor, at or below its applied boundary and at or below its
+	// complete-through watermark has a terminal outcome at the sink; every
+	// durable receipt (AckedThrough) claims only events that have one.
+	CheckNoLoss Check = "no-loss"
+	// CheckWitnessFirst, invariant 4: a batch leaves the input only when
+	// the witness it is attributed to is durable.
+	CheckWitnessFirst Check = "witness-first"
+	// CheckBinding (b), invariants 1 and 2: every promotion moves the
+	// checkpoint by exactly one generation from the (cursor, generation)
+	// its witness was fetched from, to exactly that witness's successor,
+	// and every event of that witness has a terminal outcome.
+	CheckBinding Check = "binding"
+	// CheckMonotone (c), invariants 3 and 7: durable watermarks and applied
+	// boundaries never decrease; the published frontier never decreases
+	// within an epoch and epochs never go back; a published scalar never
+	// exceeds the durable watermark of any partition of its epoch, and
+	// every event at or below it in those partitions (and in partitions
+	// removed with proof) has a terminal outcome.
+	CheckMonotone Check = "monotone"
+	// CheckMembership (d), invariant 8: no scalar frontier in an epoch whose
+	// membership change is unproven; the published vector names exactly the
+	// epoch's partitions.
+	CheckMembership Check = "membership"
+	// CheckRecords (Config.StrictRecords only): a witness's stored
+	// disposition agrees with the checkpoints: a witness promoted into a
+	// checkpoint is never recorded abandoned, and no witness recorded
+	// abandoned is promoted. Violations are record inconsistencies, not
+	// losses (the compare-and-swap still decides), so they are counted in
+	// Stats.DispositionConflicts and fail a run only when asked.
+	CheckRecords Check = "records"
+	// CheckModel: the model's own consistency (a delivered event the
+	// provider never issued).
+	CheckModel Check = "model"
+)
+
+type wref struct {
+	part    string
+	gen     uint64
+	attempt string
+}
+
+// oracle checks the invariants after every step, from the MemStore under
+// every wrapper and the model's ground truth.
+type oracle struct {
+	s         *sim
+	witnesses map[wref]*witness.Witness
+	// promoted marks the witnesses a checkpoint was promoted to.
+	promoted map[wref]bool
+	last     map[string]store.Checkpoint
+	epochs   map[uint64]store.Membership
+	lastM    store.Membership
+	lastF    store.Frontier
+	hasF     bool
+	// removedProven: partitions that left the membership with proof.
+	removedProven map[string]bool
+	fail          *violation
+}
+
+type violation struct {
+	check  Check
+	detail string
+}
+
+func newOracle(s *sim) *oracle {
+	return &oracle{
+		s:             s,
+		witnesses:     map[wref]*witness.Witness{},
+		promoted:      map[wref]bool{},
+		last:          map[string]store.Checkpoint{},
+		epochs:        map[uint64]store.Membership{},
+		removedProven: map[string]bool{},
+	}
+}
+
+func (o *oracle) violate(c Check, format string, a ...any) {
+	if o.fail == nil {
+		o.fail = &violation{check: c, detail: fmt.Sprintf(format, a...)}
+	}
+}
+
+// truth checks that the events of a witness are events the provider
+// issued, and that the first n have a terminal outcome.
+func (o *oracle) truth(c Check, what string, part string, events []witness.EventWitness, n int) {
+	p := o.s.part(part)
+	if p == nil {
+		o.violate(CheckModel, "%s: unknown partition %s", what, part)
+		return
+	}
+	for i, e := range events {
+		k := p.index(e.Position)
+		if k == len(p.events) || p.events[k].pos != e.Position || p.events[k].idHash != e.IDHash || p.events[k].digest != e.Digest {
+			o.violate(CheckModel, "%s: partition %s position %d is not an event the provider issued", what, part, e.Position)
+			return
+		}
+		if i < n && !p.events[k].acked {
+			o.violate(c, "%s: partition %s event %s (position %d) has no terminal outcome at the sink", what, part, p.events[k].id, e.Position)
+			return
+		}
+	}
+}
+
+func (o *oracle) witnessStored(w witness.Witness) {
+	r := wref{w.Partition, w.Generation, w.AttemptID}
+	if old, ok := o.witnesses[r]; ok {
+		// An idempotent repeat: the stored record keeps its receipts.
+		_ = old
+		return
+	}
+	c := w.Clone()
+	o.witnesses[r] = &c
+	o.truth(CheckNoLoss, fmt.Sprintf("witness %s stored with receipts through %d", w.AttemptID, w.AckedThrough), w.Partition, w.Events, w.AckedThrough)
+}
+
+func (o *oracle) receiptStored(k store.Key, gen uint64, attempt string, n int) {
+	w, ok := o.witnesses[wref{k.Partition, gen, attempt}]
+	if !ok {
+		o.violate(CheckModel, "receipt for unknown witness %s/%d/%s", k.Partition, gen, attempt)
+		return
+	}
+	w.AckedThrough = max(w.AckedThrough, n)
+	o.truth(CheckNoLoss, fmt.Sprintf("receipt of witness %s through %d", attempt, n), k.Partition, w.Events, n)
+}
+
+func (o *oracle) dispositionStored(k store.Key, gen uint64, attempt string, d witness.Disposition) {
+	r := wref{k.Partition, gen, attempt}
+	w, ok := o.witnesses[r]
+	if !ok {
+		return
+	}
+	if w.Disposition == witness.Pending {
+		w.Disposition = d
+	}
+	if d == witness.Abandoned && o.promoted[r] {
+		o.s.stats.DispositionConflicts++
+		if o.s.strictRecords {
+			o.violate(CheckRecords, "witness %s of partition %s was promoted into generation %d, yet is now recorded abandoned", attempt, k.Partition, gen+1)
+		}
+	}
+}
+
+// delivered checks a batch as it leaves the input.
+func (o *oracle) delivered(d *delivery) {
+	if _, ok := o.witnesses[wref{d.part, d.gen, d.attempt}]; !ok {
+		o.violate(CheckWitnessFirst, "batch %s left the input before its witness was durable", d)
+	}
+	o.truth(CheckModel, "batch "+d.String(), d.part, d.events, 0)
+}
+
+// acked records the terminal outcome of a batch at the sink.
+func (o *oracle) acked(d *delivery) {
+	p := o.s.part(d.part)
+	for _, e := range d.events {
+		k := p.index(e.Position)
+		if k < len(p.events) && p.events[k].pos == e.Position && p.events[k].idHash == e.IDHash && p.events[k].digest == e.Digest {
+			p.events[k].acked = true
+		}
+	}
+}
+
+// below reports a violation when partition p has an event below pos
+// without a terminal outcome.
+func (o *oracle) below(p *part, pos int64, format string, a ...any) {
+	if e, ok := p.ackedBelow(pos); !ok {
+		o.violate(CheckNoLoss, "partition %s: %s, yet event %s (position %d) has no terminal outcome at the sink", p.name, fmt.Sprintf(format, a...), e.id, e.pos)
+	}
+}
+
+// check runs every state check after a step.
+func (o *oracle) check() {
+	s := o.s
+	for _, p := range s.parts {
+		if !p.appeared {
+			continue
+		}
+		cp, err := s.mem.LoadCheckpoint(bg, store.Key{Scope: s.scope, Partition: p.name})
+		if errors.Is(err, store.ErrNoCheckpoint) {
+			continue
+		}
+		if err != nil {
+			o.violate(CheckModel, "cannot read checkpoint of %s: %v", p.name, err)
+			continue
+		}
+		o.checkpoint(p, cp)
+	}
+	o.membership()
+	o.frontier()
+}
+
+func (o *oracle) checkpoint(p *part, cp store.Checkpoint) {
+	// (a) No loss.
+	c, err := decodeCursor(cp.Cursor)
+	if err != nil {
+		o.violate(CheckModel, "partition %s: checkpoint cursor: %v", p.name, err)
+		return
+	}
+	o.below(p, c.next, "the durable cursor %s (g%d) resumes at position %d", curString(cp.Cursor), cp.Generation, c.next)
+	if cp.HasApplied {
+		o.below(p, cp.Applied+1, "the durable applied boundary is %d (g%d)", cp.Applied, cp.Generation)
+	}
+	if cp.Watermark.Kind == coord.KindInteger {
+		o.below(p, cp.Watermark.Int+1, "the durable watermark is %s (g%d)", cp.Watermark, cp.Generation)
+	}
+	last, seen := o.last[p.name]
+	o.last[p.name] = cp
+	if !seen {
+		if cp.Generation != 1 {
+			o.violate(CheckBinding, "partition %s: first checkpoint seen at generation %d", p.name, cp.Generation)
+		}
+		return
+	}
+	// (c) Monotone.
+	if !last.Watermark.IsZero() {
+		if cmp, err := cp.Watermark.Compare(last.Watermark); err != nil || cmp < 0 {
+			o.violate(CheckMonotone, "partition %s: durable watermark went from %s to %s (g%d -> g%d)", p.name, last.Watermark, cp.Watermark, last.Generation, cp.Generation)
+		}
+	}
+	if last.HasApplied && (!cp.HasApplied || cp.Applied < last.Applied) {
+		o.violate(CheckMonotone, "partition %s: applied boundary went from %d to %d (g%d -> g%d)", p.name, last.Applied, cp.Applied, last.Generation, cp.Generation)
+	}
+	// (b) Binding.
+	switch {
+	case cp.Generation == last.Generation:
+		if !bytes.Equal(cp.Cursor, last.Cursor) || cp.PromotedWitness != last.PromotedWitness {
+			o.violate(CheckBinding, "partition %s: checkpoint changed at generation %d: %s -> %s", p.name, cp.Generation, curString(last.Cursor), curString(cp.Cursor))
+		}
+		return
+	case cp.Generation != last.Generation+1:
+		o.violate(CheckBinding, "partition %s: generation went from %d to %d in one step", p.name, last.Generation, cp.Generation)
+		return
+	}
+	o.s.stats.Transitions++
+	if strings.HasPrefix(cp.PromotedWitness, "restart:") || strings.HasPrefix(cp.PromotedWitness, "repair:") {
+		if cp.Watermark != last.Watermark || cp.Applied != last.Applied {
+			o.violate(CheckBinding, "partition %s: a restart to %s changed the watermark or applied boundary", p.name, curString(cp.Cursor))
+		}
+		return
+	}
+	r := wref{p.name, last.Generation, cp.PromotedWitness}
+	w, ok := o.witnesses[r]
+	switch {
+	case !ok:
+		where := "no witness of that id is durable"
+		for ref := range o.witnesses {
+			if ref.part == p.name && ref.attempt == cp.PromotedWitness {
+				where = fmt.Sprintf("it was fetched at generation %d from %s", ref.gen, curString(o.witnesses[ref].InputCursor))
+			}
+		}
+		o.violate(CheckBinding, "partition %s: generation %d promotes witness %q over generation %d (%s): %s", p.name, cp.Generation, cp.PromotedWitness, last.Generation, curString(last.Cursor), where)
+		return
+	case !bytes.Equal(w.InputCursor, last.Cursor):
+		o.violate(CheckBinding, "partition %s: generation %d promotes witness %s, fetched from %s, over the checkpoint %s (g%d)", p.name, cp.Generation, w.AttemptID, curString(w.InputCursor), curString(last.Cursor), last.Generation)
+	case !bytes.Equal(w.Successor, cp.Cursor):
+		o.violate(CheckBinding, "partition %s: generation %d writes cursor %s with the evidence of witness %s, whose own successor is %s", p.name, cp.Generation, curString(cp.Cursor), w.AttemptID, curString(w.Successor))
+	case w.Disposition == witness.Abandoned:
+		o.s.stats.DispositionConflicts++
+		if o.s.strictRecords {
+			o.violate(CheckRecords, "partition %s: generation %d promotes witness %s, which is recorded abandoned", p.name, cp.Generation, w.AttemptID)
+		}
+	}
+	if bytes.Equal(cp.Cursor, last.Cursor) && store.SameWatermark(cp.Watermark, last.Watermark) && cp.Applied == last.Applied && cp.HasApplied == last.HasApplied {
+		// A write that moved nothing but the generation (a sealed
+		// partition's empty last page, promoted on every poll).
+		o.s.stats.NoopPromotions++
+		if !p.sealed {
+			o.s.stats.NoopUnsealed++
+		}
+	}
+	o.promoted[r] = true
+	o.truth(CheckBinding, fmt.Sprintf("promotion of witness %s into g%d", w.AttemptID, cp.Generation), p.name, w.Events, len(w.Events))
+}
+
+func (o *oracle) membership() {
+	s := o.s
+	m, err := s.mem.LoadMembership(bg, s.scope)
+	if err != nil {
+		o.violate(CheckModel, "cannot read membership: %v", err)
+		return
+	}
+	if m.Epoch == o.lastM.Epoch {
+		return
+	}
+	if m.Epoch < o.lastM.Epoch {
+		o.violate(CheckMembership, "membership epoch went from %d to %d", o.lastM.Epoch, m.Epoch)
+		return
+	}
+	o.epochs[m.Epoch] = m
+	o.lastM = m
+	for name := range s.everMember {
+		if !slices.Contains(m.Partitions, name) && !slices.Contains(m.Unproven, name) {
+			o.removedProven[name] = true
+		}
+	}
+	for _, name := range m.Partitions {
+		s.everMember[name] = true
+	}
+}
+
+func (o *oracle) frontier() {
+	s := o.s
+	f, err := s.mem.LoadFrontier(bg, s.scope)
+	if errors.Is(err, store.ErrNoCheckpoint) {
+		return
+	}
+	if err != nil {
+		o.violate(CheckModel, "cannot read frontier: %v", err)
+		return
+	}
+	if o.hasF {
+		prev := o.lastF
+		switch {
+		case f.Epoch < prev.Epoch:
+			o.violate(CheckMonotone, "published epoch went from %d to %d", prev.Epoch, f.Epoch)
+		case f.Epoch == prev.Epoch && !prev.Scalar.IsZero() && f.Scalar.IsZero():
+			o.violate(CheckMonotone, "published scalar %s withdrawn within epoch %d", prev.Scalar, f.Epoch)
+		case f.Epoch == prev.Epoch && f.Scalar.Less(prev.Scalar):
+			o.violate(CheckMonotone, "published scalar went from %s to %s within epoch %d", prev.Scalar, f.Scalar, f.Epoch)
+		}
+	}
+	o.lastF, o.hasF = f, true
+	m, ok := o.epochs[f.Epoch]
+	if !ok {
+		o.violate(CheckMembership, "frontier published for epoch %d, which has no membership record", f.Epoch)
+		return
+	}
+	if len(f.Vector) != len(m.Partitions) {
+		o.violate(CheckMembership, "frontier of epoch %d has a vector of %d partitions, the epoch has %v", f.Epoch, len(f.Vector), m.Partitions)
+	}
+	for _, name := range m.Partitions {
+		if _, ok := f.Vector[name]; !ok {
+			o.violate(CheckMembership, "frontier of epoch %d has no vector entry for member %s", f.Epoch, name)
+		}
+	}
+	if f.Scalar.IsZero() {
+		return
+	}
+	if !m.Proven {
+		o.violate(CheckMembership, "scalar %s published in epoch %d, whose membership change is unproven (%s)", f.Scalar, f.Epoch, m.Reason)
+	}
+	if f.Scalar.Kind != coord.KindInteger {
+		o.violate(CheckModel, "scalar %s of kind %s", f.Scalar, f.Scalar.Kind)
+		return
+	}
+	for _, name := range m.Partitions {
+		cp, err := s.mem.LoadCheckpoint(bg, store.Key{Scope: s.scope, Partition: name})
+		if err != nil {
+			o.violate(CheckMonotone, "scalar %s published in epoch %d, but member %s has no checkpoint", f.Scalar, f.Epoch, name)
+			continue
+		}
+		if cp.Watermark.IsZero() || cp.Watermark.Less(f.Scalar) {
+			o.violate(CheckMonotone, "scalar %s published in epoch %d exceeds member %s's durable watermark %s", f.Scalar, f.Epoch, name, cp.Watermark)
+		}
+		o.below(s.part(name), f.Scalar.Int+1, "the published scalar of epoch %d is %s", f.Epoch, f.Scalar)
+	}
+	for _, p := range s.parts {
+		if o.removedProven[p.name] {
+			o.below(p, f.Scalar.Int+1, "it left the membership with proof, and the published scalar of epoch %d is %s", f.Epoch, f.Scalar)
+		}
+	}
+}

@@ -1,0 +1,690 @@
+package sim
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/tidemark/tidemark/internal/store"
+)
+
+// Variant injects one deliberately broken behaviour into the simulated
+// workers, publisher or store, to prove that the oracle catches it. The
+// zero value, Faithful, is the production behaviour.
+type Variant uint8
+
+const (
+	// Faithful: workers, publisher and store behave as in production.
+	Faithful Variant = iota
+	// PromoteOtherSuccessor: a worker promotes the successor of another
+	// response to the same (cursor, generation) with the completion
+	// evidence of its own (breaks invariant 1).
+	PromoteOtherSuccessor
+	// MaxFrontier: the publisher publishes the maximum of the partitions'
+	// watermarks instead of the minimum (breaks invariant 7).
+	MaxFrontier
+	// BareEmptyPage: workers treat every empty page as the end of the data,
+	// so a bare empty page without evidence advances (breaks invariant 6).
+	BareEmptyPage
+	// UnconditionalWrite: Promote ignores FromCursor and FromGeneration and
+	// overwrites the stored checkpoint (breaks invariant 2).
+	UnconditionalWrite
+)
+
+var variantNames = [...]string{"faithful", "promote-other-successor", "max-frontier", "bare-empty-page", "unconditional-write"}
+
+func (v Variant) String() string {
+	if int(v) < len(variantNames) {
+		return variantNames[v]
+	}
+	return fmt.Sprintf("variant(%d)", uint8(v))
+}
+
+// ParseVariant reads the names Variant.String prints.
+func ParseVariant(s string) (Variant, error) {
+	for i, n := range variantNames {
+		if n == s {
+			return Variant(i), nil
+		}
+	}
+	return 0, fmt.Errorf("sim: unknown variant %q (want one of %s)", s, strings.Join(variantNames[:], ", "))
+}
+
+// Variants lists the broken variants (every Variant but Faithful).
+func Variants() []Variant {
+	return []Variant{PromoteOtherSuccessor, MaxFrontier, BareEmptyPage, UnconditionalWrite}
+}
+
+// DefaultSteps is the length of a schedule when Config.Steps is zero.
+const DefaultSteps = 1500
+
+// Config is one simulated schedule.
+type Config struct {
+	// Seed determines everything: the setup, the ops, every partition's
+	// provider stream and the store faults.
+	Seed uint64
+	// Steps is the number of ops (default DefaultSteps).
+	Steps int
+	// Variant is the behaviour under test (default Faithful).
+	Variant Variant
+	// TraceTail is the number of history lines a failure prints (default
+	// 60).
+	TraceTail int
+	// Ops, when not nil, replaces the generated ops (a replay); Steps is
+	// then len(Ops).
+	Ops []Op
+	// Liveness adds a fault-free phase after the steps and fails the run
+	// when a partition a worker reads does not catch up (CheckLiveness).
+	Liveness bool
+	// OnStep, when not nil, receives every history line as it is made.
+	OnStep func(line string)
+	// StrictRecords also fails a run on CheckRecords: a witness's stored
+	// disposition contradicting the checkpoints (an inconsistency of the
+	// records, not a loss).
+	StrictRecords bool
+}
+
+// Result is the outcome of one schedule.
+type Result struct {
+	Seed    uint64
+	Variant Variant
+	Steps   int
+	Setup   string
+	Stats   Stats
+	// Failure is nil when every check held after every step.
+	Failure *Failure
+	opList  []Op
+}
+
+// ops returns the ops the run executed.
+func (r Result) ops() []Op { return r.opList }
+
+// Failure is an oracle violation with what is needed to reproduce it.
+type Failure struct {
+	Seed    uint64
+	Variant Variant
+	// Config is the configuration of the failed run (its Ops and OnStep
+	// cleared); Replayed says it ran given ops.
+	Config   Config
+	Replayed bool
+	Step     int
+	Check    Check
+	Detail   string
+	Setup    string
+	// Trace is the tail of the history, oldest first.
+	Trace []string
+	// Ops is every op executed up to and including the failing one.
+	Ops []Op
+}
+
+// Rerun is the command that reproduces the failure.
+func (f *Failure) Rerun() string {
+	cmd := fmt.Sprintf("go test ./internal/sim -run TestSim -seed=%d", f.Seed)
+	c := f.Config
+	if f.Variant != Faithful {
+		cmd += " -variant=" + f.Variant.String()
+	}
+	if c.Steps != 0 && c.Steps != DefaultSteps {
+		cmd += fmt.Sprintf(" -steps=%d", c.Steps)
+	}
+	if c.Liveness {
+		cmd += " -liveness"
+	}
+	if c.StrictRecords {
+		cmd += " -strict-records"
+	}
+	if f.Replayed {
+		cmd += " -replay=<the ops file>"
+	}
+	return cmd + " -v"
+}
+
+func (f *Failure) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "sim: seed %d (%s) failed check %s at step %d:\n  %s\n", f.Seed, f.Variant, f.Check, f.Step, f.Detail)
+	fmt.Fprintf(&b, "setup: %s\n", f.Setup)
+	fmt.Fprintf(&b, "trace (last %d of %d steps):\n", len(f.Trace), f.Step+1)
+	for _, l := range f.Trace {
+		b.WriteString("  ")
+		b.WriteString(l)
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "rerun: %s\n", f.Rerun())
+	return b.String()
+}
+
+// Stats counts what a run exercised, so tests can assert the simulator
+// reaches the states it is meant to. Every field is a count.
+type Stats struct {
+	Steps, Fetches, FetchAhead                 int
+	Promotions, Transitions, Fenced            int
+	ResolvedApplied, ResolvedMoved             int
+	ResolvedRetry                              int
+	FirstResponses, ExactReplays, Rotations    int
+	ShiftedPages, Divergences, Refusals        int
+	Holds, HoldWithChain, Idle, BadResponses   int
+	Restarts, Parks, Unparks, Expired, Repairs int
+	Crashes, PubCrashes, Acks, Nacks           int
+	Throttled, LostResponses                   int
+	Glitches, Omissions, Shifts, Stalls        int
+	Garbage                                    int
+	Published, ScalarsPublished                int
+	ScalarsAfterChange                         int
+	Epochs, UnprovenEpochs                     int
+	DispositionConflicts, SharedPartitions     int
+	NoopPromotions, NoopUnsealed               int
+}
+
+// Add adds o to s.
+func (s *Stats) Add(o Stats) {
+	a, b := reflect.ValueOf(s).Elem(), reflect.ValueOf(o)
+	for i := 0; i < a.NumField(); i++ {
+		a.Field(i).SetInt(a.Field(i).Int() + b.Field(i).Int())
+	}
+}
+
+func (s *Stats) note(n fetchNote) {
+	s.Fetches++
+	switch n {
+	case "glitch", "stall-glitch":
+		s.Glitches++
+	case "omit":
+		s.Omissions++
+	case "shift":
+		s.Shifts++
+	case "garbage":
+		s.Garbage++
+	}
+	if strings.HasPrefix(string(n), "stall") {
+		s.Stalls++
+	}
+}
+
+func (s *Stats) class(c string) {
+	switch c {
+	case "first_response":
+		s.FirstResponses++
+	case "exact_replay":
+		s.ExactReplays++
+	case "token_rotation":
+		s.Rotations++
+	case "shifted_page":
+		s.ShiftedPages++
+	}
+}
+
+// setup is what the seed decides before the first op.
+type setup struct {
+	workers    int
+	publishers int
+	depth      int // pages in flight per lane (max_pages_in_flight)
+	batch      int // events per emitted batch (0: the whole page)
+	throttle   float64
+	lost       float64
+	initial    int // partitions in epoch 1
+	assign     map[string][]int
+}
+
+type sim struct {
+	cfg     Config
+	variant Variant
+	setup   setup
+	rng     *rand.Rand
+	scope   string
+
+	parts  []*part
+	byName map[string]*part
+
+	mem    *store.MemStore
+	faults *Faults
+	st     store.Store
+
+	workers    []*worker
+	publishers []*publisher
+	coord      *coordinator
+	sink       sink
+	oracle     *oracle
+	// everMember: partitions that have been in some membership epoch.
+	everMember    map[string]bool
+	strictRecords bool
+
+	attemptSeq int
+	stats      Stats
+	hist       []string
+	ops        []Op
+	desc       string
+}
+
+// Run executes one schedule and checks the oracle after every step.
+func Run(cfg Config) Result {
+	if cfg.Steps <= 0 {
+		cfg.Steps = DefaultSteps
+	}
+	if cfg.TraceTail <= 0 {
+		cfg.TraceTail = 60
+	}
+	if cfg.Ops != nil {
+		cfg.Steps = len(cfg.Ops)
+	}
+	s := newSim(cfg)
+	res := Result{Seed: cfg.Seed, Variant: cfg.Variant, Setup: s.desc}
+	i := 0
+	for ; i < cfg.Steps && s.oracle.fail == nil; i++ {
+		var op Op
+		if cfg.Ops != nil {
+			op = cfg.Ops[i]
+		} else {
+			op = s.genOp()
+		}
+		s.ops = append(s.ops, op)
+		out := s.exec(op)
+		s.record(fmt.Sprintf("#%d %s: %s", i, op, out))
+		s.syncLanes()
+		s.oracle.check()
+		s.stats.Steps++
+	}
+	i--
+	if s.oracle.fail == nil && cfg.Liveness {
+		s.quiesce(&i)
+	}
+	if v := s.oracle.fail; v != nil {
+		tail := s.hist
+		if len(tail) > cfg.TraceTail {
+			tail = tail[len(tail)-cfg.TraceTail:]
+		}
+		fc := cfg
+		fc.Ops, fc.OnStep = nil, nil
+		if cfg.Ops != nil {
+			fc.Steps = 0
+		}
+		res.Failure = &Failure{Seed: cfg.Seed, Variant: cfg.Variant, Config: fc, Replayed: cfg.Ops != nil, Step: i, Check: v.check, Detail: v.detail, Setup: s.desc, Trace: slices.Clone(tail), Ops: s.ops}
+	}
+	res.Steps = s.stats.Steps
+	res.Stats = s.stats
+	res.opList = s.ops
+	return res
+}
+
+func (s *sim) record(line string) {
+	if s.cfg.OnStep != nil {
+		s.cfg.OnStep(line)
+	}
+	s.hist = append(s.hist, line)
+	// Keep memory bounded on long runs: only the tail is ever printed.
+	if len(s.hist) > 4*s.cfg.TraceTail {
+		s.hist = append(s.hist[:0], s.hist[len(s.hist)-s.cfg.TraceTail:]...)
+	}
+}
+
+func partSeed(seed uint64, name string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return h.Sum64() ^ seed
+}
+
+var universe = []string{"a", "b", "c", "d", "e", "f"}
+
+func newSim(cfg Config) *sim {
+	s := &sim{
+		cfg:           cfg,
+		variant:       cfg.Variant,
+		rng:           rand.New(rand.NewPCG(cfg.Seed, 0x5eed)),
+		scope:         "sim",
+		byName:        map[string]*part{},
+		mem:           store.NewMemStore(),
+		everMember:    map[string]bool{},
+		strictRecords: cfg.StrictRecords,
+	}
+	r := s.rng
+	su := setup{
+		workers:    1 + r.IntN(3),
+		publishers: 1 + r.IntN(2),
+		depth:      1 + r.IntN(4),
+		batch:      r.IntN(4),
+		throttle:   []float64{0, 0.02, 0.05, 0.1}[r.IntN(4)],
+		lost:       []float64{0, 0.02, 0.05, 0.1}[r.IntN(4)],
+		initial:    2 + r.IntN(3),
+		assign:     map[string][]int{},
+	}
+	total := su.initial + r.IntN(3)
+	scalarRun := r.IntN(10) < 7
+	var desc []string
+	for i, name := range universe[:total] {
+		var prof profile
+		if scalarRun {
+			prof = scalarProfiles[r.IntN(len(scalarProfiles))]
+		} else {
+			prof = append(slices.Clone(scalarProfiles), otherProfiles...)[r.IntN(len(scalarProfiles)+len(otherProfiles))]
+		}
+		p := newPart(name, rand.New(rand.NewPCG(partSeed(cfg.Seed, name), 0x9a27)), prof, 1)
+		ws := []int{r.IntN(su.workers)}
+		if su.workers > 1 && r.IntN(2) == 0 {
+			ws = append(ws, (ws[0]+1+r.IntN(su.workers-1))%su.workers)
+			s.stats.SharedPartitions++
+		}
+		su.assign[name] = ws
+		if i < su.initial {
+			p.appeared = true
+			p.appendEvents(r.IntN(4))
+			desc = append(desc, fmt.Sprintf("%s:%s@%v", name, prof.name, ws))
+		} else {
+			// Appears later: an old partition with a backlog, or a new one.
+			if r.IntN(2) == 0 {
+				p.created = 0 // decided when it appears
+			}
+			desc = append(desc, fmt.Sprintf("%s:%s@%v(later)", name, prof.name, ws))
+		}
+		s.parts = append(s.parts, p)
+		s.byName[name] = p
+	}
+	s.setup = su
+	s.oracle = newOracle(s)
+	var inner store.Store = tap{Store: s.mem, o: s.oracle}
+	if cfg.Variant == UnconditionalWrite {
+		inner = unconditional{Store: inner}
+	}
+	s.faults = NewFaults(inner, cfg.Seed, su.throttle, su.lost)
+	s.faults.on = func(_ string, f Fault) {
+		if f == Throttle {
+			s.stats.Throttled++
+		} else {
+			s.stats.LostResponses++
+		}
+	}
+	s.st = s.faults
+	s.coord = &coordinator{s: s}
+	for i := 0; i < su.publishers; i++ {
+		s.publishers = append(s.publishers, &publisher{s: s, id: i})
+	}
+	for i := 0; i < su.workers; i++ {
+		s.workers = append(s.workers, &worker{id: i})
+	}
+	// Epoch 1: the initial partitions, written directly (no faults).
+	var members []string
+	for _, p := range s.parts[:su.initial] {
+		members = append(members, p.name)
+	}
+	if _, err := s.mem.SwapMembership(bg, 0, store.Membership{Scope: s.scope, Epoch: 1, Partitions: members, Proven: true}); err != nil {
+		panic(err)
+	}
+	s.oracle.membership()
+	s.syncLanes()
+	s.desc = fmt.Sprintf("seed=%d variant=%s workers=%d publishers=%d depth=%d batch=%d %s parts=%s",
+		cfg.Seed, cfg.Variant, su.workers, su.publishers, su.depth, su.batch, s.faults, strings.Join(desc, ","))
+	return s
+}
+
+func (s *sim) part(name string) *part { return s.byName[name] }
+
+func (s *sim) newAttemptID() string {
+	s.attemptSeq++
+	return fmt.Sprintf("a%07d", s.attemptSeq)
+}
+
+// syncLanes gives every partition the stored membership reads (its members
+// and the partitions whose removal is still unproven) lanes on its
+// assigned workers, and drops the lanes of the others.
+func (s *sim) syncLanes() {
+	m, err := s.mem.LoadMembership(bg, s.scope)
+	if err != nil {
+		return
+	}
+	active := map[string]bool{}
+	for _, n := range m.Partitions {
+		active[n] = true
+	}
+	for _, n := range m.Unproven {
+		active[n] = true
+	}
+	for _, w := range s.workers {
+		w.epoch = m.Epoch
+		kept := w.lanes[:0]
+		for _, l := range w.lanes {
+			if active[l.p.name] {
+				kept = append(kept, l)
+			} else {
+				l.dead = true
+			}
+		}
+		w.lanes = kept
+	}
+	for _, p := range s.parts {
+		if !active[p.name] {
+			continue
+		}
+		for _, wi := range s.setup.assign[p.name] {
+			w := s.workers[wi]
+			if !slices.ContainsFunc(w.lanes, func(l *lane) bool { return l.p == p }) {
+				w.lanes = append(w.lanes, s.newLane(w, p))
+				slices.SortFunc(w.lanes, func(a, b *lane) int { return strings.Compare(a.p.name, b.p.name) })
+			}
+		}
+	}
+}
+
+func (s *sim) newLane(w *worker, p *part) *lane {
+	return &lane{s: s, w: w, p: p, key: store.Key{Scope: s.scope, Partition: p.name}, mode: modeLoad}
+}
+
+// deliver hands a batch to the sink.
+func (s *sim) deliver(d *delivery) {
+	s.oracle.delivered(d)
+	s.sink.inflight = append(s.sink.inflight, d)
+}
+
+// genOp draws the next op from the schedule's PRNG. It looks at the state
+// only to avoid ops that would find nothing to do (a worker without
+// lanes, an ack with nothing in flight, a partition that does not exist
+// yet); the op itself names actors and partitions, never state, so any op
+// list can be replayed.
+func (s *sim) genOp() Op {
+	r := s.rng
+	var appeared, hidden []string
+	for _, p := range s.parts {
+		if p.appeared {
+			appeared = append(appeared, p.name)
+		} else {
+			hidden = append(hidden, p.name)
+		}
+	}
+	pick := func() string { return appeared[r.IntN(len(appeared))] }
+	step := func() Op {
+		var busy []int
+		for _, w := range s.workers {
+			if len(w.lanes) > 0 {
+				busy = append(busy, w.id)
+			}
+		}
+		w := r.IntN(len(s.workers))
+		if len(busy) > 0 {
+			w = busy[r.IntN(len(busy))]
+		}
+		return Op{Kind: OpStep, W: w, N: r.IntN(64), M: r.IntN(64)}
+	}
+	x := r.IntN(1000)
+	switch {
+	case x < 540:
+		return step()
+	case x < 775:
+		if len(s.sink.inflight) == 0 {
+			return step()
+		}
+		if x < 760 {
+			return Op{Kind: OpAck, N: r.IntN(64)}
+		}
+		return Op{Kind: OpNack, N: r.IntN(64)}
+	case x < 855:
+		return Op{Kind: OpAppend, P: pick(), N: 1 + r.IntN(4)}
+	case x < 875:
+		return Op{Kind: OpTick, P: pick(), N: 1 + r.IntN(5)}
+	case x < 882:
+		return Op{Kind: OpExpire, P: pick()}
+	case x < 890:
+		return Op{Kind: OpStall, P: pick(), N: 1 + r.IntN(4)}
+	case x < 893:
+		return Op{Kind: OpSeal, P: pick()}
+	case x < 907:
+		return Op{Kind: OpCrash, W: r.IntN(len(s.workers))}
+	case x < 962:
+		return Op{Kind: OpPublish, W: r.IntN(len(s.publishers))}
+	case x < 966:
+		return Op{Kind: OpPubCrash, W: r.IntN(len(s.publishers))}
+	case x < 970:
+		if len(hidden) == 0 {
+			return step()
+		}
+		return Op{Kind: OpAppear, P: hidden[r.IntN(len(hidden))]}
+	case x < 980:
+		return Op{Kind: OpAdd, P: pick(), Proof: []string{"replay", "replay", "covered", "covered", "none"}[r.IntN(5)]}
+	case x < 986:
+		return Op{Kind: OpRemove, P: pick(), Proof: []string{"seal", "seal", "seal", "none"}[r.IntN(4)]}
+	case x < 988:
+		return Op{Kind: OpRestart, P: pick()}
+	default:
+		return Op{Kind: OpUnpark, P: pick()}
+	}
+}
+
+// exec performs one op and describes what happened.
+func (s *sim) exec(op Op) string {
+	switch op.Kind {
+	case OpStep:
+		if op.W < 0 || op.W >= len(s.workers) {
+			return "no such worker"
+		}
+		w := s.workers[op.W]
+		if len(w.lanes) == 0 {
+			return "no lanes"
+		}
+		l := w.lanes[op.N%len(w.lanes)]
+		return l.name() + ": " + l.step(op.M)
+	case OpAck, OpNack:
+		d := s.sink.take(op.N)
+		if d == nil {
+			return "nothing in flight"
+		}
+		var err error
+		if op.Kind == OpAck {
+			s.oracle.acked(d)
+			s.stats.Acks++
+		} else {
+			err = fmt.Errorf("nacked by the sink")
+			s.stats.Nacks++
+		}
+		if !d.lane.dead {
+			d.lane.acks = append(d.lane.acks, ackEvent{pg: d.pg, span: d.span, err: err})
+		}
+		return d.String()
+	case OpAppend:
+		p := s.part(op.P)
+		if p == nil || !p.appeared {
+			return "no such partition"
+		}
+		first, last := p.appendEvents(op.N)
+		if first == 0 {
+			return "sealed"
+		}
+		return fmt.Sprintf("positions %d..%d", first, last)
+	case OpTick:
+		if p := s.part(op.P); p != nil && p.appeared {
+			p.tick(op.N)
+			return fmt.Sprintf("final through %d", p.final)
+		}
+		return "no such partition"
+	case OpExpire:
+		if p := s.part(op.P); p != nil && p.appeared {
+			p.session++
+			return fmt.Sprintf("session %d", p.session)
+		}
+		return "no such partition"
+	case OpStall:
+		if p := s.part(op.P); p != nil && p.appeared {
+			p.stall += op.N
+			return fmt.Sprintf("stalled for %d fetches", p.stall)
+		}
+		return "no such partition"
+	case OpSeal:
+		if p := s.part(op.P); p != nil && p.appeared && !p.sealed {
+			p.sealed = true
+			return fmt.Sprintf("sealed through %d", p.final)
+		}
+		return "nothing to seal"
+	case OpCrash:
+		if op.W < 0 || op.W >= len(s.workers) {
+			return "no such worker"
+		}
+		w := s.workers[op.W]
+		w.inc++
+		s.stats.Crashes++
+		for i, l := range w.lanes {
+			l.dead = true
+			w.lanes[i] = s.newLane(w, l.p)
+		}
+		return fmt.Sprintf("worker %d lost its memory (incarnation %d)", w.id, w.inc)
+	case OpPublish:
+		if op.W < 0 || op.W >= len(s.publishers) {
+			return "no such publisher"
+		}
+		return s.publishers[op.W].step()
+	case OpPubCrash:
+		if op.W < 0 || op.W >= len(s.publishers) {
+			return "no such publisher"
+		}
+		s.publishers[op.W].crash()
+		s.stats.PubCrashes++
+		return "publisher lost its memory"
+	case OpAppear:
+		p := s.part(op.P)
+		if p == nil || p.appeared {
+			return "nothing appears"
+		}
+		p.appeared = true
+		if p.created == 0 {
+			// A new partition: nothing before the highest clock so far.
+			var top int64
+			for _, q := range s.parts {
+				if q.appeared && q != p {
+					top = max(top, q.final)
+				}
+			}
+			p.created = top + 1
+			p.final = top
+			return fmt.Sprintf("new partition from position %d", p.created)
+		}
+		first, last := p.appendEvents(2 + p.rng.IntN(4))
+		return fmt.Sprintf("old partition with a backlog %d..%d", first, last)
+	case OpAdd, OpRemove:
+		return s.coord.step(op)
+	case OpRestart:
+		// `tidemark restart` is the repair of a parked partition (README:
+		// "fix the cause, then unpark or restart"); a worker notices it
+		// through its park poll.
+		p := s.part(op.P)
+		if p == nil || !p.appeared {
+			return "no such partition"
+		}
+		if cp, err := s.mem.LoadCheckpoint(bg, store.Key{Scope: s.scope, Partition: p.name}); err != nil || cp.Parked == "" {
+			return "not parked"
+		}
+		return s.restartRepair(p)
+	case OpUnpark:
+		p := s.part(op.P)
+		if p == nil || !p.appeared {
+			return "no such partition"
+		}
+		k := store.Key{Scope: s.scope, Partition: p.name}
+		cp, err := s.st.LoadCheckpoint(bg, k)
+		if err != nil || cp.Parked == "" {
+			return "not parked"
+		}
+		if _, err := s.st.SetParked(bg, k, cp.Cursor, cp.Generation, cp.Lease, ""); err != nil {
+			return fmt.Sprintf("unpark: %v", err)
+		}
+		s.stats.Unparks++
+		return "unparked"
+	}
+	return "unknown op"
+}

@@ -1,0 +1,53 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tidemark/tidemark/internal/witness"
+)
+
+// The model sink stands for the pipeline and output behind the input: it
+// receives batches, and later acknowledges (a durable terminal outcome) or
+// nacks each one, in any order. A batch emitted by a worker that has since
+// crashed can still be acknowledged (the output wrote it); only the ack
+// callback is lost.
+
+// delivery is one emitted batch in flight.
+type delivery struct {
+	lane    *lane
+	pg      *page
+	span    int
+	part    string
+	gen     uint64
+	attempt string
+	events  []witness.EventWitness
+}
+
+func (d *delivery) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s g%d %s [", d.part, d.gen, d.attempt)
+	for i, e := range d.events {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprintf(&b, "%d", e.Position)
+	}
+	b.WriteString("]")
+	return b.String()
+}
+
+type sink struct {
+	inflight []*delivery
+}
+
+// take removes and returns the delivery selected by n.
+func (s *sink) take(n int) *delivery {
+	if len(s.inflight) == 0 {
+		return nil
+	}
+	i := n % len(s.inflight)
+	d := s.inflight[i]
+	s.inflight = append(s.inflight[:i], s.inflight[i+1:]...)
+	return d
+}
