@@ -319,7 +319,12 @@ func (p *partition) onFetched(ctx context.Context, r fetchResult) error {
 	p.in.metrics.retryClass(v.class)
 	if v.idle {
 		// An empty response that loops to its own cursor: nothing to record
-		// or emit; poll again.
+		// or emit; poll again. With everything before it promoted and the
+		// provider saying nothing follows, the partition is complete.
+		if v.final && p.in.cfg.ExitWhenComplete && len(p.chain) == 0 {
+			p.done = true
+			return nil
+		}
 		p.pollAt = time.Now().Add(p.in.cfg.PollInterval)
 		return nil
 	}

@@ -39,8 +39,11 @@ func (in *paginatedInput) reconcile(p *partition, r fetchResult, prior []witness
 		Generation: r.gen, InputCursor: r.cursor,
 		AttemptID: in.newAttemptID(), Response: r.resp, Contract: contract,
 	})
+	// An empty response without has_more (or sealed) says nothing follows,
+	// also when it is no answer: exit_when_complete needs that.
+	final := r.resp.Sealed || (len(r.resp.Events) == 0 && !r.resp.HasMore)
 	if errors.Is(err, witness.ErrLoop) {
-		return verdict{class: "idle", idle: true, reason: err.Error()}, nil
+		return verdict{class: "idle", idle: true, final: final, reason: err.Error()}, nil
 	}
 	if err != nil {
 		return verdict{}, err
@@ -51,7 +54,7 @@ func (in *paginatedInput) reconcile(p *partition, r fetchResult, prior []witness
 		// ever. Record nothing and poll the cursor again; in particular a
 		// transient empty retry of a cursor whose earlier response had
 		// events is not divergence, it is no answer.
-		return verdict{class: "empty_no_evidence", idle: true, reason: "empty response without evidence"}, nil
+		return verdict{class: "empty_no_evidence", idle: true, final: final, reason: "empty response without evidence"}, nil
 	}
 	applied, hasApplied := p.tailApplied, p.tailHasApplied
 	cv, err := witness.Classify(witness.ClassifyInput{

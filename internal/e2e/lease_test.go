@@ -423,6 +423,9 @@ func TestLeaseThreeProcesses(t *testing.T) {
 	ctx := t.Context()
 	client, err := dynalitetest.Client(ctx, endpoint)
 	require.NoError(t, err)
+	// The processes are killed mid-request; dynalite 4.0.0 exits when a
+	// client hangs up mid-request, so they talk to it through the shield.
+	shielded := dynaliteShield(t, endpoint)
 	require.NoError(t, cache.EnsureTable(ctx, client, tb.Name))
 	st := cache.NewDynamoStoreWithClient(client, tb.Name)
 	bin := leaseBuildConnect(t)
@@ -433,7 +436,7 @@ func TestLeaseThreeProcesses(t *testing.T) {
 	defer sampler.close()
 	procs := map[string]*leaseProc{}
 	for _, id := range []string{"i1", "i2", "i3"} {
-		procs[id] = leaseStart(t, bin, dir, tb.Name, endpoint, id)
+		procs[id] = leaseStart(t, bin, dir, tb.Name, shielded, id)
 	}
 
 	// 1. Spread.
