@@ -5,7 +5,7 @@ BIN := bin/connect
 EXAMPLES := $(wildcard config/examples/*.yaml)
 CONFIGS := $(filter-out %_benthos_test.yaml,$(EXAMPLES))
 
-.PHONY: run test build deps vet fmt-check unit lint-configs fuzz bench docs clean
+.PHONY: run test build deps vet fmt-check unit lint-configs sim fuzz bench docs clean
 
 build: $(BIN)
 
@@ -24,7 +24,7 @@ run: build
 ## test: everything (installs what is missing, starts its own servers).
 test: deps vet fmt-check build
 	TIDEMARK_REQUIRE_DYNALITE=1 TIDEMARK_REQUIRE_SERVERS=1 ./scripts/with-dynalite $(GO) test -race -count=1 -timeout 40m ./...
-	$(MAKE) lint-configs fuzz
+	$(MAKE) lint-configs sim fuzz
 
 vet:
 	$(GO) vet ./...
@@ -35,6 +35,11 @@ fmt-check:
 lint-configs: build
 	$(BIN) lint $(CONFIGS)
 	$(BIN) test ./config/examples/...
+
+## sim: the full simulator run (2,000 schedules; under -race above it runs
+## 300). Long mode: go test ./internal/sim -run 'TestSim$$' -schedules=100000 -timeout=3h
+sim:
+	$(GO) test -count=1 -run 'TestSim$$|TestVariantsAreCaught' ./internal/sim/
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzClassify$$' -fuzztime=15s ./internal/witness/
