@@ -405,7 +405,7 @@ func (e *e2eEnv) startDynalite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("node", filepath.Join(e.root, "node_modules", "dynalite", "cli.js"),
+	cmd := exec.Command("node", filepath.Join(e.root, "scripts", "dynalite-server.js"),
 		"--host", "127.0.0.1", "--port", strconv.Itoa(e.port), "--path", e.dynDir,
 		"--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0")
 	cmd.Stdout, cmd.Stderr = log, log
