@@ -832,6 +832,16 @@ func TestLeaseZombieFenced(t *testing.T) {
 
 	gate.open()
 	c.waitFor("z lost every lease", 10*time.Second, func() bool { return strings.Count(z.log.String(), "lease lost") >= 4 })
+	// "lease lost" comes from z's lease manager; the promotion released by
+	// the gate reaches the store on its own goroutine: wait for it too.
+	c.waitFor("the promotion held at the gate reached the store", 10*time.Second, func() bool {
+		for _, pr := range gate.promotions() {
+			if pr.afterOpen {
+				return true
+			}
+		}
+		return false
+	})
 	fenced := 0
 	for _, pr := range gate.promotions() {
 		if !pr.afterOpen {
