@@ -67,6 +67,7 @@
 //	add e replay     add e to the membership with proof (replay|covered|none)
 //	remove b seal    remove b with proof (seal|none)
 //	unpark b         clear b's parked reason;  restart b: restart a parked b
+//	pause w1         (lease mode) freeze worker 1;  resume w1: it continues, maybe a zombie
 //
 // Ops never refer to state, only to actors and partitions, so any op list
 // can be replayed (Config.Ops). Each history line is the op and what it
@@ -102,10 +103,20 @@
 //   - liveness (Config.Liveness, -liveness): after the faults stop, every
 //     partition a worker reads catches up (liveness.go).
 //
+// # Leases
+//
+// In a seeded quarter of the schedules (lease.go) every lane holds its
+// partition's lease: it claims a free lease, or steals one whose (owner,
+// counter) has not moved for a period of its own worker's clock, renews it
+// every few steps and states it on every Promote and SetParked. A paused
+// worker resumes as a zombie whose writes the store fences; it gives the
+// partition up. CheckLease (oracle): a lane's promotion or park takes
+// effect only while the stored lease names that lane's worker.
+//
 // # Variants
 //
 // Variant injects one broken behaviour (PromoteOtherSuccessor,
-// MaxFrontier, BareEmptyPage, UnconditionalWrite); TestVariantsAreCaught
+// MaxFrontier, BareEmptyPage, UnconditionalWrite, IgnoreLease); TestVariantsAreCaught
 // fails unless each is caught within a few schedules by the check that
 // guards its invariant.
 //

@@ -41,6 +41,9 @@ func (s *sim) quiesce(step *int) {
 		p.prof.transient, p.prof.glitch, p.prof.quiet, p.prof.omit, p.prof.rogue, p.prof.shift, p.prof.garbage = 0, 0, 0, 0, 0, 0, 0
 		p.stall = 0
 	}
+	for _, w := range s.workers {
+		w.paused = false
+	}
 	s.record(fmt.Sprintf("#%d quiesce: faults stopped", *step))
 	best, still := s.progress(), 0
 	for round := 0; round < maxRounds && still < stallRounds; round++ {

@@ -50,12 +50,18 @@ const (
 	// OpRestart moves partition P to the provider's stable boundary (an
 	// operator's `tidemark restart`: one conditional promotion).
 	OpRestart
+	// OpPause freezes worker W (lease mode: a GC pause or a partition from
+	// the store); its lanes are not stepped and its clock stops: "pause w1".
+	OpPause
+	// OpResume lets a paused worker W continue from its in-memory state,
+	// possibly as a zombie whose leases were stolen: "resume w1".
+	OpResume
 )
 
-var opNames = [...]string{"", "step", "ack", "nack", "append", "tick", "expire", "stall", "seal", "crash", "publish", "pubcrash", "appear", "add", "remove", "unpark", "restart"}
+var opNames = [...]string{"", "step", "ack", "nack", "append", "tick", "expire", "stall", "seal", "crash", "publish", "pubcrash", "appear", "add", "remove", "unpark", "restart", "pause", "resume"}
 
 func (k OpKind) String() string {
-	if k >= OpStep && k <= OpRestart {
+	if k >= OpStep && k <= OpResume {
 		return opNames[k]
 	}
 	return fmt.Sprintf("op(%d)", uint8(k))
@@ -82,8 +88,8 @@ func (o Op) String() string {
 		return fmt.Sprintf("%s %s %d", o.Kind, o.P, o.N)
 	case OpExpire, OpSeal, OpAppear, OpUnpark, OpRestart:
 		return fmt.Sprintf("%s %s", o.Kind, o.P)
-	case OpCrash:
-		return fmt.Sprintf("crash w%d", o.W)
+	case OpCrash, OpPause, OpResume:
+		return fmt.Sprintf("%s w%d", o.Kind, o.W)
 	case OpPublish, OpPubCrash:
 		return fmt.Sprintf("%s f%d", o.Kind, o.W)
 	case OpAdd, OpRemove:
@@ -99,7 +105,7 @@ func ParseOp(s string) (Op, error) {
 		return Op{}, fmt.Errorf("sim: empty op")
 	}
 	var o Op
-	for k := OpStep; k <= OpRestart; k++ {
+	for k := OpStep; k <= OpResume; k++ {
 		if opNames[k] == f[0] {
 			o.Kind = k
 		}
@@ -142,7 +148,7 @@ func ParseOp(s string) (Op, error) {
 			return bad()
 		}
 		o.P, ok1, ok2, ok3 = f[1], true, true, true
-	case OpCrash:
+	case OpCrash, OpPause, OpResume:
 		if len(f) != 2 {
 			return bad()
 		}

@@ -32,9 +32,13 @@ const (
 	// UnconditionalWrite: Promote ignores FromCursor and FromGeneration and
 	// overwrites the stored checkpoint (breaks invariant 2).
 	UnconditionalWrite
+	// IgnoreLease: lease mode in every schedule, and Promote and SetParked
+	// state the stored lease instead of the writer's, so a zombie whose
+	// lease was stolen still writes (breaks the lease fence, CheckLease).
+	IgnoreLease
 )
 
-var variantNames = [...]string{"faithful", "promote-other-successor", "max-frontier", "bare-empty-page", "unconditional-write"}
+var variantNames = [...]string{"faithful", "promote-other-successor", "max-frontier", "bare-empty-page", "unconditional-write", "ignore-lease"}
 
 func (v Variant) String() string {
 	if int(v) < len(variantNames) {
@@ -55,7 +59,7 @@ func ParseVariant(s string) (Variant, error) {
 
 // Variants lists the broken variants (every Variant but Faithful).
 func Variants() []Variant {
-	return []Variant{PromoteOtherSuccessor, MaxFrontier, BareEmptyPage, UnconditionalWrite}
+	return []Variant{PromoteOtherSuccessor, MaxFrontier, BareEmptyPage, UnconditionalWrite, IgnoreLease}
 }
 
 // DefaultSteps is the length of a schedule when Config.Steps is zero.
@@ -176,6 +180,12 @@ type Stats struct {
 	Epochs, UnprovenEpochs                     int
 	DispositionConflicts, SharedPartitions     int
 	NoopPromotions, NoopUnsealed               int
+	// Lease mode (lease.go): schedules with leases, claims of free leases,
+	// steals of unchanged ones, renewals, lanes that gave their partition
+	// up, promotions of zombies fenced by the lease (and those of zombies
+	// of a pause), pauses.
+	LeaseRuns, Claims, Steals, Renewals, LeaseLost int
+	ZombieFenced, PausedZombieFenced, Pauses       int
 }
 
 // Add adds o to s.
@@ -250,6 +260,11 @@ type sim struct {
 	// everMember: partitions that have been in some membership epoch.
 	everMember    map[string]bool
 	strictRecords bool
+
+	// lease is nil unless the run uses leases (lease.go); caller is the
+	// lease owner of the lane being stepped, for CheckLease.
+	lease  *leases
+	caller string
 
 	attemptSeq int
 	stats      Stats
@@ -382,9 +397,16 @@ func newSim(cfg Config) *sim {
 	}
 	s.setup = su
 	s.oracle = newOracle(s)
+	s.lease = newLeases(cfg)
+	if s.lease != nil {
+		s.stats.LeaseRuns++
+	}
 	var inner store.Store = tap{Store: s.mem, o: s.oracle}
 	if cfg.Variant == UnconditionalWrite {
 		inner = unconditional{Store: inner}
+	}
+	if cfg.Variant == IgnoreLease {
+		inner = leaseBlind{Store: inner, mem: s.mem}
 	}
 	s.faults = NewFaults(inner, cfg.Seed, su.throttle, su.lost)
 	s.faults.on = func(_ string, f Fault) {
@@ -412,8 +434,8 @@ func newSim(cfg Config) *sim {
 	}
 	s.oracle.membership()
 	s.syncLanes()
-	s.desc = fmt.Sprintf("seed=%d variant=%s workers=%d publishers=%d depth=%d batch=%d %s parts=%s",
-		cfg.Seed, cfg.Variant, su.workers, su.publishers, su.depth, su.batch, s.faults, strings.Join(desc, ","))
+	s.desc = fmt.Sprintf("seed=%d variant=%s workers=%d publishers=%d depth=%d batch=%d %s %s parts=%s",
+		cfg.Seed, cfg.Variant, su.workers, su.publishers, su.depth, su.batch, s.faults, s.lease, strings.Join(desc, ","))
 	return s
 }
 
@@ -481,6 +503,9 @@ func (s *sim) deliver(d *delivery) {
 // yet); the op itself names actors and partitions, never state, so any op
 // list can be replayed.
 func (s *sim) genOp() Op {
+	if op, ok := s.leaseOp(); ok {
+		return op
+	}
 	r := s.rng
 	var appeared, hidden []string
 	for _, p := range s.parts {
@@ -494,7 +519,7 @@ func (s *sim) genOp() Op {
 	step := func() Op {
 		var busy []int
 		for _, w := range s.workers {
-			if len(w.lanes) > 0 {
+			if len(w.lanes) > 0 && !w.paused {
 				busy = append(busy, w.id)
 			}
 		}
@@ -559,6 +584,9 @@ func (s *sim) exec(op Op) string {
 		if len(w.lanes) == 0 {
 			return "no lanes"
 		}
+		if w.paused {
+			return "paused"
+		}
 		l := w.lanes[op.N%len(w.lanes)]
 		return l.name() + ": " + l.step(op.M)
 	case OpAck, OpNack:
@@ -618,6 +646,7 @@ func (s *sim) exec(op Op) string {
 		}
 		w := s.workers[op.W]
 		w.inc++
+		w.paused, w.resumed = false, false
 		s.stats.Crashes++
 		for i, l := range w.lanes {
 			l.dead = true
@@ -658,6 +687,8 @@ func (s *sim) exec(op Op) string {
 		return fmt.Sprintf("old partition with a backlog %d..%d", first, last)
 	case OpAdd, OpRemove:
 		return s.coord.step(op)
+	case OpPause, OpResume:
+		return s.execLease(op)
 	case OpRestart:
 		// `tidemark restart` is the repair of a parked partition (README:
 		// "fix the cause, then unpark or restart"); a worker notices it

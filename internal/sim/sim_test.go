@@ -21,7 +21,7 @@ var (
 	flagSchedules = flag.Int("schedules", 0, "number of schedules TestSim runs (default 2000; 300 under -race or with -short)")
 	flagSteps     = flag.Int("steps", 0, "ops per schedule (default DefaultSteps, 1500)")
 	flagBase      = flag.Uint64("base", 1, "first seed of a multi-schedule run")
-	flagVariant   = flag.String("variant", "faithful", "behaviour under test: faithful, promote-other-successor, max-frontier, bare-empty-page, unconditional-write")
+	flagVariant   = flag.String("variant", "faithful", "behaviour under test: faithful, promote-other-successor, max-frontier, bare-empty-page, unconditional-write, ignore-lease")
 	flagStrict    = flag.Bool("strict-records", false, "also fail when a promoted witness is later recorded abandoned")
 	flagTail      = flag.Int("tail", 60, "history lines printed on failure")
 	flagLiveness  = flag.Bool("liveness", true, "add a fault-free phase and check that every partition catches up")
@@ -165,6 +165,8 @@ func assertCoverage(t *testing.T, s Stats) {
 		"malformed pages": s.Garbage, "bad responses parked": s.BadResponses, "operator restarts": s.Repairs,
 		"scalars after a membership change": s.ScalarsAfterChange, "resolved to another winner": s.ResolvedMoved,
 		"promotions written again after a lost response": s.ResolvedRetry,
+		"lease-mode schedules":                           s.LeaseRuns, "lease steals": s.Steals, "pauses": s.Pauses,
+		"zombie promotions fenced by the lease": s.ZombieFenced,
 	} {
 		if got == 0 {
 			t.Errorf("coverage: no %s in any schedule", name)

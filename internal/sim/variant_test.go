@@ -27,6 +27,8 @@ func TestVariantsAreCaught(t *testing.T) {
 		// Invariant 2, fencing: a stale writer's witness lands on a
 		// checkpoint it was not fetched from, or lowers its progress.
 		UnconditionalWrite: {CheckBinding, CheckMonotone, CheckNoLoss},
+		// Lease fencing: a zombie whose lease was stolen still promotes.
+		IgnoreLease: {CheckLease, CheckBinding, CheckMonotone, CheckNoLoss},
 	}
 	for _, v := range Variants() {
 		t.Run(v.String(), func(t *testing.T) {

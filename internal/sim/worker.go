@@ -36,6 +36,12 @@ type worker struct {
 	inc   int
 	lanes []*lane // in partition order
 	epoch uint64
+	// Lease mode (lease.go): ticks is the worker's own clock (its lane
+	// steps); a paused worker is not stepped; resumed: it was paused and
+	// resumed since its last crash.
+	ticks           int
+	paused, resumed bool
+	pauseTicks      []int // every worker's ticks when it was paused
 }
 
 type laneMode uint8
@@ -123,6 +129,17 @@ type lane struct {
 	pollWait       int
 	acks           []ackEvent
 
+	// Lease mode (lease.go): the lease the lane holds, the lease it last
+	// saw held by another and its worker's tick then, a claim to make, a
+	// checkpoint to create, lane steps since the last renewal.
+	lease, seen store.Lease
+	seenAt      int
+	seenOK      bool
+	claim       *store.Lease
+	create      bool
+	sinceRenew  int
+	renewAt     int
+
 	task   *task
 	budget int
 	// out collects what the current step did, for the trace.
@@ -165,6 +182,13 @@ func (l *lane) spend(name string, again func()) bool {
 func (l *lane) step(sel int) string {
 	l.out = l.out[:0]
 	l.budget = 1
+	if l.s.lease != nil {
+		l.s.caller = l.w.owner()
+		defer func() { l.s.caller = "" }()
+		if l.leaseStep() {
+			return joinNotes(l.out)
+		}
+	}
 	switch l.mode {
 	case modeLoad:
 		l.load()
@@ -603,7 +627,7 @@ func (l *lane) storePromotion(pg *page) store.Promotion {
 		Key: l.key, FromCursor: d.FromCursor, FromGeneration: d.FromGeneration,
 		To: d.To, WitnessID: d.WitnessID, Watermark: d.Watermark,
 		Applied: d.Applied, HasApplied: d.HasApplied,
-		Epoch: l.w.epoch, Lease: l.cp.Lease,
+		Epoch: l.w.epoch, Lease: l.fence(),
 	}
 	if l.s.variant == PromoteOtherSuccessor {
 		for _, o := range l.prior[pg.fromGen] {
@@ -623,11 +647,18 @@ func (l *lane) promote(pg *page, prom store.Promotion, then func()) {
 	if !l.spend("promote", func() { l.promote(pg, prom, then) }) {
 		return
 	}
+	if l.s.lease != nil {
+		// input/lease.go leasedStore: the holder's lease at call time.
+		prom.Lease = l.lease
+	}
 	cp, err := l.st().Promote(bg, prom)
 	if err == nil {
 		l.note("promoted %s: g%d %s", pg.w.AttemptID, cp.Generation, curString(cp.Cursor))
 		l.s.stats.Promotions++
 		l.promoted(pg, cp, then)
+		return
+	}
+	if l.leaseFenced(err, "promote") {
 		return
 	}
 	var fe *store.FenceError
@@ -732,8 +763,11 @@ func (l *lane) recover(reason string) {
 	l.s.stats.Restarts++
 	_, err := l.st().Promote(bg, store.Promotion{
 		Key: l.key, FromCursor: l.cp.Cursor, FromGeneration: l.cp.Generation,
-		To: cur, WitnessID: "restart:" + c.Recovery.String(), Epoch: l.w.epoch, Lease: l.cp.Lease,
+		To: cur, WitnessID: "restart:" + c.Recovery.String(), Epoch: l.w.epoch, Lease: l.fence(),
 	})
+	if l.leaseFenced(err, "restart") {
+		return
+	}
 	if err != nil {
 		l.note("restart write from g%d: %v", l.cp.Generation, err)
 	} else {
@@ -747,12 +781,13 @@ func (l *lane) park(reason string) {
 	if !l.spend("park", func() { l.park(reason) }) {
 		return
 	}
-	cp, err := l.st().SetParked(bg, l.key, l.cp.Cursor, l.cp.Generation, l.cp.Lease, reason)
+	cp, err := l.st().SetParked(bg, l.key, l.cp.Cursor, l.cp.Generation, l.fence(), reason)
 	switch {
 	case err == nil:
 		l.s.stats.Parks++
 		l.cp = cp
 		l.restart("parked: " + reason)
+	case l.leaseFenced(err, "park"):
 	case errors.Is(err, store.ErrFenced):
 		l.restart("park fenced")
 	default:

@@ -1,0 +1,85 @@
+package sim
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestLeaseZombiesFenced: lease mode steals leases and fences the
+// promotions of zombies (workers resumed after a pause longer than the
+// lease period), and the oracle stays green meanwhile. It scans the
+// lease-mode seeds until both happened.
+func TestLeaseZombiesFenced(t *testing.T) {
+	const bound = 2000
+	var total Stats
+	runs := 0
+	for seed := uint64(1); seed <= bound; seed++ {
+		if newLeases(Config{Seed: seed}) == nil {
+			continue
+		}
+		res := Run(Config{Seed: seed, TraceTail: 30, Liveness: true})
+		if res.Failure != nil {
+			t.Fatal(res.Failure.Error())
+		}
+		runs++
+		total.Add(res.Stats)
+		if total.Steals > 0 && total.PausedZombieFenced > 0 {
+			t.Logf("after %d lease-mode schedules (seeds 1..%d): %d steals, %d pauses, %d zombie promotions fenced (%d after a pause), %d lanes gave their partition up",
+				runs, seed, total.Steals, total.Pauses, total.ZombieFenced, total.PausedZombieFenced, total.LeaseLost)
+			return
+		}
+	}
+	t.Fatalf("no steal and fenced zombie promotion after a pause in %d lease-mode schedules: %+v", runs, total)
+}
+
+// TestLeaseOps: pause and resume print and parse.
+func TestLeaseOps(t *testing.T) {
+	for _, s := range []string{"pause w1", "resume w0"} {
+		op, err := ParseOp(s)
+		if err != nil || op.String() != s {
+			t.Fatalf("%q: %v, %q", s, err, op)
+		}
+	}
+}
+
+// TestLeaseModeSeeded: lease mode is decided by the seed alone, in a
+// fraction of the schedules, and always under IgnoreLease.
+func TestLeaseModeSeeded(t *testing.T) {
+	on := 0
+	for seed := uint64(1); seed <= 400; seed++ {
+		if newLeases(Config{Seed: seed}) != nil {
+			on++
+		}
+		if newLeases(Config{Seed: seed, Variant: IgnoreLease}) == nil {
+			t.Fatalf("seed %d: ignore-lease without lease mode", seed)
+		}
+	}
+	if on < 50 || on > 150 {
+		t.Fatalf("lease mode in %d of 400 schedules, want about a quarter", on)
+	}
+}
+
+// TestLeaseDeterministic: a lease-mode schedule with pauses replays to the
+// same history from its ops.
+func TestLeaseDeterministic(t *testing.T) {
+	for seed := uint64(1); seed <= 200; seed++ {
+		if newLeases(Config{Seed: seed}) == nil {
+			continue
+		}
+		var a, b []string
+		r := Run(Config{Seed: seed, Steps: 800, OnStep: func(l string) { a = append(a, l) }})
+		if r.Stats.Pauses == 0 {
+			continue
+		}
+		ops, err := ParseOps(FormatOps(r.ops()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		Run(Config{Seed: seed, Ops: ops, OnStep: func(l string) { b = append(b, l) }})
+		if !slices.Equal(a, b) {
+			t.Fatalf("seed %d: the replay of a lease-mode schedule differs", seed)
+		}
+		return
+	}
+	t.Fatal("no lease-mode schedule with a pause in seeds 1..200")
+}
