@@ -473,6 +473,17 @@ func (s *DynamoStore) Witnesses(ctx context.Context, k store.Key, generation uin
 	}
 	e := newExpr()
 	cond := fmt.Sprintf("%s = %s AND begins_with(%s, %s)", e.n(attrPK), e.v("pk", avS(checkpointPK(k))), e.n(attrSK), e.v("pre", avS(witnessPrefix(generation))))
+	out, err := s.queryWitnesses(ctx, k, e, cond)
+	if err != nil {
+		return nil, err
+	}
+	sortWitnesses(out)
+	return out, nil
+}
+
+// queryWitnesses runs one consistent Query of witness items of k under
+// cond (a key condition built with e), across every result page.
+func (s *DynamoStore) queryWitnesses(ctx context.Context, k store.Key, e *expr, cond string) ([]witness.Witness, error) {
 	pages := dynamodb.NewQueryPaginator(s.client, &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),
 		KeyConditionExpression:    aws.String(cond),
@@ -494,7 +505,6 @@ func (s *DynamoStore) Witnesses(ctx context.Context, k store.Key, generation uin
 			out = append(out, w)
 		}
 	}
-	sortWitnesses(out)
 	return out, nil
 }
 

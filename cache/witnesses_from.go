@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/witness"
 )
@@ -21,26 +18,9 @@ func (s *DynamoStore) WitnessesFrom(ctx context.Context, k store.Key, fromGenera
 	e := newExpr()
 	cond := fmt.Sprintf("%s = %s AND %s BETWEEN %s AND %s", e.n(attrPK), e.v("pk", avS(checkpointPK(k))), e.n(attrSK),
 		e.v("lo", avS(witnessPrefix(fromGeneration))), e.v("hi", avS(skWitnessPrefix+"~")))
-	pages := dynamodb.NewQueryPaginator(s.client, &dynamodb.QueryInput{
-		TableName:                 aws.String(s.table),
-		KeyConditionExpression:    aws.String(cond),
-		ExpressionAttributeNames:  e.names,
-		ExpressionAttributeValues: e.vals(),
-		ConsistentRead:            aws.Bool(true),
-	})
-	var out []witness.Witness
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
-		if err != nil {
-			return nil, s.wrap("read witnesses of", k, err)
-		}
-		for _, it := range page.Items {
-			w, err := decodeWitness(it)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, w)
-		}
+	out, err := s.queryWitnesses(ctx, k, e, cond)
+	if err != nil {
+		return nil, err
 	}
 	store.SortByGenerationAttempt(out)
 	return out, nil
