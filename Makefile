@@ -5,7 +5,7 @@ BIN := bin/connect
 EXAMPLES := $(wildcard config/examples/*.yaml)
 CONFIGS := $(filter-out %_benthos_test.yaml,$(EXAMPLES))
 
-.PHONY: run test build deps vet fmt-check unit lint-configs sim fuzz bench docs clean
+.PHONY: run test build deps vet fmt-check staticcheck unit lint-configs sim fuzz bench docs clean
 
 build: $(BIN)
 
@@ -22,12 +22,16 @@ run: build
 	./scripts/with-dynalite ./scripts/demo $(BIN)
 
 ## test: everything (installs what is missing, starts its own servers).
-test: deps vet fmt-check build
+test: deps vet fmt-check staticcheck build
 	TIDEMARK_REQUIRE_DYNALITE=1 TIDEMARK_REQUIRE_SERVERS=1 ./scripts/with-dynalite $(GO) test -race -count=1 -timeout 40m ./...
 	$(MAKE) lint-configs sim fuzz
 
 vet:
 	$(GO) vet ./...
+
+## staticcheck: the pinned copy scripts/install-deps builds into bin/tools.
+staticcheck: deps
+	bin/tools/staticcheck ./...
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

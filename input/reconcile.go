@@ -2,7 +2,6 @@ package input
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/witness"
@@ -120,8 +119,4 @@ func (in *paginatedInput) storePromotion(p *partition, d witness.Promotion) stor
 		Epoch:          in.epoch(),
 		Lease:          p.cp.Lease,
 	}
-}
-
-func describeDecision(d witness.Decision) string {
-	return fmt.Sprintf("%s: %s", d.Action, d.Reason)
 }

@@ -17,6 +17,7 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redpanda-data/benthos/v4/public/service"
 )
@@ -66,7 +67,7 @@ type Exporter struct {
 // New returns an exporter whose metric names start with prefix.
 func New(prefix string) *Exporter {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return &Exporter{prefix: prefix, reg: reg, byName: map[string]prometheus.Collector{}}
 }
 

@@ -70,8 +70,6 @@ type profile struct {
 	pageSize int
 }
 
-func (p profile) scalar() bool { return p.ct }
-
 var (
 	denseCT = profile{name: "dense-ct",
 		contract: witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, OrderedPositions: true, DensePositions: true, Recovery: witness.RecoveryRestartFromBoundary},
