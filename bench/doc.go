@@ -13,7 +13,7 @@
 //   - BenchmarkStoreCeiling: dynalite alone, the two writes of a page as fast
 //     as it answers: the most pages per second it can checkpoint here.
 //   - BenchmarkStoreCost: DynamoDB requests per page, by operation
-//     (cache.RequestCounter) and by kind (witness put, promotion, receipt,
+//     (dynamostore.RequestCounter) and by kind (witness put, promotion, receipt,
 //     ...), and the write units the server reports (ConsumedCapacity), in
 //     steady state and during retries.
 //   - BenchmarkPeakRSS: peak RSS of bin/connect (TIDEMARK_BENCH_BIN) over

@@ -18,11 +18,11 @@ import (
 
 	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
 
-	"github.com/tidemark/tidemark/cache"
 	"github.com/tidemark/tidemark/input"
 	"github.com/tidemark/tidemark/input/provider"
 	"github.com/tidemark/tidemark/input/simulated"
 	"github.com/tidemark/tidemark/internal/dynalitetest"
+	"github.com/tidemark/tidemark/internal/dynamostore"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/witness"
 )
@@ -109,7 +109,7 @@ func newStore(tb testing.TB, ctx context.Context, kind string) (store.Store, *me
 	case "dynamodb":
 		tbl := dynalitetest.NewTable(tb)
 		m := newMeter()
-		ds, err := cache.NewDynamoStore(ctx, cache.DynamoConfig{Table: tbl.Name, Endpoint: tbl.Endpoint, Create: true, ClientOptions: m.options()})
+		ds, err := dynamostore.NewDynamoStore(ctx, dynamostore.DynamoConfig{Table: tbl.Name, Endpoint: tbl.Endpoint, Create: true, ClientOptions: m.options()})
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -13,20 +13,20 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
 
-	"github.com/tidemark/tidemark/cache"
+	"github.com/tidemark/tidemark/internal/dynamostore"
 )
 
-// meter measures what a DynamoDB client sends: cache.RequestCounter counts
+// meter measures what a DynamoDB client sends: dynamostore.RequestCounter counts
 // HTTP attempts by operation (after the SDK's retry middleware, so retries
 // count); on top of it the meter
 //   - labels each attempt with the kind of item it touches (promotion,
 //     witness put, receipt, ...), read from the request's key;
 //   - asks the server for ConsumedCapacity (ReturnConsumedCapacity TOTAL)
 //     and sums the capacity units it reports by kind;
-//   - sizes every PutItem with cache.ItemSize (DynamoDB's 1 KB rounding), the
+//   - sizes every PutItem with dynamostore.ItemSize (DynamoDB's 1 KB rounding), the
 //     fallback when a server reports no capacity.
 type meter struct {
-	rc *cache.RequestCounter
+	rc *dynamostore.RequestCounter
 
 	mu         sync.Mutex
 	attempts   map[string]int64         // kind -> HTTP attempts
@@ -40,7 +40,7 @@ type meter struct {
 
 func newMeter() *meter {
 	return &meter{
-		rc:       cache.NewRequestCounter(),
+		rc:       dynamostore.NewRequestCounter(),
 		attempts: map[string]int64{}, units: map[string]float64{},
 		sizedUnits: map[string]float64{}, noCapacity: map[string]int64{},
 		calls: map[string]int64{}, latency: map[string]time.Duration{}, itemBytes: map[string]int64{},
@@ -62,7 +62,7 @@ func (m *meter) register(stack *middleware.Stack) error {
 			in.Parameters = withCapacity(in.Parameters)
 			if put, ok := in.Parameters.(*dynamodb.PutItemInput); ok {
 				m.mu.Lock()
-				n := cache.ItemSize(put.Item)
+				n := dynamostore.ItemSize(put.Item)
 				m.sizedUnits[kind] += float64((n + 1023) / 1024)
 				m.itemBytes[kind] += int64(n)
 				m.mu.Unlock()

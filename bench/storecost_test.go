@@ -20,9 +20,9 @@ func reportCosts(b *testing.B, pages float64, window time.Duration, c costs) {
 		total += v
 	}
 	if kinds != total {
-		b.Errorf("the meter saw %d attempts, cache.RequestCounter %d", kinds, total)
+		b.Errorf("the meter saw %d attempts, dynamostore.RequestCounter %d", kinds, total)
 	}
-	// All requests, by operation (cache.RequestCounter), per page.
+	// All requests, by operation (dynamostore.RequestCounter), per page.
 	b.ReportMetric(float64(c.writes())/pages, "writes/page")
 	b.ReportMetric(float64(c.reads())/pages, "reads/page")
 	// The requests made for pages, and the frontier publisher's (per second).
@@ -43,7 +43,7 @@ func reportCosts(b *testing.B, pages float64, window time.Duration, c costs) {
 }
 
 // BenchmarkStoreCost counts the DynamoDB requests (by operation with
-// cache.RequestCounter, by kind with the bench meter) and the write units
+// dynamostore.RequestCounter, by kind with the bench meter) and the write units
 // dynalite reports (ConsumedCapacity) per 100-event page, after start-up:
 //   - steady: no faults;
 //   - retries: rotating tokens, shifted retries (shift_rate 0.5) and every

@@ -3,38 +3,22 @@ package cache
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
-	"unicode/utf8"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/redpanda-data/benthos/v4/public/service"
+	"github.com/tidemark/tidemark/internal/dynamostore"
+	"github.com/tidemark/tidemark/internal/storeconfig"
 )
 
 // CacheName is the Benthos name of the cache component.
 const CacheName = "tidemark_dynamodb"
 
-// Field names of the DynamoDB connection (DynamoFields) and of the
-// tidemark_dynamodb cache.
+// Field names of the tidemark_dynamodb cache (besides the table fields of
+// storeconfig.DynamoFields).
 const (
-	dynFieldTable          = "table"
-	dynFieldRegion         = "region"
-	dynFieldEndpoint       = "endpoint"
-	dynFieldCreate         = "create"
-	dynFieldMaxRetries     = "max_retries"
-	dynFieldMaxBackoff     = "max_backoff"
 	cacheFieldTTLAttribute = "ttl_attribute"
 	cacheFieldDefaultTTL   = "default_ttl"
 )
-
-// DefaultTable is the default table name of DynamoFields: the store and the
-// cache can share one table (their items never collide).
-const DefaultTable = "tidemark"
-
-// DefaultTTLAttribute is the default name of the expiry attribute.
-const DefaultTTLAttribute = "expires_at"
 
 func init() {
 	service.MustRegisterCache(CacheName, cacheSpec(), newCacheFromParsed)
@@ -71,11 +55,11 @@ cache_resources:
 `+"```"+`
 
 A replayed event rewrites its own key; a nacked write is retried and never skipped.`).
-		Fields(DynamoFields()...).
+		Fields(storeconfig.DynamoFields()...).
 		Fields(
 			service.NewStringField(cacheFieldTTLAttribute).
 				Description("The attribute holding an item's expiry (Unix seconds). Enable DynamoDB Time To Live on it to have AWS delete expired items.").
-				Default(DefaultTTLAttribute).
+				Default(dynamostore.DefaultTTLAttribute).
 				Example("ttl"),
 			service.NewDurationField(cacheFieldDefaultTTL).
 				Description("The expiry of items set or added without a TTL of their own. Empty: such items never expire.").
@@ -84,271 +68,71 @@ A replayed event rewrites its own key; a nacked write is retried and never skipp
 		)
 }
 
-// DynamoFields are the config fields of a DynamoDB connection (table,
-// region, endpoint, create, max_retries, max_backoff), shared by the
-// tidemark_dynamodb cache and the checkpoint store's `dynamodb` object.
-// Read them with DynamoConfigFromParsed.
-func DynamoFields() []*service.ConfigField {
-	return []*service.ConfigField{
-		service.NewStringField(dynFieldTable).
-			Description("The DynamoDB table. It needs a string partition key `pk` and a string sort key `sk` (created so with `create: true`). The checkpoint store and the cache may share one table.").
-			Default(DefaultTable).
-			Example("tidemark-prod"),
-		service.NewStringField(dynFieldRegion).
-			Description("The AWS region. Empty: the SDK's default chain (`AWS_REGION`, the shared config profile); `us-east-1` when that names none and an endpoint is set.").
-			Default("").
-			Example("eu-west-1"),
-		service.NewStringField(dynFieldEndpoint).
-			Description("Overrides the DynamoDB endpoint, for DynamoDB Local or dynalite. Empty: AWS's endpoint for the region. Credentials always come from the SDK's default chain.").
-			Default("").
-			Example("http://127.0.0.1:8000"),
-		service.NewBoolField(dynFieldCreate).
-			Description("Create the table when it does not exist (on-demand billing) and wait until it is active.").
-			Default(false).
-			Example(true),
-		service.NewIntField(dynFieldMaxRetries).
-			Description("How many times a request is retried after throttling, a 5xx answer or a transport error, with exponential back-off and jitter (0: never). A failed condition is never retried.").
-			Default(DefaultMaxRetries).
-			Example(3).
-			Advanced(),
-		service.NewDurationField(dynFieldMaxBackoff).
-			Description("The longest back-off between two retries.").
-			Default(DefaultMaxBackoff.String()).
-			Example("500ms").
-			Advanced(),
-	}
-}
-
-// DynamoConfigFromParsed reads the fields of DynamoFields.
-func DynamoConfigFromParsed(conf *service.ParsedConfig) (DynamoConfig, error) {
-	var cfg DynamoConfig
-	var err error
-	if cfg.Table, err = conf.FieldString(dynFieldTable); err != nil {
-		return cfg, err
-	}
-	if cfg.Region, err = conf.FieldString(dynFieldRegion); err != nil {
-		return cfg, err
-	}
-	if cfg.Endpoint, err = conf.FieldString(dynFieldEndpoint); err != nil {
-		return cfg, err
-	}
-	if cfg.Create, err = conf.FieldBool(dynFieldCreate); err != nil {
-		return cfg, err
-	}
-	if cfg.MaxRetries, err = conf.FieldInt(dynFieldMaxRetries); err != nil {
-		return cfg, err
-	}
-	switch {
-	case cfg.MaxRetries == 0:
-		cfg.MaxRetries = -1 // in YAML, 0 means no retries
-	case cfg.MaxRetries < 0:
-		return cfg, fmt.Errorf("cache: negative %s %d", dynFieldMaxRetries, cfg.MaxRetries)
-	}
-	if cfg.MaxBackoff, err = conf.FieldDuration(dynFieldMaxBackoff); err != nil {
-		return cfg, err
-	}
-	if cfg.MaxBackoff <= 0 {
-		return cfg, fmt.Errorf("cache: %s must be positive", dynFieldMaxBackoff)
-	}
-	return cfg, cfg.validate()
-}
-
-// CacheConfig configures a Cache.
-type CacheConfig struct {
-	DynamoConfig
-	// TTLAttribute names the expiry attribute. Default "expires_at".
-	TTLAttribute string
-	// DefaultTTL is the expiry of items set without one. Default 0: never.
-	DefaultTTL time.Duration
-	// Now is the clock expiry is computed with. Default time.Now.
-	Now func() time.Time
-}
-
-// Cache is the tidemark_dynamodb Benthos cache: Get, Set, Add (a
-// conditional put) and Delete on one DynamoDB table.
-type Cache struct {
-	client     *dynamodb.Client
-	table      string
-	ttlAttr    string
-	defaultTTL time.Duration
-	now        func() time.Time
-}
-
-var _ service.Cache = (*Cache)(nil)
-
-func newCacheFromParsed(conf *service.ParsedConfig, _ *service.Resources) (service.Cache, error) {
-	dc, err := DynamoConfigFromParsed(conf)
+// cacheConfigFromParsed reads the cache's fields.
+func cacheConfigFromParsed(conf *service.ParsedConfig) (dynamostore.KVConfig, error) {
+	dc, err := storeconfig.DynamoConfigFromParsed(conf)
 	if err != nil {
-		return nil, err
+		return dynamostore.KVConfig{}, err
 	}
-	cfg := CacheConfig{DynamoConfig: dc}
+	cfg := dynamostore.KVConfig{DynamoConfig: dc}
 	if cfg.TTLAttribute, err = conf.FieldString(cacheFieldTTLAttribute); err != nil {
-		return nil, err
+		return cfg, err
 	}
 	if conf.Contains(cacheFieldDefaultTTL) {
 		if cfg.DefaultTTL, err = conf.FieldDuration(cacheFieldDefaultTTL); err != nil {
-			return nil, err
+			return cfg, err
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	return NewCache(ctx, cfg)
+	return cfg, cfg.Validate()
 }
 
-func (c CacheConfig) validate() error {
-	if err := c.DynamoConfig.validate(); err != nil {
-		return err
-	}
-	switch c.TTLAttribute {
-	case attrPK, attrSK, attrValue:
-		return fmt.Errorf("cache: ttl_attribute %q is one of the item's own attributes (pk, sk, v)", c.TTLAttribute)
-	}
-	if c.DefaultTTL < 0 {
-		return fmt.Errorf("cache: negative default_ttl %s", c.DefaultTTL)
-	}
-	return nil
-}
-
-// NewCache builds the client (NewDynamoClient), creates the table when
-// cfg.Create is set, and returns the cache.
-func NewCache(ctx context.Context, cfg CacheConfig) (*Cache, error) {
-	if cfg.TTLAttribute == "" {
-		cfg.TTLAttribute = DefaultTTLAttribute
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if err := cfg.validate(); err != nil {
-		return nil, err
-	}
-	client, err := NewDynamoClient(ctx, cfg.DynamoConfig)
+func newCacheFromParsed(conf *service.ParsedConfig, _ *service.Resources) (service.Cache, error) {
+	cfg, err := cacheConfigFromParsed(conf)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Create {
-		if err := EnsureTable(ctx, client, cfg.Table); err != nil {
-			return nil, err
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	kv, err := dynamostore.NewKV(ctx, cfg)
+	if err != nil {
+		return nil, err
 	}
-	return &Cache{client: client, table: cfg.Table, ttlAttr: cfg.TTLAttribute, defaultTTL: cfg.DefaultTTL, now: cfg.Now}, nil
+	return &Cache{kv: kv}, nil
 }
 
-func (c *Cache) key(key string) (item, error) {
-	if key == "" {
-		return nil, errors.New("cache: empty key")
-	}
-	if !utf8.ValidString(key) {
-		return nil, fmt.Errorf("cache: key %q is not valid UTF-8", key)
-	}
-	return item{attrPK: avS(key), attrSK: avS(skCache)}, nil
-}
+// Cache is the tidemark_dynamodb cache: a dynamostore.KV whose errors are
+// Benthos's (service.ErrKeyNotFound, service.ErrKeyAlreadyExists).
+type Cache struct{ kv *dynamostore.KV }
 
-// expiry returns the Unix-seconds expiry for ttl (nil: the default), and
-// whether the item expires at all.
-func (c *Cache) expiry(ttl *time.Duration) (int64, bool) {
-	d := c.defaultTTL
-	if ttl != nil {
-		d = *ttl
-	}
-	if d <= 0 {
-		return 0, false
-	}
-	at := c.now().Add(d)
-	secs := at.Unix()
-	if at.Nanosecond() > 0 {
-		secs++ // never expire early
-	}
-	return secs, true
-}
+var _ service.Cache = (*Cache)(nil)
 
 // Get returns the value of key, or service.ErrKeyNotFound when it is
 // missing or expired. The read is strongly consistent.
 func (c *Cache) Get(ctx context.Context, key string) ([]byte, error) {
-	k, err := c.key(key)
-	if err != nil {
-		return nil, err
-	}
-	out, err := c.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(c.table), Key: k, ConsistentRead: aws.Bool(true)})
-	if err != nil {
-		return nil, fmt.Errorf("cache: get %q: %w", key, err)
-	}
-	if out.Item == nil {
+	v, err := c.kv.Get(ctx, key)
+	if errors.Is(err, dynamostore.ErrKeyNotFound) {
 		return nil, service.ErrKeyNotFound
 	}
-	exp, ok, err := getI(out.Item, c.ttlAttr)
-	if err != nil {
-		return nil, err
-	}
-	if ok && exp <= c.now().Unix() {
-		return nil, service.ErrKeyNotFound
-	}
-	v, err := getB(out.Item, attrValue)
-	if err != nil {
-		return nil, err
-	}
-	if v == nil {
-		v = []byte{}
-	}
-	return v, nil
+	return v, err
 }
 
-func (c *Cache) item(k item, value []byte, ttl *time.Duration) item {
-	it := item{attrPK: k[attrPK], attrSK: k[attrSK], attrValue: avB(value)}
-	if exp, ok := c.expiry(ttl); ok {
-		it[c.ttlAttr] = avI(exp)
-	}
-	return it
-}
-
-// Set writes key (a cache entry, not progress: it is unconditional).
+// Set writes key unconditionally (a cache entry, not progress).
 func (c *Cache) Set(ctx context.Context, key string, value []byte, ttl *time.Duration) error {
-	k, err := c.key(key)
-	if err != nil {
-		return err
-	}
-	if _, err := c.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(c.table), Item: c.item(k, value, ttl)}); err != nil {
-		return fmt.Errorf("cache: set %q: %w", key, err)
-	}
-	return nil
+	return c.kv.Set(ctx, key, value, ttl)
 }
 
-// Add writes key only if it is missing or expired (one conditional
-// PutItem); otherwise it returns service.ErrKeyAlreadyExists.
+// Add writes key only if it is missing or expired, otherwise it returns
+// service.ErrKeyAlreadyExists.
 func (c *Cache) Add(ctx context.Context, key string, value []byte, ttl *time.Duration) error {
-	k, err := c.key(key)
-	if err != nil {
-		return err
-	}
-	e := newExpr()
-	cond := fmt.Sprintf("attribute_not_exists(%s) OR %s <= %s", e.n(attrPK), e.n(c.ttlAttr), e.v("now", avI(c.now().Unix())))
-	_, err = c.client.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                 aws.String(c.table),
-		Item:                      c.item(k, value, ttl),
-		ConditionExpression:       aws.String(cond),
-		ExpressionAttributeNames:  e.names,
-		ExpressionAttributeValues: e.vals(),
-	})
-	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
+	err := c.kv.Add(ctx, key, value, ttl)
+	if errors.Is(err, dynamostore.ErrKeyExists) {
 		return service.ErrKeyAlreadyExists
 	}
-	if err != nil {
-		return fmt.Errorf("cache: add %q: %w", key, err)
-	}
-	return nil
+	return err
 }
 
 // Delete removes key; a missing key is not an error.
-func (c *Cache) Delete(ctx context.Context, key string) error {
-	k, err := c.key(key)
-	if err != nil {
-		return err
-	}
-	if _, err := c.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(c.table), Key: k}); err != nil {
-		return fmt.Errorf("cache: delete %q: %w", key, err)
-	}
-	return nil
-}
+func (c *Cache) Delete(ctx context.Context, key string) error { return c.kv.Delete(ctx, key) }
 
-// Close implements service.Cache; the client holds nothing to release.
-func (c *Cache) Close(context.Context) error { return nil }
+// Close implements service.Cache.
+func (c *Cache) Close(ctx context.Context) error { return c.kv.Close(ctx) }

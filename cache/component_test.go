@@ -10,12 +10,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/require"
 
 	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
 
 	"github.com/tidemark/tidemark/internal/dynalitetest"
+	"github.com/tidemark/tidemark/internal/dynamostore"
 )
 
 func TestCacheSpecParse(t *testing.T) {
@@ -24,12 +26,13 @@ table: tidemark-cache
 endpoint: http://127.0.0.1:1
 `, nil)
 	require.NoError(t, err)
-	c, err := newCacheFromParsed(conf, service.MockResources())
+	_, err = newCacheFromParsed(conf, service.MockResources())
 	require.NoError(t, err, "building the cache needs no request")
-	dc := c.(*Cache)
-	require.Equal(t, "tidemark-cache", dc.table)
-	require.Equal(t, DefaultTTLAttribute, dc.ttlAttr)
-	require.Zero(t, dc.defaultTTL)
+	cfg, err := cacheConfigFromParsed(conf)
+	require.NoError(t, err)
+	require.Equal(t, "tidemark-cache", cfg.Table)
+	require.Equal(t, dynamostore.DefaultTTLAttribute, cfg.TTLAttribute)
+	require.Zero(t, cfg.DefaultTTL)
 
 	conf, err = cacheSpec().ParseYAML(`
 table: tidemark-cache
@@ -40,25 +43,12 @@ default_ttl: 72h
 max_retries: 0
 `, nil)
 	require.NoError(t, err)
-	c, err = newCacheFromParsed(conf, service.MockResources())
+	cfg, err = cacheConfigFromParsed(conf)
 	require.NoError(t, err)
-	dc = c.(*Cache)
-	require.Equal(t, "ttl", dc.ttlAttr)
-	require.Equal(t, 72*time.Hour, dc.defaultTTL)
-
-	// DynamoFields inside an object, as the checkpoint store's config uses
-	// them.
-	spec := service.NewConfigSpec().Field(service.NewObjectField("dynamodb", DynamoFields()...))
-	conf, err = spec.ParseYAML("dynamodb: {}", nil)
-	require.NoError(t, err)
-	cfg, err := DynamoConfigFromParsed(conf.Namespace("dynamodb"))
-	require.NoError(t, err)
-	require.Equal(t, DynamoConfig{Table: DefaultTable, MaxRetries: DefaultMaxRetries, MaxBackoff: DefaultMaxBackoff}, cfg)
-	conf, err = spec.ParseYAML("dynamodb: {table: t-1, max_retries: 0, region: eu-west-1, create: true, endpoint: 'http://h:1', max_backoff: 100ms}", nil)
-	require.NoError(t, err)
-	cfg, err = DynamoConfigFromParsed(conf.Namespace("dynamodb"))
-	require.NoError(t, err)
-	require.Equal(t, DynamoConfig{Table: "t-1", Region: "eu-west-1", Endpoint: "http://h:1", Create: true, MaxRetries: -1, MaxBackoff: 100 * time.Millisecond}, cfg)
+	require.Equal(t, "ttl", cfg.TTLAttribute)
+	require.Equal(t, 72*time.Hour, cfg.DefaultTTL)
+	require.Equal(t, "eu-west-1", cfg.Region)
+	require.Equal(t, -1, cfg.MaxRetries, "max_retries: 0 means no retries")
 
 	for _, bad := range []string{
 		"table: ''\nendpoint: http://127.0.0.1:1",              // empty table
@@ -113,15 +103,15 @@ func (c *fakeClock) add(d time.Duration) {
 func newTestCache(t *testing.T, clock *fakeClock, defaultTTL time.Duration) *Cache {
 	t.Helper()
 	tb := dynalitetest.NewTable(t)
-	cfg := CacheConfig{DynamoConfig: DynamoConfig{Table: tb.Name, Endpoint: tb.Endpoint, Create: true}, DefaultTTL: defaultTTL, Now: clock.now}
+	cfg := dynamostore.KVConfig{DynamoConfig: dynamostore.DynamoConfig{Table: tb.Name, Endpoint: tb.Endpoint, Create: true}, DefaultTTL: defaultTTL, Now: clock.now}
 	if os.Getenv("AWS_ACCESS_KEY_ID") == "" {
 		cfg.ClientOptions = append(cfg.ClientOptions, func(o *dynamodb.Options) {
 			o.Credentials = credentials.NewStaticCredentialsProvider("local", "local", "")
 		})
 	}
-	c, err := NewCache(t.Context(), cfg)
+	kv, err := dynamostore.NewKV(t.Context(), cfg)
 	require.NoError(t, err)
-	return c
+	return &Cache{kv: kv}
 }
 
 func TestCacheOperations(t *testing.T) {
@@ -157,49 +147,6 @@ func TestCacheOperations(t *testing.T) {
 	_, err = c.Get(ctx, "")
 	require.Error(t, err)
 	require.Error(t, c.Set(ctx, "bad\xff", nil, nil))
-}
-
-// Expired items count as missing (dynalite, like DynamoDB Local, never
-// deletes them) and Add may overwrite them.
-func TestCacheTTL(t *testing.T) {
-	clock := &fakeClock{t: time.Unix(1_764_741_600, 500)}
-	c := newTestCache(t, clock, time.Hour)
-	ctx := t.Context()
-
-	ttl := 10 * time.Second
-	require.NoError(t, c.Set(ctx, "short", []byte("v1"), &ttl))
-	require.NoError(t, c.Add(ctx, "default", []byte("d1"), nil))
-	raw, err := c.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(c.table), Key: item{attrPK: avS("short"), attrSK: avS(skCache)}, ConsistentRead: aws.Bool(true)})
-	require.NoError(t, err)
-	exp, ok, err := getI(raw.Item, DefaultTTLAttribute)
-	require.NoError(t, err)
-	require.True(t, ok)
-	require.Equal(t, clock.now().Unix()+11, exp, "expiry rounds up to whole seconds, never early")
-
-	clock.add(10 * time.Second)
-	_, err = c.Get(ctx, "short")
-	require.NoError(t, err, "not expired yet")
-	require.ErrorIs(t, c.Add(ctx, "short", []byte("v2"), &ttl), service.ErrKeyAlreadyExists)
-
-	clock.add(time.Second)
-	_, err = c.Get(ctx, "short")
-	require.ErrorIs(t, err, service.ErrKeyNotFound, "expired")
-	require.NoError(t, c.Add(ctx, "short", []byte("v2"), &ttl), "add over an expired item")
-	v, err := c.Get(ctx, "short")
-	require.NoError(t, err)
-	require.Equal(t, []byte("v2"), v)
-
-	_, err = c.Get(ctx, "default")
-	require.NoError(t, err)
-	clock.add(time.Hour)
-	_, err = c.Get(ctx, "default")
-	require.ErrorIs(t, err, service.ErrKeyNotFound, "default_ttl applies")
-
-	zero := time.Duration(0)
-	require.NoError(t, c.Set(ctx, "forever", []byte("f"), &zero))
-	clock.add(1000 * time.Hour)
-	_, err = c.Get(ctx, "forever")
-	require.NoError(t, err, "a zero TTL never expires")
 }
 
 // The idempotent sink of the component's documentation: the stock cache
@@ -247,9 +194,9 @@ logger:
 	require.NoError(t, err)
 	var keys []string
 	for _, it := range out.Items {
-		k, err := getS(it, attrPK)
-		require.NoError(t, err)
-		keys = append(keys, k)
+		k, ok := it["pk"].(*types.AttributeValueMemberS)
+		require.True(t, ok, "pk is a string")
+		keys = append(keys, k.Value)
 	}
 	require.ElementsMatch(t, []string{"evt-0", "evt-1", "evt-2"}, keys)
 }

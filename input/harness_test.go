@@ -38,11 +38,12 @@ import (
 	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
 	"github.com/redpanda-data/benthos/v4/public/service"
 
-	"github.com/tidemark/tidemark/cache"
 	"github.com/tidemark/tidemark/input/simulated"
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/dynalitetest"
+	"github.com/tidemark/tidemark/internal/dynamostore"
 	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/storeconfig"
 	"github.com/tidemark/tidemark/internal/witness"
 )
 
@@ -107,11 +108,11 @@ func newHarness(t *testing.T, b backend, parts []string, n int64) *harness {
 	switch b {
 	case memoryBackend:
 		h.ckYAML = "backend: memory"
-		h.st = sharedMemStore()
+		h.st = storeconfig.SharedMemStore()
 	case dynamoBackend:
 		tb := dynalitetest.NewTable(t)
 		h.ckYAML = fmt.Sprintf("backend: dynamodb\ndynamodb:\n  table: %s\n  endpoint: %s\n  create: true", tb.Name, tb.Endpoint)
-		ds, err := cache.NewDynamoStore(t.Context(), cache.DynamoConfig{Table: tb.Name, Endpoint: tb.Endpoint, Create: true})
+		ds, err := dynamostore.NewDynamoStore(t.Context(), dynamostore.DynamoConfig{Table: tb.Name, Endpoint: tb.Endpoint, Create: true})
 		if err != nil {
 			t.Fatalf("dynamodb store: %v", err)
 		}

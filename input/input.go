@@ -13,11 +13,11 @@ import (
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 
-	"github.com/tidemark/tidemark/input/httpprovider"
 	"github.com/tidemark/tidemark/input/provider"
 	"github.com/tidemark/tidemark/input/simulated"
 	"github.com/tidemark/tidemark/internal/feed"
 	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/witness"
 )
 
 // Config is the validated configuration of the input (two-step
@@ -311,7 +311,7 @@ func (in *paginatedInput) message(p *partition, pg *page, i int, payload []byte)
 }
 
 // cursorHash is how raw cursors appear in logs and metadata.
-func cursorHash(c []byte) string { return httpprovider.CursorHash(c) }
+func cursorHash(c []byte) string { return witness.CursorHash(c) }
 
 var _ = simulated.EventID
 
@@ -319,16 +319,4 @@ var _ = simulated.EventID
 // partition_frontier processors in this process.
 func publishCheckpoint(cp store.Checkpoint) {
 	feed.Publish(cp.Scope, cp.Partition, cp.Watermark)
-}
-
-var (
-	memOnce  sync.Once
-	memStore *store.MemStore
-)
-
-// sharedMemStore is the process-wide in-memory store, so that the input and
-// the partition_frontier processor of one process share it.
-func sharedMemStore() store.Store {
-	memOnce.Do(func() { memStore = store.NewMemStore() })
-	return memStore
 }

@@ -58,7 +58,7 @@ func (in *paginatedInput) ensureMembership(ctx context.Context, parts []string) 
 				removes = append(removes, frontier.RemoveProof{Partition: p})
 			}
 		}
-		next := frontier.PlanChange(toFrontierMembership(cur), published, adds, removes)
+		next := frontier.PlanChange(cur.FrontierMembership(), published, adds, removes)
 		rec := store.Membership{
 			Scope: in.cfg.Scope, Epoch: next.Epoch, Partitions: next.Partitions, Cutover: next.Cutover,
 			Proven: next.Proven, Reason: next.Reason, Unproven: next.Unproven,
@@ -79,10 +79,6 @@ func (in *paginatedInput) ensureMembership(ctx context.Context, parts []string) 
 	}
 }
 
-func toFrontierMembership(m store.Membership) frontier.Membership {
-	return frontier.Membership{Epoch: m.Epoch, Partitions: m.Partitions, Cutover: m.Cutover, Proven: m.Proven, Reason: m.Reason, Unproven: m.Unproven}
-}
-
 // publishFrontier keeps the scope's published frontier record up to date:
 // every interval it recomputes the combined frontier of the epoch from the
 // durable checkpoints (the in-process feed) and advances the record by
@@ -90,7 +86,7 @@ func toFrontierMembership(m store.Membership) frontier.Membership {
 func (in *paginatedInput) publishFrontier(ctx context.Context, m store.Membership, every time.Duration) {
 	sub := feed.Subscribe(in.cfg.Scope)
 	defer sub.Close()
-	t, err := frontier.NewTrackerFor(toFrontierMembership(m))
+	t, err := frontier.NewTrackerFor(m.FrontierMembership())
 	if err != nil {
 		in.log.Errorf("Frontier of scope %s not published: %v", in.cfg.Scope, err)
 		return
@@ -118,18 +114,15 @@ func (in *paginatedInput) publishFrontier(ctx context.Context, m store.Membershi
 		}
 		snap := t.Frontier()
 		in.recordFrontierMetrics(snap)
-		pub, ok := frontier.NextPublication(toSnapshot(prev), snap)
+		pub, ok := frontier.NextPublication(prev.Snapshot(), snap)
 		if !ok {
 			return
 		}
-		next := store.Frontier{Scope: in.cfg.Scope, Epoch: pub.Epoch, Vector: pub.Vector, HeldBy: pub.HeldBy, Reason: pub.Reason}
-		if pub.Proven {
-			next.Scalar = pub.Scalar
-		}
+		next := store.FrontierRecord(in.cfg.Scope, pub)
 		f, err := in.store.PublishFrontier(ctx, prev, next)
 		switch {
 		case err == nil:
-			if frontier.ScalarAdvanced(toSnapshot(prev), pub) {
+			if frontier.ScalarAdvanced(prev.Snapshot(), pub) {
 				in.log.Infof("Scope %s is complete through %s (epoch %d)", in.cfg.Scope, pub.Scalar, pub.Epoch)
 			}
 			prev = f
@@ -153,14 +146,6 @@ func (in *paginatedInput) publishFrontier(ctx context.Context, m store.Membershi
 		case <-tick.C:
 			publish(ctx)
 		}
-	}
-}
-
-// toSnapshot reads a published record as the core's snapshot.
-func toSnapshot(f store.Frontier) frontier.Snapshot {
-	return frontier.Snapshot{
-		Epoch: f.Epoch, Scalar: f.Scalar, Proven: !f.Scalar.IsZero(),
-		Vector: f.Vector, HeldBy: f.HeldBy, Reason: f.Reason,
 	}
 }
 

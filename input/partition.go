@@ -10,7 +10,6 @@ import (
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 
-	"github.com/tidemark/tidemark/input/httpprovider"
 	"github.com/tidemark/tidemark/input/provider"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/witness"
@@ -615,7 +614,7 @@ func (p *partition) onFetchError(ctx context.Context, r fetchResult) error {
 	case errors.As(r.err, &mal):
 		p.in.metrics.fetchErrors.Incr(1)
 		return p.park(ctx, fmt.Sprintf("malformed page at generation %d cursor %s: %s", r.gen, cursorHash(r.cursor), mal.Error()))
-	case errors.Is(r.err, httpprovider.ErrPermanent):
+	case errors.Is(r.err, provider.ErrPermanent):
 		p.in.metrics.fetchErrors.Incr(1)
 		return p.park(ctx, fmt.Sprintf("fetch of cursor %s failed permanently: %v", cursorHash(r.cursor), r.err))
 	case errors.Is(r.err, context.Canceled) && ctx.Err() != nil:

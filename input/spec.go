@@ -8,11 +8,10 @@ import (
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 
-	"github.com/tidemark/tidemark/cache"
 	"github.com/tidemark/tidemark/input/httpprovider"
 	"github.com/tidemark/tidemark/input/provider"
 	"github.com/tidemark/tidemark/input/simulated"
-	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/storeconfig"
 )
 
 // Field names of the paginated_partitions input.
@@ -37,18 +36,6 @@ const (
 	ppFieldSimulated         = "simulated"
 	ppFieldLeases            = "leases"
 )
-
-// CheckpointFields are the fields of the `checkpoint` object, shared with
-// the partition_frontier processor.
-func CheckpointFields() []*service.ConfigField {
-	return []*service.ConfigField{
-		service.NewStringEnumField(ppFieldBackend, "dynamodb", "memory").
-			Description("Where checkpoints and response witnesses live. `memory` is for development only: progress is lost on restart, and the input warns.").
-			Default("dynamodb").Example("memory"),
-		service.NewObjectField(ppFieldDynamoDB, cache.DynamoFields()...).
-			Description("The DynamoDB table (used when `backend: dynamodb`). Credentials come from the AWS SDK's default chain."),
-	}
-}
 
 // Spec is the config spec of the paginated_partitions input.
 func Spec() *service.ConfigSpec {
@@ -112,7 +99,7 @@ Exactly one of `+"`http`"+` and `+"`simulated`"+` must be set.`).
 			service.NewDurationField(ppFieldFrontierPublish).
 				Description("How often the scope's published frontier record (read by the frontier_advances input and the status command) is advanced by compare-and-swap; 0s disables publishing.").
 				Default("1s").Example("10s"),
-			service.NewObjectField(ppFieldCheckpoint, CheckpointFields()...).
+			service.NewObjectField(ppFieldCheckpoint, storeconfig.CheckpointFields()...).
 				Description("The checkpoint store."),
 			service.NewObjectField(ppFieldHTTP, httpprovider.Fields()...).
 				Description("Fetch pages from an HTTP API.").Optional(),
@@ -238,33 +225,9 @@ func FromParsed(conf *service.ParsedConfig, mgr *service.Resources) (service.Bat
 		return nil, errors.New("paginated_partitions: exactly one of http or simulated must be set")
 	}
 
-	st, closeSt, err := StoreFromParsed(context.Background(), conf.Namespace(ppFieldCheckpoint), mgr)
+	st, closeSt, err := storeconfig.StoreFromParsed(context.Background(), conf.Namespace(ppFieldCheckpoint), mgr)
 	if err != nil {
 		return nil, fmt.Errorf("paginated_partitions: checkpoint: %w", err)
 	}
 	return New(c, prov, st, closeSt, mgr)
-}
-
-// StoreFromParsed builds the checkpoint store of a `checkpoint` object.
-func StoreFromParsed(ctx context.Context, conf *service.ParsedConfig, mgr *service.Resources) (store.Store, func(context.Context) error, error) {
-	backend, err := conf.FieldString(ppFieldBackend)
-	if err != nil {
-		return nil, nil, err
-	}
-	switch backend {
-	case "memory":
-		mgr.Logger().Warn("Checkpoint backend is memory: progress and witnesses are lost on restart. Use it for development only.")
-		return sharedMemStore(), nil, nil
-	case "dynamodb":
-		dc, err := cache.DynamoConfigFromParsed(conf.Namespace(ppFieldDynamoDB))
-		if err != nil {
-			return nil, nil, err
-		}
-		ds, err := cache.NewDynamoStore(ctx, dc)
-		if err != nil {
-			return nil, nil, err
-		}
-		return ds, nil, nil
-	}
-	return nil, nil, fmt.Errorf("unknown checkpoint backend %q", backend)
 }

@@ -7,6 +7,8 @@ import (
 	_ "github.com/tidemark/tidemark/input"
 	// The prometheus metrics exporter (/metrics).
 	_ "github.com/tidemark/tidemark/internal/promexport"
-	// The partition_frontier processor and the frontier_advances input.
+	// The partition_frontier processor.
 	_ "github.com/tidemark/tidemark/processor"
+	// The frontier_advances input.
+	_ "github.com/tidemark/tidemark/input/frontieradvances"
 )

@@ -14,31 +14,18 @@ package processor
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 
-	"github.com/tidemark/tidemark/input"
-	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/feed"
 	"github.com/tidemark/tidemark/internal/frontier"
+	"github.com/tidemark/tidemark/internal/frontiermeta"
 	"github.com/tidemark/tidemark/internal/store"
-)
-
-// Metadata keys set by partition_frontier.
-const (
-	MetaFrontier       = "tidemark_frontier"
-	MetaFrontierEpoch  = "tidemark_frontier_epoch"
-	MetaFrontierVector = "tidemark_frontier_vector"
-	MetaFrontierHeldBy = "tidemark_frontier_held_by"
-	MetaFrontierReason = "tidemark_frontier_reason"
+	"github.com/tidemark/tidemark/internal/storeconfig"
 )
 
 const (
@@ -77,7 +64,7 @@ The frontier is computed from durable checkpoints only: with `+"`source: feed`"+
 			service.NewDurationField(pfFieldRefresh).
 				Description("How often the store is read (source: store), and how often the membership record is re-read.").
 				Default("5s").Example("30s"),
-			service.NewObjectField(pfFieldCheckpoint, input.CheckpointFields()...).
+			service.NewObjectField(pfFieldCheckpoint, storeconfig.CheckpointFields()...).
 				Description("The checkpoint store of the input."),
 		).
 		Example("Attach the frontier", "Each message gets the frontier of its scope.", `
@@ -117,7 +104,7 @@ func frontierFromParsed(conf *service.ParsedConfig, mgr *service.Resources) (*fr
 	if err != nil {
 		return nil, err
 	}
-	st, closeSt, err := input.StoreFromParsed(context.Background(), conf.Namespace(pfFieldCheckpoint), mgr)
+	st, closeSt, err := storeconfig.StoreFromParsed(context.Background(), conf.Namespace(pfFieldCheckpoint), mgr)
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +192,7 @@ func (p *frontierProcessor) refreshMembership(ctx context.Context) error {
 	if p.tracker != nil && m.Epoch == p.membership.Epoch {
 		return nil
 	}
-	t, err := frontier.NewTrackerFor(frontier.Membership{Epoch: m.Epoch, Partitions: m.Partitions, Cutover: m.Cutover, Proven: m.Proven, Reason: m.Reason})
+	t, err := frontier.NewTrackerFor(m.FrontierMembership())
 	if err != nil {
 		return fmt.Errorf("partition_frontier: membership epoch %d: %w", m.Epoch, err)
 	}
@@ -236,56 +223,8 @@ func (p *frontierProcessor) Process(ctx context.Context, msg *service.Message) (
 	if err != nil {
 		return nil, err
 	}
-	setFrontierMeta(msg, snap)
+	frontiermeta.Set(msg, snap)
 	return service.MessageBatch{msg}, nil
-}
-
-func setFrontierMeta(msg *service.Message, snap frontier.Snapshot) {
-	if snap.Proven && !snap.Scalar.IsZero() {
-		msg.MetaSetMut(MetaFrontier, snap.Scalar.String())
-	} else {
-		msg.MetaDelete(MetaFrontier)
-	}
-	msg.MetaSetMut(MetaFrontierEpoch, strconv.FormatUint(snap.Epoch, 10))
-	msg.MetaSetMut(MetaFrontierVector, VectorJSON(snap.Vector))
-	msg.MetaSetMut(MetaFrontierHeldBy, strings.Join(snap.HeldBy, ","))
-	if snap.Reason != "" {
-		msg.MetaSetMut(MetaFrontierReason, snap.Reason)
-	} else {
-		msg.MetaDelete(MetaFrontierReason)
-	}
-}
-
-// VectorJSON renders a vector as a JSON object with sorted keys; a
-// partition without a watermark is null.
-func VectorJSON(v map[string]coord.Watermark) string {
-	keys := make([]string, 0, len(v))
-	for k := range v {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	var b strings.Builder
-	b.WriteByte('{')
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		kb, _ := json.Marshal(k)
-		b.Write(kb)
-		b.WriteByte(':')
-		w := v[k]
-		switch w.Kind {
-		case coord.KindNone:
-			b.WriteString("null")
-		case coord.KindInteger:
-			b.WriteString(strconv.FormatInt(w.Int, 10))
-		default:
-			vb, _ := json.Marshal(w.String())
-			b.Write(vb)
-		}
-	}
-	b.WriteByte('}')
-	return b.String()
 }
 
 func (p *frontierProcessor) Close(ctx context.Context) error {

@@ -2,7 +2,6 @@ package processor
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"math/rand/v2"
 	"strconv"
@@ -444,14 +443,4 @@ func TestPartitionFrontierIncomparableCoordinates(t *testing.T) {
 	assert.JSONEq(t, `{"A":10,"B":"2026-01-02T03:04:05Z"}`, m.Vector)
 	assert.Contains(t, m.Reason, "no comparable coordinate")
 	assert.Empty(t, m.HeldBy)
-}
-
-func TestVectorJSON(t *testing.T) {
-	got := VectorJSON(map[string]coord.Watermark{
-		"z": coord.String("2026-01-01"), "a": coord.Integer(-3), "m": {}, `q"uote`: coord.Integer(1),
-	})
-	assert.Equal(t, `{"a":-3,"m":null,"q\"uote":1,"z":"2026-01-01"}`, got)
-	var v map[string]any
-	require.NoError(t, json.Unmarshal([]byte(got), &v))
-	assert.Equal(t, "{}", VectorJSON(nil))
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/feed"
+	"github.com/tidemark/tidemark/internal/frontiermeta"
 	"github.com/tidemark/tidemark/internal/store"
 )
 
@@ -103,11 +104,11 @@ type meta struct {
 
 func readMeta(m *service.Message) meta {
 	var r meta
-	r.Frontier, r.HasFrontier = m.MetaGet(MetaFrontier)
-	r.Epoch, _ = m.MetaGet(MetaFrontierEpoch)
-	r.Vector, _ = m.MetaGet(MetaFrontierVector)
-	r.HeldBy, _ = m.MetaGet(MetaFrontierHeldBy)
-	r.Reason, r.HasReason = m.MetaGet(MetaFrontierReason)
+	r.Frontier, r.HasFrontier = m.MetaGet(frontiermeta.Frontier)
+	r.Epoch, _ = m.MetaGet(frontiermeta.FrontierEpoch)
+	r.Vector, _ = m.MetaGet(frontiermeta.FrontierVector)
+	r.HeldBy, _ = m.MetaGet(frontiermeta.FrontierHeldBy)
+	r.Reason, r.HasReason = m.MetaGet(frontiermeta.FrontierReason)
 	return r
 }
 
@@ -116,8 +117,8 @@ func process(t *testing.T, p *frontierProcessor) meta {
 	t.Helper()
 	msg := service.NewMessage([]byte(`{}`))
 	// Metadata from an upstream processor must not survive when withheld.
-	msg.MetaSetMut(MetaFrontier, "stale-upstream-value")
-	msg.MetaSetMut(MetaFrontierReason, "stale-upstream-reason")
+	msg.MetaSetMut(frontiermeta.Frontier, "stale-upstream-value")
+	msg.MetaSetMut(frontiermeta.FrontierReason, "stale-upstream-reason")
 	batch, err := p.Process(context.Background(), msg)
 	require.NoError(t, err)
 	require.Len(t, batch, 1)

@@ -13,7 +13,7 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/urfave/cli/v2"
 
-	"github.com/tidemark/tidemark/cache"
+	"github.com/tidemark/tidemark/internal/dynamostore"
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/docgen"
 	"github.com/tidemark/tidemark/internal/ops"
@@ -25,7 +25,7 @@ import (
 func tidemarkCommand() *cli.Command {
 	storeFlags := []cli.Flag{
 		&cli.StringFlag{Name: "scope", Required: true, Usage: "the paginated_partitions scope"},
-		&cli.StringFlag{Name: "table", Value: cache.DefaultTable, Usage: "the DynamoDB table"},
+		&cli.StringFlag{Name: "table", Value: dynamostore.DefaultTable, Usage: "the DynamoDB table"},
 		&cli.StringFlag{Name: "endpoint", EnvVars: []string{"TIDEMARK_DYNAMODB_ENDPOINT"}, Usage: "DynamoDB endpoint override (dynalite, DynamoDB Local); default: AWS"},
 		&cli.StringFlag{Name: "region", Usage: "AWS region; default: the SDK's default chain"},
 	}
@@ -145,7 +145,7 @@ func tidemarkCommand() *cli.Command {
 func openStore(c *cli.Context) (store.Store, error) {
 	ctx, cancel := context.WithTimeout(c.Context, 30*time.Second)
 	defer cancel()
-	return cache.NewDynamoStore(ctx, cache.DynamoConfig{Table: c.String("table"), Endpoint: c.String("endpoint"), Region: c.String("region")})
+	return dynamostore.NewDynamoStore(ctx, dynamostore.DynamoConfig{Table: c.String("table"), Endpoint: c.String("endpoint"), Region: c.String("region")})
 }
 
 func runRepair(c *cli.Context, r ops.Repair) error {

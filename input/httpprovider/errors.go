@@ -4,14 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/tidemark/tidemark/input/provider"
 )
 
 var (
-	// ErrPermanent is the sentinel of failures that retrying the same request
-	// cannot fix: a *StatusError whose Permanent() is true, and every
-	// *RequestError. Fetch and Partitions return it (wrapped); the input
-	// should park the partition rather than poll it.
-	ErrPermanent = errors.New("httpprovider: permanent failure")
+	// ErrPermanent is the provider port's provider.ErrPermanent: a
+	// *StatusError whose Permanent() is true, and every *RequestError, wrap
+	// it. Fetch and Partitions return it (wrapped); the input parks the
+	// partition rather than polls it.
+	ErrPermanent = provider.ErrPermanent
 
 	// ErrNoDiscovery is returned by Partitions when partitions_url is not
 	// configured.

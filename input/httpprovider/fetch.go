@@ -16,6 +16,7 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/tidemark/tidemark/input/provider"
+	"github.com/tidemark/tidemark/internal/witness"
 )
 
 // builtRequest is one page request, built once and sent once per attempt.
@@ -86,7 +87,7 @@ func (p *Provider) build(partition string, cursor []byte, meta [][2]string, meth
 	parsed, err := url.Parse(u)
 	if err != nil || (parsed.Scheme != "http" && parsed.Scheme != "https") || parsed.Host == "" {
 		// url.Parse errors quote the URL: never show them.
-		return nil, &RequestError{Partition: partition, Field: "url", Err: fmt.Errorf("url %s is not an absolute http(s) URL", CursorHash([]byte(u)))}
+		return nil, &RequestError{Partition: partition, Field: "url", Err: fmt.Errorf("url %s is not an absolute http(s) URL", witness.CursorHash([]byte(u)))}
 	}
 	for _, vs := range parsed.Query() {
 		for _, v := range vs {
@@ -95,7 +96,7 @@ func (p *Provider) build(partition string, cursor []byte, meta [][2]string, meth
 	}
 	rq.url = u
 	rq.host = parsed.Scheme + "://" + parsed.Host
-	rq.urlHash = CursorHash([]byte(u))
+	rq.urlHash = witness.CursorHash([]byte(u))
 	if body != nil {
 		b, err := body.TryBytes(msg)
 		if err != nil {
@@ -167,7 +168,7 @@ func (p *Provider) pause(ctx context.Context, rq *builtRequest, attempt int, ret
 		text = se.brief()
 	}
 	p.log.Warnf("httpprovider: partition %s: cursor %s: %s; retry %d of %d in %s",
-		rq.partition, CursorHash(rq.cursor), text, attempt+1, p.cfg.MaxRetries, wait.Round(time.Millisecond))
+		rq.partition, witness.CursorHash(rq.cursor), text, attempt+1, p.cfg.MaxRetries, wait.Round(time.Millisecond))
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {

@@ -430,8 +430,8 @@ http:
 			t.Errorf("logs leak %q:\n%s", leak, logs.String())
 		}
 	}
-	if !strings.Contains(logs.String(), CursorHash([]byte(cursor))) {
-		t.Errorf("logs do not name the cursor by its hash %s:\n%s", CursorHash([]byte(cursor)), logs.String())
+	if !strings.Contains(logs.String(), witness.CursorHash([]byte(cursor))) {
+		t.Errorf("logs do not name the cursor by its hash %s:\n%s", witness.CursorHash([]byte(cursor)), logs.String())
 	}
 }
 

@@ -1,19 +1,8 @@
 package httpprovider
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"strings"
 )
-
-// CursorHash returns the form in which a cursor may appear in logs and
-// errors: the first 12 hex characters of its SHA-256. Raw cursors can carry
-// credentials or personal data (Graph delta links, signed URLs) and are never
-// logged.
-func CursorHash(cursor []byte) string {
-	sum := sha256.Sum256(cursor)
-	return hex.EncodeToString(sum[:6])
-}
 
 // maxQuotedBody is the most of a response body an error quotes.
 const maxQuotedBody = 256

@@ -92,7 +92,7 @@ func (p *Provider) Fetch(ctx context.Context, req provider.Request) (witness.Res
 		return witness.Response{}, err
 	}
 	p.log.Debugf("httpprovider: partition %s: cursor %s: HTTP %d, %d events, successor %s",
-		req.Partition, CursorHash(req.Cursor), res.status, len(resp.Events), successorHash(resp.Successor))
+		req.Partition, witness.CursorHash(req.Cursor), res.status, len(resp.Events), successorHash(resp.Successor))
 	return resp, nil
 }
 
@@ -100,7 +100,7 @@ func successorHash(s []byte) string {
 	if len(s) == 0 {
 		return "none"
 	}
-	return CursorHash(s)
+	return witness.CursorHash(s)
 }
 
 // discoveryLabel names partition discovery where errors name a partition.
@@ -170,6 +170,6 @@ func (p *Provider) RestartCursor(_ context.Context, partition string, durable co
 	if s == "" {
 		return nil, nil
 	}
-	p.log.Infof("httpprovider: partition %s: restart cursor %s (durable watermark %s)", partition, CursorHash([]byte(s)), durable)
+	p.log.Infof("httpprovider: partition %s: restart cursor %s (durable watermark %s)", partition, witness.CursorHash([]byte(s)), durable)
 	return []byte(s), nil
 }

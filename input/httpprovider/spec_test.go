@@ -156,13 +156,6 @@ func TestFieldsDocumented(t *testing.T) {
 	}
 }
 
-func TestCursorHash(t *testing.T) {
-	// SHA-256("abc") = ba7816bf8f01cfea...
-	if got := CursorHash([]byte("abc")); got != "ba7816bf8f01" {
-		t.Fatalf("CursorHash(abc) = %s", got)
-	}
-}
-
 func TestRestartCursorInterpolation(t *testing.T) {
 	p := parseProvider(t, `
 http:

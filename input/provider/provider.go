@@ -11,8 +11,10 @@
 //     gives (CompleteThrough, Marker, Sealed). Never invent evidence: a
 //     missing watermark is the zero Watermark.
 //   - Classify failures: *ExpiredError for a cursor the source no longer
-//     honours, *MalformedError for a response that cannot be read, anything
-//     else is treated as transient and retried with back-off.
+//     honours, *MalformedError for a response that cannot be read, an error
+//     that wraps ErrPermanent for a request that retrying cannot fix (the
+//     input parks the partition with the error as its reason); anything else
+//     is treated as transient and retried with back-off.
 //   - Contract declares what the source guarantees; classification trusts
 //     nothing else.
 package provider
@@ -69,6 +71,10 @@ var (
 	ErrExpired = errors.New("provider: cursor expired")
 	// ErrMalformed is the sentinel of *MalformedError.
 	ErrMalformed = errors.New("provider: malformed response")
+	// ErrPermanent marks a failure that retrying the same request cannot
+	// fix (a rejected credential, a request that cannot be built from this
+	// cursor). Providers wrap it; the input parks the partition.
+	ErrPermanent = errors.New("provider: permanent failure")
 )
 
 // ExpiredError reports a cursor the source no longer honours (HTTP 410,

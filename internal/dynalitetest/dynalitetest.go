@@ -5,7 +5,7 @@
 //
 //	func TestSomething(t *testing.T) {
 //		tb := dynalitetest.NewTable(t) // skips, or fails in CI, without dynalite
-//		s, err := cache.NewDynamoStore(t.Context(), cache.DynamoConfig{
+//		s, err := dynamostore.NewDynamoStore(t.Context(), dynamostore.DynamoConfig{
 //			Table: tb.Name, Endpoint: tb.Endpoint, Create: true,
 //		})
 //		...
@@ -62,7 +62,7 @@ var seq atomic.Int64
 var unsafeChars = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
 
 // NewTable reserves a fresh table name for t (the table is not created:
-// pass Create to the store or call cache.EnsureTable) and deletes the
+// pass Create to the store or call dynamostore.EnsureTable) and deletes the
 // table when t ends.
 func NewTable(t testing.TB) Table {
 	t.Helper()

@@ -25,10 +25,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/tidemark/tidemark/cache"
 	"github.com/tidemark/tidemark/input/simulated"
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/dynalitetest"
+	"github.com/tidemark/tidemark/internal/dynamostore"
 	"github.com/tidemark/tidemark/internal/servertest"
 	"github.com/tidemark/tidemark/internal/store"
 )
@@ -182,7 +182,7 @@ func TestExampleCouchDBChanges(t *testing.T) {
 			t.Fatalf("run 1, %s: changes %v, want each of %v once", db, got, want)
 		}
 	}
-	st, err := cache.NewDynamoStore(context.Background(), cache.DynamoConfig{Table: tb.Name, Endpoint: tb.Endpoint})
+	st, err := dynamostore.NewDynamoStore(context.Background(), dynamostore.DynamoConfig{Table: tb.Name, Endpoint: tb.Endpoint})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ func TestExampleIdempotentSink(t *testing.T) {
 	runConnect(t, 2*time.Minute, append(base, "TIDEMARK_SCOPE=sink-a"), "run", "--log.level", "warn", examplePath(t, "idempotent_sink"))
 
 	ctx := context.Background()
-	c, err := cache.NewCache(ctx, cache.CacheConfig{DynamoConfig: cache.DynamoConfig{Table: events.Name, Endpoint: events.Endpoint}})
+	c, err := dynamostore.NewKV(ctx, dynamostore.KVConfig{DynamoConfig: dynamostore.DynamoConfig{Table: events.Name, Endpoint: events.Endpoint}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,10 +29,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidemark/tidemark/cache"
 	"github.com/tidemark/tidemark/input/simulated"
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/dynalitetest"
+	"github.com/tidemark/tidemark/internal/dynamostore"
 	"github.com/tidemark/tidemark/internal/store"
 )
 
@@ -216,7 +216,7 @@ func TestKill9(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(killConfig), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	st, err := cache.NewDynamoStore(context.Background(), cache.DynamoConfig{Table: tb.Name, Endpoint: tb.Endpoint, Create: true})
+	st, err := dynamostore.NewDynamoStore(context.Background(), dynamostore.DynamoConfig{Table: tb.Name, Endpoint: tb.Endpoint, Create: true})
 	if err != nil {
 		t.Fatal(err)
 	}

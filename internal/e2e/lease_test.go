@@ -49,10 +49,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tidemark/tidemark/cache"
 	"github.com/tidemark/tidemark/input/simulated"
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/dynalitetest"
+	"github.com/tidemark/tidemark/internal/dynamostore"
 	"github.com/tidemark/tidemark/internal/servertest"
 	"github.com/tidemark/tidemark/internal/store"
 )
@@ -426,8 +426,8 @@ func TestLeaseThreeProcesses(t *testing.T) {
 	// The processes are killed mid-request; dynalite 4.0.0 exits when a
 	// client hangs up mid-request, so they talk to it through the shield.
 	shielded := dynaliteShield(t, endpoint)
-	require.NoError(t, cache.EnsureTable(ctx, client, tb.Name))
-	st := cache.NewDynamoStoreWithClient(client, tb.Name)
+	require.NoError(t, dynamostore.EnsureTable(ctx, client, tb.Name))
+	st := dynamostore.NewDynamoStoreWithClient(client, tb.Name)
 	bin := leaseBuildConnect(t)
 	dir := t.TempDir()
 	parts := leasePartitions()

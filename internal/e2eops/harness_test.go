@@ -33,7 +33,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tidemark/tidemark/cache"
+	"github.com/tidemark/tidemark/internal/dynamostore"
 	"github.com/tidemark/tidemark/internal/dynalitetest"
 	"github.com/tidemark/tidemark/internal/ops"
 	"github.com/tidemark/tidemark/internal/servertest"
@@ -103,7 +103,7 @@ func newEnv(t *testing.T) *env {
 	e := &env{t: t, bin: connectBinary(t), endpoint: tb.Endpoint, table: tb.Name, dir: t.TempDir()}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := cache.NewDynamoStore(ctx, cache.DynamoConfig{Table: tb.Name, Endpoint: tb.Endpoint, Create: true})
+	st, err := dynamostore.NewDynamoStore(ctx, dynamostore.DynamoConfig{Table: tb.Name, Endpoint: tb.Endpoint, Create: true})
 	require.NoError(t, err)
 	e.st = st
 	return e

@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tidemark/tidemark/input/httpprovider"
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/witness"
@@ -114,13 +113,13 @@ func TestReadStatus(t *testing.T) {
 	assert.Equal(t, str("90 (epoch 1)"), s.Published)
 
 	want := []PartitionStatus{
-		{Partition: "p0", Generation: 3, Watermark: "150", Applied: i64(150), CursorHash: httpprovider.CursorHash([]byte("p0-3")),
+		{Partition: "p0", Generation: 3, Watermark: "150", Applied: i64(150), CursorHash: witness.CursorHash([]byte("p0-3")),
 			PromotedWitness: "w-p0-2", LeaseOwner: "worker-a", LeaseCounter: 3, Lag: i64(0), Member: true},
-		{Partition: "p1", Generation: 2, Watermark: "90", Applied: i64(90), CursorHash: httpprovider.CursorHash([]byte("p1-2")),
+		{Partition: "p1", Generation: 2, Watermark: "90", Applied: i64(90), CursorHash: witness.CursorHash([]byte("p1-2")),
 			PromotedWitness: "w-p1-1", Parked: parkReason, Lag: i64(60), Member: true},
-		{Partition: "p2", Generation: 2, Watermark: "120", Applied: i64(120), CursorHash: httpprovider.CursorHash([]byte("p2-2")),
+		{Partition: "p2", Generation: 2, Watermark: "120", Applied: i64(120), CursorHash: witness.CursorHash([]byte("p2-2")),
 			PromotedWitness: "w-p2-1", PendingWitness: 1, Lag: i64(30), Member: true},
-		{Partition: "p9", Generation: 2, Watermark: "10", Applied: i64(10), CursorHash: httpprovider.CursorHash([]byte("p9-2")),
+		{Partition: "p9", Generation: 2, Watermark: "10", Applied: i64(10), CursorHash: witness.CursorHash([]byte("p9-2")),
 			PromotedWitness: "w-p9-1", Lag: i64(140), Member: false},
 	}
 	assert.Equal(t, want, s.Partitions)
@@ -148,7 +147,7 @@ func TestStatusJSON(t *testing.T) {
 	p1 := parts[1].(map[string]any)
 	assert.Equal(t, map[string]any{
 		"partition": "p1", "generation": float64(2), "watermark": "90", "applied": float64(90),
-		"cursor_hash": httpprovider.CursorHash([]byte("p1-2")), "promoted_witness": "w-p1-1",
+		"cursor_hash": witness.CursorHash([]byte("p1-2")), "promoted_witness": "w-p1-1",
 		"pending_witnesses": float64(0), "parked": parkReason, "lag": float64(60), "member": true,
 	}, p1)
 	p2 := parts[2].(map[string]any)
@@ -175,10 +174,10 @@ func TestStatusTable(t *testing.T) {
 	require.Len(t, lines, 6, buf.String())
 	assert.Equal(t, "scope ops  epoch 1 (proven true)  frontier 90  held by p1  published 90 (epoch 1)", lines[0])
 	assert.Equal(t, []string{"PARTITION", "GENERATION", "WATERMARK", "LAG", "CURSOR", "PENDING", "LEASE", "PARKED"}, strings.Fields(lines[1]))
-	assert.Equal(t, []string{"p0", "3", "150", "0", httpprovider.CursorHash([]byte("p0-3")), "0", "worker-a#3", "-"}, strings.Fields(lines[2]))
-	assert.Equal(t, append([]string{"p1", "2", "90", "60", httpprovider.CursorHash([]byte("p1-2")), "0", "-"}, strings.Fields(parkReason)...), strings.Fields(lines[3]))
-	assert.Equal(t, []string{"p2", "2", "120", "30", httpprovider.CursorHash([]byte("p2-2")), "1", "-", "-"}, strings.Fields(lines[4]))
-	assert.Equal(t, []string{"p9", "(not", "a", "member)", "2", "10", "140", httpprovider.CursorHash([]byte("p9-2")), "0", "-", "-"}, strings.Fields(lines[5]))
+	assert.Equal(t, []string{"p0", "3", "150", "0", witness.CursorHash([]byte("p0-3")), "0", "worker-a#3", "-"}, strings.Fields(lines[2]))
+	assert.Equal(t, append([]string{"p1", "2", "90", "60", witness.CursorHash([]byte("p1-2")), "0", "-"}, strings.Fields(parkReason)...), strings.Fields(lines[3]))
+	assert.Equal(t, []string{"p2", "2", "120", "30", witness.CursorHash([]byte("p2-2")), "1", "-", "-"}, strings.Fields(lines[4]))
+	assert.Equal(t, []string{"p9", "(not", "a", "member)", "2", "10", "140", witness.CursorHash([]byte("p9-2")), "0", "-", "-"}, strings.Fields(lines[5]))
 	// Columns line up: every row's generation starts where the header's does.
 	col := strings.Index(lines[1], "GENERATION")
 	for _, l := range lines[2:] {

@@ -20,7 +20,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/tidemark/tidemark/input/httpprovider"
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/frontier"
 	"github.com/tidemark/tidemark/internal/store"
@@ -80,7 +79,7 @@ func ReadStatus(ctx context.Context, st store.Store, scope string) (Status, erro
 	}
 	s.Epoch, s.Proven, s.Membership = m.Epoch, m.Proven, m.Partitions
 	if len(m.Partitions) > 0 {
-		t, err := frontier.NewTrackerFor(frontier.Membership{Epoch: m.Epoch, Partitions: m.Partitions, Cutover: m.Cutover, Proven: m.Proven, Reason: m.Reason, Unproven: m.Unproven})
+		t, err := frontier.NewTrackerFor(m.FrontierMembership())
 		if err != nil {
 			return s, err
 		}
@@ -112,7 +111,7 @@ func ReadStatus(ctx context.Context, st store.Store, scope string) (Status, erro
 	for _, cp := range cps {
 		ps := PartitionStatus{
 			Partition: cp.Partition, Generation: cp.Generation, Watermark: cp.Watermark.String(),
-			CursorHash: httpprovider.CursorHash(cp.Cursor), PromotedWitness: cp.PromotedWitness,
+			CursorHash: witness.CursorHash(cp.Cursor), PromotedWitness: cp.PromotedWitness,
 			Parked: cp.Parked, LeaseOwner: cp.Lease.Owner, LeaseCounter: cp.Lease.Counter,
 			Member: slices.Contains(m.Partitions, cp.Partition),
 		}

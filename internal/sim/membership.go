@@ -85,7 +85,7 @@ func (c *coordinator) step(op Op) string {
 		}
 		removes = append(removes, r)
 	}
-	next := frontier.PlanChange(toFrontierMembership(cur), published, adds, removes)
+	next := frontier.PlanChange(cur.FrontierMembership(), published, adds, removes)
 	c.planned = &store.Membership{
 		Scope: s.scope, Epoch: next.Epoch, Partitions: next.Partitions, Cutover: next.Cutover,
 		Proven: next.Proven, Reason: next.Reason, Unproven: next.Unproven,

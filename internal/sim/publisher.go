@@ -58,7 +58,7 @@ func (p *publisher) step() string {
 		return fmt.Sprintf("cannot read membership: %v", err)
 	}
 	if p.tracker == nil || p.tracker.Epoch() != m.Epoch {
-		t, err := frontier.NewTrackerFor(toFrontierMembership(m))
+		t, err := frontier.NewTrackerFor(m.FrontierMembership())
 		if err != nil {
 			return fmt.Sprintf("tracker for epoch %d: %v", m.Epoch, err)
 		}
@@ -86,14 +86,11 @@ func (p *publisher) step() string {
 			}
 		}
 	}
-	pub, ok := frontier.NextPublication(toSnapshot(p.prev), snap)
+	pub, ok := frontier.NextPublication(p.prev.Snapshot(), snap)
 	if !ok {
 		return "nothing to publish: " + snap.String()
 	}
-	next := store.Frontier{Scope: p.s.scope, Epoch: pub.Epoch, Vector: pub.Vector, HeldBy: pub.HeldBy, Reason: pub.Reason}
-	if pub.Proven {
-		next.Scalar = pub.Scalar
-	}
+	next := store.FrontierRecord(p.s.scope, pub)
 	p.pending = &next
 	return "will publish " + describeFrontier(next)
 }
@@ -117,16 +114,4 @@ func describeVector(v map[string]coord.Watermark) string {
 		return "{" + s[len(head):] + " }"
 	}
 	return s
-}
-
-func toFrontierMembership(m store.Membership) frontier.Membership {
-	return frontier.Membership{Epoch: m.Epoch, Partitions: m.Partitions, Cutover: m.Cutover, Proven: m.Proven, Reason: m.Reason, Unproven: m.Unproven}
-}
-
-// toSnapshot reads a published record as the core's snapshot.
-func toSnapshot(f store.Frontier) frontier.Snapshot {
-	return frontier.Snapshot{
-		Epoch: f.Epoch, Scalar: f.Scalar, Proven: !f.Scalar.IsZero(),
-		Vector: f.Vector, HeldBy: f.HeldBy, Reason: f.Reason,
-	}
 }

@@ -1,4 +1,12 @@
-package processor
+// Package frontieradvances is the frontier_advances input: one message each
+// time the published frontier record of a scope advances or its membership
+// epoch changes.
+//
+// Invariant: within an epoch the messages' frontier never goes down (the
+// published record only moves forward, and a publication that does not
+// advance the scalar emits nothing); a new epoch is always announced, even
+// with its scalar withheld.
+package frontieradvances
 
 import (
 	"context"
@@ -9,9 +17,10 @@ import (
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 
-	"github.com/tidemark/tidemark/input"
 	"github.com/tidemark/tidemark/internal/frontier"
+	"github.com/tidemark/tidemark/internal/frontiermeta"
 	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/storeconfig"
 )
 
 const (
@@ -36,7 +45,7 @@ The first message after start describes the current published frontier, so a res
 			service.NewDurationField(faFieldInterval).
 				Description("How often the published frontier record is read.").
 				Default("5s").Example("1m"),
-			service.NewObjectField(faFieldCheckpoint, input.CheckpointFields()...).
+			service.NewObjectField(faFieldCheckpoint, storeconfig.CheckpointFields()...).
 				Description("The checkpoint store of the input."),
 		).
 		Example("Trigger hourly jobs", "Emit a message when the frontier passes the end of an hour.", `
@@ -64,7 +73,7 @@ func init() {
 		if err != nil {
 			return nil, err
 		}
-		st, closeSt, err := input.StoreFromParsed(context.Background(), conf.Namespace(faFieldCheckpoint), mgr)
+		st, closeSt, err := storeconfig.StoreFromParsed(context.Background(), conf.Namespace(faFieldCheckpoint), mgr)
 		if err != nil {
 			return nil, err
 		}
@@ -119,14 +128,14 @@ func (a *advancesInput) Read(ctx context.Context) (*service.Message, service.Ack
 		if err != nil {
 			return nil, nil, err
 		}
-		cur := toSnapshot(f)
+		cur := f.Snapshot()
 		if a.last.Epoch != 0 && cur.Epoch == a.last.Epoch && !frontier.ScalarAdvanced(a.last, cur) {
 			continue
 		}
 		if cur.Epoch < a.last.Epoch {
 			continue
 		}
-		adv := Advance{Scope: a.scope, Epoch: cur.Epoch, Vector: json.RawMessage(VectorJSON(cur.Vector)), HeldBy: cur.HeldBy, Reason: cur.Reason}
+		adv := Advance{Scope: a.scope, Epoch: cur.Epoch, Vector: json.RawMessage(frontier.VectorJSON(cur.Vector)), HeldBy: cur.HeldBy, Reason: cur.Reason}
 		if cur.Proven {
 			v := cur.Scalar.String()
 			adv.Frontier = &v
@@ -137,8 +146,8 @@ func (a *advancesInput) Read(ctx context.Context) (*service.Message, service.Ack
 		}
 		b, _ := json.Marshal(adv)
 		msg := service.NewMessage(b)
-		setFrontierMeta(msg, cur)
-		msg.MetaSetMut(MetaFrontierEpoch, strconv.FormatUint(cur.Epoch, 10))
+		frontiermeta.Set(msg, cur)
+		msg.MetaSetMut(frontiermeta.FrontierEpoch, strconv.FormatUint(cur.Epoch, 10))
 		a.last = cur
 		return msg, func(context.Context, error) error { return nil }, nil
 	}
@@ -149,8 +158,4 @@ func (a *advancesInput) Close(ctx context.Context) error {
 		return a.closeSt(ctx)
 	}
 	return nil
-}
-
-func toSnapshot(f store.Frontier) frontier.Snapshot {
-	return frontier.Snapshot{Epoch: f.Epoch, Scalar: f.Scalar, Proven: !f.Scalar.IsZero(), Vector: f.Vector, HeldBy: f.HeldBy, Reason: f.Reason}
 }

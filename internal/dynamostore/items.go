@@ -1,4 +1,4 @@
-package cache
+package dynamostore
 
 import (
 	"errors"
@@ -94,7 +94,7 @@ func recordPK(scope, record string) string { return escapeName(scope) + "##" + r
 func parseCheckpointPK(pk string) (store.Key, error) {
 	scope, part, ok := strings.Cut(pk, "#")
 	if !ok || strings.Contains(part, "#") {
-		return store.Key{}, fmt.Errorf("cache: %q is not a checkpoint key", pk)
+		return store.Key{}, fmt.Errorf("dynamostore: %q is not a checkpoint key", pk)
 	}
 	return store.Key{Scope: nameUnescaper.Replace(scope), Partition: nameUnescaper.Replace(part)}, nil
 }
@@ -113,11 +113,11 @@ func witnessPrefix(generation uint64) string {
 func parseWitnessSK(sk string) (uint64, string, error) {
 	rest, ok := strings.CutPrefix(sk, skWitnessPrefix)
 	if !ok || len(rest) < 21 || rest[20] != '#' {
-		return 0, "", fmt.Errorf("cache: %q is not a witness sort key", sk)
+		return 0, "", fmt.Errorf("dynamostore: %q is not a witness sort key", sk)
 	}
 	gen, err := strconv.ParseUint(rest[:20], 10, 64)
 	if err != nil {
-		return 0, "", fmt.Errorf("cache: %q is not a witness sort key: %w", sk, err)
+		return 0, "", fmt.Errorf("dynamostore: %q is not a witness sort key: %w", sk, err)
 	}
 	return gen, rest[21:], nil
 }
@@ -186,7 +186,7 @@ func putWatermark(it item, kindAttr, valueAttr string, w coord.Watermark) {
 // Attribute value readers. A missing attribute reads as the zero value;
 // an attribute of the wrong type is an error.
 
-var errMalformed = errors.New("cache: malformed item")
+var errMalformed = errors.New("dynamostore: malformed item")
 
 func getS(it item, name string) (string, error) {
 	switch v := it[name].(type) {
@@ -349,7 +349,7 @@ func decodeCheckpoint(k store.Key, it item) (store.Checkpoint, error) {
 	c.Lease.Counter, _, err = getU(it, attrLeaseCounter)
 	add(err)
 	if err := errors.Join(errs...); err != nil {
-		return store.Checkpoint{}, fmt.Errorf("cache: checkpoint %s: %w", k, err)
+		return store.Checkpoint{}, fmt.Errorf("dynamostore: checkpoint %s: %w", k, err)
 	}
 	return c, nil
 }
@@ -435,7 +435,7 @@ func decodeWitness(it item) (witness.Witness, error) {
 	add(err)
 	w.AckedThrough = int(acked)
 	if err := errors.Join(errs...); err != nil {
-		return witness.Witness{}, fmt.Errorf("cache: witness %s/%s: %w", pk, sk, err)
+		return witness.Witness{}, fmt.Errorf("dynamostore: witness %s/%s: %w", pk, sk, err)
 	}
 	return w, nil
 }
@@ -479,7 +479,7 @@ func decodeMembership(scope string, it item) (store.Membership, error) {
 	m.Reason, err = getS(it, attrReason)
 	add(err)
 	if err := errors.Join(errs...); err != nil {
-		return store.Membership{}, fmt.Errorf("cache: membership of %s: %w", scope, err)
+		return store.Membership{}, fmt.Errorf("dynamostore: membership of %s: %w", scope, err)
 	}
 	return m, nil
 }
@@ -541,7 +541,7 @@ func decodeFrontier(scope string, it item) (store.Frontier, error) {
 	f.Reason, err = getS(it, attrReason)
 	add(err)
 	if err := errors.Join(errs...); err != nil {
-		return store.Frontier{}, fmt.Errorf("cache: frontier of %s: %w", scope, err)
+		return store.Frontier{}, fmt.Errorf("dynamostore: frontier of %s: %w", scope, err)
 	}
 	return f, nil
 }

@@ -1,9 +1,12 @@
-package processor
+package frontieradvances
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/frontiermeta"
 	"github.com/tidemark/tidemark/internal/store"
 )
 
@@ -97,9 +101,9 @@ func TestFrontierAdvancesOncePerAdvanceAndPerEpoch(t *testing.T) {
 	adv, msg := requireAdvance(t, a)
 	assert.Equal(t, Advance{Scope: scope, Epoch: 1, Vector: json.RawMessage(`{"A":120,"B":null}`), HeldBy: []string{"B"},
 		Reason: "1 of 2 partitions have no complete-through watermark: B"}, *adv)
-	_, has := msg.MetaGet(MetaFrontier)
+	_, has := msg.MetaGet(frontiermeta.Frontier)
 	assert.False(t, has)
-	e, _ := msg.MetaGet(MetaFrontierEpoch)
+	e, _ := msg.MetaGet(frontiermeta.FrontierEpoch)
 	assert.Equal(t, "1", e)
 	requireNoAdvance(t, a, "nothing changed")
 
@@ -109,7 +113,7 @@ func TestFrontierAdvancesOncePerAdvanceAndPerEpoch(t *testing.T) {
 	assert.Nil(t, adv.Previous)
 	assert.Equal(t, uint64(1), adv.Epoch)
 	assert.JSONEq(t, `{"A":120,"B":90}`, string(adv.Vector))
-	f, _ := msg.MetaGet(MetaFrontier)
+	f, _ := msg.MetaGet(frontiermeta.Frontier)
 	assert.Equal(t, "90", f)
 	requireNoAdvance(t, a, "no new publication")
 
@@ -130,11 +134,11 @@ func TestFrontierAdvancesOncePerAdvanceAndPerEpoch(t *testing.T) {
 	assert.Nil(t, adv.Frontier)
 	assert.Equal(t, ptr("110"), adv.Previous)
 	assert.Equal(t, "membership unproven: add C", adv.Reason)
-	_, has = msg.MetaGet(MetaFrontier)
+	_, has = msg.MetaGet(frontiermeta.Frontier)
 	assert.False(t, has)
-	e, _ = msg.MetaGet(MetaFrontierEpoch)
+	e, _ = msg.MetaGet(frontiermeta.FrontierEpoch)
 	assert.Equal(t, "2", e)
-	r, _ := msg.MetaGet(MetaFrontierReason)
+	r, _ := msg.MetaGet(frontiermeta.FrontierReason)
 	assert.Equal(t, "membership unproven: add C", r)
 
 	pub.publish(2, 0, map[string]int64{"A": 160, "B": 110, "C": 0}, []string{"C"}, "membership unproven: add C")
@@ -223,4 +227,13 @@ output:
 		err = s.Run(ctx)
 	}
 	require.ErrorContains(t, err, "poll_interval positive")
+}
+
+var scopeSeq atomic.Int64
+
+// newScope returns a scope name unique in this test process.
+func newScope(t *testing.T) string {
+	t.Helper()
+	r := strings.NewReplacer("/", "-", " ", "-", "_", "-")
+	return fmt.Sprintf("fa%d-%s", scopeSeq.Add(1), r.Replace(t.Name()))
 }

@@ -1,4 +1,4 @@
-package cache
+package dynamostore
 
 import (
 	"context"
@@ -43,7 +43,7 @@ var _ store.Store = (*DynamoStore)(nil)
 // NewDynamoStore builds the client cfg describes (NewDynamoClient) and, when
 // cfg.Create is set, creates the table if needed (EnsureTable).
 func NewDynamoStore(ctx context.Context, cfg DynamoConfig) (*DynamoStore, error) {
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	client, err := NewDynamoClient(ctx, cfg)
@@ -114,9 +114,9 @@ func isConditionFailed(err error) bool {
 func (s *DynamoStore) wrap(op string, what fmt.Stringer, err error) error {
 	var nf *types.ResourceNotFoundException
 	if errors.As(err, &nf) {
-		return fmt.Errorf("cache: %s %s: table %s does not exist (create it, or set create: true): %w", op, what, s.table, err)
+		return fmt.Errorf("dynamostore: %s %s: table %s does not exist (create it, or set create: true): %w", op, what, s.table, err)
 	}
-	return fmt.Errorf("cache: %s %s (outcome unknown for a write: resolve by reading): %w", op, what, err)
+	return fmt.Errorf("dynamostore: %s %s (outcome unknown for a write: resolve by reading): %w", op, what, err)
 }
 
 type name string
@@ -398,7 +398,7 @@ func (s *DynamoStore) batchGet(ctx context.Context, keys []item) ([]item, error)
 	for attempt := 0; len(keys) > 0; attempt++ {
 		if attempt > 0 {
 			if attempt > 10 {
-				return nil, fmt.Errorf("cache: %d keys still unprocessed after %d batch reads", len(keys), attempt)
+				return nil, fmt.Errorf("dynamostore: %d keys still unprocessed after %d batch reads", len(keys), attempt)
 			}
 			t := time.NewTimer(delay)
 			select {

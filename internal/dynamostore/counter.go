@@ -1,4 +1,4 @@
-package cache
+package dynamostore
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 // middleware stack after the retry middleware, so every attempt counts:
 // it measures what the table really receives. Attach it with Option:
 //
-//	rc := cache.NewRequestCounter()
+//	rc := dynamostore.NewRequestCounter()
 //	cfg.ClientOptions = append(cfg.ClientOptions, rc.Option())
 //
 // It is safe for concurrent use.

@@ -1,4 +1,4 @@
-package cache
+package dynamostore
 
 import (
 	"context"
@@ -49,16 +49,20 @@ type DynamoConfig struct {
 
 // Defaults of DynamoConfig.
 const (
+	// DefaultTable is the default table name: the store and the cache can
+	// share one table (their items never collide).
+	DefaultTable      = "tidemark"
 	DefaultMaxRetries = 7
 	DefaultMaxBackoff = 2 * time.Second
 )
 
-func (c DynamoConfig) validate() error {
+// Validate reports a config no client can be built from.
+func (c DynamoConfig) Validate() error {
 	if c.Table == "" {
-		return errors.New("cache: DynamoDB table name is required")
+		return errors.New("dynamostore: DynamoDB table name is required")
 	}
 	if n := len(c.Table); n < 3 || n > 255 {
-		return fmt.Errorf("cache: DynamoDB table name %q must be 3 to 255 characters", c.Table)
+		return fmt.Errorf("dynamostore: DynamoDB table name %q must be 3 to 255 characters", c.Table)
 	}
 	return nil
 }
@@ -73,11 +77,11 @@ func NewDynamoClient(ctx context.Context, cfg DynamoConfig) (*dynamodb.Client, e
 	}
 	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("cache: loading AWS configuration: %w", err)
+		return nil, fmt.Errorf("dynamostore: loading AWS configuration: %w", err)
 	}
 	if awsCfg.Region == "" {
 		if cfg.Endpoint == "" {
-			return nil, errors.New("cache: no AWS region: set region (or AWS_REGION)")
+			return nil, errors.New("dynamostore: no AWS region: set region (or AWS_REGION)")
 		}
 		awsCfg.Region = "us-east-1"
 	}
@@ -131,10 +135,10 @@ func EnsureTable(ctx context.Context, client *dynamodb.Client, table string) err
 		})
 		var inUse *types.ResourceInUseException
 		if err != nil && !errors.As(err, &inUse) {
-			return fmt.Errorf("cache: creating table %s: %w", table, err)
+			return fmt.Errorf("dynamostore: creating table %s: %w", table, err)
 		}
 	case err != nil:
-		return fmt.Errorf("cache: describing table %s: %w", table, err)
+		return fmt.Errorf("dynamostore: describing table %s: %w", table, err)
 	default:
 		if err := checkKeySchema(table, out.Table); err != nil {
 			return err
@@ -148,7 +152,7 @@ func EnsureTable(ctx context.Context, client *dynamodb.Client, table string) err
 		o.MaxDelay = 2 * time.Second
 	})
 	if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}, 5*time.Minute); err != nil {
-		return fmt.Errorf("cache: waiting for table %s to become ACTIVE: %w", table, err)
+		return fmt.Errorf("dynamostore: waiting for table %s to become ACTIVE: %w", table, err)
 	}
 	return nil
 }
@@ -164,7 +168,7 @@ func checkKeySchema(table string, d *types.TableDescription) error {
 		}
 	}
 	if !ok {
-		return fmt.Errorf("cache: table %s exists with another key schema: tidemark needs a string partition key %q and a string sort key %q", table, attrPK, attrSK)
+		return fmt.Errorf("dynamostore: table %s exists with another key schema: tidemark needs a string partition key %q and a string sort key %q", table, attrPK, attrSK)
 	}
 	return nil
 }

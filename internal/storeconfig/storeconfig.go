@@ -1,0 +1,153 @@
+// Package storeconfig holds the Benthos config fields of tidemark's stores:
+// the DynamoDB table fields (DynamoFields) shared by the checkpoint store and
+// the tidemark_dynamodb cache, and the `checkpoint` object (CheckpointFields,
+// StoreFromParsed) shared by the paginated_partitions input, the
+// partition_frontier processor and the frontier_advances input.
+//
+// Invariant: every component of one process that names `backend: memory`
+// gets the same in-memory store (SharedMemStore), so an input and a
+// processor of one pipeline see one another's checkpoints.
+package storeconfig
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/tidemark/tidemark/internal/dynamostore"
+	"github.com/tidemark/tidemark/internal/store"
+)
+
+// Field names of the DynamoDB connection (DynamoFields) and of the
+// `checkpoint` object (CheckpointFields).
+const (
+	dynFieldTable      = "table"
+	dynFieldRegion     = "region"
+	dynFieldEndpoint   = "endpoint"
+	dynFieldCreate     = "create"
+	dynFieldMaxRetries = "max_retries"
+	dynFieldMaxBackoff = "max_backoff"
+
+	fieldBackend  = "backend"
+	fieldDynamoDB = "dynamodb"
+)
+
+// DynamoFields are the config fields of a DynamoDB connection (table,
+// region, endpoint, create, max_retries, max_backoff), shared by the
+// tidemark_dynamodb cache and the checkpoint store's `dynamodb` object.
+// Read them with DynamoConfigFromParsed.
+func DynamoFields() []*service.ConfigField {
+	return []*service.ConfigField{
+		service.NewStringField(dynFieldTable).
+			Description("The DynamoDB table. It needs a string partition key `pk` and a string sort key `sk` (created so with `create: true`). The checkpoint store and the cache may share one table.").
+			Default(dynamostore.DefaultTable).
+			Example("tidemark-prod"),
+		service.NewStringField(dynFieldRegion).
+			Description("The AWS region. Empty: the SDK's default chain (`AWS_REGION`, the shared config profile); `us-east-1` when that names none and an endpoint is set.").
+			Default("").
+			Example("eu-west-1"),
+		service.NewStringField(dynFieldEndpoint).
+			Description("Overrides the DynamoDB endpoint, for DynamoDB Local or dynalite. Empty: AWS's endpoint for the region. Credentials always come from the SDK's default chain.").
+			Default("").
+			Example("http://127.0.0.1:8000"),
+		service.NewBoolField(dynFieldCreate).
+			Description("Create the table when it does not exist (on-demand billing) and wait until it is active.").
+			Default(false).
+			Example(true),
+		service.NewIntField(dynFieldMaxRetries).
+			Description("How many times a request is retried after throttling, a 5xx answer or a transport error, with exponential back-off and jitter (0: never). A failed condition is never retried.").
+			Default(dynamostore.DefaultMaxRetries).
+			Example(3).
+			Advanced(),
+		service.NewDurationField(dynFieldMaxBackoff).
+			Description("The longest back-off between two retries.").
+			Default(dynamostore.DefaultMaxBackoff.String()).
+			Example("500ms").
+			Advanced(),
+	}
+}
+
+// DynamoConfigFromParsed reads the fields of DynamoFields.
+func DynamoConfigFromParsed(conf *service.ParsedConfig) (dynamostore.DynamoConfig, error) {
+	var cfg dynamostore.DynamoConfig
+	var err error
+	if cfg.Table, err = conf.FieldString(dynFieldTable); err != nil {
+		return cfg, err
+	}
+	if cfg.Region, err = conf.FieldString(dynFieldRegion); err != nil {
+		return cfg, err
+	}
+	if cfg.Endpoint, err = conf.FieldString(dynFieldEndpoint); err != nil {
+		return cfg, err
+	}
+	if cfg.Create, err = conf.FieldBool(dynFieldCreate); err != nil {
+		return cfg, err
+	}
+	if cfg.MaxRetries, err = conf.FieldInt(dynFieldMaxRetries); err != nil {
+		return cfg, err
+	}
+	switch {
+	case cfg.MaxRetries == 0:
+		cfg.MaxRetries = -1 // in YAML, 0 means no retries
+	case cfg.MaxRetries < 0:
+		return cfg, fmt.Errorf("dynamodb: negative %s %d", dynFieldMaxRetries, cfg.MaxRetries)
+	}
+	if cfg.MaxBackoff, err = conf.FieldDuration(dynFieldMaxBackoff); err != nil {
+		return cfg, err
+	}
+	if cfg.MaxBackoff <= 0 {
+		return cfg, fmt.Errorf("dynamodb: %s must be positive", dynFieldMaxBackoff)
+	}
+	return cfg, cfg.Validate()
+}
+
+// CheckpointFields are the fields of the `checkpoint` object of the
+// paginated_partitions input, the partition_frontier processor and the
+// frontier_advances input. Read them with StoreFromParsed.
+func CheckpointFields() []*service.ConfigField {
+	return []*service.ConfigField{
+		service.NewStringEnumField(fieldBackend, "dynamodb", "memory").
+			Description("Where checkpoints and response witnesses live. `memory` is for development only: progress is lost on restart, and the input warns.").
+			Default("dynamodb").Example("memory"),
+		service.NewObjectField(fieldDynamoDB, DynamoFields()...).
+			Description("The DynamoDB table (used when `backend: dynamodb`). Credentials come from the AWS SDK's default chain."),
+	}
+}
+
+// StoreFromParsed builds the checkpoint store of a `checkpoint` object.
+func StoreFromParsed(ctx context.Context, conf *service.ParsedConfig, mgr *service.Resources) (store.Store, func(context.Context) error, error) {
+	backend, err := conf.FieldString(fieldBackend)
+	if err != nil {
+		return nil, nil, err
+	}
+	switch backend {
+	case "memory":
+		mgr.Logger().Warn("Checkpoint backend is memory: progress and witnesses are lost on restart. Use it for development only.")
+		return SharedMemStore(), nil, nil
+	case "dynamodb":
+		dc, err := DynamoConfigFromParsed(conf.Namespace(fieldDynamoDB))
+		if err != nil {
+			return nil, nil, err
+		}
+		ds, err := dynamostore.NewDynamoStore(ctx, dc)
+		if err != nil {
+			return nil, nil, err
+		}
+		return ds, nil, nil
+	}
+	return nil, nil, fmt.Errorf("unknown checkpoint backend %q", backend)
+}
+
+var (
+	memOnce  sync.Once
+	memStore *store.MemStore
+)
+
+// SharedMemStore is the process-wide in-memory store, so that the input and
+// the partition_frontier processor of one process share it.
+func SharedMemStore() store.Store {
+	memOnce.Do(func() { memStore = store.NewMemStore() })
+	return memStore
+}
