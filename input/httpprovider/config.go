@@ -189,6 +189,12 @@ func (c Config) validate() error {
 	default:
 		bad("contract.coordinate %s is not integer, timestamp or string", c.Coordinate)
 	}
+	if c.Contract.WatermarkCoversPositions && c.Coordinate == coord.KindString {
+		bad("contract.watermark_covers_positions needs coordinate integer or timestamp: positions are numbers, a string watermark cannot cover them")
+	}
+	if c.Contract.EventsMayBeWithdrawn && !c.Contract.WatermarkCoversPositions {
+		bad("contract.events_may_be_withdrawn needs watermark_covers_positions: a withdrawn event is accepted only when the retry's watermark covers its position")
+	}
 	for _, code := range c.ExpiredStatusCodes {
 		if code < 100 || code > 599 || (code >= 200 && code <= 299) {
 			bad("contract.expired_status_codes: %d is not a non-2xx HTTP status", code)

@@ -40,6 +40,8 @@ const (
 	hpFieldTokensMayRotate     = "tokens_may_rotate"
 	hpFieldPositions           = "positions"
 	hpFieldExclusiveBoundary   = "exclusive_boundary"
+	hpFieldWatermarkCovers     = "watermark_covers_positions"
+	hpFieldEventsWithdrawn     = "events_may_be_withdrawn"
 	hpFieldSnapshotMarker      = "snapshot_marker"
 	hpFieldCoordinate          = "coordinate"
 	hpFieldExpiredStatusCodes  = "expired_status_codes"
@@ -198,7 +200,15 @@ func Fields() []*service.ConfigField {
 				Default(false).
 				Example(true),
 			service.NewBoolField(hpFieldSnapshotMarker).
-				Description("Whether `marker` names a stable snapshot: two responses with the same marker enumerate the same stream, and a marker proves coverage of its response's range.").
+				Description("Whether `marker` names a stable snapshot: two responses with the same marker enumerate the same stream, and a marker proves coverage of an empty response's range. A marker proves nothing about an event an earlier response to the same cursor showed: the same marker with other events is an unstable snapshot, another marker is another snapshot.").
+				Default(false).
+				Example(true),
+			service.NewBoolField(hpFieldWatermarkCovers).
+				Description("Whether event positions are in the coordinate of `complete_through` (`coordinate: integer` or `timestamp`), so that a response's watermark W proves every required event at or below W was delivered. A watermark is never evidence for a position above W. Without it a watermark proves nothing about positions: it cannot cover a gap in dense positions or a shifted page of sparse ones.").
+				Default(false).
+				Example(true),
+			service.NewBoolField(hpFieldEventsWithdrawn).
+				Description("Whether an event one response showed may legitimately be missing from a retry of the same cursor (deleted or compacted at the source). Even then the retry is accepted only when its watermark covers the missing position (`watermark_covers_positions`); without this field a missing event is always unprovable divergence.").
 				Default(false).
 				Example(true),
 			service.NewStringEnumField(hpFieldCoordinate,
@@ -344,6 +354,12 @@ func FromParsed(conf *service.ParsedConfig, res *service.Resources, logger *serv
 		return nil, err
 	}
 	if c.Contract.SnapshotMarker, err = cc.FieldBool(hpFieldSnapshotMarker); err != nil {
+		return nil, err
+	}
+	if c.Contract.WatermarkCoversPositions, err = cc.FieldBool(hpFieldWatermarkCovers); err != nil {
+		return nil, err
+	}
+	if c.Contract.EventsMayBeWithdrawn, err = cc.FieldBool(hpFieldEventsWithdrawn); err != nil {
 		return nil, err
 	}
 	kind, err := cc.FieldString(hpFieldCoordinate)

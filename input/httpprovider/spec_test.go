@@ -64,10 +64,12 @@ func TestSpecContract(t *testing.T) {
     positions: dense
     exclusive_boundary: true
     snapshot_marker: true
+    watermark_covers_positions: true
+    events_may_be_withdrawn: true
     coordinate: timestamp
     recovery: fresh_snapshot`,
 			witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, TokensMayRotate: true, OrderedPositions: true,
-				DensePositions: true, ExclusiveBoundary: true, SnapshotMarker: true, Recovery: witness.RecoveryFreshSnapshot},
+				DensePositions: true, ExclusiveBoundary: true, SnapshotMarker: true, WatermarkCoversPositions: true, EventsMayBeWithdrawn: true, Recovery: witness.RecoveryFreshSnapshot},
 			coord.KindTimestamp},
 		{`
     empty_page: end_of_data

@@ -133,7 +133,9 @@ func (p *Provider) Contract() witness.Contract {
 		TokensMayRotate:  p.cfg.RotateTokens,
 		OrderedPositions: true,
 		DensePositions:   true,
-		Recovery:         witness.RecoveryRestartFromBoundary,
+		// Its watermarks are event positions.
+		WatermarkCoversPositions: true,
+		Recovery:                 witness.RecoveryRestartFromBoundary,
 	}
 }
 

@@ -72,10 +72,10 @@ type profile struct {
 
 var (
 	denseCT = profile{name: "dense-ct",
-		contract: witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, OrderedPositions: true, DensePositions: true, Recovery: witness.RecoveryRestartFromBoundary},
+		contract: witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, OrderedPositions: true, DensePositions: true, WatermarkCoversPositions: true, Recovery: witness.RecoveryRestartFromBoundary},
 		ct:       true, glitch: .05, quiet: .05, shift: .25, transient: .04, garbage: .003, pageSize: 3}
 	denseCTRotate = profile{name: "dense-ct-rotate",
-		contract: witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, TokensMayRotate: true, OrderedPositions: true, DensePositions: true, Recovery: witness.RecoveryRestartFromBoundary},
+		contract: witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, TokensMayRotate: true, OrderedPositions: true, DensePositions: true, WatermarkCoversPositions: true, Recovery: witness.RecoveryRestartFromBoundary},
 		ct:       true, rotate: true, glitch: .05, quiet: .05, shift: .25, transient: .04, garbage: .003, pageSize: 3}
 	denseOmit = profile{name: "dense-omit",
 		contract: witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, DensePositions: true, Recovery: witness.RecoveryRestartFromBoundary},
@@ -84,10 +84,10 @@ var (
 		contract: witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, DensePositions: true, Recovery: witness.RecoveryPark},
 		omit:     .06, rogue: .02, glitch: .04, quiet: .05, shift: .2, transient: .04, garbage: .003, pageSize: 3}
 	sparseCT = profile{name: "sparse-ct",
-		contract: witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, OrderedPositions: true, Recovery: witness.RecoveryRestartFromBoundary},
+		contract: witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, OrderedPositions: true, WatermarkCoversPositions: true, Recovery: witness.RecoveryRestartFromBoundary},
 		ct:       true, glitch: .05, quiet: .05, shift: .25, transient: .04, garbage: .003, gap: 3, pageSize: 3}
 	sparseMarker = profile{name: "sparse-marker",
-		contract: witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, SnapshotMarker: true, Recovery: witness.RecoveryFreshSnapshot},
+		contract: witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, SnapshotMarker: true, WatermarkCoversPositions: true, Recovery: witness.RecoveryFreshSnapshot},
 		ct:       true, marker: true, glitch: .05, quiet: .05, transient: .04, garbage: .003, gap: 2, pageSize: 3}
 	sparseMarkerRotate = profile{name: "sparse-marker-rotate",
 		contract: witness.Contract{EmptyPage: witness.EmptyNoEvidence, TokensMayRotate: true, OrderedPositions: true, SnapshotMarker: true, Recovery: witness.RecoveryFreshSnapshot},

@@ -1,6 +1,7 @@
 package witness
 
 import (
+	"github.com/tidemark/tidemark/internal/coord"
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
@@ -167,17 +168,26 @@ func emptyEvidence(c Contract, w Witness) string {
 	return ""
 }
 
-// coverageProof names the coverage proof w carries for its own range (a
-// snapshot marker the contract declares, or a complete-through watermark),
-// or returns "".
-func coverageProof(c Contract, w Witness) string {
-	switch {
-	case c.SnapshotMarker && len(w.Marker) > 0:
-		return "snapshot marker " + CursorHash(w.Marker)
-	case !w.CompleteThrough.IsZero():
-		return "complete-through watermark " + w.CompleteThrough.String()
+// coveredThrough returns the greatest position w's own evidence proves
+// covered (every required event at or below it was delivered), and whether
+// it proves any: only a complete-through watermark in the positions'
+// coordinate (Contract.WatermarkCoversPositions) does. A watermark is never
+// evidence for a position above its value.
+func coveredThrough(c Contract, w Witness) (int64, bool) {
+	if !c.WatermarkCoversPositions {
+		return 0, false
 	}
-	return ""
+	switch w.CompleteThrough.Kind {
+	case coord.KindInteger, coord.KindTimestamp:
+		return w.CompleteThrough.Int, true
+	}
+	return 0, false
+}
+
+// covers reports whether w's own evidence proves position pos covered.
+func covers(c Contract, w Witness, pos int64) bool {
+	ct, ok := coveredThrough(c, w)
+	return ok && pos <= ct
 }
 
 func clone(b []byte) []byte {

@@ -147,7 +147,7 @@ func Classify(in ClassifyInput) (Verdict, error) {
 		return Verdict{}, err
 	}
 	h := newHistory(in.Prior, in.Receipts)
-	if err := h.check(w); err != nil {
+	if err := h.check(c, w); err != nil {
 		return Verdict{}, err
 	}
 	b := boundary{applied: in.Applied, has: in.HasApplied}
@@ -204,7 +204,7 @@ func Classify(in ClassifyInput) (Verdict, error) {
 		return diverge(c, v, why), nil
 	}
 	if shifted {
-		v.Reason = "shifted page: overlap matches the durable receipts and " + covers(c, b, w)
+		v.Reason = "shifted page: overlap matches the durable receipts and " + coverage(c, b, w)
 	}
 	return v, nil
 }
@@ -214,16 +214,16 @@ func diverge(c Contract, v Verdict, why string) Verdict {
 	return v
 }
 
-// covers says why a shifted page that passed unsafe covers the next required
-// portion of the stream.
-func covers(c Contract, b boundary, w Witness) string {
-	if p := coverageProof(c, w); p != "" {
-		return "the response carries a coverage proof: " + p
+// coverage says why a shifted page that passed unsafe covers the next
+// required portion of the stream.
+func coverage(c Contract, b boundary, w Witness) string {
+	if c.DensePositions {
+		if b.has {
+			return fmt.Sprintf("its dense positions continue at the next required position %d (gaps only at or below its complete-through watermark)", b.applied+1)
+		}
+		return "its dense positions omit nothing an earlier fetch showed (gaps only at or below its complete-through watermark)"
 	}
-	if b.has {
-		return fmt.Sprintf("the unseen suffix begins at the next required position %d", b.applied+1)
-	}
-	return "its dense positions omit nothing an earlier fetch showed"
+	return fmt.Sprintf("its complete-through watermark %s covers its whole range %s", w.CompleteThrough, b.rangeOf(w))
 }
 
 // evidenceWithin reports whether every piece of coverage evidence w carries
@@ -235,15 +235,21 @@ func evidenceWithin(w, p Witness) bool {
 }
 
 // unsafe returns why w may not advance, or "".
+//
+// Evidence is bound to positions: a complete-through watermark W (under
+// Contract.WatermarkCoversPositions) proves coverage of the positions at or
+// below W and of none above it; a snapshot marker proves nothing about an
+// event an earlier response showed (the same marker with other events is an
+// unstable snapshot, another marker is another snapshot).
 func unsafe(c Contract, b boundary, h history, prior []Witness, w Witness, shifted bool) string {
 	// (a) Every event at or below the durable applied boundary is either
 	// absent under exclusive-boundary semantics or matches its durable
-	// receipt (a conflicting receipt was already an error).
+	// receipt by identity (a conflicting receipt was already an error).
 	if b.has && c.ExclusiveBoundary {
 		for _, e := range w.Events {
-			if _, ok := h.receipts[e.Position]; e.Position <= b.applied && !ok {
-				return fmt.Sprintf("coverage rule (a): partition %s: position %d is at or below the durable applied boundary %d, which the contract declares exclusive, and no durable receipt matches it",
-					w.Partition, e.Position, b.applied)
+			if e.Position <= b.applied && !h.matches(e) {
+				return fmt.Sprintf("coverage rule (a): partition %s: position %d (%s) is at or below the durable applied boundary %d, which the contract declares exclusive, and no durable receipt matches it",
+					w.Partition, e.Position, idLabel("", e.IDHash), b.applied)
 			}
 		}
 	}
@@ -255,37 +261,50 @@ func unsafe(c Contract, b boundary, h history, prior []Witness, w Witness, shift
 			}
 		}
 	}
-	if coverageProof(c, w) != "" {
-		return ""
+	// (c) An event an earlier fetch of (C, G) showed inside this response's
+	// range and this response omits: divergence, unless the contract lets
+	// events be withdrawn and this response proves the position covered.
+	for _, o := range omissions(b, w, prior) {
+		if c.EventsMayBeWithdrawn && covers(c, w, o.ev.Position) {
+			continue
+		}
+		why := "the contract does not let events be withdrawn"
+		switch {
+		case !c.EventsMayBeWithdrawn:
+		case w.CompleteThrough.IsZero():
+			why = "this response carries no complete-through watermark"
+		case !c.WatermarkCoversPositions:
+			why = fmt.Sprintf("its complete-through watermark %s is not in the positions' coordinate", w.CompleteThrough)
+		default:
+			why = fmt.Sprintf("its complete-through watermark %s is below that position", w.CompleteThrough)
+		}
+		return fmt.Sprintf("partition %s: attempt %s showed position %d (%s) inside this response's range %s, and this response omits it; %s, so nothing proves it is no longer required",
+			w.Partition, o.attempt, o.ev.Position, idLabel("", o.ev.IDHash), b.rangeOf(w), why)
 	}
-	// (c) An event an earlier fetch showed inside this response's range and
-	// this response omits.
-	if p, e, ok := omitted(b, w, prior); ok {
-		return fmt.Sprintf("partition %s: attempt %s showed position %d (%s) inside this response's range %s, and this response omits it; no snapshot or coverage proof says it is no longer required",
-			w.Partition, p, e.Position, idLabel("", e.IDHash), b.rangeOf(w))
-	}
-	// (b) The unseen suffix begins at the next required position.
+	// (b) The unseen suffix begins at the next required position: under
+	// dense positions every gap above the boundary must lie at or below the
+	// response's own complete-through watermark.
 	if c.DensePositions {
 		prev, started := b.applied, b.has
 		for _, e := range w.Events {
 			if b.has && e.Position <= b.applied {
 				continue
 			}
-			if started && e.Position != prev+1 {
+			if started && e.Position != prev+1 && !covers(c, w, e.Position-1) {
 				if b.has && prev == b.applied {
-					return fmt.Sprintf("coverage rule (b): partition %s: the first event above the durable applied boundary %d is at position %d, not at the next required position %d",
+					return fmt.Sprintf("coverage rule (b): partition %s: the first event above the durable applied boundary %d is at position %d, not at the next required position %d, and no complete-through watermark covers the gap",
 						w.Partition, b.applied, e.Position, b.applied+1)
 				}
-				return fmt.Sprintf("coverage rule (b): partition %s: positions are dense but %d follows %d: position %d is missing",
+				return fmt.Sprintf("coverage rule (b): partition %s: positions are dense but %d follows %d: position %d is missing and no complete-through watermark covers it",
 					w.Partition, e.Position, prev, prev+1)
 			}
 			prev, started = e.Position, true
 		}
 		return ""
 	}
-	if shifted {
-		return fmt.Sprintf("coverage rule (b): partition %s: the page shifted and positions may be sparse; without a snapshot marker or complete-through watermark a larger position cannot prove that no intermediate event was skipped",
-			w.Partition)
+	if shifted && !covers(c, w, top(w)) {
+		return fmt.Sprintf("coverage rule (b): partition %s: the page shifted and positions may be sparse; only a complete-through watermark in the positions' coordinate at or above %d could prove that no intermediate event of its range %s was skipped",
+			w.Partition, top(w), b.rangeOf(w))
 	}
 	return ""
 }
@@ -320,20 +339,35 @@ func (b boundary) rangeOf(w Witness) string {
 	return fmt.Sprintf("%s, %d]", lo, top(w))
 }
 
-// omitted finds an event of one of others inside w's range whose identity w
-// lacks.
-func omitted(b boundary, w Witness, others []Witness) (string, EventWitness, bool) {
+type omission struct {
+	attempt string
+	ev      EventWitness
+}
+
+// omissions lists the events of others inside w's range (above the
+// boundary, up to its greatest position; everything above the boundary for
+// an empty response) whose identity w lacks.
+func omissions(b boundary, w Witness, others []Witness) []omission {
 	ids := make(map[uint64]struct{}, len(w.Events))
 	for _, e := range w.Events {
 		ids[e.IDHash] = struct{}{}
 	}
 	hi := top(w)
+	var out []omission
 	for _, o := range others {
 		for _, e := range o.Events {
 			if _, ok := ids[e.IDHash]; !ok && (!b.has || e.Position > b.applied) && e.Position <= hi {
-				return o.AttemptID, e, true
+				out = append(out, omission{o.AttemptID, e})
 			}
 		}
+	}
+	return out
+}
+
+// omitted returns the first of omissions(b, w, others).
+func omitted(b boundary, w Witness, others []Witness) (string, EventWitness, bool) {
+	if o := omissions(b, w, others); len(o) > 0 {
+		return o[0].attempt, o[0].ev, true
 	}
 	return "", EventWitness{}, false
 }
@@ -343,21 +377,30 @@ type receipt struct {
 	attempt string
 }
 
-// history indexes the prior witnesses of (C, G): their receipts by position
-// and the first place each id was seen.
+// history indexes the prior witnesses of (C, G) and the caller's receipts:
+// the durable receipts by identity (and by position, which ordered
+// contracts make unique) and the first place each id was seen. Receipts
+// are matched by identity: two events may share a position when the
+// contract does not order positions (two keys written in one transaction).
 type history struct {
-	receipts map[int64]receipt
-	ids      map[uint64]receipt
+	byID  map[uint64]receipt
+	byPos map[int64]receipt
+	seen  map[uint64]receipt
 }
 
 func newHistory(prior []Witness, extra []EventWitness) history {
-	h := history{receipts: map[int64]receipt{}, ids: map[uint64]receipt{}}
+	h := history{byID: map[uint64]receipt{}, byPos: map[int64]receipt{}, seen: map[uint64]receipt{}}
 	add := func(e EventWitness, attempt string, durable bool) {
-		if _, ok := h.receipts[e.Position]; durable && !ok {
-			h.receipts[e.Position] = receipt{e, attempt}
+		if durable {
+			if _, ok := h.byID[e.IDHash]; !ok {
+				h.byID[e.IDHash] = receipt{e, attempt}
+			}
+			if _, ok := h.byPos[e.Position]; !ok {
+				h.byPos[e.Position] = receipt{e, attempt}
+			}
 		}
-		if _, ok := h.ids[e.IDHash]; !ok {
-			h.ids[e.IDHash] = receipt{e, attempt}
+		if _, ok := h.seen[e.IDHash]; !ok {
+			h.seen[e.IDHash] = receipt{e, attempt}
 		}
 	}
 	for _, e := range extra {
@@ -372,24 +415,36 @@ func newHistory(prior []Witness, extra []EventWitness) history {
 	return h
 }
 
-// check rejects a new witness that conflicts with a durable receipt or puts
-// a known id at another position.
-func (h history) check(w Witness) error {
+// check rejects a new witness that conflicts with a durable receipt (the
+// same identity with another payload digest; under ordered positions also
+// another identity at a receipt's immutable position) or puts a known id at
+// another position.
+func (h history) check(c Contract, w Witness) error {
 	for _, e := range w.Events {
-		if r, ok := h.receipts[e.Position]; ok && (r.ev.IDHash != e.IDHash || r.ev.Digest != e.Digest) {
+		if s, ok := h.seen[e.IDHash]; ok && s.ev.Position != e.Position {
+			return &MovedError{Partition: w.Partition, IDHash: e.IDHash, Position: e.Position, PriorPosition: s.ev.Position, PriorAttempt: s.attempt}
+		}
+		if r, ok := h.byID[e.IDHash]; ok && r.ev.Digest != e.Digest {
 			return &ReceiptConflictError{Partition: w.Partition, Position: e.Position, Attempt: r.attempt, Receipt: r.ev, Got: e}
 		}
-		if s, ok := h.ids[e.IDHash]; ok && s.ev.Position != e.Position {
-			return &MovedError{Partition: w.Partition, IDHash: e.IDHash, Position: e.Position, PriorPosition: s.ev.Position, PriorAttempt: s.attempt}
+		if r, ok := h.byPos[e.Position]; ok && c.ordered() && r.ev.IDHash != e.IDHash {
+			return &ReceiptConflictError{Partition: w.Partition, Position: e.Position, Attempt: r.attempt, Receipt: r.ev, Got: e}
 		}
 	}
 	return nil
 }
 
+// matches reports whether e matches a durable receipt: same identity,
+// position and digest.
+func (h history) matches(e EventWitness) bool {
+	r, ok := h.byID[e.IDHash]
+	return ok && r.ev == e
+}
+
 // satisfied counts the leading events of w that match a durable receipt.
 func (h history) satisfied(w Witness) int {
 	for i, e := range w.Events {
-		if r, ok := h.receipts[e.Position]; !ok || r.ev != e {
+		if !h.matches(e) {
 			return i
 		}
 	}

@@ -22,6 +22,8 @@ func TestClassify_Classes(t *testing.T) {
 	rotating := with(dense, func(c *Contract) { c.TokensMayRotate = true })
 	exclusive := with(dense, func(c *Contract) { c.ExclusiveBoundary = true })
 	noRecovery := with(dense, func(c *Contract) { c.Recovery = 0 })
+	denseCT := with(dense, func(c *Contract) { c.WatermarkCoversPositions = true })
+	sparseCT := with(sparse, func(c *Contract) { c.WatermarkCoversPositions = true })
 	n7 := resp("N7", ev("e501", 501), ev("e502", 502))
 	for _, tc := range []struct {
 		name      string
@@ -41,7 +43,9 @@ func TestClassify_Classes(t *testing.T) {
 		{name: "first response, nothing applied yet", contract: dense, applied: -1, retry: resp("N7", ev("a", 1), ev("b", 2)), class: FirstResponse},
 		{name: "first response, dense, starts past the next required position", contract: dense, applied: 500, retry: resp("N7", ev("e502", 502)), class: UnprovableDivergence, reason: "coverage rule (b): partition p1: the first event above the durable applied boundary 500 is at position 502, not at the next required position 501"},
 		{name: "first response, dense, skips a position", contract: dense, applied: 500, retry: resp("N7", ev("a", 501), ev("c", 503)), class: UnprovableDivergence, reason: "503 follows 501: position 502 is missing"},
-		{name: "first response, dense gap with a watermark proof", contract: dense, applied: 500, retry: Response{Successor: []byte("N7"), Events: []Event{ev("c", 503)}, CompleteThrough: coord.Integer(503)}, class: FirstResponse},
+		{name: "first response, dense gap with a watermark proof", contract: denseCT, applied: 500, retry: Response{Successor: []byte("N7"), Events: []Event{ev("c", 503)}, CompleteThrough: coord.Integer(503)}, class: FirstResponse},
+		{name: "first response, dense gap above its watermark", contract: denseCT, applied: 500, retry: Response{Successor: []byte("N7"), Events: []Event{ev("c", 503)}, CompleteThrough: coord.Integer(501)}, class: UnprovableDivergence, reason: "no complete-through watermark covers the gap"},
+		{name: "first response, dense gap, watermark not in the positions' coordinate", contract: dense, applied: 500, retry: Response{Successor: []byte("N7"), Events: []Event{ev("c", 503)}, CompleteThrough: coord.Integer(503)}, class: UnprovableDivergence, reason: "not at the next required position 501"},
 		{name: "first response, inclusive provider repeats the boundary event", contract: dense, applied: 500, retry: resp("N7", ev("e500", 500), ev("e501", 501)), class: FirstResponse},
 
 		// Exact replays.
@@ -61,21 +65,23 @@ func TestClassify_Classes(t *testing.T) {
 
 		// Shifted pages.
 		{name: "same events and successor, new coverage evidence", contract: snap, applied: 500, prior: []fetched{{r: n7}}, retry: marked(n7, "rv"), class: ShiftedPage, reason: "coverage evidence that attempt lacks"},
-		{name: "shifted page, dense, adds an event", contract: dense, applied: 500, prior: []fetched{{r: n7, acked: 2}}, retry: resp("N8", ev("e501", 501), ev("e502", 502), ev("e503", 503)), class: ShiftedPage, satisfied: 2, reason: "suffix begins at the next required position 501"},
+		{name: "shifted page, dense, adds an event", contract: dense, applied: 500, prior: []fetched{{r: n7, acked: 2}}, retry: resp("N8", ev("e501", 501), ev("e502", 502), ev("e503", 503)), class: ShiftedPage, satisfied: 2, reason: "continue at the next required position 501"},
 		{name: "shifted page, dense, payload of an unacknowledged event changed", contract: dense, applied: 500, prior: []fetched{{r: n7, acked: 1}}, retry: resp("N8", ev("e501", 501), evp("e502", 502, "v2")), class: ShiftedPage, satisfied: 1},
 		{name: "shifted page, dense, fewer events", contract: dense, applied: 500, prior: []fetched{{r: n7}}, retry: resp("N8", ev("e501", 501)), class: ShiftedPage},
 		{name: "shifted page, dense, nothing applied yet", contract: dense, applied: -1, prior: []fetched{{r: resp("N7", ev("a", 1))}}, retry: resp("N8", ev("a", 1), ev("b", 2)), class: ShiftedPage, reason: "omit nothing an earlier fetch showed"},
-		{name: "shifted page, sparse, no proof", contract: sparse, applied: 500, prior: []fetched{{r: n7}}, retry: resp("N8", ev("e501", 501), ev("e502", 502), ev("e509", 509)), class: UnprovableDivergence, reason: "a larger position cannot prove that no intermediate event was skipped"},
-		{name: "shifted page, sparse, snapshot marker", contract: snap, applied: 500, prior: []fetched{{r: n7}}, retry: marked(resp("N8", ev("e501", 501), ev("e509", 509)), "rv2"), class: ShiftedPage, reason: "coverage proof: snapshot marker"},
-		{name: "shifted page, sparse, complete-through watermark", contract: sparse, applied: 500, prior: []fetched{{r: n7}}, retry: Response{Successor: []byte("N8"), Events: []Event{ev("e501", 501), ev("e502", 502), ev("e509", 509)}, CompleteThrough: coord.Integer(509)}, class: ShiftedPage, reason: "complete-through watermark 509"},
+		{name: "shifted page, sparse, no proof", contract: sparse, applied: 500, prior: []fetched{{r: n7}}, retry: resp("N8", ev("e501", 501), ev("e502", 502), ev("e509", 509)), class: UnprovableDivergence, reason: "only a complete-through watermark in the positions' coordinate at or above 509 could prove"},
+		{name: "shifted page, sparse, a new snapshot marker is no proof of an omission", contract: snap, applied: 500, prior: []fetched{{r: n7}}, retry: marked(resp("N8", ev("e501", 501), ev("e509", 509)), "rv2"), class: UnprovableDivergence, reason: "showed position 502"},
+		{name: "shifted page, sparse, a new snapshot marker is no proof of coverage", contract: snap, applied: 500, prior: []fetched{{r: marked(n7, "rv1")}}, retry: marked(resp("N8", ev("e501", 501), ev("e502", 502), ev("e509", 509)), "rv2"), class: UnprovableDivergence, reason: "positions may be sparse"},
+		{name: "shifted page, sparse, complete-through watermark", contract: sparseCT, applied: 500, prior: []fetched{{r: n7}}, retry: Response{Successor: []byte("N8"), Events: []Event{ev("e501", 501), ev("e502", 502), ev("e509", 509)}, CompleteThrough: coord.Integer(509)}, class: ShiftedPage, reason: "complete-through watermark 509 covers its whole range"},
+		{name: "shifted page, sparse, watermark below its range", contract: sparseCT, applied: 500, prior: []fetched{{r: n7}}, retry: Response{Successor: []byte("N8"), Events: []Event{ev("e501", 501), ev("e502", 502), ev("e509", 509)}, CompleteThrough: coord.Integer(502)}, class: UnprovableDivergence, reason: "at or above 509"},
 		{name: "shifted page omits an event another fetch showed", contract: dense, applied: 500, prior: []fetched{{r: n7}}, retry: resp("N8", ev("e501", 501), ev("x502", 502)), class: UnprovableDivergence, reason: "attempt a1 showed position 502"},
 		{name: "same snapshot, other events", contract: snap, applied: 500, prior: []fetched{{r: marked(n7, "rv")}}, retry: marked(resp("N8", ev("e501", 501)), "rv"), class: UnprovableDivergence, reason: "the snapshot is not stable"},
 		{name: "empty retry omits what an earlier fetch showed", contract: snap, applied: 500, prior: []fetched{{r: n7}}, retry: resp("N8"), class: UnprovableDivergence, reason: "range (500, successor]"},
-		{name: "empty retry with a snapshot marker", contract: snap, applied: 500, prior: []fetched{{r: n7}}, retry: marked(resp("N8"), "rv"), class: ShiftedPage},
+		{name: "empty retry with a new snapshot marker omits what an earlier fetch showed", contract: snap, applied: 500, prior: []fetched{{r: n7}}, retry: marked(resp("N8"), "rv"), class: UnprovableDivergence, reason: "showed position 501"},
 		{name: "omission below the boundary is not a gap", contract: dense, applied: 501, prior: []fetched{{r: n7, acked: 1}}, retry: resp("N8", ev("e502", 502)), class: ShiftedPage},
 
 		// Coverage rule (a): at or below the durable applied boundary.
-		{name: "(a) exclusive boundary, repeated event without receipt", contract: exclusive, applied: 500, prior: []fetched{{r: n7}}, retry: resp("N8", ev("e500", 500), ev("e501", 501), ev("e502", 502)), class: UnprovableDivergence, reason: "coverage rule (a): partition p1: position 500 is at or below the durable applied boundary 500"},
+		{name: "(a) exclusive boundary, repeated event without receipt", contract: exclusive, applied: 500, prior: []fetched{{r: n7}}, retry: resp("N8", ev("e500", 500), ev("e501", 501), ev("e502", 502)), class: UnprovableDivergence, reason: "coverage rule (a): partition p1: position 500 (id#"},
 		{name: "(a) exclusive boundary, repeated event matches its receipt", contract: exclusive, applied: 500, receipts: []EventWitness{EventOf(ev("e500", 500))}, prior: []fetched{{r: n7}}, retry: resp("N8", ev("e500", 500), ev("e501", 501), ev("e502", 502)), class: ShiftedPage, satisfied: 1},
 		{name: "(a) exclusive boundary, acknowledged event above it", contract: exclusive, applied: 500, prior: []fetched{{r: n7, acked: 1}}, retry: resp("N8", ev("e501", 501), ev("e502", 502), ev("e503", 503)), class: ShiftedPage, satisfied: 1},
 		{name: "(a) inclusive boundary, repeated event", contract: dense, applied: 500, prior: []fetched{{r: resp("N7", ev("e500", 500), ev("e501", 501))}}, retry: resp("N8", ev("e500", 500), ev("e501", 501), ev("e502", 502)), class: ShiftedPage},
@@ -199,4 +205,49 @@ func TestClassify_ErrorTypes(t *testing.T) {
 	var mv *MovedError
 	require.ErrorAs(t, err, &mv)
 	assert.Equal(t, MovedError{Partition: part, IDHash: HashID("e501"), Position: 502, PriorPosition: 501, PriorAttempt: "a1"}, *mv)
+}
+
+// Receipts are matched by identity: with unordered positions two events may
+// share a position (two keys written in one transaction), and a retry after
+// a partial acknowledgement is an exact replay, not a receipt conflict.
+func TestClassifyTiedPositionsMatchReceiptsByIdentity(t *testing.T) {
+	unordered := Contract{EmptyPage: EmptyNoEvidence, Recovery: RecoveryPark}
+	cp := checkpoint("C41", 9, 6, true)
+	page := resp("N7", ev("k-a", 7), ev("k-b", 7), ev("k-c", 8))
+	first := acked(build(t, unordered, "C41", 9, "a1", page), 1)
+	retry := build(t, unordered, "C41", 9, "a2", page)
+	v := classify(t, unordered, cp, retry, first)
+	require.Equal(t, ExactReplay, v.Class, v.Reason)
+	assert.Equal(t, 1, v.Satisfied)
+
+	// The same identity with another payload still conflicts.
+	changed := build(t, unordered, "C41", 9, "a3", resp("N7", evp("k-a", 7, "v2"), ev("k-b", 7), ev("k-c", 8)))
+	_, err := Classify(ClassifyInput{Contract: unordered, Applied: 6, HasApplied: true, Prior: []Witness{first}, Witness: changed})
+	var rc *ReceiptConflictError
+	require.ErrorAs(t, err, &rc)
+}
+
+// Receipts the caller supplies (the promoted witness's events, all durable)
+// reject a retry that repeats a position at or below the applied boundary
+// with another identity or payload.
+func TestClassifyRejectsARepeatedBoundaryEventThatConflictsWithItsReceipt(t *testing.T) {
+	receipts := []EventWitness{EventOf(ev("e500", 500))}
+	for name, r := range map[string]Response{
+		"another identity": resp("N8", ev("x500", 500), ev("e501", 501)),
+		"another payload":  resp("N8", evp("e500", 500, "changed"), ev("e501", 501)),
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := build(t, dense, "C41", 9, "a1", r)
+			_, err := Classify(ClassifyInput{Contract: dense, Applied: 500, HasApplied: true, Receipts: receipts, Witness: w})
+			var rc *ReceiptConflictError
+			require.ErrorAs(t, err, &rc)
+			assert.Equal(t, int64(500), rc.Position)
+		})
+	}
+	// The same event repeated matches its receipt and is satisfied.
+	w := build(t, dense, "C41", 9, "a1", resp("N8", ev("e500", 500), ev("e501", 501)))
+	v, err := Classify(ClassifyInput{Contract: dense, Applied: 500, HasApplied: true, Receipts: receipts, Witness: w})
+	require.NoError(t, err)
+	assert.Equal(t, FirstResponse, v.Class)
+	assert.Equal(t, 1, v.Satisfied)
 }

@@ -112,18 +112,67 @@ func TestSeed001_RetryOmits502_StopsAdvancing(t *testing.T) {
 	}
 }
 
-// Reference: seed 001, the converse of the example above: a stable snapshot
-// boundary bound to the retry proves 502 is no longer required.
-func TestSeed001_RetryOmits502_WithSnapshotProof_Advances(t *testing.T) {
+// The converse of the example above: 502 may be missing from the retry
+// only when the contract lets events be withdrawn and the retry proves its
+// position covered (a complete-through watermark at or above 502 in the
+// positions' coordinate).
+func TestSeed001_RetryOmits502_WithdrawalCoveredByWatermark_Advances(t *testing.T) {
+	withdrawable := with(sparse, func(c *Contract) { c.WatermarkCoversPositions, c.EventsMayBeWithdrawn = true, true })
 	cp := checkpoint("C41", 9, 500, true)
-	first := acked(build(t, snap, "C41", 9, "a1", marked(resp("N7", ev("e501", 501), ev("e502", 502)), "rv-1")), 1)
-	retry := build(t, snap, "C41", 9, "a2", marked(resp("N8", ev("e501", 501), ev("e503", 503)), "rv-2"))
-	v := classify(t, snap, cp, retry, first)
+	first := acked(build(t, withdrawable, "C41", 9, "a1", resp("N7", ev("e501", 501), ev("e502", 502))), 1)
+	r := resp("N8", ev("e501", 501), ev("e503", 503))
+	r.CompleteThrough = coord.Integer(503)
+	retry := build(t, withdrawable, "C41", 9, "a2", r)
+	v := classify(t, withdrawable, cp, retry, first)
 	require.Equal(t, ShiftedPage, v.Class, v.Reason)
-	assert.Contains(t, v.Reason, "coverage proof")
-	d := decide(snap, cp, acked(retry, 2), v, first, retry)
+	assert.Contains(t, v.Reason, "complete-through watermark 503 covers its whole range")
+	d := decide(withdrawable, cp, acked(retry, 2), v, first, retry)
 	require.Equal(t, Promote, d.Action, d.Reason)
 	assert.Equal(t, []byte("N8"), d.Promotion.To)
+}
+
+// A watermark is evidence only for positions at or below its value. The
+// checkpoint holds C41 at generation 9 with 500 applied; the first response
+// was 501, 502, 503 (successor N7) and only 501 was acknowledged; the retry
+// returns 501, 503 (successor N8) with a complete-through watermark that
+// lags behind 502. Promoting N8 would never deliver 502: the retry must
+// diverge, whatever the contract says about withdrawals, and so must a
+// retry whose only evidence is a new snapshot marker.
+func TestRetryOmittingAWitnessedEventWithALaggingWatermarkDiverges(t *testing.T) {
+	cp := checkpoint("C41", 9, 500, true)
+	for _, tc := range []struct {
+		name     string
+		contract Contract
+		ct       int64
+		marker   string
+	}{
+		{name: "watermark 500, positions in its coordinate", contract: with(dense, func(c *Contract) { c.WatermarkCoversPositions = true }), ct: 500},
+		{name: "watermark 400, positions in its coordinate", contract: with(dense, func(c *Contract) { c.WatermarkCoversPositions = true }), ct: 400},
+		{name: "watermark 500, events may be withdrawn", contract: with(dense, func(c *Contract) { c.WatermarkCoversPositions, c.EventsMayBeWithdrawn = true, true }), ct: 500},
+		{name: "watermark 503, events may not be withdrawn", contract: with(dense, func(c *Contract) { c.WatermarkCoversPositions = true }), ct: 503},
+		{name: "watermark 503 not in the positions' coordinate", contract: with(sparse, func(c *Contract) { c.EventsMayBeWithdrawn = true }), ct: 503},
+		{name: "a new snapshot marker", contract: snap, marker: "rv-2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			first := resp("N7", ev("e501", 501), ev("e502", 502), ev("e503", 503))
+			if tc.marker != "" {
+				first = marked(first, "rv-1")
+			}
+			w1 := acked(build(t, tc.contract, "C41", 9, "a1", first), 1)
+			r := resp("N8", ev("e501", 501), ev("e503", 503))
+			if tc.ct != 0 {
+				r.CompleteThrough = coord.Integer(tc.ct)
+			}
+			if tc.marker != "" {
+				r = marked(r, tc.marker)
+			}
+			retry := build(t, tc.contract, "C41", 9, "a2", r)
+			v := classify(t, tc.contract, cp, retry, w1)
+			require.Equal(t, UnprovableDivergence, v.Class, v.Reason)
+			assert.Contains(t, v.Reason, "showed position 502")
+			assert.Equal(t, Refuse, decide(tc.contract, cp, acked(retry, 2), v, w1, retry).Action)
+		})
+	}
 }
 
 // Reference: seed 001, "Empty-response promotion boundary": the durable

@@ -190,8 +190,25 @@ type Contract struct {
 	ExclusiveBoundary bool
 	// SnapshotMarker: a response's Marker names a stable snapshot; two
 	// responses with the same marker enumerate the same stream, and a marker
-	// proves coverage of the response's range.
+	// proves coverage of an empty response's range. A marker proves coverage
+	// only within one snapshot: a retry whose marker differs from the earlier
+	// response's is another snapshot, not a proof that what it omits is no
+	// longer required.
 	SnapshotMarker bool
+	// WatermarkCoversPositions: event positions are in the coordinate of the
+	// complete-through watermark (integer positions under an integer
+	// watermark, Unix-nanosecond positions under a timestamp watermark), so
+	// a response's CompleteThrough W proves coverage of the positions at or
+	// below W, and never of a position above it. Without it a watermark
+	// proves nothing about positions.
+	WatermarkCoversPositions bool
+	// EventsMayBeWithdrawn: an event one response showed may legitimately be
+	// absent from a later response to the same cursor (deleted or compacted
+	// at the source). Even then an omission is accepted only when the later
+	// response proves coverage of the omitted position
+	// (WatermarkCoversPositions and a CompleteThrough at or above it);
+	// without this field an omitted event is always divergence.
+	EventsMayBeWithdrawn bool
 	// Recovery is what to do on unprovable divergence or an expired cursor.
 	Recovery Recovery
 }
