@@ -43,8 +43,8 @@ type EventWitness struct {
 	Digest   uint64
 }
 
-// Witness is the durable record of one successful fetch (seed 001, "Record a
-// response witness").
+// Witness is the durable record of one successful fetch (see "response
+// witness" in docs/design.md#vocabulary).
 type Witness struct {
 	Scope     string
 	Partition string
