@@ -1,7 +1,8 @@
-// Package bench holds tidemark's end-to-end benchmarks (issue 8, DESIGN.md
-// section 7). `make bench` (scripts/bench, run under scripts/with-dynalite)
-// runs them all and writes one markdown table to .bench/results.md
-// (bench/cmd/benchtable builds it from the raw output, .bench/raw.txt).
+// Package bench holds tidemark's end-to-end benchmarks (the performance
+// model is docs/design.md#performance-model). `make bench` (scripts/bench,
+// run under scripts/with-dynalite) runs them all and writes one markdown
+// table to .bench/results.md (bench/cmd/benchtable builds it from the raw
+// output, .bench/raw.txt).
 //
 //   - BenchmarkThroughput: simulated source (20 ms per fetch, 100 events per
 //     page) -> paginated_partitions -> an output acking at once, P = 1, 4,

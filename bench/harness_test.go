@@ -68,7 +68,7 @@ func partitionNames(n int) []string {
 }
 
 // limit is the physical limit of a spec in events per second: one fetch in
-// flight per partition at every moment (DESIGN.md section 7).
+// flight per partition at every moment (docs/design.md#performance-model).
 func (s runSpec) limit() float64 {
 	return float64(s.Partitions*s.PageSize) / s.Latency.Seconds()
 }

@@ -67,8 +67,8 @@ max_retries: 0
 	}
 }
 
-// Every field of the spec has a description and an example (STYLE.md
-// section 5).
+// Every field of the spec has a description and an example (the generated
+// reference under docs/ relies on both).
 func TestCacheSpecDocumented(t *testing.T) {
 	found := false
 	service.GlobalEnvironment().WalkCaches(func(name string, view *service.ConfigView) {

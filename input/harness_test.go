@@ -7,8 +7,9 @@ package input
 //
 //   - spyStore wraps the store each input builds and records every
 //     successful promotion and every witness that became durable, so a test
-//     can check the promoted chain exactly (DESIGN.md section 2, invariants
-//     1 Binding, 2 Fencing, 3 Monotone, 4 Witness first, 9 No loss);
+//     can check the promoted chain exactly (docs/design.md#invariants,
+//     invariants 1 Binding, 2 Fencing, 3 Monotone, 4 Witness first, 9 No
+//     loss);
 //   - testMetrics is a metrics exporter whose counters a test reads, to show
 //     that an injected fault was actually exercised;
 //   - holdOutput is an output that holds writes and releases them in an

@@ -1,11 +1,11 @@
 package input
 
-// Lease tests (issue 7): the pure balance rules (lease.go), the tracker,
-// the `leases` config, and several inputs sharing one in-memory store in
-// one process: a graceful hand-off, and a zombie whose store calls are held
-// at a gate (a frozen process) while the others take its leases over. The
-// multi-process test (kill -9, SIGSTOP, dynalite) is
-// internal/e2e/lease_test.go.
+// Lease tests (docs/design.md#leases-and-fencing): the pure balance rules
+// (lease.go), the tracker, the `leases` config, and several inputs sharing
+// one in-memory store in one process: a graceful hand-off, and a zombie
+// whose store calls are held at a gate (a frozen process) while the others
+// take its leases over. The multi-process test (kill -9, SIGSTOP, dynalite)
+// is internal/e2e/lease_test.go.
 //
 // Every identifier here starts with lease/Lease: other test files of the
 // package are written concurrently.
@@ -93,10 +93,11 @@ func TestLeaseBalanceFairShare(t *testing.T) {
 	require.Equal(t, leaseT0.Add(10*time.Second), plan.NextExpiry)
 }
 
-// Reference: issue 7, "expiry decided without comparing clocks of
-// different hosts". A lease is expired when its (owner, counter) pair has
-// not changed for the lease period on this instance's own clock, and not a
-// nanosecond earlier; an expired owner no longer counts as live.
+// Expiry is decided without comparing the clocks of different hosts
+// (docs/design.md#leases-and-fencing). A lease is expired when its (owner,
+// counter) pair has not changed for the lease period on this instance's own
+// clock, and not a nanosecond earlier; an expired owner no longer counts as
+// live.
 func TestLeaseBalanceExpiry(t *testing.T) {
 	period := 10 * time.Second
 	views := leaseViewsOf(leaseT0, append(leaseRepeat("dead", 6), leaseRepeat("alive", 6)...)...)
@@ -600,8 +601,8 @@ func (c *leaseCluster) spread(most int, ids ...string) bool {
 }
 
 // sample watches every checkpoint until stop: generation, watermark and
-// lease counter never decrease (DESIGN.md invariant 3, and the lease
-// counter as a fencing token).
+// lease counter never decrease (docs/design.md#invariants, invariant 3
+// (monotone), and the lease counter as a fencing token).
 func (c *leaseCluster) sample(stop <-chan struct{}) <-chan error {
 	errc := make(chan error, 1)
 	go func() {
@@ -631,7 +632,8 @@ func (c *leaseCluster) sample(stop <-chan struct{}) <-chan error {
 }
 
 // requireNoLoss checks the oracle: every event at or below a partition's
-// durable watermark was delivered (DESIGN.md invariant 9).
+// durable watermark was delivered (docs/design.md#invariants, invariant 9
+// (no loss)).
 func (c *leaseCluster) requireNoLoss() {
 	c.t.Helper()
 	c.mu.Lock()
@@ -798,13 +800,14 @@ func (g *leaseGate) ReleaseLease(ctx context.Context, k store.Key, held store.Le
 	return g.Store.ReleaseLease(ctx, k, held)
 }
 
-// Reference: issue 7, Acceptance (the SIGSTOP case, in one process). z
-// holds every partition and freezes with promotions in flight; a and b see
-// its leases unchanged for a lease period on their own clocks and take them
-// over; when z thaws, its held promotions reach the store with its old
-// lease and are fenced, it logs "lease lost" for every partition and stops
-// those workers; no promotion of z ever succeeds with a lease older than
-// the take-over; nothing is lost and no checkpoint regresses.
+// A frozen (SIGSTOPped) lease holder in one process: the zombie of
+// docs/design.md#leases-and-fencing. z holds every partition and freezes
+// with promotions in flight; a and b see its leases unchanged for a lease
+// period on their own clocks and take them over; when z thaws, its held
+// promotions reach the store with its old lease and are fenced, it logs
+// "lease lost" for every partition and stops those workers; no promotion of
+// z ever succeeds with a lease older than the take-over; nothing is lost and
+// no checkpoint regresses.
 func TestLeaseZombieFenced(t *testing.T) {
 	c := newLeaseCluster(t, leaseParts(4))
 	gate := &leaseGate{Store: c.st}

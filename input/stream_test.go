@@ -7,7 +7,8 @@ package input
 //
 // Every test ends with the same oracles (harness_test.go):
 //   - every generated event id simulated.EventID(p, 1..N) was acknowledged
-//     by the output at least once (DESIGN.md invariant 9, No loss);
+//     by the output at least once (docs/design.md#invariants, invariant 9,
+//     No loss);
 //   - every durable checkpoint is at generation > 1 with watermark N;
 //   - the promotions the input made form one chain per partition: page
 //     order, each from the cursor the previous one wrote, each bound to the
@@ -15,8 +16,6 @@ package input
 //     watermarks never lower (invariants 1, 2, 3, 9);
 //   - every message named a witness that was durable before it left the
 //     input (invariant 4).
-//
-// Reference: issue 4, Acceptance, "Stream tests".
 
 import (
 	"context"
@@ -124,8 +123,8 @@ var faultCases = []faultCase{
 		exercised: metricEvidence("tidemark_retries{token_rotation}"),
 	},
 	{
-		// Seed 001's shifted page: a retry returns the page grown by one
-		// event.
+		// The shifted page of docs/design.md#retry-example: a retry
+		// returns the page grown by one event.
 		name: "shift_rate", faults: "shift_rate: 0.6", nacks: 4,
 		exercised: metricEvidence("tidemark_retries{shifted_page}"),
 	},
@@ -228,7 +227,7 @@ func malformedSeed(t *testing.T, parts []string, n int64, pageSize int, rate flo
 // TestStreamMalformedParks: a malformed page parks its partition with the
 // reason in the store, the other partitions complete meanwhile, and
 // clearing the reason (store.SetParked with "") resumes it from its durable
-// checkpoint with nothing lost. Reference: issue 4, Deliver 5 (Parking).
+// checkpoint with nothing lost (parking: docs/design.md#failures).
 func TestStreamMalformedParks(t *testing.T) {
 	const n, pageSize, rate = 120, 10, 0.02
 	parker := "p1"
@@ -414,8 +413,8 @@ func TestStreamOutOfOrderAcks(t *testing.T) {
 // batches it never acknowledges (StopWithin expires: Benthos drops the
 // outstanding acks). A new stream on the same store resumes from the
 // durable cursor, and the union of what both runs delivered is everything.
-// Reference: DESIGN.md section 4, "On a hard stop ... outstanding acks are
-// never called".
+// On a hard stop Benthos never calls the outstanding acks
+// (docs/design.md#benthos-semantics).
 func TestStreamHardStopRestart(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		h := newHarness(t, b, threeParts, 120)

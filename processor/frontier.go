@@ -10,6 +10,10 @@
 //   - Views are built from durable checkpoints only (the store, or the
 //     in-process feed of successful conditional writes), so a view may lag
 //     the store, never lead it.
+//
+// Scalar versus vector, proven and unproven epochs and the metadata keys:
+// docs/design.md#frontier-and-membership-epochs and
+// docs/design.md#metadata-and-metrics.
 package processor
 
 import (

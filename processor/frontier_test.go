@@ -129,12 +129,13 @@ checkpoint: { backend: memory }
 	}
 }
 
-// --- seed 000 -----------------------------------------------------------------
+// --- the frontier example (docs/design.md#frontier-example) ------------------
 
 // TestSeed000_ReasonedExample_ThroughPartitionFrontier_AThrough120_BThrough90_LateRetryLosesCAS_Then110
-// runs seed 000's "Reasoned example" through the partition_frontier
-// processor over durable checkpoints written with the store's conditional
-// writes: A is complete through 120 and B through 90, so messages carry 90.
+// runs the frontier example of docs/design.md#frontier-example through the
+// partition_frontier processor over durable checkpoints written with the
+// store's conditional writes: A is complete through 120 and B through 90, so
+// messages carry 90.
 // A late retry of an older A page (promoting from A's generation 1 with the
 // watermark 60) loses its compare-and-swap (a *FenceError whose winner is A
 // at 120), so the frontier stays 90. When B proves complete through 110 the

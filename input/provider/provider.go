@@ -16,7 +16,8 @@
 //     input parks the partition with the error as its reason); anything else
 //     is treated as transient and retried with back-off.
 //   - Contract declares what the source guarantees; classification trusts
-//     nothing else.
+//     nothing else. docs/design.md#provider-contract says what each field
+//     promises and what the input does with it.
 package provider
 
 import (
@@ -60,8 +61,10 @@ type Lister interface {
 // Restarter is implemented by providers that can give a stable boundary to
 // restart a partition from (Contract.Recovery = restart_from_boundary or
 // fresh_snapshot). The returned cursor is fetched with the partition's
-// current durable state; events replayed from it are deduplicated
-// downstream and classified against receipts.
+// current durable state (watermark and applied boundary are kept); events
+// replayed from it are delivered again and deduplicated downstream. The
+// input classifies them like any response of the new generation: receipts
+// of older generations are not consulted (docs/design.md#known-gaps).
 type Restarter interface {
 	RestartCursor(ctx context.Context, partition string, durable coord.Watermark) ([]byte, error)
 }

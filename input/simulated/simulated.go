@@ -14,7 +14,7 @@
 // attempt), so a run is reproducible from its seed:
 //   - rotate_tokens: every fetch returns a fresh successor (Kinesis-style);
 //   - shift_rate: a retry of a cursor returns a page grown by one event
-//     (seed 001's 501,502 -> 501,502,503);
+//     (501,502 -> 501,502,503, as in docs/design.md#retry-example);
 //   - empty_rate: a transient empty page with no evidence (never promotable);
 //   - transient_error_rate, malformed_rate, expire_rate: failures;
 //   - stall: partitions that answer only empty, evidence-free pages;

@@ -22,6 +22,9 @@
 //
 // # Key design
 //
+// docs/design.md#dynamodb-layout explains the same layout with the rest of
+// the design.
+//
 // One table, string partition key pk and string sort key sk. Names are
 // escaped ('%' -> "%25", '#' -> "%23") so '#' only ever separates key parts:
 // ("a#b", "c") and ("a", "b#c") cannot collide, and a scope record's pk
@@ -66,8 +69,9 @@
 //	            disp       S     pending | promoted | abandoned
 //	            ack        N     receipts: leading events with a durable outcome
 //	partitions  parts      SS    partition names of the scope
-//	membership  ep, parts, cutk/cut, proven, why   epoch, ordered partition list (L),
-//	                             cutover watermark, proven flag, reason
+//	membership  ep, parts, unproven, cutk/cut, proven, why   epoch, ordered partition
+//	                             list (L), partitions still lacking proof (L), cutover
+//	                             watermark, proven flag, reason
 //	frontier    ep, wmk/wm, vec, held, why         epoch, scalar (absent: withheld),
 //	                             vector (M: partition -> {k, v}), held-by list, reason
 //	cache       v          B     value; the expiry attribute (default expires_at) N, Unix seconds
@@ -81,6 +85,9 @@
 //	                               [AND lo = :lo AND lc = :lc]
 //	                               [AND (attribute_not_exists(wmk) OR (wmk = :k AND wm <= :w))]
 //	SetParked          UpdateItem  cur = :c AND gen = :g [AND lo = :lo AND lc = :lc]
+//	ClaimLease         UpdateItem  attribute_exists(pk) AND lease = :expect   (lease.go)
+//	RenewLease         UpdateItem  lo = :ho AND lc = :h
+//	ReleaseLease       UpdateItem  lo = :ho AND lc = :h
 //	PutWitness         PutItem     attribute_not_exists(pk)   (failed: same response = no-op)
 //	RecordReceipt      UpdateItem  attribute_exists(pk) AND ack < :n AND nev >= :n
 //	SetDisposition     UpdateItem  disp = "pending"           (failed: same state = no-op)

@@ -18,8 +18,8 @@ import (
 
 // The success path of a promotion is exactly one UpdateItem and no read; a
 // witness is one PutItem; a receipt and a disposition one UpdateItem each
-// (DESIGN.md section 7: at most two writes per page, no reads in steady
-// state).
+// (docs/design.md#performance-model: at most two writes per page, no reads
+// in steady state).
 func TestRequestsPerOperation(t *testing.T) {
 	rc := NewRequestCounter()
 	s := newTestStore(t, func(c *DynamoConfig) { c.ClientOptions = append(c.ClientOptions, rc.Option()) })
@@ -108,7 +108,8 @@ func BenchmarkPromoteDynalite(b *testing.B) {
 }
 
 // BenchmarkPromoteParallel16 measures 16 goroutines, each promoting its own
-// partition (one fetch in flight per partition, DESIGN.md section 7): ns/op
+// partition (one fetch in flight per partition,
+// docs/design.md#performance-model): ns/op
 // is wall time per promotion across all of them.
 func BenchmarkPromoteParallel16(b *testing.B) {
 	rc := NewRequestCounter()

@@ -5,8 +5,8 @@ package e2e
 // The pipelines of config/examples/ run for real with the built binary:
 // lint-clean, their config unit tests pass, and each one does what its
 // comments say against the services it names (dynalite, pouchdb-server),
-// started by the test on 127.0.0.1. Reference: issue 4, Acceptance,
-// "config/examples/ holds working pipelines".
+// started by the test on 127.0.0.1: config/examples/ holds working
+// pipelines.
 
 import (
 	"bufio"

@@ -6,9 +6,9 @@
 // (without dynalite the tests skip; with CI or TIDEMARK_REQUIRE_DYNALITE set
 // they fail).
 //
-// Reference: issue 4, Acceptance: "a restart after kill -9 of the binary
-// mid-page loses nothing (an end-to-end test that really kills the
-// process)"; DESIGN.md section 2, invariant 9 (No loss).
+// A restart after kill -9 of the binary mid-page loses nothing: the test
+// really kills the process (docs/design.md#failures, crash table;
+// docs/design.md#invariants, invariant 9 (no loss)).
 package e2e
 
 import (

@@ -2,9 +2,9 @@
 
 package e2e
 
-// Scale-out end to end (issue 7, Acceptance): three `connect run` processes
-// on loopback share 12 simulated partitions through leases in one dynalite
-// table (lease period 2s, renew 500ms, balance 1s):
+// Scale-out end to end (docs/design.md#leases-and-fencing): three `connect
+// run` processes on loopback share 12 simulated partitions through leases in
+// one dynalite table (lease period 2s, renew 500ms, balance 1s):
 //
 //  1. the partitions spread: every partition owned, no instance above 5,
 //     and each process's tidemark_owned_partitions gauge agrees;
@@ -18,10 +18,11 @@ package e2e
 //  4. SIGTERM of the survivors: graceful hand-off (leases released).
 //
 // Throughout, a sampler reads every checkpoint every 100ms: generation,
-// watermark and lease counter never decrease (DESIGN.md invariant 3, and
-// the counter as fencing token). At the end, the oracle: every event id
-// simulated.EventID(p, 1..W) at or below each partition's durable watermark
-// W is in some process's output file (invariant 9, No loss).
+// watermark and lease counter never decrease (docs/design.md#invariants,
+// invariant 3, and the counter as fencing token). At the end, the oracle:
+// every event id simulated.EventID(p, 1..W) at or below each partition's
+// durable watermark W is in some process's output file (invariant 9, No
+// loss).
 //
 // Run: ./scripts/with-dynalite go test -race -count=1 ./internal/e2e/ -run Lease -v
 //

@@ -1,8 +1,10 @@
-// Package e2eops holds end-to-end tests of the operator experience (issues 5
-// and 9): the real `connect` binary, built from ./cmd/connect, run against
-// dynalite (scripts/with-dynalite) with the simulated provider, and driven
-// through its pipeline output, its `connect tidemark` commands and its
-// /metrics endpoint.
+// Package e2eops holds end-to-end tests of the operator experience (the
+// frontier held by a stalled partition, status, repairs and /metrics; see
+// docs/design.md#frontier-and-membership-epochs and
+// docs/design.md#operator-repairs): the real `connect` binary, built from
+// ./cmd/connect, run against dynalite (scripts/with-dynalite) with the
+// simulated provider, and driven through its pipeline output, its `connect
+// tidemark` commands and its /metrics endpoint.
 //
 // Run: ./scripts/with-dynalite go test -count=1 ./internal/e2eops/
 //

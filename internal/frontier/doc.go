@@ -1,8 +1,9 @@
 // Package frontier derives the combined safe frontier of a partitioned event
 // source from the complete-through watermarks of its partitions, and plans
-// membership changes between epochs. It is the arithmetic of seed 000
-// ("Reconcile a merged frontier from retried paginated partitions"); the
-// caller reads checkpoints and writes the published record.
+// membership changes between epochs: the arithmetic of
+// docs/design.md#frontier-and-membership-epochs (invariants 7 and 8 of
+// docs/design.md#invariants). The caller reads checkpoints and writes the
+// published record.
 //
 // The package is pure and deterministic: it imports only the standard
 // library and internal/coord, keeps no clock, does no I/O, and its results

@@ -10,12 +10,13 @@ import (
 )
 
 // TestSeed000_ReasonedExample_AThrough120_BThrough90_LateRetryLoses_ThenB110
-// executes seed 000's "Reasoned example": partition A is complete through
-// 120 while B is complete through 90. A retry of an older A page finishes
-// late but loses its partition checkpoint comparison, so the combined safe
-// frontier remains 90. When B later proves complete through 110 the frontier
-// becomes 110. Taking the maximum, 120, would claim completion of B's
-// unproven interval, so 120 must never appear as the scalar.
+// executes the frontier example (docs/design.md#frontier-example):
+// partition A is complete through 120 while B is complete through 90. A
+// retry of an older A page finishes late but loses its partition checkpoint
+// comparison, so the combined safe frontier remains 90. When B later proves
+// complete through 110 the frontier becomes 110. Taking the maximum, 120,
+// would claim completion of B's unproven interval, so 120 must never appear
+// as the scalar.
 //
 // The late retry here certifies A only through 60, so that accepting it
 // would visibly lower the frontier (to 60), not only A's entry.

@@ -27,7 +27,8 @@ import (
 //   - A successor after a non-empty page points just past its last event;
 //     an honest empty page's successor points past T. Only an empty page
 //     without evidence (a "glitch") may carry a successor that skips events,
-//     which is exactly what seed 001 warns about.
+//     which is exactly why such a page must not advance
+//     (docs/design.md#invariants, invariant 6).
 //   - Every CompleteThrough is true: T or the page's last position.
 //   - A snapshot marker names the log revision; the same revision gives the
 //     same page. Omissions happen only on dense profiles without

@@ -12,7 +12,8 @@ import (
 	"github.com/tidemark/tidemark/internal/witness"
 )
 
-// Check names one family of oracle checks (DESIGN.md section 2).
+// Check names one family of oracle checks; the invariant numbers are those
+// of docs/design.md#invariants.
 type Check string
 
 const (

@@ -19,6 +19,10 @@
 //   - Idempotent witnesses. PutWitness of the same (scope, partition,
 //     generation, attempt) twice stores one witness.
 //   - Lost responses are resolved by reading, never by writing again.
+//
+// These are invariants 2 and 3 of docs/design.md#invariants; the DynamoDB
+// layout and the condition of every write are in
+// docs/design.md#dynamodb-layout.
 package store
 
 import (

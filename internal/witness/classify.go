@@ -8,8 +8,8 @@ import (
 )
 
 // RetryClass is how a response for (cursor C, generation G) relates to the
-// earlier responses for (C, G) (seed 001, "Reconcile a retry"). The zero
-// value is invalid.
+// earlier responses for (C, G) (docs/design.md#retry-classification). The
+// zero value is invalid.
 type RetryClass uint8
 
 const (
@@ -98,8 +98,8 @@ func (v Verdict) String() string {
 }
 
 // Classify reconciles a new witness for (C, G) with the earlier witnesses
-// for (C, G), their receipts and the durable applied boundary, as seed 001
-// prescribes:
+// for (C, G), their receipts and the durable applied boundary, as
+// docs/design.md#retry-classification describes:
 //
 //   - exact replay: identical ordered event witness and successor; resume
 //     the existing witness (a pending one when there are several);

@@ -1,23 +1,24 @@
 // Package witness is tidemark's pure reconciliation core: it builds response
 // witnesses, classifies a retried fetch against the earlier responses to the
-// same cursor, and decides which successor may be promoted. It is seed 001
-// ("Bind each successor cursor to its exact retry response") made
-// executable. It imports only the standard library and internal/coord; it
-// reads no clock, draws no random number and performs no I/O: inputs in,
-// decisions out, as values the caller acts on.
+// same cursor, and decides which successor may be promoted
+// (docs/design.md#retry-classification and
+// docs/design.md#completion-and-promotion describe the rules; this package
+// makes them executable). It imports only the standard library and
+// internal/coord; it reads no clock, draws no random number and performs no
+// I/O: inputs in, decisions out, as values the caller acts on.
 //
 // # Invariants
 //
-// The core invariant, in the seed's words:
+// The core invariant (docs/design.md#invariants, invariant 1, binding):
 //
 //	A successor cursor may advance the checkpoint only with durable
 //	completion evidence for the exact response that issued that successor.
 //
 // The package keeps it, and the rules that follow from it, this way:
 //
-//   - Binding. "Do not combine events observed in one response with a
-//     continuation token taken from another response, even when both were
-//     fetched from the same input cursor." A Verdict binds one attempt;
+//   - Binding. Events observed in one response are never combined with a
+//     successor taken from another response, not even when both were
+//     fetched from the same input cursor. A Verdict binds one attempt;
 //     DecidePromotion refuses a verdict for any other witness, reads
 //     completion only from the candidate's own AckedThrough or its own
 //     evidence, and promotes only that witness's successor.
@@ -29,43 +30,43 @@
 //     snapshot or coverage marker, and a pending, promoted or abandoned
 //     disposition. Cursor bytes are copied, never aliased, and appear in
 //     logs only as CursorHash.
-//   - Classification (Classify). Exact replay: "ordered event witness and
-//     successor cursor are identical. Resume the existing witness." Token
-//     rotation: "the ordered event witness is identical but the successor
-//     differs. Treat it as a distinct response", promotable "only if the
-//     provider contract permits token rotation". Shifted page: "event
-//     contents differ. Verify all overlap against durable receipts, reject
-//     conflicting identities or payloads at the same immutable position, and
-//     prove that the new response covers the next required portion of the
-//     stream." Unprovable divergence: "Stop advancement and recover from a
-//     provider-supported stable boundary or fresh snapshot"
+//   - Classification (Classify; invariant 5). Exact replay: the ordered
+//     event witness and the successor are identical, and the existing
+//     witness is resumed. Token rotation: identical events, another
+//     successor; a distinct response, promotable only when the provider
+//     contract permits token rotation. Shifted page: the events differ;
+//     every overlap must match the durable receipts, a conflicting identity
+//     or payload at the same immutable position is rejected, and the new
+//     response must prove it covers the next required portion of the
+//     stream. Unprovable divergence: advancement stops and the partition
+//     recovers from a provider-supported stable boundary or a fresh snapshot
 //     (Verdict.Recovery names what the contract allows).
-//   - Coverage rule. A changed retry response is safe to continue only when
-//     "every event at or below the durable applied boundary is either absent
-//     under documented exclusive-boundary semantics or matches its durable
-//     receipt" and "the unseen suffix begins at the next required source
-//     position, or the provider supplies an equivalent coverage proof such
-//     as a stable snapshot boundary". "Monotonic positions alone do not
-//     prove completeness": with sparse positions and no coverage marker, a
+//   - Coverage rule. A changed retry response may continue only when every
+//     event at or below the durable applied boundary is absent under a
+//     declared exclusive boundary or matches its durable receipt, and the
+//     unseen suffix begins at the next required source position or the
+//     response carries an equivalent coverage proof (a stable snapshot
+//     marker, a complete-through watermark). Monotonic positions alone
+//     prove no completeness: with sparse positions and no coverage proof, a
 //     shifted page is unprovable divergence. An event an earlier fetch of
 //     the same cursor showed inside the new response's range, and which the
 //     new response omits, stops advancement unless a coverage proof bound
 //     to the new response says it is no longer required; one a later fetch
 //     showed stops the older response's promotion, proof or not.
-//   - Empty-response boundary. "A response containing no events is not
-//     complete merely because there are no event outcomes left to record.
-//     Its successor may advance only when evidence bound to that exact
-//     response proves that no required event lies between the durable
-//     applied boundary and the successor." "A transient empty page or an
-//     undocumented end-of-stream indication is not such proof" (CanPromote).
-//   - Fencing. "In one compare-and-swap, require that the durable checkpoint
-//     still contains C and G, write the selected successor and a greater
-//     generation, and mark its witness promoted" (Promotion is that
-//     compare-and-swap, as a value). "Never let a losing retry publish its
-//     candidate successor" (CanPublish, Abandon).
+//   - Empty-response boundary (invariant 6). A response without events is
+//     not complete merely because no event outcome is left to record: its
+//     successor advances only when evidence bound to that exact response
+//     proves that no required event lies between the durable applied
+//     boundary and the successor. A transient empty page or an undocumented
+//     end-of-stream flag is no such proof (CanPromote).
+//   - Fencing (invariant 2). Promotion is one compare-and-swap, as a value:
+//     it requires that the durable checkpoint still holds C and G, writes
+//     the selected successor and the next generation, and names the
+//     promoted witness on the checkpoint. A losing retry never publishes its
+//     candidate successor (CanPublish, Abandon).
 //   - Watermarks come only from a response's own CompleteThrough, never from
 //     the largest position seen, and a promotion never lowers the durable
-//     one. The applied boundary only rises.
+//     one (invariant 3). The applied boundary only rises.
 //   - Bad input is an error naming the partition and the positions: a
 //     missing id or position, a duplicate id in one response, positions out
 //     of order under an ordered contract, the same id at two positions, a
@@ -96,8 +97,8 @@
 //     fetch order keep the store's attempt order the fetch order). On
 //     ErrLoop, back off and fetch C again; on ErrBadResponse, park.
 //  2. Persist the witness before, or transactionally with, the first
-//     durable event outcome attributed to the response ("Create the witness
-//     before ... the first durable event outcome").
+//     durable event outcome attributed to the response (invariant 4,
+//     witness first).
 //  3. Load every witness for (C, G) and Classify the new one against the
 //     others, with the checkpoint's applied boundary (and, optionally, the
 //     receipts of the witness promoted into the checkpoint). On an error or

@@ -13,7 +13,8 @@ func FuzzClassify(f *testing.F) {
 	for _, seed := range [][]byte{
 		nil,
 		{0, 0, 0, 1, 0, 0, 1, 1, 2, 1, 0, 3, 2, 2, 2, 2},
-		// Dense positions, the retry drops an event (seed 001's 502).
+		// Dense positions, the retry drops an event (502 in
+		// docs/design.md#retry-example).
 		{1, 1, 0, 1, 1, 1, 1, 1, 1, 2, 1, 0, 1, 2, 0, 1, 2, 5, 0},
 		// Sparse with markers: insert, evidence, replay.
 		{2, 0, 1, 0, 0, 2, 3, 1, 3, 1, 3, 4, 0, 0, 3, 0, 0, 0, 7, 0, 0, 0, 0},

@@ -9,16 +9,16 @@ import (
 	"github.com/tidemark/tidemark/internal/coord"
 )
 
-// The reasoned examples of seed 001 ("Bind each successor cursor to its
-// exact retry response"), executed. Positions are dense in the first two
-// examples: the seed's 501, 502, 503 are consecutive.
+// The worked examples of docs/design.md#retry-example and
+// docs/design.md#empty-page-example, executed. Positions are dense in the
+// first two examples: 501, 502, 503 are consecutive.
 
-// Reference: seed 001, "Reasoned example", first paragraphs. Checkpoint
-// generation 9 holds C41; the first response has 501 and 502 with successor
-// N7; 501 becomes durable, then the worker crashes. The retry returns 501,
-// 502 and 503 with N8: 501 matches its receipt, 502 and 503 are handled, N8
-// is promoted from C41 at generation 9, and N7 is never promoted with
-// evidence from the second response.
+// docs/design.md#retry-example, first part. Checkpoint generation 9 holds
+// C41; the first response has 501 and 502 with successor N7; 501 becomes
+// durable, then the worker crashes. The retry returns 501, 502 and 503 with
+// N8: 501 matches its receipt, 502 and 503 are handled, N8 is promoted from
+// C41 at generation 9, and N7 is never promoted with evidence from the
+// second response.
 func TestSeed001_C41_RetryAddsPosition503_PromotesN8NotN7(t *testing.T) {
 	cp := checkpoint("C41", 9, 500, true)
 
@@ -66,10 +66,9 @@ func TestSeed001_C41_RetryAddsPosition503_PromotesN8NotN7(t *testing.T) {
 	assert.Contains(t, late.Reason, "losing retry never publishes")
 }
 
-// Reference: seed 001, "Reasoned example", last paragraph: "If the retry
-// instead omits 502 and the provider offers no snapshot or coverage rule
-// proving that 502 is no longer required, the consumer stops rather than
-// advancing either successor."
+// docs/design.md#retry-example, second part: when the retry omits 502 and
+// the provider offers no snapshot or coverage rule proving that 502 is no
+// longer required, neither successor advances.
 func TestSeed001_RetryOmits502_StopsAdvancing(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -222,10 +221,9 @@ func TestSeed001_EmptyResponseAtBoundary700_WithCoverageMarker_Promotes(t *testi
 	}
 }
 
-// Reference: seed 001, "Empty-response promotion boundary": "If the same
-// empty response contains only N9 and no coverage marker or documented
-// completeness rule, the consumer must leave its witness pending and must
-// not advance."
+// docs/design.md#empty-page-example, second part: when the same empty
+// response carries only N9, with no coverage marker and no documented
+// completeness rule, its witness stays pending and nothing advances.
 func TestSeed001_EmptyResponseAtBoundary700_WithoutMarker_StaysPending(t *testing.T) {
 	for _, tc := range []struct {
 		name     string

@@ -43,8 +43,8 @@ type EventWitness struct {
 	Digest   uint64
 }
 
-// Witness is the durable record of one successful fetch (seed 001, "Record a
-// response witness").
+// Witness is the durable record of one successful fetch (see "response
+// witness" in docs/design.md#vocabulary).
 type Witness struct {
 	Scope     string
 	Partition string
@@ -185,8 +185,12 @@ type Contract struct {
 	// position is the previous one + 1), so "the next required position" is
 	// known. Implies OrderedPositions.
 	DensePositions bool
-	// ExclusiveBoundary: a retry may legitimately omit events at or below the
-	// durable applied boundary (the provider resumes strictly after it).
+	// ExclusiveBoundary: the provider resumes strictly after the durable
+	// applied boundary. Omissions at or below the boundary are never a gap
+	// either way; with ExclusiveBoundary an event at or below it that a
+	// response repeats must match a known receipt, or the response is
+	// unprovable divergence (coverage rule (a); see
+	// docs/design.md#provider-contract).
 	ExclusiveBoundary bool
 	// SnapshotMarker: a response's Marker names a stable snapshot; two
 	// responses with the same marker enumerate the same stream, and a marker

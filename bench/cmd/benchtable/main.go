@@ -1,7 +1,7 @@
 // Command benchtable turns the output of tidemark's benchmarks (go test
 // -bench over ./bench/ and ./internal/frontier/, see scripts/bench) into the
-// one markdown table of issue 8. Every figure is the median of the samples
-// (-count) of its benchmark.
+// one markdown table of the README's "Benchmarks" section. Every figure is
+// the median of the samples (-count) of its benchmark.
 //
 // Usage:
 //

@@ -129,9 +129,10 @@ func testPromoteCAS(t *testing.T, s store.Store) {
 	requireStored(t, s, want)
 }
 
-// Seed 000's reasoned example: A is complete through 120; a retry of an
-// older A page finishes late and loses its compare-and-swap; it cannot lower
-// the watermark, not even after re-reading the winner.
+// The frontier example of docs/design.md#frontier-example: A is complete
+// through 120; a retry of an older A page finishes late and loses its
+// compare-and-swap; it cannot lower the watermark, not even after
+// re-reading the winner.
 func testStaleRetryLoses(t *testing.T, s store.Store) {
 	g1 := create(t, s, key, "C0")
 	fresh := promotion(g1, "C1", "fresh")

@@ -151,7 +151,7 @@ func testRenewIncrements(t *testing.T, s store.Store) {
 	requireLeaseFence(t, err, held)
 }
 
-// Reference: DESIGN.md section 2, invariant 2 (Fencing). b takes the lease
+// docs/design.md#invariants, invariant 2 (fencing). b takes the lease
 // of a (a steal, or the take-over of a lease b saw expired); every write of
 // a that carries its old lease is fenced and changes nothing.
 func testStealFencesZombie(t *testing.T, s store.Store) {

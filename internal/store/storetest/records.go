@@ -49,8 +49,9 @@ func testMembershipCAS(t *testing.T, s store.Store) {
 func firstErr[T any](_ T, err error) error { return err }
 
 // The published frontier never decreases within an epoch; a newer epoch may
-// start lower; an older epoch is refused (invariants 3 and 7; seed 000's
-// example: A at 120, B at 90 -> 90, then B at 110 -> 110).
+// start lower; an older epoch is refused (invariants 3 and 7; the example
+// of docs/design.md#frontier-example: A at 120, B at 90 -> 90, then B at
+// 110 -> 110).
 func testFrontierMonotone(t *testing.T, s store.Store) {
 	const scope = "orders"
 	f90 := store.Frontier{Scope: scope, Epoch: 1, Scalar: integer(90), HeldBy: []string{"B"}}

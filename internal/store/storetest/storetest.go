@@ -10,8 +10,9 @@
 //	}
 //
 // newStore is called once per subtest and must return an empty store.
-// Test names point back to the invariants of the shared DESIGN.md (section 2)
-// and to the store package documentation.
+// Test names point back to the invariants of docs/design.md#invariants
+// (the numbers in the comments below are that list's) and to the store
+// package documentation.
 package storetest
 
 import (

@@ -41,7 +41,8 @@ func witnesses(t *testing.T, s store.Store, k store.Key, gen uint64) []witness.W
 	return ws
 }
 
-// Every field seed 001 lists survives a round trip.
+// Every field of a response witness (docs/design.md#vocabulary) survives a
+// round trip.
 func testWitnessRoundTrip(t *testing.T, s store.Store) {
 	events := []witness.EventWitness{
 		{IDHash: 0, Position: math.MinInt64, Digest: 0},

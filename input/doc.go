@@ -1,0 +1,67 @@
+// Package input is the paginated_partitions Benthos input: it reads every
+// partition of an event source page by page through a provider (package
+// provider; the http and simulated providers live below this package),
+// records a durable response witness for every page before any of its
+// events leaves the input, classifies retries of the same cursor with the
+// pure core (internal/witness), and moves a partition's checkpoint to a
+// page's successor with one conditional write (internal/store) only after
+// the outputs acknowledged every event of that exact page. It also keeps the
+// scope's membership record and publishes the combined frontier
+// (internal/frontier), and, with a `leases` object, shares the partitions
+// of a scope between instances (lease.go).
+//
+// The design, its vocabulary and the tests that guard each rule are in
+// docs/design.md; the numbers below are that document's invariants
+// (docs/design.md#invariants).
+//
+// # Invariants
+//
+//   - Binding (invariant 1). A page's successor is promoted only by the
+//     core's decision for that page's own witness and verdict
+//     (decidePromotion), with completion read from that page's own receipts
+//     or evidence; pages fetched ahead from a successor that is not durable
+//     are dropped when the chain restarts or holds.
+//   - Fencing (invariant 2). Every progress write is conditional:
+//     CreateCheckpoint on absence, Promote on the cursor, generation (and
+//     lease) read, SetParked likewise, SwapMembership on the epoch,
+//     PublishFrontier on the record last read. A lost write re-reads the
+//     winner and restarts the chain from it; a write with an unknown outcome
+//     is resolved by reading (store.ResolvePromotion), never by a blind
+//     rewrite. With leases every Promote and SetParked carries the worker's
+//     current lease (leasedStore) and a fenced worker stops
+//     (docs/design.md#leases-and-fencing).
+//   - Monotone (invariant 3). The core never proposes a lower watermark;
+//     promotions happen strictly in page order, one generation at a time.
+//   - Witness first (invariant 4). onFetched writes a new witness before
+//     its events are queued for emission; an exact replay resumes a witness
+//     that is already durable.
+//   - Classification (invariant 5). A response that cannot be proven safe
+//     is never emitted: unprovable divergence, an expired cursor and a
+//     refused promotion go to the contract's recovery (a restart promotion
+//     to a provider boundary, or parking); a response that cannot be
+//     reconciled, a malformed page and a permanent fetch error park the
+//     partition with a reason in the log, the tidemark_parks metric and the
+//     checkpoint. The other partitions go on.
+//   - Empty pages (invariant 6). An empty response without evidence bound
+//     to it is no answer: nothing is recorded, the cursor is polled again.
+//   - No loss (invariant 9). Nothing is promoted before every event of the
+//     page has a terminal outcome downstream (an ack); nacks, lost acks at a
+//     hard stop and crashes lead to replays, never to gaps. Delivery is at
+//     least once.
+//
+// # Structure
+//
+// input.go holds the component (Connect starts one goroutine per partition,
+// ReadBatch hands out the batches they queue, message sets the tidemark_*
+// metadata); partition.go the per-partition worker and its chain of pages
+// in flight (docs/design.md#partition-lifecycle); reconcile.go the calls
+// into the core; membership.go the membership record and the frontier
+// publisher (docs/design.md#frontier-and-membership-epochs); lease.go
+// scale-out; spec.go the config spec; metrics.go the tidemark_* metrics
+// (docs/design.md#metadata-and-metrics).
+//
+// Where the input falls short of the design (completion not recorded on
+// the checkpoint, a last page without successor held, the membership and
+// the other instances' checkpoints read once per Connect) is listed in
+// docs/design.md#known-gaps.
+package input
