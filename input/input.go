@@ -16,6 +16,7 @@ import (
 	"github.com/tidemark/tidemark/input/provider"
 	"github.com/tidemark/tidemark/input/simulated"
 	"github.com/tidemark/tidemark/internal/feed"
+	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/witness"
 )
@@ -254,20 +255,20 @@ func (in *paginatedInput) partitionStopped(*partition) {}
 // promotes.
 func (in *paginatedInput) observeCheckpoint(cp store.Checkpoint) {
 	in.metrics.generation.Set(int64(cp.Generation), cp.Partition)
-	if !cp.Watermark.IsZero() && cp.Watermark.Kind != 3 {
+	if !cp.Watermark.IsZero() && cp.Watermark.Kind != coord.KindString {
 		in.metrics.watermark.Set(cp.Watermark.Int, cp.Partition)
 	}
 	publishCheckpoint(cp)
 }
 
 // fetchWithRetry fetches a page, retrying transient failures with
-// exponential back-off. Expired cursors and malformed pages are returned at
-// once.
+// exponential back-off. Expired cursors, malformed pages and permanent
+// failures are returned at once.
 func (in *paginatedInput) fetchWithRetry(ctx context.Context, p *partition, req provider.Request) (resp witnessResponse, err error) {
 	backoff := in.cfg.FetchBackoff
 	for try := 0; ; try++ {
 		resp, err = in.prov.Fetch(ctx, req)
-		if err == nil || errors.Is(err, provider.ErrExpired) || errors.Is(err, provider.ErrMalformed) || ctx.Err() != nil || try >= in.cfg.FetchRetries {
+		if err == nil || errors.Is(err, provider.ErrExpired) || errors.Is(err, provider.ErrMalformed) || errors.Is(err, provider.ErrPermanent) || ctx.Err() != nil || try >= in.cfg.FetchRetries {
 			return resp, err
 		}
 		p.log.Debugf("Partition %s: transient fetch failure (try %d): %v", p.key.Partition, try+1, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/tidemark/tidemark/input/provider"
+	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/witness"
 )
@@ -80,11 +81,23 @@ type partition struct {
 	// tail's generation becomes durable.
 	tailApplied    int64
 	tailHasApplied bool
-	extend         bool // whether the tail may be fetched past
-	done           bool
-	outbox         []emission
-	results        chan fetchResult
-	pollAt         time.Time
+	// tailWatermark is the complete-through watermark the checkpoint will
+	// hold when the tail's generation becomes durable: what a fetch of the
+	// tail's cursor is requested with, so every fetch of one (cursor,
+	// generation) sees the same watermark.
+	tailWatermark coord.Watermark
+	// promotedEvents are the events of the witness whose successor is the
+	// durable cursor: all durable, the receipts a retry of that cursor is
+	// checked against.
+	promotedEvents []witness.EventWitness
+	// restarts counts restarts from a boundary since the last promotion of
+	// a real response; it sets the back-off and, past maxRestarts, parks.
+	restarts int
+	extend   bool // whether the tail may be fetched past
+	done     bool
+	outbox   []emission
+	results  chan fetchResult
+	pollAt   time.Time
 }
 
 type emission struct {
@@ -140,6 +153,13 @@ func (p *partition) run(ctx context.Context) {
 			p.waitUnparked(ctx)
 			continue
 		}
+		if p.cp.Complete {
+			p.done = true
+			p.log.Infof("Partition %s is complete (durably, at generation %d) through %s: nothing is read again", p.key.Partition, p.cp.Generation, p.cp.Watermark)
+			p.in.partitionDone(p)
+			<-ctx.Done()
+			return
+		}
 		err := p.runChain(ctx)
 		if ctx.Err() != nil {
 			return
@@ -183,18 +203,49 @@ func (p *partition) load(ctx context.Context) error {
 		return err
 	}
 	// One query for every witness an earlier incarnation (or an earlier
-	// chain) left at or above the durable generation; afterwards the map is
-	// complete, so pages in steady state need no reads.
-	ws, err := p.in.store.WitnessesFrom(ctx, p.key, cp.Generation)
+	// chain) left at or above the generation before the durable one;
+	// afterwards the map is complete, so pages in steady state need no
+	// reads. The promoted witness of the generation before is the durable
+	// cursor's receipts; the other pending witnesses of that generation lost
+	// and are marked abandoned (again, if an earlier incarnation could not).
+	from := max(cp.Generation, 2) - 1
+	ws, err := p.in.store.WitnessesFrom(ctx, p.key, from)
 	if err != nil {
 		return err
 	}
 	p.cp = cp
 	p.prior = map[uint64][]witness.Witness{}
+	p.promotedEvents = nil
+	var older []witness.Witness
 	for _, w := range ws {
-		p.prior[w.Generation] = append(p.prior[w.Generation], w)
+		switch {
+		case w.Generation >= cp.Generation:
+			p.prior[w.Generation] = append(p.prior[w.Generation], w)
+		case w.AttemptID == cp.PromotedWitness:
+			p.promotedEvents = w.Events
+		default:
+			older = append(older, w)
+		}
+	}
+	for _, id := range witness.Abandon(witnessCheckpoint(cp), older) {
+		p.setAbandoned(ctx, from, id)
 	}
 	p.in.observeCheckpoint(cp)
+	return nil
+}
+
+// receiptsFor returns the durable (or, for a page fetched ahead, soon
+// durable) receipts a response for generation gen is checked against: the
+// events of the witness whose successor is its cursor.
+func (p *partition) receiptsFor(gen uint64) []witness.EventWitness {
+	if gen == p.cp.Generation {
+		return p.promotedEvents
+	}
+	for _, pg := range p.chain {
+		if pg.fromGen+1 == gen {
+			return pg.w.Events
+		}
+	}
 	return nil
 }
 
@@ -230,6 +281,7 @@ func (p *partition) runChain(ctx context.Context) error {
 	p.tailCur = p.cp.Cursor
 	p.tailGen = p.cp.Generation
 	p.tailApplied, p.tailHasApplied = p.cp.Applied, p.cp.HasApplied
+	p.tailWatermark = p.cp.Watermark
 	p.extend = true
 	p.pollAt = time.Time{}
 	// Pages of an earlier chain may still be acked; their acks are ignored.
@@ -291,7 +343,7 @@ func (p *partition) maybeFetch(ctx context.Context) {
 	p.fetching = true
 	cursor, gen, chainID := p.tailCur, p.tailGen, p.chainID
 	attempt := len(p.prior[gen])
-	wm := p.cp.Watermark
+	wm := p.tailWatermark
 	go func() {
 		resp, err := p.in.fetchWithRetry(ctx, p, provider.Request{
 			Scope: p.key.Scope, Partition: p.key.Partition, Cursor: cursor, Watermark: wm, Attempt: attempt,
@@ -339,8 +391,11 @@ func (p *partition) onFetched(ctx context.Context, r fetchResult) error {
 		// witness write below, so the store's latency is not on the
 		// fetch path (a fetch of a chain that then fails is discarded).
 		p.tailCur, p.tailGen = pg.w.Successor, r.gen+1
-		if n := len(pg.w.Events); n > 0 {
-			p.tailApplied, p.tailHasApplied = max(pg.w.Events[n-1].Position, p.tailApplied), true
+		for _, e := range pg.w.Events {
+			p.tailApplied, p.tailHasApplied = max(e.Position, p.tailApplied), true
+		}
+		if ct := pg.w.CompleteThrough; !ct.IsZero() && (p.tailWatermark.IsZero() || p.tailWatermark.Less(ct)) {
+			p.tailWatermark = ct
 		}
 		p.maybeFetch(ctx)
 	} else {
@@ -462,7 +517,12 @@ func (p *partition) promoteHead(ctx context.Context) error {
 		case witness.Hold:
 			// Every event delivered, but no evidence to move past it (or
 			// nothing would change): keep the witness pending and poll the
-			// same cursor again, or stop if the partition is complete.
+			// same cursor again, or stop if the partition is caught up. The
+			// receipts are recorded first, so the next poll's exact replay
+			// resumes the witness with every event done and emits nothing.
+			if err := p.writeReceipt(ctx, pg); err != nil {
+				return err
+			}
 			p.chain = p.chain[1:]
 			if p.ended(pg) {
 				p.done = true
@@ -471,6 +531,7 @@ func (p *partition) promoteHead(ctx context.Context) error {
 			p.log.Debugf("Partition %s holds at generation %d: %s", p.key.Partition, pg.fromGen, d.Reason)
 			p.tailCur, p.tailGen = p.cp.Cursor, p.cp.Generation
 			p.tailApplied, p.tailHasApplied = p.cp.Applied, p.cp.HasApplied
+			p.tailWatermark = p.cp.Watermark
 			if len(p.chain) > 0 {
 				// Pages fetched past a held page were fetched from a
 				// successor that is not durable: abandon them (their events
@@ -498,6 +559,7 @@ func (p *partition) promoteHead(ctx context.Context) error {
 			// the new durable cursor.
 			p.tailCur, p.tailGen = p.cp.Cursor, p.cp.Generation
 			p.tailApplied, p.tailHasApplied = p.cp.Applied, p.cp.HasApplied
+			p.tailWatermark = p.cp.Watermark
 			p.extend = true
 			p.pollAt = time.Now().Add(p.in.cfg.PollInterval)
 		}
@@ -505,12 +567,12 @@ func (p *partition) promoteHead(ctx context.Context) error {
 	return nil
 }
 
-// ended reports whether the partition stops after pg: the provider sealed
-// it (nothing will ever follow; polling it again would only promote new
-// generations of the same empty page), or it is complete and the input
-// exits when every partition is.
+// ended reports whether the partition stops after pg: its checkpoint is
+// durably complete (the provider sealed it, or its finite traversal ended),
+// or it is caught up on evidence bound to pg and the input exits when every
+// partition is.
 func (p *partition) ended(pg *page) bool {
-	return pg.w.Sealed || (pg.verdict.final && p.in.cfg.ExitWhenComplete)
+	return p.cp.Complete || (pg.verdict.final && p.in.cfg.ExitWhenComplete)
 }
 
 func (p *partition) writeReceipt(ctx context.Context, pg *page) error {
@@ -544,11 +606,11 @@ func (p *partition) promote(ctx context.Context, pg *page) error {
 		if errors.As(err, &fe) {
 			p.in.metrics.casConflicts.Incr(1)
 			p.log.Warnf("Partition %s lost the promotion from generation %d (attempt %s): %v; re-reading the winner", p.key.Partition, pg.fromGen, pg.w.AttemptID, err)
-			// Abandon the witness only when the winner has moved the
-			// checkpoint off its (cursor, generation). A park or a lease
-			// change leaves (C, G) in place: the witness stays pending and
-			// is resumed by the next exact replay.
-			if w := fe.Winner; w != nil && (w.Generation != pg.fromGen || !bytes.Equal(w.Cursor, pg.fromCursor)) {
+			// Abandon the witness only when the winner shows another
+			// response promoted from its (cursor, generation). A park or a
+			// lease change leaves (C, G) in place: the witness stays
+			// pending and is resumed by the next exact replay.
+			if lostTo(fe.Winner, pg) {
 				p.abandon(ctx, pg)
 			}
 			return errRestartChain
@@ -567,7 +629,13 @@ func (p *partition) promote(ctx context.Context, pg *page) error {
 					return nil
 				}
 				if cp.Generation != prom.FromGeneration || string(cp.Cursor) != string(prom.FromCursor) {
-					p.abandon(ctx, pg)
+					// Overtaken. Our witness lost only if the promotion out
+					// of its generation names another witness; a checkpoint
+					// that has moved further says nothing about it, so it
+					// stays pending.
+					if lostTo(&cp, pg) {
+						p.abandon(ctx, pg)
+					}
 					return errRestartChain
 				}
 				break // not applied, still ours to promote: write again
@@ -583,6 +651,8 @@ func (p *partition) promote(ctx context.Context, pg *page) error {
 
 func (p *partition) promoted(ctx context.Context, pg *page, cp store.Checkpoint) {
 	p.cp = cp
+	p.promotedEvents = pg.w.Events
+	p.restarts = 0
 	pg.w.Disposition = witness.Promoted
 	p.rememberWitness(pg.w)
 	p.in.metrics.promotions.Incr(1)
@@ -598,9 +668,24 @@ func (p *partition) promoted(ctx context.Context, pg *page, cp store.Checkpoint)
 	delete(p.prior, pg.fromGen)
 }
 
+// lostTo reports whether the observed checkpoint proves that another
+// response than pg's won the promotion out of pg's generation: it is the
+// very next generation and names another witness.
+func lostTo(winner *store.Checkpoint, pg *page) bool {
+	return winner != nil && winner.Generation == pg.fromGen+1 && winner.PromotedWitness != pg.w.AttemptID
+}
+
 func (p *partition) abandon(ctx context.Context, pg *page) {
-	if err := p.in.store.SetDisposition(ctx, p.key, pg.fromGen, pg.w.AttemptID, witness.Abandoned); err != nil && !errors.Is(err, store.ErrFenced) {
-		p.log.Debugf("Partition %s: marking witness %s abandoned: %v", p.key.Partition, pg.w.AttemptID, err)
+	p.setAbandoned(ctx, pg.fromGen, pg.w.AttemptID)
+}
+
+// setAbandoned marks a witness abandoned. Dispositions are hints that only
+// save classification work: "promoted" is never stored (the checkpoint's
+// promoted witness says it), "abandoned" is redone on the next load when a
+// write is lost.
+func (p *partition) setAbandoned(ctx context.Context, gen uint64, attempt string) {
+	if err := p.in.store.SetDisposition(ctx, p.key, gen, attempt, witness.Abandoned); err != nil && !errors.Is(err, store.ErrFenced) {
+		p.log.Debugf("Partition %s: marking witness %s abandoned: %v", p.key.Partition, attempt, err)
 	}
 }
 
@@ -629,6 +714,14 @@ func (p *partition) onFetchError(ctx context.Context, r fetchResult) error {
 	}
 }
 
+// maxRestarts is how many restarts from a boundary in a row, without a
+// response promoted in between, a partition makes before it parks;
+// maxRestartBackoff caps the wait before each of them.
+const (
+	maxRestarts       = 8
+	maxRestartBackoff = 30 * time.Second
+)
+
 // recover applies the contract's recovery for divergence or expiry: a
 // restart from a provider-supported stable boundary (one conditional
 // write), or parking.
@@ -637,6 +730,20 @@ func (p *partition) recover(ctx context.Context, reason string) error {
 	rs, ok := p.in.prov.(provider.Restarter)
 	if contract.Recovery == witness.RecoveryPark || !ok {
 		return p.park(ctx, reason)
+	}
+	p.restarts++
+	if p.restarts > maxRestarts {
+		return p.park(ctx, fmt.Sprintf("%s; %d restarts from a stable boundary in a row made no progress", reason, maxRestarts))
+	}
+	// Back off before each further restart without progress, so a boundary
+	// that diverges again does not loop at full speed.
+	if p.restarts > 1 {
+		d := min(p.in.cfg.PollInterval<<(p.restarts-2), maxRestartBackoff)
+		p.log.Infof("Partition %s: restart %d without progress, waiting %s first", p.key.Partition, p.restarts, d)
+		p.sleep(ctx, d)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 	}
 	// Drain: the restart happens from the durable checkpoint, so wait for
 	// nothing; pages in flight are abandoned (their events may repeat).

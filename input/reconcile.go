@@ -22,8 +22,8 @@ type verdict struct {
 	// carries completion evidence for its own successor, so the chain may be
 	// fetched past it.
 	promotable bool
-	// final: the provider says nothing follows (sealed, or an empty page
-	// without has_more).
+	// final: the partition is caught up for exit_when_complete: an empty
+	// page with evidence bound to it and no has_more.
 	final    bool
 	ids      []string
 	payloads [][]byte
@@ -38,11 +38,8 @@ func (in *paginatedInput) reconcile(p *partition, r fetchResult, prior []witness
 		Generation: r.gen, InputCursor: r.cursor,
 		AttemptID: in.newAttemptID(), Response: r.resp, Contract: contract,
 	})
-	// An empty response without has_more (or sealed) says nothing follows,
-	// also when it is no answer: exit_when_complete needs that.
-	final := r.resp.Sealed || (len(r.resp.Events) == 0 && !r.resp.HasMore)
 	if errors.Is(err, witness.ErrLoop) {
-		return verdict{class: "idle", idle: true, final: final, reason: err.Error()}, nil
+		return verdict{class: "idle", idle: true, final: caughtUp(r.resp, false), reason: err.Error()}, nil
 	}
 	if err != nil {
 		return verdict{}, err
@@ -53,12 +50,12 @@ func (in *paginatedInput) reconcile(p *partition, r fetchResult, prior []witness
 		// ever. Record nothing and poll the cursor again; in particular a
 		// transient empty retry of a cursor whose earlier response had
 		// events is not divergence, it is no answer.
-		return verdict{class: "empty_no_evidence", idle: true, final: final, reason: "empty response without evidence"}, nil
+		return verdict{class: "empty_no_evidence", idle: true, final: caughtUp(r.resp, false), reason: "empty response without evidence"}, nil
 	}
 	applied, hasApplied := p.tailApplied, p.tailHasApplied
 	cv, err := witness.Classify(witness.ClassifyInput{
 		Contract: contract, Applied: applied, HasApplied: hasApplied,
-		Prior: prior, Witness: w,
+		Prior: prior, Receipts: p.receiptsFor(r.gen), Witness: w,
 	})
 	if err != nil {
 		return verdict{}, err
@@ -78,7 +75,7 @@ func (in *paginatedInput) reconcile(p *partition, r fetchResult, prior []witness
 	all := v.w
 	all.AckedThrough = len(all.Events)
 	v.promotable = witness.CanPromote(contract, all).Complete
-	v.final = r.resp.Sealed || (len(r.resp.Events) == 0 && !r.resp.HasMore)
+	v.final = caughtUp(r.resp, v.promotable)
 	v.ids = make([]string, len(r.resp.Events))
 	v.payloads = make([][]byte, len(r.resp.Events))
 	for i, e := range r.resp.Events {
@@ -87,21 +84,34 @@ func (in *paginatedInput) reconcile(p *partition, r fetchResult, prior []witness
 	return v, nil
 }
 
+// caughtUp reports whether an empty response says the partition is caught
+// up, for exit_when_complete: its emptiness is evidence bound to it
+// (evidenced), or the provider states its "more pages" flag and it is
+// false. A transient empty page of a source that states neither (has_more
+// unmapped, empty_page: no_evidence) never counts.
+func caughtUp(r witness.Response, evidenced bool) bool {
+	return len(r.Events) == 0 && !r.HasMore && (evidenced || r.HasMoreKnown)
+}
+
 // decidePromotion asks the core whether the head page's successor may be
 // promoted from the durable checkpoint now.
 func (in *paginatedInput) decidePromotion(p *partition, pg *page) witness.Decision {
-	cp := p.cp
 	return witness.DecidePromotion(witness.PromotionInput{
-		Contract: in.prov.Contract(),
-		Checkpoint: witness.Checkpoint{
-			Scope: cp.Scope, Partition: cp.Partition, Cursor: cp.Cursor, Generation: cp.Generation,
-			Applied: cp.Applied, HasApplied: cp.HasApplied, Watermark: cp.Watermark,
-			PromotedWitness: cp.PromotedWitness, Parked: cp.Parked,
-		},
+		Contract:   in.prov.Contract(),
+		Checkpoint: witnessCheckpoint(p.cp),
 		Witness:   pg.w,
 		Verdict:   pg.verdict.core,
 		Witnesses: p.prior[pg.fromGen],
 	})
+}
+
+// witnessCheckpoint is the part of a stored checkpoint the core reads.
+func witnessCheckpoint(cp store.Checkpoint) witness.Checkpoint {
+	return witness.Checkpoint{
+		Scope: cp.Scope, Partition: cp.Partition, Cursor: cp.Cursor, Generation: cp.Generation,
+		Applied: cp.Applied, HasApplied: cp.HasApplied, Watermark: cp.Watermark,
+		PromotedWitness: cp.PromotedWitness, Parked: cp.Parked, Complete: cp.Complete,
+	}
 }
 
 // storePromotion turns the core's decision into the store's one
@@ -116,6 +126,7 @@ func (in *paginatedInput) storePromotion(p *partition, d witness.Promotion) stor
 		Watermark:      d.Watermark,
 		Applied:        d.Applied,
 		HasApplied:     d.HasApplied,
+		Complete:       d.Complete,
 		Epoch:          in.epoch(),
 		Lease:          p.cp.Lease,
 	}

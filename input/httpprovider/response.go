@@ -142,6 +142,7 @@ func (p *Provider) mapResponse(rq *builtRequest, res *httpResult) (witness.Respo
 		}
 	}
 	if m.HasMore != nil {
+		out.HasMoreKnown = true
 		if out.HasMore, err = mapBool(msg, m.HasMore, hpFieldHasMore); err != nil {
 			return witness.Response{}, rq.malformed(err.Error(), errors.Unwrap(err))
 		}

@@ -57,6 +57,7 @@
 //	            ep         N     membership epoch of the last write
 //	            wid        S     promoted witness (attempt id)
 //	            park       S     parked reason (absent: not parked)
+//	            done       BOOL  the partition is complete (sealed, or a finite traversal ended; absent: not)
 //	            lo, lc     S, N  lease owner and counter (absent: no lease)
 //	witness     in         B     input cursor
 //	            succ       B     exact successor cursor

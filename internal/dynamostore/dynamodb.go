@@ -230,7 +230,8 @@ func (s *DynamoStore) indexPartition(ctx context.Context, k store.Key) error {
 
 // Promote implements store.Store with ONE UpdateItem on the checkpoint item:
 //
-//	SET cur = :to, gen = :g + 1, ep = :ep, wid = :wid [, wmk = :k, wm = :w] [, app = :a]
+//	SET cur = :to, gen = :g + 1, ep = :ep, wid = :wid [, wmk = :k, wm = :w] [, app = :a] [, done = true]
+//	[REMOVE done]
 //	IF  cur = :from AND gen = :g AND attribute_not_exists(park)
 //	    [AND lo = :lo AND lc = :lc]
 //	    [AND (attribute_not_exists(wmk) OR (wmk = :k AND wm <= :w))]
@@ -270,6 +271,11 @@ func (s *DynamoStore) Promote(ctx context.Context, p store.Promotion) (store.Che
 	}
 	if p.HasApplied {
 		set = append(set, e.n(attrApplied)+" = "+e.v("app", avI(p.Applied)))
+	}
+	if p.Complete {
+		set = append(set, e.n(attrComplete)+" = "+e.v("done", avBool(true)))
+	} else {
+		remove = append(remove, e.n(attrComplete))
 	}
 	update := "SET " + strings.Join(set, ", ")
 	if len(remove) > 0 {

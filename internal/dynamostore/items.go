@@ -38,6 +38,7 @@ const (
 	attrEpoch        = "ep"
 	attrWitnessID    = "wid"
 	attrParked       = "park"
+	attrComplete     = "done"
 	attrLeaseOwner   = "lo"
 	attrLeaseCounter = "lc"
 
@@ -314,6 +315,9 @@ func checkpointItem(c store.Checkpoint) item {
 	if r := store.CleanReason(c.Parked); r != "" {
 		it[attrParked] = avS(r)
 	}
+	if c.Complete {
+		it[attrComplete] = avBool(true)
+	}
 	if !c.Lease.IsZero() {
 		it[attrLeaseOwner] = avS(c.Lease.Owner)
 		it[attrLeaseCounter] = avU(c.Lease.Counter)
@@ -343,6 +347,8 @@ func decodeCheckpoint(k store.Key, it item) (store.Checkpoint, error) {
 	c.PromotedWitness, err = getS(it, attrWitnessID)
 	add(err)
 	c.Parked, err = getS(it, attrParked)
+	add(err)
+	c.Complete, err = getBool(it, attrComplete)
 	add(err)
 	c.Lease.Owner, err = getS(it, attrLeaseOwner)
 	add(err)

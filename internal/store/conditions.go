@@ -59,6 +59,7 @@ func PromotionApplied(p Promotion, stored Checkpoint) bool {
 		stored.PromotedWitness == p.WitnessID &&
 		bytes.Equal(stored.Cursor, p.To) &&
 		(p.Watermark.IsZero() || SameWatermark(stored.Watermark, p.Watermark)) &&
+		stored.Complete == p.Complete &&
 		(!p.Lease.Held() || stored.Lease == p.Lease)
 }
 

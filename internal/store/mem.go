@@ -107,6 +107,7 @@ func (s *MemStore) Promote(_ context.Context, p Promotion) (Checkpoint, error) {
 	if p.HasApplied {
 		next.Applied, next.HasApplied = p.Applied, true
 	}
+	next.Complete = p.Complete
 	s.checkpoints[p.Key] = next
 	return cloneCheckpoint(next), nil
 }

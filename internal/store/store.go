@@ -87,6 +87,13 @@ type Checkpoint struct {
 	PromotedWitness string
 	// Parked, when not empty, is the reason the partition stopped advancing.
 	Parked string
+	// Complete is set by a promotion that completed the partition: the
+	// provider sealed it, or a finite traversal ended (a last page without
+	// a successor under missing_successor: end_of_traversal). It survives
+	// restarts: a complete partition is never read again, and it is the
+	// proof of sealing a membership removal needs. Any later promotion (an
+	// operator's restart) clears it.
+	Complete bool
 	// Lease is the current owner of the partition, if leases are used
 	// ({"", n} once released: unowned, counter n).
 	Lease Lease
@@ -111,6 +118,9 @@ type Promotion struct {
 	HasApplied bool
 	// Epoch is written to the checkpoint.
 	Epoch uint64
+	// Complete marks the partition complete (Checkpoint.Complete); false
+	// clears the mark.
+	Complete bool
 	// Lease, when it names an owner, must equal the stored lease (owner
 	// and counter); a lease without an owner imposes no condition
 	// (Lease.Fence). Every instance of a scope must use leases, or none.

@@ -27,6 +27,9 @@ type Checkpoint struct {
 	// unprovable divergence, a bad response). Nothing is promoted from a
 	// parked checkpoint.
 	Parked string
+	// Complete: the partition is complete (sealed, or its finite traversal
+	// ended). Nothing is promoted from a complete checkpoint.
+	Complete bool
 }
 
 // holds reports whether cp still holds the (scope, partition, cursor,
@@ -124,6 +127,10 @@ type Promotion struct {
 	HasApplied bool
 	// Sealed: the provider says the partition ends with this response.
 	Sealed bool
+	// Complete: the promotion completes the partition (Sealed, or a last
+	// page without a successor under MissingSuccessorEndsTraversal); the
+	// store keeps the mark with the checkpoint.
+	Complete bool
 }
 
 // Decision is DecidePromotion's answer.
@@ -180,6 +187,8 @@ func DecidePromotion(in PromotionInput) Decision {
 		return refuse("attempt %s is %s", w.AttemptID, w.Disposition)
 	case cp.Parked != "":
 		return refuse("partition %s is parked: %s", cp.Partition, cp.Parked)
+	case cp.Complete:
+		return refuse("partition %s is complete: nothing follows its last page", cp.Partition)
 	case !cp.holds(w):
 		return refuse("partition %s: the checkpoint holds generation %d, cursor %s, not the generation %d, cursor %s attempt %s was fetched from: a losing retry never publishes its candidate successor",
 			w.Partition, cp.Generation, CursorHash(cp.Cursor), w.Generation, CursorHash(w.InputCursor), w.AttemptID)
@@ -199,16 +208,25 @@ func DecidePromotion(in PromotionInput) Decision {
 	if !comp.Complete {
 		return hold("attempt %s: %s", w.AttemptID, comp.Reason)
 	}
-	if len(w.Successor) == 0 && !w.Sealed {
-		return hold("attempt %s returned no successor: fetch the same cursor again later", w.AttemptID)
+	ends := len(w.Successor) == 0 && c.MissingSuccessor == MissingSuccessorEndsTraversal
+	if len(w.Successor) == 0 && !w.Sealed && !ends {
+		return hold("attempt %s returned no successor: under missing_successor poll the same cursor is fetched again later (its receipts keep its events from being emitted again)", w.AttemptID)
 	}
 	p := Promotion{
 		Scope: w.Scope, Partition: w.Partition,
 		FromCursor: clone(cp.Cursor), FromGeneration: cp.Generation,
 		To: clone(w.Successor), WitnessID: w.AttemptID,
-		Sealed: w.Sealed,
+		Sealed: w.Sealed, Complete: w.Sealed || ends,
+	}
+	if len(w.Successor) == 0 {
+		// The partition ends here: the checkpoint keeps the page's own
+		// cursor (an empty cursor would read as "never started").
+		p.To = clone(cp.Cursor)
 	}
 	reason := fmt.Sprintf("attempt %s: %s", w.AttemptID, comp.Reason)
+	if p.Complete {
+		reason += "; the partition is complete"
+	}
 	rises := false
 	if wm := comp.Watermark; !wm.IsZero() {
 		cmp, err := wm.Compare(cp.Watermark)
@@ -225,7 +243,7 @@ func DecidePromotion(in PromotionInput) Decision {
 			p.Applied = max(p.Applied, cp.Applied)
 		}
 	}
-	if len(w.Events) == 0 && bytes.Equal(w.Successor, cp.Cursor) && !rises && !w.Sealed {
+	if len(w.Events) == 0 && bytes.Equal(w.Successor, cp.Cursor) && !rises && !p.Complete {
 		return hold("attempt %s: nothing to advance: no events, its successor is the checkpoint's cursor and no watermark rises", w.AttemptID)
 	}
 	return Decision{Action: Promote, Reason: reason, Promotion: p}

@@ -80,6 +80,11 @@ func TestDecidePromotion(t *testing.T) {
 	vNoSucc := classify(t, dense, cp, noSucc)
 	sealed := acked(build(t, dense, "C41", 9, "s1", Response{Events: []Event{ev("e501", 501)}, Sealed: true}), 1)
 	vSealed := classify(t, dense, cp, sealed)
+	finite := with(dense, func(c *Contract) { c.MissingSuccessor = MissingSuccessorEndsTraversal })
+	last := acked(build(t, finite, "C41", 9, "l1", resp("", ev("e501", 501))), 1)
+	vLast := classify(t, finite, cp, last)
+	complete9 := cp
+	complete9.Complete = true
 
 	// A later fetch of C41 that shows another id at 502.
 	later := build(t, dense, "C41", 9, "a9", resp("N8", ev("e501", 501), ev("x502", 502)))
@@ -144,11 +149,19 @@ func TestDecidePromotion(t *testing.T) {
 		{name: "empty response back to its own cursor", contract: endOfData, cp: cp, w: stay, v: vStay, action: Hold, reason: "nothing to advance"},
 		{name: "empty response back to its own cursor, watermark rises", contract: finalThrough, cp: cp, w: stayWM, v: vStayWM, action: Promote, check: func(t *testing.T, p Promotion) { assert.Equal(t, coord.Integer(150), p.Watermark) }},
 		{name: "empty response back to its own cursor, same watermark", contract: finalThrough, cp: cp, w: stayOldWM, v: vStayOldWM, action: Hold, reason: "nothing to advance"},
-		{name: "no successor", contract: dense, cp: cp, w: noSucc, v: vNoSucc, action: Hold, reason: "no successor"},
+		{name: "no successor, poll", contract: dense, cp: cp, w: noSucc, v: vNoSucc, action: Hold, reason: "no successor"},
 		{name: "no successor, sealed", contract: dense, cp: cp, w: sealed, v: vSealed, action: Promote, check: func(t *testing.T, p Promotion) {
 			assert.True(t, p.Sealed)
-			assert.Empty(t, p.To)
+			assert.True(t, p.Complete)
+			assert.Equal(t, []byte("C41"), p.To, "a complete partition keeps its last cursor")
 		}},
+		{name: "no successor, end of a finite traversal", contract: finite, cp: cp, w: last, v: vLast, action: Promote, reason: "the partition is complete", check: func(t *testing.T, p Promotion) {
+			assert.True(t, p.Complete)
+			assert.False(t, p.Sealed)
+			assert.Equal(t, []byte("C41"), p.To)
+			assert.Equal(t, int64(501), p.Applied)
+		}},
+		{name: "complete partition", contract: finite, cp: complete9, w: last, v: vLast, action: Refuse, reason: "is complete"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := decide(tc.contract, tc.cp, tc.w, tc.v, tc.all...)
@@ -158,7 +171,9 @@ func TestDecidePromotion(t *testing.T) {
 				assert.Zero(t, d.Promotion)
 				return
 			}
-			assert.Equal(t, tc.w.Successor, d.Promotion.To, "only the witness's own successor")
+			if len(tc.w.Successor) > 0 {
+				assert.Equal(t, tc.w.Successor, d.Promotion.To, "only the witness's own successor")
+			}
 			assert.Equal(t, tc.w.AttemptID, d.Promotion.WitnessID)
 			if tc.check != nil {
 				tc.check(t, d.Promotion)

@@ -101,6 +101,9 @@ type Response struct {
 	Successor []byte
 	// HasMore is the provider's own "more pages" flag, when it has one.
 	HasMore bool
+	// HasMoreKnown: the provider states HasMore (the http provider: has_more
+	// is mapped). Without it a false HasMore says nothing.
+	HasMoreKnown bool
 	// Marker is the provider's snapshot or coverage marker, opaque.
 	Marker []byte
 	// CompleteThrough is the watermark the provider certifies for this
@@ -139,6 +142,34 @@ func (e EmptyPage) String() string {
 		return "final_through_watermark"
 	}
 	return fmt.Sprintf("empty_page(%d)", uint8(e))
+}
+
+// MissingSuccessor is what a response without a successor cursor means for
+// a source. The zero value is MissingSuccessorPoll.
+type MissingSuccessor uint8
+
+const (
+	// MissingSuccessorPoll: the source has nothing after this page yet; fetch
+	// the same cursor again later (a change feed's head). The page is held:
+	// its receipts are recorded so its acknowledged events are never emitted
+	// again, and its cursor is polled every poll interval.
+	MissingSuccessorPoll MissingSuccessor = iota
+	// MissingSuccessorEndsTraversal: a page without a successor is the last
+	// page of a finite traversal (an object listing, a Kubernetes list, a
+	// key range): once all its events have a durable outcome it is promoted
+	// with the partition marked complete, durably; the partition is never
+	// read again.
+	MissingSuccessorEndsTraversal
+)
+
+func (m MissingSuccessor) String() string {
+	switch m {
+	case MissingSuccessorPoll:
+		return "poll"
+	case MissingSuccessorEndsTraversal:
+		return "end_of_traversal"
+	}
+	return fmt.Sprintf("missing_successor(%d)", uint8(m))
 }
 
 // Recovery is what the provider contract allows when a partition cannot
@@ -213,6 +244,8 @@ type Contract struct {
 	// (WatermarkCoversPositions and a CompleteThrough at or above it);
 	// without this field an omitted event is always divergence.
 	EventsMayBeWithdrawn bool
+	// MissingSuccessor says what a response without a successor means.
+	MissingSuccessor MissingSuccessor
 	// Recovery is what to do on unprovable divergence or an expired cursor.
 	Recovery Recovery
 }

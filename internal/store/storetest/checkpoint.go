@@ -721,3 +721,37 @@ func testDeepCopies(t *testing.T, s store.Store) {
 	require.NoError(t, err)
 	require.Equal(t, integer(1), gotF.Vector["p0"])
 }
+
+// A promotion that completes the partition stores the mark with the
+// checkpoint, in the same conditional write: a reload (a restart) sees it,
+// ListCheckpoints sees it, a replay of the same promotion is recognised as
+// applied, and a later promotion (an operator's restart) clears it.
+func testCompletionIsDurable(t *testing.T, s store.Store) {
+	cp := create(t, s, key, "C1")
+	require.False(t, cp.Complete)
+	p := promotion(cp, "C1", "w-last")
+	p.Complete, p.Applied, p.HasApplied = true, 42, true
+	done := promote(t, s, p)
+	require.True(t, done.Complete)
+	require.Equal(t, []byte("C1"), done.Cursor, "a traversal that ended keeps its last cursor")
+
+	loaded, err := s.LoadCheckpoint(ctx(t), key)
+	require.NoError(t, err)
+	require.True(t, loaded.Complete, "completion survives a reload")
+	require.Equal(t, int64(42), loaded.Applied)
+	all, err := s.ListCheckpoints(ctx(t), key.Scope)
+	require.NoError(t, err)
+	require.Len(t, all, 1)
+	require.True(t, all[0].Complete)
+
+	again, err := s.Promote(ctx(t), p)
+	require.NoError(t, err, "a replayed completing promotion is recognised as applied")
+	require.Equal(t, done.Generation, again.Generation)
+
+	reopen := promotion(loaded, "", "restart:operator")
+	reopened := promote(t, s, reopen)
+	require.False(t, reopened.Complete, "a later promotion clears completion")
+	loaded, err = s.LoadCheckpoint(ctx(t), key)
+	require.NoError(t, err)
+	require.False(t, loaded.Complete)
+}

@@ -46,6 +46,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"WatermarkKeptWithoutNew", testWatermarkKeptWithoutNew},
 		{"StringWatermarkByteOrder", testStringWatermarkByteOrder},
 		{"ReplayedPromotion", testReplayedPromotion},
+		{"CompletionIsDurable", testCompletionIsDurable},
 		{"SetParkedConditional", testSetParkedConditional},
 		{"LeaseFencing", testLeaseFencing},
 		{"LostResponse", testLostResponse},
