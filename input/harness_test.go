@@ -42,6 +42,7 @@ import (
 	"github.com/tidemark/tidemark/input/simulated"
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/dynalitetest"
+	"github.com/tidemark/tidemark/internal/e2etest"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/witness"
 )
@@ -81,7 +82,7 @@ type harness struct {
 	st      store.Store // the test's own view of the checkpoint store
 	rec     *recorder
 	metrics *testMetrics
-	logs    *syncBuffer
+	logs    *e2etest.SyncBuffer
 
 	closed atomic.Int64 // inputs closed
 
@@ -98,7 +99,7 @@ func newHarness(t *testing.T, b backend, parts []string, n int64) *harness {
 		scope:     fmt.Sprintf("s%d-%s", scopeSeq.Add(1), unsafeScope.ReplaceAllString(t.Name(), "_")),
 		rec:       newRecorder(),
 		metrics:   newTestMetrics(),
-		logs:      &syncBuffer{},
+		logs:      &e2etest.SyncBuffer{},
 		delivered: map[string]int{},
 	}
 	if len(h.scope) > 200 {
@@ -119,7 +120,7 @@ func newHarness(t *testing.T, b backend, parts []string, n int64) *harness {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("last log lines of the streams:\n%s", h.logs.tail(80))
+			t.Logf("last log lines of the streams:\n%s", h.logs.Tail(80))
 		}
 	})
 	return h
@@ -472,18 +473,6 @@ func (h *harness) unparkAll() int {
 	return n
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // ---------------------------------------------------------------------------
 // Recorder: every durable witness and every successful promotion.
 
@@ -494,6 +483,7 @@ type promotionRecord struct {
 
 type recorder struct {
 	mu         sync.Mutex
+	loads      map[store.Key]int          // LoadCheckpoint calls
 	witnesses  map[string]witness.Witness // by attempt id, once durable
 	promotions map[store.Key][]promotionRecord
 	created    map[store.Key]store.Checkpoint
@@ -501,7 +491,15 @@ type recorder struct {
 }
 
 func newRecorder() *recorder {
-	return &recorder{witnesses: map[string]witness.Witness{}, promotions: map[store.Key][]promotionRecord{}, created: map[store.Key]store.Checkpoint{}}
+	return &recorder{loads: map[store.Key]int{}, witnesses: map[string]witness.Witness{}, promotions: map[store.Key][]promotionRecord{}, created: map[store.Key]store.Checkpoint{}}
+}
+
+// loadsOf is the number of LoadCheckpoint calls the inputs made for k (a
+// parked worker makes one per park check).
+func (r *recorder) loadsOf(k store.Key) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.loads[k]
 }
 
 func (r *recorder) durable(attempt string) bool {
@@ -628,6 +626,13 @@ func (s *spyStore) CreateCheckpoint(ctx context.Context, c store.Checkpoint) (st
 		s.rec.mu.Unlock()
 	}
 	return cp, err
+}
+
+func (s *spyStore) LoadCheckpoint(ctx context.Context, k store.Key) (store.Checkpoint, error) {
+	s.rec.mu.Lock()
+	s.rec.loads[k]++
+	s.rec.mu.Unlock()
+	return s.Store.LoadCheckpoint(ctx, k)
 }
 
 func (s *spyStore) PutWitness(ctx context.Context, w witness.Witness) error {
@@ -816,6 +821,13 @@ func (o *holdOutput) waitPending(n int, d time.Duration) int {
 	return len(o.pending)
 }
 
+// pendingCount is the number of writes waiting for release.
+func (o *holdOutput) pendingCount() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.pending)
+}
+
 // releaseAll acks (err nil) or nacks every pending write, in the order
 // order picks, with a short pause between two so that the input sees them
 // in that order.
@@ -855,31 +867,6 @@ func (o *holdOutput) inversions() int {
 }
 
 // ---------------------------------------------------------------------------
-
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) count(substr string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return strings.Count(s.b.String(), substr)
-}
-
-func (s *syncBuffer) tail(n int) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	lines := strings.Split(strings.TrimRight(s.b.String(), "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
-}
 
 // nackFirst returns a consumer that nacks the first delivery of every k-th
 // batch (counted per harness) and acks everything else.
