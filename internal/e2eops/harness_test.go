@@ -71,7 +71,9 @@ func (e *env) checkpointYAML() string {
 }
 
 // run writes config to a file and starts `connect run` on it, in its own
-// process group; t.Cleanup kills the group.
+// process group. t.Cleanup stops it gracefully (SIGTERM, then SIGKILL after
+// stopGrace): it talks to the shared dynalite directly, and dynalite 4.0.0
+// exits when a client hangs up in the middle of a request.
 func (e *env) run(name, config string) *e2etest.Proc {
 	t := e.t
 	t.Helper()
@@ -79,7 +81,10 @@ func (e *env) run(name, config string) *e2etest.Proc {
 	require.NoError(t, os.WriteFile(path, []byte(config), 0o600))
 	cmd := exec.Command(e.bin, "run", path)
 	cmd.Dir = e.dir
-	return e2etest.Start(t, "connect run "+name, cmd)
+	p := e2etest.Start(t, "connect run "+name, cmd)
+	// Cleanups run last registered first: this one before Start's kill.
+	t.Cleanup(func() { p.Stop(stopGrace) })
+	return p
 }
 
 // stopGrace is how long a `connect run` gets to shut down after SIGTERM
