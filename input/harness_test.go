@@ -8,8 +8,7 @@ package input
 //   - spyStore wraps the store each input builds and records every
 //     successful promotion and every witness that became durable, so a test
 //     can check the promoted chain exactly (docs/design.md#invariants,
-//     invariants 1 Binding, 2 Fencing, 3 Monotone, 4 Witness first, 9 No
-//     loss);
+//     invariants 1 Binding, 2 Fencing, 3 Monotone, 4 Witness first, 9 No loss);
 //   - testMetrics is a metrics exporter whose counters a test reads, to show
 //     that an injected fault was actually exercised;
 //   - holdOutput is an output that holds writes and releases them in an
@@ -43,6 +42,7 @@ import (
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/dynalitetest"
 	"github.com/tidemark/tidemark/internal/dynamostore"
+	"github.com/tidemark/tidemark/internal/e2etest"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/storeconfig"
 	"github.com/tidemark/tidemark/internal/witness"
@@ -83,7 +83,7 @@ type harness struct {
 	st      store.Store // the test's own view of the checkpoint store
 	rec     *recorder
 	metrics *testMetrics
-	logs    *syncBuffer
+	logs    *e2etest.SyncBuffer
 
 	closed atomic.Int64 // inputs closed
 
@@ -100,7 +100,7 @@ func newHarness(t *testing.T, b backend, parts []string, n int64) *harness {
 		scope:     fmt.Sprintf("s%d-%s", scopeSeq.Add(1), unsafeScope.ReplaceAllString(t.Name(), "_")),
 		rec:       newRecorder(),
 		metrics:   newTestMetrics(),
-		logs:      &syncBuffer{},
+		logs:      &e2etest.SyncBuffer{},
 		delivered: map[string]int{},
 	}
 	if len(h.scope) > 200 {
@@ -121,7 +121,7 @@ func newHarness(t *testing.T, b backend, parts []string, n int64) *harness {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("last log lines of the streams:\n%s", h.logs.tail(80))
+			t.Logf("last log lines of the streams:\n%s", h.logs.Tail(80))
 		}
 	})
 	return h
@@ -474,18 +474,6 @@ func (h *harness) unparkAll() int {
 	return n
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // ---------------------------------------------------------------------------
 // Recorder: every durable witness and every successful promotion.
 
@@ -496,6 +484,7 @@ type promotionRecord struct {
 
 type recorder struct {
 	mu         sync.Mutex
+	loads      map[store.Key]int          // LoadCheckpoint calls
 	witnesses  map[string]witness.Witness // by attempt id, once durable
 	promotions map[store.Key][]promotionRecord
 	created    map[store.Key]store.Checkpoint
@@ -503,7 +492,15 @@ type recorder struct {
 }
 
 func newRecorder() *recorder {
-	return &recorder{witnesses: map[string]witness.Witness{}, promotions: map[store.Key][]promotionRecord{}, created: map[store.Key]store.Checkpoint{}}
+	return &recorder{loads: map[store.Key]int{}, witnesses: map[string]witness.Witness{}, promotions: map[store.Key][]promotionRecord{}, created: map[store.Key]store.Checkpoint{}}
+}
+
+// loadsOf is the number of LoadCheckpoint calls the inputs made for k (a
+// parked worker makes one per park check).
+func (r *recorder) loadsOf(k store.Key) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.loads[k]
 }
 
 func (r *recorder) durable(attempt string) bool {
@@ -630,6 +627,13 @@ func (s *spyStore) CreateCheckpoint(ctx context.Context, c store.Checkpoint) (st
 		s.rec.mu.Unlock()
 	}
 	return cp, err
+}
+
+func (s *spyStore) LoadCheckpoint(ctx context.Context, k store.Key) (store.Checkpoint, error) {
+	s.rec.mu.Lock()
+	s.rec.loads[k]++
+	s.rec.mu.Unlock()
+	return s.Store.LoadCheckpoint(ctx, k)
 }
 
 func (s *spyStore) PutWitness(ctx context.Context, w witness.Witness) error {
@@ -818,6 +822,13 @@ func (o *holdOutput) waitPending(n int, d time.Duration) int {
 	return len(o.pending)
 }
 
+// pendingCount is the number of writes waiting for release.
+func (o *holdOutput) pendingCount() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.pending)
+}
+
 // releaseAll acks (err nil) or nacks every pending write, in the order
 // order picks, with a short pause between two so that the input sees them
 // in that order.
@@ -857,31 +868,6 @@ func (o *holdOutput) inversions() int {
 }
 
 // ---------------------------------------------------------------------------
-
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) count(substr string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return strings.Count(s.b.String(), substr)
-}
-
-func (s *syncBuffer) tail(n int) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	lines := strings.Split(strings.TrimRight(s.b.String(), "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
-}
 
 // nackFirst returns a consumer that nacks the first delivery of every k-th
 // batch (counted per harness) and acks everything else.

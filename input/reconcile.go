@@ -99,9 +99,9 @@ func (in *paginatedInput) decidePromotion(p *partition, pg *page) witness.Decisi
 	return witness.DecidePromotion(witness.PromotionInput{
 		Contract:   in.prov.Contract(),
 		Checkpoint: witnessCheckpoint(p.cp),
-		Witness:   pg.w,
-		Verdict:   pg.verdict.core,
-		Witnesses: p.prior[pg.fromGen],
+		Witness:    pg.w,
+		Verdict:    pg.verdict.core,
+		Witnesses:  p.prior[pg.fromGen],
 	})
 }
 

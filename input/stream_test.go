@@ -35,12 +35,15 @@ import (
 
 	"github.com/tidemark/tidemark/input/provider"
 	"github.com/tidemark/tidemark/input/simulated"
+	"github.com/tidemark/tidemark/internal/e2etest"
 	"github.com/tidemark/tidemark/internal/store"
 )
 
 var threeParts = []string{"p0", "p1", "p2"}
 
-const streamTimeout = 90 * time.Second
+// streamTimeout is how long a stream gets to complete: generous, a
+// deadline turns a hang into a failure and measures nothing.
+const streamTimeout = e2etest.Patience
 
 // TestStreamNoFaults is the baseline: every event once, every checkpoint at
 // the end of its partition.
@@ -241,7 +244,7 @@ func TestStreamMalformedParks(t *testing.T) {
 		key := func(p string) store.Key { return store.Key{Scope: h.scope, Partition: p} }
 
 		var parked store.Checkpoint
-		waitFor(t, 30*time.Second, "the parker parked and the others complete", func() bool {
+		e2etest.WaitUntil(t, e2etest.Patience, "the parker parked and the others complete", func() bool {
 			cp, err := h.st.LoadCheckpoint(ctx, key(parker))
 			if err != nil || cp.Parked == "" {
 				return false
@@ -273,8 +276,13 @@ func TestStreamMalformedParks(t *testing.T) {
 			}
 		}
 		h.mu.Unlock()
-		// Parked stays parked: several park checks later nothing moved.
-		time.Sleep(150 * time.Millisecond)
+		// Parked stays parked: several park checks (each a read of the
+		// checkpoint by the parked worker) later, nothing moved.
+		loads := h.rec.loadsOf(key(parker))
+		e2etest.WaitFor(t, e2etest.Patience, "three park checks of the parked worker", func() (bool, string) {
+			n := h.rec.loadsOf(key(parker)) - loads
+			return n >= 3, fmt.Sprintf("%d park checks", n)
+		})
 		cp, err := h.st.LoadCheckpoint(ctx, key(parker))
 		if err != nil || cp.Parked == "" || cp.Generation != parked.Generation || string(cp.Cursor) != string(parked.Cursor) {
 			t.Fatalf("parked partition moved: %+v %v (was %+v)", cp, err, parked)
@@ -339,7 +347,7 @@ switch:
 `
 		strm := h.buildWith(simConfig{maxBatch: 4, pageSize: 10, exitWhenComplete: true}, nil, nil, out)
 		h.wait(h.start(strm), streamTimeout)
-		if n := h.logs.count("the page will be fetched again"); n == 0 {
+		if n := h.logs.Count("the page will be fetched again"); n == 0 {
 			t.Fatal("the input never saw a nack")
 		}
 		h.requireAllDelivered()
@@ -378,6 +386,14 @@ func TestStreamOutOfOrderAcks(t *testing.T) {
 				rng := rand.New(rand.NewPCG(42, uint64(len(o.name))))
 				nacks := 0
 				nackedOnce := map[string]bool{}
+				// The first release reorders a full window of held writes
+				// (several of one partition among them, since the input has
+				// far more batches in flight than the output): out-of-order
+				// acks are then certain, whatever the machine's speed.
+				e2etest.WaitFor(t, e2etest.Patience, "a full window of held writes", func() (bool, string) {
+					n := hold.pendingCount()
+					return n >= hold.maxInFlight, fmt.Sprintf("%d of %d writes held", n, hold.maxInFlight)
+				})
 				deadline := time.Now().Add(streamTimeout)
 				for !r.finished() {
 					if time.Now().After(deadline) {
@@ -424,19 +440,23 @@ func TestStreamHardStopRestart(t *testing.T) {
 		hold := newHoldOutput(8)
 		t.Cleanup(hold.stop)
 		r1 := h.start(h.build(cfg, nil, hold))
-		acked := 0
-		for acked < 15 {
+		running := func() error {
 			if r1.finished() {
-				t.Fatal("run 1 finished before the hard stop")
+				return fmt.Errorf("run 1 finished before the hard stop")
 			}
-			if hold.waitPending(1, 10*time.Millisecond) > 0 {
+			return nil
+		}
+		acked := 0
+		e2etest.WaitFor(t, e2etest.Patience, "15 writes of run 1 acknowledged", func() (bool, string) {
+			if hold.pendingCount() > 0 {
 				acked += hold.releaseAll(func([]*heldWrite) {}, func(*heldWrite) error { return nil })
 			}
-		}
-		if got := hold.waitPending(3, 5*time.Second); got == 0 {
-			t.Fatal("no write outstanding at the hard stop")
-		}
-		waitFor(t, 5*time.Second, "a promotion in run 1", func() bool {
+			return acked >= 15, fmt.Sprintf("%d acknowledged", acked)
+		}, running)
+		e2etest.WaitFor(t, e2etest.Patience, "a write outstanding at the hard stop", func() (bool, string) {
+			return hold.pendingCount() > 0, "no write held"
+		}, running)
+		e2etest.WaitUntil(t, e2etest.Patience, "a promotion in run 1", func() bool {
 			for _, p := range h.parts {
 				if len(h.rec.promotionsOf(store.Key{Scope: h.scope, Partition: p})) > 0 {
 					return true
@@ -449,7 +469,7 @@ func TestStreamHardStopRestart(t *testing.T) {
 		t.Logf("run 1: %d batches acked, %d writes outstanding; StopWithin returned %v after %s",
 			acked, hold.waitPending(0, 0), err, time.Since(stopStart).Round(time.Millisecond))
 		// Nothing of run 1 may still write when run 2 starts.
-		waitFor(t, 10*time.Second, "run 1's input to close", func() bool { return h.closed.Load() == 1 })
+		e2etest.WaitUntil(t, e2etest.Patience, "run 1's input to close", func() bool { return h.closed.Load() == 1 })
 
 		// The durable state run 2 must resume from.
 		ctx := context.Background()
@@ -685,7 +705,7 @@ paginated_partitions:
       positions: ordered
 `, h.scope, part, srv.URL)
 			r := h.start(h.buildYAML(in, nil, nil, ""))
-			waitFor(t, 10*time.Second, "every event delivered", func() bool {
+			e2etest.WaitUntil(t, e2etest.Patience, "every event delivered", func() bool {
 				h.mu.Lock()
 				defer h.mu.Unlock()
 				return len(h.missing(h.delivered)) == 0
@@ -693,7 +713,7 @@ paginated_partitions:
 			select {
 			case <-r.done:
 				r.done <- nil
-			case <-time.After(3 * time.Second):
+			case <-time.After(e2etest.Patience):
 				cp, _ := h.st.LoadCheckpoint(context.Background(), store.Key{Scope: h.scope, Partition: part})
 				t.Fatalf("every event delivered and promoted (checkpoint generation %d cursor %q applied %d), the provider said has_more: false, yet exit_when_complete did not end the input",
 					cp.Generation, cp.Cursor, cp.Applied)

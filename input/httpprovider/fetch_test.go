@@ -315,10 +315,13 @@ func TestFetchTimeoutIsTransient(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(release)
-	p := parseProvider(t, "http:\n  url: "+srv.URL+"\n  timeout: 50ms\n  successor: root = deleted()\n"+fastRetries, nil, nil)
+	// The first request never gets an answer: it times out and is retried.
+	// Later requests are answered at once, but a loaded machine may still
+	// make one miss the timeout: then it is retried too.
+	p := parseProvider(t, "http:\n  url: "+srv.URL+"\n  timeout: 200ms\n  successor: root = deleted()\n"+fastRetries, nil, nil)
 	fetch(t, p, "p", "c")
-	if calls.Load() != 2 {
-		t.Fatalf("calls %d, want 2 (a timeout, then a retry)", calls.Load())
+	if calls.Load() < 2 {
+		t.Fatalf("calls %d, want at least 2 (a timeout, then a retry)", calls.Load())
 	}
 }
 

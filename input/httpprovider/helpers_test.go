@@ -1,18 +1,17 @@
 package httpprovider
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sync"
 	"testing"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/tidemark/tidemark/input/provider"
+	"github.com/tidemark/tidemark/internal/e2etest"
 	"github.com/tidemark/tidemark/internal/witness"
 )
 
@@ -76,27 +75,10 @@ func loadTestdata(t *testing.T, name string, vars map[string]string) string {
 }
 
 // captureLogger returns a Benthos logger writing every level to a buffer.
-func captureLogger() (*service.Logger, *syncBuffer) {
-	buf := &syncBuffer{}
+func captureLogger() (*service.Logger, *e2etest.SyncBuffer) {
+	buf := &e2etest.SyncBuffer{}
 	h := slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug})
 	return service.NewLoggerFromSlog(slog.New(h)), buf
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func fetch(t *testing.T, p *Provider, partition, cursor string) witness.Response {

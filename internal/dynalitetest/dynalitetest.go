@@ -14,7 +14,9 @@
 // Run such tests with `./scripts/with-dynalite go test ./...`. Without
 // TIDEMARK_DYNAMODB_ENDPOINT they are skipped, except when CI or
 // TIDEMARK_REQUIRE_DYNALITE is set: then they fail, so a CI run whose
-// dynalite did not start cannot pass silently.
+// dynalite did not start cannot pass silently. Under -short they are
+// skipped (even with an endpoint) unless CI or TIDEMARK_REQUIRE_DYNALITE
+// is set.
 package dynalitetest
 
 import (
@@ -36,15 +38,27 @@ import (
 // local DynamoDB (set by scripts/with-dynalite).
 const EnvEndpoint = "TIDEMARK_DYNAMODB_ENDPOINT"
 
+// Required reports whether a missing dynalite fails the tests instead of
+// skipping them (and -short does not skip them): when CI or
+// TIDEMARK_REQUIRE_DYNALITE is set.
+func Required() bool {
+	return os.Getenv("CI") != "" || os.Getenv("TIDEMARK_REQUIRE_DYNALITE") != ""
+}
+
 // Endpoint returns the local DynamoDB endpoint. Without one it skips the
-// test, or fails it when CI or TIDEMARK_REQUIRE_DYNALITE is set.
+// test, or fails it when Required. Under -short it skips the test unless
+// Required.
 func Endpoint(t testing.TB) string {
 	t.Helper()
+	if testing.Short() && !Required() {
+		t.Skip("-short: this test needs dynalite (set TIDEMARK_REQUIRE_DYNALITE to run it anyway)")
+		return ""
+	}
 	if e := os.Getenv(EnvEndpoint); e != "" {
 		return e
 	}
 	msg := EnvEndpoint + " is not set: run this test with dynalite, e.g. `./scripts/with-dynalite go test ./cache/`"
-	if os.Getenv("CI") != "" || os.Getenv("TIDEMARK_REQUIRE_DYNALITE") != "" {
+	if Required() {
 		t.Fatal(msg + " (CI / TIDEMARK_REQUIRE_DYNALITE is set, so a missing dynalite is a failure)")
 	}
 	t.Skip(msg)

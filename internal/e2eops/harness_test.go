@@ -1,89 +1,43 @@
-// Package e2eops holds end-to-end tests of the operator experience (the
-// frontier held by a stalled partition, status, repairs and /metrics; see
-// docs/design.md#frontier-and-membership-epochs and
-// docs/design.md#operator-repairs): the real `connect` binary, built from
-// ./cmd/connect, run against dynalite (scripts/with-dynalite) with the
-// simulated provider, and driven through its pipeline output, its `connect
-// tidemark` commands and its /metrics endpoint.
+// Package e2eops holds end-to-end tests of the operator experience: the
+// real `connect` binary, built from ./cmd/connect, run against dynalite
+// (scripts/with-dynalite) with the simulated provider, and driven through
+// its pipeline output, its `connect tidemark` commands and its /metrics
+// endpoint.
 //
 // Run: ./scripts/with-dynalite go test -count=1 ./internal/e2eops/
 //
-// Without TIDEMARK_DYNAMODB_ENDPOINT the tests skip, or fail when CI or
-// TIDEMARK_REQUIRE_DYNALITE is set (dynalitetest.Endpoint). Every process
-// is started in its own process group, bound to 127.0.0.1 only, and killed
-// with its group in t.Cleanup.
+// Without TIDEMARK_DYNAMODB_ENDPOINT, or under -short, the tests skip; they
+// fail instead when CI or TIDEMARK_REQUIRE_DYNALITE is set
+// (dynalitetest.Endpoint). Every process is started in its own process
+// group, bound to 127.0.0.1 only, and killed with its group in t.Cleanup
+// (internal/e2etest).
 package e2eops
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tidemark/tidemark/internal/dynamostore"
 	"github.com/tidemark/tidemark/internal/dynalitetest"
+	"github.com/tidemark/tidemark/internal/dynamostore"
+	"github.com/tidemark/tidemark/internal/e2etest"
 	"github.com/tidemark/tidemark/internal/ops"
-	"github.com/tidemark/tidemark/internal/servertest"
 	"github.com/tidemark/tidemark/internal/store"
-)
-
-var (
-	buildOnce sync.Once
-	buildDir  string
-	buildPath string
-	buildErr  error
 )
 
 func TestMain(m *testing.M) {
 	// The binary and the test talk to dynalite with dummy credentials when
 	// the environment has none (scripts/with-dynalite sets them).
-	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local", "AWS_REGION": "us-east-1"} {
-		if os.Getenv(k) == "" {
-			os.Setenv(k, v)
-		}
-	}
-	code := m.Run()
-	if buildDir != "" {
-		os.RemoveAll(buildDir)
-	}
-	os.Exit(code)
-}
-
-// connectBinary builds ./cmd/connect once per test run.
-func connectBinary(t *testing.T) string {
-	t.Helper()
-	root := servertest.ModuleRoot(t)
-	buildOnce.Do(func() {
-		buildDir, buildErr = os.MkdirTemp("", "tidemark-e2eops-")
-		if buildErr != nil {
-			return
-		}
-		buildPath = filepath.Join(buildDir, "connect")
-		cmd := exec.Command("go", "build", "-o", buildPath, "./cmd/connect")
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/connect: %v\n%s", err, out)
-		}
-	})
-	require.NoError(t, buildErr)
-	return buildPath
+	e2etest.SetDummyAWS()
+	e2etest.Main(m)
 }
 
 // env is one test's dynalite table and binary.
@@ -102,8 +56,8 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	tb := dynalitetest.NewTable(t)
-	e := &env{t: t, bin: connectBinary(t), endpoint: tb.Endpoint, table: tb.Name, dir: t.TempDir()}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	e := &env{t: t, bin: e2etest.Connect(t), endpoint: tb.Endpoint, table: tb.Name, dir: t.TempDir()}
+	ctx, cancel := context.WithTimeout(context.Background(), e2etest.Patience)
 	defer cancel()
 	st, err := dynamostore.NewDynamoStore(ctx, dynamostore.DynamoConfig{Table: tb.Name, Endpoint: tb.Endpoint, Create: true})
 	require.NoError(t, err)
@@ -116,116 +70,39 @@ func (e *env) checkpointYAML() string {
 	return fmt.Sprintf(`{ backend: dynamodb, dynamodb: { table: %q, endpoint: %q } }`, e.table, e.endpoint)
 }
 
-// proc is a running `connect run`.
-type proc struct {
-	t    *testing.T
-	cmd  *exec.Cmd
-	out  *lockedBuffer
-	done chan struct{}
-	once sync.Once
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // run writes config to a file and starts `connect run` on it, in its own
-// process group; t.Cleanup kills the group.
-func (e *env) run(name, config string) *proc {
+// process group. t.Cleanup stops it gracefully (SIGTERM, then SIGKILL after
+// stopGrace): it talks to the shared dynalite directly, and dynalite 4.0.0
+// exits when a client hangs up in the middle of a request.
+func (e *env) run(name, config string) *e2etest.Proc {
 	t := e.t
 	t.Helper()
 	path := filepath.Join(e.dir, name+".yaml")
 	require.NoError(t, os.WriteFile(path, []byte(config), 0o600))
-	p := &proc{t: t, out: &lockedBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(e.bin, "run", path)
-	p.cmd.Dir = e.dir
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	require.NoError(t, p.cmd.Start())
-	go func() {
-		_ = p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		p.stop()
-		if t.Failed() {
-			t.Logf("connect run %s (pid %d) output tail:\n%s", name, p.cmd.Process.Pid, tailOf(p.out.String(), 6000))
-		}
-	})
+	cmd := exec.Command(e.bin, "run", path)
+	cmd.Dir = e.dir
+	p := e2etest.Start(t, "connect run "+name, cmd)
+	// Cleanups run last registered first: this one before Start's kill.
+	t.Cleanup(func() { p.Stop(stopGrace) })
 	return p
 }
 
-// stop asks the process to shut down (SIGTERM to its group), then kills the
-// group if it has not exited within a few seconds.
-func (p *proc) stop() {
-	p.once.Do(func() {
-		pid := p.cmd.Process.Pid
-		_ = syscall.Kill(-pid, syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(8 * time.Second):
-		}
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
-		select {
-		case <-p.done:
-		case <-time.After(5 * time.Second):
-			p.t.Errorf("connect run (pid %d) did not exit after SIGKILL", pid)
-		}
-	})
-}
-
-// exited reports whether the process ended (with its state).
-func (p *proc) exited() (bool, string) {
-	select {
-	case <-p.done:
-		return true, p.cmd.ProcessState.String()
-	default:
-		return false, ""
-	}
-}
-
-func tailOf(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return "…" + s[len(s)-n:]
-}
+// stopGrace is how long a `connect run` gets to shut down after SIGTERM
+// before it is killed.
+const stopGrace = 30 * time.Second
 
 // cli runs `connect tidemark args...` against the test's table, with stdin,
 // and returns its combined output and exit code.
 func (e *env) cli(stdin string, args ...string) (string, int) {
 	t := e.t
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
 	full := append([]string{"tidemark"}, args...)
 	full = append(full, "--table", e.table, "--endpoint", e.endpoint)
-	cmd := exec.CommandContext(ctx, e.bin, full...)
+	cmd := exec.Command(e.bin, full...)
 	cmd.Dir = e.dir
 	cmd.Stdin = strings.NewReader(stdin)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	out, err := cmd.CombinedOutput()
-	code := 0
-	if err != nil {
-		ee, ok := err.(*exec.ExitError)
-		require.True(t, ok, "connect %s: %v\n%s", strings.Join(full, " "), err, out)
-		code = ee.ExitCode()
-	}
-	return string(out), code
+	res := e2etest.Run(t, e2etest.Patience, cmd)
+	return res.Output, res.Code
 }
 
 // status runs `connect tidemark status --json` and decodes it.
@@ -258,98 +135,23 @@ func partitionOf(t *testing.T, s ops.Status, name string) ops.PartitionStatus {
 	return ops.PartitionStatus{}
 }
 
-// waitFor polls cond until it holds or timeout passes; cond returns a
-// description of the last state for the failure message.
-func waitFor(t *testing.T, p *proc, timeout time.Duration, what string, cond func() (bool, string)) {
+// waitFor polls cond until it holds, for up to e2etest.Patience; the wait
+// fails at once when p (if any) has exited.
+func waitFor(t *testing.T, p *e2etest.Proc, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	last := ""
-	for {
-		ok, desc := cond()
-		if ok {
-			return
-		}
-		last = desc
-		if p != nil {
-			if gone, state := p.exited(); gone {
-				t.Fatalf("waiting for %s: connect run exited (%s); last state: %s", what, state, last)
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: not reached after %s; last state: %s", what, timeout, last)
-		}
-		time.Sleep(200 * time.Millisecond)
+	var guards []func() error
+	if p != nil {
+		guards = append(guards, p.Running)
 	}
+	e2etest.WaitFor(t, e2etest.Patience, what, cond, guards...)
 }
 
-// freePort returns a port free on 127.0.0.1 a moment ago.
-func freePort(t *testing.T) int { return servertest.FreePorts(t, 1)[0] }
-
-// --- Prometheus text format -----------------------------------------------------
-
-type sample struct {
-	Labels map[string]string
-	Value  float64
-}
-
-var (
-	sampleLine = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)`)
-	labelPair  = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"`)
-)
-
-// parseMetrics returns every sample of body by metric name.
-func parseMetrics(t *testing.T, body string) map[string][]sample {
-	t.Helper()
-	out := map[string][]sample{}
-	sc := bufio.NewScanner(strings.NewReader(body))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		m := sampleLine.FindStringSubmatch(line)
-		require.NotNil(t, m, "unparsable metrics line %q", line)
-		v, err := strconv.ParseFloat(m[3], 64)
-		require.NoError(t, err, "line %q", line)
-		s := sample{Labels: map[string]string{}, Value: v}
-		for _, lp := range labelPair.FindAllStringSubmatch(m[2], -1) {
-			s.Labels[lp[1]] = lp[2]
-		}
-		out[m[1]] = append(out[m[1]], s)
-	}
-	return out
-}
-
-// find returns the samples of name whose labels include want.
-func find(ms map[string][]sample, name string, want map[string]string) []sample {
-	var out []sample
-next:
-	for _, s := range ms[name] {
-		for k, v := range want {
-			if s.Labels[k] != v {
-				continue next
-			}
-		}
-		out = append(out, s)
-	}
-	return out
-}
-
-func scrape(t *testing.T, url string) (string, error) {
-	t.Helper()
-	c := http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get(url)
+// scrape reads and parses a /metrics endpoint.
+func scrape(url string) (string, e2etest.Metrics, error) {
+	body, err := e2etest.Scrape(url)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return "", err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("GET %s: HTTP %d: %s", url, resp.StatusCode, b)
-	}
-	return string(b), nil
+	ms, err := e2etest.ParseMetrics(body)
+	return body, ms, err
 }

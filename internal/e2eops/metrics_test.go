@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/e2etest"
 	"github.com/tidemark/tidemark/internal/store"
 )
 
@@ -33,9 +34,9 @@ func parkWithWatermark(t *testing.T, st store.Store, scope, part string, wm int6
 }
 
 // one returns the single sample of name with labels want.
-func one(t *testing.T, ms map[string][]sample, name string, want map[string]string) (float64, bool) {
+func one(t *testing.T, ms e2etest.Metrics, name string, want map[string]string) (float64, bool) {
 	t.Helper()
-	ss := find(ms, name, want)
+	ss := ms.Find(name, want)
 	if len(ss) == 0 {
 		return 0, false
 	}
@@ -43,19 +44,20 @@ func one(t *testing.T, ms map[string][]sample, name string, want map[string]stri
 	return ss[0].Value, true
 }
 
-// TestIssue9_EndToEnd_MetricsScrape scrapes the binary's /metrics (the
+// TestMetricsScrapeReportsProgressRetriesConflictsAndParks scrapes the
+// binary's /metrics (the
 // prometheus exporter behind `http: {address: 127.0.0.1:<port>}`) while it
 // reads four simulated partitions, two of which start parked, and checks
 // the named series and their values: pages fetched and promotions counted,
 // p0's watermark, the frontier, retries by classification, a CAS conflict
 // provoked by an operator restart, and the number of parked partitions as
 // they are unparked one by one.
-func TestIssue9_EndToEnd_MetricsScrape(t *testing.T) {
+func TestMetricsScrapeReportsProgressRetriesConflictsAndParks(t *testing.T) {
 	e := newEnv(t)
 	const scope = "metrics"
 	parkWithWatermark(t, e.st, scope, "p2", 20)
 	parkWithWatermark(t, e.st, scope, "p3", 20)
-	port := freePort(t)
+	port := e2etest.FreePort(t)
 	p := e.run("metrics", fmt.Sprintf(`
 http: { address: 127.0.0.1:%d }
 metrics: { prometheus: {} }
@@ -77,16 +79,16 @@ output:
 `, port, scope, e.checkpointYAML()))
 	url := fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
 
-	var ms map[string][]sample
+	var ms e2etest.Metrics
 	var body string
 	poll := func(what string, cond func() (bool, string)) {
 		t.Helper()
-		waitFor(t, p, 60*time.Second, what, func() (bool, string) {
-			b, err := scrape(t, url)
+		waitFor(t, p, what, func() (bool, string) {
+			b, m, err := scrape(url)
 			if err != nil {
 				return false, err.Error()
 			}
-			body, ms = b, parseMetrics(t, b)
+			body, ms = b, m
 			return cond()
 		})
 	}
@@ -97,12 +99,15 @@ output:
 		return v
 	}
 
-	poll("pages, promotions, p0's watermark and the frontier", func() (bool, string) {
+	// The frontier reaches 20 once p0 and p1 have passed it, and stays
+	// there: the parked partitions hold it back.
+	poll("pages, promotions, p0's watermark, both parks and the frontier held at 20", func() (bool, string) {
 		pages, _ := one(t, ms, "tidemark_pages_fetched_total", nil)
 		proms, _ := one(t, ms, "tidemark_promotions_total", nil)
 		wm, _ := one(t, ms, "tidemark_partition_watermark", map[string]string{"partition": "p0"})
-		_, fr := one(t, ms, "tidemark_frontier", map[string]string{"scope": scope})
-		return pages > 0 && proms > 0 && wm > 0 && fr, tidemarkSeries(body)
+		fr, _ := one(t, ms, "tidemark_frontier", map[string]string{"scope": scope})
+		parked, _ := one(t, ms, "tidemark_parked_partitions", nil)
+		return pages > 0 && proms > 0 && wm > 0 && fr == 20 && parked == 2, tidemarkSeries(body)
 	})
 	assertLoopbackOnly(t, port)
 
@@ -126,15 +131,13 @@ output:
 	// lose its compare-and-swap.
 	// p0 is advancing, so the restart planned from one read can itself lose
 	// to the worker (and say so); an operator runs it again.
-	var out string
-	code := -1
-	for try := 0; try < 20 && code != 0; try++ {
-		out, code = e.cli("", "restart", "--scope", scope, "--partition", "p0", "--cursor", "sim1:1:0", "--yes")
+	waitFor(t, p, "an operator restart of p0 applied", func() (bool, string) {
+		out, code := e.cli("", "restart", "--scope", scope, "--partition", "p0", "--cursor", "sim1:1:0", "--yes")
 		if code != 0 {
 			require.Contains(t, out, "the repair was not applied", "a failed restart must be a lost compare-and-swap")
 		}
-	}
-	require.Equal(t, 0, code, out)
+		return code == 0, out
+	})
 	poll("a CAS conflict", func() (bool, string) {
 		v, _ := one(t, ms, "tidemark_cas_conflicts_total", nil)
 		return v > 0, tidemarkSeries(body)
@@ -148,21 +151,13 @@ output:
 			g, _ := one(t, ms, "tidemark_partition_generation", map[string]string{"partition": part})
 			return g > 2, "generation " + strconv.FormatFloat(g, 'f', -1, 64)
 		})
+		// The gauge is set when the worker resumes, after its promotion
+		// may already show: wait for it.
 		want := float64(1 - i)
-		// The gauge is set when the worker resumes: give it a moment.
-		deadline := time.Now().Add(3 * time.Second)
-		for {
-			parked, ok = one(t, ms, "tidemark_parked_partitions", nil)
-			if (ok && parked == want) || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(200 * time.Millisecond)
-			b, err := scrape(t, url)
-			require.NoError(t, err)
-			body, ms = b, parseMetrics(t, b)
-		}
-		assert.True(t, ok, "tidemark_parked_partitions is exported")
-		assert.Equal(t, want, parked, "after unparking %s, %v partitions are parked", part, want)
+		poll(fmt.Sprintf("tidemark_parked_partitions at %v after unparking %s", want, part), func() (bool, string) {
+			v, ok := one(t, ms, "tidemark_parked_partitions", nil)
+			return ok && v == want, fmt.Sprintf("tidemark_parked_partitions %v (exported %v)", v, ok)
+		})
 	}
 	poll("the frontier above the parked watermark", func() (bool, string) {
 		f, _ := one(t, ms, "tidemark_frontier", map[string]string{"scope": scope})
@@ -219,12 +214,12 @@ func splitLines(s string) []string {
 	return out
 }
 
-// TestIssue9_EndToEnd_MetricsParkedGaugeWithoutParks: a dashboard alerting
+// TestMetricsParkedGaugeExportedBeforeAnyPark: a dashboard alerting
 // on tidemark_parked_partitions > 0 needs the series to exist, at 0, before
 // any partition was ever parked.
-func TestIssue9_EndToEnd_MetricsParkedGaugeWithoutParks(t *testing.T) {
+func TestMetricsParkedGaugeExportedBeforeAnyPark(t *testing.T) {
 	e := newEnv(t)
-	port := freePort(t)
+	port := e2etest.FreePort(t)
 	p := e.run("metrics0", fmt.Sprintf(`
 http: { address: 127.0.0.1:%d }
 metrics: { prometheus: {} }
@@ -239,14 +234,14 @@ output:
   drop: {}
 `, port, e.checkpointYAML()))
 	url := fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
-	var ms map[string][]sample
+	var ms e2etest.Metrics
 	var body string
-	waitFor(t, p, 60*time.Second, "promotions and the frontier", func() (bool, string) {
-		b, err := scrape(t, url)
+	waitFor(t, p, "promotions and the frontier", func() (bool, string) {
+		b, m, err := scrape(url)
 		if err != nil {
 			return false, err.Error()
 		}
-		body, ms = b, parseMetrics(t, b)
+		body, ms = b, m
 		v, _ := one(t, ms, "tidemark_promotions_total", nil)
 		_, fr := one(t, ms, "tidemark_frontier", map[string]string{"scope": "metrics0"})
 		return v >= 5 && fr, tidemarkSeries(body)

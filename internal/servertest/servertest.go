@@ -9,7 +9,8 @@
 //     module's node_modules, Binary for an executable on PATH. Both skip the
 //     test when it is missing, or fail it when the environment requires the
 //     servers (CI or TIDEMARK_REQUIRE_SERVERS set); the message says how to
-//     install it (./scripts/install-deps).
+//     install it (./scripts/install-deps). Under -short both skip the test
+//     unless the servers are required.
 //  2. Start it with a Config whose Command builds the argv from the ports
 //     Start allocated, and whose Ready probe returns nil once the server
 //     really serves (not merely listens).
@@ -79,11 +80,21 @@ func ModuleRoot(t testing.TB) string {
 	}
 }
 
+// SkipUnderShort skips the test under -short unless Required: a test that
+// runs a real server is not a short test.
+func SkipUnderShort(t testing.TB, server string) {
+	t.Helper()
+	if testing.Short() && !Required() {
+		t.Skip("-short: this test runs " + server + " (set TIDEMARK_REQUIRE_SERVERS to run it anyway)")
+	}
+}
+
 // NodeScript returns the node executable and the path of script inside the
 // npm package pkg installed under <module root>/node_modules. It calls
-// Unavailable when either is missing.
+// Unavailable when either is missing, and SkipUnderShort.
 func NodeScript(t testing.TB, pkg, script string) (node, path string) {
 	t.Helper()
+	SkipUnderShort(t, pkg)
 	node, err := exec.LookPath("node")
 	if err != nil {
 		Unavailable(t, "node is not on PATH")
@@ -96,9 +107,10 @@ func NodeScript(t testing.TB, pkg, script string) (node, path string) {
 }
 
 // Binary returns the path of the executable name on PATH, or calls
-// Unavailable.
+// Unavailable; it calls SkipUnderShort.
 func Binary(t testing.TB, name string) string {
 	t.Helper()
+	SkipUnderShort(t, name)
 	path, err := exec.LookPath(name)
 	if err != nil {
 		Unavailable(t, "%s is not on PATH", name)

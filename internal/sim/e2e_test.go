@@ -20,15 +20,12 @@ package sim
 //
 // It needs node and dynalite (npm ci at the repository root): without them
 // it skips, except under CI or TIDEMARK_REQUIRE_DYNALITE, where it fails.
-// -short skips it.
+// -short skips it unless the environment requires it (e2etest).
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -38,10 +35,15 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tidemark/tidemark/internal/dynalitetest"
+	"github.com/tidemark/tidemark/internal/e2etest"
 )
+
+// TestMain removes the binary built for TestEndToEndFaults.
+func TestMain(m *testing.M) { e2etest.Main(m) }
 
 const (
 	e2eScope  = "e2e"
@@ -54,9 +56,6 @@ const (
 var e2eParts = []string{"p0", "p1", "p2"}
 
 func TestEndToEndFaults(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: the end-to-end fault test builds the binary and runs dynalite")
-	}
 	env := newE2EEnv(t)
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("TIDEMARK_E2E_SEED"); s != "" {
@@ -90,7 +89,7 @@ func TestEndToEndFaults(t *testing.T) {
 		} else {
 			time.Sleep(live)
 		}
-		p.kill(t)
+		p.Kill()
 		st := env.status(t)
 		t.Logf("run %d: killed after %s; %s; sink has %d events", run, live, describeStatus(st), sink.count())
 		checkE2E(t, prov, sink, st, false)
@@ -109,8 +108,8 @@ func TestEndToEndFaults(t *testing.T) {
 		}
 	}
 	p := env.startConnect(t, final, "final")
-	if err := p.wait(90 * time.Second); err != nil {
-		t.Fatalf("final run: %v\n%s", err, p.logTail())
+	if err := p.Wait(2 * e2etest.Patience); err != nil {
+		t.Fatalf("final run: %v", err)
 	}
 	st := env.status(t)
 	t.Logf("final: %s; sink has %d events; provider served %d requests (%d faults)", describeStatus(st), sink.count(), prov.requests(), prov.faultCount())
@@ -346,100 +345,67 @@ type e2eEnv struct {
 	dynDir   string
 	port     int
 	endpoint string
-	dyn      *exec.Cmd
-	dynLog   *os.File
+	dyn      *e2etest.Proc
 	env      []string
 }
 
 func newE2EEnv(t *testing.T) *e2eEnv {
 	t.Helper()
-	require := os.Getenv("CI") != "" || os.Getenv("TIDEMARK_REQUIRE_DYNALITE") != ""
+	e2etest.SkipUnderShort(t, "builds the binary and runs dynalite")
 	skip := func(format string, a ...any) {
 		t.Helper()
 		msg := fmt.Sprintf(format, a...)
-		if require {
+		if dynalitetest.Required() {
 			t.Fatal(msg + " (CI / TIDEMARK_REQUIRE_DYNALITE is set)")
 		}
 		t.Skip(msg)
 	}
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
-		t.Fatalf("module root not found from %s", root)
-	}
+	root := e2etest.ModuleRoot(t)
 	if _, err := exec.LookPath("node"); err != nil {
 		skip("node is not installed")
 	}
 	if _, err := os.Stat(filepath.Join(root, "node_modules", "dynalite", "cli.js")); err != nil {
 		skip("dynalite is not installed (run scripts/npm-install)")
 	}
-	e := &e2eEnv{root: root, dir: t.TempDir()}
+	e := &e2eEnv{root: root, dir: t.TempDir(), bin: e2etest.Connect(t)}
 	e.dynDir = filepath.Join(e.dir, "dynalite")
-	e.bin = filepath.Join(e.dir, "connect")
-	build := exec.Command("go", "build", "-o", e.bin, "./cmd/connect")
-	build.Dir = root
-	build.Env = append(os.Environ(), "GOTOOLCHAIN=local")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the binary: %v\n%s", err, out)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.port = l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
+	e.port = e2etest.FreePort(t)
 	e.endpoint = fmt.Sprintf("http://127.0.0.1:%d", e.port)
-	e.env = append(os.Environ(),
-		"TIDEMARK_DYNAMODB_ENDPOINT="+e.endpoint,
-		"AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local", "AWS_REGION=us-east-1")
+	e.env = e2etest.Env("TIDEMARK_DYNAMODB_ENDPOINT=" + e.endpoint)
 	e.startDynalite(t)
-	t.Cleanup(func() { e.killDynalite(t) })
 	return e
 }
 
+// startDynalite starts dynalite on the test's port and --path and waits
+// until it answers ListTables; the test's cleanup kills it.
 func (e *e2eEnv) startDynalite(t *testing.T) {
 	t.Helper()
-	log, err := os.OpenFile(filepath.Join(e.dir, "dynalite.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cmd := exec.Command("node", filepath.Join(e.root, "scripts", "dynalite-server.js"),
 		"--host", "127.0.0.1", "--port", strconv.Itoa(e.port), "--path", e.dynDir,
 		"--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0")
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	e.dyn, e.dynLog = cmd, log
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
+	e.dyn = e2etest.Start(t, "dynalite", cmd)
+	e2etest.WaitFor(t, e2etest.Patience, "dynalite on "+e.endpoint+" to answer ListTables", func() (bool, string) {
 		req, _ := http.NewRequest(http.MethodPost, e.endpoint+"/", strings.NewReader("{}"))
 		req.Header.Set("Content-Type", "application/x-amz-json-1.0")
 		req.Header.Set("X-Amz-Target", "DynamoDB_20120810.ListTables")
 		req.Header.Set("X-Amz-Date", time.Now().UTC().Format("20060102T150405Z"))
 		req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=local/20260101/us-east-1/dynamodb/aws4_request, SignedHeaders=host;x-amz-date, Signature=00")
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false, err.Error()
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("dynalite on %s did not answer ListTables", e.endpoint)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, resp.Status
+	}, e.dyn.Running)
 }
 
+// killDynalite kills dynalite with SIGKILL (its data stays in --path).
 func (e *e2eEnv) killDynalite(t *testing.T) {
 	t.Helper()
-	if e.dyn == nil {
-		return
+	if e.dyn != nil {
+		e.dyn.Kill()
+		e.dyn = nil
 	}
-	_ = e.dyn.Process.Signal(syscall.SIGKILL)
-	_ = e.dyn.Wait()
-	_ = e.dynLog.Close()
-	e.dyn = nil
 }
 
 func (e *e2eEnv) writeConfig(t *testing.T, name, provider, sink string, exit bool) string {
@@ -503,87 +469,26 @@ logger:
 	return path
 }
 
-type e2eProc struct {
-	cmd  *exec.Cmd
-	log  *bytes.Buffer
-	mu   *sync.Mutex
-	done chan error
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	b  *bytes.Buffer
-}
-
-func (w lockedWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (e *e2eEnv) startConnect(t *testing.T, config, name string) *e2eProc {
+// startConnect starts `connect run config`; the test's cleanup kills it.
+func (e *e2eEnv) startConnect(t *testing.T, config, name string) *e2etest.Proc {
 	t.Helper()
-	p := &e2eProc{log: &bytes.Buffer{}, mu: &sync.Mutex{}, done: make(chan error, 1)}
-	p.cmd = exec.Command(e.bin, "run", config)
-	p.cmd.Env = e.env
-	p.cmd.Stdout = lockedWriter{p.mu, p.log}
-	p.cmd.Stderr = lockedWriter{p.mu, p.log}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	go func() { p.done <- p.cmd.Wait() }()
-	return p
+	cmd := exec.Command(e.bin, "run", config)
+	cmd.Env = e.env
+	return e2etest.Start(t, name, cmd)
 }
 
-// kill sends SIGKILL (unless the process already ended) and waits.
-func (p *e2eProc) kill(t *testing.T) {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	<-p.done
-}
-
-func (p *e2eProc) wait(d time.Duration) error {
-	select {
-	case err := <-p.done:
-		return err
-	case <-time.After(d):
-		_ = p.cmd.Process.Signal(syscall.SIGKILL)
-		<-p.done
-		return fmt.Errorf("did not finish within %s", d)
-	}
-}
-
-func (p *e2eProc) logTail() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	s := p.log.String()
-	if len(s) > 4000 {
-		s = "…" + s[len(s)-4000:]
-	}
-	return s
-}
-
-// cli runs `connect tidemark <args>` against the test's table.
+// cli runs `connect tidemark <args>` against the test's table and returns
+// its stdout; a failure fails t.
 func (e *e2eEnv) cli(t *testing.T, sub string, args ...string) []byte {
 	t.Helper()
 	all := append([]string{"tidemark", sub, "--scope", e2eScope, "--table", e2eTable, "--endpoint", e.endpoint}, args...)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, e.bin, all...)
+	cmd := exec.Command(e.bin, all...)
 	cmd.Env = e.env
-	out, err := cmd.Output()
-	if err != nil {
-		var stderr []byte
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = ee.Stderr
-		}
-		t.Fatalf("connect %s: %v\n%s%s", strings.Join(all, " "), err, out, stderr)
+	res := e2etest.Run(t, e2etest.Patience, cmd)
+	if res.Code != 0 {
+		t.Fatalf("connect %s: exit code %d\n%s", strings.Join(all, " "), res.Code, res.Output)
 	}
-	return out
+	return []byte(res.Stdout)
 }
 
 type e2eStatus struct {

@@ -1,13 +1,14 @@
 package witness
 
 import (
-	"github.com/tidemark/tidemark/internal/coord"
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"strings"
+
+	"github.com/tidemark/tidemark/internal/coord"
 )
 
 // HashID is the stored identity of an event: the first 8 bytes of the

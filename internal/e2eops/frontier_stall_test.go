@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -62,13 +61,13 @@ func readOutput(t *testing.T, path string) []outLine {
 }
 
 const (
-	issue5Events  = 200
-	issue5Page    = 20
-	issue5Stalled = "p1"
-	issue5Idle    = "p2"
+	stallEvents  = 200
+	stallPage    = 20
+	stallStalled = "p1"
+	stallIdle    = "p2"
 )
 
-// TestIssue5_EndToEnd_FrontierHeldByStalledPartitionThenAdvances runs the
+// TestFrontierHeldByStalledPartitionThenAdvances runs the
 // binary against dynalite with the simulated provider: p0 reads its events,
 // p1 is stalled (empty pages without evidence for its first 40 fetches, then
 // it recovers) and p2 is idle (no events; its empty pages are final through
@@ -77,11 +76,11 @@ const (
 // the frontier withheld and held by the stalled p1 first, then a proven
 // frontier advancing once p1 recovers; never decreasing within an epoch;
 // never above any partition's final durable watermark.
-func TestIssue5_EndToEnd_FrontierHeldByStalledPartitionThenAdvances(t *testing.T) {
+func TestFrontierHeldByStalledPartitionThenAdvances(t *testing.T) {
 	for _, source := range []string{"feed", "store"} {
 		t.Run("source="+source, func(t *testing.T) {
 			e := newEnv(t)
-			scope := "issue5-" + source
+			scope := "frontier-stall-" + source
 			outPath := filepath.Join(e.dir, "out.jsonl")
 			cfg := fmt.Sprintf(`
 http: { enabled: false }
@@ -120,26 +119,26 @@ pipeline:
         root.reason = @tidemark_frontier_reason
 output:
   file: { path: %[4]q, codec: lines }
-`, scope, e.checkpointYAML(), source, outPath, issue5Events, issue5Page, issue5Stalled, issue5Idle)
-			p := e.run("issue5", cfg)
+`, scope, e.checkpointYAML(), source, outPath, stallEvents, stallPage, stallStalled, stallIdle)
+			p := e.run("frontier-stall", cfg)
 
 			// Every event of p0 and of the recovered p1 reaches the output.
-			waitFor(t, p, 90*time.Second, "every event of p0 and p1 in the output", func() (bool, string) {
+			waitFor(t, p, "every event of p0 and p1 in the output", func() (bool, string) {
 				lines := readOutput(t, outPath)
 				seen := map[string]int{}
 				for _, l := range lines {
-					if pos, _ := strconv.Atoi(l.Position); pos == issue5Events {
+					if pos, _ := strconv.Atoi(l.Position); pos == stallEvents {
 						seen[l.Partition]++
 					}
 				}
 				return seen["p0"] > 0 && seen["p1"] > 0, fmt.Sprintf("%d lines, last events seen: %v", len(lines), seen)
 			})
 			// Let the last pages be promoted and the frontier published.
-			waitFor(t, p, 30*time.Second, "p0 and p1 durable through their last event", func() (bool, string) {
+			waitFor(t, p, "p0 and p1 durable through their last event", func() (bool, string) {
 				a, b := durable(t, e.st, scope, "p0"), durable(t, e.st, scope, "p1")
-				return a.Int == issue5Events && b.Int == issue5Events, fmt.Sprintf("p0 %s p1 %s", a, b)
+				return a.Int == stallEvents && b.Int == stallEvents, fmt.Sprintf("p0 %s p1 %s", a, b)
 			})
-			p.stop()
+			p.Stop(stopGrace)
 
 			lines := readOutput(t, outPath)
 			require.NotEmpty(t, lines)
@@ -150,15 +149,15 @@ output:
 				final[part] = w.Int
 			}
 			t.Logf("%d output lines; final durable watermarks %v", len(lines), final)
-			assert.Equal(t, int64(issue5Events), final["p0"])
-			assert.Equal(t, int64(issue5Events), final["p1"])
+			assert.Equal(t, int64(stallEvents), final["p0"])
+			assert.Equal(t, int64(stallEvents), final["p1"])
 			assert.Greater(t, final["p2"], int64(0), "the idle partition advanced through its final empty pages")
 
 			// 1. Held by the stalled partition first: every event before p1's
 			// first one carries no scalar, and p1 holds the frontier back.
 			firstP1 := -1
 			for i, l := range lines {
-				if l.Partition == issue5Stalled {
+				if l.Partition == stallStalled {
 					firstP1 = i
 					break
 				}
@@ -166,13 +165,13 @@ output:
 			require.Greater(t, firstP1, 0, "p0's events come out while p1 is stalled")
 			for i, l := range lines[:firstP1] {
 				require.Nil(t, l.Frontier, "line %d (%s/%s): no scalar while p1 is stalled: %+v", i+1, l.Partition, l.Position, l)
-				require.Contains(t, l.heldBy(), issue5Stalled, "line %d: the stalled partition holds the frontier back: %+v", i+1, l)
+				require.Contains(t, l.heldBy(), stallStalled, "line %d: the stalled partition holds the frontier back: %+v", i+1, l)
 				require.NotNil(t, l.Reason, "line %d: a withheld scalar says why", i+1)
-				require.Contains(t, *l.Reason, issue5Stalled, "line %d", i+1)
+				require.Contains(t, *l.Reason, stallStalled, "line %d", i+1)
 				var v map[string]*int64
 				require.NoError(t, json.Unmarshal([]byte(l.Vector), &v))
-				require.Contains(t, v, issue5Stalled)
-				require.Nil(t, v[issue5Stalled], "line %d: p1 has no complete-through watermark while stalled", i+1)
+				require.Contains(t, v, stallStalled)
+				require.Nil(t, v[stallStalled], "line %d: p1 has no complete-through watermark while stalled", i+1)
 			}
 
 			// 2. Then the frontier advances.
