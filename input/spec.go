@@ -94,7 +94,7 @@ Exactly one of `+"`http`"+` and `+"`simulated`"+` must be set.`).
 				Description("First back-off between fetch retries; it doubles up to 10s.").
 				Default("100ms").Example("500ms").Advanced(),
 			service.NewBoolField(ppFieldExitWhenComplete).
-				Description("End the input once every partition is complete (its last page was promoted and the provider says there is no more). Useful for exports and the demo.").
+				Description("End the input once every partition is complete or caught up. Complete is durable and survives restarts: the provider sealed the partition, or the last page of a finite traversal (no successor, under the http contract's `missing_successor: end_of_traversal`) was promoted. Caught up: every page was promoted and an empty page proved there is nothing more, by evidence bound to it (`empty_page` semantics or a snapshot marker) or by a mapped `has_more` that is false. A transient empty page without evidence never ends the input. Useful for exports and the demo.").
 				Default(false).Example(true),
 			service.NewDurationField(ppFieldFrontierPublish).
 				Description("How often the scope's published frontier record (read by the frontier_advances input and the status command) is advanced by compare-and-swap; 0s disables publishing.").

@@ -42,6 +42,7 @@ const (
 	hpFieldExclusiveBoundary   = "exclusive_boundary"
 	hpFieldWatermarkCovers     = "watermark_covers_positions"
 	hpFieldEventsWithdrawn     = "events_may_be_withdrawn"
+	hpFieldMissingSuccessor    = "missing_successor"
 	hpFieldSnapshotMarker      = "snapshot_marker"
 	hpFieldCoordinate          = "coordinate"
 	hpFieldExpiredStatusCodes  = "expired_status_codes"
@@ -211,6 +212,13 @@ func Fields() []*service.ConfigField {
 				Description("Whether an event one response showed may legitimately be missing from a retry of the same cursor (deleted or compacted at the source). Even then the retry is accepted only when its watermark covers the missing position (`watermark_covers_positions`); without this field a missing event is always unprovable divergence.").
 				Default(false).
 				Example(true),
+			service.NewStringAnnotatedEnumField(hpFieldMissingSuccessor, map[string]string{
+				witness.MissingSuccessorPoll.String():          "The source has nothing after this page yet (a change feed's head): once all its events are acknowledged the page is held (its receipts are recorded, so its events are not emitted again) and its cursor is fetched again every `poll_interval`.",
+				witness.MissingSuccessorEndsTraversal.String(): "The page is the last of a finite traversal (an object listing, a Kubernetes list, a key range): once all its events are acknowledged it is promoted with the partition marked complete in its checkpoint. A complete partition is never read again, also after a restart; `exit_when_complete` ends on it.",
+			}).
+				Description("What a response without a successor (`successor` deleted or null) means.").
+				Default(witness.MissingSuccessorPoll.String()).
+				Example(witness.MissingSuccessorEndsTraversal.String()),
 			service.NewStringEnumField(hpFieldCoordinate,
 				coord.KindInteger.String(), coord.KindTimestamp.String(), coord.KindString.String()).
 				Description("Type of the shared ordering coordinate of `complete_through` (and of positions, for timestamp). Use `string` only when the source documents that its strings sort in stream order.").
@@ -361,6 +369,18 @@ func FromParsed(conf *service.ParsedConfig, res *service.Resources, logger *serv
 	}
 	if c.Contract.EventsMayBeWithdrawn, err = cc.FieldBool(hpFieldEventsWithdrawn); err != nil {
 		return nil, err
+	}
+	missing, err := cc.FieldString(hpFieldMissingSuccessor)
+	if err != nil {
+		return nil, err
+	}
+	switch missing {
+	case witness.MissingSuccessorPoll.String():
+		c.Contract.MissingSuccessor = witness.MissingSuccessorPoll
+	case witness.MissingSuccessorEndsTraversal.String():
+		c.Contract.MissingSuccessor = witness.MissingSuccessorEndsTraversal
+	default:
+		return nil, fmt.Errorf("httpprovider: contract.missing_successor: unknown value %q (want poll or end_of_traversal)", missing)
 	}
 	kind, err := cc.FieldString(hpFieldCoordinate)
 	if err != nil {

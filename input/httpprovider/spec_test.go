@@ -66,10 +66,12 @@ func TestSpecContract(t *testing.T) {
     snapshot_marker: true
     watermark_covers_positions: true
     events_may_be_withdrawn: true
+    missing_successor: end_of_traversal
     coordinate: timestamp
     recovery: fresh_snapshot`,
 			witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, TokensMayRotate: true, OrderedPositions: true,
-				DensePositions: true, ExclusiveBoundary: true, SnapshotMarker: true, WatermarkCoversPositions: true, EventsMayBeWithdrawn: true, Recovery: witness.RecoveryFreshSnapshot},
+				DensePositions: true, ExclusiveBoundary: true, SnapshotMarker: true, WatermarkCoversPositions: true, EventsMayBeWithdrawn: true,
+				MissingSuccessor: witness.MissingSuccessorEndsTraversal, Recovery: witness.RecoveryFreshSnapshot},
 			coord.KindTimestamp},
 		{`
     empty_page: end_of_data

@@ -422,3 +422,21 @@ func TestIsFenced(t *testing.T) {
 	assert.False(t, IsFenced(errors.New("transport")))
 	assert.False(t, IsFenced(nil))
 }
+
+// A durably complete partition shows as complete in the status, in JSON and
+// in the table.
+func TestStatusShowsDurableCompletion(t *testing.T) {
+	st := store.NewMemStore()
+	k := store.Key{Scope: "done-scope", Partition: "p0"}
+	cp, err := st.CreateCheckpoint(context.Background(), store.Checkpoint{Key: k, Cursor: []byte("c1"), Generation: 1, Epoch: 1})
+	require.NoError(t, err)
+	_, err = st.Promote(context.Background(), store.Promotion{Key: k, FromCursor: cp.Cursor, FromGeneration: 1, To: cp.Cursor, WitnessID: "w-last", Applied: 7, HasApplied: true, Complete: true, Epoch: 1})
+	require.NoError(t, err)
+	s, err := ReadStatus(context.Background(), st, "done-scope")
+	require.NoError(t, err)
+	require.Len(t, s.Partitions, 1)
+	assert.True(t, s.Partitions[0].Complete)
+	var b strings.Builder
+	require.NoError(t, WriteTable(&b, s))
+	assert.Contains(t, b.String(), "p0 (complete)")
+}

@@ -36,8 +36,11 @@ type PartitionStatus struct {
 	PromotedWitness string `json:"promoted_witness,omitempty"`
 	PendingWitness  int    `json:"pending_witnesses"`
 	Parked          string `json:"parked,omitempty"`
-	LeaseOwner      string `json:"lease_owner,omitempty"`
-	LeaseCounter    uint64 `json:"lease_counter,omitempty"`
+	// Complete: the partition is durably complete (sealed, or its finite
+	// traversal ended); it is never read again.
+	Complete     bool   `json:"complete"`
+	LeaseOwner   string `json:"lease_owner,omitempty"`
+	LeaseCounter uint64 `json:"lease_counter,omitempty"`
 	// Lag is how far this partition's watermark trails the most advanced
 	// partition of the scope (integer and timestamp coordinates only).
 	Lag *int64 `json:"lag,omitempty"`
@@ -112,7 +115,7 @@ func ReadStatus(ctx context.Context, st store.Store, scope string) (Status, erro
 		ps := PartitionStatus{
 			Partition: cp.Partition, Generation: cp.Generation, Watermark: cp.Watermark.String(),
 			CursorHash: witness.CursorHash(cp.Cursor), PromotedWitness: cp.PromotedWitness,
-			Parked: cp.Parked, LeaseOwner: cp.Lease.Owner, LeaseCounter: cp.Lease.Counter,
+			Parked: cp.Parked, Complete: cp.Complete, LeaseOwner: cp.Lease.Owner, LeaseCounter: cp.Lease.Counter,
 			Member: slices.Contains(m.Partitions, cp.Partition),
 		}
 		if cp.HasApplied {
@@ -172,6 +175,9 @@ func WriteTable(w io.Writer, s Status) error {
 		name := p.Partition
 		if !p.Member {
 			name += " (not a member)"
+		}
+		if p.Complete {
+			name += " (complete)"
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%d\t%s\t%s\n", name, p.Generation, p.Watermark, lag, p.CursorHash, p.PendingWitness, lease, parked)
 	}
