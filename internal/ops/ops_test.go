@@ -148,7 +148,7 @@ func TestStatusJSON(t *testing.T) {
 	assert.Equal(t, map[string]any{
 		"partition": "p1", "generation": float64(2), "watermark": "90", "applied": float64(90),
 		"cursor_hash": witness.CursorHash([]byte("p1-2")), "promoted_witness": "w-p1-1",
-		"pending_witnesses": float64(0), "parked": parkReason, "lag": float64(60), "member": true,
+		"pending_witnesses": float64(0), "parked": parkReason, "lag": float64(60), "member": true, "complete": false,
 	}, p1)
 	p2 := parts[2].(map[string]any)
 	assert.Equal(t, float64(1), p2["pending_witnesses"])
