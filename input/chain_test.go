@@ -1,0 +1,353 @@
+package input
+
+// Regression tests of a partition's chain, driven through the real input
+// (New, Connect, ReadBatch, acks) against a scripted provider and the
+// in-memory store. Each names the behaviour it pins; docs/design.md
+// (#completion-and-promotion, #retry-classification) states the rules.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tidemark/tidemark/input/provider"
+	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/e2etest"
+	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/witness"
+)
+
+// script is a provider whose answers are scripted per cursor: the n-th
+// fetch of a cursor returns answers[cursor][min(n, len-1)]. It records
+// every request.
+type script struct {
+	contract witness.Contract
+	restart  []byte // RestartCursor's answer
+
+	mu       sync.Mutex
+	answers  map[string][]answer
+	fetches  map[string]int
+	requests []provider.Request
+}
+
+type answer struct {
+	resp witness.Response
+	err  error
+}
+
+func newScript(c witness.Contract, answers map[string][]answer) *script {
+	return &script{contract: c, answers: answers, fetches: map[string]int{}}
+}
+
+func (s *script) Fetch(_ context.Context, req provider.Request) (witness.Response, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests = append(s.requests, req)
+	as, ok := s.answers[string(req.Cursor)]
+	if !ok {
+		return witness.Response{}, &provider.MalformedError{Partition: req.Partition, Reason: fmt.Sprintf("the script has no answer for cursor %q", req.Cursor)}
+	}
+	n := s.fetches[string(req.Cursor)]
+	s.fetches[string(req.Cursor)]++
+	a := as[min(n, len(as)-1)]
+	return a.resp, a.err
+}
+
+func (s *script) Contract() witness.Contract { return s.contract }
+
+func (s *script) Close(context.Context) error { return nil }
+
+func (s *script) RestartCursor(context.Context, string, coord.Watermark) ([]byte, error) {
+	return s.restart, nil
+}
+
+func (s *script) fetchesOf(cursor string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fetches[cursor]
+}
+
+func (s *script) requestsSeen() []provider.Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]provider.Request(nil), s.requests...)
+}
+
+func resp(successor string, evs ...witness.Event) witness.Response {
+	return witness.Response{Events: evs, Successor: []byte(successor)}
+}
+
+func event(id string, pos int64) witness.Event {
+	return witness.Event{ID: id, Position: pos, Payload: []byte(`{"id":"` + id + `"}`)}
+}
+
+// chainRun is one input over a script; reader goroutine acks per the
+// policy and counts deliveries.
+type chainRun struct {
+	t     *testing.T
+	in    service.BatchInput
+	st    store.Store
+	key   store.Key
+	ended chan error
+
+	mu        sync.Mutex
+	delivered map[string]int // acknowledged deliveries by event id
+}
+
+// nackOnce, when it returns true for a message, nacks its batch (once per
+// event id and run).
+type ackPolicy func(id string) (nack bool)
+
+func startChain(t *testing.T, st store.Store, scope string, prov provider.Provider, exit bool, policy ackPolicy) *chainRun {
+	t.Helper()
+	cfg := Config{
+		Scope: scope, Partitions: []string{"p"}, MaxPagesInFlight: 4, MaxBatchSize: 1,
+		PollInterval: 2 * time.Millisecond, ParkCheckInterval: 5 * time.Millisecond,
+		StoreBackoff: 5 * time.Millisecond, FetchRetries: 0, FetchBackoff: time.Millisecond,
+		ExitWhenComplete: exit,
+	}
+	in, err := New(cfg, prov, st, nil, service.MockResources())
+	require.NoError(t, err)
+	require.NoError(t, in.Connect(t.Context()))
+	r := &chainRun{t: t, in: in, st: st, key: store.Key{Scope: scope, Partition: "p"}, ended: make(chan error, 1), delivered: map[string]int{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for {
+			b, ack, err := in.ReadBatch(ctx)
+			if err != nil {
+				r.ended <- err
+				return
+			}
+			var nack error
+			for _, m := range b {
+				id, _ := m.MetaGet(MetaEventID)
+				if policy != nil && policy(id) {
+					nack = errors.New("injected delivery failure")
+				}
+			}
+			if nack == nil {
+				r.mu.Lock()
+				for _, m := range b {
+					id, _ := m.MetaGet(MetaEventID)
+					r.delivered[id]++
+				}
+				r.mu.Unlock()
+			}
+			_ = ack(ctx, nack)
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer ccancel()
+		_ = in.Close(cctx)
+	})
+	return r
+}
+
+func (r *chainRun) deliveries() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]int, len(r.delivered))
+	for k, v := range r.delivered {
+		out[k] = v
+	}
+	return out
+}
+
+func (r *chainRun) checkpoint() store.Checkpoint {
+	cp, err := r.st.LoadCheckpoint(context.Background(), r.key)
+	if err != nil {
+		return store.Checkpoint{}
+	}
+	return cp
+}
+
+// waitEnd waits for the input to end (exit_when_complete).
+func (r *chainRun) waitEnd() {
+	r.t.Helper()
+	select {
+	case err := <-r.ended:
+		require.ErrorIs(r.t, err, service.ErrEndOfInput)
+	case <-time.After(e2etest.Patience):
+		cp := r.checkpoint()
+		r.t.Fatalf("the input did not end; checkpoint generation %d complete %v parked %q", cp.Generation, cp.Complete, cp.Parked)
+	}
+}
+
+var chainScope int
+
+func newChainScope(t *testing.T) string {
+	chainScope++
+	return fmt.Sprintf("chain%d-%s", chainScope, t.Name())
+}
+
+// Under missing_successor: poll, a last page with events and no successor
+// is held: its events are delivered once, and however often the cursor is
+// polled again they are not emitted again.
+func TestHeldLastPageIsNotRedelivered(t *testing.T) {
+	c := witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, Recovery: witness.RecoveryPark}
+	prov := newScript(c, map[string][]answer{
+		"":   {{resp: resp("c1", event("e1", 1), event("e2", 2))}},
+		"c1": {{resp: resp("", event("e3", 3))}},
+	})
+	r := startChain(t, store.NewMemStore(), newChainScope(t), prov, false, nil)
+	e2etest.WaitFor(t, e2etest.Patience, "the held page polled 25 times", func() (bool, string) {
+		n := prov.fetchesOf("c1")
+		return n >= 25, fmt.Sprintf("%d fetches of c1, deliveries %v", n, r.deliveries())
+	})
+	assert.Equal(t, map[string]int{"e1": 1, "e2": 1, "e3": 1}, r.deliveries(), "each event of the held page is delivered once")
+	cp := r.checkpoint()
+	assert.Equal(t, []byte("c1"), cp.Cursor, "the held page's cursor stays durable")
+	assert.False(t, cp.Complete)
+}
+
+// Under missing_successor: end_of_traversal, the last page's promotion
+// completes the partition durably: the input ends, and a restarted input
+// reads nothing at all.
+func TestFiniteTraversalCompletesDurably(t *testing.T) {
+	c := witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, MissingSuccessor: witness.MissingSuccessorEndsTraversal, Recovery: witness.RecoveryPark}
+	answers := map[string][]answer{
+		"":   {{resp: resp("c1", event("e1", 1), event("e2", 2))}},
+		"c1": {{resp: resp("", event("e3", 3))}},
+	}
+	st := store.NewMemStore()
+	scope := newChainScope(t)
+	prov := newScript(c, answers)
+	r := startChain(t, st, scope, prov, true, nil)
+	r.waitEnd()
+	assert.Equal(t, map[string]int{"e1": 1, "e2": 1, "e3": 1}, r.deliveries())
+	cp := r.checkpoint()
+	require.True(t, cp.Complete, "completion is stored with the checkpoint")
+	assert.Equal(t, []byte("c1"), cp.Cursor, "a complete partition keeps its last cursor, not the start")
+	assert.Equal(t, int64(3), cp.Applied)
+
+	again := newScript(c, answers)
+	r2 := startChain(t, st, scope, again, true, nil)
+	r2.waitEnd()
+	assert.Empty(t, again.requestsSeen(), "a restart after completion fetches nothing")
+	assert.Empty(t, r2.deliveries(), "and re-delivers nothing")
+}
+
+// With exit_when_complete, has_more unmapped and empty_page: no_evidence, a
+// transient empty page proves nothing: the input goes on and ends only
+// when the traversal really ends, every event delivered.
+func TestTransientEmptyPageDoesNotCompleteAPartition(t *testing.T) {
+	c := witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, MissingSuccessor: witness.MissingSuccessorEndsTraversal, Recovery: witness.RecoveryPark}
+	prov := newScript(c, map[string][]answer{
+		// The first answer is a transient empty page looping to its own
+		// cursor, the second another one without a successor.
+		"": {{resp: resp("")}, {resp: witness.Response{}}, {resp: resp("c1", event("e1", 1))}},
+		"c1": {{resp: resp("", event("e2", 2))}},
+	})
+	r := startChain(t, store.NewMemStore(), newChainScope(t), prov, true, nil)
+	r.waitEnd()
+	assert.Equal(t, map[string]int{"e1": 1, "e2": 1}, r.deliveries(), "the input ended only after every event")
+	assert.True(t, r.checkpoint().Complete)
+}
+
+// A page fetched ahead is requested with the watermark the checkpoint will
+// hold when its cursor is durable, not the one durable at the time of the
+// fetch: every fetch of one (cursor, generation) sees one watermark.
+func TestFetchAheadCarriesTheWatermarkOfItsGeneration(t *testing.T) {
+	c := witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, OrderedPositions: true, DensePositions: true, WatermarkCoversPositions: true, MissingSuccessor: witness.MissingSuccessorEndsTraversal, Recovery: witness.RecoveryPark}
+	answers := map[string][]answer{}
+	want := map[string]coord.Watermark{"": {}}
+	for i := int64(0); i < 6; i++ {
+		cur, next := fmt.Sprintf("c%d", i), fmt.Sprintf("c%d", i+1)
+		if i == 0 {
+			cur = ""
+		}
+		if i == 5 {
+			next = ""
+		}
+		r := resp(next, event(fmt.Sprintf("e%d", 2*i+1), 2*i+1), event(fmt.Sprintf("e%d", 2*i+2), 2*i+2))
+		r.CompleteThrough = coord.Integer(2*i + 2)
+		answers[cur] = []answer{{resp: r}}
+		if next != "" {
+			want[next] = coord.Integer(2*i + 2)
+		}
+	}
+	prov := newScript(c, answers)
+	r := startChain(t, store.NewMemStore(), newChainScope(t), prov, true, nil)
+	r.waitEnd()
+	for _, req := range prov.requestsSeen() {
+		assert.Equal(t, want[string(req.Cursor)], req.Watermark, "fetch of cursor %q", req.Cursor)
+	}
+	assert.Len(t, r.deliveries(), 12)
+}
+
+// The seeds' reasoned example, end to end: C0 first answers 501, 502, 503
+// (successor N7); 501 is delivered, 502's delivery fails; the retry of C0
+// answers 501, 503 (successor N8) with a complete-through watermark of 500,
+// which covers nothing above 500. The partition parks: N8 is never
+// promoted, so 502 is never skipped.
+func TestOmittedEventRetryWithLaggingWatermarkParks(t *testing.T) {
+	c := witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, OrderedPositions: true, DensePositions: true, WatermarkCoversPositions: true, Recovery: witness.RecoveryPark}
+	retry := resp("N8", event("e501", 501), event("e503", 503))
+	retry.CompleteThrough = coord.Integer(500)
+	first := resp("N7", event("e501", 501), event("e502", 502), event("e503", 503))
+	st := store.NewMemStore()
+	scope := newChainScope(t)
+	key := store.Key{Scope: scope, Partition: "p"}
+	// The checkpoint holds C0 with 500 applied.
+	_, err := st.CreateCheckpoint(context.Background(), store.Checkpoint{Key: key, Cursor: []byte("C0"), Generation: 1, Epoch: 1, Applied: 500, HasApplied: true, Watermark: coord.Integer(500)})
+	require.NoError(t, err)
+	prov := newScript(c, map[string][]answer{
+		"C0": {{resp: first}, {resp: retry}},
+		"N7": {{resp: resp("N7")}},
+		"N8": {{resp: resp("N8")}},
+	})
+	var once sync.Once
+	r := startChain(t, st, scope, prov, false, func(id string) bool {
+		nack := false
+		if id == "e502" {
+			once.Do(func() { nack = true })
+		}
+		return nack
+	})
+	e2etest.WaitFor(t, e2etest.Patience, "the partition parked", func() (bool, string) {
+		cp := r.checkpoint()
+		return cp.Parked != "", fmt.Sprintf("generation %d cursor %q", cp.Generation, cp.Cursor)
+	})
+	cp := r.checkpoint()
+	assert.Contains(t, cp.Parked, "showed position 502")
+	assert.Equal(t, []byte("C0"), cp.Cursor, "neither N7 nor N8 was promoted")
+	assert.Equal(t, uint64(1), cp.Generation)
+}
+
+// With exclusive_boundary and a restart boundary that replays events at or
+// below the applied boundary, every replay diverges. The restarts back off
+// and, after a bounded number without progress, the partition parks with
+// the reason instead of looping for ever.
+func TestRestartLoopBacksOffAndParks(t *testing.T) {
+	c := witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, DensePositions: true, ExclusiveBoundary: true, Recovery: witness.RecoveryRestartFromBoundary}
+	st := store.NewMemStore()
+	scope := newChainScope(t)
+	key := store.Key{Scope: scope, Partition: "p"}
+	_, err := st.CreateCheckpoint(context.Background(), store.Checkpoint{Key: key, Cursor: []byte("C5"), Generation: 1, Epoch: 1, Applied: 5, HasApplied: true})
+	require.NoError(t, err)
+	// C5 first answers with a conflicting boundary event; the restart
+	// cursor "" replays from 1, which the exclusive boundary forbids.
+	prov := newScript(c, map[string][]answer{
+		"C5": {{resp: resp("C9", event("e5", 5), event("e6", 6))}},
+		"":   {{resp: resp("C3", event("e1", 1), event("e2", 2))}},
+	})
+	prov.restart = nil
+	r := startChain(t, st, scope, prov, false, nil)
+	e2etest.WaitFor(t, e2etest.Patience, "the partition parked", func() (bool, string) {
+		cp := r.checkpoint()
+		return cp.Parked != "", fmt.Sprintf("generation %d, %d restarts fetched", cp.Generation, prov.fetchesOf(""))
+	})
+	cp := r.checkpoint()
+	assert.Contains(t, cp.Parked, "restarts from a stable boundary in a row made no progress")
+	assert.Equal(t, maxRestarts, prov.fetchesOf(""), "one fetch per restart, and no more after parking")
+	assert.Empty(t, r.deliveries(), "nothing diverging was emitted")
+}
