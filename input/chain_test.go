@@ -244,7 +244,7 @@ func TestTransientEmptyPageDoesNotCompleteAPartition(t *testing.T) {
 	prov := newScript(c, map[string][]answer{
 		// The first answer is a transient empty page looping to its own
 		// cursor, the second another one without a successor.
-		"": {{resp: resp("")}, {resp: witness.Response{}}, {resp: resp("c1", event("e1", 1))}},
+		"":   {{resp: resp("")}, {resp: witness.Response{}}, {resp: resp("c1", event("e1", 1))}},
 		"c1": {{resp: resp("", event("e2", 2))}},
 	})
 	r := startChain(t, store.NewMemStore(), newChainScope(t), prov, true, nil)
