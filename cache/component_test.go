@@ -94,11 +94,6 @@ type fakeClock struct {
 }
 
 func (c *fakeClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *fakeClock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 func newTestCache(t *testing.T, clock *fakeClock, defaultTTL time.Duration) *Cache {
 	t.Helper()
