@@ -628,7 +628,7 @@ func (p *partition) promote(ctx context.Context, pg *page) error {
 					p.promoted(ctx, pg, cp)
 					return nil
 				}
-				if cp.Generation != prom.FromGeneration || string(cp.Cursor) != string(prom.FromCursor) {
+				if !prom.StillAt(cp) {
 					// Overtaken. Our witness lost only if the promotion out
 					// of its generation names another witness; a checkpoint
 					// that has moved further says nothing about it, so it

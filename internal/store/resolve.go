@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-
-	"github.com/tidemark/tidemark/internal/witness"
 )
 
 // ResolvePromotion decides, by reading only, whether promotion p took
@@ -13,16 +11,17 @@ import (
 // have happened: its response was lost). It never writes.
 //
 // It returns the stored checkpoint and:
-//   - applied = true when the checkpoint is p's result (PromotionApplied),
-//     or when it has since moved further and p's witness is recorded as
-//     promoted;
-//   - applied = false otherwise. If the checkpoint still holds
-//     p.FromCursor at p.FromGeneration, p did not take effect (yet) and the
-//     caller may promote again: the lost write, should it still land, and
-//     the new one race on the same condition and at most one wins. If the
-//     checkpoint moved on, another writer won (or p's success can no longer
-//     be told apart from a loss): the caller continues from the returned
-//     checkpoint, marks its witness abandoned and never reuses p.
+//   - applied = true when the checkpoint is p's result (PromotionApplied);
+//   - applied = false otherwise. If the checkpoint still holds p's starting
+//     point (p.StillAt), p did not take effect (yet) and the caller may
+//     promote again: the lost write, should it still land, and the new one
+//     race on the same condition and at most one wins. If the checkpoint
+//     moved on, the caller continues from the returned checkpoint and never
+//     reuses p. Whether p's witness lost is known only when the checkpoint
+//     is at exactly p.FromGeneration+1 and names another witness; a
+//     checkpoint that has moved further says nothing about it, so its
+//     witness is left pending (dispositions are hints: "promoted" is never
+//     stored, the checkpoint's promoted witness says it).
 //
 // err is non-nil only when the checkpoint could not be read
 // (ErrNoCheckpoint or a transport failure): the outcome is still unknown;
@@ -37,21 +36,7 @@ func ResolvePromotion(ctx context.Context, s Store, p Promotion) (Checkpoint, bo
 	// the promotion was built; a write that did not happen never counts).
 	q := p
 	q.Lease = Lease{}
-	if PromotionApplied(q, cp) {
-		return cp, true, nil
-	}
-	if cp.Generation > p.FromGeneration+1 && p.WitnessID != "" {
-		ws, err := s.Witnesses(ctx, p.Key, p.FromGeneration)
-		if err != nil {
-			return Checkpoint{}, false, fmt.Errorf("store: resolving promotion of %s from generation %d: %w", p.Key, p.FromGeneration, err)
-		}
-		for _, w := range ws {
-			if w.AttemptID == p.WitnessID && w.Disposition == witness.Promoted {
-				return cp, true, nil
-			}
-		}
-	}
-	return cp, false, nil
+	return cp, PromotionApplied(q, cp), nil
 }
 
 // StillAt reports whether c still holds p's starting point (p.FromCursor at
