@@ -110,7 +110,7 @@ Exactly one of `+"`http`"+` and `+"`simulated`"+` must be set.`).
 				Optional().Default(leaseObjectDefault()),
 		).
 		LintRule(`root = match {
-  this.partitions.or([]).length() == 0 && !this.discover.or(false) => ["either partitions or discover: true is required"],
+  this.discover.or(false) != true && (this.partitions.type() != "array" || this.partitions.length() == 0) => ["either partitions or discover: true is required"],
   this.exists("http") && this.exists("simulated") => ["exactly one of http or simulated must be set"],
   !this.exists("http") && !this.exists("simulated") => ["exactly one of http or simulated must be set"],
 }`).

@@ -1,0 +1,39 @@
+package input
+
+import (
+	"testing"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The config linter accepts discover: true without partitions, and names
+// the mistake (not a Bloblang error) when neither is given.
+func TestLintDiscoverWithoutPartitions(t *testing.T) {
+	const base = `
+paginated_partitions:
+  scope: lint
+  checkpoint: { backend: memory }
+  simulated: { events_per_partition: 3 }
+`
+	for _, tc := range []struct {
+		name, extra, err string
+	}{
+		{name: "discover without partitions", extra: "  discover: true\n"},
+		{name: "partitions", extra: "  partitions: [ a ]\n"},
+		{name: "neither", err: "either partitions or discover: true is required"},
+		{name: "empty partitions", extra: "  partitions: []\n", err: "either partitions or discover: true is required"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := service.NewStreamBuilder().AddInputYAML(base + tc.extra)
+			if tc.err == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.err)
+			assert.NotContains(t, err.Error(), "failed assignment")
+		})
+	}
+}
