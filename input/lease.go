@@ -986,7 +986,6 @@ func (m *leaseManager) claim(ctx context.Context, c leaseClaim) {
 // release stops the worker and hands the lease off with one conditional
 // write (after any write of the worker still in flight).
 func (m *leaseManager) release(ctx context.Context, h *leaseHolder, why string) {
-	lease, _ := h.current()
 	h.stop("released: " + why)
 	tctx, cancel := context.WithTimeout(ctx, m.storeTimeout())
 	defer cancel()
@@ -997,7 +996,18 @@ func (m *leaseManager) release(ctx context.Context, h *leaseHolder, why string) 
 	}
 	h.uncertain = false
 	defer h.release()
-	if _, err := m.in.store.ReleaseLease(tctx, h.key, lease); err != nil {
+	// Read the lease under sem: no renewal can move it any more.
+	lease, _ := h.current()
+	_, err := m.in.store.ReleaseLease(tctx, h.key, lease)
+	var fe *store.FenceError
+	if errors.As(err, &fe) && fe.Winner != nil && fe.Winner.Lease.Owner == lease.Owner && fe.Winner.Lease.Counter > lease.Counter {
+		// A renewal whose outcome was unknown did land: the stored lease is
+		// still this instance's (no other instance writes its owner name),
+		// one counter on. Release that one.
+		lease = fe.Winner.Lease
+		_, err = m.in.store.ReleaseLease(tctx, h.key, lease)
+	}
+	if err != nil {
 		m.log.Warnf("Partition %s: releasing lease %s failed (it expires after the lease period instead): %v", h.key.Partition, lease, err)
 		return
 	}

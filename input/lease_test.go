@@ -931,3 +931,29 @@ func TestLeaseRenewalNeverFencesOwnWorker(t *testing.T) {
 	c.stop("solo")
 	c.requireNoLoss()
 }
+
+// A graceful hand-off after a renewal whose response was lost but which was
+// applied: the holder still believes the old counter, the store holds the
+// next one under this instance's owner. The release must hand off the
+// stored lease, not leave it to expire.
+func TestLeaseReleaseAfterAnAppliedRenewalWithALostResponse(t *testing.T) {
+	st := store.NewMemStore()
+	k := store.Key{Scope: "release", Partition: "p0"}
+	_, err := st.CreateCheckpoint(context.Background(), store.Checkpoint{Key: k, Cursor: []byte("c"), Generation: 1, Epoch: 1})
+	require.NoError(t, err)
+	claimed, err := st.ClaimLease(context.Background(), k, store.Lease{}, "i1#a")
+	require.NoError(t, err)
+	renewed, err := st.RenewLease(context.Background(), k, claimed.Lease) // applied; its response "lost"
+	require.NoError(t, err)
+	require.Greater(t, renewed.Lease.Counter, claimed.Lease.Counter)
+
+	res := service.MockResources()
+	in := &paginatedInput{store: st}
+	m := newLeaseManager(in, LeaseConfig{Period: 10 * time.Second, RenewInterval: time.Second, BalanceInterval: time.Second}, res)
+	h := newLeaseHolder(k, claimed.Lease, time.Now(), m.onLost)
+	m.release(context.Background(), h, "shutdown")
+
+	cp, err := st.LoadCheckpoint(context.Background(), k)
+	require.NoError(t, err)
+	require.False(t, cp.Lease.Held(), "the lease was handed off, not left to expire: %+v", cp.Lease)
+}
