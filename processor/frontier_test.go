@@ -131,7 +131,7 @@ checkpoint: { backend: memory }
 
 // --- the frontier example (docs/design.md#frontier-example) ------------------
 
-// TestSeed000_ReasonedExample_ThroughPartitionFrontier_AThrough120_BThrough90_LateRetryLosesCAS_Then110
+// TestFrontierExample_ThroughPartitionFrontier_AThrough120_BThrough90_LateRetryLosesCAS_Then110
 // runs the frontier example of docs/design.md#frontier-example through the
 // partition_frontier processor over durable checkpoints written with the
 // store's conditional writes: A is complete through 120 and B through 90, so
@@ -140,7 +140,7 @@ checkpoint: { backend: memory }
 // watermark 60) loses its compare-and-swap (a *FenceError whose winner is A
 // at 120), so the frontier stays 90. When B proves complete through 110 the
 // frontier becomes 110. The maximum, 120, never appears.
-func TestSeed000_ReasonedExample_ThroughPartitionFrontier_AThrough120_BThrough90_LateRetryLosesCAS_Then110(t *testing.T) {
+func TestFrontierExample_ThroughPartitionFrontier_AThrough120_BThrough90_LateRetryLosesCAS_Then110(t *testing.T) {
 	sources(t, func(t *testing.T, fromFeed bool) {
 		st := store.NewMemStore()
 		scope := newScope(t)

@@ -19,7 +19,7 @@ import (
 // N8: 501 matches its receipt, 502 and 503 are handled, N8 is promoted from
 // C41 at generation 9, and N7 is never promoted with evidence from the
 // second response.
-func TestSeed001_C41_RetryAddsPosition503_PromotesN8NotN7(t *testing.T) {
+func TestRetryExample_C41_RetryAddsPosition503_PromotesN8NotN7(t *testing.T) {
 	cp := checkpoint("C41", 9, 500, true)
 
 	first := build(t, dense, "C41", 9, "a1", resp("N7", ev("e501", 501), ev("e502", 502)))
@@ -69,7 +69,7 @@ func TestSeed001_C41_RetryAddsPosition503_PromotesN8NotN7(t *testing.T) {
 // docs/design.md#retry-example, second part: when the retry omits 502 and
 // the provider offers no snapshot or coverage rule proving that 502 is no
 // longer required, neither successor advances.
-func TestSeed001_RetryOmits502_StopsAdvancing(t *testing.T) {
+func TestRetryExample_RetryOmits502_StopsAdvancing(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		contract Contract
@@ -115,7 +115,7 @@ func TestSeed001_RetryOmits502_StopsAdvancing(t *testing.T) {
 // only when the contract lets events be withdrawn and the retry proves its
 // position covered (a complete-through watermark at or above 502 in the
 // positions' coordinate).
-func TestSeed001_RetryOmits502_WithdrawalCoveredByWatermark_Advances(t *testing.T) {
+func TestRetryExample_RetryOmits502_WithdrawalCoveredByWatermark_Advances(t *testing.T) {
 	withdrawable := with(sparse, func(c *Contract) { c.WatermarkCoversPositions, c.EventsMayBeWithdrawn = true, true })
 	cp := checkpoint("C41", 9, 500, true)
 	first := acked(build(t, withdrawable, "C41", 9, "a1", resp("N7", ev("e501", 501), ev("e502", 502))), 1)
@@ -178,7 +178,7 @@ func TestRetryOmittingAWitnessedEventWithALaggingWatermarkDiverges(t *testing.T)
 // applied boundary is 700; retrying C41 returns no events, successor N9 and
 // a provider-defined coverage marker. After the marker is durably recorded
 // in the N9 witness, N9 may be promoted with the usual compare-and-swap.
-func TestSeed001_EmptyResponseAtBoundary700_WithCoverageMarker_Promotes(t *testing.T) {
+func TestRetryExample_EmptyResponseAtBoundary700_WithCoverageMarker_Promotes(t *testing.T) {
 	final := with(sparse, func(c *Contract) { c.EmptyPage = EmptyFinalThroughWatermark })
 	for _, tc := range []struct {
 		name     string
@@ -224,7 +224,7 @@ func TestSeed001_EmptyResponseAtBoundary700_WithCoverageMarker_Promotes(t *testi
 // docs/design.md#empty-page-example, second part: when the same empty
 // response carries only N9, with no coverage marker and no documented
 // completeness rule, its witness stays pending and nothing advances.
-func TestSeed001_EmptyResponseAtBoundary700_WithoutMarker_StaysPending(t *testing.T) {
+func TestRetryExample_EmptyResponseAtBoundary700_WithoutMarker_StaysPending(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		contract Contract

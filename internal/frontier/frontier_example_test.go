@@ -9,7 +9,7 @@ import (
 	"github.com/tidemark/tidemark/internal/coord"
 )
 
-// TestSeed000_ReasonedExample_AThrough120_BThrough90_LateRetryLoses_ThenB110
+// TestFrontierExample_AThrough120_BThrough90_LateRetryLoses_ThenB110
 // executes the frontier example (docs/design.md#frontier-example):
 // partition A is complete through 120 while B is complete through 90. A
 // retry of an older A page finishes late but loses its partition checkpoint
@@ -20,7 +20,7 @@ import (
 //
 // The late retry here certifies A only through 60, so that accepting it
 // would visibly lower the frontier (to 60), not only A's entry.
-func TestSeed000_ReasonedExample_AThrough120_BThrough90_LateRetryLoses_ThenB110(t *testing.T) {
+func TestFrontierExample_AThrough120_BThrough90_LateRetryLoses_ThenB110(t *testing.T) {
 	tr, err := NewTracker(1, []string{"A", "B"})
 	require.NoError(t, err)
 
