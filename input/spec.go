@@ -54,6 +54,8 @@ Delivery is at least once: events may repeat after a retry or a crash, never go 
 
 Every message carries: `+"`tidemark_partition`, `tidemark_scope`, `tidemark_event_id`, `tidemark_position`, `tidemark_generation`, `tidemark_witness`, `tidemark_cursor_hash`, `tidemark_epoch`, `tidemark_retry_class`"+`; with `+"`leases`"+` also the fencing token `+"`tidemark_lease_owner`"+` and `+"`tidemark_lease_counter`"+` (with `+"`tidemark_generation`"+`: an idempotent sink that keeps the highest lease counter per partition can refuse writes from a paused former owner).
 
+`+"`tidemark_epoch`"+` is the membership epoch this input read from the store when it connected, stamped on each event. `+"`tidemark_frontier_epoch`"+` (set by the `+"`partition_frontier`"+` processor and the `+"`frontier_advances`"+` input) is the epoch of the frontier they attach. Today a running input does not pick up an epoch advanced by an operator or another instance, so the two can differ until the input reconnects.
+
 ### Scale-out
 
 With a `+"`leases`"+` object, several instances of the same pipeline share the scope's partitions: each partition's checkpoint record carries a lease (owner and counter), every promotion is conditional on it, and an instance that loses a lease stops that partition at once. See the `+"`leases`"+` fields for timing; metrics `+"`tidemark_owned_partitions`, `tidemark_lease_steals`, `tidemark_leases_lost`"+`.
@@ -88,7 +90,7 @@ Exactly one of `+"`http`"+` and `+"`simulated`"+` must be set.`).
 				Description("Back-off after a checkpoint store failure (the partition does not advance meanwhile).").
 				Default("1s").Example("5s").Advanced(),
 			service.NewIntField(ppFieldFetchRetries).
-				Description("Retries of a transient fetch failure before the partition waits a poll interval.").
+				Description("Retries of a transient fetch failure (after the provider's own retries: the http provider's `max_retries`) before the partition waits a poll interval and tries again. Expired cursors, malformed pages and permanent failures (an HTTP 4xx other than 429) are never retried here.").
 				Default(5).Example(10).Advanced(),
 			service.NewDurationField(ppFieldFetchBackoff).
 				Description("First back-off between fetch retries; it doubles up to 10s.").

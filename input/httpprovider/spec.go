@@ -107,7 +107,7 @@ func Fields() []*service.ConfigField {
 			Default("").
 			Example("source_api_quota"),
 		service.NewIntField(hpFieldMaxRetries).
-			Description("How many times a transient failure (connection error, timeout, HTTP 429 or 5xx) is retried within one fetch before it is returned as a transient error.").
+			Description("How many times a transient failure (connection error, timeout, HTTP 429 or 5xx) is retried within one fetch before it is returned as a transient error. The input then retries that fetch `fetch_retries` times more (each with up to `max_retries` requests of its own), so one page is requested at most (max_retries+1)×(fetch_retries+1) times before the partition waits a `poll_interval` and tries again; it never parks on transient failures.").
 			Default(defaultMaxRetries).
 			Advanced().
 			Example(10),
@@ -219,9 +219,12 @@ func Fields() []*service.ConfigField {
 				Description("What a response without a successor (`successor` deleted or null) means.").
 				Default(witness.MissingSuccessorPoll.String()).
 				Example(witness.MissingSuccessorEndsTraversal.String()),
-			service.NewStringEnumField(hpFieldCoordinate,
-				coord.KindInteger.String(), coord.KindTimestamp.String(), coord.KindString.String()).
-				Description("Type of the shared ordering coordinate of `complete_through` (and of positions, for timestamp). Use `string` only when the source documents that its strings sort in stream order.").
+			service.NewStringAnnotatedEnumField(hpFieldCoordinate, map[string]string{
+				coord.KindInteger.String():   "`complete_through` is a signed 64-bit integer (a JSON number or numeric string); positions are int64 too.",
+				coord.KindTimestamp.String(): "`complete_through` and positions are RFC 3339 timestamps (or Unix seconds), kept as Unix nanoseconds.",
+				coord.KindString.String():    "`complete_through` is a string compared byte by byte; only when the source documents that its strings sort in stream order. Positions stay int64, so `watermark_covers_positions` is refused.",
+			}).
+				Description("Type of the shared ordering coordinate of `complete_through` (and of positions, for timestamp). Watermarks of different types never compare: the frontier of a scope mixing them is published as the per-partition vector only.").
 				Default(coord.KindInteger.String()).
 				Example(coord.KindTimestamp.String()),
 			service.NewIntListField(hpFieldExpiredStatusCodes).
