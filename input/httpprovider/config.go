@@ -95,6 +95,9 @@ type Config struct {
 	PartitionsURL     *service.InterpolatedString
 	PartitionsMapping *bloblang.Executor
 
+	// Client is TLS, proxy and request authentication.
+	Client Client
+
 	// Resources give access to the rate limit (may be nil without one).
 	Resources *service.Resources
 	// Logger may be nil.
@@ -246,15 +249,24 @@ func New(conf Config) (*Provider, error) {
 	for _, code := range conf.ExpiredStatusCodes {
 		expired[code] = true
 	}
-	transport := http.DefaultTransport.(*http.Transport).Clone()
+	if err := conf.Client.validate(); err != nil {
+		return nil, fmt.Errorf("httpprovider: %w", err)
+	}
+	transport, err := conf.Client.transport()
+	if err != nil {
+		return nil, fmt.Errorf("httpprovider: %w", err)
+	}
+	client := &http.Client{Transport: transport, CheckRedirect: sameHostRedirects}
+	auth, err := newAuthenticator(conf.Client, client)
+	if err != nil {
+		return nil, fmt.Errorf("httpprovider: %w", err)
+	}
 	return &Provider{
 		cfg:     conf,
 		expired: expired,
 		log:     conf.Logger,
-		client: &http.Client{
-			Transport:     transport,
-			CheckRedirect: sameHostRedirects,
-		},
+		client:  client,
+		auth:    auth,
 	}, nil
 }
 

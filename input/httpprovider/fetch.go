@@ -226,6 +226,9 @@ func (p *Provider) attempt(ctx context.Context, rq *builtRequest) (*httpResult, 
 		return nil, fmt.Errorf("%s: cannot build the request", rq.target())
 	}
 	req.Header = rq.header.Clone()
+	if err := p.auth.apply(ctx, req, rq.body); err != nil {
+		return nil, redactedError{msg: fmt.Sprintf("%s: authenticating: %s", rq.target(), rq.red.apply(err.Error())), err: err}
+	}
 	resp, err := p.client.Do(req)
 	if err != nil {
 		return nil, p.transportError(ctx, rq, "", err)

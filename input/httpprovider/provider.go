@@ -19,6 +19,7 @@ type Provider struct {
 	cfg     Config
 	expired map[int]bool
 	client  *http.Client
+	auth    *authenticator
 	log     *service.Logger
 }
 

