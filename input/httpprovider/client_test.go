@@ -208,3 +208,48 @@ func TestClientProxyURL(t *testing.T) {
 	_, err = tryParseProvider(pageConfig(target, "  proxy_url: 'not a url'\n"), nil, nil)
 	require.Error(t, err)
 }
+
+// format: xml reads an S3-style listing: the mappings run against the XML
+// converted as Benthos's XML processor does; a single repeated element is
+// an object, not an array, which the events mapping normalises.
+func TestFetchXMLListing(t *testing.T) {
+	pages := map[string]string{
+		"": `<?xml version="1.0"?><ListBucketResult><IsTruncated>true</IsTruncated><NextContinuationToken>t2</NextContinuationToken>
+<Contents><Key>a.txt</Key><Seq>1</Seq></Contents><Contents><Key>b.txt</Key><Seq>2</Seq></Contents></ListBucketResult>`,
+		"t2": `<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>c.txt</Key><Seq>3</Seq></Contents></ListBucketResult>`,
+		"bad": `<ListBucketResult><Contents><Key>d.txt</Key>`,
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/xml")
+		fmt.Fprint(w, pages[r.URL.Query().Get("token")])
+	}))
+	defer srv.Close()
+	p := parseProvider(t, fmt.Sprintf(`
+http:
+  url: '%s/bucket?list-type=2&token=${! @cursor }'
+  format: xml
+  events: 'root = this.ListBucketResult.Contents.(c -> if c.type() == "array" { c } else { [c] })'
+  event_id: root = this.Key
+  event_position: root = this.Seq
+  successor: root = this.ListBucketResult.NextContinuationToken | deleted()
+  has_more: root = this.ListBucketResult.IsTruncated == "true"
+  contract:
+    empty_page: no_evidence
+    positions: dense
+    missing_successor: end_of_traversal
+    recovery: park
+`, srv.URL), nil, nil)
+	first := fetch(t, p, "b", "")
+	assert.Equal(t, []string{"a.txt", "b.txt"}, ids(first))
+	assert.Equal(t, int64(2), first.Events[1].Position)
+	assert.Equal(t, []byte("t2"), first.Successor)
+	assert.True(t, first.HasMore)
+	last := fetch(t, p, "b", "t2")
+	assert.Equal(t, []string{"c.txt"}, ids(last))
+	assert.Empty(t, last.Successor)
+	assert.False(t, last.HasMore)
+
+	_, err := p.Fetch(context.Background(), provider.Request{Partition: "b", Cursor: []byte("bad")})
+	require.ErrorIs(t, err, provider.ErrMalformed)
+	assert.Contains(t, err.Error(), "not one XML document")
+}

@@ -70,6 +70,8 @@ type Config struct {
 	Backoff Backoff
 	// MaxResponseBytes bounds the body read (zero: 64 MiB).
 	MaxResponseBytes int64
+	// Format is how a 2xx body is read: "json" (zero: json) or "xml".
+	Format string
 
 	// Mappings from a response to events and evidence.
 	Mappings Mappings
@@ -119,6 +121,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Backoff.Max == 0 {
 		c.Backoff.Max, _ = time.ParseDuration(defaultBackoffMax)
 	}
+	if c.Format == "" {
+		c.Format = formatJSON
+	}
 	if c.MaxResponseBytes == 0 {
 		c.MaxResponseBytes = defaultMaxResponseBytes
 	}
@@ -151,6 +156,9 @@ func (c Config) withDefaults() (Config, error) {
 func (c Config) validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if c.Format != formatJSON && c.Format != formatXML {
+		bad("format %q is not json or xml", c.Format)
+	}
 	if c.URL == nil {
 		bad("url is required")
 	}

@@ -12,10 +12,11 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/tidemark/tidemark/internal/witness"
+	"github.com/tidemark/tidemark/internal/xmlmap"
 )
 
 // responseMessage parses a 2xx body and returns the message the mappings
-// run against: the JSON document with the response headers, the request
+// run against: the JSON (or XML) document with the response headers, the request
 // metadata and the status as metadata (later keys win).
 func (p *Provider) responseMessage(rq *builtRequest, res *httpResult) (*service.Message, error) {
 	if res.tooLarge {
@@ -24,9 +25,17 @@ func (p *Provider) responseMessage(rq *builtRequest, res *httpResult) (*service.
 	if len(bytes.TrimSpace(res.body)) == 0 {
 		return nil, rq.malformed(fmt.Sprintf("HTTP %d with an empty body", res.status), nil)
 	}
-	doc, err := decodeJSON(res.body)
-	if err != nil {
-		return nil, rq.malformed(fmt.Sprintf("HTTP %d body is not one JSON document", res.status), err)
+	var doc any
+	var err error
+	switch p.cfg.Format {
+	case formatXML:
+		if doc, err = xmlmap.Parse(res.body, false); err != nil {
+			return nil, rq.malformed(fmt.Sprintf("HTTP %d body is not one XML document", res.status), err)
+		}
+	default:
+		if doc, err = decodeJSON(res.body); err != nil {
+			return nil, rq.malformed(fmt.Sprintf("HTTP %d body is not one JSON document", res.status), err)
+		}
 	}
 	msg := service.NewMessage(nil)
 	msg.SetStructured(doc)

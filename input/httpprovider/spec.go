@@ -37,6 +37,7 @@ const (
 	hpFieldBackoffInitial   = "initial_interval"
 	hpFieldBackoffMax       = "max_interval"
 	hpFieldMaxResponseBytes = "max_response_bytes"
+	hpFieldFormat           = "format"
 
 	hpFieldEvents          = "events"
 	hpFieldEventID         = "event_id"
@@ -73,6 +74,9 @@ const (
 	positionsUnordered = "unordered"
 	positionsOrdered   = "ordered"
 	positionsDense     = "dense"
+
+	formatJSON = "json"
+	formatXML  = "xml"
 )
 
 // Defaults shared by the spec and New.
@@ -172,6 +176,14 @@ func Fields() []*service.ConfigField {
 			Default(defaultMaxResponseBytes).
 			Advanced().
 			Example(1 << 20),
+
+		service.NewStringAnnotatedEnumField(hpFieldFormat, map[string]string{
+			formatJSON: "The body is one JSON document (numbers kept exact).",
+			formatXML:  "The body is one XML document, read as Benthos's XML processor does: elements are keys, repeated elements arrays, attributes keys prefixed with `-`, the text of an element with attributes `#text`; every value is a string (positions and watermarks may be numeric strings). The same conversion is the Bloblang method `parse_xml`.",
+		}).
+			Description("How a 2xx body (of pages and of the partition list) is read before the mappings run against it. A body that is not exactly one document of this format is a malformed response.").
+			Default(formatJSON).
+			Example(formatXML),
 
 		// Response mappings.
 		service.NewBloblangField(hpFieldEvents).
@@ -356,6 +368,9 @@ func FromParsed(conf *service.ParsedConfig, res *service.Resources, logger *serv
 		return nil, err
 	}
 	c.MaxResponseBytes = int64(maxBytes)
+	if c.Format, err = conf.FieldString(hpFieldFormat); err != nil {
+		return nil, err
+	}
 
 	m := &c.Mappings
 	for _, f := range []struct {
