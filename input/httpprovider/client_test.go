@@ -216,7 +216,7 @@ func TestFetchXMLListing(t *testing.T) {
 	pages := map[string]string{
 		"": `<?xml version="1.0"?><ListBucketResult><IsTruncated>true</IsTruncated><NextContinuationToken>t2</NextContinuationToken>
 <Contents><Key>a.txt</Key><Seq>1</Seq></Contents><Contents><Key>b.txt</Key><Seq>2</Seq></Contents></ListBucketResult>`,
-		"t2": `<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>c.txt</Key><Seq>3</Seq></Contents></ListBucketResult>`,
+		"t2":  `<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>c.txt</Key><Seq>3</Seq></Contents></ListBucketResult>`,
 		"bad": `<ListBucketResult><Contents><Key>d.txt</Key>`,
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
