@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"math/big"
@@ -252,4 +253,47 @@ http:
 	_, err := p.Fetch(context.Background(), provider.Request{Partition: "b", Cursor: []byte("bad")})
 	require.ErrorIs(t, err, provider.ErrMalformed)
 	assert.Contains(t, err.Error(), "not one XML document")
+}
+
+// Discovery through a paginated POST list (a stream API's ListShards): each
+// page's names are added in order, the next page's cursor goes into the
+// body, and a list that repeats a cursor is malformed rather than looped.
+func TestPartitionsPaginatedPOST(t *testing.T) {
+	var loop atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var q struct{ NextToken *string }
+		if r.Method != http.MethodPost || json.NewDecoder(r.Body).Decode(&q) != nil {
+			http.Error(w, "want a POST with a JSON body", http.StatusBadRequest)
+			return
+		}
+		switch {
+		case q.NextToken == nil:
+			fmt.Fprint(w, `{"Shards":[{"ShardId":"s-0"},{"ShardId":"s-1"}],"NextToken":"t1"}`)
+		case *q.NextToken == "t1" && loop.Load():
+			fmt.Fprint(w, `{"Shards":[{"ShardId":"s-2"}],"NextToken":"t1"}`)
+		case *q.NextToken == "t1":
+			fmt.Fprint(w, `{"Shards":[{"ShardId":"s-2"}]}`)
+		default:
+			http.Error(w, "unknown token", http.StatusBadRequest)
+		}
+	}))
+	defer srv.Close()
+	p := parseProvider(t, `
+http:
+  url: `+srv.URL+`/records
+  successor: root = deleted()
+  partitions_url: `+srv.URL+`/shards
+  partitions_verb: POST
+  partitions_body: '${! {"StreamName": "audit", "NextToken": if @cursor == "" { null } else { @cursor }}.format_json(no_indent: true) }'
+  partitions_mapping: root = this.Shards.map_each(s -> s.ShardId)
+  partitions_successor: root = this.NextToken | deleted()
+`, nil, nil)
+	got, err := p.Partitions(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"s-0", "s-1", "s-2"}, got)
+
+	loop.Store(true)
+	_, err = p.Partitions(context.Background())
+	require.ErrorIs(t, err, provider.ErrMalformed)
+	assert.Contains(t, err.Error(), "a second time")
 }

@@ -96,6 +96,13 @@ type Config struct {
 	// maps its body to names (nil: `root = this`).
 	PartitionsURL     *service.InterpolatedString
 	PartitionsMapping *bloblang.Executor
+	// PartitionsVerb is the list request's method (zero: GET);
+	// PartitionsBody, when not nil, its body.
+	PartitionsVerb string
+	PartitionsBody *service.InterpolatedString
+	// PartitionsSuccessor, when not nil, maps a list body to the cursor of
+	// the list's next page (deleted or null: the list is complete).
+	PartitionsSuccessor *bloblang.Executor
 
 	// Client is TLS, proxy and request authentication.
 	Client Client
@@ -120,6 +127,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Backoff.Max == 0 {
 		c.Backoff.Max, _ = time.ParseDuration(defaultBackoffMax)
+	}
+	if c.PartitionsVerb == "" {
+		c.PartitionsVerb = defaultVerb
 	}
 	if c.Format == "" {
 		c.Format = formatJSON

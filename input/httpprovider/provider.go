@@ -107,53 +107,88 @@ func successorHash(s []byte) string {
 // discoveryLabel names partition discovery where errors name a partition.
 const discoveryLabel = "(partitions_url)"
 
-// Partitions lists the partitions from partitions_url (GET, with the
-// configured headers, retried like Fetch). It returns ErrNoDiscovery when
-// partitions_url is not configured, and *provider.MalformedError when the
-// mapping does not give a non-empty list of distinct, non-empty names.
+// Partitions lists the partitions from partitions_url (partitions_verb and
+// partitions_body, with the configured headers and authentication, retried
+// like Fetch), following partitions_successor page by page when it is set.
+// It returns ErrNoDiscovery when partitions_url is not configured, and
+// *provider.MalformedError when the pages do not give a non-empty list of
+// distinct, non-empty names.
 func (p *Provider) Partitions(ctx context.Context) ([]string, error) {
 	if p.cfg.PartitionsURL == nil {
 		return nil, ErrNoDiscovery
 	}
-	meta := requestMeta("", "", nil, coord.Watermark{}, 0)
-	rq, err := p.build(discoveryLabel, nil, meta, http.MethodGet, p.cfg.PartitionsURL, nil)
-	if err != nil {
-		return nil, err
-	}
-	res, err := p.do(ctx, rq)
-	if err != nil {
-		return nil, err
-	}
-	msg, err := p.responseMessage(rq, res)
-	if err != nil {
-		return nil, err
-	}
-	v, present, err := runMapping(msg, p.cfg.PartitionsMapping)
-	if err != nil {
-		return nil, rq.malformed("partitions_mapping failed", err)
-	}
-	arr, ok := v.([]any)
-	if !present || !ok {
-		return nil, rq.malformed(fmt.Sprintf("partitions_mapping returned %s, want an array of names", describe(v, present)), nil)
-	}
-	names := make([]string, 0, len(arr))
-	seen := make(map[string]bool, len(arr))
-	for i, e := range arr {
-		name, ok := scalarString(e)
-		if !ok || name == "" {
-			return nil, rq.malformed(fmt.Sprintf("partition %d is %s, want a non-empty string or number", i, describe(e, true)), nil)
+	var names []string
+	seen := map[string]bool{}
+	var cursor []byte
+	visited := map[string]bool{}
+	for page := 0; ; page++ {
+		if page >= maxPartitionPages {
+			return nil, &provider.MalformedError{Partition: discoveryLabel, Reason: fmt.Sprintf("the partition list has more than %d pages", maxPartitionPages)}
 		}
-		if seen[name] {
-			return nil, rq.malformed(fmt.Sprintf("partition %q is listed twice", name), nil)
+		meta := requestMeta("", "", cursor, coord.Watermark{}, 0)
+		rq, err := p.build(discoveryLabel, cursor, meta, p.cfg.PartitionsVerb, p.cfg.PartitionsURL, p.cfg.PartitionsBody)
+		if err != nil {
+			return nil, err
 		}
-		seen[name] = true
-		names = append(names, name)
+		res, err := p.do(ctx, rq)
+		if err != nil {
+			return nil, err
+		}
+		msg, err := p.responseMessage(rq, res)
+		if err != nil {
+			return nil, err
+		}
+		v, present, err := runMapping(msg, p.cfg.PartitionsMapping)
+		if err != nil {
+			return nil, rq.malformed("partitions_mapping failed", err)
+		}
+		arr, ok := v.([]any)
+		if !present || !ok {
+			return nil, rq.malformed(fmt.Sprintf("partitions_mapping returned %s, want an array of names", describe(v, present)), nil)
+		}
+		for i, e := range arr {
+			name, ok := scalarString(e)
+			if !ok || name == "" {
+				return nil, rq.malformed(fmt.Sprintf("partition %d is %s, want a non-empty string or number", i, describe(e, true)), nil)
+			}
+			if seen[name] {
+				return nil, rq.malformed(fmt.Sprintf("partition %q is listed twice", name), nil)
+			}
+			seen[name] = true
+			names = append(names, name)
+		}
+		if p.cfg.PartitionsSuccessor == nil {
+			break
+		}
+		next, present, err := runMapping(msg, p.cfg.PartitionsSuccessor)
+		if err != nil {
+			return nil, rq.malformed("partitions_successor failed", err)
+		}
+		if !present || next == nil {
+			break
+		}
+		c, ok := opaque(next)
+		if !ok {
+			return nil, rq.malformed(fmt.Sprintf("partitions_successor is %s, want a string", describe(next, present)), nil)
+		}
+		if len(c) == 0 {
+			break
+		}
+		if visited[string(c)] {
+			return nil, rq.malformed("partitions_successor returned a cursor of the list a second time", nil)
+		}
+		visited[string(c)] = true
+		cursor = c
 	}
 	if len(names) == 0 {
-		return nil, rq.malformed("partitions_mapping returned no partitions", nil)
+		return nil, &provider.MalformedError{Partition: discoveryLabel, Reason: "partitions_mapping returned no partitions"}
 	}
 	return names, nil
 }
+
+// maxPartitionPages bounds a paginated partition list (a list that never
+// ends is a malformed answer, not a reason to loop).
+const maxPartitionPages = 10000
 
 // RestartCursor returns the stable-boundary cursor of contract.restart_cursor
 // for partition, interpolated with the partition and its durable watermark

@@ -67,6 +67,9 @@ const (
 
 	hpFieldPartitionsURL     = "partitions_url"
 	hpFieldPartitionsMapping = "partitions_mapping"
+	hpFieldPartitionsVerb    = "partitions_verb"
+	hpFieldPartitionsBody    = "partitions_body"
+	hpFieldPartitionsNext    = "partitions_successor"
 )
 
 // Values of the contract's positions field.
@@ -315,13 +318,25 @@ func Fields() []*service.ConfigField {
 
 		// Discovery.
 		service.NewInterpolatedStringField(hpFieldPartitionsURL).
-			Description("URL that lists the partitions (GET, with `headers`). When not set the partitions must be configured on the input.").
+			Description("URL that lists the partitions (with `headers` and the request authentication), interpolated with metadata `cursor`: empty for the first page of the list, then what `partitions_successor` returned. When not set the partitions must be configured on the input.").
 			Optional().
 			Example(`https://api.example.com/v1/shards`),
 		service.NewBloblangField(hpFieldPartitionsMapping).
 			Description("Mapping from the body of `partitions_url` to an array of partition names (strings or numbers).").
 			Default(defaultPartitionsMap).
 			Example(`root = this.shards.map_each(s -> s.id)`),
+		service.NewStringField(hpFieldPartitionsVerb).
+			Description("HTTP method of the partition list request.").
+			Default(defaultVerb).
+			Example("POST"),
+		service.NewInterpolatedStringField(hpFieldPartitionsBody).
+			Description("Body of the partition list request (interpolated with metadata `cursor`), e.g. a JSON query of an API that lists with POST. No body is sent when it is not set.").
+			Optional().
+			Example(`${! {"StreamName": "audit", "NextToken": if @cursor == "" { null } else { @cursor }}.format_json(no_indent: true) }`),
+		service.NewBloblangField(hpFieldPartitionsNext).
+			Description("Optional mapping from a body of the partition list to the cursor of its next page; `deleted()` or null means the list is complete. Each page's names are added in order (a name listed twice is a malformed list). Without it the list is one page.").
+			Optional().
+			Example(`root = this.NextToken | deleted()`),
 	})
 }
 
@@ -389,6 +404,7 @@ func FromParsed(conf *service.ParsedConfig, res *service.Resources, logger *serv
 		{hpFieldMarker, &m.Marker, true},
 		{hpFieldSealed, &m.Sealed, true},
 		{hpFieldPartitionsMapping, &c.PartitionsMapping, false},
+		{hpFieldPartitionsNext, &c.PartitionsSuccessor, true},
 	} {
 		if f.optional && !conf.Contains(f.name) {
 			continue
@@ -472,6 +488,14 @@ func FromParsed(conf *service.ParsedConfig, res *service.Resources, logger *serv
 
 	if conf.Contains(hpFieldPartitionsURL) {
 		if c.PartitionsURL, err = conf.FieldInterpolatedString(hpFieldPartitionsURL); err != nil {
+			return nil, err
+		}
+	}
+	if c.PartitionsVerb, err = conf.FieldString(hpFieldPartitionsVerb); err != nil {
+		return nil, err
+	}
+	if conf.Contains(hpFieldPartitionsBody) {
+		if c.PartitionsBody, err = conf.FieldInterpolatedString(hpFieldPartitionsBody); err != nil {
 			return nil, err
 		}
 	}

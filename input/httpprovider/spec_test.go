@@ -135,6 +135,7 @@ func TestFieldsDocumented(t *testing.T) {
 	noDefault := map[string]bool{
 		"url": true, "successor": true, "body": true, "event_semantic": true, "has_more": true,
 		"complete_through": true, "marker": true, "sealed": true, "partitions_url": true,
+		"partitions_body": true, "partitions_successor": true,
 	}
 	var fields int
 	env.WalkInputs(func(name string, view *service.ConfigView) {
