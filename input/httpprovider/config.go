@@ -45,6 +45,10 @@ type Mappings struct {
 	CompleteThrough *bloblang.Executor
 	Marker          *bloblang.Executor
 	Sealed          *bloblang.Executor
+
+	// sources are the texts of the per-event mappings, by field name, when
+	// known (FromParsed, and the defaults): they select the fast path.
+	sources map[string]string
 }
 
 // Config is the plain configuration of a Provider. FromParsed fills it from
@@ -140,15 +144,22 @@ func (c Config) withDefaults() (Config, error) {
 	for _, d := range []struct {
 		dst     **bloblang.Executor
 		mapping string
+		field   string
 	}{
-		{&c.Mappings.Events, defaultEventsMapping},
-		{&c.Mappings.EventID, defaultEventIDMapping},
-		{&c.Mappings.EventPosition, defaultPositionMapping},
-		{&c.Mappings.EventPayload, defaultPayloadMapping},
-		{&c.PartitionsMapping, defaultPartitionsMap},
+		{&c.Mappings.Events, defaultEventsMapping, hpFieldEvents},
+		{&c.Mappings.EventID, defaultEventIDMapping, hpFieldEventID},
+		{&c.Mappings.EventPosition, defaultPositionMapping, hpFieldEventPosition},
+		{&c.Mappings.EventPayload, defaultPayloadMapping, hpFieldEventPayload},
+		{&c.PartitionsMapping, defaultPartitionsMap, ""},
 	} {
 		if *d.dst != nil {
 			continue
+		}
+		if d.field != "" {
+			if c.Mappings.sources == nil {
+				c.Mappings.sources = map[string]string{}
+			}
+			c.Mappings.sources[d.field] = d.mapping
 		}
 		exec, err := bloblang.Parse(d.mapping)
 		if err != nil {
@@ -285,6 +296,7 @@ func New(conf Config) (*Provider, error) {
 		log:     conf.Logger,
 		client:  client,
 		auth:    auth,
+		fast:    newFastMappings(conf.Mappings.sources),
 	}, nil
 }
 

@@ -20,6 +20,7 @@ type Provider struct {
 	expired map[int]bool
 	client  *http.Client
 	auth    *authenticator
+	fast    fastMappings
 	log     *service.Logger
 }
 

@@ -124,19 +124,29 @@ func (p *Provider) mapResponse(rq *builtRequest, res *httpResult) (witness.Respo
 	}
 	m := p.cfg.Mappings
 
-	v, present, err := runMapping(msg, m.Events)
-	if err != nil {
-		return out, rq.malformed("events mapping failed", err)
+	var events []any
+	ok := false
+	if f := p.fast.events; f != nil {
+		if doc, err := msg.AsStructured(); err == nil {
+			events, ok = f.events(doc)
+		}
 	}
-	events, ok := v.([]any)
-	if !present || !ok {
-		return out, rq.malformed(fmt.Sprintf("events mapping returned %s, want an array", describe(v, present)), nil)
+	var v any
+	var present bool
+	if !ok {
+		if v, present, err = runMapping(msg, m.Events); err != nil {
+			return out, rq.malformed("events mapping failed", err)
+		}
+		events, ok = v.([]any)
+		if !present || !ok {
+			return out, rq.malformed(fmt.Sprintf("events mapping returned %s, want an array", describe(v, present)), nil)
+		}
 	}
 	out.Events = make([]witness.Event, 0, len(events))
-	em := msg.Copy()
+	ec := eventContext{page: msg}
 	for i, raw := range events {
-		em.SetStructured(raw)
-		ev, err := p.mapEvent(em, i)
+		ec.raw, ec.set = raw, false
+		ev, err := p.mapEvent(&ec, i)
 		if err != nil {
 			return witness.Response{}, rq.malformed(err.Error(), errors.Unwrap(err))
 		}
@@ -192,48 +202,105 @@ type mappingError struct {
 func (e *mappingError) Error() string { return e.reason }
 func (e *mappingError) Unwrap() error { return e.cause }
 
-func (p *Provider) mapEvent(msg *service.Message, i int) (witness.Event, error) {
+// eventContext is one event of a page: its structured value, and the
+// message a mapping runs against, made only when a mapping needs it.
+type eventContext struct {
+	page *service.Message // the page's message: metadata
+	raw  any
+	msg  *service.Message
+	set  bool
+	buf  bytes.Buffer
+}
+
+func (ec *eventContext) message() *service.Message {
+	if !ec.set {
+		if ec.msg == nil {
+			ec.msg = ec.page.Copy()
+		}
+		ec.msg.SetStructured(ec.raw)
+		ec.set = true
+	}
+	return ec.msg
+}
+
+func (p *Provider) mapEvent(ec *eventContext, i int) (witness.Event, error) {
 	m := p.cfg.Mappings
 	var ev witness.Event
-	v, present, err := runMapping(msg, m.EventID)
-	if err != nil {
-		return ev, &mappingError{fmt.Sprintf("event %d: event_id mapping failed", i), err}
+	if f := p.fast.id; f != nil {
+		if id, ok := f.id(ec.raw); ok {
+			ev.ID = id
+		}
 	}
-	if !present {
-		return ev, &mappingError{fmt.Sprintf("event %d: missing id", i), nil}
+	if ev.ID == "" {
+		if err := p.mapID(ec.message(), i, &ev); err != nil {
+			return ev, err
+		}
 	}
-	id, ok := scalarString(v)
-	if !ok {
-		return ev, &mappingError{fmt.Sprintf("event %d: id is %s, want a string or number", i, describe(v, present)), nil}
+	fastPos := false
+	if f := p.fast.position; f != nil {
+		ev.Position, fastPos = f.position(p.cfg.Coordinate, ec.raw)
 	}
-	if id == "" {
-		return ev, &mappingError{fmt.Sprintf("event %d: empty id", i), nil}
+	if !fastPos {
+		v, present, err := runMapping(ec.message(), m.EventPosition)
+		if err != nil {
+			return ev, &mappingError{fmt.Sprintf("event %d: event_position mapping failed", i), err}
+		}
+		if !present {
+			return ev, &mappingError{fmt.Sprintf("event %d: missing position", i), nil}
+		}
+		if ev.Position, err = parsePosition(p.cfg.Coordinate, v); err != nil {
+			return ev, &mappingError{fmt.Sprintf("event %d: position", i), err}
+		}
 	}
-	ev.ID = id
-
-	if v, present, err = runMapping(msg, m.EventPosition); err != nil {
-		return ev, &mappingError{fmt.Sprintf("event %d: event_position mapping failed", i), err}
+	fastPayload := false
+	if f := p.fast.payload; f != nil {
+		ev.Payload, fastPayload = f.payload(&ec.buf, ec.raw)
 	}
-	if !present {
-		return ev, &mappingError{fmt.Sprintf("event %d: missing position", i), nil}
-	}
-	if ev.Position, err = parsePosition(p.cfg.Coordinate, v); err != nil {
-		return ev, &mappingError{fmt.Sprintf("event %d: position", i), err}
-	}
-
-	if ev.Payload, present, err = runMappingBytes(msg, m.EventPayload); err != nil {
-		return ev, &mappingError{fmt.Sprintf("event %d: event_payload mapping failed", i), err}
-	} else if !present {
-		return ev, &mappingError{fmt.Sprintf("event %d: event_payload mapping deleted the payload", i), nil}
+	if !fastPayload {
+		var present bool
+		var err error
+		if ev.Payload, present, err = runMappingBytes(ec.message(), m.EventPayload); err != nil {
+			return ev, &mappingError{fmt.Sprintf("event %d: event_payload mapping failed", i), err}
+		} else if !present {
+			return ev, &mappingError{fmt.Sprintf("event %d: event_payload mapping deleted the payload", i), nil}
+		}
 	}
 	if m.EventSemantic != nil {
-		if ev.Semantic, present, err = runMappingBytes(msg, m.EventSemantic); err != nil {
-			return ev, &mappingError{fmt.Sprintf("event %d: event_semantic mapping failed", i), err}
-		} else if !present {
-			return ev, &mappingError{fmt.Sprintf("event %d: event_semantic mapping deleted the projection", i), nil}
+		fastSem := false
+		if f := p.fast.semantic; f != nil {
+			ev.Semantic, fastSem = f.payload(&ec.buf, ec.raw)
+		}
+		if !fastSem {
+			var present bool
+			var err error
+			if ev.Semantic, present, err = runMappingBytes(ec.message(), m.EventSemantic); err != nil {
+				return ev, &mappingError{fmt.Sprintf("event %d: event_semantic mapping failed", i), err}
+			} else if !present {
+				return ev, &mappingError{fmt.Sprintf("event %d: event_semantic mapping deleted the projection", i), nil}
+			}
 		}
 	}
 	return ev, nil
+}
+
+// mapID runs the event_id mapping.
+func (p *Provider) mapID(msg *service.Message, i int, ev *witness.Event) error {
+	v, present, err := runMapping(msg, p.cfg.Mappings.EventID)
+	if err != nil {
+		return &mappingError{fmt.Sprintf("event %d: event_id mapping failed", i), err}
+	}
+	if !present {
+		return &mappingError{fmt.Sprintf("event %d: missing id", i), nil}
+	}
+	id, ok := scalarString(v)
+	if !ok {
+		return &mappingError{fmt.Sprintf("event %d: id is %s, want a string or number", i, describe(v, present)), nil}
+	}
+	if id == "" {
+		return &mappingError{fmt.Sprintf("event %d: empty id", i), nil}
+	}
+	ev.ID = id
+	return nil
 }
 
 func mapBool(msg *service.Message, exec *bloblang.Executor, field string) (bool, error) {

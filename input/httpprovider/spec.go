@@ -412,6 +412,15 @@ func FromParsed(conf *service.ParsedConfig, res *service.Resources, logger *serv
 		if *f.dst, err = conf.FieldBloblang(f.name); err != nil {
 			return nil, err
 		}
+		switch f.name {
+		case hpFieldEvents, hpFieldEventID, hpFieldEventPosition, hpFieldEventPayload, hpFieldEventSemantic:
+			if src, err := conf.FieldString(f.name); err == nil {
+				if m.sources == nil {
+					m.sources = map[string]string{}
+				}
+				m.sources[f.name] = src
+			}
+		}
 	}
 
 	cc := conf.Namespace(hpFieldContract)
