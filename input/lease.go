@@ -5,11 +5,11 @@ package input
 // internal/store/lease.go for the lease state diagram).
 //
 // Roles:
-//   - balance (pure): from the observed leases and this instance's own
-//     clock readings, decide which leases are lost, which to release, and
-//     which to claim (free, expired) or steal. No I/O, no clock inside.
-//   - leaseTracker: remembers, per partition, when this instance first saw
-//     the current (owner, counter) pair, on its own monotonic clock.
+//   - internal/lease (pure): lease.Balance decides from the observed leases
+//     and this instance's own clock readings which leases are lost, which
+//     to release, and which to claim (free, expired) or steal;
+//     lease.Tracker remembers, per partition, when this instance first saw
+//     the current (owner, counter) pair. No I/O, no clock inside.
 //   - leaseHolder: one held lease and the worker it runs; it serialises the
 //     worker's conditional writes with the lease's renewals, so that a
 //     renewal (which moves the counter) never fences its own worker.
@@ -38,7 +38,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,6 +46,7 @@ import (
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 
+	"github.com/tidemark/tidemark/internal/lease"
 	"github.com/tidemark/tidemark/internal/store"
 )
 
@@ -175,289 +175,6 @@ func readLeaseConfig(conf *service.ParsedConfig) (LeaseConfig, error) {
 		return c, err
 	}
 	return c, nil
-}
-
-// ---------------------------------------------------------------------------
-// Pure decisions.
-
-// leaseView is one partition's lease as this instance saw it.
-type leaseView struct {
-	Partition string
-	Lease     store.Lease
-	// Since is the reading of this instance's monotonic clock when it first
-	// saw Lease: the pair (owner, counter) has not changed since.
-	Since time.Time
-}
-
-// claimKind says why a lease is claimed.
-type claimKind int
-
-const (
-	claimFree    claimKind = 1 + iota // unowned, or ours in the store but not held here
-	claimExpired                      // unchanged for the lease period
-	claimSteal                        // live, taken from the busiest owner
-)
-
-func (k claimKind) String() string {
-	switch k {
-	case claimFree:
-		return "free"
-	case claimExpired:
-		return "expired"
-	case claimSteal:
-		return "steal"
-	}
-	return "claimKind(" + strconv.Itoa(int(k)) + ")"
-}
-
-// leaseClaim is one ClaimLease to perform: Expect is the lease as seen.
-type leaseClaim struct {
-	Partition string
-	Expect    store.Lease
-	Kind      claimKind
-}
-
-func (c leaseClaim) String() string {
-	return fmt.Sprintf("claim %s %s (was %s)", c.Partition, c.Kind, c.Expect)
-}
-
-// balanceInput is everything balance decides from.
-type balanceInput struct {
-	// Self is this instance's lease owner.
-	Self string
-	// Now is a reading of this instance's monotonic clock, comparable with
-	// the Since of Leases.
-	Now    time.Time
-	Period time.Duration
-	// MaxOwned caps the partitions held (0: no cap); MaxSteals caps the
-	// steals of this round.
-	MaxOwned  int
-	MaxSteals int
-	// Steal is false in rounds that may only claim free and expired
-	// leases (the wake-ups at a lease's expiry between balance ticks).
-	Steal bool
-	// Held is the leases this instance holds, by partition.
-	Held map[string]store.Lease
-	// Busy partitions have a worker of this instance still stopping: they
-	// are not claimed.
-	Busy map[string]bool
-	// Leases is every partition of the membership, as observed.
-	Leases []leaseView
-}
-
-// balancePlan is balance's decision.
-type balancePlan struct {
-	// Live counts the instances seen alive (owners of leases that are not
-	// expired, and this one); Target is this instance's fair share.
-	Live, Target int
-	// Lost lists held partitions whose stored lease is no longer the held
-	// one: stop their workers now.
-	Lost []string
-	// Release lists held partitions to hand off (above MaxOwned).
-	Release []string
-	// Claims are the claims to perform, in order.
-	Claims []leaseClaim
-	// NextExpiry is the earliest instant at which a live foreign lease
-	// expires if it does not change (zero: none).
-	NextExpiry time.Time
-}
-
-func (p balancePlan) String() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "live %d target %d", p.Live, p.Target)
-	if len(p.Lost) > 0 {
-		fmt.Fprintf(&b, " lost %v", p.Lost)
-	}
-	if len(p.Release) > 0 {
-		fmt.Fprintf(&b, " release %v", p.Release)
-	}
-	for _, c := range p.Claims {
-		fmt.Fprintf(&b, "; %s", c)
-	}
-	return b.String()
-}
-
-// balance decides one round. Rules, each with its reason:
-//   - A held lease whose observed lease differs is lost: only this instance
-//     writes its own leases, so another value means someone took it.
-//   - A foreign lease is expired when now - Since >= Period: its pair has
-//     not moved for a lease period on this instance's own clock.
-//   - Live owners are the owners of leases that are not expired, plus this
-//     instance; the target share is ceil(partitions / live), capped by
-//     MaxOwned.
-//   - Free leases (unowned, or owned by Self in the store without being
-//     held: a claim whose response was lost) and expired leases are claimed
-//     up to the target, in rendezvous-hash order of (Self, partition) so
-//     that instances starting together prefer different partitions.
-//   - Steal only when this instance is below the target and the busiest
-//     live owner is above it, at most MaxSteals, never taking the victim
-//     below the target nor this instance above it: after a steal the victim
-//     still holds at least the target, so it never steals back (no
-//     ping-pong while the instances agree on the live count).
-//   - Held leases above MaxOwned are released.
-func balance(in balanceInput) balancePlan {
-	var plan balancePlan
-	mine := 0
-	lost := map[string]bool{}
-	seen := make(map[string]leaseView, len(in.Leases))
-	for _, v := range in.Leases {
-		seen[v.Partition] = v
-	}
-	for _, p := range sortedKeys(in.Held) {
-		if v, ok := seen[p]; ok && v.Lease == in.Held[p] {
-			mine++
-			continue
-		}
-		plan.Lost = append(plan.Lost, p)
-		lost[p] = true
-	}
-
-	counts := map[string]int{}
-	byOwner := map[string][]string{}
-	var free []leaseClaim
-	for _, v := range in.Leases {
-		if h, ok := in.Held[v.Partition]; ok && h == v.Lease {
-			continue
-		}
-		claimable := !lost[v.Partition] && !in.Busy[v.Partition]
-		switch {
-		case v.Lease.Owner == "" || v.Lease.Owner == in.Self:
-			if claimable {
-				free = append(free, leaseClaim{Partition: v.Partition, Expect: v.Lease, Kind: claimFree})
-			}
-		case in.Now.Sub(v.Since) >= in.Period:
-			if claimable {
-				free = append(free, leaseClaim{Partition: v.Partition, Expect: v.Lease, Kind: claimExpired})
-			}
-		default:
-			counts[v.Lease.Owner]++
-			if claimable {
-				byOwner[v.Lease.Owner] = append(byOwner[v.Lease.Owner], v.Partition)
-			}
-			if exp := v.Since.Add(in.Period); plan.NextExpiry.IsZero() || exp.Before(plan.NextExpiry) {
-				plan.NextExpiry = exp
-			}
-		}
-	}
-	plan.Live = 1 + len(counts)
-	plan.Target = (len(in.Leases) + plan.Live - 1) / plan.Live
-	if in.MaxOwned > 0 {
-		plan.Target = min(plan.Target, in.MaxOwned)
-	}
-
-	if in.MaxOwned > 0 && mine > in.MaxOwned {
-		var keep []string
-		for _, p := range sortedKeys(in.Held) {
-			if !lost[p] {
-				keep = append(keep, p)
-			}
-		}
-		rendezvous(in.Self, keep)
-		plan.Release = keep[in.MaxOwned:]
-		slices.Sort(plan.Release)
-		mine = in.MaxOwned
-	}
-
-	slices.SortFunc(free, func(a, b leaseClaim) int { return cmpRendezvous(in.Self, a.Partition, b.Partition) })
-	for _, c := range free {
-		if mine >= plan.Target {
-			break
-		}
-		plan.Claims = append(plan.Claims, c)
-		mine++
-	}
-
-	if in.Steal && in.MaxSteals > 0 && mine < plan.Target {
-		victim, most := "", 0
-		for _, o := range sortedKeys(counts) {
-			if counts[o] > most {
-				victim, most = o, counts[o]
-			}
-		}
-		if most > plan.Target {
-			n := min(in.MaxSteals, plan.Target-mine, most-plan.Target, len(byOwner[victim]))
-			parts := byOwner[victim]
-			rendezvous(in.Self, parts)
-			for _, p := range parts[:n] {
-				plan.Claims = append(plan.Claims, leaseClaim{Partition: p, Expect: seen[p].Lease, Kind: claimSteal})
-			}
-		}
-	}
-	return plan
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// rendezvous sorts partitions by the rendezvous hash of (self, partition).
-func rendezvous(self string, parts []string) {
-	slices.SortFunc(parts, func(a, b string) int { return cmpRendezvous(self, a, b) })
-}
-
-func cmpRendezvous(self, a, b string) int {
-	ha, hb := rendezvousHash(self, a), rendezvousHash(self, b)
-	switch {
-	case ha < hb:
-		return -1
-	case ha > hb:
-		return 1
-	}
-	return strings.Compare(a, b)
-}
-
-func rendezvousHash(self, part string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(self))
-	h.Write([]byte{0})
-	h.Write([]byte(part))
-	// FNV-1a barely mixes its last bytes into the high bits; finish with
-	// MurmurHash3's fmix64 so the order depends on every byte.
-	x := h.Sum64()
-	x ^= x >> 33
-	x *= 0xff51afd7ed558ccd
-	x ^= x >> 33
-	x *= 0xc4ceb9fe1a85ec53
-	x ^= x >> 33
-	return x
-}
-
-// leaseTracker remembers when this instance first saw each partition's
-// current lease.
-type leaseTracker struct {
-	seen map[string]leaseView
-}
-
-// observe records the leases read at now (a reading taken after the read
-// returned, so Since is never earlier than the write that set the pair) and
-// returns the views of parts that have a checkpoint, in partition order.
-func (tr *leaseTracker) observe(cps []store.Checkpoint, parts []string, now time.Time) []leaseView {
-	if tr.seen == nil {
-		tr.seen = map[string]leaseView{}
-	}
-	want := make(map[string]bool, len(parts))
-	for _, p := range parts {
-		want[p] = true
-	}
-	var out []leaseView
-	for _, cp := range cps {
-		if !want[cp.Partition] {
-			continue
-		}
-		v, ok := tr.seen[cp.Partition]
-		if !ok || v.Lease != cp.Lease {
-			v = leaseView{Partition: cp.Partition, Lease: cp.Lease, Since: now}
-			tr.seen[cp.Partition] = v
-		}
-		out = append(out, v)
-	}
-	slices.SortFunc(out, func(a, b leaseView) int { return strings.Compare(a.Partition, b.Partition) })
-	return out
 }
 
 // ---------------------------------------------------------------------------
@@ -654,7 +371,7 @@ type leaseManager struct {
 	parts    []string
 	held     map[string]*leaseHolder
 	stopping map[string]*leaseHolder
-	tracker  leaseTracker
+	tracker  lease.Tracker
 	workers  sync.WaitGroup
 
 	wake chan struct{} // a holder was lost
@@ -867,10 +584,10 @@ func (m *leaseManager) balanceRound(ctx context.Context, steal bool) time.Time {
 	for p := range m.stopping {
 		busy[p] = true
 	}
-	plan := balance(balanceInput{
+	plan := lease.Balance(lease.BalanceInput{
 		Self: m.owner, Now: now, Period: m.cfg.Period,
 		MaxOwned: m.cfg.MaxPartitions, MaxSteals: m.cfg.MaxSteals, Steal: steal,
-		Held: held, Busy: busy, Leases: m.tracker.observe(cps, m.parts, now),
+		Held: held, Busy: busy, Leases: m.tracker.Observe(cps, m.parts, now),
 	})
 	if len(plan.Lost)+len(plan.Release)+len(plan.Claims) > 0 {
 		m.log.Debugf("Leases: %s", plan)
@@ -958,7 +675,7 @@ func (m *leaseManager) create(ctx context.Context, parts []string) {
 }
 
 // claim performs one claim and starts the worker when it wins.
-func (m *leaseManager) claim(ctx context.Context, c leaseClaim) {
+func (m *leaseManager) claim(ctx context.Context, c lease.Claim) {
 	start := time.Now()
 	tctx, cancel := context.WithTimeout(ctx, m.storeTimeout())
 	defer cancel()
@@ -974,9 +691,9 @@ func (m *leaseManager) claim(ctx context.Context, c leaseClaim) {
 		return
 	}
 	switch c.Kind {
-	case claimSteal:
+	case lease.ClaimSteal:
 		m.metrics.steals.Incr(1, "balance")
-	case claimExpired:
+	case lease.ClaimExpired:
 		m.metrics.steals.Incr(1, "expired")
 	}
 	m.log.Infof("Partition %s: lease %s claimed (%s, was %s)", c.Partition, cp.Lease, c.Kind, c.Expect)
