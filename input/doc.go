@@ -10,7 +10,10 @@
 // (internal/frontier), and, with a `leases` object, shares the partitions
 // of a scope between instances (lease.go).
 //
-// The design, its vocabulary and the tests that guard each rule are in
+// The sequencing of one partition (fetch, classify, witness, emit,
+// receipts, promotion, recovery) is the state machine of internal/chain;
+// this package drives it (partition.go) and performs its actions. The
+// design, its vocabulary and the tests that guard each rule are in
 // docs/design.md; the numbers below are that document's invariants
 // (docs/design.md#invariants).
 //
@@ -18,7 +21,7 @@
 //
 //   - Binding (invariant 1). A page's successor is promoted only by the
 //     core's decision for that page's own witness and verdict
-//     (decidePromotion), with completion read from that page's own receipts
+//     (witness.DecidePromotion, asked by the chain machine), with completion read from that page's own receipts
 //     or evidence; pages fetched ahead from a successor that is not durable
 //     are dropped when the chain restarts or holds.
 //   - Fencing (invariant 2). Every progress write is conditional:
@@ -32,8 +35,8 @@
 //     (docs/design.md#leases-and-fencing).
 //   - Monotone (invariant 3). The core never proposes a lower watermark;
 //     promotions happen strictly in page order, one generation at a time.
-//   - Witness first (invariant 4). onFetched writes a new witness before
-//     its events are queued for emission; an exact replay resumes a witness
+//   - Witness first (invariant 4). The machine asks for a new witness's
+//     write before it emits any of its events; an exact replay resumes a witness
 //     that is already durable.
 //   - Classification (invariant 5). A response that cannot be proven safe
 //     is never emitted: unprovable divergence, an expired cursor and a
@@ -53,9 +56,10 @@
 //
 // input.go holds the component (Connect starts one goroutine per partition,
 // ReadBatch hands out the batches they queue, message sets the tidemark_*
-// metadata); partition.go the per-partition worker and its chain of pages
-// in flight (docs/design.md#partition-lifecycle); reconcile.go the calls
-// into the core; membership.go the membership record and the frontier
+// metadata); partition.go the per-partition worker: one goroutine that
+// drives the partition's chain machine (internal/chain,
+// docs/design.md#partition-lifecycle), performing its store calls
+// (internal/chain/chainstore), fetches, emissions and waits; membership.go the membership record and the frontier
 // publisher (docs/design.md#frontier-and-membership-epochs); lease.go
 // scale-out; spec.go the config spec; metrics.go the tidemark_* metrics
 // (docs/design.md#metadata-and-metrics).

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tidemark/tidemark/input/provider"
 	"github.com/tidemark/tidemark/input/simulated"
+	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/feed"
 	"github.com/tidemark/tidemark/internal/store"
@@ -264,7 +265,7 @@ func (in *paginatedInput) observeCheckpoint(cp store.Checkpoint) {
 // fetchWithRetry fetches a page, retrying transient failures with
 // exponential back-off. Expired cursors, malformed pages and permanent
 // failures are returned at once.
-func (in *paginatedInput) fetchWithRetry(ctx context.Context, p *partition, req provider.Request) (resp witnessResponse, err error) {
+func (in *paginatedInput) fetchWithRetry(ctx context.Context, p *partition, req provider.Request) (resp witness.Response, err error) {
 	backoff := in.cfg.FetchBackoff
 	for try := 0; ; try++ {
 		resp, err = in.prov.Fetch(ctx, req)
@@ -296,17 +297,17 @@ const (
 	MetaRetryClass = "tidemark_retry_class"
 )
 
-func (in *paginatedInput) message(p *partition, pg *page, i int, payload []byte) *service.Message {
-	m := service.NewMessage(payload)
+func (in *paginatedInput) message(p *partition, e chain.Emit, i int) *service.Message {
+	m := service.NewMessage(e.Events[i].Payload)
 	m.MetaSetMut(MetaPartition, p.key.Partition)
 	m.MetaSetMut(MetaScope, p.key.Scope)
-	m.MetaSetMut(MetaEventID, pg.verdict.ids[i])
-	m.MetaSetMut(MetaPosition, strconv.FormatInt(pg.w.Events[i].Position, 10))
-	m.MetaSetMut(MetaGeneration, strconv.FormatUint(pg.fromGen, 10))
-	m.MetaSetMut(MetaWitness, pg.w.AttemptID)
-	m.MetaSetMut(MetaCursorHash, cursorHash(pg.fromCursor))
+	m.MetaSetMut(MetaEventID, e.Events[i].ID)
+	m.MetaSetMut(MetaPosition, strconv.FormatInt(e.Witnessed[i].Position, 10))
+	m.MetaSetMut(MetaGeneration, strconv.FormatUint(e.Generation, 10))
+	m.MetaSetMut(MetaWitness, e.Attempt)
+	m.MetaSetMut(MetaCursorHash, cursorHash(e.Cursor))
 	m.MetaSetMut(MetaEpoch, strconv.FormatUint(in.epoch(), 10))
-	m.MetaSetMut(MetaRetryClass, pg.verdict.class)
+	m.MetaSetMut(MetaRetryClass, e.Class)
 	leaseMeta(p, m)
 	return m
 }

@@ -4,6 +4,8 @@ import (
 	"sync/atomic"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/tidemark/tidemark/internal/chain"
 )
 
 // inputMetrics are the input's counters; every name starts with tidemark_.
@@ -57,4 +59,29 @@ func (m *inputMetrics) retryClass(class string) {
 		return
 	}
 	m.retries.Incr(1, class)
+}
+
+// count adds a chain machine's Count to the metric of its name; the
+// machine's other observations are not exported.
+func (m *inputMetrics) count(c chain.Count) {
+	switch c.Metric {
+	case chain.MetricPagesFetched:
+		m.pagesFetched.Incr(c.N)
+	case chain.MetricEventsEmitted:
+		m.eventsEmitted.Incr(c.N)
+	case chain.MetricPromotions:
+		m.promotions.Incr(c.N)
+	case chain.MetricCASConflicts:
+		m.casConflicts.Incr(c.N)
+	case chain.MetricFetchErrors:
+		m.fetchErrors.Incr(c.N)
+	case chain.MetricParks:
+		m.parks.Incr(c.N)
+	case chain.MetricRestarts:
+		m.restarts.Incr(c.N)
+	case chain.MetricRetries:
+		m.retryClass(c.Label)
+	case chain.MetricParked:
+		m.setParked(c.N)
+	}
 }

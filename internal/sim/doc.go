@@ -18,18 +18,20 @@
 // # Actors
 //
 //   - Workers stand for processes running the paginated_partitions input.
-//     A worker has a lane per partition it reads; a lane is
-//     input/partition.go's loop as a goroutine-free state machine (the same
-//     chain of up to max_pages_in_flight pages, the same order of core calls
-//     and store writes, see worker.go). Each lane step makes at most one
-//     store call. Some partitions are read by two workers at once: stale
+//     A worker has a lane per partition it reads; a lane drives the
+//     partition's chain machine (internal/chain), the same machine the
+//     input drives, performing what it asks one step at a time (see
+//     worker.go): a fetch of the model provider, or one store call through
+//     internal/chain/chainstore. Each lane step makes at most one store
+//     call. Some partitions are read by two workers at once: stale
 //     concurrent retries racing on the same checkpoint.
 //   - The model provider (model.go) keeps one event log per partition with
 //     dense or sparse positions and one of several declared contracts:
 //     complete-through watermarks, snapshot markers, token rotation (allowed
 //     or not), empty pages with or without evidence, pages that shift on
 //     retry, transient errors, expiring cursors, stalls, seals, and
-//     omissions where dense positions expose them. It is honest wherever its
+//     omissions where dense positions expose them (also retries whose watermark
+//     lags below the omitted event). It is honest wherever its
 //     contract makes a promise, so any event lost below durable progress is
 //     the consumer's fault.
 //   - The sink stands for the pipeline and output: it acknowledges or nacks
@@ -116,9 +118,15 @@
 // # Variants
 //
 // Variant injects one broken behaviour (PromoteOtherSuccessor,
-// MaxFrontier, BareEmptyPage, UnconditionalWrite, IgnoreLease); TestVariantsAreCaught
-// fails unless each is caught within a few schedules by the check that
-// guards its invariant.
+// MaxFrontier, BareEmptyPage, UnconditionalWrite, IgnoreLease,
+// AnyWatermarkCovers); TestVariantsAreCaught fails unless each is caught
+// within a few schedules by the check that guards its invariant. The
+// lanes' variants are applied to the real machine (variant.go): to its
+// configuration (BareEmptyPage: every empty page is the end of the data;
+// AnyWatermarkCovers: a divergent response with any complete-through
+// watermark is classified a shifted page) or to the store calls it asks
+// for (PromoteOtherSuccessor); the others wrap the store or break the
+// publisher.
 //
 // # Tests
 //
@@ -137,7 +145,9 @@
 // truncated JSON and garbage, and a failing sink; it needs node and
 // dynalite and is skipped with -short.
 //
-// TestLivenessAbandonedWitnessTrap pins a liveness bug the simulator found
-// (a witness abandoned on a park fence could never be promoted again); it is
-// fixed, and -liveness is on by default.
+// TestLivenessAbandonedWitnessTrap replays the schedule of a liveness bug
+// the simulator found (a witness abandoned on a park fence could never be
+// promoted again); it is fixed, the machine's golden test
+// internal/chain/testdata/park_fence_keeps_witness pins the rule, and
+// -liveness is on by default.
 package sim

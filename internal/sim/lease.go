@@ -138,15 +138,6 @@ func (s *sim) execLease(op Op) string {
 	return "nothing to do"
 }
 
-// fence is the lease the lane states on Promote and SetParked: the lease
-// it holds in lease mode, the checkpoint's otherwise.
-func (l *lane) fence() store.Lease {
-	if l.s.lease != nil {
-		return l.lease
-	}
-	return l.cp.Lease
-}
-
 // leaseStep runs at the start of every lane step in lease mode. It advances
 // the worker's clock, renews a held lease when due, and otherwise acquires
 // the lease. It reports whether it used the step.
@@ -194,7 +185,7 @@ func (l *lane) leaseStep() bool {
 		switch {
 		case err == nil:
 			l.claim = nil
-			l.lease, l.sinceRenew, l.renewAt, l.mode = cp.Lease, 0, lm.renew, modeLoad
+			l.lease, l.sinceRenew, l.renewAt = cp.Lease, 0, lm.renew
 			if from.Held() {
 				l.s.stats.Steals++
 				l.note("stole lease %s -> %s", from, l.lease)
@@ -228,7 +219,7 @@ func (l *lane) leaseStep() bool {
 		l.note("lease %s is free", cur)
 	case cur.Owner == l.w.owner():
 		// This incarnation holds it (a renewal whose response was lost).
-		l.lease, l.sinceRenew, l.renewAt, l.mode = cur, 0, lm.renew, modeLoad
+		l.lease, l.sinceRenew, l.renewAt = cur, 0, lm.renew
 		l.note("holds lease %s", cur)
 	case !l.seenOK || cur != l.seen:
 		l.seen, l.seenAt, l.seenOK = cur, l.w.ticks, true
@@ -269,7 +260,6 @@ func (l *lane) giveUp(why string) {
 	l.s.stats.LeaseLost++
 	l.note("gives the partition up: %s", why)
 	l.dead = true
-	l.task = nil
 	n := l.s.newLane(l.w, l.p)
 	for i, x := range l.w.lanes {
 		if x == l {

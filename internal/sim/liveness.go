@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/store"
 )
 
@@ -38,7 +39,7 @@ func (s *sim) quiesce(step *int) {
 	s.faults.throttle, s.faults.lost = 0, 0
 	clear(s.faults.armed)
 	for _, p := range s.parts {
-		p.prof.transient, p.prof.glitch, p.prof.quiet, p.prof.omit, p.prof.rogue, p.prof.shift, p.prof.garbage = 0, 0, 0, 0, 0, 0, 0
+		p.prof.transient, p.prof.glitch, p.prof.quiet, p.prof.omit, p.prof.lag, p.prof.rogue, p.prof.shift, p.prof.garbage = 0, 0, 0, 0, 0, 0, 0, 0
 		p.stall = 0
 	}
 	for _, w := range s.workers {
@@ -67,7 +68,7 @@ func (s *sim) quiesce(step *int) {
 			d := s.sink.take(0)
 			s.oracle.acked(d)
 			if !d.lane.dead {
-				d.lane.acks = append(d.lane.acks, ackEvent{pg: d.pg, span: d.span})
+				d.lane.acks = append(d.lane.acks, chain.Ack{Batch: d.batch})
 			}
 		}
 		for _, p := range s.parts {

@@ -29,7 +29,10 @@ import (
 // current generation). Regression test: the input (and the simulated
 // worker) now abandon a witness only when the winner moved the checkpoint
 // off its (cursor, generation), and treat an evidence-free empty retry as
-// no answer rather than divergence.
+// no answer rather than divergence. Since the lanes drive the chain
+// machine (internal/chain) the ops no longer reach the same interleaving
+// (the empty retry is no answer); the rule itself is pinned by the
+// machine's golden test internal/chain/testdata/park_fence_keeps_witness.
 func TestLivenessAbandonedWitnessTrap(t *testing.T) {
 	b, err := os.ReadFile("testdata/abandoned-trap.ops")
 	if err != nil {

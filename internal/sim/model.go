@@ -29,7 +29,8 @@ import (
 //     without evidence (a "glitch") may carry a successor that skips events,
 //     which is exactly why such a page must not advance
 //     (docs/design.md#invariants, invariant 6).
-//   - Every CompleteThrough is true: T or the page's last position.
+//   - Every CompleteThrough is true: T, the page's last position, or (a
+//     lagging retry) the position before the page.
 //   - A snapshot marker names the log revision; the same revision gives the
 //     same page. Omissions happen only on dense profiles without
 //     complete-through evidence, and only strictly inside a page, where the
@@ -51,6 +52,12 @@ type profile struct {
 	// omit: probability of dropping one interior event of a page (dense
 	// profiles without complete-through evidence only).
 	omit float64
+	// lag: probability that a retry of a position drops one interior event
+	// and carries a complete-through watermark lagging below it (true:
+	// everything before the page is final), the response that exposes a
+	// consumer counting any watermark as coverage (dense profiles with
+	// complete-through evidence only).
+	lag float64
 	// glitch: probability of an empty page without evidence whose
 	// successor skips ahead (never under EmptyEndOfData).
 	glitch float64
@@ -74,10 +81,10 @@ type profile struct {
 var (
 	denseCT = profile{name: "dense-ct",
 		contract: witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, OrderedPositions: true, DensePositions: true, WatermarkCoversPositions: true, Recovery: witness.RecoveryRestartFromBoundary},
-		ct:       true, glitch: .05, quiet: .05, shift: .25, transient: .04, garbage: .003, pageSize: 3}
+		ct:       true, lag: .1, glitch: .05, quiet: .05, shift: .25, transient: .04, garbage: .003, pageSize: 3}
 	denseCTRotate = profile{name: "dense-ct-rotate",
 		contract: witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, TokensMayRotate: true, OrderedPositions: true, DensePositions: true, WatermarkCoversPositions: true, Recovery: witness.RecoveryRestartFromBoundary},
-		ct:       true, rotate: true, glitch: .05, quiet: .05, shift: .25, transient: .04, garbage: .003, pageSize: 3}
+		ct:       true, lag: .1, rotate: true, glitch: .05, quiet: .05, shift: .25, transient: .04, garbage: .003, pageSize: 3}
 	denseOmit = profile{name: "dense-omit",
 		contract: witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, DensePositions: true, Recovery: witness.RecoveryRestartFromBoundary},
 		omit:     .1, rogue: .03, glitch: .05, quiet: .05, shift: .25, transient: .04, garbage: .003, pageSize: 4}
@@ -340,9 +347,14 @@ func (p *part) fetch(cur []byte) (witness.Response, fetchNote, error) {
 	last := evs[len(evs)-1].pos
 	r.Events = make([]witness.Event, 0, len(evs))
 	drop := -1
-	if !p.prof.ct && p.prof.contract.DensePositions && len(evs) >= 3 && p.chance(p.prof.omit) {
+	lagging := false
+	switch {
+	case !p.prof.ct && p.prof.contract.DensePositions && len(evs) >= 3 && p.chance(p.prof.omit):
 		drop = 1 + p.rng.IntN(len(evs)-2)
 		note = "omit"
+	case p.prof.ct && p.prof.contract.DensePositions && retry && c.next > 1 && len(evs) >= 3 && p.chance(p.prof.lag):
+		drop = 1 + p.rng.IntN(len(evs)-2)
+		note, lagging = "lag", true
 	}
 	for k, e := range evs {
 		if k == drop {
@@ -359,9 +371,12 @@ func (p *part) fetch(cur []byte) (witness.Response, fetchNote, error) {
 	r.HasMore = !exhausted
 	r.Sealed = p.sealed && exhausted
 	if p.prof.ct {
-		if exhausted {
+		switch {
+		case lagging:
+			r.CompleteThrough = coord.Integer(min(c.next-1, p.final))
+		case exhausted:
 			r.CompleteThrough = coord.Integer(p.final)
-		} else {
+		default:
 			r.CompleteThrough = coord.Integer(last)
 		}
 	}
@@ -376,34 +391,4 @@ func (p *part) restartCursor(durable coord.Watermark) []byte {
 		next = durable.Int + 1
 	}
 	return cursor{next: next, session: p.session}.bytes()
-}
-
-// describeResponse renders a response for traces.
-func describeResponse(r witness.Response) string {
-	var b strings.Builder
-	switch n := len(r.Events); n {
-	case 0:
-		b.WriteString("empty")
-	default:
-		fmt.Fprintf(&b, "%d events", n)
-		b.WriteString(" [")
-		for i, e := range r.Events {
-			if i > 0 {
-				b.WriteString(" ")
-			}
-			b.WriteString(strconv.FormatInt(e.Position, 10))
-		}
-		b.WriteString("]")
-	}
-	fmt.Fprintf(&b, " succ %s", curString(r.Successor))
-	if !r.CompleteThrough.IsZero() {
-		fmt.Fprintf(&b, " ct %s", r.CompleteThrough)
-	}
-	if len(r.Marker) > 0 {
-		fmt.Fprintf(&b, " marker %s", r.Marker)
-	}
-	if r.Sealed {
-		b.WriteString(" sealed")
-	}
-	return b.String()
 }

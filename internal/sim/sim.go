@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/store"
 )
 
@@ -36,9 +37,14 @@ const (
 	// state the stored lease instead of the writer's, so a zombie whose
 	// lease was stolen still writes (breaks the lease fence, CheckLease).
 	IgnoreLease
+	// AnyWatermarkCovers: workers count any complete-through watermark as
+	// coverage of a response's whole range, so a retry that omits an event
+	// an earlier answer showed, with a watermark below it, advances
+	// (breaks invariant 5, docs/design.md#coverage).
+	AnyWatermarkCovers
 )
 
-var variantNames = [...]string{"faithful", "promote-other-successor", "max-frontier", "bare-empty-page", "unconditional-write", "ignore-lease"}
+var variantNames = [...]string{"faithful", "promote-other-successor", "max-frontier", "bare-empty-page", "unconditional-write", "ignore-lease", "any-watermark-covers"}
 
 func (v Variant) String() string {
 	if int(v) < len(variantNames) {
@@ -59,7 +65,7 @@ func ParseVariant(s string) (Variant, error) {
 
 // Variants lists the broken variants (every Variant but Faithful).
 func Variants() []Variant {
-	return []Variant{PromoteOtherSuccessor, MaxFrontier, BareEmptyPage, UnconditionalWrite, IgnoreLease}
+	return []Variant{PromoteOtherSuccessor, MaxFrontier, BareEmptyPage, UnconditionalWrite, IgnoreLease, AnyWatermarkCovers}
 }
 
 // DefaultSteps is the length of a schedule when Config.Steps is zero.
@@ -169,11 +175,11 @@ type Stats struct {
 	ResolvedRetry                              int
 	FirstResponses, ExactReplays, Rotations    int
 	ShiftedPages, Divergences, Refusals        int
-	Holds, HoldWithChain, Idle, BadResponses   int
+	Holds, Idle, BadResponses                  int
 	Restarts, Parks, Unparks, Expired, Repairs int
 	Crashes, PubCrashes, Acks, Nacks           int
 	Throttled, LostResponses                   int
-	Glitches, Omissions, Shifts, Stalls        int
+	Glitches, Omissions, Shifts, Stalls, Lags  int
 	Garbage                                    int
 	Published, ScalarsPublished                int
 	ScalarsAfterChange                         int
@@ -205,6 +211,8 @@ func (s *Stats) note(n fetchNote) {
 		s.Omissions++
 	case "shift":
 		s.Shifts++
+	case "lag":
+		s.Lags++
 	case "garbage":
 		s.Garbage++
 	}
@@ -488,7 +496,7 @@ func (s *sim) syncLanes() {
 }
 
 func (s *sim) newLane(w *worker, p *part) *lane {
-	return &lane{s: s, w: w, p: p, key: store.Key{Scope: s.scope, Partition: p.name}, mode: modeLoad}
+	return &lane{s: s, w: w, p: p, key: store.Key{Scope: s.scope, Partition: p.name}}
 }
 
 // deliver hands a batch to the sink.
@@ -603,7 +611,7 @@ func (s *sim) exec(op Op) string {
 			s.stats.Nacks++
 		}
 		if !d.lane.dead {
-			d.lane.acks = append(d.lane.acks, ackEvent{pg: d.pg, span: d.span, err: err})
+			d.lane.acks = append(d.lane.acks, chain.Ack{Batch: d.batch, Err: err})
 		}
 		return d.String()
 	case OpAppend:

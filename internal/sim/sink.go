@@ -16,8 +16,7 @@ import (
 // delivery is one emitted batch in flight.
 type delivery struct {
 	lane    *lane
-	pg      *page
-	span    int
+	batch   uint64 // the machine's batch id
 	part    string
 	gen     uint64
 	attempt string

@@ -1,0 +1,58 @@
+// Package chainstore performs the store calls of a partition's chain
+// machine (internal/chain) against a store.Store and returns their
+// answers. It is the only place where the machine's calls meet the store,
+// shared by the input and the simulator; the machine itself does no I/O.
+package chainstore
+
+import (
+	"context"
+	"errors"
+
+	"github.com/tidemark/tidemark/internal/chain"
+	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/witness"
+)
+
+// Do performs a against st and returns the machine's input answering it;
+// ok is false when a is not a store call (Fetch, RestartCursor and the
+// actions without an answer are the driver's).
+func Do(ctx context.Context, st store.Store, a chain.Action) (in chain.Input, ok bool) {
+	switch a := a.(type) {
+	case chain.Load:
+		cp, err := st.LoadCheckpoint(ctx, a.Key)
+		if errors.Is(err, store.ErrNoCheckpoint) {
+			cp, err = st.CreateCheckpoint(ctx, a.Create)
+			var fe *store.FenceError
+			if errors.As(err, &fe) && fe.Winner != nil {
+				cp, err = *fe.Winner, nil
+			}
+		}
+		if err != nil {
+			return chain.Loaded{Err: err}, true
+		}
+		ws, err := st.WitnessesFrom(ctx, a.Key, a.From(cp))
+		if err != nil {
+			return chain.Loaded{Err: err}, true
+		}
+		return chain.Loaded{Checkpoint: cp, Witnesses: ws}, true
+	case chain.PutWitness:
+		return chain.WitnessStored{Err: st.PutWitness(ctx, a.Witness)}, true
+	case chain.RecordReceipt:
+		return chain.ReceiptStored{Err: st.RecordReceipt(ctx, a.Key, a.Generation, a.Attempt, a.AckedThrough)}, true
+	case chain.Abandon:
+		return chain.Abandoned{Err: st.SetDisposition(ctx, a.Key, a.Generation, a.Attempt, witness.Abandoned)}, true
+	case chain.Promote:
+		cp, err := st.Promote(ctx, a.Promotion)
+		return chain.Promoted{Checkpoint: cp, Err: err}, true
+	case chain.Resolve:
+		cp, applied, err := store.ResolvePromotion(ctx, st, a.Promotion)
+		return chain.Resolved{Checkpoint: cp, Applied: applied, Err: err}, true
+	case chain.Park:
+		cp, err := st.SetParked(ctx, a.Key, a.Cursor, a.Generation, a.Lease, a.Reason)
+		return chain.Parked{Checkpoint: cp, Err: err}, true
+	case chain.WaitUnparked:
+		cp, err := st.LoadCheckpoint(ctx, a.Key)
+		return chain.ParkChecked{Checkpoint: cp, Err: err}, true
+	}
+	return nil, false
+}

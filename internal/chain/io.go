@@ -1,0 +1,629 @@
+package chain
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/witness"
+)
+
+// Input is what a driver steps the machine with: a start or stop, the
+// time, the answer to the machine's one outstanding call, a fetch result,
+// or the outcome of emitted batches.
+type Input interface{ isInput() }
+
+// Action is what the machine asks its driver to do. Calls (Load,
+// PutWitness, RecordReceipt, Abandon, Promote, Resolve, Park,
+// WaitUnparked, RestartCursor) need an answer before the machine goes on;
+// a batch of actions holds at most one call, always last. Fetch is
+// answered by Fetched whenever the fetch ends. The others need no answer.
+type Action interface {
+	fmt.Stringer
+	isAction()
+}
+
+// ---------------------------------------------------------------------------
+// Inputs.
+
+// Start starts the machine: its first action is Load.
+type Start struct{}
+
+// Stop ends the machine (the partition's worker stops). It answers with
+// the bookkeeping a stop needs (the parked gauge of a parked partition);
+// afterwards every input is ignored.
+type Stop struct{}
+
+// Tick tells the machine the time. Time only moves forward; an earlier Now
+// is ignored. The machine asks for a Tick at a given time with Wait.
+type Tick struct{ Now time.Time }
+
+// Loaded answers Load: the checkpoint (read, created or the winner of a
+// racing create) and every witness at or above Load.From of it, or the
+// error of the first store call that failed.
+type Loaded struct {
+	Checkpoint store.Checkpoint
+	Witnesses  []witness.Witness
+	Err        error
+}
+
+// FetchFailure classifies a failed fetch. The zero value is
+// FetchTransient.
+type FetchFailure uint8
+
+const (
+	// FetchTransient: the provider may answer later (already retried by
+	// the driver, if it retries): poll the cursor again.
+	FetchTransient FetchFailure = iota
+	// FetchExpired: the cursor can no longer be fetched: recover as the
+	// contract says. Detail is the provider's reason.
+	FetchExpired
+	// FetchMalformed: a 2xx answer that cannot be read: park.
+	FetchMalformed
+	// FetchPermanent: the request can never succeed: park.
+	FetchPermanent
+)
+
+var failureNames = [...]string{"transient", "expired", "malformed", "permanent"}
+
+func (f FetchFailure) String() string {
+	if int(f) < len(failureNames) {
+		return failureNames[f]
+	}
+	return fmt.Sprintf("fetch_failure(%d)", uint8(f))
+}
+
+// Fetched answers Fetch number Fetch (Fetch.ID): the response with the
+// fresh attempt id its witness gets, or the error with its class.
+type Fetched struct {
+	Fetch    uint64
+	Attempt  string
+	Response witness.Response
+	Err      error
+	Failure  FetchFailure
+	// Detail is the provider's reason for an expired cursor.
+	Detail string
+}
+
+// WitnessStored answers PutWitness.
+type WitnessStored struct{ Err error }
+
+// ReceiptStored answers RecordReceipt.
+type ReceiptStored struct{ Err error }
+
+// Abandoned answers Abandon.
+type Abandoned struct{ Err error }
+
+// Promoted answers Promote: the new checkpoint, or the error
+// (*store.FenceError with the winner when the condition failed; any other
+// error is an unknown outcome).
+type Promoted struct {
+	Checkpoint store.Checkpoint
+	Err        error
+}
+
+// Resolved answers Resolve (store.ResolvePromotion).
+type Resolved struct {
+	Checkpoint store.Checkpoint
+	Applied    bool
+	Err        error
+}
+
+// Parked answers Park (store.SetParked).
+type Parked struct {
+	Checkpoint store.Checkpoint
+	Err        error
+}
+
+// ParkChecked answers WaitUnparked: the checkpoint read.
+type ParkChecked struct {
+	Checkpoint store.Checkpoint
+	Err        error
+}
+
+// RestartCursorFound answers RestartCursor: the provider's boundary
+// cursor.
+type RestartCursorFound struct {
+	Cursor []byte
+	Err    error
+}
+
+// Ack is the outcome of one emitted batch: nil Err is a terminal outcome
+// downstream, any other a failed delivery.
+type Ack struct {
+	Batch uint64
+	Err   error
+}
+
+// Acked: batch Batch has a terminal outcome.
+type Acked struct{ Batch uint64 }
+
+// Nacked: the delivery of batch Batch failed.
+type Nacked struct {
+	Batch uint64
+	Err   error
+}
+
+// Delivered is several outcomes at once: the head page is decided once,
+// after all of them.
+type Delivered struct{ Acks []Ack }
+
+func (Start) isInput()              {}
+func (Stop) isInput()               {}
+func (Tick) isInput()               {}
+func (Loaded) isInput()             {}
+func (Fetched) isInput()            {}
+func (WitnessStored) isInput()      {}
+func (ReceiptStored) isInput()      {}
+func (Abandoned) isInput()          {}
+func (Promoted) isInput()           {}
+func (Resolved) isInput()           {}
+func (Parked) isInput()             {}
+func (ParkChecked) isInput()        {}
+func (RestartCursorFound) isInput() {}
+func (Acked) isInput()              {}
+func (Nacked) isInput()             {}
+func (Delivered) isInput()          {}
+
+// ---------------------------------------------------------------------------
+// Actions.
+
+// Load: read the checkpoint with a consistent read; when there is none,
+// create Create (conditional on none existing; a *store.FenceError's
+// winner is the checkpoint); then read every witness at or above
+// From(checkpoint). Answer: Loaded.
+type Load struct {
+	Key    store.Key
+	Create store.Checkpoint
+}
+
+// From is the first generation whose witnesses a load reads: the one
+// before the durable generation, whose promoted witness's events are the
+// receipts a retry of the durable cursor is checked against, and whose
+// other pending witnesses lost.
+func (Load) From(cp store.Checkpoint) uint64 { return max(cp.Generation, 2) - 1 }
+
+// Fetch: fetch Cursor, the cursor of generation Generation, requested with
+// Watermark (the watermark the checkpoint holds when Generation is
+// durable) and Attempt (how many witnesses the generation has). Ahead:
+// pages are still in flight before it. Answer: Fetched{Fetch: ID}, at any
+// time.
+type Fetch struct {
+	ID         uint64
+	Cursor     []byte
+	Generation uint64
+	Watermark  coord.Watermark
+	Attempt    int
+	Ahead      bool
+}
+
+// PutWitness: make Witness durable (idempotent). Answer: WitnessStored.
+type PutWitness struct{ Witness witness.Witness }
+
+// Emit: hand events From..To-1 of a page downstream as batch Batch, and
+// report its outcome with Acked/Nacked/Delivered. Events are the
+// response's events (ids, payloads), Witnessed their event witnesses.
+type Emit struct {
+	Batch      uint64
+	Chain      uint64
+	Cursor     []byte
+	Generation uint64
+	Attempt    string
+	Class      string
+	From, To   int
+	Events     []witness.Event
+	Witnessed  []witness.EventWitness
+}
+
+// EndChain: the chain Chain ended: its emissions not yet handed downstream
+// are dropped, and the outcomes of its batches are ignored.
+type EndChain struct{ Chain uint64 }
+
+// RecordReceipt: raise the receipts of witness (Generation, Attempt) to
+// AckedThrough. Answer: ReceiptStored.
+type RecordReceipt struct {
+	Key          store.Key
+	Generation   uint64
+	Attempt      string
+	AckedThrough int
+}
+
+// Abandon: mark witness (Generation, Attempt) abandoned
+// (store.SetDisposition). Answer: Abandoned.
+type Abandon struct {
+	Key        store.Key
+	Generation uint64
+	Attempt    string
+}
+
+// Promote: the one conditional write of Promotion. Restart: it is a
+// restart from a stable boundary, not a page's promotion. Answer:
+// Promoted.
+type Promote struct {
+	Promotion store.Promotion
+	Restart   bool
+}
+
+// Resolve: decide Promotion's unknown outcome by reading only
+// (store.ResolvePromotion). Answer: Resolved.
+type Resolve struct{ Promotion store.Promotion }
+
+// Park: record Reason on the checkpoint, conditional on Cursor, Generation
+// and Lease (store.SetParked). Answer: Parked.
+type Park struct {
+	Key        store.Key
+	Cursor     []byte
+	Generation uint64
+	Lease      store.Lease
+	Reason     string
+}
+
+// WaitUnparked: read the checkpoint of a parked partition (a consistent
+// read) to see whether its park reason was cleared. Answer: ParkChecked.
+type WaitUnparked struct{ Key store.Key }
+
+// RestartCursor: ask the provider for its stable boundary cursor of
+// Partition, given the durable Watermark. Answer: RestartCursorFound.
+type RestartCursor struct {
+	Partition string
+	Watermark coord.Watermark
+}
+
+// Wait: step Tick at Until (or later). The latest Wait replaces the
+// earlier ones: it is the machine's earliest deadline.
+type Wait struct{ Until time.Time }
+
+// Level is the severity of a Log.
+type Level uint8
+
+const (
+	Debug Level = iota
+	Info
+	Warn
+	Error
+)
+
+var levelNames = [...]string{"debug", "info", "warn", "error"}
+
+func (l Level) String() string {
+	if int(l) < len(levelNames) {
+		return levelNames[l]
+	}
+	return fmt.Sprintf("level(%d)", uint8(l))
+}
+
+// Log: write Text to the log at Level.
+type Log struct {
+	Level Level
+	Text  string
+}
+
+// Metric names of Count. The tidemark_ ones are the input's metrics
+// (docs/design.md#metadata-and-metrics); the others are observations for
+// drivers that want them (the simulator's statistics).
+const (
+	MetricPagesFetched  = "tidemark_pages_fetched"
+	MetricEventsEmitted = "tidemark_events_emitted"
+	MetricPromotions    = "tidemark_promotions"
+	MetricCASConflicts  = "tidemark_cas_conflicts"
+	MetricFetchErrors   = "tidemark_fetch_errors"
+	MetricParks         = "tidemark_parks"
+	MetricRestarts      = "tidemark_restarts"
+	// MetricRetries is counted for every class, first_response included,
+	// with the class as Label (the input exports every class but
+	// first_response).
+	MetricRetries = "tidemark_retries"
+	// MetricParked moves by N (+1, -1): the partition waits for an unpark.
+	MetricParked = "tidemark_parked_partitions"
+	// MetricHolds: a complete head page was held.
+	MetricHolds = "holds"
+	// MetricRefusals: a head page's promotion was refused.
+	MetricRefusals = "refusals"
+	// MetricBadResponses: a response could not be reconciled (park).
+	MetricBadResponses = "bad_responses"
+)
+
+// Count: add N to Metric (with Label, for labelled metrics).
+type Count struct {
+	Metric string
+	Label  string
+	N      int64
+}
+
+// Observe: Checkpoint is durable (loaded or promoted): for gauges and the
+// in-process feed of watermarks.
+type Observe struct{ Checkpoint store.Checkpoint }
+
+// Completed: the partition is complete (durably, or caught up under
+// exit_when_complete); the machine does nothing more.
+type Completed struct{}
+
+func (Load) isAction()          {}
+func (Fetch) isAction()         {}
+func (PutWitness) isAction()    {}
+func (Emit) isAction()          {}
+func (EndChain) isAction()      {}
+func (RecordReceipt) isAction() {}
+func (Abandon) isAction()       {}
+func (Promote) isAction()       {}
+func (Resolve) isAction()       {}
+func (Park) isAction()          {}
+func (WaitUnparked) isAction()  {}
+func (RestartCursor) isAction() {}
+func (Wait) isAction()          {}
+func (Log) isAction()           {}
+func (Count) isAction()         {}
+func (Observe) isAction()       {}
+func (Completed) isAction()     {}
+
+// ---------------------------------------------------------------------------
+// Descriptions, for traces and golden tests.
+
+// Cursor renders a cursor for descriptions: quoted, "start" when empty,
+// shortened past 40 bytes.
+func Cursor(c []byte) string {
+	if len(c) == 0 {
+		return "start"
+	}
+	if len(c) > 40 {
+		return strconv.Quote(string(c[:32])) + "…"
+	}
+	return strconv.Quote(string(c))
+}
+
+func wm(w coord.Watermark) string {
+	if w.IsZero() {
+		return "none"
+	}
+	return w.String()
+}
+
+func positions(evs []witness.EventWitness) string {
+	var b strings.Builder
+	b.WriteString("[")
+	for i, e := range evs {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		b.WriteString(strconv.FormatInt(e.Position, 10))
+	}
+	b.WriteString("]")
+	return b.String()
+}
+
+// DescribeCheckpoint renders a checkpoint on one line.
+func DescribeCheckpoint(cp store.Checkpoint) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "g%d %s", cp.Generation, Cursor(cp.Cursor))
+	if cp.HasApplied {
+		fmt.Fprintf(&b, " applied %d", cp.Applied)
+	}
+	if !cp.Watermark.IsZero() {
+		fmt.Fprintf(&b, " watermark %s", cp.Watermark)
+	}
+	if cp.PromotedWitness != "" {
+		fmt.Fprintf(&b, " wid %s", cp.PromotedWitness)
+	}
+	if cp.Complete {
+		b.WriteString(" complete")
+	}
+	if cp.Parked != "" {
+		fmt.Fprintf(&b, " parked %q", cp.Parked)
+	}
+	if cp.Lease.Owner != "" || cp.Lease.Counter != 0 {
+		fmt.Fprintf(&b, " lease %s/%d", cp.Lease.Owner, cp.Lease.Counter)
+	}
+	return b.String()
+}
+
+// DescribeWitness renders a witness on one line.
+func DescribeWitness(w witness.Witness) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s g%d %s -> %s events %s", w.AttemptID, w.Generation, Cursor(w.InputCursor), Cursor(w.Successor), positions(w.Events))
+	if !w.CompleteThrough.IsZero() {
+		fmt.Fprintf(&b, " ct %s", w.CompleteThrough)
+	}
+	if len(w.Marker) > 0 {
+		fmt.Fprintf(&b, " marker %q", w.Marker)
+	}
+	if w.Sealed {
+		b.WriteString(" sealed")
+	}
+	fmt.Fprintf(&b, " acked %d %s", w.AckedThrough, w.Disposition)
+	return b.String()
+}
+
+func (a Load) String() string {
+	return fmt.Sprintf("load %s (none: create at %s, generation %d)", a.Key.Partition, Cursor(a.Create.Cursor), a.Create.Generation)
+}
+
+func (a Fetch) String() string {
+	s := fmt.Sprintf("fetch #%d %s g%d watermark %s attempt %d", a.ID, Cursor(a.Cursor), a.Generation, wm(a.Watermark), a.Attempt)
+	if a.Ahead {
+		s += " (ahead)"
+	}
+	return s
+}
+
+func (a PutWitness) String() string { return "put witness " + DescribeWitness(a.Witness) }
+
+func (a Emit) String() string {
+	return fmt.Sprintf("emit batch %d: %s g%d %s events %d-%d %s", a.Batch, a.Attempt, a.Generation, a.Class, a.From, a.To-1, positions(a.Witnessed))
+}
+
+func (a EndChain) String() string { return fmt.Sprintf("end chain %d", a.Chain) }
+
+func (a RecordReceipt) String() string {
+	return fmt.Sprintf("record receipt %s g%d through %d", a.Attempt, a.Generation, a.AckedThrough)
+}
+
+func (a Abandon) String() string { return fmt.Sprintf("abandon %s g%d", a.Attempt, a.Generation) }
+
+func describePromotion(p store.Promotion) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "g%d %s -> %s witness %s", p.FromGeneration, Cursor(p.FromCursor), Cursor(p.To), p.WitnessID)
+	if !p.Watermark.IsZero() {
+		fmt.Fprintf(&b, " watermark %s", p.Watermark)
+	}
+	if p.HasApplied {
+		fmt.Fprintf(&b, " applied %d", p.Applied)
+	}
+	if p.Complete {
+		b.WriteString(" complete")
+	}
+	return b.String()
+}
+
+func (a Promote) String() string {
+	if a.Restart {
+		return "restart " + describePromotion(a.Promotion)
+	}
+	return "promote " + describePromotion(a.Promotion)
+}
+
+func (a Resolve) String() string { return "resolve " + describePromotion(a.Promotion) }
+
+func (a Park) String() string {
+	return fmt.Sprintf("park g%d %s: %s", a.Generation, Cursor(a.Cursor), a.Reason)
+}
+
+func (a WaitUnparked) String() string { return "check unparked " + a.Key.Partition }
+
+func (a RestartCursor) String() string {
+	return fmt.Sprintf("restart cursor of %s after watermark %s", a.Partition, wm(a.Watermark))
+}
+
+func (a Wait) String() string { return "wait until " + a.Until.UTC().Format("15:04:05.000") }
+
+func (a Log) String() string { return fmt.Sprintf("log %s: %s", a.Level, a.Text) }
+
+func (a Count) String() string {
+	s := "count " + a.Metric
+	if a.Label != "" {
+		s += "{" + a.Label + "}"
+	}
+	if a.N != 1 {
+		s += fmt.Sprintf(" %+d", a.N)
+	}
+	return s
+}
+
+func (a Observe) String() string { return "observe " + DescribeCheckpoint(a.Checkpoint) }
+
+func (Completed) String() string { return "completed" }
+
+func errText(err error) string { return "error: " + err.Error() }
+
+func (Start) String() string  { return "start" }
+func (Stop) String() string   { return "stop" }
+func (t Tick) String() string { return "tick " + t.Now.UTC().Format("15:04:05.000") }
+
+func (l Loaded) String() string {
+	if l.Err != nil {
+		return "loaded: " + errText(l.Err)
+	}
+	return fmt.Sprintf("loaded %s, %d witnesses", DescribeCheckpoint(l.Checkpoint), len(l.Witnesses))
+}
+
+// DescribeResponse renders a response on one line.
+func DescribeResponse(r witness.Response) string {
+	var b strings.Builder
+	b.WriteString("[")
+	for i, e := range r.Events {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprintf(&b, "%s@%d", e.ID, e.Position)
+	}
+	fmt.Fprintf(&b, "] succ %s", Cursor(r.Successor))
+	if !r.CompleteThrough.IsZero() {
+		fmt.Fprintf(&b, " ct %s", r.CompleteThrough)
+	}
+	if len(r.Marker) > 0 {
+		fmt.Fprintf(&b, " marker %q", r.Marker)
+	}
+	if r.Sealed {
+		b.WriteString(" sealed")
+	}
+	if r.HasMore {
+		b.WriteString(" has_more")
+	}
+	return b.String()
+}
+
+func (f Fetched) String() string {
+	if f.Err != nil {
+		return fmt.Sprintf("fetched #%d: %s %s", f.Fetch, f.Failure, errText(f.Err))
+	}
+	return fmt.Sprintf("fetched #%d %s: %s", f.Fetch, f.Attempt, DescribeResponse(f.Response))
+}
+
+func stored(what string, err error) string {
+	if err != nil {
+		return what + ": " + errText(err)
+	}
+	return what
+}
+
+func (w WitnessStored) String() string { return stored("witness stored", w.Err) }
+func (r ReceiptStored) String() string { return stored("receipt stored", r.Err) }
+func (a Abandoned) String() string     { return stored("abandoned", a.Err) }
+
+func (p Promoted) String() string {
+	if p.Err != nil {
+		return "promoted: " + errText(p.Err)
+	}
+	return "promoted " + DescribeCheckpoint(p.Checkpoint)
+}
+
+func (r Resolved) String() string {
+	switch {
+	case r.Err != nil:
+		return "resolved: " + errText(r.Err)
+	case r.Applied:
+		return "resolved: applied, " + DescribeCheckpoint(r.Checkpoint)
+	}
+	return "resolved: not applied, " + DescribeCheckpoint(r.Checkpoint)
+}
+
+func (p Parked) String() string {
+	if p.Err != nil {
+		return "parked: " + errText(p.Err)
+	}
+	return "parked " + DescribeCheckpoint(p.Checkpoint)
+}
+
+func (p ParkChecked) String() string {
+	if p.Err != nil {
+		return "park checked: " + errText(p.Err)
+	}
+	return "park checked " + DescribeCheckpoint(p.Checkpoint)
+}
+
+func (r RestartCursorFound) String() string {
+	if r.Err != nil {
+		return "restart cursor: " + errText(r.Err)
+	}
+	return "restart cursor " + Cursor(r.Cursor)
+}
+
+func (a Acked) String() string { return fmt.Sprintf("acked batch %d", a.Batch) }
+func (n Nacked) String() string {
+	return fmt.Sprintf("nacked batch %d", n.Batch)
+}
+
+func (d Delivered) String() string {
+	var b strings.Builder
+	b.WriteString("delivered")
+	for _, a := range d.Acks {
+		if a.Err != nil {
+			fmt.Fprintf(&b, " nack %d", a.Batch)
+		} else {
+			fmt.Fprintf(&b, " ack %d", a.Batch)
+		}
+	}
+	return b.String()
+}

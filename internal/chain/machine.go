@@ -1,0 +1,864 @@
+package chain
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/witness"
+)
+
+// MaxRestarts is how many restarts from a boundary in a row, without a
+// response promoted in between, a partition makes before it parks;
+// MaxRestartBackoff caps the wait before each of them.
+const (
+	MaxRestarts       = 8
+	MaxRestartBackoff = 30 * time.Second
+)
+
+// Config is one partition's machine.
+type Config struct {
+	Key      store.Key
+	Contract witness.Contract
+	// Restarter: the provider can name a stable boundary cursor
+	// (RestartCursor); without it every recovery parks.
+	Restarter bool
+	// StartCursor and Epoch are written when the checkpoint is created;
+	// Epoch is written with every promotion.
+	StartCursor []byte
+	Epoch       uint64
+	// MaxPagesInFlight (at least 1) bounds the chain; MaxBatchSize (0: a
+	// whole page) the events of one Emit.
+	MaxPagesInFlight int
+	MaxBatchSize     int
+	// PollInterval, ParkCheckInterval and StoreBackoff must be positive.
+	PollInterval      time.Duration
+	ParkCheckInterval time.Duration
+	StoreBackoff      time.Duration
+	// ExitWhenComplete: the partition completes once it is caught up on
+	// evidence bound to its last page (caughtUp).
+	ExitWhenComplete bool
+	// Classify replaces witness.Classify (nil: witness.Classify). Only the
+	// simulator's broken variants set it.
+	Classify func(witness.ClassifyInput) (witness.Verdict, error)
+}
+
+type phase uint8
+
+const (
+	phaseNew     phase = iota
+	phaseLoading       // loading the checkpoint (or backing off before it)
+	phaseParked        // waiting for the park reason to be cleared
+	phaseChain         // running a chain
+	phaseDone          // complete: nothing more
+	phaseStopped
+)
+
+// page is one fetched response travelling through the chain, from its
+// witness write to its promotion.
+type page struct {
+	chain      uint64 // the chain that fetched it
+	fromCursor []byte
+	fromGen    uint64
+	w          witness.Witness
+	v          verdict
+	events     []witness.Event // the response's events (ids, payloads)
+	decision   witness.Promotion
+
+	spans     []span // emitted batches: event index ranges
+	spanAcked []bool
+	ackedUpTo int // leading events with a terminal outcome (receipts)
+	receiptAt int // AckedThrough last written to the store
+	nacked    bool
+}
+
+type span struct{ from, to int }
+
+// complete reports whether every event of the page has a terminal outcome.
+func (pg *page) complete() bool { return pg.ackedUpTo >= len(pg.w.Events) }
+
+type batchRef struct {
+	pg   *page
+	span int
+}
+
+// fetchRec is the fetch in flight.
+type fetchRec struct {
+	id     uint64
+	chain  uint64
+	cursor []byte
+	gen    uint64
+}
+
+// tail is where the chain's next fetch starts: the cursor and generation
+// after the last page that may be fetched past, with the applied boundary
+// and watermark the checkpoint will hold once that generation is durable
+// (every fetch of one (cursor, generation) sees one watermark).
+type tail struct {
+	cur        []byte
+	gen        uint64
+	applied    int64
+	hasApplied bool
+	wm         coord.Watermark
+}
+
+func tailOf(cp store.Checkpoint) tail {
+	return tail{cur: cp.Cursor, gen: cp.Generation, applied: cp.Applied, hasApplied: cp.HasApplied, wm: cp.Watermark}
+}
+
+// call is the machine's one outstanding call: what answers it, and what to
+// do with the answer.
+type call struct {
+	accepts func(Input) bool
+	then    func(Input)
+}
+
+type sleep struct {
+	until time.Time
+	then  func()
+}
+
+// Machine is one partition's chain (see the package doc). It is not safe
+// for concurrent use: one driver steps it.
+type Machine struct {
+	cfg Config
+	now time.Time
+	// announced is the deadline of the last Wait.
+	announced time.Time
+	out       []Action
+
+	phase phase
+	await *call
+	sleep *sleep
+	queue []Input // fetch results and delivery outcomes that came while a call or a sleep was outstanding
+
+	cp             store.Checkpoint
+	prior          map[uint64][]witness.Witness // witnesses by generation, loaded and written
+	promotedEvents []witness.EventWitness       // events of the witness whose successor is the durable cursor
+	// restarts counts restarts from a boundary since the last promotion of
+	// a real response; it sets the back-off and, past MaxRestarts, parks.
+	restarts int
+	done     bool
+
+	chainID   uint64
+	chain     []*page
+	batches   map[uint64]batchRef
+	nextBatch uint64
+	fetch     *fetchRec // the fetch in flight, if any
+	nextFetch uint64
+	tail      tail
+	extend    bool // whether the tail may be fetched past
+	pollAt    time.Time
+}
+
+// New returns a machine for cfg; Start starts it.
+func New(cfg Config) *Machine {
+	if cfg.MaxPagesInFlight < 1 {
+		cfg.MaxPagesInFlight = 1
+	}
+	return &Machine{cfg: cfg, prior: map[uint64][]witness.Witness{}, batches: map[uint64]batchRef{}}
+}
+
+// Checkpoint is the durable checkpoint as the machine last saw it.
+func (m *Machine) Checkpoint() store.Checkpoint { return m.cp }
+
+// Known returns a copy of the witnesses the machine knows for generation
+// gen (loaded, or written since).
+func (m *Machine) Known(gen uint64) []witness.Witness {
+	return append([]witness.Witness(nil), m.prior[gen]...)
+}
+
+// Done reports whether the machine completed.
+func (m *Machine) Done() bool { return m.phase == phaseDone }
+
+// Step feeds one input and returns the actions it leads to, in order.
+func (m *Machine) Step(in Input) []Action {
+	m.out = nil
+	if m.phase == phaseStopped {
+		return nil
+	}
+	switch in := in.(type) {
+	case Start:
+		if m.phase == phaseNew {
+			m.load()
+		}
+	case Stop:
+		if m.phase == phaseParked {
+			m.count(MetricParked, "", -1)
+		}
+		m.phase = phaseStopped
+		return m.out
+	case Tick:
+		if in.Now.After(m.now) {
+			m.now = in.Now
+		}
+		if s := m.sleep; s != nil && !m.now.Before(s.until) {
+			m.sleep = nil
+			s.then()
+		}
+	default:
+		switch {
+		case m.await != nil && m.await.accepts(in):
+			c := m.await
+			m.await = nil
+			c.then(in)
+		case m.busy():
+			if external(in) {
+				m.queue = append(m.queue, in)
+			}
+		default:
+			m.external(in)
+		}
+	}
+	m.settle()
+	return m.out
+}
+
+func external(in Input) bool {
+	switch in.(type) {
+	case Fetched, Acked, Nacked, Delivered:
+		return true
+	}
+	return false
+}
+
+func (m *Machine) busy() bool { return m.await != nil || m.sleep != nil }
+
+// settle runs what the input's loop runs between two events: the queued
+// inputs, the end of a complete chain, the next fetch, and announces the
+// earliest deadline.
+func (m *Machine) settle() {
+	for !m.busy() && len(m.queue) > 0 {
+		in := m.queue[0]
+		m.queue = m.queue[1:]
+		m.external(in)
+	}
+	if !m.busy() && m.phase == phaseChain {
+		if m.done && len(m.chain) == 0 {
+			m.finish(fmt.Sprintf("Partition %s is complete through %s", m.cfg.Key.Partition, m.cp.Watermark))
+		} else {
+			m.maybeFetch()
+		}
+	}
+	var d time.Time
+	if m.sleep != nil {
+		d = m.sleep.until
+	}
+	if m.phase == phaseChain && m.pollAt.After(m.now) && (d.IsZero() || m.pollAt.Before(d)) {
+		d = m.pollAt
+	}
+	if !d.IsZero() && !d.Equal(m.announced) {
+		m.announced = d
+		m.emit(Wait{Until: d})
+	}
+}
+
+func (m *Machine) external(in Input) {
+	switch in := in.(type) {
+	case Fetched:
+		f := m.fetch
+		if f == nil || f.id != in.Fetch {
+			return // not the fetch in flight
+		}
+		m.fetch = nil
+		if m.phase != phaseChain || f.chain != m.chainID {
+			return // a fetch of an abandoned chain
+		}
+		m.onFetched(f, in)
+	case Acked:
+		m.onAcks([]Ack{{Batch: in.Batch}})
+	case Nacked:
+		err := in.Err
+		if err == nil {
+			err = errors.New("delivery failed")
+		}
+		m.onAcks([]Ack{{Batch: in.Batch, Err: err}})
+	case Delivered:
+		m.onAcks(in.Acks)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Helpers.
+
+func (m *Machine) emit(a Action) { m.out = append(m.out, a) }
+
+func (m *Machine) logf(l Level, format string, a ...any) {
+	m.emit(Log{Level: l, Text: fmt.Sprintf(format, a...)})
+}
+
+func (m *Machine) count(metric, label string, n int64) {
+	m.emit(Count{Metric: metric, Label: label, N: n})
+}
+
+// ask emits call a; then runs with its answer, of type T.
+func ask[T Input](m *Machine, a Action, then func(T)) {
+	m.emit(a)
+	m.await = &call{
+		accepts: func(in Input) bool { _, ok := in.(T); return ok },
+		then:    func(in Input) { then(in.(T)) },
+	}
+}
+
+// wait sleeps d (nothing else is handled meanwhile), then runs then.
+func (m *Machine) wait(d time.Duration, then func()) {
+	m.sleep = &sleep{until: m.now.Add(d), then: then}
+}
+
+func (m *Machine) part() string { return m.cfg.Key.Partition }
+
+// ---------------------------------------------------------------------------
+// Loading and parking.
+
+// load reads (or creates) the durable checkpoint and the witnesses a
+// previous incarnation may have left for the generations ahead.
+func (m *Machine) load() {
+	m.phase = phaseLoading
+	ld := Load{Key: m.cfg.Key, Create: store.Checkpoint{Key: m.cfg.Key, Cursor: m.cfg.StartCursor, Generation: 1, Epoch: m.cfg.Epoch}}
+	ask(m, ld, func(r Loaded) {
+		if r.Err != nil {
+			m.logf(Error, "Partition %s cannot load its checkpoint, not advancing: %v", m.part(), r.Err)
+			m.wait(m.cfg.StoreBackoff, m.load)
+			return
+		}
+		m.loaded(ld.From(r.Checkpoint), r.Checkpoint, r.Witnesses)
+	})
+}
+
+// loaded keeps what a load read. Afterwards the witness map is complete,
+// so pages in steady state need no reads. The promoted witness of the
+// generation before is the durable cursor's receipts; the other pending
+// witnesses of that generation lost and are marked abandoned (again, if an
+// earlier incarnation could not).
+func (m *Machine) loaded(from uint64, cp store.Checkpoint, ws []witness.Witness) {
+	m.cp = cp
+	m.prior = map[uint64][]witness.Witness{}
+	m.promotedEvents = nil
+	var older []witness.Witness
+	for _, w := range ws {
+		switch {
+		case w.Generation >= cp.Generation:
+			m.prior[w.Generation] = append(m.prior[w.Generation], w)
+		case w.AttemptID == cp.PromotedWitness:
+			m.promotedEvents = w.Events
+		default:
+			older = append(older, w)
+		}
+	}
+	m.abandonAll(from, witness.Abandon(witnessCheckpoint(cp), older), func() {
+		m.emit(Observe{Checkpoint: cp})
+		switch {
+		case cp.Parked != "":
+			m.phase = phaseParked
+			m.count(MetricParked, "", +1)
+			m.logf(Warn, "Partition %s is parked (%s); it resumes when the reason is cleared (connect tidemark unpark)", m.part(), cp.Parked)
+			m.checkUnparked()
+		case cp.Complete:
+			m.done = true
+			m.finish(fmt.Sprintf("Partition %s is complete (durably, at generation %d) through %s: nothing is read again", m.part(), cp.Generation, cp.Watermark))
+		default:
+			m.startChain()
+		}
+	})
+}
+
+// checkUnparked re-reads a parked checkpoint every ParkCheckInterval.
+func (m *Machine) checkUnparked() {
+	m.wait(m.cfg.ParkCheckInterval, func() {
+		ask(m, WaitUnparked{Key: m.cfg.Key}, func(r ParkChecked) {
+			if r.Err == nil && r.Checkpoint.Parked == "" {
+				m.logf(Info, "Partition %s unparked at generation %d", m.part(), r.Checkpoint.Generation)
+				m.count(MetricParked, "", -1)
+				m.load()
+				return
+			}
+			m.checkUnparked()
+		})
+	})
+}
+
+// finish ends the machine: the partition is complete.
+func (m *Machine) finish(text string) {
+	if m.phase == phaseChain {
+		m.emit(EndChain{Chain: m.chainID})
+		m.chain = nil
+	}
+	m.phase = phaseDone
+	m.logf(Info, "%s", text)
+	m.emit(Completed{})
+}
+
+// abandonAll marks the witnesses ids of generation gen abandoned, in
+// order, then runs then.
+func (m *Machine) abandonAll(gen uint64, ids []string, then func()) {
+	if len(ids) == 0 {
+		then()
+		return
+	}
+	m.setAbandoned(gen, ids[0], func() { m.abandonAll(gen, ids[1:], then) })
+}
+
+// setAbandoned marks a witness abandoned. Dispositions are hints that only
+// save classification work: "promoted" is never stored (the checkpoint's
+// promoted witness says it), "abandoned" is redone on the next load when a
+// write is lost.
+func (m *Machine) setAbandoned(gen uint64, attempt string, then func()) {
+	ask(m, Abandon{Key: m.cfg.Key, Generation: gen, Attempt: attempt}, func(r Abandoned) {
+		if r.Err != nil && !errors.Is(r.Err, store.ErrFenced) {
+			m.logf(Debug, "Partition %s: marking witness %s abandoned: %v", m.part(), attempt, r.Err)
+		}
+		then()
+	})
+}
+
+// ---------------------------------------------------------------------------
+// The chain.
+
+// startChain starts a chain from the loaded checkpoint.
+func (m *Machine) startChain() {
+	m.phase = phaseChain
+	m.chainID++
+	m.chain = nil
+	clear(m.batches)
+	m.tail = tailOf(m.cp)
+	m.extend = true
+	m.pollAt = time.Time{}
+}
+
+// restartChain ends the chain; the checkpoint is loaded again.
+func (m *Machine) restartChain() {
+	m.emit(EndChain{Chain: m.chainID})
+	m.chain = nil
+	clear(m.batches)
+	m.load()
+}
+
+// maybeFetch starts the next fetch when the chain has room.
+func (m *Machine) maybeFetch() {
+	if m.fetch != nil || !m.extend || m.done || len(m.chain) >= m.cfg.MaxPagesInFlight {
+		return
+	}
+	if !m.pollAt.IsZero() && m.now.Before(m.pollAt) {
+		return
+	}
+	m.pollAt = time.Time{}
+	m.nextFetch++
+	m.fetch = &fetchRec{id: m.nextFetch, chain: m.chainID, cursor: m.tail.cur, gen: m.tail.gen}
+	m.emit(Fetch{
+		ID: m.nextFetch, Cursor: m.tail.cur, Generation: m.tail.gen, Watermark: m.tail.wm,
+		Attempt: len(m.prior[m.tail.gen]), Ahead: len(m.chain) > 0,
+	})
+}
+
+func (m *Machine) pollLater() { m.pollAt = m.now.Add(m.cfg.PollInterval) }
+
+// onFetched reconciles one response: build its witness, classify it
+// against the earlier witnesses of its (cursor, generation), make the
+// witness durable, then emit the events that still need an outcome.
+func (m *Machine) onFetched(f *fetchRec, r Fetched) {
+	if r.Err != nil {
+		m.onFetchError(f, r)
+		return
+	}
+	v, err := m.reconcile(f, r)
+	if err != nil {
+		m.count(MetricBadResponses, "", 1)
+		m.park(fmt.Sprintf("malformed page at generation %d cursor %s: %v", f.gen, witness.CursorHash(f.cursor), err))
+		return
+	}
+	m.count(MetricRetries, v.class, 1)
+	if v.idle {
+		// An empty response that loops to its own cursor, or carries no
+		// evidence: nothing to record or emit; poll again. With everything
+		// before it promoted and the provider saying nothing follows, the
+		// partition is complete.
+		if v.final && m.cfg.ExitWhenComplete && len(m.chain) == 0 {
+			m.done = true
+			return
+		}
+		m.pollLater()
+		return
+	}
+	if v.diverged {
+		m.recover(fmt.Sprintf("unprovable divergence at generation %d cursor %s: %s", f.gen, witness.CursorHash(f.cursor), v.reason))
+		return
+	}
+	pg := &page{chain: m.chainID, fromCursor: f.cursor, fromGen: f.gen, w: v.w, v: v, events: r.Response.Events, ackedUpTo: v.w.AckedThrough, receiptAt: v.w.AckedThrough}
+	m.chain = append(m.chain, pg)
+	m.count(MetricPagesFetched, "", 1)
+
+	if v.promotable && !v.final && len(pg.w.Successor) > 0 && !bytes.Equal(pg.w.Successor, f.cursor) {
+		// The successor may follow this page: fetch ahead, before the
+		// witness write below, so the store's latency is not on the
+		// fetch path (a fetch of a chain that then fails is discarded).
+		m.tail.cur, m.tail.gen = pg.w.Successor, f.gen+1
+		for _, e := range pg.w.Events {
+			m.tail.applied, m.tail.hasApplied = max(e.Position, m.tail.applied), true
+		}
+		if ct := pg.w.CompleteThrough; !ct.IsZero() && (m.tail.wm.IsZero() || m.tail.wm.Less(ct)) {
+			m.tail.wm = ct
+		}
+		m.maybeFetch()
+	} else {
+		// No successor may be fetched past a page that cannot be promoted
+		// (or that ends the partition): re-poll its cursor once the chain
+		// drains to it.
+		m.extend = false
+	}
+
+	// Witness first: durable before any event attributed to it leaves the
+	// input. An empty response that cannot be promoted carries no event and
+	// no successor we may use, so it is not recorded.
+	if v.fresh && (len(pg.w.Events) > 0 || v.promotable) {
+		m.putWitness(pg.w, func() {
+			m.rememberWitness(pg.w)
+			m.emitPage(pg)
+			m.promoteHead()
+		})
+		return
+	}
+	m.emitPage(pg)
+	m.promoteHead()
+}
+
+func (m *Machine) putWitness(w witness.Witness, then func()) {
+	ask(m, PutWitness{Witness: w}, func(r WitnessStored) {
+		switch {
+		case r.Err == nil:
+			then()
+		case errors.Is(r.Err, store.ErrInvalid):
+			m.park(fmt.Sprintf("witness of generation %d cannot be stored: %v", w.Generation, r.Err))
+		default:
+			m.logf(Warn, "Partition %s cannot record the witness of generation %d (attempt %s), not emitting: %v", m.part(), w.Generation, w.AttemptID, r.Err)
+			m.wait(m.cfg.StoreBackoff, func() { m.putWitness(w, then) })
+		}
+	})
+}
+
+// emitPage emits the events of pg that lack a terminal outcome, split
+// into batches of at most MaxBatchSize.
+func (m *Machine) emitPage(pg *page) {
+	n := len(pg.w.Events)
+	size := m.cfg.MaxBatchSize
+	if size <= 0 {
+		size = n
+	}
+	for from := pg.ackedUpTo; from < n; from += size {
+		to := min(from+size, n)
+		m.nextBatch++
+		m.batches[m.nextBatch] = batchRef{pg: pg, span: len(pg.spans)}
+		pg.spans = append(pg.spans, span{from, to})
+		pg.spanAcked = append(pg.spanAcked, false)
+		m.emit(Emit{
+			Batch: m.nextBatch, Chain: pg.chain, Cursor: pg.fromCursor, Generation: pg.fromGen,
+			Attempt: pg.w.AttemptID, Class: pg.v.class, From: from, To: to,
+			Events: pg.events[from:to], Witnessed: pg.w.Events[from:to],
+		})
+		m.count(MetricEventsEmitted, "", int64(to-from))
+	}
+}
+
+func (m *Machine) onAcks(acks []Ack) {
+	if m.phase != phaseChain {
+		return
+	}
+	for _, a := range acks {
+		ref, ok := m.batches[a.Batch]
+		if !ok || ref.pg.chain != m.chainID {
+			continue
+		}
+		pg := ref.pg
+		if a.Err != nil {
+			if !pg.nacked {
+				m.logf(Warn, "Partition %s: delivery of generation %d events %d-%d failed, the page will be fetched again: %v",
+					m.part(), pg.fromGen, pg.spans[ref.span].from, pg.spans[ref.span].to-1, a.Err)
+			}
+			pg.nacked = true
+			m.extend = false
+			continue
+		}
+		pg.spanAcked[ref.span] = true
+		// Extend the contiguous prefix of events with terminal outcomes.
+		for i, s := range pg.spans {
+			if s.to <= pg.ackedUpTo {
+				continue
+			}
+			if s.from != pg.ackedUpTo || !pg.spanAcked[i] {
+				break
+			}
+			pg.ackedUpTo = s.to
+		}
+	}
+	m.promoteHead()
+}
+
+// promoteHead promotes, strictly in page order, every leading page whose
+// events all have a terminal outcome; records receipts for partly
+// acknowledged heads; restarts the chain on a nacked head.
+func (m *Machine) promoteHead() {
+	if len(m.chain) == 0 {
+		return
+	}
+	pg := m.chain[0]
+	if pg.nacked {
+		// Re-fetch the head's cursor: the retry is classified against this
+		// page's witness (and its receipts).
+		m.writeReceipt(pg, func() {
+			m.logf(Info, "Partition %s re-fetching cursor %s at generation %d after a failed delivery", m.part(), witness.CursorHash(pg.fromCursor), pg.fromGen)
+			m.restartChain()
+		})
+		return
+	}
+	if !pg.complete() {
+		m.writeReceipt(pg, func() {})
+		return
+	}
+	pg.w.AckedThrough = len(pg.w.Events)
+	d := m.decide(pg)
+	switch d.Action {
+	case witness.Refuse:
+		m.count(MetricRefusals, "", 1)
+		m.recover(fmt.Sprintf("promotion of attempt %s refused: %s", pg.w.AttemptID, d.Reason))
+		return
+	case witness.Hold:
+		// Every event delivered, but no evidence to move past it (or
+		// nothing would change): keep the witness pending and poll the
+		// same cursor again, or stop if the partition is caught up. The
+		// receipts are recorded first, so the next poll's exact replay
+		// resumes the witness with every event done and emits nothing.
+		m.count(MetricHolds, "", 1)
+		m.writeReceipt(pg, func() {
+			m.chain = m.chain[1:]
+			if m.ended(pg) {
+				m.done = true
+				return
+			}
+			m.logf(Debug, "Partition %s holds at generation %d: %s", m.part(), pg.fromGen, d.Reason)
+			m.tail = tailOf(m.cp)
+			if len(m.chain) > 0 {
+				// Pages fetched past a held page were fetched from a
+				// successor that is not durable: abandon them (their events
+				// may repeat, never go missing).
+				m.emit(EndChain{Chain: m.chainID})
+				m.chainID++
+				m.chain = nil
+				clear(m.batches)
+			}
+			m.extend = true
+			m.pollLater()
+		})
+		return
+	}
+	pg.decision = d.Promotion
+	m.promote(pg, m.storePromotion(pg.decision), func() {
+		m.chain = m.chain[1:]
+		if m.ended(pg) {
+			m.done = true
+			m.chain = nil
+			return
+		}
+		if len(m.chain) == 0 && !m.extend && m.fetch == nil {
+			// The promoted page could not be fetched past (no successor,
+			// its own cursor again, or the end of the data for now): poll
+			// the new durable cursor.
+			m.tail = tailOf(m.cp)
+			m.extend = true
+			m.pollLater()
+		}
+		m.promoteHead()
+	})
+}
+
+// ended reports whether the partition stops after pg: its checkpoint is
+// durably complete (the provider sealed it, or its finite traversal ended),
+// or it is caught up on evidence bound to pg and the input exits when every
+// partition is.
+func (m *Machine) ended(pg *page) bool {
+	return m.cp.Complete || (pg.v.final && m.cfg.ExitWhenComplete)
+}
+
+func (m *Machine) writeReceipt(pg *page, then func()) {
+	n := pg.ackedUpTo
+	if n <= pg.receiptAt {
+		then()
+		return
+	}
+	ask(m, RecordReceipt{Key: m.cfg.Key, Generation: pg.fromGen, Attempt: pg.w.AttemptID, AckedThrough: n}, func(r ReceiptStored) {
+		if r.Err != nil {
+			// A receipt only saves duplicates on replay; losing it loses no
+			// event.
+			m.logf(Warn, "Partition %s: receipt for generation %d not recorded (events may repeat on retry): %v", m.part(), pg.fromGen, r.Err)
+			then()
+			return
+		}
+		pg.receiptAt = n
+		pg.w.AckedThrough = n
+		m.rememberWitness(pg.w)
+		then()
+	})
+}
+
+// promote performs the one conditional write that moves the checkpoint from
+// the page's input cursor to its successor.
+func (m *Machine) promote(pg *page, prom store.Promotion, then func()) {
+	ask(m, Promote{Promotion: prom}, func(r Promoted) {
+		if r.Err == nil {
+			m.promoted(pg, r.Checkpoint, then)
+			return
+		}
+		var fe *store.FenceError
+		if errors.As(r.Err, &fe) {
+			m.count(MetricCASConflicts, "", 1)
+			m.logf(Warn, "Partition %s lost the promotion from generation %d (attempt %s): %v; re-reading the winner", m.part(), pg.fromGen, pg.w.AttemptID, r.Err)
+			// Abandon the witness only when the winner shows another
+			// response promoted from its (cursor, generation). A park or a
+			// lease change leaves (C, G) in place: the witness stays
+			// pending and is resumed by the next exact replay.
+			m.restartAfterLoss(fe.Winner, pg)
+			return
+		}
+		// The write's outcome is unknown: resolve it by reading, never by
+		// writing again blindly.
+		m.logf(Warn, "Partition %s: promotion from generation %d has an unknown outcome, reading back: %v", m.part(), pg.fromGen, r.Err)
+		m.resolve(pg, prom, then)
+	})
+}
+
+func (m *Machine) resolve(pg *page, prom store.Promotion, then func()) {
+	ask(m, Resolve{Promotion: prom}, func(r Resolved) {
+		switch {
+		case r.Err != nil:
+			m.logf(Warn, "Partition %s: cannot read back the checkpoint, not advancing: %v", m.part(), r.Err)
+			m.wait(m.cfg.StoreBackoff, func() { m.resolve(pg, prom, then) })
+		case r.Applied:
+			m.promoted(pg, r.Checkpoint, then)
+		case !prom.StillAt(r.Checkpoint):
+			// Overtaken. Our witness lost only if the promotion out of its
+			// generation names another witness; a checkpoint that has moved
+			// further says nothing about it, so it stays pending.
+			cp := r.Checkpoint
+			m.restartAfterLoss(&cp, pg)
+		default:
+			m.promote(pg, prom, then) // not applied, still ours to promote: write again
+		}
+	})
+}
+
+// restartAfterLoss abandons pg's witness when winner proves another
+// response won its generation, then restarts the chain.
+func (m *Machine) restartAfterLoss(winner *store.Checkpoint, pg *page) {
+	if lostTo(winner, pg) {
+		m.setAbandoned(pg.fromGen, pg.w.AttemptID, m.restartChain)
+		return
+	}
+	m.restartChain()
+}
+
+func (m *Machine) promoted(pg *page, cp store.Checkpoint, then func()) {
+	m.cp = cp
+	m.promotedEvents = pg.w.Events
+	m.restarts = 0
+	pg.w.Disposition = witness.Promoted
+	m.rememberWitness(pg.w)
+	m.count(MetricPromotions, "", 1)
+	m.emit(Observe{Checkpoint: cp})
+	// Other pending witnesses of the same (cursor, generation) lost.
+	var others []string
+	for _, w := range m.prior[pg.fromGen] {
+		if w.AttemptID != pg.w.AttemptID && w.Disposition == witness.Pending && string(w.InputCursor) == string(pg.fromCursor) {
+			others = append(others, w.AttemptID)
+		}
+	}
+	delete(m.prior, pg.fromGen)
+	m.abandonAll(pg.fromGen, others, then)
+}
+
+func (m *Machine) onFetchError(f *fetchRec, r Fetched) {
+	m.count(MetricFetchErrors, "", 1)
+	switch r.Failure {
+	case FetchExpired:
+		m.recover(fmt.Sprintf("cursor %s expired: %s", witness.CursorHash(f.cursor), r.Detail))
+	case FetchMalformed:
+		m.park(fmt.Sprintf("malformed page at generation %d cursor %s: %s", f.gen, witness.CursorHash(f.cursor), r.Err.Error()))
+	case FetchPermanent:
+		m.park(fmt.Sprintf("fetch of cursor %s failed permanently: %v", witness.CursorHash(f.cursor), r.Err))
+	default:
+		// Transient failures were already retried with back-off; keep the
+		// partition where it is and try again.
+		m.logf(Warn, "Partition %s: fetch of cursor %s failed, not advancing: %v", m.part(), witness.CursorHash(f.cursor), r.Err)
+		m.pollLater()
+	}
+}
+
+// recover applies the contract's recovery for divergence, expiry or a
+// refused promotion: a restart from a provider-supported stable boundary
+// (one conditional write), or parking.
+func (m *Machine) recover(reason string) {
+	recovery := m.cfg.Contract.Recovery
+	if recovery == witness.RecoveryPark || !m.cfg.Restarter {
+		m.park(reason)
+		return
+	}
+	m.restarts++
+	if m.restarts > MaxRestarts {
+		m.park(fmt.Sprintf("%s; %d restarts from a stable boundary in a row made no progress", reason, MaxRestarts))
+		return
+	}
+	restart := func() {
+		// The restart happens from the durable checkpoint, so wait for
+		// nothing; pages in flight are abandoned (their events may repeat).
+		ask(m, RestartCursor{Partition: m.part(), Watermark: m.cp.Watermark}, func(r RestartCursorFound) {
+			if r.Err != nil {
+				m.park(fmt.Sprintf("%s; restart from a stable boundary failed: %v", reason, r.Err))
+				return
+			}
+			m.logf(Warn, "Partition %s: %s; restarting from a stable boundary (%s) after generation %d", m.part(), reason, recovery, m.cp.Generation)
+			m.count(MetricRestarts, "", 1)
+			prom := store.Promotion{
+				Key: m.cfg.Key, FromCursor: m.cp.Cursor, FromGeneration: m.cp.Generation,
+				To: r.Cursor, WitnessID: "restart:" + recovery.String(), Epoch: m.cfg.Epoch, Lease: m.cp.Lease,
+			}
+			ask(m, Promote{Promotion: prom, Restart: true}, func(r Promoted) {
+				if r.Err != nil && !errors.Is(r.Err, store.ErrFenced) {
+					m.logf(Warn, "Partition %s: restart write has an unknown outcome, re-reading: %v", m.part(), r.Err)
+				}
+				m.restartChain()
+			})
+		})
+	}
+	// Back off before each further restart without progress, so a boundary
+	// that diverges again does not loop at full speed.
+	if m.restarts > 1 {
+		d := min(m.cfg.PollInterval<<(m.restarts-2), MaxRestartBackoff)
+		m.logf(Info, "Partition %s: restart %d without progress, waiting %s first", m.part(), m.restarts, d)
+		m.wait(d, restart)
+		return
+	}
+	restart()
+}
+
+// park stops the partition with a visible reason: in the log, a metric and
+// the store. The other partitions go on.
+func (m *Machine) park(reason string) {
+	m.logf(Error, "Partition %s parked: %s", m.part(), reason)
+	m.count(MetricParks, "", 1)
+	m.parkWrite(reason)
+}
+
+func (m *Machine) parkWrite(reason string) {
+	ask(m, Park{Key: m.cfg.Key, Cursor: m.cp.Cursor, Generation: m.cp.Generation, Lease: m.cp.Lease, Reason: reason}, func(r Parked) {
+		switch {
+		case r.Err == nil:
+			m.cp = r.Checkpoint
+			m.restartChain()
+		case errors.Is(r.Err, store.ErrFenced):
+			m.restartChain()
+		default:
+			m.logf(Warn, "Partition %s: cannot record the park reason: %v", m.part(), r.Err)
+			m.wait(m.cfg.StoreBackoff, func() { m.parkWrite(reason) })
+		}
+	})
+}

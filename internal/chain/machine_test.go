@@ -1,0 +1,529 @@
+package chain_test
+
+// Golden, data-driven tests of the machine (github.com/cockroachdb/datadriven;
+// `go test ./internal/chain -rewrite` regenerates the expected output).
+// Each file in testdata/ is one scenario, one command per stanza:
+//
+//	config <contract and options>     a new machine over a new in-memory store;
+//	                                  input lines: "checkpoint k=v ...", "witness k=v ..."
+//	start | crash                     Start (crash: a new machine over the same store)
+//	fetched [attempt=ID]              answer the fetch in flight; input: the response
+//	fetch-error kind=K [detail=D]     fail it
+//	ack [batch=N] | nack batch=N      outcomes of emitted batches (ack: all in flight)
+//	tick [+D]                         advance the clock to the last Wait (or by D)
+//	fail op=M mode=throttle|lose      the next store call M fails (lose: it happens)
+//	pause op=ACTION | resume          hold the next call of that action / perform it
+//	writer promote|park|unpark ...    another writer changes the checkpoint
+//	store                             print the stored checkpoint and witnesses
+//
+// Responses: tokens "POS" (id ePOS), "ID@POS", "ID@POS:PAYLOAD", "succ=C",
+// "ct=N", "marker=M", "sealed", "more", "more-known". The output of a
+// command is every action the machine returned (their String), with the
+// answers the harness fed it automatically ("<- ...").
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+
+	"github.com/tidemark/tidemark/internal/chain"
+	"github.com/tidemark/tidemark/internal/chain/chainstore"
+	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/witness"
+)
+
+func TestMachine(t *testing.T) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		h := &harness{t: t}
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			h.t = t
+			return h.run(d)
+		})
+	})
+}
+
+var (
+	epoch = time.Unix(0, 0).UTC()
+	key   = store.Key{Scope: "s", Partition: "p"}
+	ctx   = context.Background()
+)
+
+type harness struct {
+	t       *testing.T
+	cfg     chain.Config
+	mem     *store.MemStore
+	st      *faulty
+	m       *chain.Machine
+	now     time.Time
+	wake    time.Time
+	attempt int
+	fetch   *chain.Fetch
+	flight  []uint64 // emitted batches without an outcome
+	restart []byte   // RestartCursor's answer
+	pauseOn string   // the action (by its String's first word) to hold
+	held    chain.Action
+	b       strings.Builder
+}
+
+func (h *harness) run(d *datadriven.TestData) string {
+	h.b.Reset()
+	switch d.Cmd {
+	case "config":
+		h.config(d)
+	case "start":
+		h.feed(chain.Start{})
+	case "crash":
+		h.m = chain.New(h.cfg)
+		h.fetch, h.flight, h.held = nil, nil, nil
+		h.feed(chain.Start{})
+	case "fetched":
+		if h.fetch == nil {
+			d.Fatalf(h.t, "no fetch in flight")
+		}
+		h.attempt++
+		id := fmt.Sprintf("a%d", h.attempt)
+		if d.HasArg("attempt") {
+			d.ScanArgs(h.t, "attempt", &id)
+		}
+		f := h.fetch
+		h.fetch = nil
+		h.feed(chain.Fetched{Fetch: f.ID, Attempt: id, Response: h.response(d, d.Input)})
+	case "fetch-error":
+		if h.fetch == nil {
+			d.Fatalf(h.t, "no fetch in flight")
+		}
+		var kind, detail string
+		d.ScanArgs(h.t, "kind", &kind)
+		if d.HasArg("detail") {
+			d.ScanArgs(h.t, "detail", &detail)
+		}
+		f := map[string]chain.FetchFailure{"transient": chain.FetchTransient, "expired": chain.FetchExpired, "malformed": chain.FetchMalformed, "permanent": chain.FetchPermanent}[kind]
+		id := h.fetch.ID
+		h.fetch = nil
+		h.feed(chain.Fetched{Fetch: id, Err: fmt.Errorf("injected %s failure", kind), Failure: f, Detail: detail})
+	case "ack", "nack":
+		if d.HasArg("batch") {
+			var n uint64
+			d.ScanArgs(h.t, "batch", &n)
+			h.flight = slices.DeleteFunc(h.flight, func(b uint64) bool { return b == n })
+			if d.Cmd == "ack" {
+				h.feed(chain.Acked{Batch: n})
+			} else {
+				h.feed(chain.Nacked{Batch: n, Err: errors.New("injected delivery failure")})
+			}
+			break
+		}
+		var acks []chain.Ack
+		for _, b := range h.flight {
+			acks = append(acks, chain.Ack{Batch: b})
+		}
+		h.flight = nil
+		h.feed(chain.Delivered{Acks: acks})
+	case "tick":
+		switch {
+		case len(d.CmdArgs) > 0:
+			dur, err := time.ParseDuration(d.CmdArgs[0].Key)
+			if err != nil {
+				d.Fatalf(h.t, "%v", err)
+			}
+			h.now = h.now.Add(dur)
+		case h.wake.After(h.now):
+			h.now = h.wake
+		}
+		h.feed(chain.Tick{Now: h.now})
+	case "fail":
+		var op, mode string
+		d.ScanArgs(h.t, "op", &op)
+		d.ScanArgs(h.t, "mode", &mode)
+		h.st.arm(op, mode)
+		return "ok"
+	case "pause":
+		d.ScanArgs(h.t, "op", &h.pauseOn)
+		return "ok"
+	case "resume":
+		a := h.held
+		h.held, h.pauseOn = nil, ""
+		if a == nil {
+			d.Fatalf(h.t, "nothing held")
+		}
+		h.perform(a)
+	case "writer":
+		return h.writer(d)
+	case "store":
+		return h.dump()
+	default:
+		d.Fatalf(h.t, "unknown command %s", d.Cmd)
+	}
+	return h.b.String()
+}
+
+// feed steps the machine with in and performs what it asks, answering its
+// store calls from the store until it waits for the test.
+func (h *harness) feed(in chain.Input) {
+	h.handle(h.m.Step(in))
+}
+
+func (h *harness) handle(acts []chain.Action) {
+	for _, a := range acts {
+		fmt.Fprintln(&h.b, a)
+		switch a := a.(type) {
+		case chain.Fetch:
+			h.fetch = &a
+		case chain.Emit:
+			h.flight = append(h.flight, a.Batch)
+		case chain.Wait:
+			h.wake = a.Until
+		case chain.Log, chain.Count, chain.Observe, chain.EndChain, chain.Completed:
+		default:
+			if h.pauseOn != "" && strings.HasPrefix(a.String(), h.pauseOn+" ") {
+				h.held = a
+				fmt.Fprintln(&h.b, "(held)")
+				return
+			}
+			h.perform(a)
+		}
+	}
+}
+
+func (h *harness) perform(a chain.Action) {
+	var in chain.Input
+	if r, ok := a.(chain.RestartCursor); ok {
+		_ = r
+		in = chain.RestartCursorFound{Cursor: h.restart}
+	} else {
+		var ok bool
+		if in, ok = chainstore.Do(ctx, h.st, a); !ok {
+			h.t.Fatalf("unexpected action %s", a)
+		}
+	}
+	fmt.Fprintf(&h.b, "<- %s\n", in)
+	h.handle(h.m.Step(in))
+}
+
+func (h *harness) config(d *datadriven.TestData) {
+	c := witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, Recovery: witness.RecoveryPark}
+	cfg := chain.Config{
+		Key: key, Epoch: 1, MaxPagesInFlight: 4, MaxBatchSize: 1,
+		PollInterval: time.Second, ParkCheckInterval: 5 * time.Second, StoreBackoff: 2 * time.Second,
+	}
+	for _, arg := range d.CmdArgs {
+		val := ""
+		if len(arg.Vals) > 0 {
+			val = arg.Vals[0]
+		}
+		switch arg.Key {
+		case "empty":
+			c.EmptyPage = map[string]witness.EmptyPage{"no_evidence": witness.EmptyNoEvidence, "end_of_data": witness.EmptyEndOfData, "final_through_watermark": witness.EmptyFinalThroughWatermark}[val]
+		case "positions":
+			c.OrderedPositions, c.DensePositions = val != "unordered", val == "dense"
+		case "covers":
+			c.WatermarkCoversPositions = true
+		case "withdrawn":
+			c.EventsMayBeWithdrawn = true
+		case "rotate":
+			c.TokensMayRotate = true
+		case "exclusive":
+			c.ExclusiveBoundary = true
+		case "marker":
+			c.SnapshotMarker = true
+		case "missing":
+			if val == "end_of_traversal" {
+				c.MissingSuccessor = witness.MissingSuccessorEndsTraversal
+			}
+		case "recovery":
+			c.Recovery = map[string]witness.Recovery{"park": witness.RecoveryPark, "restart_from_boundary": witness.RecoveryRestartFromBoundary, "fresh_snapshot": witness.RecoveryFreshSnapshot}[val]
+			cfg.Restarter = true
+		case "restart":
+			h.restart = []byte(val)
+		case "depth":
+			cfg.MaxPagesInFlight, _ = strconv.Atoi(val)
+		case "batch":
+			cfg.MaxBatchSize, _ = strconv.Atoi(val)
+		case "exit":
+			cfg.ExitWhenComplete = true
+		case "start":
+			cfg.StartCursor = []byte(val)
+		default:
+			d.Fatalf(h.t, "unknown config %s", arg.Key)
+		}
+	}
+	cfg.Contract = c
+	h.cfg = cfg
+	h.mem = store.NewMemStore()
+	h.st = &faulty{Store: h.mem, armed: map[string]string{}}
+	h.m = chain.New(cfg)
+	h.now, h.wake, h.attempt, h.fetch, h.flight = epoch, time.Time{}, 0, nil, nil
+	h.m.Step(chain.Tick{Now: h.now})
+	for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		kv := kvs(f[1:])
+		switch f[0] {
+		case "checkpoint":
+			h.seedCheckpoint(d, kv)
+		case "witness":
+			h.seedWitness(d, kv)
+		default:
+			d.Fatalf(h.t, "unknown setup line %q", line)
+		}
+	}
+	h.b.WriteString(h.dump())
+}
+
+func kvs(f []string) map[string]string {
+	kv := map[string]string{}
+	for _, s := range f {
+		k, v, _ := strings.Cut(s, "=")
+		kv[k] = v
+	}
+	return kv
+}
+
+func num(d *datadriven.TestData, t *testing.T, s string) int64 {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		d.Fatalf(t, "not a number: %q", s)
+	}
+	return n
+}
+
+// seedCheckpoint stores a checkpoint: created at generation 1 and promoted
+// up to gen (witness ids "seed"), with the given cursor, watermark, applied
+// boundary, promoted witness, completion and park reason.
+func (h *harness) seedCheckpoint(d *datadriven.TestData, kv map[string]string) {
+	gen := uint64(1)
+	if g, ok := kv["gen"]; ok {
+		gen = uint64(num(d, h.t, g))
+	}
+	cur := []byte(kv["cursor"])
+	cp := store.Checkpoint{Key: key, Generation: 1, Epoch: 1}
+	if gen == 1 {
+		cp.Cursor = cur
+	}
+	if a, ok := kv["applied"]; ok && gen == 1 {
+		cp.Applied, cp.HasApplied = num(d, h.t, a), true
+	}
+	if w, ok := kv["wm"]; ok && gen == 1 {
+		cp.Watermark = coord.Integer(num(d, h.t, w))
+	}
+	got, err := h.mem.CreateCheckpoint(ctx, cp)
+	if err != nil {
+		d.Fatalf(h.t, "%v", err)
+	}
+	for got.Generation < gen {
+		p := store.Promotion{Key: key, FromCursor: got.Cursor, FromGeneration: got.Generation, To: []byte(fmt.Sprintf("seed%d", got.Generation+1)), WitnessID: "seed", Epoch: 1}
+		if got.Generation+1 == gen {
+			p.To, p.WitnessID = cur, kv["wid"]
+			if p.WitnessID == "" {
+				p.WitnessID = "seed"
+			}
+			if a, ok := kv["applied"]; ok {
+				p.Applied, p.HasApplied = num(d, h.t, a), true
+			}
+			if w, ok := kv["wm"]; ok {
+				p.Watermark = coord.Integer(num(d, h.t, w))
+			}
+			_, p.Complete = kv["complete"]
+		}
+		if got, err = h.mem.Promote(ctx, p); err != nil {
+			d.Fatalf(h.t, "%v", err)
+		}
+	}
+	if r, ok := kv["parked"]; ok {
+		if _, err := h.mem.SetParked(ctx, key, got.Cursor, got.Generation, store.Lease{}, r); err != nil {
+			d.Fatalf(h.t, "%v", err)
+		}
+	}
+}
+
+// seedWitness stores a witness: id, gen, cursor, and a response in the
+// response syntax (events, succ=, ct=, ...), acked=N.
+func (h *harness) seedWitness(d *datadriven.TestData, kv map[string]string) {
+	var toks []string
+	for k, v := range kv {
+		switch k {
+		case "id", "gen", "cursor", "acked", "events":
+		default:
+			if v == "" {
+				toks = append(toks, k)
+			} else {
+				toks = append(toks, k+"="+v)
+			}
+		}
+	}
+	if e := kv["events"]; e != "" {
+		toks = append(toks, strings.Split(e, ",")...)
+	}
+	slices.Sort(toks)
+	w, err := witness.Build(witness.BuildInput{
+		Scope: key.Scope, Partition: key.Partition, Generation: uint64(num(d, h.t, kv["gen"])), InputCursor: []byte(kv["cursor"]),
+		AttemptID: kv["id"], Response: h.response(d, strings.Join(toks, " ")), Contract: h.cfg.Contract,
+	})
+	if err != nil {
+		d.Fatalf(h.t, "%v", err)
+	}
+	if a, ok := kv["acked"]; ok {
+		w.AckedThrough = int(num(d, h.t, a))
+	}
+	if err := h.mem.PutWitness(ctx, w); err != nil {
+		d.Fatalf(h.t, "%v", err)
+	}
+}
+
+// response parses the response syntax.
+func (h *harness) response(d *datadriven.TestData, s string) witness.Response {
+	var r witness.Response
+	for _, tok := range strings.Fields(s) {
+		k, v, isKV := strings.Cut(tok, "=")
+		switch {
+		case isKV && k == "succ":
+			r.Successor = []byte(v)
+		case isKV && k == "ct":
+			r.CompleteThrough = coord.Integer(num(d, h.t, v))
+		case isKV && k == "marker":
+			r.Marker = []byte(v)
+		case tok == "sealed":
+			r.Sealed = true
+		case tok == "more":
+			r.HasMore, r.HasMoreKnown = true, true
+		case tok == "more-known":
+			r.HasMoreKnown = true
+		default:
+			id, pos, hasID := strings.Cut(tok, "@")
+			if !hasID {
+				id, pos = "e"+tok, tok
+			}
+			pos, payload, hasPayload := strings.Cut(pos, ":")
+			if !hasPayload {
+				payload = "payload of " + id
+			}
+			r.Events = append(r.Events, witness.Event{ID: id, Position: num(d, h.t, pos), Payload: []byte(payload)})
+		}
+	}
+	return r
+}
+
+func (h *harness) writer(d *datadriven.TestData) string {
+	cp, err := h.mem.LoadCheckpoint(ctx, key)
+	if err != nil {
+		d.Fatalf(h.t, "%v", err)
+	}
+	kv := kvs(strings.Fields(d.CmdArgs[0].Key + " " + strings.Join(argStrings(d.CmdArgs[1:]), " ")))
+	switch d.CmdArgs[0].Key {
+	case "promote":
+		cp, err = h.mem.Promote(ctx, store.Promotion{Key: key, FromCursor: cp.Cursor, FromGeneration: cp.Generation, To: []byte(kv["to"]), WitnessID: kv["wid"], Epoch: 1})
+	case "park":
+		cp, err = h.mem.SetParked(ctx, key, cp.Cursor, cp.Generation, store.Lease{}, kv["reason"])
+	case "unpark":
+		cp, err = h.mem.SetParked(ctx, key, cp.Cursor, cp.Generation, store.Lease{}, "")
+	default:
+		d.Fatalf(h.t, "unknown writer command")
+	}
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	return chain.DescribeCheckpoint(cp)
+}
+
+func argStrings(args []datadriven.CmdArg) []string {
+	var out []string
+	for _, a := range args {
+		out = append(out, a.String())
+	}
+	return out
+}
+
+func (h *harness) dump() string {
+	var b strings.Builder
+	cp, err := h.mem.LoadCheckpoint(ctx, key)
+	if err != nil {
+		return "no checkpoint\n"
+	}
+	fmt.Fprintf(&b, "checkpoint %s\n", chain.DescribeCheckpoint(cp))
+	ws, _ := h.mem.WitnessesFrom(ctx, key, 1)
+	for _, w := range ws {
+		fmt.Fprintf(&b, "witness %s\n", chain.DescribeWitness(w))
+	}
+	return b.String()
+}
+
+// faulty fails the next call of an armed method: throttle (no effect, an
+// error) or lose (the write happens, the caller sees an error).
+type faulty struct {
+	store.Store
+	armed map[string]string
+}
+
+var errInjected = errors.New("injected store failure")
+
+func (f *faulty) arm(op, mode string) { f.armed[op] = mode }
+
+func (f *faulty) take(op string) string {
+	m := f.armed[op]
+	delete(f.armed, op)
+	return m
+}
+
+func (f *faulty) LoadCheckpoint(c context.Context, k store.Key) (store.Checkpoint, error) {
+	if f.take("LoadCheckpoint") != "" {
+		return store.Checkpoint{}, errInjected
+	}
+	return f.Store.LoadCheckpoint(c, k)
+}
+
+func (f *faulty) WitnessesFrom(c context.Context, k store.Key, g uint64) ([]witness.Witness, error) {
+	if f.take("WitnessesFrom") != "" {
+		return nil, errInjected
+	}
+	return f.Store.WitnessesFrom(c, k, g)
+}
+
+func (f *faulty) PutWitness(c context.Context, w witness.Witness) error {
+	switch f.take("PutWitness") {
+	case "throttle":
+		return errInjected
+	case "lose":
+		_ = f.Store.PutWitness(c, w)
+		return errInjected
+	}
+	return f.Store.PutWitness(c, w)
+}
+
+func (f *faulty) RecordReceipt(c context.Context, k store.Key, g uint64, a string, n int) error {
+	switch f.take("RecordReceipt") {
+	case "throttle":
+		return errInjected
+	case "lose":
+		_ = f.Store.RecordReceipt(c, k, g, a, n)
+		return errInjected
+	}
+	return f.Store.RecordReceipt(c, k, g, a, n)
+}
+
+func (f *faulty) Promote(c context.Context, p store.Promotion) (store.Checkpoint, error) {
+	switch f.take("Promote") {
+	case "throttle":
+		return store.Checkpoint{}, errInjected
+	case "lose":
+		_, _ = f.Store.Promote(c, p)
+		return store.Checkpoint{}, errInjected
+	}
+	return f.Store.Promote(c, p)
+}
+
+func (f *faulty) SetParked(c context.Context, k store.Key, cur []byte, g uint64, l store.Lease, r string) (store.Checkpoint, error) {
+	if f.take("SetParked") != "" {
+		return store.Checkpoint{}, errInjected
+	}
+	return f.Store.SetParked(c, k, cur, g, l, r)
+}

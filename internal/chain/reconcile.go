@@ -1,0 +1,172 @@
+package chain
+
+import (
+	"errors"
+
+	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/witness"
+)
+
+// verdict is the machine's view of one reconciled response.
+type verdict struct {
+	class    string
+	w        witness.Witness // the witness to use (new, or resumed on exact replay)
+	core     witness.Verdict
+	fresh    bool // w must be written before emission
+	idle     bool // no answer: nothing to record, poll again
+	diverged bool
+	reason   string
+	// promotable: once every event has a terminal outcome, the response
+	// carries completion evidence for its own successor, so the chain may be
+	// fetched past it.
+	promotable bool
+	// final: the partition is caught up for exit_when_complete (caughtUp).
+	final bool
+}
+
+// reconcile builds the witness of a fetched response and classifies it
+// against the earlier witnesses of its (cursor, generation)
+// (docs/design.md#retry-classification).
+func (m *Machine) reconcile(f *fetchRec, r Fetched) (verdict, error) {
+	contract := m.cfg.Contract
+	w, err := witness.Build(witness.BuildInput{
+		Scope: m.cfg.Key.Scope, Partition: m.cfg.Key.Partition,
+		Generation: f.gen, InputCursor: f.cursor,
+		AttemptID: r.Attempt, Response: r.Response, Contract: contract,
+	})
+	if errors.Is(err, witness.ErrLoop) {
+		return verdict{class: "idle", idle: true, final: caughtUp(r.Response, false), reason: err.Error()}, nil
+	}
+	if err != nil {
+		return verdict{}, err
+	}
+	if len(w.Events) == 0 && !witness.CanPromote(contract, w).Complete {
+		// An empty response without evidence bound to it proves nothing
+		// and can never be promoted: its witness would stay pending for
+		// ever. Record nothing and poll the cursor again; in particular a
+		// transient empty retry of a cursor whose earlier response had
+		// events is not divergence, it is no answer.
+		return verdict{class: "empty_no_evidence", idle: true, final: caughtUp(r.Response, false), reason: "empty response without evidence"}, nil
+	}
+	classify := m.cfg.Classify
+	if classify == nil {
+		classify = witness.Classify
+	}
+	cv, err := classify(witness.ClassifyInput{
+		Contract: contract, Applied: m.tail.applied, HasApplied: m.tail.hasApplied,
+		Prior: m.priorWitnesses(f.cursor, f.gen), Receipts: m.receiptsFor(f.gen), Witness: w,
+	})
+	if err != nil {
+		return verdict{}, err
+	}
+	v := verdict{class: cv.Class.String(), core: cv, reason: cv.Reason}
+	if !cv.Advances() {
+		v.diverged = true
+		return v, nil
+	}
+	if cv.Class == witness.ExactReplay && cv.Resume != nil {
+		v.w = cv.Resume.Clone()
+	} else {
+		v.w = w
+		v.w.AckedThrough = cv.Satisfied
+		v.fresh = true
+	}
+	all := v.w
+	all.AckedThrough = len(all.Events)
+	v.promotable = witness.CanPromote(contract, all).Complete
+	v.final = caughtUp(r.Response, v.promotable)
+	return v, nil
+}
+
+// caughtUp reports whether an empty response says the partition is caught
+// up, for exit_when_complete: its emptiness is evidence bound to it
+// (evidenced), or the provider states its "more pages" flag and it is
+// false. A transient empty page of a source that states neither (has_more
+// unmapped, empty_page: no_evidence) never counts.
+func caughtUp(r witness.Response, evidenced bool) bool {
+	return len(r.Events) == 0 && !r.HasMore && (evidenced || r.HasMoreKnown)
+}
+
+// receiptsFor returns the durable (or, for a page fetched ahead, soon
+// durable) receipts a response for generation gen is checked against: the
+// events of the witness whose successor is its cursor.
+func (m *Machine) receiptsFor(gen uint64) []witness.EventWitness {
+	if gen == m.cp.Generation {
+		return m.promotedEvents
+	}
+	for _, pg := range m.chain {
+		if pg.fromGen+1 == gen {
+			return pg.w.Events
+		}
+	}
+	return nil
+}
+
+// priorWitnesses returns the witnesses recorded for (cursor, gen): complete
+// since the load (see loaded), kept up to date since.
+func (m *Machine) priorWitnesses(cursor []byte, gen uint64) []witness.Witness {
+	var out []witness.Witness
+	for _, w := range m.prior[gen] {
+		if string(w.InputCursor) == string(cursor) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func (m *Machine) rememberWitness(w witness.Witness) {
+	ws := m.prior[w.Generation]
+	for i := range ws {
+		if ws[i].AttemptID == w.AttemptID {
+			ws[i] = w
+			return
+		}
+	}
+	m.prior[w.Generation] = append(ws, w)
+}
+
+// decide asks the core whether the head page's successor may be promoted
+// from the durable checkpoint now.
+func (m *Machine) decide(pg *page) witness.Decision {
+	return witness.DecidePromotion(witness.PromotionInput{
+		Contract:   m.cfg.Contract,
+		Checkpoint: witnessCheckpoint(m.cp),
+		Witness:    pg.w,
+		Verdict:    pg.v.core,
+		Witnesses:  m.prior[pg.fromGen],
+	})
+}
+
+// witnessCheckpoint is the part of a stored checkpoint the core reads.
+func witnessCheckpoint(cp store.Checkpoint) witness.Checkpoint {
+	return witness.Checkpoint{
+		Scope: cp.Scope, Partition: cp.Partition, Cursor: cp.Cursor, Generation: cp.Generation,
+		Applied: cp.Applied, HasApplied: cp.HasApplied, Watermark: cp.Watermark,
+		PromotedWitness: cp.PromotedWitness, Parked: cp.Parked, Complete: cp.Complete,
+	}
+}
+
+// storePromotion turns the core's decision into the store's one
+// conditional write.
+func (m *Machine) storePromotion(d witness.Promotion) store.Promotion {
+	return store.Promotion{
+		Key:            m.cfg.Key,
+		FromCursor:     d.FromCursor,
+		FromGeneration: d.FromGeneration,
+		To:             d.To,
+		WitnessID:      d.WitnessID,
+		Watermark:      d.Watermark,
+		Applied:        d.Applied,
+		HasApplied:     d.HasApplied,
+		Complete:       d.Complete,
+		Epoch:          m.cfg.Epoch,
+		Lease:          m.cp.Lease,
+	}
+}
+
+// lostTo reports whether the observed checkpoint proves that another
+// response than pg's won the promotion out of pg's generation: it is the
+// very next generation and names another witness.
+func lostTo(winner *store.Checkpoint, pg *page) bool {
+	return winner != nil && winner.Generation == pg.fromGen+1 && winner.PromotedWitness != pg.w.AttemptID
+}

@@ -1,0 +1,59 @@
+package sim
+
+import (
+	"github.com/tidemark/tidemark/internal/chain"
+	"github.com/tidemark/tidemark/internal/witness"
+)
+
+// The broken variants of the lanes are applied to the real machine: to its
+// configuration (configure) or to the store calls it asks for (rewrite).
+// The store's own variants (UnconditionalWrite, IgnoreLease) wrap the store
+// (faults.go, lease.go); MaxFrontier breaks the publisher.
+
+// configure changes the machine's configuration for the variant:
+// BareEmptyPage declares every empty page the end of the data;
+// AnyWatermarkCovers classifies as usual, then calls a divergent response
+// that carries any complete-through watermark a shifted page, as if a
+// watermark covered every position, also the ones above it.
+func (v Variant) configure(cfg *chain.Config) {
+	switch v {
+	case BareEmptyPage:
+		cfg.Contract.EmptyPage = witness.EmptyEndOfData
+	case AnyWatermarkCovers:
+		cfg.Classify = func(in witness.ClassifyInput) (witness.Verdict, error) {
+			v, err := witness.Classify(in)
+			if err == nil && v.Class == witness.UnprovableDivergence && !in.Witness.CompleteThrough.IsZero() {
+				v.Class, v.Attempt, v.Resume = witness.ShiftedPage, in.Witness.AttemptID, nil
+				v.Reason = "variant: its complete-through watermark " + in.Witness.CompleteThrough.String() + " counts as coverage of " + v.Reason
+			}
+			return v, err
+		}
+	}
+}
+
+// rewrite changes a store call the machine asked for: under
+// PromoteOtherSuccessor a page's promotion (and its resolution) writes the
+// successor of another response to the same (cursor, generation) when the
+// lane knows one, with the completion evidence of its own.
+func (v Variant) rewrite(l *lane, a chain.Action) chain.Action {
+	if v != PromoteOtherSuccessor {
+		return a
+	}
+	switch x := a.(type) {
+	case chain.Promote:
+		if x.Restart {
+			return a
+		}
+		if to, other, ok := l.otherSuccessor(x.Promotion); ok {
+			l.note("variant: promoting the successor of %s with the evidence of %s", other, x.Promotion.WitnessID)
+			x.Promotion.To = to
+			return x
+		}
+	case chain.Resolve:
+		if to, _, ok := l.otherSuccessor(x.Promotion); ok {
+			x.Promotion.To = to
+			return x
+		}
+	}
+	return a
+}
