@@ -54,7 +54,7 @@ func (m *Machine) reconcile(f *fetchRec, r Fetched) (verdict, error) {
 	}
 	cv, err := classify(witness.ClassifyInput{
 		Contract: contract, Applied: m.tail.applied, HasApplied: m.tail.hasApplied,
-		Prior: m.priorWitnesses(f.cursor, f.gen), Receipts: m.receiptsFor(f.gen), Witness: w,
+		Prior: m.priorWitnesses(f.cursor, f.gen), Receipts: m.receiptsFor(f.gen), Pending: m.pendingFor(f.gen), Witness: w,
 	})
 	if err != nil {
 		return verdict{}, err
@@ -87,12 +87,22 @@ func caughtUp(r witness.Response, evidenced bool) bool {
 	return len(r.Events) == 0 && !r.HasMore && (evidenced || r.HasMoreKnown)
 }
 
-// receiptsFor returns the durable (or, for a page fetched ahead, soon
-// durable) receipts a response for generation gen is checked against: the
-// events of the witness whose successor is its cursor.
+// receiptsFor returns the durable receipts a response for generation gen
+// is checked against: the events of the witness whose successor is the
+// durable cursor.
 func (m *Machine) receiptsFor(gen uint64) []witness.EventWitness {
 	if gen == m.cp.Generation {
 		return m.promotedEvents
+	}
+	return nil
+}
+
+// pendingFor returns, for a page fetched ahead (gen past the durable
+// generation), the events of the chain page whose successor it follows:
+// not durable yet, so they satisfy nothing (witness.ClassifyInput.Pending).
+func (m *Machine) pendingFor(gen uint64) []witness.EventWitness {
+	if gen == m.cp.Generation {
+		return nil
 	}
 	for _, pg := range m.chain {
 		if pg.fromGen+1 == gen {

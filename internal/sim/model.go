@@ -76,6 +76,22 @@ type profile struct {
 	// gap: sparse positions: up to gap positions are skipped between events.
 	gap      int
 	pageSize int
+	// nosucc: probability that a page reaching the end of the log carries
+	// no successor (missing_successor: poll; the consumer polls its cursor
+	// again, and later events come as a longer answer to it).
+	nosucc float64
+	// eot: a finite traversal (missing_successor: end_of_traversal): once
+	// the partition is sealed, its last page carries no successor, which
+	// completes it.
+	eot bool
+	// ties: probability that an appended event shares the previous event's
+	// position (unordered profiles: two keys written in one transaction). A
+	// page never splits a group of tied events.
+	ties float64
+	// overlap: probability that a retry repeats the event just before the
+	// requested position (the boundary event, same identity and payload),
+	// which the receipts of the promoted page must satisfy.
+	overlap float64
 }
 
 var (
@@ -106,13 +122,32 @@ var (
 	sparseRotate = profile{name: "sparse-rotate",
 		contract: witness.Contract{EmptyPage: witness.EmptyNoEvidence, TokensMayRotate: true, OrderedPositions: true, Recovery: witness.RecoveryRestartFromBoundary},
 		rotate:   true, glitch: .06, quiet: .05, shift: .2, transient: .04, garbage: .003, gap: 2, pageSize: 3}
+	// densePoll: the head of a change feed answers without a successor.
+	densePoll = profile{name: "dense-poll",
+		contract: witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, DensePositions: true, MissingSuccessor: witness.MissingSuccessorPoll, Recovery: witness.RecoveryRestartFromBoundary},
+		nosucc:   .5, overlap: .1, glitch: .04, quiet: .05, shift: .2, transient: .04, garbage: .003, pageSize: 3}
+	// denseExclusive: the source resumes strictly after the applied
+	// boundary, yet retries repeat the boundary event (its receipt matches)
+	// and restarts go to just after the durable watermark.
+	denseExclusive = profile{name: "dense-exclusive",
+		contract: witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, OrderedPositions: true, DensePositions: true, WatermarkCoversPositions: true, ExclusiveBoundary: true, Recovery: witness.RecoveryRestartFromBoundary},
+		ct:       true, overlap: .15, lag: .05, glitch: .04, quiet: .05, shift: .25, transient: .04, garbage: .003, pageSize: 3}
+	// finiteList: a finite traversal (an object listing) whose last page has
+	// no successor once the partition is sealed.
+	finiteList = profile{name: "finite-list",
+		contract: witness.Contract{EmptyPage: witness.EmptyEndOfData, OrderedPositions: true, DensePositions: true, MissingSuccessor: witness.MissingSuccessorEndsTraversal, Recovery: witness.RecoveryRestartFromBoundary},
+		eot:      true, overlap: .1, quiet: .05, shift: .2, transient: .04, garbage: .003, pageSize: 3}
+	// unorderedTies: positions carry no order and two events may share one.
+	unorderedTies = profile{name: "unordered-ties",
+		contract: witness.Contract{EmptyPage: witness.EmptyNoEvidence, Recovery: witness.RecoveryRestartFromBoundary},
+		ties:     .3, quiet: .05, transient: .04, garbage: .003, pageSize: 3}
 )
 
 // scalarProfiles carry complete-through watermarks, so a run made of them
 // can publish a scalar frontier; otherProfiles cannot.
 var (
-	scalarProfiles = []profile{denseCT, denseCTRotate, sparseCT, sparseMarker}
-	otherProfiles  = []profile{denseOmit, densePark, sparseMarkerRotate, sparseEOD, sparseRotate}
+	scalarProfiles = []profile{denseCT, denseCTRotate, sparseCT, sparseMarker, denseExclusive}
+	otherProfiles  = []profile{denseOmit, densePark, sparseMarkerRotate, sparseEOD, sparseRotate, densePoll, finiteList, unorderedTies}
 )
 
 // cursor is the model's token: the next position to read, the session it
@@ -211,6 +246,13 @@ func (p *part) appendEvents(n int) (int64, int64) {
 			pos += int64(p.rng.IntN(p.prof.gap + 1))
 		}
 		id := p.name + "-" + strconv.FormatInt(pos, 10)
+		if i > 0 && p.chance(p.prof.ties) {
+			// Tied with the previous event of this append (two keys written
+			// in one transaction); never with an event already visible,
+			// which would appear at or below T.
+			pos = p.final
+			id = p.name + "-" + strconv.FormatInt(pos, 10) + "-" + strconv.Itoa(len(p.events))
+		}
 		payload := []byte(fmt.Sprintf(`{"p":%q,"pos":%d,"r":%d}`, p.name, pos, p.rng.IntN(1000)))
 		p.events = append(p.events, event{pos: pos, id: id, payload: payload, idHash: witness.HashID(id), digest: witness.HashPayload(payload)})
 		p.final = pos
@@ -242,6 +284,17 @@ func (p *part) index(pos int64) int {
 		}
 	}
 	return lo
+}
+
+// find returns the index of the event at e's position with e's identity
+// (several events may share a position), or -1.
+func (p *part) find(e witness.EventWitness) int {
+	for k := p.index(e.Position); k < len(p.events) && p.events[k].pos == e.Position; k++ {
+		if p.events[k].idHash == e.IDHash {
+			return k
+		}
+	}
+	return -1
 }
 
 // ackedBelow reports whether every event at a position below pos has a
@@ -326,6 +379,14 @@ func (p *part) fetch(cur []byte) (witness.Response, fetchNote, error) {
 	size = max(size, 1)
 	i := p.index(c.next)
 	j := min(i+size, len(p.events))
+	for j > i && j < len(p.events) && p.events[j].pos == p.events[j-1].pos {
+		j++ // a page never splits a group of tied events
+	}
+	overlap := false
+	if retry && i > 0 && i < len(p.events) && p.chance(p.prof.overlap) && p.events[i-1].pos == c.next-1 {
+		i-- // repeat the boundary event
+		overlap = true
+	}
 	session := p.session
 	r := witness.Response{}
 	if p.prof.marker {
@@ -362,6 +423,17 @@ func (p *part) fetch(cur []byte) (witness.Response, fetchNote, error) {
 		}
 		r.Events = append(r.Events, witness.Event{ID: e.id, Position: e.pos, Payload: e.payload})
 	}
+	if overlap && note == "" {
+		note = "overlap"
+	}
+	if note == "" {
+		for k := 1; k < len(r.Events); k++ {
+			if r.Events[k].Position == r.Events[k-1].Position {
+				note = "tie"
+				break
+			}
+		}
+	}
 	if p.chance(p.prof.garbage) {
 		e := r.Events[len(r.Events)-1]
 		r.Events = append(r.Events, e)
@@ -370,6 +442,20 @@ func (p *part) fetch(cur []byte) (witness.Response, fetchNote, error) {
 	r.Successor = cursor{next: last + 1, session: session, nonce: rotated()}.bytes()
 	r.HasMore = !exhausted
 	r.Sealed = p.sealed && exhausted
+	switch {
+	case exhausted && p.prof.eot && p.sealed:
+		// The last page of a finite traversal: no successor.
+		r.Successor, r.Sealed = nil, false
+		if note == "" {
+			note = "nosucc"
+		}
+	case exhausted && !p.prof.eot && p.chance(p.prof.nosucc):
+		// The head of the feed: nothing after this page yet.
+		r.Successor = nil
+		if note == "" {
+			note = "nosucc"
+		}
+	}
 	if p.prof.ct {
 		switch {
 		case lagging:

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -107,8 +108,8 @@ func (o *oracle) truth(c Check, what string, part string, events []witness.Event
 		return
 	}
 	for i, e := range events {
-		k := p.index(e.Position)
-		if k == len(p.events) || p.events[k].pos != e.Position || p.events[k].idHash != e.IDHash || p.events[k].digest != e.Digest {
+		k := p.find(e)
+		if k < 0 || p.events[k].digest != e.Digest {
 			o.violate(CheckModel, "%s: partition %s position %d is not an event the provider issued", what, part, e.Position)
 			return
 		}
@@ -170,8 +171,7 @@ func (o *oracle) delivered(d *delivery) {
 func (o *oracle) acked(d *delivery) {
 	p := o.s.part(d.part)
 	for _, e := range d.events {
-		k := p.index(e.Position)
-		if k < len(p.events) && p.events[k].pos == e.Position && p.events[k].idHash == e.IDHash && p.events[k].digest == e.Digest {
+		if k := p.find(e); k >= 0 && p.events[k].digest == e.Digest {
 			p.events[k].acked = true
 		}
 	}
@@ -220,6 +220,14 @@ func (o *oracle) checkpoint(p *part, cp store.Checkpoint) {
 	if cp.Watermark.Kind == coord.KindInteger {
 		o.below(p, cp.Watermark.Int+1, "the durable watermark is %s (g%d)", cp.Watermark, cp.Generation)
 	}
+	if cp.Complete {
+		// Complete means nothing follows: only a sealed partition may be,
+		// and every one of its events has a terminal outcome.
+		if !p.sealed {
+			o.violate(CheckBinding, "partition %s: checkpoint g%d is complete, yet the provider never sealed it", p.name, cp.Generation)
+		}
+		o.below(p, math.MaxInt64, "the checkpoint is complete (g%d)", cp.Generation)
+	}
 	last, seen := o.last[p.name]
 	o.last[p.name] = cp
 	if !seen {
@@ -249,6 +257,9 @@ func (o *oracle) checkpoint(p *part, cp store.Checkpoint) {
 		return
 	}
 	o.s.stats.Transitions++
+	if cp.Complete && !last.Complete {
+		o.s.stats.Completions++
+	}
 	if strings.HasPrefix(cp.PromotedWitness, "restart:") || strings.HasPrefix(cp.PromotedWitness, "repair:") {
 		if cp.Watermark != last.Watermark || cp.Applied != last.Applied {
 			o.violate(CheckBinding, "partition %s: a restart to %s changed the watermark or applied boundary", p.name, curString(cp.Cursor))
@@ -269,6 +280,9 @@ func (o *oracle) checkpoint(p *part, cp store.Checkpoint) {
 		return
 	case !bytes.Equal(w.InputCursor, last.Cursor):
 		o.violate(CheckBinding, "partition %s: generation %d promotes witness %s, fetched from %s, over the checkpoint %s (g%d)", p.name, cp.Generation, w.AttemptID, curString(w.InputCursor), curString(last.Cursor), last.Generation)
+	case len(w.Successor) == 0 && cp.Complete && bytes.Equal(cp.Cursor, last.Cursor):
+		// The last page of a finite traversal: the partition completes at
+		// its own cursor.
 	case !bytes.Equal(w.Successor, cp.Cursor):
 		o.violate(CheckBinding, "partition %s: generation %d writes cursor %s with the evidence of witness %s, whose own successor is %s", p.name, cp.Generation, curString(cp.Cursor), w.AttemptID, curString(w.Successor))
 	case w.Disposition == witness.Abandoned:

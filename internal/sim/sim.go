@@ -186,6 +186,9 @@ type Stats struct {
 	Epochs, UnprovenEpochs                     int
 	DispositionConflicts, SharedPartitions     int
 	NoopPromotions, NoopUnsealed               int
+	// Pages without a successor, retries repeating the boundary event,
+	// pages with tied positions, durably completed partitions.
+	NoSuccessor, BoundaryRepeats, Ties, Completions int
 	// Lease mode (lease.go): schedules with leases, claims of free leases,
 	// steals of unchanged ones, renewals, lanes that gave their partition
 	// up, promotions of zombies fenced by the lease (and those of zombies
@@ -215,6 +218,12 @@ func (s *Stats) note(n fetchNote) {
 		s.Lags++
 	case "garbage":
 		s.Garbage++
+	case "nosucc":
+		s.NoSuccessor++
+	case "overlap":
+		s.BoundaryRepeats++
+	case "tie":
+		s.Ties++
 	}
 	if strings.HasPrefix(string(n), "stall") {
 		s.Stalls++

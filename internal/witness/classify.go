@@ -57,6 +57,14 @@ type ClassifyInput struct {
 	// them, an event at or below the applied boundary that a provider
 	// repeats is checked against its receipt. Optional.
 	Receipts []EventWitness
+	// Pending are the events of the page whose successor is this
+	// response's cursor while that page is not yet promoted (a page fetched
+	// ahead). They will all have a durable outcome before this response can
+	// be promoted (pages are promoted in order), so a repeat of one of them
+	// is checked like a receipt (conflicts, rule (a)); but they satisfy
+	// nothing: a repeated event is emitted again, and no receipt claims an
+	// outcome that is not durable yet.
+	Pending []EventWitness
 	// Witness is the new response's witness, already made durable.
 	Witness Witness
 }
@@ -146,7 +154,7 @@ func Classify(in ClassifyInput) (Verdict, error) {
 	if err := checkEvents(c, w); err != nil {
 		return Verdict{}, err
 	}
-	h := newHistory(in.Prior, in.Receipts)
+	h := newHistory(in.Prior, in.Receipts, in.Pending)
 	if err := h.check(c, w); err != nil {
 		return Verdict{}, err
 	}
@@ -247,7 +255,7 @@ func unsafe(c Contract, b boundary, h history, prior []Witness, w Witness, shift
 	// receipt by identity (a conflicting receipt was already an error).
 	if b.has && c.ExclusiveBoundary {
 		for _, e := range w.Events {
-			if e.Position <= b.applied && !h.matches(e) {
+			if e.Position <= b.applied && !h.matches(e) && h.soon[e.IDHash].ev != e {
 				return fmt.Sprintf("coverage rule (a): partition %s: position %d (%s) is at or below the durable applied boundary %d, which the contract declares exclusive, and no durable receipt matches it",
 					w.Partition, e.Position, idLabel("", e.IDHash), b.applied)
 			}
@@ -386,10 +394,18 @@ type history struct {
 	byID  map[uint64]receipt
 	byPos map[int64]receipt
 	seen  map[uint64]receipt
+	// soon holds the pending receipts by identity: checked like receipts,
+	// satisfying nothing.
+	soon map[uint64]receipt
 }
 
-func newHistory(prior []Witness, extra []EventWitness) history {
-	h := history{byID: map[uint64]receipt{}, byPos: map[int64]receipt{}, seen: map[uint64]receipt{}}
+func newHistory(prior []Witness, extra, pending []EventWitness) history {
+	h := history{byID: map[uint64]receipt{}, byPos: map[int64]receipt{}, seen: map[uint64]receipt{}, soon: map[uint64]receipt{}}
+	for _, e := range pending {
+		if _, ok := h.soon[e.IDHash]; !ok {
+			h.soon[e.IDHash] = receipt{e, "pending"}
+		}
+	}
 	add := func(e EventWitness, attempt string, durable bool) {
 		if durable {
 			if _, ok := h.byID[e.IDHash]; !ok {
@@ -425,6 +441,9 @@ func (h history) check(c Contract, w Witness) error {
 			return &MovedError{Partition: w.Partition, IDHash: e.IDHash, Position: e.Position, PriorPosition: s.ev.Position, PriorAttempt: s.attempt}
 		}
 		if r, ok := h.byID[e.IDHash]; ok && r.ev.Digest != e.Digest {
+			return &ReceiptConflictError{Partition: w.Partition, Position: e.Position, Attempt: r.attempt, Receipt: r.ev, Got: e}
+		}
+		if r, ok := h.soon[e.IDHash]; ok && (r.ev.Digest != e.Digest || r.ev.Position != e.Position) {
 			return &ReceiptConflictError{Partition: w.Partition, Position: e.Position, Attempt: r.attempt, Receipt: r.ev, Got: e}
 		}
 		if r, ok := h.byPos[e.Position]; ok && c.ordered() && r.ev.IDHash != e.IDHash {

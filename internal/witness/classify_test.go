@@ -251,3 +251,22 @@ func TestClassifyRejectsARepeatedBoundaryEventThatConflictsWithItsReceipt(t *tes
 	assert.Equal(t, FirstResponse, v.Class)
 	assert.Equal(t, 1, v.Satisfied)
 }
+
+// The events of a page fetched ahead of its predecessor's promotion are
+// pending receipts: a repeat of one is checked (conflicts, the exclusive
+// boundary) but satisfies nothing, so no receipt ever claims an outcome
+// that is not durable yet.
+func TestClassifyPendingReceiptsSatisfyNothing(t *testing.T) {
+	exclusive := with(dense, func(c *Contract) { c.ExclusiveBoundary = true })
+	pending := []EventWitness{EventOf(ev("e5", 5)), EventOf(ev("e6", 6))}
+	w := build(t, exclusive, "C7", 3, "a1", resp("C10", ev("e6", 6), ev("e7", 7)))
+	v, err := Classify(ClassifyInput{Contract: exclusive, Applied: 6, HasApplied: true, Pending: pending, Witness: w})
+	require.NoError(t, err)
+	assert.Equal(t, FirstResponse, v.Class, "the repeat of a pending event passes rule (a): %s", v.Reason)
+	assert.Zero(t, v.Satisfied, "but it is not satisfied: it is emitted again")
+
+	changed := build(t, exclusive, "C7", 3, "a2", resp("C10", evp("e6", 6, "other"), ev("e7", 7)))
+	_, err = Classify(ClassifyInput{Contract: exclusive, Applied: 6, HasApplied: true, Pending: pending, Witness: changed})
+	var rc *ReceiptConflictError
+	require.ErrorAs(t, err, &rc, "another payload for a pending event is a conflict")
+}
