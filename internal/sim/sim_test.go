@@ -167,7 +167,7 @@ func assertCoverage(t *testing.T, s Stats) {
 		"promotions written again after a lost response": s.ResolvedRetry,
 		"lease-mode schedules":                           s.LeaseRuns, "lease steals": s.Steals, "pauses": s.Pauses,
 		"zombie promotions fenced by the lease": s.ZombieFenced,
-		"pages without a successor": s.NoSuccessor, "retries repeating the boundary event": s.BoundaryRepeats,
+		"pages without a successor":             s.NoSuccessor, "retries repeating the boundary event": s.BoundaryRepeats,
 		"pages with tied positions": s.Ties, "durably completed partitions": s.Completions,
 	} {
 		if got == 0 {
