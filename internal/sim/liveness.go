@@ -162,15 +162,18 @@ func (s *sim) restartRepair(p *part) string {
 // caughtUp returns "" when every partition a lane reads has caught up,
 // else which one has not and why.
 func (s *sim) caughtUp() string {
-	read := map[string]bool{}
+	read, reading := map[string]bool{}, map[string]bool{}
 	for _, w := range s.workers {
 		for _, l := range w.lanes {
 			read[l.p.name] = true
+			if !l.exited {
+				reading[l.p.name] = true
+			}
 		}
 	}
 	for _, p := range s.parts {
-		if !read[p.name] {
-			continue
+		if !read[p.name] || !reading[p.name] {
+			continue // not read, or every lane reading it ended (exit_when_complete)
 		}
 		cp, err := s.mem.LoadCheckpoint(bg, store.Key{Scope: s.scope, Partition: p.name})
 		if err != nil {

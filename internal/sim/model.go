@@ -92,10 +92,14 @@ type profile struct {
 	// requested position (the boundary event, same identity and payload),
 	// which the receipts of the promoted page must satisfy.
 	overlap float64
+	// hasMore: the source's "more pages" flag is mapped (HasMoreKnown);
+	// without it every response says HasMore false, which proves nothing
+	// (a transient empty page then looks like the end).
+	hasMore bool
 }
 
 var (
-	denseCT = profile{name: "dense-ct",
+	denseCT = profile{name: "dense-ct", hasMore: true,
 		contract: witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, OrderedPositions: true, DensePositions: true, WatermarkCoversPositions: true, Recovery: witness.RecoveryRestartFromBoundary},
 		ct:       true, lag: .1, glitch: .05, quiet: .05, shift: .25, transient: .04, garbage: .003, pageSize: 3}
 	denseCTRotate = profile{name: "dense-ct-rotate",
@@ -107,7 +111,7 @@ var (
 	densePark = profile{name: "dense-park",
 		contract: witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, DensePositions: true, Recovery: witness.RecoveryPark},
 		omit:     .06, rogue: .02, glitch: .04, quiet: .05, shift: .2, transient: .04, garbage: .003, pageSize: 3}
-	sparseCT = profile{name: "sparse-ct",
+	sparseCT = profile{name: "sparse-ct", hasMore: true,
 		contract: witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, OrderedPositions: true, WatermarkCoversPositions: true, Recovery: witness.RecoveryRestartFromBoundary},
 		ct:       true, glitch: .05, quiet: .05, shift: .25, transient: .04, garbage: .003, gap: 3, pageSize: 3}
 	sparseMarker = profile{name: "sparse-marker",
@@ -116,14 +120,14 @@ var (
 	sparseMarkerRotate = profile{name: "sparse-marker-rotate",
 		contract: witness.Contract{EmptyPage: witness.EmptyNoEvidence, TokensMayRotate: true, OrderedPositions: true, SnapshotMarker: true, Recovery: witness.RecoveryFreshSnapshot},
 		marker:   true, rotate: true, glitch: .05, quiet: .05, transient: .04, garbage: .003, gap: 2, pageSize: 2}
-	sparseEOD = profile{name: "sparse-eod",
+	sparseEOD = profile{name: "sparse-eod", hasMore: true,
 		contract: witness.Contract{EmptyPage: witness.EmptyEndOfData, OrderedPositions: true, Recovery: witness.RecoveryRestartFromBoundary},
 		quiet:    .05, shift: .2, transient: .04, garbage: .003, gap: 3, pageSize: 3}
 	sparseRotate = profile{name: "sparse-rotate",
 		contract: witness.Contract{EmptyPage: witness.EmptyNoEvidence, TokensMayRotate: true, OrderedPositions: true, Recovery: witness.RecoveryRestartFromBoundary},
 		rotate:   true, glitch: .06, quiet: .05, shift: .2, transient: .04, garbage: .003, gap: 2, pageSize: 3}
 	// densePoll: the head of a change feed answers without a successor.
-	densePoll = profile{name: "dense-poll",
+	densePoll = profile{name: "dense-poll", hasMore: true,
 		contract: witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, DensePositions: true, MissingSuccessor: witness.MissingSuccessorPoll, Recovery: witness.RecoveryRestartFromBoundary},
 		nosucc:   .5, overlap: .1, glitch: .04, quiet: .05, shift: .2, transient: .04, garbage: .003, pageSize: 3}
 	// denseExclusive: the source resumes strictly after the applied
@@ -320,8 +324,22 @@ func (e *fetchError) Error() string { return e.reason }
 // fetchNote says which fault shaped a response (for traces and stats).
 type fetchNote string
 
-// fetch answers one request for cursor cur.
+// fetch answers one request for cursor cur, with the "more pages" flag as
+// the profile maps it.
 func (p *part) fetch(cur []byte) (witness.Response, fetchNote, error) {
+	r, note, err := p.answer(cur)
+	if err == nil {
+		if p.prof.hasMore {
+			r.HasMoreKnown = true
+		} else {
+			r.HasMore = false // unmapped: nothing says whether more follows
+		}
+	}
+	return r, note, err
+}
+
+// answer is the response to cur before the "more pages" flag is mapped.
+func (p *part) answer(cur []byte) (witness.Response, fetchNote, error) {
 	c, err := decodeCursor(cur)
 	if err != nil {
 		return witness.Response{}, "", &fetchError{expired: true, reason: err.Error()}

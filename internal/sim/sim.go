@@ -189,6 +189,8 @@ type Stats struct {
 	// Pages without a successor, retries repeating the boundary event,
 	// pages with tied positions, durably completed partitions.
 	NoSuccessor, BoundaryRepeats, Ties, Completions int
+	// Lanes ended by exit_when_complete.
+	Exits int
 	// Lease mode (lease.go): schedules with leases, claims of free leases,
 	// steals of unchanged ones, renewals, lanes that gave their partition
 	// up, promotions of zombies fenced by the lease (and those of zombies
@@ -253,6 +255,9 @@ type setup struct {
 	lost       float64
 	initial    int // partitions in epoch 1
 	assign     map[string][]int
+	// exit: the lanes run with exit_when_complete (schedules without
+	// leases only): a lane caught up on evidence ends.
+	exit bool
 }
 
 type sim struct {
@@ -380,6 +385,8 @@ func newSim(cfg Config) *sim {
 		lost:       []float64{0, 0.02, 0.05, 0.1}[r.IntN(4)],
 		initial:    2 + r.IntN(3),
 		assign:     map[string][]int{},
+		// From its own hash, so that the other choices of a seed stay.
+		exit: partSeed(cfg.Seed, "exit_when_complete")%4 == 0,
 	}
 	total := su.initial + r.IntN(3)
 	scalarRun := r.IntN(10) < 7

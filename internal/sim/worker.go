@@ -61,6 +61,11 @@ type lane struct {
 	// saw held by another and its worker's tick then, a claim to make, a
 	// checkpoint to create, lane steps since the last renewal.
 	lease, seen store.Lease
+	// exited: the machine completed under exit_when_complete;
+	// emptyFinal is the model's finality clock T when it last answered
+	// this lane with an honest empty page (what "caught up" claims).
+	exited     bool
+	emptyFinal int64
 	seenAt      int
 	seenOK      bool
 	claim       *store.Lease
@@ -91,6 +96,7 @@ func (l *lane) config() chain.Config {
 		MaxPagesInFlight: l.s.setup.depth, MaxBatchSize: l.s.setup.batch,
 		PollInterval: time.Second, ParkCheckInterval: time.Second, StoreBackoff: time.Second,
 	}
+	cfg.ExitWhenComplete = l.s.setup.exit && l.s.lease == nil
 	l.s.variant.configure(&cfg)
 	return cfg
 }
@@ -181,6 +187,7 @@ func (l *lane) handle(acts []chain.Action) {
 		case chain.Log, chain.Observe, chain.EndChain:
 		case chain.Completed:
 			l.note("completed")
+			l.completed()
 		case chain.RestartCursor:
 			in := chain.RestartCursorFound{Cursor: l.p.restartCursor(a.Watermark)}
 			l.note("%s -> %s", a, in)
@@ -268,12 +275,32 @@ func (l *lane) perform(a chain.Action) {
 	l.handle(l.m.Step(in))
 }
 
+// completed checks what a completion claims. A durable completion is the
+// oracle's (the checkpoint is complete); one under exit_when_complete says
+// the partition was caught up: every event up to the model's finality
+// clock when it last served this lane an honest empty page has a terminal
+// outcome. The lane then ends.
+func (l *lane) completed() {
+	cp, err := l.s.mem.LoadCheckpoint(bg, l.key)
+	if err == nil && cp.Complete {
+		return
+	}
+	l.exited = true
+	l.s.stats.Exits++
+	if e, ok := l.p.ackedBelow(l.emptyFinal + 1); !ok {
+		l.s.oracle.violate(CheckNoLoss, "partition %s: exit_when_complete ended the partition as caught up through %d, yet event %s (position %d) has no terminal outcome", l.p.name, l.emptyFinal, e.id, e.pos)
+	}
+}
+
 // doFetch makes the fetch the machine asked for against the model
 // provider; its result is stepped at a later step.
 func (l *lane) doFetch() {
 	f := *l.fetch
 	l.fetch = nil
 	resp, note, err := l.p.fetch(f.Cursor)
+	if note == "empty" {
+		l.emptyFinal = l.p.final
+	}
 	r := chain.Fetched{Fetch: f.ID}
 	var fe *fetchError
 	switch {
