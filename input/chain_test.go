@@ -7,8 +7,12 @@ package input
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/input/provider"
+	"github.com/tidemark/tidemark/input/simulated"
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/e2etest"
 	"github.com/tidemark/tidemark/internal/store"
@@ -350,4 +355,85 @@ func TestRestartLoopBacksOffAndParks(t *testing.T) {
 	assert.Contains(t, cp.Parked, "restarts from a stable boundary in a row made no progress")
 	assert.Equal(t, maxRestarts, prov.fetchesOf(""), "one fetch per restart, and no more after parking")
 	assert.Empty(t, r.deliveries(), "nothing diverging was emitted")
+}
+
+// With a provider whose empty pages prove nothing (empty_page: no_evidence,
+// the Stripe and Okta examples) but whose has_more is mapped,
+// exit_when_complete ends the input once every event was delivered and an
+// empty page says has_more: false, whether that page has no successor
+// ("nosucc") or loops to its own cursor ("loop").
+func TestExitWhenCompleteEndsOnAStatedHasMoreFalse(t *testing.T) {
+	type page struct {
+		Events []map[string]any `json:"events"`
+		Next   *string          `json:"next,omitempty"`
+		More   bool             `json:"more"`
+	}
+	str := func(s string) *string { return &s }
+	ev := func(p string, pos int) map[string]any {
+		return map[string]any{"id": simulated.EventID(p, int64(pos)), "position": pos}
+	}
+	// Partition "nosucc" ends with an empty page without a successor;
+	// "loop" ends with an empty page whose successor is its own cursor.
+	pages := map[string]map[string]page{
+		"nosucc": {
+			"":   {Events: []map[string]any{ev("nosucc", 1), ev("nosucc", 2)}, Next: str("c2"), More: true},
+			"c2": {Events: []map[string]any{ev("nosucc", 3)}, Next: str("c3"), More: true},
+			"c3": {More: false},
+		},
+		"loop": {
+			"":   {Events: []map[string]any{ev("loop", 1), ev("loop", 2)}, Next: str("c2"), More: true},
+			"c2": {Events: []map[string]any{ev("loop", 3)}, Next: str("c3"), More: true},
+			"c3": {Next: str("c3"), More: false},
+		},
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		pg, ok := pages[strings.TrimPrefix(r.URL.Path, "/")][r.URL.Query().Get("cursor")]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		if pg.Events == nil {
+			pg.Events = []map[string]any{}
+		}
+		_ = json.NewEncoder(w).Encode(pg)
+	}))
+	defer srv.Close()
+	for _, part := range []string{"nosucc", "loop"} {
+		t.Run(part, func(t *testing.T) {
+			h := newHarness(t, memoryBackend, []string{part}, 3)
+			in := fmt.Sprintf(`
+paginated_partitions:
+  scope: %s
+  partitions: [ %s ]
+  exit_when_complete: true
+  poll_interval: 5ms
+  checkpoint:
+    backend: memory
+  http:
+    url: '%s/${! @partition }?cursor=${! @cursor.escape_url_query() }'
+    events: root = this.events
+    event_id: root = this.id
+    event_position: root = this.position
+    successor: root = this.next | deleted()
+    has_more: root = this.more
+    contract:
+      empty_page: no_evidence
+      positions: ordered
+`, h.scope, part, srv.URL)
+			r := h.start(h.buildYAML(in, nil, nil, ""))
+			e2etest.WaitUntil(t, e2etest.Patience, "every event delivered", func() bool {
+				h.mu.Lock()
+				defer h.mu.Unlock()
+				return len(h.missing(h.delivered)) == 0
+			})
+			select {
+			case <-r.done:
+				r.done <- nil
+			case <-time.After(e2etest.Patience):
+				cp, _ := h.st.LoadCheckpoint(context.Background(), store.Key{Scope: h.scope, Partition: part})
+				t.Fatalf("every event delivered and promoted (checkpoint generation %d cursor %q applied %d), the provider said has_more: false, yet exit_when_complete did not end the input",
+					cp.Generation, cp.Cursor, cp.Applied)
+			}
+		})
+	}
 }
