@@ -437,3 +437,24 @@ paginated_partitions:
 		})
 	}
 }
+
+// A retry that repeats the applied boundary's position with another
+// identity conflicts with the receipt of the promoted page (the events of
+// the witness whose successor is the durable cursor): the partition parks
+// and the impostor is never delivered.
+func TestBoundaryRepeatWithAnotherIdentityIsRejected(t *testing.T) {
+	c := witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, Recovery: witness.RecoveryPark}
+	prov := newScript(c, map[string][]answer{
+		"":   {{resp: resp("C2", event("e1", 1), event("e2", 2))}},
+		"C2": {{resp: resp("C3", event("x2", 2), event("e3", 3))}},
+		"C3": {{resp: resp("C3")}},
+	})
+	r := startChain(t, store.NewMemStore(), newChainScope(t), prov, false, nil)
+	e2etest.WaitFor(t, e2etest.Patience, "the partition parked", func() (bool, string) {
+		cp := r.checkpoint()
+		return cp.Parked != "", fmt.Sprintf("generation %d cursor %q, deliveries %v", cp.Generation, cp.Cursor, r.deliveries())
+	})
+	assert.Contains(t, r.checkpoint().Parked, "position 2")
+	assert.Equal(t, []byte("C2"), r.checkpoint().Cursor)
+	assert.Equal(t, map[string]int{"e1": 1, "e2": 1}, r.deliveries(), "neither the impostor nor the page after it was delivered")
+}

@@ -66,12 +66,12 @@ type lane struct {
 	// this lane with an honest empty page (what "caught up" claims).
 	exited     bool
 	emptyFinal int64
-	seenAt      int
-	seenOK      bool
-	claim       *store.Lease
-	create      bool
-	sinceRenew  int
-	renewAt     int
+	seenAt     int
+	seenOK     bool
+	claim      *store.Lease
+	create     bool
+	sinceRenew int
+	renewAt    int
 
 	budget int
 	// out collects what the current step did, for the trace.

@@ -394,16 +394,20 @@ type history struct {
 	byID  map[uint64]receipt
 	byPos map[int64]receipt
 	seen  map[uint64]receipt
-	// soon holds the pending receipts by identity: checked like receipts,
-	// satisfying nothing.
-	soon map[uint64]receipt
+	// soon and soonPos hold the pending receipts by identity and by
+	// position: checked like receipts, satisfying nothing.
+	soon    map[uint64]receipt
+	soonPos map[int64]receipt
 }
 
 func newHistory(prior []Witness, extra, pending []EventWitness) history {
-	h := history{byID: map[uint64]receipt{}, byPos: map[int64]receipt{}, seen: map[uint64]receipt{}, soon: map[uint64]receipt{}}
+	h := history{byID: map[uint64]receipt{}, byPos: map[int64]receipt{}, seen: map[uint64]receipt{}, soon: map[uint64]receipt{}, soonPos: map[int64]receipt{}}
 	for _, e := range pending {
 		if _, ok := h.soon[e.IDHash]; !ok {
 			h.soon[e.IDHash] = receipt{e, "pending"}
+		}
+		if _, ok := h.soonPos[e.Position]; !ok {
+			h.soonPos[e.Position] = receipt{e, "pending"}
 		}
 	}
 	add := func(e EventWitness, attempt string, durable bool) {
@@ -444,6 +448,9 @@ func (h history) check(c Contract, w Witness) error {
 			return &ReceiptConflictError{Partition: w.Partition, Position: e.Position, Attempt: r.attempt, Receipt: r.ev, Got: e}
 		}
 		if r, ok := h.soon[e.IDHash]; ok && (r.ev.Digest != e.Digest || r.ev.Position != e.Position) {
+			return &ReceiptConflictError{Partition: w.Partition, Position: e.Position, Attempt: r.attempt, Receipt: r.ev, Got: e}
+		}
+		if r, ok := h.soonPos[e.Position]; ok && c.ordered() && r.ev.IDHash != e.IDHash {
 			return &ReceiptConflictError{Partition: w.Partition, Position: e.Position, Attempt: r.attempt, Receipt: r.ev, Got: e}
 		}
 		if r, ok := h.byPos[e.Position]; ok && c.ordered() && r.ev.IDHash != e.IDHash {

@@ -269,4 +269,8 @@ func TestClassifyPendingReceiptsSatisfyNothing(t *testing.T) {
 	_, err = Classify(ClassifyInput{Contract: exclusive, Applied: 6, HasApplied: true, Pending: pending, Witness: changed})
 	var rc *ReceiptConflictError
 	require.ErrorAs(t, err, &rc, "another payload for a pending event is a conflict")
+
+	impostor := build(t, exclusive, "C7", 3, "a3", resp("C10", ev("x6", 6), ev("e7", 7)))
+	_, err = Classify(ClassifyInput{Contract: exclusive, Applied: 6, HasApplied: true, Pending: pending, Witness: impostor})
+	require.ErrorAs(t, err, &rc, "under ordered positions another identity at a pending event's position is a conflict")
 }
