@@ -152,7 +152,22 @@ type Machine struct {
 	tail      tail
 	extend    bool // whether the tail may be fetched past
 	pollAt    time.Time
+	// idle tracks answers without evidence in a row: since when, how
+	// many, and when the machine last said so at info level.
+	idle idleRun
 }
+
+// idleRun is a run of answers that prove nothing (empty pages without
+// evidence): the partition does not advance, and says so at info level
+// once it has lasted IdleReport, then every IdleReport.
+type idleRun struct {
+	since, reported time.Time
+	n               int
+}
+
+// IdleReport is how long a partition answers only without evidence before
+// it says so at info level (and then how often it repeats it).
+const IdleReport = time.Minute
 
 // New returns a machine for cfg; Start starts it.
 func New(cfg Config) *Machine {
@@ -470,7 +485,19 @@ func (m *Machine) onFetched(f *fetchRec, r Fetched) {
 		return
 	}
 	m.count(MetricRetries, v.class, 1)
+	if !v.idle {
+		m.idle = idleRun{}
+	}
 	if v.idle {
+		if m.idle.n == 0 {
+			m.idle.since = m.now
+		}
+		m.idle.n++
+		if d := m.now.Sub(m.idle.since); d >= IdleReport && m.now.Sub(m.idle.reported) >= IdleReport {
+			m.idle.reported = m.now
+			m.logf(Info, "Partition %s is not advancing: %d answers in %s proved nothing (%s); polling cursor %s at generation %d every %s",
+				m.cfg.Key.Partition, m.idle.n, d.Round(time.Second), v.reason, witness.CursorHash(f.cursor), f.gen, m.cfg.PollInterval)
+		}
 		// An empty response that loops to its own cursor, or carries no
 		// evidence: nothing to record or emit; poll again. With everything
 		// before it promoted and the provider saying nothing follows, the
