@@ -48,6 +48,7 @@ const (
 	metaPartition = "partition"
 	metaCursor    = "cursor"
 	metaWatermark = "watermark"
+	metaApplied   = "applied"
 	metaScope     = "scope"
 	metaAttempt   = "attempt"
 	metaStatus    = "status"
@@ -192,14 +193,22 @@ func (p *Provider) Partitions(ctx context.Context) ([]string, error) {
 const maxPartitionPages = 10000
 
 // RestartCursor returns the stable-boundary cursor of contract.restart_cursor
-// for partition, interpolated with the partition and its durable watermark
+// for the partition, interpolated with the partition, its durable watermark
+// and its durable applied position (metadata `applied`, empty when none)
 // (nil, the partition's start, when restart_cursor is empty or not set). A
 // failing interpolation is a *RequestError.
-func (p *Provider) RestartCursor(_ context.Context, partition string, durable coord.Watermark) ([]byte, error) {
+func (p *Provider) RestartCursor(_ context.Context, from provider.Boundary) ([]byte, error) {
+	partition, durable := from.Partition, from.Watermark
 	if p.cfg.RestartCursor == nil {
 		return nil, nil
 	}
-	msg := metaMessage(requestMeta("", partition, nil, durable, 0))
+	meta := requestMeta("", partition, nil, durable, 0)
+	applied := ""
+	if from.HasApplied {
+		applied = strconv.FormatInt(from.Applied, 10)
+	}
+	meta = append(meta, [2]string{metaApplied, applied})
+	msg := metaMessage(meta)
 	s, err := p.cfg.RestartCursor.TryString(msg)
 	if err != nil {
 		return nil, &RequestError{Partition: partition, Field: "contract.restart_cursor", Err: err}

@@ -141,7 +141,7 @@ func TestPouchDBChanges(t *testing.T) {
 	}
 
 	// Restart from the durable watermark replays what follows it.
-	restart, err := p.RestartCursor(context.Background(), "events", coord.Integer(6))
+	restart, err := p.RestartCursor(context.Background(), provider.Boundary{Partition: "events", Watermark: coord.Integer(6)})
 	if err != nil || string(restart) != "6" {
 		t.Fatalf("RestartCursor = %q, %v", restart, err)
 	}
@@ -386,7 +386,7 @@ func TestEtcdRangeSnapshot(t *testing.T) {
 
 	// fresh_snapshot: the restart cursor pins no revision, so the prefix is
 	// read again at the current one.
-	restart, err := p.RestartCursor(context.Background(), "tm", coord.Watermark{})
+	restart, err := p.RestartCursor(context.Background(), provider.Boundary{Partition: "tm", Watermark: coord.Watermark{}})
 	if err != nil || restart != nil {
 		t.Fatalf("RestartCursor = %q, %v; want the start of the prefix", restart, err)
 	}

@@ -8,7 +8,10 @@ import (
 	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
+	"github.com/tidemark/tidemark/input/provider"
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/witness"
 )
@@ -43,7 +46,7 @@ http:
 		c.Mappings.Marker != nil || c.Mappings.Sealed != nil || c.Mappings.EventSemantic != nil {
 		t.Error("optional fields are set without being configured")
 	}
-	cur, err := p.RestartCursor(context.Background(), "a", coord.Watermark{})
+	cur, err := p.RestartCursor(context.Background(), provider.Boundary{Partition: "a", Watermark: coord.Watermark{}})
 	if err != nil || cur != nil {
 		t.Errorf("default restart cursor: %q, %v; want the start (nil)", cur, err)
 	}
@@ -173,14 +176,34 @@ http:
     recovery: restart_from_boundary
     restart_cursor: '${! if @watermark == "" { "" } else { "since=" + @watermark + "&p=" + @partition } }'
 `, nil, nil)
-	cur, err := p.RestartCursor(context.Background(), "p1", coord.Integer(42))
+	cur, err := p.RestartCursor(context.Background(), provider.Boundary{Partition: "p1", Watermark: coord.Integer(42)})
 	if err != nil || string(cur) != "since=42&p=p1" {
 		t.Fatalf("RestartCursor = %q, %v", cur, err)
 	}
-	cur, err = p.RestartCursor(context.Background(), "p1", coord.Watermark{})
+	cur, err = p.RestartCursor(context.Background(), provider.Boundary{Partition: "p1", Watermark: coord.Watermark{}})
 	if err != nil || cur != nil {
 		t.Fatalf("RestartCursor without watermark = %q, %v; want the start", cur, err)
 	}
+}
+
+// restart_cursor may resume after the durable applied position (a source
+// that resumes after a sequence number): metadata `applied`, empty when
+// nothing was applied.
+func TestRestartCursorFromTheAppliedPosition(t *testing.T) {
+	p := parseProvider(t, `
+http:
+  url: http://127.0.0.1:1/items
+  successor: root = this.next
+  contract:
+    recovery: restart_from_boundary
+    restart_cursor: '${! if @applied == "" { "" } else { "after=" + @applied } }'
+`, nil, nil)
+	cur, err := p.RestartCursor(context.Background(), provider.Boundary{Partition: "p1", Applied: 9001, HasApplied: true})
+	require.NoError(t, err)
+	assert.Equal(t, "after=9001", string(cur))
+	cur, err = p.RestartCursor(context.Background(), provider.Boundary{Partition: "p1"})
+	require.NoError(t, err)
+	assert.Nil(t, cur, "nothing applied: the partition's start")
 }
 
 // benthosField reports whether a field comes from Benthos's own field

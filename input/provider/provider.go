@@ -66,7 +66,19 @@ type Lister interface {
 // input classifies them like any response of the new generation: receipts
 // of older generations are not consulted (docs/design.md#known-gaps).
 type Restarter interface {
-	RestartCursor(ctx context.Context, partition string, durable coord.Watermark) ([]byte, error)
+	RestartCursor(ctx context.Context, from Boundary) ([]byte, error)
+}
+
+// Boundary is the durable state of a partition a restart starts from.
+type Boundary struct {
+	Partition string
+	// Watermark is the durable complete-through watermark (zero: none).
+	Watermark coord.Watermark
+	// Applied, when HasApplied, is the durable applied boundary: the
+	// greatest position of an event with a durable terminal outcome (for
+	// sources that resume after a sequence number).
+	Applied    int64
+	HasApplied bool
 }
 
 var (

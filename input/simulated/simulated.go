@@ -281,7 +281,8 @@ func (p *Provider) Fetch(ctx context.Context, req provider.Request) (witness.Res
 
 // RestartCursor restarts a partition right after its durable watermark,
 // the stable boundary this source supports.
-func (p *Provider) RestartCursor(_ context.Context, _ string, durable coord.Watermark) ([]byte, error) {
+func (p *Provider) RestartCursor(_ context.Context, from provider.Boundary) ([]byte, error) {
+	durable := from.Watermark
 	next := int64(1)
 	if durable.Kind == coord.KindInteger {
 		next = durable.Int + 1

@@ -270,6 +270,9 @@ type WaitUnparked struct{ Key store.Key }
 type RestartCursor struct {
 	Partition string
 	Watermark coord.Watermark
+	// Applied, when HasApplied, is the durable applied boundary.
+	Applied    int64
+	HasApplied bool
 }
 
 // Wait: step Tick at Until (or later). The latest Wait replaces the

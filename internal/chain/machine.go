@@ -837,7 +837,7 @@ func (m *Machine) recover(reason string) {
 	restart := func() {
 		// The restart happens from the durable checkpoint, so wait for
 		// nothing; pages in flight are abandoned (their events may repeat).
-		ask(m, RestartCursor{Partition: m.part(), Watermark: m.cp.Watermark}, func(r RestartCursorFound) {
+		ask(m, RestartCursor{Partition: m.part(), Watermark: m.cp.Watermark, Applied: m.cp.Applied, HasApplied: m.cp.HasApplied}, func(r RestartCursorFound) {
 			if r.Err != nil {
 				m.park(fmt.Sprintf("%s; restart from a stable boundary failed: %v", reason, r.Err))
 				return
