@@ -94,7 +94,9 @@ type profile struct {
 	overlap float64
 	// hasMore: the source's "more pages" flag is mapped (HasMoreKnown);
 	// without it every response says HasMore false, which proves nothing
-	// (a transient empty page then looks like the end).
+	// (a transient empty page then looks like the end). Profiles under
+	// empty_page: end_of_data map it: their quiet pages are honest only
+	// because they say more follows.
 	hasMore bool
 }
 
@@ -138,7 +140,7 @@ var (
 		ct:       true, overlap: .15, lag: .05, glitch: .04, quiet: .05, shift: .25, transient: .04, garbage: .003, pageSize: 3}
 	// finiteList: a finite traversal (an object listing) whose last page has
 	// no successor once the partition is sealed.
-	finiteList = profile{name: "finite-list",
+	finiteList = profile{name: "finite-list", hasMore: true,
 		contract: witness.Contract{EmptyPage: witness.EmptyEndOfData, OrderedPositions: true, DensePositions: true, MissingSuccessor: witness.MissingSuccessorEndsTraversal, Recovery: witness.RecoveryRestartFromBoundary},
 		eot:      true, overlap: .1, quiet: .05, shift: .2, transient: .04, garbage: .003, pageSize: 3}
 	// unorderedTies: positions carry no order and two events may share one.
@@ -233,6 +235,9 @@ type part struct {
 }
 
 func newPart(name string, rng *rand.Rand, prof profile, created int64) *part {
+	if prof.contract.EmptyPage == witness.EmptyEndOfData && !prof.hasMore {
+		panic("sim: profile " + prof.name + " would serve empty pages that claim the end of data while events follow")
+	}
 	return &part{name: name, rng: rng, prof: prof, final: created - 1, created: created, visits: map[int64]int{}}
 }
 
