@@ -28,7 +28,7 @@ func simWitness(k store.Key, gen uint64) witness.Witness {
 		h := fnv.New64a()
 		h.Write([]byte(simulated.EventID(k.Partition, pos)))
 		d := sha256.Sum256(simulated.Payload(k.Partition, pos))
-		evs[i] = witness.EventWitness{IDHash: h.Sum64(), Position: pos, Digest: binary.BigEndian.Uint64(d[:8])}
+		evs[i] = witness.EventWitness{IDHash: h.Sum64(), Position: coord.IntPosition(pos), Digest: binary.BigEndian.Uint64(d[:8])}
 	}
 	return witness.Witness{
 		Scope: k.Scope, Partition: k.Partition, Generation: gen,
@@ -96,7 +96,7 @@ func BenchmarkStoreCeiling(b *testing.B) {
 							}
 							next, err := st.Promote(ctx, store.Promotion{
 								Key: cp.Key, FromCursor: cp.Cursor, FromGeneration: cp.Generation, To: w.Successor,
-								WitnessID: w.AttemptID, Watermark: w.CompleteThrough, Applied: w.CompleteThrough.Int, HasApplied: true, Epoch: 1,
+								WitnessID: w.AttemptID, Watermark: w.CompleteThrough, Applied: coord.IntPosition(w.CompleteThrough.Int), HasApplied: true, Epoch: 1,
 							})
 							if err != nil {
 								fail.Store(err)

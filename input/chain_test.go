@@ -90,7 +90,7 @@ func resp(successor string, evs ...witness.Event) witness.Response {
 }
 
 func event(id string, pos int64) witness.Event {
-	return witness.Event{ID: id, Position: pos, Payload: []byte(`{"id":"` + id + `"}`)}
+	return witness.Event{ID: id, Position: coord.IntPosition(pos), Payload: []byte(`{"id":"` + id + `"}`)}
 }
 
 // chainRun is one input over a script; reader goroutine acks per the
@@ -232,7 +232,7 @@ func TestFiniteTraversalCompletesDurably(t *testing.T) {
 	cp := r.checkpoint()
 	require.True(t, cp.Complete, "completion is stored with the checkpoint")
 	assert.Equal(t, []byte("c1"), cp.Cursor, "a complete partition keeps its last cursor, not the start")
-	assert.Equal(t, int64(3), cp.Applied)
+	assert.Equal(t, coord.IntPosition(3), cp.Applied)
 
 	again := newScript(c, answers)
 	r2 := startChain(t, st, scope, again, true, nil)
@@ -303,7 +303,7 @@ func TestOmittedEventRetryWithLaggingWatermarkParks(t *testing.T) {
 	scope := newChainScope(t)
 	key := store.Key{Scope: scope, Partition: "p"}
 	// The checkpoint holds C0 with 500 applied.
-	_, err := st.CreateCheckpoint(context.Background(), store.Checkpoint{Key: key, Cursor: []byte("C0"), Generation: 1, Epoch: 1, Applied: 500, HasApplied: true, Watermark: coord.Integer(500)})
+	_, err := st.CreateCheckpoint(context.Background(), store.Checkpoint{Key: key, Cursor: []byte("C0"), Generation: 1, Epoch: 1, Applied: coord.IntPosition(500), HasApplied: true, Watermark: coord.Integer(500)})
 	require.NoError(t, err)
 	prov := newScript(c, map[string][]answer{
 		"C0": {{resp: first}, {resp: retry}},
@@ -337,7 +337,7 @@ func TestRestartLoopBacksOffAndParks(t *testing.T) {
 	st := store.NewMemStore()
 	scope := newChainScope(t)
 	key := store.Key{Scope: scope, Partition: "p"}
-	_, err := st.CreateCheckpoint(context.Background(), store.Checkpoint{Key: key, Cursor: []byte("C5"), Generation: 1, Epoch: 1, Applied: 5, HasApplied: true})
+	_, err := st.CreateCheckpoint(context.Background(), store.Checkpoint{Key: key, Cursor: []byte("C5"), Generation: 1, Epoch: 1, Applied: coord.IntPosition(5), HasApplied: true})
 	require.NoError(t, err)
 	// C5 first answers with a conflicting boundary event; the restart
 	// cursor "" replays from 1, which the exclusive boundary forbids.
@@ -432,7 +432,7 @@ paginated_partitions:
 			case <-time.After(e2etest.Patience):
 				cp, _ := h.st.LoadCheckpoint(context.Background(), store.Key{Scope: h.scope, Partition: part})
 				t.Fatalf("every event delivered and promoted (checkpoint generation %d cursor %q applied %d), the provider said has_more: false, yet exit_when_complete did not end the input",
-					cp.Generation, cp.Cursor, cp.Applied)
+					cp.Generation, cp.Cursor, cp.Applied.Int)
 			}
 		})
 	}

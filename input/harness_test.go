@@ -437,9 +437,9 @@ func (h *harness) requireCompleteCheckpoints() {
 		if err != nil {
 			h.t.Fatalf("checkpoint of %s: %v", p, err)
 		}
-		if cp.Generation <= 1 || cp.Watermark != coord.Integer(h.n) || !cp.HasApplied || cp.Applied != h.n || cp.Parked != "" {
+		if cp.Generation <= 1 || cp.Watermark != coord.Integer(h.n) || !cp.HasApplied || cp.Applied.Int != h.n || cp.Parked != "" {
 			h.t.Fatalf("checkpoint of %s is not complete: generation %d, watermark %s, applied %d (%v), parked %q; want generation > 1, watermark %d",
-				p, cp.Generation, cp.Watermark, cp.Applied, cp.HasApplied, cp.Parked, h.n)
+				p, cp.Generation, cp.Watermark, cp.Applied.Int, cp.HasApplied, cp.Parked, h.n)
 		}
 	}
 	h.rec.requireChain(h.t, h.scope, h.parts, h.n)
@@ -449,7 +449,7 @@ func (h *harness) progress() string {
 	var b strings.Builder
 	for _, p := range h.parts {
 		cp, err := h.st.LoadCheckpoint(context.Background(), store.Key{Scope: h.scope, Partition: p})
-		fmt.Fprintf(&b, "  %s: generation %d watermark %s applied %d parked %q err %v\n", p, cp.Generation, cp.Watermark, cp.Applied, cp.Parked, err)
+		fmt.Fprintf(&b, "  %s: generation %d watermark %s applied %d parked %q err %v\n", p, cp.Generation, cp.Watermark, cp.Applied.Int, cp.Parked, err)
 	}
 	h.mu.Lock()
 	fmt.Fprintf(&b, "  %d distinct events delivered, %d missing\n", len(h.delivered), len(h.missing(h.delivered)))
@@ -587,17 +587,17 @@ func (r *recorder) requireChain(t *testing.T, scope string, parts []string, n in
 					if !hasApplied {
 						want = 1 + int64(j)
 					}
-					if e.Position != want {
+					if e.Position.Int != want {
 						t.Fatalf("%s: promoted witness %s of generation %d has position %d at index %d, want %d: a gap after the applied boundary %d",
-							part, w.AttemptID, gen, e.Position, j, want, applied)
+							part, w.AttemptID, gen, e.Position.Int, j, want, applied)
 					}
 				}
 				if len(w.Events) > 0 {
-					applied, hasApplied = w.Events[len(w.Events)-1].Position, true
+					applied, hasApplied = w.Events[len(w.Events)-1].Position.Int, true
 				}
 			}
-			if pr.after.HasApplied != hasApplied || (hasApplied && pr.after.Applied != applied) {
-				t.Fatalf("%s: after generation %d the checkpoint's applied boundary is %d (%v), the promoted events end at %d", part, gen, pr.after.Applied, pr.after.HasApplied, applied)
+			if pr.after.HasApplied != hasApplied || (hasApplied && pr.after.Applied.Int != applied) {
+				t.Fatalf("%s: after generation %d the checkpoint's applied boundary is %d (%v), the promoted events end at %d", part, gen, pr.after.Applied.Int, pr.after.HasApplied, applied)
 			}
 			if !wm.IsZero() {
 				if c, err := pr.after.Watermark.Compare(wm); err != nil || c < 0 {

@@ -256,7 +256,7 @@ func (in *paginatedInput) partitionStopped(*partition) {}
 // promotes.
 func (in *paginatedInput) observeCheckpoint(cp store.Checkpoint) {
 	in.metrics.generation.Set(int64(cp.Generation), cp.Partition)
-	if !cp.Watermark.IsZero() && cp.Watermark.Kind != coord.KindString {
+	if k := cp.Watermark.Kind; k == coord.KindInteger || k == coord.KindTimestamp {
 		in.metrics.watermark.Set(cp.Watermark.Int, cp.Partition)
 	}
 	publishCheckpoint(cp)
@@ -302,7 +302,7 @@ func (in *paginatedInput) message(p *partition, e chain.Emit, i int) *service.Me
 	m.MetaSetMut(MetaPartition, p.key.Partition)
 	m.MetaSetMut(MetaScope, p.key.Scope)
 	m.MetaSetMut(MetaEventID, e.Events[i].ID)
-	m.MetaSetMut(MetaPosition, strconv.FormatInt(e.Witnessed[i].Position, 10))
+	m.MetaSetMut(MetaPosition, e.Witnessed[i].Position.String())
 	m.MetaSetMut(MetaGeneration, strconv.FormatUint(e.Generation, 10))
 	m.MetaSetMut(MetaWitness, e.Attempt)
 	m.MetaSetMut(MetaCursorHash, cursorHash(e.Cursor))

@@ -507,13 +507,13 @@ func TestStreamHardStopRestart(t *testing.T) {
 					p, first.FromGeneration, first.FromCursor, cp.Generation, cp.Cursor)
 			}
 			// ...and does not go back before it.
-			for pos := int64(1); cp.HasApplied && pos <= cp.Applied; pos++ {
+			for pos := int64(1); cp.HasApplied && pos <= cp.Applied.Int; pos++ {
 				if id := simulated.EventID(p, pos); run2[id] > 0 {
-					t.Fatalf("%s: run 2 delivered %s again although the durable applied boundary was %d", p, id, cp.Applied)
+					t.Fatalf("%s: run 2 delivered %s again although the durable applied boundary was %d", p, id, cp.Applied.Int)
 				}
 			}
 			t.Logf("%s: durable after run 1: generation %d applied %d; run 1 delivered %d of its events, run 2 %d",
-				p, cp.Generation, cp.Applied, countPrefix(run1, p+"-"), countPrefix(run2, p+"-"))
+				p, cp.Generation, cp.Applied.Int, countPrefix(run1, p+"-"), countPrefix(run2, p+"-"))
 		}
 	})
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/input/provider"
+	"github.com/tidemark/tidemark/internal/coord"
 )
 
 const onePage = `{"items":[{"id":"a","position":1}],"next":"n1"}`
@@ -242,7 +243,7 @@ http:
 `, srv.URL), nil, nil)
 	first := fetch(t, p, "b", "")
 	assert.Equal(t, []string{"a.txt", "b.txt"}, ids(first))
-	assert.Equal(t, int64(2), first.Events[1].Position)
+	assert.Equal(t, coord.IntPosition(2), first.Events[1].Position)
 	assert.Equal(t, []byte("t2"), first.Successor)
 	assert.True(t, first.HasMore)
 	last := fetch(t, p, "b", "t2")

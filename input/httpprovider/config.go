@@ -170,6 +170,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Contract.DensePositions {
 		c.Contract.OrderedPositions = true
 	}
+	if c.Contract.PositionKind == coord.KindNone {
+		c.Contract.PositionKind = defaultPositionKind(c.Coordinate)
+	}
 	return c, nil
 }
 
@@ -217,12 +220,15 @@ func (c Config) validate() error {
 		bad("contract.recovery %s is not set", c.Contract.Recovery)
 	}
 	switch c.Coordinate {
-	case coord.KindInteger, coord.KindTimestamp, coord.KindString:
+	case coord.KindInteger, coord.KindDecimal, coord.KindTimestamp, coord.KindString:
 	default:
-		bad("contract.coordinate %s is not integer, timestamp or string", c.Coordinate)
+		bad("contract.coordinate %s is not integer, decimal, timestamp or string", c.Coordinate)
 	}
-	if c.Contract.WatermarkCoversPositions && c.Coordinate == coord.KindString {
-		bad("contract.watermark_covers_positions needs coordinate integer or timestamp: positions are numbers, a string watermark cannot cover them")
+	if err := c.Contract.ValidPositionKind(); err != nil {
+		bad("contract.position_type: %v (dense means the next required position is known)", err)
+	}
+	if c.Contract.WatermarkCoversPositions && c.Contract.PositionKind != c.Coordinate {
+		bad("contract.watermark_covers_positions needs positions in the watermark's coordinate: position_type is %s, coordinate %s", c.Contract.PositionKind, c.Coordinate)
 	}
 	if c.Contract.EventsMayBeWithdrawn && !c.Contract.WatermarkCoversPositions {
 		bad("contract.events_may_be_withdrawn needs watermark_covers_positions: a withdrawn event is accepted only when the retry's watermark covers its position")
@@ -313,4 +319,16 @@ func sameHostRedirects(req *http.Request, via []*http.Request) error {
 		return http.ErrUseLastResponse
 	}
 	return nil
+}
+
+// defaultPositionKind is the position kind when position_type is not set:
+// the coordinate's kind for timestamp and decimal coordinates, integers
+// under integer and string coordinates (a string watermark over numbered
+// events is common; string positions are declared explicitly).
+func defaultPositionKind(coordinate coord.Kind) coord.Kind {
+	switch coordinate {
+	case coord.KindTimestamp, coord.KindDecimal:
+		return coordinate
+	}
+	return coord.KindInteger
 }

@@ -47,9 +47,11 @@
 // deleted() or null means "absent"; because Benthos represents a string and
 // a null result alike, the string "null" also reads as absent.
 //
-// Positions and watermarks. With coordinate integer or string, positions are
-// JSON numbers or numeric strings read as int64. With coordinate timestamp,
-// positions and complete_through are RFC 3339 strings (or Unix seconds, the
-// forms coord.Parse reads) converted to Unix nanoseconds, so positions and
-// watermarks share one unit.
+// Positions and watermarks. Positions are of the contract's position_type
+// (default: the coordinate for timestamp and decimal, integer otherwise):
+// int64 from JSON numbers or numeric strings; unsigned decimals of any
+// length from digit strings (or exact JSON numbers); RFC 3339 strings (or
+// Unix seconds) as Unix nanoseconds; byte-ordered strings from strings
+// only. complete_through is read in the coordinate the same way, so a
+// position and a watermark of one kind compare (watermark_covers_positions).
 package httpprovider

@@ -83,26 +83,30 @@ func (pp *plainPath) id(v any) (string, bool) {
 
 // position returns the event position when the fast path is exact: an
 // integral JSON number, or a string (read the same way on both paths).
-func (pp *plainPath) position(kind coord.Kind, v any) (int64, bool) {
+func (pp *plainPath) position(kind coord.Kind, v any) (coord.Position, bool) {
 	if pp.str {
-		return 0, false
+		return coord.Position{}, false
 	}
 	x, ok := pp.lookup(v)
 	if !ok {
-		return 0, false
+		return coord.Position{}, false
 	}
 	switch t := x.(type) {
 	case json.Number:
-		if kind == coord.KindTimestamp {
-			return 0, false
+		switch kind {
+		case coord.KindInteger:
+			n, err := strconv.ParseInt(t.String(), 10, 64)
+			return coord.IntPosition(n), err == nil
+		case coord.KindDecimal:
+			p, err := coord.DecimalPosition(t.String())
+			return p, err == nil
 		}
-		n, err := strconv.ParseInt(t.String(), 10, 64)
-		return n, err == nil
+		return coord.Position{}, false
 	case string:
-		n, err := parsePosition(kind, t)
-		return n, err == nil
+		p, err := parsePosition(kind, t)
+		return p, err == nil
 	}
-	return 0, false
+	return coord.Position{}, false
 }
 
 // payload returns the payload bytes when the fast path is exact: `root =

@@ -79,9 +79,9 @@ http:
 		t.Errorf("request:\ngot  %+v\nwant %+v", got, want)
 	}
 	wantEvents := []witness.Event{
-		{ID: "a", Position: 10, Payload: []byte(`{"id":"a","position":10,"v":"x"}`), Semantic: []byte("x")},
-		{ID: "7", Position: 11, Payload: []byte(`{"id":7,"position":"11","v":"<y&>"}`), Semantic: []byte("<y&>")},
-		{ID: "c", Position: 12, Payload: []byte(`{"id":"c","position":12,"v":"z"}`), Semantic: []byte("z")},
+		{ID: "a", Position: coord.IntPosition(10), Payload: []byte(`{"id":"a","position":10,"v":"x"}`), Semantic: []byte("x")},
+		{ID: "7", Position: coord.IntPosition(11), Payload: []byte(`{"id":7,"position":"11","v":"<y&>"}`), Semantic: []byte("<y&>")},
+		{ID: "c", Position: coord.IntPosition(12), Payload: []byte(`{"id":"c","position":12,"v":"z"}`), Semantic: []byte("z")},
 	}
 	if len(resp.Events) != len(wantEvents) {
 		t.Fatalf("got %d events, want %d", len(resp.Events), len(wantEvents))
@@ -178,8 +178,8 @@ http:
 	resp := fetch(t, p, "p", "")
 	t0 := time.Date(2026, 12, 3, 6, 0, 0, 5e8, time.UTC).UnixNano()
 	t1 := time.Date(2026, 12, 3, 6, 0, 1, 0, time.UTC)
-	if resp.Events[0].Position != t0 || resp.Events[1].Position != t1.UnixNano() {
-		t.Errorf("positions %d %d, want %d %d", resp.Events[0].Position, resp.Events[1].Position, t0, t1.UnixNano())
+	if resp.Events[0].Position.Int != t0 || resp.Events[1].Position.Int != t1.UnixNano() {
+		t.Errorf("positions %d %d, want %d %d", resp.Events[0].Position.Int, resp.Events[1].Position.Int, t0, t1.UnixNano())
 	}
 	if resp.CompleteThrough != coord.Timestamp(t1) {
 		t.Errorf("complete_through %s, want %s", resp.CompleteThrough, coord.Timestamp(t1))

@@ -205,7 +205,7 @@ func (p *Provider) RestartCursor(_ context.Context, from provider.Boundary) ([]b
 	meta := requestMeta("", partition, nil, durable, 0)
 	applied := ""
 	if from.HasApplied {
-		applied = strconv.FormatInt(from.Applied, 10)
+		applied = from.Applied.String()
 	}
 	meta = append(meta, [2]string{metaApplied, applied})
 	msg := metaMessage(meta)

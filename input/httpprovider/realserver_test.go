@@ -97,16 +97,16 @@ func TestPouchDBChanges(t *testing.T) {
 		resp := fetch(t, p, "events", cursor)
 		pages = append(pages, len(resp.Events))
 		for _, e := range resp.Events {
-			if e.Position <= last {
-				t.Fatalf("position %d after %d: the feed is ordered", e.Position, last)
+			if e.Position.Int <= last {
+				t.Fatalf("position %d after %d: the feed is ordered", e.Position.Int, last)
 			}
-			last = e.Position
+			last = e.Position.Int
 			var change struct{ ID string }
 			if err := json.Unmarshal(e.Payload, &change); err != nil {
 				t.Fatalf("payload %s: %v", e.Payload, err)
 			}
-			if e.ID != change.ID+"@"+strconv.FormatInt(e.Position, 10) {
-				t.Fatalf("event id %q for change %s at %d", e.ID, change.ID, e.Position)
+			if e.ID != change.ID+"@"+strconv.FormatInt(e.Position.Int, 10) {
+				t.Fatalf("event id %q for change %s at %d", e.ID, change.ID, e.Position.Int)
 			}
 			read = append(read, change.ID)
 		}
@@ -244,12 +244,12 @@ func TestJSONServerShiftedPage(t *testing.T) {
 	promoted := build(1, "", "g1-a1", page1)
 	firstW := build(2, cursor, "g2-a1", first)
 	retryW := build(2, cursor, "g2-a2", retry)
-	v1, err := witness.Classify(witness.ClassifyInput{Contract: contract, Applied: 30, HasApplied: true,
+	v1, err := witness.Classify(witness.ClassifyInput{Contract: contract, Applied: coord.IntPosition(30), HasApplied: true,
 		Receipts: promoted.Events, Witness: firstW})
 	if err != nil || v1.Class != witness.FirstResponse {
 		t.Fatalf("first response to cursor 2: %v, %v", v1, err)
 	}
-	v2, err := witness.Classify(witness.ClassifyInput{Contract: contract, Applied: 30, HasApplied: true,
+	v2, err := witness.Classify(witness.ClassifyInput{Contract: contract, Applied: coord.IntPosition(30), HasApplied: true,
 		Prior: []witness.Witness{firstW}, Receipts: promoted.Events, Witness: retryW})
 	if err != nil {
 		t.Fatalf("classifying the shifted retry: %v", err)
@@ -366,8 +366,8 @@ func TestEtcdRangeSnapshot(t *testing.T) {
 			t.Fatal(err)
 		}
 		got = append(got, kv.Key+"="+kv.Value)
-		if e.Position != revs[kv.Key] {
-			t.Errorf("%s at mod_revision %d, want %d (the pinned snapshot)", kv.Key, e.Position, revs[kv.Key])
+		if e.Position.Int != revs[kv.Key] {
+			t.Errorf("%s at mod_revision %d, want %d (the pinned snapshot)", kv.Key, e.Position.Int, revs[kv.Key])
 		}
 	}
 	if want := []string{"tm/k1=v1", "tm/k2=v2", "tm/k3=v3", "tm/k4=v4", "tm/k5=v5"}; !slices.Equal(got, want) {

@@ -238,7 +238,7 @@ func (p *Provider) mapEvent(ec *eventContext, i int) (witness.Event, error) {
 	}
 	fastPos := false
 	if f := p.fast.position; f != nil {
-		ev.Position, fastPos = f.position(p.cfg.Coordinate, ec.raw)
+		ev.Position, fastPos = f.position(p.cfg.Contract.PositionKind, ec.raw)
 	}
 	if !fastPos {
 		v, present, err := runMapping(ec.message(), m.EventPosition)
@@ -248,7 +248,7 @@ func (p *Provider) mapEvent(ec *eventContext, i int) (witness.Event, error) {
 		if !present {
 			return ev, &mappingError{fmt.Sprintf("event %d: missing position", i), nil}
 		}
-		if ev.Position, err = parsePosition(p.cfg.Coordinate, v); err != nil {
+		if ev.Position, err = parsePosition(p.cfg.Contract.PositionKind, v); err != nil {
 			return ev, &mappingError{fmt.Sprintf("event %d: position", i), err}
 		}
 	}

@@ -60,6 +60,7 @@ const (
 	hpFieldMissingSuccessor    = "missing_successor"
 	hpFieldSnapshotMarker      = "snapshot_marker"
 	hpFieldCoordinate          = "coordinate"
+	hpFieldPositionType        = "position_type"
 	hpFieldExpiredStatusCodes  = "expired_status_codes"
 	hpFieldExpiredBodyContains = "expired_body_contains"
 	hpFieldRecovery            = "recovery"
@@ -199,7 +200,7 @@ func Fields() []*service.ConfigField {
 			Default(defaultEventIDMapping).
 			Example(`root = this.id + "@" + this.seq.string()`),
 		service.NewBloblangField(hpFieldEventPosition).
-			Description("Mapping from one event to its source position: a JSON number or numeric string (int64), or, with `coordinate: timestamp`, an RFC 3339 timestamp (Unix nanoseconds). A missing position is a malformed response.").
+			Description("Mapping from one event to its source position, of the contract's `position_type`: a JSON number or numeric string (integer), a string of digits of any length (decimal), an RFC 3339 timestamp (timestamp) or a string (string). A missing position, or one that does not parse as that type, is a malformed response.").
 			Default(defaultPositionMapping).
 			Example(`root = this.seq`).
 			Example(`root = this.published`),
@@ -249,7 +250,7 @@ func Fields() []*service.ConfigField {
 			service.NewStringAnnotatedEnumField(hpFieldPositions, map[string]string{
 				positionsUnordered: "Positions carry no order (e.g. etcd mod_revision in a key range).",
 				positionsOrdered:   "Positions strictly increase within a response and across a partition's pages.",
-				positionsDense:     "Positions are consecutive integers, so the next required position is known (implies ordered).",
+				positionsDense:     "Positions are consecutive (integer or decimal `position_type`), so the next required position is known (implies ordered).",
 			}).
 				Description("What event positions guarantee.").
 				Default(positionsOrdered).
@@ -278,13 +279,23 @@ func Fields() []*service.ConfigField {
 				Default(witness.MissingSuccessorPoll.String()).
 				Example(witness.MissingSuccessorEndsTraversal.String()),
 			service.NewStringAnnotatedEnumField(hpFieldCoordinate, map[string]string{
-				coord.KindInteger.String():   "`complete_through` is a signed 64-bit integer (a JSON number or numeric string); positions are int64 too.",
-				coord.KindTimestamp.String(): "`complete_through` and positions are RFC 3339 timestamps (or Unix seconds), kept as Unix nanoseconds.",
-				coord.KindString.String():    "`complete_through` is a string compared byte by byte; only when the source documents that its strings sort in stream order. Positions stay int64, so `watermark_covers_positions` is refused.",
+				coord.KindInteger.String():   "`complete_through` is a signed 64-bit integer (a JSON number or numeric string).",
+				coord.KindDecimal.String():   "`complete_through` is an unsigned integer of any length in decimal (a numeric string, or a JSON number), compared numerically: Kinesis and DynamoDB Streams sequence numbers (56 digits and more).",
+				coord.KindTimestamp.String(): "`complete_through` is an RFC 3339 timestamp (or Unix seconds), kept as Unix nanoseconds.",
+				coord.KindString.String():    "`complete_through` is a string compared byte by byte (object keys, resource names); only when the source documents that its strings sort in stream order.",
 			}).
-				Description("Type of the shared ordering coordinate of `complete_through` (and of positions, for timestamp). Watermarks of different types never compare: the frontier of a scope mixing them is published as the per-partition vector only.").
+				Description("Type of the shared ordering coordinate of `complete_through`, and the default `position_type`. Watermarks of different types never compare: the frontier of a scope mixing them is published as the per-partition vector only, and the `partition_frontier` processor says why.").
 				Default(coord.KindInteger.String()).
 				Example(coord.KindTimestamp.String()),
+			service.NewStringAnnotatedEnumField(hpFieldPositionType, map[string]string{
+				coord.KindInteger.String():   "Positions are signed 64-bit integers (a JSON number or numeric string).",
+				coord.KindDecimal.String():   "Positions are unsigned integers of any length in decimal, compared numerically (Kinesis sequence numbers). Map them from strings: a JSON number above 2^53 loses digits in most encoders.",
+				coord.KindTimestamp.String(): "Positions are RFC 3339 timestamps (or Unix seconds), kept as Unix nanoseconds.",
+				coord.KindString.String():    "Positions are strings compared byte by byte (S3 object keys, etcd keys); only when the source lists in that order. `dense` is refused.",
+			}).
+				Description("Type of event positions. Every event of a partition has a position of this type; a response with a position that does not parse as it is malformed. When not set: the `coordinate` for `timestamp` and `decimal`, `integer` under `integer` and `string` (set `position_type: string` for string positions). `watermark_covers_positions` needs it equal to `coordinate`.").
+				Optional().
+				Example(coord.KindDecimal.String()),
 			service.NewIntListField(hpFieldExpiredStatusCodes).
 				Description("HTTP statuses that mean the cursor has expired (Kubernetes `continue` and Google sync tokens answer 410).").
 				Default([]any{410}).
@@ -477,6 +488,15 @@ func FromParsed(conf *service.ParsedConfig, res *service.Resources, logger *serv
 	}
 	if c.Coordinate, err = coord.ParseKind(kind); err != nil {
 		return nil, err
+	}
+	if cc.Contains(hpFieldPositionType) {
+		pk, err := cc.FieldString(hpFieldPositionType)
+		if err != nil {
+			return nil, err
+		}
+		if c.Contract.PositionKind, err = coord.ParseKind(pk); err != nil {
+			return nil, fmt.Errorf("httpprovider: contract.position_type: %w", err)
+		}
 	}
 	if c.ExpiredStatusCodes, err = cc.FieldIntList(hpFieldExpiredStatusCodes); err != nil {
 		return nil, err

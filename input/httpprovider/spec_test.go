@@ -32,7 +32,7 @@ http:
 	if c.MaxResponseBytes != 64<<20 {
 		t.Errorf("max_response_bytes default: %d", c.MaxResponseBytes)
 	}
-	want := witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, Recovery: witness.RecoveryPark}
+	want := witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, PositionKind: coord.KindInteger, Recovery: witness.RecoveryPark}
 	if p.Contract() != want {
 		t.Errorf("contract defaults: got %+v, want %+v", p.Contract(), want)
 	}
@@ -70,18 +70,30 @@ func TestSpecContract(t *testing.T) {
     watermark_covers_positions: true
     events_may_be_withdrawn: true
     missing_successor: end_of_traversal
-    coordinate: timestamp
+    coordinate: decimal
+    position_type: decimal
     recovery: fresh_snapshot`,
 			witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, TokensMayRotate: true, OrderedPositions: true,
-				DensePositions: true, ExclusiveBoundary: true, SnapshotMarker: true, WatermarkCoversPositions: true, EventsMayBeWithdrawn: true,
+				PositionKind: coord.KindDecimal, DensePositions: true, ExclusiveBoundary: true, SnapshotMarker: true, WatermarkCoversPositions: true, EventsMayBeWithdrawn: true,
 				MissingSuccessor: witness.MissingSuccessorEndsTraversal, Recovery: witness.RecoveryFreshSnapshot},
+			coord.KindDecimal},
+		{`
+    watermark_covers_positions: true
+    coordinate: timestamp`,
+			witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, PositionKind: coord.KindTimestamp, WatermarkCoversPositions: true, Recovery: witness.RecoveryPark},
 			coord.KindTimestamp},
+		{`
+    positions: ordered
+    coordinate: string
+    position_type: string`,
+			witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, PositionKind: coord.KindString, Recovery: witness.RecoveryPark},
+			coord.KindString},
 		{`
     empty_page: end_of_data
     positions: unordered
     coordinate: string
     recovery: restart_from_boundary`,
-			witness.Contract{EmptyPage: witness.EmptyEndOfData, Recovery: witness.RecoveryRestartFromBoundary},
+			witness.Contract{EmptyPage: witness.EmptyEndOfData, PositionKind: coord.KindInteger, Recovery: witness.RecoveryRestartFromBoundary},
 			coord.KindString},
 	} {
 		p := parseProvider(t, `
@@ -103,6 +115,10 @@ func TestSpecRejects(t *testing.T) {
 		"bad empty_page":       {base + "  contract:\n    empty_page: maybe\n", "empty_page"},
 		"bad positions":        {base + "  contract:\n    positions: sorted\n", "positions"},
 		"bad coordinate":       {base + "  contract:\n    coordinate: float\n", "coordinate"},
+		"bad position_type":    {base + "  contract:\n    position_type: float\n", "position_type"},
+		"dense strings":        {base + "  contract:\n    positions: dense\n    position_type: string\n", "dense positions need integer or decimal"},
+		"dense timestamps":     {base + "  contract:\n    positions: dense\n    coordinate: timestamp\n", "dense positions need integer or decimal"},
+		"covers another kind":  {base + "  contract:\n    watermark_covers_positions: true\n    coordinate: decimal\n    position_type: integer\n", "watermark_covers_positions needs positions in the watermark's coordinate"},
 		"bad recovery":         {base + "  contract:\n    recovery: pray\n", "recovery"},
 		"2xx expired status":   {base + "  contract:\n    expired_status_codes: [200]\n", "expired_status_codes"},
 		"empty expired body":   {base + "  contract:\n    expired_body_contains: [\"\"]\n", "expired_body_contains"},
@@ -139,6 +155,7 @@ func TestFieldsDocumented(t *testing.T) {
 		"url": true, "successor": true, "body": true, "event_semantic": true, "has_more": true,
 		"complete_through": true, "marker": true, "sealed": true, "partitions_url": true,
 		"partitions_body": true, "partitions_successor": true,
+		"contract.position_type": true, // not set: follows coordinate
 	}
 	var fields int
 	env.WalkInputs(func(name string, view *service.ConfigView) {
@@ -198,7 +215,7 @@ http:
     recovery: restart_from_boundary
     restart_cursor: '${! if @applied == "" { "" } else { "after=" + @applied } }'
 `, nil, nil)
-	cur, err := p.RestartCursor(context.Background(), provider.Boundary{Partition: "p1", Applied: 9001, HasApplied: true})
+	cur, err := p.RestartCursor(context.Background(), provider.Boundary{Partition: "p1", Applied: coord.IntPosition(9001), HasApplied: true})
 	require.NoError(t, err)
 	assert.Equal(t, "after=9001", string(cur))
 	cur, err = p.RestartCursor(context.Background(), provider.Boundary{Partition: "p1"})

@@ -58,24 +58,59 @@ func opaque(v any) ([]byte, bool) {
 	return []byte(s), true
 }
 
-// parsePosition reads an event position: an int64 from a number or numeric
-// string, or with KindTimestamp a timestamp (RFC 3339 or Unix seconds) in
-// Unix nanoseconds.
-func parsePosition(kind coord.Kind, v any) (int64, error) {
-	if kind == coord.KindTimestamp {
+// parsePosition reads an event position of the declared kind: an int64 from
+// a number or numeric string; an unsigned decimal of any length from a
+// number or a string of digits; a timestamp (RFC 3339 or Unix seconds) in
+// Unix nanoseconds; a string (byte-ordered) only from a string.
+func parsePosition(kind coord.Kind, v any) (coord.Position, error) {
+	switch kind {
+	case coord.KindTimestamp:
 		if t, ok := v.(time.Time); ok {
-			return t.UnixNano(), nil
+			return coord.TimestampPosition(t), nil
 		}
 		s, ok := scalarString(v)
 		if !ok {
-			return 0, fmt.Errorf("%s is not a timestamp", describe(v, true))
+			return coord.Position{}, fmt.Errorf("%s is not a timestamp", describe(v, true))
 		}
-		w, err := coord.Parse(coord.KindTimestamp, s)
+		return coord.ParsePosition(coord.KindTimestamp, s)
+	case coord.KindDecimal:
+		var s string
+		switch t := v.(type) {
+		case string:
+			s = t
+		case []byte:
+			s = string(t)
+		case json.Number:
+			s = t.String()
+		case int64, int, uint64:
+			s = fmt.Sprint(t)
+		case float64:
+			if t != math.Trunc(t) || t < 0 || t >= 1<<53 {
+				return coord.Position{}, fmt.Errorf("%v is not an exact unsigned integer; map decimal positions from strings", t)
+			}
+			s = strconv.FormatFloat(t, 'f', 0, 64)
+		default:
+			return coord.Position{}, fmt.Errorf("%s is not a decimal", describe(v, true))
+		}
+		p, err := coord.DecimalPosition(s)
 		if err != nil {
-			return 0, err
+			return coord.Position{}, fmt.Errorf("%q is not an unsigned decimal integer", truncate(s, 80))
 		}
-		return w.Int, nil
+		return p, nil
+	case coord.KindString:
+		switch t := v.(type) {
+		case string:
+			return coord.StringPosition(t), nil
+		case []byte:
+			return coord.StringPosition(string(t)), nil
+		}
+		return coord.Position{}, fmt.Errorf("%s is not a string (string positions are compared byte by byte; map numbers with .string() only if their text sorts in stream order)", describe(v, true))
 	}
+	n, err := parseIntPosition(v)
+	return coord.IntPosition(n), err
+}
+
+func parseIntPosition(v any) (int64, error) {
 	switch t := v.(type) {
 	case int64:
 		return t, nil

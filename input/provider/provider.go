@@ -77,7 +77,7 @@ type Boundary struct {
 	// Applied, when HasApplied, is the durable applied boundary: the
 	// greatest position of an event with a durable terminal outcome (for
 	// sources that resume after a sequence number).
-	Applied    int64
+	Applied    coord.Position
 	HasApplied bool
 }
 

@@ -269,7 +269,7 @@ func (p *Provider) Fetch(ctx context.Context, req provider.Request) (witness.Res
 	}
 	events := make([]witness.Event, 0, end-start+1)
 	for pos := start; pos <= end; pos++ {
-		events = append(events, witness.Event{ID: EventID(part, pos), Position: pos, Payload: Payload(part, pos)})
+		events = append(events, witness.Event{ID: EventID(part, pos), Position: coord.IntPosition(pos), Payload: Payload(part, pos)})
 	}
 	return witness.Response{
 		Events:          events,

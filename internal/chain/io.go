@@ -271,7 +271,7 @@ type RestartCursor struct {
 	Partition string
 	Watermark coord.Watermark
 	// Applied, when HasApplied, is the durable applied boundary.
-	Applied    int64
+	Applied    coord.Position
 	HasApplied bool
 }
 
@@ -391,7 +391,7 @@ func positions(evs []witness.EventWitness) string {
 		if i > 0 {
 			b.WriteString(" ")
 		}
-		b.WriteString(strconv.FormatInt(e.Position, 10))
+		b.WriteString(e.Position.String())
 	}
 	b.WriteString("]")
 	return b.String()
@@ -402,7 +402,7 @@ func DescribeCheckpoint(cp store.Checkpoint) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "g%d %s", cp.Generation, Cursor(cp.Cursor))
 	if cp.HasApplied {
-		fmt.Fprintf(&b, " applied %d", cp.Applied)
+		fmt.Fprintf(&b, " applied %s", cp.Applied)
 	}
 	if !cp.Watermark.IsZero() {
 		fmt.Fprintf(&b, " watermark %s", cp.Watermark)
@@ -472,7 +472,7 @@ func describePromotion(p store.Promotion) string {
 		fmt.Fprintf(&b, " watermark %s", p.Watermark)
 	}
 	if p.HasApplied {
-		fmt.Fprintf(&b, " applied %d", p.Applied)
+		fmt.Fprintf(&b, " applied %s", p.Applied)
 	}
 	if p.Complete {
 		b.WriteString(" complete")
@@ -539,7 +539,7 @@ func DescribeResponse(r witness.Response) string {
 		if i > 0 {
 			b.WriteString(" ")
 		}
-		fmt.Fprintf(&b, "%s@%d", e.ID, e.Position)
+		fmt.Fprintf(&b, "%s@%s", e.ID, e.Position)
 	}
 	fmt.Fprintf(&b, "] succ %s", Cursor(r.Successor))
 	if !r.CompleteThrough.IsZero() {

@@ -100,7 +100,7 @@ type fetchRec struct {
 type tail struct {
 	cur        []byte
 	gen        uint64
-	applied    int64
+	applied    coord.Position
 	hasApplied bool
 	wm         coord.Watermark
 }
@@ -523,7 +523,7 @@ func (m *Machine) onFetched(f *fetchRec, r Fetched) {
 		// fetch path (a fetch of a chain that then fails is discarded).
 		m.tail.cur, m.tail.gen = pg.w.Successor, f.gen+1
 		for _, e := range pg.w.Events {
-			m.tail.applied, m.tail.hasApplied = max(e.Position, m.tail.applied), true
+			m.tail.applied, m.tail.hasApplied = coord.MaxPosition(e.Position, m.tail.applied), true
 		}
 		if ct := pg.w.CompleteThrough; !ct.IsZero() && (m.tail.wm.IsZero() || m.tail.wm.Less(ct)) {
 			m.tail.wm = ct

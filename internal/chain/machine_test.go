@@ -311,7 +311,7 @@ func (h *harness) seedCheckpoint(d *datadriven.TestData, kv map[string]string) {
 		cp.Cursor = cur
 	}
 	if a, ok := kv["applied"]; ok && gen == 1 {
-		cp.Applied, cp.HasApplied = num(d, h.t, a), true
+		cp.Applied, cp.HasApplied = coord.IntPosition(num(d, h.t, a)), true
 	}
 	if w, ok := kv["wm"]; ok && gen == 1 {
 		cp.Watermark = coord.Integer(num(d, h.t, w))
@@ -328,7 +328,7 @@ func (h *harness) seedCheckpoint(d *datadriven.TestData, kv map[string]string) {
 				p.WitnessID = "seed"
 			}
 			if a, ok := kv["applied"]; ok {
-				p.Applied, p.HasApplied = num(d, h.t, a), true
+				p.Applied, p.HasApplied = coord.IntPosition(num(d, h.t, a)), true
 			}
 			if w, ok := kv["wm"]; ok {
 				p.Watermark = coord.Integer(num(d, h.t, w))
@@ -407,7 +407,7 @@ func (h *harness) response(d *datadriven.TestData, s string) witness.Response {
 			if !hasPayload {
 				payload = "payload of " + id
 			}
-			r.Events = append(r.Events, witness.Event{ID: id, Position: num(d, h.t, pos), Payload: []byte(payload)})
+			r.Events = append(r.Events, witness.Event{ID: id, Position: coord.IntPosition(num(d, h.t, pos)), Payload: []byte(payload)})
 		}
 	}
 	return r

@@ -33,13 +33,21 @@ const (
 	KindInteger
 	// KindTimestamp orders by time, stored as Unix nanoseconds.
 	KindTimestamp
-	// KindString orders by byte-wise string comparison (ISO-8601 strings,
-	// zero-padded sequence strings). Only use it when the provider documents
-	// that its strings sort in stream order.
+	// KindString orders by byte-wise string comparison (object keys,
+	// resource names, ISO-8601 strings). Only use it when the provider
+	// documents that its strings sort in stream order.
 	KindString
+	// KindDecimal orders unsigned integers of any length written in decimal
+	// (Kinesis and DynamoDB Streams sequence numbers), held in Str in
+	// canonical form: digits only, no leading zero (zero is "0").
+	KindDecimal
 )
 
-var kindNames = [...]string{"none", "integer", "timestamp", "string"}
+// LastKind is the greatest Kind value: Kinds run from KindNone to it.
+const LastKind = KindDecimal
+
+// Kind values are stored (DynamoDB attributes); append, never renumber.
+var kindNames = [...]string{"none", "integer", "timestamp", "string", "decimal"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -55,7 +63,7 @@ func ParseKind(s string) (Kind, error) {
 			return Kind(i), nil
 		}
 	}
-	return KindNone, fmt.Errorf("coord: unknown coordinate type %q (want integer, timestamp or string)", s)
+	return KindNone, fmt.Errorf("coord: unknown coordinate type %q (want integer, decimal, timestamp or string)", s)
 }
 
 // ErrIncomparable is returned by Compare when the two watermarks do not share
@@ -80,6 +88,16 @@ func Timestamp(t time.Time) Watermark { return Watermark{Kind: KindTimestamp, In
 // String returns a string watermark.
 func String(s string) Watermark { return Watermark{Kind: KindString, Str: s} }
 
+// Decimal returns a decimal watermark from decimal digits (leading zeros
+// allowed), or an error naming what is not a digit.
+func Decimal(s string) (Watermark, error) {
+	d, err := canonicalDecimal(s)
+	if err != nil {
+		return Watermark{}, err
+	}
+	return Watermark{Kind: KindDecimal, Str: d}, nil
+}
+
 // IsZero reports whether w carries no coordinate.
 func (w Watermark) IsZero() bool { return w.Kind == KindNone }
 
@@ -92,6 +110,8 @@ func (w Watermark) Compare(o Watermark) (int, error) {
 	switch w.Kind {
 	case KindString:
 		return strings.Compare(w.Str, o.Str), nil
+	case KindDecimal:
+		return compareDecimal(w.Str, o.Str), nil
 	default:
 		switch {
 		case w.Int < o.Int:
@@ -120,14 +140,14 @@ func (w Watermark) String() string {
 		return strconv.FormatInt(w.Int, 10)
 	case KindTimestamp:
 		return time.Unix(0, w.Int).UTC().Format(time.RFC3339Nano)
-	case KindString:
+	case KindString, KindDecimal:
 		return w.Str
 	}
 	return fmt.Sprintf("%s(%d,%q)", w.Kind, w.Int, w.Str)
 }
 
-// Parse reads a watermark of kind k from its String form. Integers are
-// decimal; timestamps are RFC 3339 or decimal Unix seconds (fractions
+// Parse reads a watermark of kind k from its String form. Integers and
+// decimals are decimal digits (decimals of any length); timestamps are RFC 3339 or decimal Unix seconds (fractions
 // allowed).
 func Parse(k Kind, s string) (Watermark, error) {
 	switch k {
@@ -149,6 +169,8 @@ func Parse(k Kind, s string) (Watermark, error) {
 		return Watermark{Kind: KindTimestamp, Int: int64(f * 1e9)}, nil
 	case KindString:
 		return String(s), nil
+	case KindDecimal:
+		return Decimal(s)
 	}
 	return Watermark{}, fmt.Errorf("coord: cannot parse a watermark of kind %s", k)
 }

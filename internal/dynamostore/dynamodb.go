@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/witness"
 )
@@ -270,7 +271,12 @@ func (s *DynamoStore) Promote(ctx context.Context, p store.Promotion) (store.Che
 		set = append(set, e.n(attrWMKind)+" = "+k, e.n(attrWM)+" = "+w)
 	}
 	if p.HasApplied {
-		set = append(set, e.n(attrApplied)+" = "+e.v("app", avI(p.Applied)))
+		set = append(set, e.n(attrApplied)+" = "+e.v("app", watermarkValue(p.Applied.AsWatermark())))
+		if p.Applied.Kind != coord.KindInteger {
+			set = append(set, e.n(attrAppliedKind)+" = "+e.v("appk", avU(uint64(p.Applied.Kind))))
+		} else {
+			remove = append(remove, e.n(attrAppliedKind))
+		}
 	}
 	if p.Complete {
 		set = append(set, e.n(attrComplete)+" = "+e.v("done", avBool(true)))

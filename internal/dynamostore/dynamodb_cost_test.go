@@ -36,7 +36,7 @@ func TestRequestsPerOperation(t *testing.T) {
 	require.Equal(t, map[string]int64{"UpdateItem": 1}, rc.Snapshot(), "receipt")
 
 	rc.Reset()
-	_, err := s.Promote(ctx, store.Promotion{Key: faultKey, FromCursor: cp.Cursor, FromGeneration: 1, To: w.Successor, WitnessID: w.AttemptID, Watermark: coord.Integer(1100), Applied: 1099, HasApplied: true})
+	_, err := s.Promote(ctx, store.Promotion{Key: faultKey, FromCursor: cp.Cursor, FromGeneration: 1, To: w.Successor, WitnessID: w.AttemptID, Watermark: coord.Integer(1100), Applied: coord.IntPosition(1099), HasApplied: true})
 	require.NoError(t, err)
 	require.Equal(t, map[string]int64{"UpdateItem": 1}, rc.Snapshot(), "promotion: one UpdateItem, zero reads")
 
@@ -51,7 +51,7 @@ func TestRequestsPerOperation(t *testing.T) {
 func pageWitness(k store.Key, gen uint64, attempt string, n int) witness.Witness {
 	evs := make([]witness.EventWitness, n)
 	for i := range evs {
-		evs[i] = witness.EventWitness{IDHash: 0x9e3779b97f4a7c15 * uint64(i+1), Position: 1_000 + int64(i), Digest: ^uint64(i) * 0x2545f4914f6cdd1d}
+		evs[i] = witness.EventWitness{IDHash: 0x9e3779b97f4a7c15 * uint64(i+1), Position: coord.IntPosition(1_000 + int64(i)), Digest: ^uint64(i) * 0x2545f4914f6cdd1d}
 	}
 	return witness.Witness{
 		Scope: k.Scope, Partition: k.Partition, Generation: gen,
@@ -75,7 +75,7 @@ func TestWitnessItemSize(t *testing.T) {
 	t.Logf("100-event witness item: %d bytes (events %d bytes), %d write units", size, len(witness.EncodeEvents(w.Events)), (size+1023)/1024)
 	require.LessOrEqual(t, size, 2048, "a 100-event page must fit in 2 write units")
 
-	cp := ItemSize(checkpointItem(store.Checkpoint{Key: k, Cursor: w.Successor, Generation: 123457, Watermark: coord.Integer(1100), Applied: 1099, HasApplied: true, Epoch: 3, PromotedWitness: w.AttemptID}))
+	cp := ItemSize(checkpointItem(store.Checkpoint{Key: k, Cursor: w.Successor, Generation: 123457, Watermark: coord.Integer(1100), Applied: coord.IntPosition(1099), HasApplied: true, Epoch: 3, PromotedWitness: w.AttemptID}))
 	t.Logf("checkpoint item with a 64-byte cursor: %d bytes", cp)
 	require.LessOrEqual(t, cp, 1024)
 

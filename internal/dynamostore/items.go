@@ -1,6 +1,7 @@
 package dynamostore
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sort"
@@ -35,6 +36,7 @@ const (
 	attrWMKind       = "wmk"
 	attrWM           = "wm"
 	attrApplied      = "app"
+	attrAppliedKind  = "appk"
 	attrEpoch        = "ep"
 	attrWitnessID    = "wid"
 	attrParked       = "park"
@@ -170,10 +172,57 @@ func avStrings(ss []string) types.AttributeValue {
 // compares as unsigned bytes, like strings.Compare; S would compare UTF-8
 // and reject invalid UTF-8).
 func watermarkValue(w coord.Watermark) types.AttributeValue {
-	if w.Kind == coord.KindString {
+	switch w.Kind {
+	case coord.KindString:
 		return avB([]byte(w.Str))
+	case coord.KindDecimal:
+		return avB(decimalKey(w.Str))
 	}
 	return avI(w.Int)
+}
+
+// decimalKey is the stored form of a canonical decimal: its digit count as
+// 4 bytes big-endian, then its digits, so that DynamoDB's byte-wise order of
+// binary values (used by the watermark's conditional `<=`) is numeric order.
+// DynamoDB numbers hold 38 digits; sequence numbers have more.
+func decimalKey(d string) []byte {
+	b := make([]byte, 4, 4+len(d))
+	binary.BigEndian.PutUint32(b, uint32(len(d)))
+	return append(b, d...)
+}
+
+func decimalFromKey(b []byte) (string, error) {
+	if len(b) < 4 || int(binary.BigEndian.Uint32(b)) != len(b)-4 {
+		return "", fmt.Errorf("%w: decimal value of %d bytes has a bad length prefix", errMalformed, len(b))
+	}
+	w, err := coord.Decimal(string(b[4:]))
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", errMalformed, err)
+	}
+	return w.Str, nil
+}
+
+// putPosition stores an applied position: its kind in kindAttr (omitted for
+// integers, the form written before positions had kinds) and its value as
+// a watermark's.
+func putPosition(it item, kindAttr, valueAttr string, p coord.Position) {
+	if p.Kind != coord.KindInteger {
+		it[kindAttr] = avU(uint64(p.Kind))
+	}
+	it[valueAttr] = watermarkValue(p.AsWatermark())
+}
+
+// getPosition reads what putPosition wrote; ok is false when it is absent.
+func getPosition(it item, kindAttr, valueAttr string) (coord.Position, bool, error) {
+	if _, ok := it[valueAttr]; !ok {
+		return coord.Position{}, false, nil
+	}
+	if _, ok := it[kindAttr]; !ok {
+		n, _, err := getI(it, valueAttr)
+		return coord.IntPosition(n), err == nil, err
+	}
+	w, err := getWatermark(it, kindAttr, valueAttr)
+	return coord.Position(w), err == nil && !w.IsZero(), err
 }
 
 func putWatermark(it item, kindAttr, valueAttr string, w coord.Watermark) {
@@ -294,6 +343,13 @@ func getWatermark(it item, kindAttr, valueAttr string) (coord.Watermark, error) 
 			return coord.Watermark{}, err
 		}
 		return coord.Watermark{Kind: coord.KindString, Str: string(b)}, nil
+	case coord.KindDecimal:
+		b, err := getB(it, valueAttr)
+		if err != nil {
+			return coord.Watermark{}, err
+		}
+		d, err := decimalFromKey(b)
+		return coord.Watermark{Kind: coord.KindDecimal, Str: d}, err
 	}
 	return coord.Watermark{}, fmt.Errorf("%w: unknown watermark kind %d in %s", errMalformed, k, kindAttr)
 }
@@ -307,7 +363,7 @@ func checkpointItem(c store.Checkpoint) item {
 	it[attrEpoch] = avU(c.Epoch)
 	putWatermark(it, attrWMKind, attrWM, c.Watermark)
 	if c.HasApplied {
-		it[attrApplied] = avI(c.Applied)
+		putPosition(it, attrAppliedKind, attrApplied, c.Applied)
 	}
 	if c.PromotedWitness != "" {
 		it[attrWitnessID] = avS(c.PromotedWitness)
@@ -342,7 +398,7 @@ func decodeCheckpoint(k store.Key, it item) (store.Checkpoint, error) {
 	add(err)
 	c.Watermark, err = getWatermark(it, attrWMKind, attrWM)
 	add(err)
-	c.Applied, c.HasApplied, err = getI(it, attrApplied)
+	c.Applied, c.HasApplied, err = getPosition(it, attrAppliedKind, attrApplied)
 	add(err)
 	c.PromotedWitness, err = getS(it, attrWitnessID)
 	add(err)

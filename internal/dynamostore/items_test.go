@@ -88,7 +88,7 @@ func TestItemSize(t *testing.T) {
 func TestWitnessItemRoundTrip(t *testing.T) {
 	w := witness.Witness{
 		Scope: "s#1", Partition: "p%2", Generation: 12, InputCursor: []byte{0, 1}, AttemptID: "att#1",
-		Events:    []witness.EventWitness{{IDHash: 1, Position: -3, Digest: 2}, {IDHash: 3, Position: 9, Digest: 4}},
+		Events:    []witness.EventWitness{{IDHash: 1, Position: coord.IntPosition(-3), Digest: 2}, {IDHash: 3, Position: coord.IntPosition(9), Digest: 4}},
 		Successor: []byte{0xff}, Marker: []byte("m"), CompleteThrough: coord.String("z"), Sealed: true,
 		Disposition: witness.Abandoned, AckedThrough: 1,
 	}

@@ -201,7 +201,7 @@ func TestKill9(t *testing.T) {
 		for _, part := range partitions {
 			cp := cps[part]
 			for id := range ids {
-				if pos, ok := positionOf(id, part); ok && (!cp.HasApplied || pos > cp.Applied) {
+				if pos, ok := positionOf(id, part); ok && (!cp.HasApplied || pos > cp.Applied.Int) {
 					n++
 				}
 			}
@@ -259,17 +259,17 @@ func TestKill9(t *testing.T) {
 		// partition's durable applied boundary is in some file already.
 		for _, part := range partitions {
 			cp := cps[part]
-			for pos := int64(1); cp.HasApplied && pos <= cp.Applied; pos++ {
+			for pos := int64(1); cp.HasApplied && pos <= cp.Applied.Int; pos++ {
 				if id := simulated.EventID(part, pos); union[id] == 0 {
 					t.Fatalf("run %d: %s: the durable checkpoint (generation %d) is applied through %d, but event %s was never written to the output",
-						i, part, cp.Generation, cp.Applied, id)
+						i, part, cp.Generation, cp.Applied.Int, id)
 				}
 			}
 		}
 		var state []string
 		for _, part := range partitions {
 			cp := cps[part]
-			state = append(state, fmt.Sprintf("%s gen %d applied %d", part, cp.Generation, cp.Applied))
+			state = append(state, fmt.Sprintf("%s gen %d applied %d", part, cp.Generation, cp.Applied.Int))
 		}
 		n := ahead(ids, cps)
 		if n > 0 {
@@ -314,9 +314,9 @@ func TestKill9(t *testing.T) {
 		t.Fatal("no kill landed while pages were in flight, not even the targeted ones: the test proved nothing")
 	}
 	for part, cp := range checkpoints(t, st) {
-		if cp.Watermark != coord.Integer(eventsPerPartition) || cp.Applied != eventsPerPartition || cp.Parked != "" || cp.Generation <= 1 {
+		if cp.Watermark != coord.Integer(eventsPerPartition) || cp.Applied.Int != eventsPerPartition || cp.Parked != "" || cp.Generation <= 1 {
 			t.Fatalf("%s: final checkpoint generation %d watermark %s applied %d parked %q; want watermark %d",
-				part, cp.Generation, cp.Watermark, cp.Applied, cp.Parked, eventsPerPartition)
+				part, cp.Generation, cp.Watermark, cp.Applied.Int, cp.Parked, eventsPerPartition)
 		}
 	}
 	t.Logf("%d runs (%d killed mid-page): all %d events delivered, %d lines in total (%d duplicates); every checkpoint at watermark %d",

@@ -26,7 +26,7 @@ func parkWithWatermark(t *testing.T, st store.Store, scope, part string, wm int6
 	require.NoError(t, err)
 	cp, err = st.Promote(ctx, store.Promotion{
 		Key: k, FromGeneration: 1, To: []byte(fmt.Sprintf("sim1:%d:0", wm+1)), WitnessID: "e2e-seed",
-		Watermark: coord.Integer(wm), Applied: wm, HasApplied: true, Epoch: 1,
+		Watermark: coord.Integer(wm), Applied: coord.IntPosition(wm), HasApplied: true, Epoch: 1,
 	})
 	require.NoError(t, err)
 	_, err = st.SetParked(ctx, k, cp.Cursor, cp.Generation, cp.Lease, parkedReason)

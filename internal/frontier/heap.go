@@ -2,7 +2,6 @@ package frontier
 
 import (
 	"cmp"
-	"strings"
 
 	"github.com/tidemark/tidemark/internal/coord"
 )
@@ -84,8 +83,7 @@ func rank(a, b coord.Watermark) int {
 	switch a.Kind {
 	case coord.KindNone:
 		return 0
-	case coord.KindString:
-		return strings.Compare(a.Str, b.Str)
 	}
-	return cmp.Compare(a.Int, b.Int)
+	c, _ := a.Compare(b)
+	return c
 }

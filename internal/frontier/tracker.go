@@ -62,7 +62,7 @@ type Tracker struct {
 	h     minHeap
 	// kinds counts the partitions per coord.Kind; kinds[KindNone] is the
 	// number of partitions without evidence.
-	kinds    [coord.KindString + 1]int
+	kinds    [coord.LastKind + 1]int
 	ignored  uint64
 	withheld string
 }
@@ -182,7 +182,7 @@ func (t *Tracker) Apply(partition string, w coord.Watermark) (Outcome, error) {
 	if !ok {
 		return 0, fmt.Errorf("%w: %q in epoch %d", ErrUnknownPartition, partition, t.epoch)
 	}
-	if w.Kind > coord.KindString {
+	if w.Kind > coord.LastKind {
 		return 0, fmt.Errorf("%w: watermark of unknown kind %s for partition %q", ErrInvalid, w.Kind, partition)
 	}
 	s := &t.h.slots[i]
@@ -254,7 +254,7 @@ func (t *Tracker) HeldBy() []string {
 // mixed reports whether partitions with evidence use more than one kind.
 func (t *Tracker) mixed() bool {
 	n := 0
-	for k := coord.KindNone + 1; k <= coord.KindString; k++ {
+	for k := coord.KindNone + 1; k <= coord.LastKind; k++ {
 		if t.kinds[k] > 0 {
 			n++
 		}
@@ -301,7 +301,7 @@ func (t *Tracker) reason(heldBy []string) string {
 	}
 	if t.mixed() {
 		var kinds []string
-		for k := coord.KindNone + 1; k <= coord.KindString; k++ {
+		for k := coord.KindNone + 1; k <= coord.LastKind; k++ {
 			if t.kinds[k] > 0 {
 				kinds = append(kinds, fmt.Sprintf("%s: %d", k, t.kinds[k]))
 			}

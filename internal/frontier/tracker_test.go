@@ -185,7 +185,7 @@ func TestTracker_Errors(t *testing.T) {
 		wantErr   error
 	}{
 		{"unknown partition", "zz", coord.Integer(1), ErrUnknownPartition},
-		{"unknown kind", "a", coord.Watermark{Kind: coord.KindString + 1, Int: 99}, ErrInvalid},
+		{"unknown kind", "a", coord.Watermark{Kind: coord.LastKind + 1, Int: 99}, ErrInvalid},
 		{"kind change of a partition cannot be shown not to lower it", "a", coord.String("zzz"), coord.ErrIncomparable},
 	}
 	for _, tc := range tests {

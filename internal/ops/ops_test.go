@@ -32,7 +32,7 @@ func promote(t *testing.T, st store.Store, part string, wm int64) store.Checkpoi
 		Key: cp.Key, FromCursor: cp.Cursor, FromGeneration: cp.Generation,
 		To:        []byte(fmt.Sprintf("%s-%d", part, cp.Generation+1)),
 		WitnessID: fmt.Sprintf("w-%s-%d", part, cp.Generation), Epoch: cp.Epoch,
-		Applied: wm, HasApplied: wm != 0,
+		Applied: coord.IntPosition(wm), HasApplied: wm != 0,
 	}
 	if wm != 0 {
 		p.Watermark = coord.Integer(wm)
@@ -113,13 +113,13 @@ func TestReadStatus(t *testing.T) {
 	assert.Equal(t, str("90 (epoch 1)"), s.Published)
 
 	want := []PartitionStatus{
-		{Partition: "p0", Generation: 3, Watermark: "150", Applied: i64(150), CursorHash: witness.CursorHash([]byte("p0-3")),
+		{Partition: "p0", Generation: 3, Watermark: "150", Applied: "150", CursorHash: witness.CursorHash([]byte("p0-3")),
 			PromotedWitness: "w-p0-2", LeaseOwner: "worker-a", LeaseCounter: 3, Lag: i64(0), Member: true},
-		{Partition: "p1", Generation: 2, Watermark: "90", Applied: i64(90), CursorHash: witness.CursorHash([]byte("p1-2")),
+		{Partition: "p1", Generation: 2, Watermark: "90", Applied: "90", CursorHash: witness.CursorHash([]byte("p1-2")),
 			PromotedWitness: "w-p1-1", Parked: parkReason, Lag: i64(60), Member: true},
-		{Partition: "p2", Generation: 2, Watermark: "120", Applied: i64(120), CursorHash: witness.CursorHash([]byte("p2-2")),
+		{Partition: "p2", Generation: 2, Watermark: "120", Applied: "120", CursorHash: witness.CursorHash([]byte("p2-2")),
 			PromotedWitness: "w-p2-1", PendingWitness: 1, Lag: i64(30), Member: true},
-		{Partition: "p9", Generation: 2, Watermark: "10", Applied: i64(10), CursorHash: witness.CursorHash([]byte("p9-2")),
+		{Partition: "p9", Generation: 2, Watermark: "10", Applied: "10", CursorHash: witness.CursorHash([]byte("p9-2")),
 			PromotedWitness: "w-p9-1", Lag: i64(140), Member: false},
 	}
 	assert.Equal(t, want, s.Partitions)
@@ -146,7 +146,7 @@ func TestStatusJSON(t *testing.T) {
 	require.Len(t, parts, 4)
 	p1 := parts[1].(map[string]any)
 	assert.Equal(t, map[string]any{
-		"partition": "p1", "generation": float64(2), "watermark": "90", "applied": float64(90),
+		"partition": "p1", "generation": float64(2), "watermark": "90", "applied": "90",
 		"cursor_hash": witness.CursorHash([]byte("p1-2")), "promoted_witness": "w-p1-1",
 		"pending_witnesses": float64(0), "parked": parkReason, "lag": float64(60), "member": true, "complete": false,
 	}, p1)
@@ -430,7 +430,7 @@ func TestStatusShowsDurableCompletion(t *testing.T) {
 	k := store.Key{Scope: "done-scope", Partition: "p0"}
 	cp, err := st.CreateCheckpoint(context.Background(), store.Checkpoint{Key: k, Cursor: []byte("c1"), Generation: 1, Epoch: 1})
 	require.NoError(t, err)
-	_, err = st.Promote(context.Background(), store.Promotion{Key: k, FromCursor: cp.Cursor, FromGeneration: 1, To: cp.Cursor, WitnessID: "w-last", Applied: 7, HasApplied: true, Complete: true, Epoch: 1})
+	_, err = st.Promote(context.Background(), store.Promotion{Key: k, FromCursor: cp.Cursor, FromGeneration: 1, To: cp.Cursor, WitnessID: "w-last", Applied: coord.IntPosition(7), HasApplied: true, Complete: true, Epoch: 1})
 	require.NoError(t, err)
 	s, err := ReadStatus(context.Background(), st, "done-scope")
 	require.NoError(t, err)

@@ -31,7 +31,7 @@ type PartitionStatus struct {
 	Partition       string `json:"partition"`
 	Generation      uint64 `json:"generation"`
 	Watermark       string `json:"watermark"`
-	Applied         *int64 `json:"applied,omitempty"`
+	Applied         string `json:"applied,omitempty"`
 	CursorHash      string `json:"cursor_hash"`
 	PromotedWitness string `json:"promoted_witness,omitempty"`
 	PendingWitness  int    `json:"pending_witnesses"`
@@ -119,10 +119,9 @@ func ReadStatus(ctx context.Context, st store.Store, scope string) (Status, erro
 			Member: slices.Contains(m.Partitions, cp.Partition),
 		}
 		if cp.HasApplied {
-			a := cp.Applied
-			ps.Applied = &a
+			ps.Applied = cp.Applied.String()
 		}
-		if !top.IsZero() && cp.Watermark.Kind == top.Kind {
+		if k := top.Kind; (k == coord.KindInteger || k == coord.KindTimestamp) && cp.Watermark.Kind == k {
 			lag := top.Int - cp.Watermark.Int
 			ps.Lag = &lag
 		}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/frontier"
 	"github.com/tidemark/tidemark/internal/store"
 )
@@ -66,7 +65,7 @@ func (c *coordinator) step(op Op) string {
 		case "replay":
 			a.Replayed = true
 		case "covered":
-			a.CoveredFrom = coord.Integer(p.created)
+			a.CoveredFrom = p.wm(p.created)
 		}
 		adds = append(adds, a)
 	case OpRemove:
@@ -78,7 +77,7 @@ func (c *coordinator) step(op Op) string {
 			// The operator offers a seal only when the provider sealed the
 			// partition and its durable watermark reached the seal.
 			cp, err := s.st.LoadCheckpoint(bg, store.Key{Scope: s.scope, Partition: p.name})
-			if err != nil || !p.sealed || cp.Watermark.Kind != coord.KindInteger || cp.Watermark.Int < p.final {
+			if n, ok := p.ord(cp.Watermark); err != nil || !p.sealed || !ok || n < p.final {
 				return "no proof of sealing yet"
 			}
 			r.Sealed, r.SealedThrough = true, cp.Watermark

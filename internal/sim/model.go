@@ -98,6 +98,46 @@ type profile struct {
 	// empty_page: end_of_data map it: their quiet pages are honest only
 	// because they say more follows.
 	hasMore bool
+	// kind is the position kind the provider states positions and
+	// watermarks in (integer when zero). The model numbers events with
+	// int64 ordinals; at and ord translate, preserving order and successor
+	// arithmetic (decimal), so the core sees Kinesis-like 56-digit sequence
+	// numbers or object keys while the oracle reasons in ordinals.
+	kind coord.Kind
+}
+
+// at is the position of ordinal n in p's kind.
+func (p *part) at(n int64) coord.Position {
+	switch p.prof.kind {
+	case coord.KindDecimal:
+		d, err := coord.DecimalPosition(fmt.Sprintf("49%054d", n))
+		if err != nil {
+			panic(err)
+		}
+		return d
+	case coord.KindString:
+		return coord.StringPosition(fmt.Sprintf("objects/%019d", n))
+	}
+	return coord.IntPosition(n)
+}
+
+// wm is the watermark of ordinal n in p's kind.
+func (p *part) wm(n int64) coord.Watermark { return p.at(n).AsWatermark() }
+
+// ord is the ordinal of a position or watermark of p's kind; ok is false
+// for another kind (nothing of p's compares with it).
+func (p *part) ord(w coord.Watermark) (n int64, ok bool) {
+	switch {
+	case w.IsZero() || w.Kind != p.at(0).Kind:
+		return 0, false
+	case w.Kind == coord.KindDecimal:
+		n, err := strconv.ParseInt(strings.TrimPrefix(w.Str, "49"), 10, 64)
+		return n, err == nil
+	case w.Kind == coord.KindString:
+		n, err := strconv.ParseInt(strings.TrimPrefix(w.Str, "objects/"), 10, 64)
+		return n, err == nil
+	}
+	return w.Int, true
 }
 
 var (
@@ -149,11 +189,27 @@ var (
 		ties:     .3, quiet: .05, transient: .04, garbage: .003, pageSize: 3}
 )
 
+// Profiles whose positions and watermarks are of other kinds: a shard of
+// a stream whose sequence numbers are 56-digit decimals, resuming strictly
+// after the applied one; and an object listing whose positions are keys
+// (byte-ordered strings, sparse).
+var (
+	denseDecimal = withKind(denseExclusive, "dense-decimal", coord.KindDecimal)
+	sparseKeys   = withKind(sparseCT, "sparse-keys", coord.KindString)
+)
+
+// withKind is p under another name with positions and watermarks of kind k.
+func withKind(p profile, name string, k coord.Kind) profile {
+	p.name, p.kind, p.contract.PositionKind = name, k, k
+	return p
+}
+
 // scalarProfiles carry complete-through watermarks, so a run made of them
-// can publish a scalar frontier; otherProfiles cannot.
+// can publish a scalar frontier; otherProfiles cannot (the kinded ones can
+// only among themselves: a scope mixing kinds publishes the vector).
 var (
 	scalarProfiles = []profile{denseCT, denseCTRotate, sparseCT, sparseMarker, denseExclusive}
-	otherProfiles  = []profile{denseOmit, densePark, sparseMarkerRotate, sparseEOD, sparseRotate, densePoll, finiteList, unorderedTies}
+	otherProfiles  = []profile{denseOmit, densePark, sparseMarkerRotate, sparseEOD, sparseRotate, densePoll, finiteList, unorderedTies, denseDecimal, sparseKeys}
 )
 
 // cursor is the model's token: the next position to read, the session it
@@ -298,7 +354,11 @@ func (p *part) index(pos int64) int {
 // find returns the index of the event at e's position with e's identity
 // (several events may share a position), or -1.
 func (p *part) find(e witness.EventWitness) int {
-	for k := p.index(e.Position); k < len(p.events) && p.events[k].pos == e.Position; k++ {
+	n, ok := p.ord(e.Position.AsWatermark())
+	if !ok {
+		return -1
+	}
+	for k := p.index(n); k < len(p.events) && p.events[k].pos == n; k++ {
 		if p.events[k].idHash == e.IDHash {
 			return k
 		}
@@ -422,7 +482,7 @@ func (p *part) answer(cur []byte) (witness.Response, fetchNote, error) {
 		r.Successor = cursor{next: next, session: session, nonce: rotated()}.bytes()
 		r.Sealed = p.sealed
 		if p.prof.ct {
-			r.CompleteThrough = coord.Integer(p.final)
+			r.CompleteThrough = p.wm(p.final)
 		}
 		return r, "empty", nil
 	}
@@ -444,7 +504,7 @@ func (p *part) answer(cur []byte) (witness.Response, fetchNote, error) {
 		if k == drop {
 			continue
 		}
-		r.Events = append(r.Events, witness.Event{ID: e.id, Position: e.pos, Payload: e.payload})
+		r.Events = append(r.Events, witness.Event{ID: e.id, Position: p.at(e.pos), Payload: e.payload})
 	}
 	if overlap && note == "" {
 		note = "overlap"
@@ -482,11 +542,11 @@ func (p *part) answer(cur []byte) (witness.Response, fetchNote, error) {
 	if p.prof.ct {
 		switch {
 		case lagging:
-			r.CompleteThrough = coord.Integer(min(c.next-1, p.final))
+			r.CompleteThrough = p.wm(min(c.next-1, p.final))
 		case exhausted:
-			r.CompleteThrough = coord.Integer(p.final)
+			r.CompleteThrough = p.wm(p.final)
 		default:
-			r.CompleteThrough = coord.Integer(last)
+			r.CompleteThrough = p.wm(last)
 		}
 	}
 	return r, note, nil
@@ -496,8 +556,8 @@ func (p *part) answer(cur []byte) (witness.Response, fetchNote, error) {
 // durable complete-through watermark, or the partition's start.
 func (p *part) restartCursor(durable coord.Watermark) []byte {
 	next := int64(1)
-	if durable.Kind == coord.KindInteger {
-		next = durable.Int + 1
+	if n, ok := p.ord(durable); ok {
+		next = n + 1
 	}
 	return cursor{next: next, session: p.session}.bytes()
 }

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/witness"
 )
@@ -110,11 +109,11 @@ func (o *oracle) truth(c Check, what string, part string, events []witness.Event
 	for i, e := range events {
 		k := p.find(e)
 		if k < 0 || p.events[k].digest != e.Digest {
-			o.violate(CheckModel, "%s: partition %s position %d is not an event the provider issued", what, part, e.Position)
+			o.violate(CheckModel, "%s: partition %s position %s is not an event the provider issued", what, part, e.Position)
 			return
 		}
 		if i < n && !p.events[k].acked {
-			o.violate(c, "%s: partition %s event %s (position %d) has no terminal outcome at the sink", what, part, p.events[k].id, e.Position)
+			o.violate(c, "%s: partition %s event %s (position %s) has no terminal outcome at the sink", what, part, p.events[k].id, e.Position)
 			return
 		}
 	}
@@ -215,10 +214,14 @@ func (o *oracle) checkpoint(p *part, cp store.Checkpoint) {
 	}
 	o.below(p, c.next, "the durable cursor %s (g%d) resumes at position %d", curString(cp.Cursor), cp.Generation, c.next)
 	if cp.HasApplied {
-		o.below(p, cp.Applied+1, "the durable applied boundary is %d (g%d)", cp.Applied, cp.Generation)
+		if n, ok := p.ord(cp.Applied.AsWatermark()); ok {
+			o.below(p, n+1, "the durable applied boundary is %s (g%d)", cp.Applied, cp.Generation)
+		} else {
+			o.violate(CheckModel, "partition %s: the durable applied boundary %s is not a position the provider issued", p.name, cp.Applied)
+		}
 	}
-	if cp.Watermark.Kind == coord.KindInteger {
-		o.below(p, cp.Watermark.Int+1, "the durable watermark is %s (g%d)", cp.Watermark, cp.Generation)
+	if n, ok := p.ord(cp.Watermark); ok {
+		o.below(p, n+1, "the durable watermark is %s (g%d)", cp.Watermark, cp.Generation)
 	}
 	if cp.Complete {
 		// Complete means nothing follows: only a sealed partition may be,
@@ -242,8 +245,8 @@ func (o *oracle) checkpoint(p *part, cp store.Checkpoint) {
 			o.violate(CheckMonotone, "partition %s: durable watermark went from %s to %s (g%d -> g%d)", p.name, last.Watermark, cp.Watermark, last.Generation, cp.Generation)
 		}
 	}
-	if last.HasApplied && (!cp.HasApplied || cp.Applied < last.Applied) {
-		o.violate(CheckMonotone, "partition %s: applied boundary went from %d to %d (g%d -> g%d)", p.name, last.Applied, cp.Applied, last.Generation, cp.Generation)
+	if last.HasApplied && (!cp.HasApplied || cp.Applied.Less(last.Applied)) {
+		o.violate(CheckMonotone, "partition %s: applied boundary went from %s to %s (g%d -> g%d)", p.name, last.Applied, cp.Applied, last.Generation, cp.Generation)
 	}
 	// (b) Binding.
 	switch {
@@ -370,10 +373,6 @@ func (o *oracle) frontier() {
 	if !m.Proven {
 		o.violate(CheckMembership, "scalar %s published in epoch %d, whose membership change is unproven (%s)", f.Scalar, f.Epoch, m.Reason)
 	}
-	if f.Scalar.Kind != coord.KindInteger {
-		o.violate(CheckModel, "scalar %s of kind %s", f.Scalar, f.Scalar.Kind)
-		return
-	}
 	for _, name := range m.Partitions {
 		cp, err := s.mem.LoadCheckpoint(bg, store.Key{Scope: s.scope, Partition: name})
 		if err != nil {
@@ -383,11 +382,17 @@ func (o *oracle) frontier() {
 		if cp.Watermark.IsZero() || cp.Watermark.Less(f.Scalar) {
 			o.violate(CheckMonotone, "scalar %s published in epoch %d exceeds member %s's durable watermark %s", f.Scalar, f.Epoch, name, cp.Watermark)
 		}
-		o.below(s.part(name), f.Scalar.Int+1, "the published scalar of epoch %d is %s", f.Epoch, f.Scalar)
+		if p := s.part(name); p != nil {
+			if n, ok := p.ord(f.Scalar); ok {
+				o.below(p, n+1, "the published scalar of epoch %d is %s", f.Epoch, f.Scalar)
+			} else {
+				o.violate(CheckModel, "scalar %s published in epoch %d is not in member %s's coordinate", f.Scalar, f.Epoch, name)
+			}
+		}
 	}
 	for _, p := range s.parts {
-		if o.removedProven[p.name] {
-			o.below(p, f.Scalar.Int+1, "it left the membership with proof, and the published scalar of epoch %d is %s", f.Epoch, f.Scalar)
+		if n, ok := p.ord(f.Scalar); ok && o.removedProven[p.name] {
+			o.below(p, n+1, "it left the membership with proof, and the published scalar of epoch %d is %s", f.Epoch, f.Scalar)
 		}
 	}
 }

@@ -128,7 +128,11 @@ func TestSim(t *testing.T) {
 		c.Seed = failures[0].Seed
 		t.Fatalf("%d of %d schedules failed (first seeds %v); the first:\n%s%s", len(failures), n, seeds, failures[0].Error(), shrunk(t, c, failures[0]))
 	}
-	if v == Faithful && n >= 100 {
+	// Coverage is a property of a large sample: the rarest paths (a paused
+	// zombie's fenced promotion) need about a thousand schedules. The
+	// 2,000-schedule run of `make sim` checks it; the shorter -short and
+	// -race runs check only the invariants.
+	if v == Faithful && n >= 1000 {
 		assertCoverage(t, total)
 	}
 }

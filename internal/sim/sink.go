@@ -30,7 +30,7 @@ func (d *delivery) String() string {
 		if i > 0 {
 			b.WriteString(" ")
 		}
-		fmt.Fprintf(&b, "%d", e.Position)
+		b.WriteString(e.Position.String())
 	}
 	b.WriteString("]")
 	return b.String()

@@ -141,7 +141,7 @@ func NormalizeWatermark(w coord.Watermark) coord.Watermark {
 	switch w.Kind {
 	case coord.KindNone:
 		return coord.Watermark{}
-	case coord.KindString:
+	case coord.KindString, coord.KindDecimal:
 		return coord.Watermark{Kind: w.Kind, Str: w.Str}
 	case coord.KindInteger, coord.KindTimestamp:
 		return coord.Watermark{Kind: w.Kind, Int: w.Int}

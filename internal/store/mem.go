@@ -394,7 +394,7 @@ func cloneCheckpoint(c Checkpoint) Checkpoint {
 	c.Cursor = cloneBytes(c.Cursor)
 	c.Watermark = NormalizeWatermark(c.Watermark)
 	if !c.HasApplied {
-		c.Applied = 0
+		c.Applied = coord.Position{}
 	}
 	c.Parked = CleanReason(c.Parked)
 	return c

@@ -78,7 +78,7 @@ type Checkpoint struct {
 	// Applied is the source position of the last event with a durable
 	// terminal outcome at or before Cursor: the durable applied boundary.
 	// HasApplied is false until some event was applied.
-	Applied    int64
+	Applied    coord.Position
 	HasApplied bool
 	// Epoch is the membership epoch the checkpoint was last written under.
 	Epoch uint64
@@ -114,7 +114,7 @@ type Promotion struct {
 	// keeps the stored one when Watermark is zero.
 	Watermark coord.Watermark
 	// Applied, when HasApplied, is the new durable applied boundary.
-	Applied    int64
+	Applied    coord.Position
 	HasApplied bool
 	// Epoch is written to the checkpoint.
 	Epoch uint64

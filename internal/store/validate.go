@@ -75,6 +75,14 @@ func checkWatermark(field string, w coord.Watermark) error {
 			return fmt.Errorf("%w: %s is %d bytes, over the %d-byte limit", ErrInvalid, field, len(w.Str), MaxCursorBytes)
 		}
 		return nil
+	case coord.KindDecimal:
+		if len(w.Str) > MaxCursorBytes {
+			return fmt.Errorf("%w: %s is %d digits, over the %d-byte limit", ErrInvalid, field, len(w.Str), MaxCursorBytes)
+		}
+		if d, err := coord.Decimal(w.Str); err != nil || d.Str != w.Str {
+			return fmt.Errorf("%w: %s %q is not a canonical decimal", ErrInvalid, field, w.Str)
+		}
+		return nil
 	}
 	return fmt.Errorf("%w: %s has unknown coordinate kind %d", ErrInvalid, field, uint8(w.Kind))
 }
@@ -103,7 +111,22 @@ func (c Checkpoint) Validate() error {
 	if err := checkLease(c.Lease); err != nil {
 		return err
 	}
+	if err := checkApplied(c.Applied, c.HasApplied); err != nil {
+		return err
+	}
 	return checkWatermark("watermark", c.Watermark)
+}
+
+// checkApplied checks an applied position as a watermark of its kind: a
+// known kind, strings within MaxCursorBytes, decimals canonical.
+func checkApplied(p coord.Position, has bool) error {
+	if !has {
+		return nil
+	}
+	if p.IsZero() {
+		return fmt.Errorf("%w: an applied position without a kind", ErrInvalid)
+	}
+	return checkWatermark("applied position", p.AsWatermark())
 }
 
 // Validate reports whether p can be attempted: a valid key, both cursors
@@ -128,6 +151,9 @@ func (p Promotion) Validate() error {
 		}
 	}
 	if err := checkLease(p.Lease); err != nil {
+		return err
+	}
+	if err := checkApplied(p.Applied, p.HasApplied); err != nil {
 		return err
 	}
 	return checkWatermark("watermark", p.Watermark)

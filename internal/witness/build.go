@@ -62,6 +62,28 @@ func (c Contract) Validate() error {
 
 func (c Contract) ordered() bool { return c.OrderedPositions || c.DensePositions }
 
+// positionKind is the declared kind of positions (integer when unset).
+func (c Contract) positionKind() coord.Kind {
+	if c.PositionKind == coord.KindNone {
+		return coord.KindInteger
+	}
+	return c.PositionKind
+}
+
+// ValidPositionKind reports why c's position kind cannot be used, or nil.
+func (c Contract) ValidPositionKind() error {
+	k := c.positionKind()
+	switch k {
+	case coord.KindInteger, coord.KindDecimal, coord.KindTimestamp, coord.KindString:
+	default:
+		return fmt.Errorf("witness: unknown position kind %s", k)
+	}
+	if c.DensePositions && !coord.HasSuccessorArithmetic(k) {
+		return fmt.Errorf("witness: dense positions need integer or decimal positions, not %s", k)
+	}
+	return nil
+}
+
 func (c Contract) recovery() Recovery {
 	if c.Recovery == 0 {
 		return RecoveryPark
@@ -102,7 +124,7 @@ func Build(in BuildInput) (Witness, error) {
 	}
 	r := in.Response
 	events := make([]EventWitness, 0, len(r.Events))
-	seen := make(map[string]int64, len(r.Events))
+	seen := make(map[string]coord.Position, len(r.Events))
 	for i, e := range r.Events {
 		switch {
 		case e.ID == "":
@@ -111,10 +133,13 @@ func Build(in BuildInput) (Witness, error) {
 			return Witness{}, &MissingError{Partition: in.Partition, Index: i, Field: "position", ID: e.ID}
 		}
 		if p, dup := seen[e.ID]; dup {
-			return Witness{}, &DuplicateIDError{Partition: in.Partition, ID: e.ID, IDHash: HashID(e.ID), Positions: [2]int64{p, e.Position}}
+			return Witness{}, &DuplicateIDError{Partition: in.Partition, ID: e.ID, IDHash: HashID(e.ID), Positions: [2]coord.Position{p, e.Position}}
 		}
 		seen[e.ID] = e.Position
-		if in.Contract.ordered() && i > 0 && e.Position <= r.Events[i-1].Position {
+		if e.Position.Kind != in.Contract.positionKind() {
+			return Witness{}, &KindError{Partition: in.Partition, Index: i, Position: e.Position, Want: in.Contract.positionKind()}
+		}
+		if in.Contract.ordered() && i > 0 && e.Position.Compare(r.Events[i-1].Position) <= 0 {
 			return Witness{}, &OrderError{Partition: in.Partition, Index: i, Previous: r.Events[i-1].Position, Position: e.Position}
 		}
 		events = append(events, EventOf(e))
@@ -142,13 +167,13 @@ func Build(in BuildInput) (Witness, error) {
 // stored witness, or one not made by Build): no id hash twice, and strictly
 // increasing positions when the contract declares them ordered.
 func checkEvents(c Contract, w Witness) error {
-	seen := make(map[uint64]int64, len(w.Events))
+	seen := make(map[uint64]coord.Position, len(w.Events))
 	for i, e := range w.Events {
 		if p, dup := seen[e.IDHash]; dup {
-			return &DuplicateIDError{Partition: w.Partition, IDHash: e.IDHash, Positions: [2]int64{p, e.Position}}
+			return &DuplicateIDError{Partition: w.Partition, IDHash: e.IDHash, Positions: [2]coord.Position{p, e.Position}}
 		}
 		seen[e.IDHash] = e.Position
-		if c.ordered() && i > 0 && e.Position <= w.Events[i-1].Position {
+		if c.ordered() && i > 0 && e.Position.Compare(w.Events[i-1].Position) <= 0 {
 			return &OrderError{Partition: w.Partition, Index: i, Previous: w.Events[i-1].Position, Position: e.Position}
 		}
 	}
@@ -174,21 +199,25 @@ func emptyEvidence(c Contract, w Witness) string {
 // it proves any: only a complete-through watermark in the positions'
 // coordinate (Contract.WatermarkCoversPositions) does. A watermark is never
 // evidence for a position above its value.
-func coveredThrough(c Contract, w Witness) (int64, bool) {
-	if !c.WatermarkCoversPositions {
-		return 0, false
+func coveredThrough(c Contract, w Witness) (coord.Position, bool) {
+	if !c.WatermarkCoversPositions || w.CompleteThrough.IsZero() {
+		return coord.Position{}, false
 	}
-	switch w.CompleteThrough.Kind {
-	case coord.KindInteger, coord.KindTimestamp:
-		return w.CompleteThrough.Int, true
-	}
-	return 0, false
+	return coord.Position(w.CompleteThrough), true
 }
 
-// covers reports whether w's own evidence proves position pos covered.
-func covers(c Contract, w Witness, pos int64) bool {
+// covers reports whether w's own evidence proves position pos covered: its
+// watermark is of pos's kind and at or above it.
+func covers(c Contract, w Witness, pos coord.Position) bool {
 	ct, ok := coveredThrough(c, w)
-	return ok && pos <= ct
+	return ok && ct.Kind == pos.Kind && pos.Compare(ct) <= 0
+}
+
+// coversBefore reports whether w's own evidence proves every position
+// before pos covered (pos-1 covered, under successor arithmetic).
+func coversBefore(c Contract, w Witness, pos coord.Position) bool {
+	p, ok := pos.Prev()
+	return ok && covers(c, w, p)
 }
 
 func clone(b []byte) []byte {
@@ -218,7 +247,7 @@ func (w Witness) String() string {
 	case 0:
 		b.WriteString("no events")
 	default:
-		fmt.Fprintf(&b, "%d events %d..%d", n, w.Events[0].Position, w.Events[n-1].Position)
+		fmt.Fprintf(&b, "%d events %s..%s", n, w.Events[0].Position, w.Events[n-1].Position)
 	}
 	fmt.Fprintf(&b, ", successor %s, %s, acked %d", CursorHash(w.Successor), w.Disposition, w.AckedThrough)
 	if len(w.Marker) > 0 {

@@ -17,7 +17,7 @@ func TestBuild_RecordsTheResponse(t *testing.T) {
 		Response: Response{
 			Events: []Event{
 				ev("e501", 501),
-				{ID: "e502", Position: 502, Payload: []byte(`{"v":1,"read_at":1}`), Semantic: []byte(`{"v":1}`)},
+				{ID: "e502", Position: coord.IntPosition(502), Payload: []byte(`{"v":1,"read_at":1}`), Semantic: []byte(`{"v":1}`)},
 			},
 			Successor: successor, Marker: marker, CompleteThrough: coord.Integer(502), Sealed: true,
 		},
@@ -27,8 +27,8 @@ func TestBuild_RecordsTheResponse(t *testing.T) {
 	assert.Equal(t, Witness{
 		Scope: scope, Partition: part, Generation: 9, InputCursor: []byte("C41"), AttemptID: "a1",
 		Events: []EventWitness{
-			{IDHash: HashID("e501"), Position: 501, Digest: HashPayload([]byte("payload of e501"))},
-			{IDHash: HashID("e502"), Position: 502, Digest: HashPayload([]byte(`{"v":1}`))},
+			{IDHash: HashID("e501"), Position: coord.IntPosition(501), Digest: HashPayload([]byte("payload of e501"))},
+			{IDHash: HashID("e502"), Position: coord.IntPosition(502), Digest: HashPayload([]byte(`{"v":1}`))},
 		},
 		Successor: []byte("N7"), Marker: []byte("rv-9"), CompleteThrough: coord.Integer(502), Sealed: true,
 		Disposition: Pending,
@@ -42,12 +42,12 @@ func TestBuild_RecordsTheResponse(t *testing.T) {
 }
 
 func TestEventOf_DigestsTheSemanticProjection(t *testing.T) {
-	a := Event{ID: "e1", Position: 1, Payload: []byte(`{"v":1,"read_at":1}`), Semantic: []byte(`{"v":1}`)}
-	b := Event{ID: "e1", Position: 1, Payload: []byte(`{"v":1,"read_at":2}`), Semantic: []byte(`{"v":1}`)}
+	a := Event{ID: "e1", Position: coord.IntPosition(1), Payload: []byte(`{"v":1,"read_at":1}`), Semantic: []byte(`{"v":1}`)}
+	b := Event{ID: "e1", Position: coord.IntPosition(1), Payload: []byte(`{"v":1,"read_at":2}`), Semantic: []byte(`{"v":1}`)}
 	assert.Equal(t, EventOf(a), EventOf(b), "fields outside the projection do not change the digest")
 	b.Semantic = []byte(`{"v":2}`)
 	assert.NotEqual(t, EventOf(a).Digest, EventOf(b).Digest)
-	empty := Event{ID: "e1", Position: 1, Payload: []byte("x"), Semantic: []byte{}}
+	empty := Event{ID: "e1", Position: coord.IntPosition(1), Payload: []byte("x"), Semantic: []byte{}}
 	assert.Equal(t, HashPayload(nil), EventOf(empty).Digest, "a non-nil empty projection is digested, not the payload")
 	assert.NotEqual(t, HashID("e1"), HashID("e2"))
 	assert.Equal(t, uint64(0xe3b0c44298fc1c14), HashPayload(nil), "first 8 bytes of SHA-256, big-endian")
@@ -107,13 +107,13 @@ func TestBuild_ErrorTypes(t *testing.T) {
 	}
 	var missing *MissingError
 	require.ErrorAs(t, b(dense, resp("N", ev("", 3))), &missing)
-	assert.Equal(t, MissingError{Partition: part, Index: 0, Field: "id", Position: 3}, *missing)
+	assert.Equal(t, MissingError{Partition: part, Index: 0, Field: "id", Position: coord.IntPosition(3)}, *missing)
 	var dup *DuplicateIDError
 	require.ErrorAs(t, b(dense, resp("N", ev("x", 3), ev("x", 4))), &dup)
-	assert.Equal(t, [2]int64{3, 4}, dup.Positions)
+	assert.Equal(t, [2]coord.Position{coord.IntPosition(3), coord.IntPosition(4)}, dup.Positions)
 	var order *OrderError
 	require.ErrorAs(t, b(dense, resp("N", ev("x", 4), ev("y", 3))), &order)
-	assert.Equal(t, OrderError{Partition: part, Index: 1, Previous: 4, Position: 3}, *order)
+	assert.Equal(t, OrderError{Partition: part, Index: 1, Previous: coord.IntPosition(4), Position: coord.IntPosition(3)}, *order)
 	var loop *LoopError
 	require.ErrorAs(t, b(dense, resp("C")), &loop)
 	assert.Equal(t, part, loop.Partition)
@@ -152,8 +152,8 @@ func TestWitness_CloneAndString(t *testing.T) {
 	})
 	c := w.Clone()
 	assert.Equal(t, w, c)
-	c.Events[0].Position, c.Successor[0], c.Marker[0], c.InputCursor[0] = 1, 'X', 'X', 'X'
-	assert.Equal(t, int64(501), w.Events[0].Position)
+	c.Events[0].Position, c.Successor[0], c.Marker[0], c.InputCursor[0] = coord.IntPosition(1), 'X', 'X', 'X'
+	assert.Equal(t, coord.IntPosition(501), w.Events[0].Position)
 	assert.Equal(t, []byte("N7"), w.Successor)
 
 	s := acked(w, 1).String()

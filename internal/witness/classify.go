@@ -3,8 +3,9 @@ package witness
 import (
 	"bytes"
 	"fmt"
-	"math"
 	"slices"
+
+	"github.com/tidemark/tidemark/internal/coord"
 )
 
 // RetryClass is how a response for (cursor C, generation G) relates to the
@@ -47,7 +48,7 @@ type ClassifyInput struct {
 	// Applied and HasApplied are the checkpoint's durable applied boundary:
 	// the position of the last event with a durable terminal outcome at or
 	// before C. HasApplied false: nothing applied yet.
-	Applied    int64
+	Applied    coord.Position
 	HasApplied bool
 	// Prior is every earlier witness recorded for (C, G), oldest first. The
 	// first AckedThrough events of each are durable receipts.
@@ -227,7 +228,7 @@ func diverge(c Contract, v Verdict, why string) Verdict {
 func coverage(c Contract, b boundary, w Witness) string {
 	if c.DensePositions {
 		if b.has {
-			return fmt.Sprintf("its dense positions continue at the next required position %d (gaps only at or below its complete-through watermark)", b.applied+1)
+			return fmt.Sprintf("its dense positions continue at the next required position %s (gaps only at or below its complete-through watermark)", b.next())
 		}
 		return "its dense positions omit nothing an earlier fetch showed (gaps only at or below its complete-through watermark)"
 	}
@@ -255,8 +256,8 @@ func unsafe(c Contract, b boundary, h history, prior []Witness, w Witness, shift
 	// receipt by identity (a conflicting receipt was already an error).
 	if b.has && c.ExclusiveBoundary {
 		for _, e := range w.Events {
-			if e.Position <= b.applied && !h.matches(e) && h.soon[e.IDHash].ev != e {
-				return fmt.Sprintf("coverage rule (a): partition %s: position %d (%s) is at or below the durable applied boundary %d, which the contract declares exclusive, and no durable receipt matches it",
+			if e.Position.Compare(b.applied) <= 0 && !h.matches(e) && h.soon[e.IDHash].ev != e {
+				return fmt.Sprintf("coverage rule (a): partition %s: position %s (%s) is at or below the durable applied boundary %s, which the contract declares exclusive, and no durable receipt matches it",
 					w.Partition, e.Position, idLabel("", e.IDHash), b.applied)
 			}
 		}
@@ -286,7 +287,7 @@ func unsafe(c Contract, b boundary, h history, prior []Witness, w Witness, shift
 		default:
 			why = fmt.Sprintf("its complete-through watermark %s is below that position", w.CompleteThrough)
 		}
-		return fmt.Sprintf("partition %s: attempt %s showed position %d (%s) inside this response's range %s, and this response omits it; %s, so nothing proves it is no longer required",
+		return fmt.Sprintf("partition %s: attempt %s showed position %s (%s) inside this response's range %s, and this response omits it; %s, so nothing proves it is no longer required",
 			w.Partition, o.attempt, o.ev.Position, idLabel("", o.ev.IDHash), b.rangeOf(w), why)
 	}
 	// (b) The unseen suffix begins at the next required position: under
@@ -295,56 +296,81 @@ func unsafe(c Contract, b boundary, h history, prior []Witness, w Witness, shift
 	if c.DensePositions {
 		prev, started := b.applied, b.has
 		for _, e := range w.Events {
-			if b.has && e.Position <= b.applied {
+			if b.has && e.Position.Compare(b.applied) <= 0 {
 				continue
 			}
-			if started && e.Position != prev+1 && !covers(c, w, e.Position-1) {
+			if started && !follows(prev, e.Position) && !coversBefore(c, w, e.Position) {
 				if b.has && prev == b.applied {
-					return fmt.Sprintf("coverage rule (b): partition %s: the first event above the durable applied boundary %d is at position %d, not at the next required position %d, and no complete-through watermark covers the gap",
-						w.Partition, b.applied, e.Position, b.applied+1)
+					return fmt.Sprintf("coverage rule (b): partition %s: the first event above the durable applied boundary %s is at position %s, not at the next required position %s, and no complete-through watermark covers the gap",
+						w.Partition, b.applied, e.Position, b.next())
 				}
-				return fmt.Sprintf("coverage rule (b): partition %s: positions are dense but %d follows %d: position %d is missing and no complete-through watermark covers it",
-					w.Partition, e.Position, prev, prev+1)
+				return fmt.Sprintf("coverage rule (b): partition %s: positions are dense but %s follows %s: position %s is missing and no complete-through watermark covers it",
+					w.Partition, e.Position, prev, nextOf(prev))
 			}
 			prev, started = e.Position, true
 		}
 		return ""
 	}
-	if shifted && !covers(c, w, top(w)) {
-		return fmt.Sprintf("coverage rule (b): partition %s: the page shifted and positions may be sparse; only a complete-through watermark in the positions' coordinate at or above %d could prove that no intermediate event of its range %s was skipped",
-			w.Partition, top(w), b.rangeOf(w))
+	if hi, bounded := top(w); shifted && (!bounded || !covers(c, w, hi)) {
+		return fmt.Sprintf("coverage rule (b): partition %s: the page shifted and positions may be sparse; only a complete-through watermark in the positions' coordinate at or above %s could prove that no intermediate event of its range %s was skipped",
+			w.Partition, hi, b.rangeOf(w))
 	}
 	return ""
 }
 
 // boundary is the durable applied boundary.
 type boundary struct {
-	applied int64
+	applied coord.Position
 	has     bool
 }
 
-// top is the top of w's range: its greatest position, or every position for
+// next renders the next required position after the boundary.
+func (b boundary) next() string { return nextOf(b.applied) }
+
+// nextOf renders the position right after p ("after p" when its kind has no
+// successor arithmetic).
+func nextOf(p coord.Position) string {
+	if n, ok := p.Next(); ok {
+		return n.String()
+	}
+	return "after " + p.String()
+}
+
+// follows reports whether q is the position right after p.
+func follows(p, q coord.Position) bool {
+	n, ok := p.Next()
+	return ok && n == q
+}
+
+// top is the top of w's range: its greatest position; bounded is false for
 // an empty response (which claims to cover everything up to its successor).
-func top(w Witness) int64 {
+func top(w Witness) (hi coord.Position, bounded bool) {
 	if len(w.Events) == 0 {
-		return math.MaxInt64
+		return coord.Position{}, false
 	}
 	m := w.Events[0].Position
 	for _, e := range w.Events[1:] {
-		m = max(m, e.Position)
+		m = coord.MaxPosition(m, e.Position)
 	}
-	return m
+	return m, true
+}
+
+// within reports whether p is at or below the top of w's range.
+func within(w Witness, p coord.Position) bool {
+	hi, bounded := top(w)
+	return !bounded || p.Compare(hi) <= 0
 }
 
 func (b boundary) rangeOf(w Witness) string {
 	lo := "(start"
 	if b.has {
-		lo = fmt.Sprintf("(%d", b.applied)
+		lo = fmt.Sprintf("(%s", b.applied)
 	}
-	if len(w.Events) == 0 {
+	hi, bounded := top(w)
+	if !bounded {
 		return lo + ", successor]"
 	}
-	return fmt.Sprintf("%s, %d]", lo, top(w))
+	return fmt.Sprintf("%s, %s]", lo, hi)
 }
 
 type omission struct {
@@ -360,11 +386,10 @@ func omissions(b boundary, w Witness, others []Witness) []omission {
 	for _, e := range w.Events {
 		ids[e.IDHash] = struct{}{}
 	}
-	hi := top(w)
 	var out []omission
 	for _, o := range others {
 		for _, e := range o.Events {
-			if _, ok := ids[e.IDHash]; !ok && (!b.has || e.Position > b.applied) && e.Position <= hi {
+			if _, ok := ids[e.IDHash]; !ok && (!b.has || e.Position.Compare(b.applied) > 0) && within(w, e.Position) {
 				out = append(out, omission{o.AttemptID, e})
 			}
 		}
@@ -392,16 +417,16 @@ type receipt struct {
 // contract does not order positions (two keys written in one transaction).
 type history struct {
 	byID  map[uint64]receipt
-	byPos map[int64]receipt
+	byPos map[coord.Position]receipt
 	seen  map[uint64]receipt
 	// soon and soonPos hold the pending receipts by identity and by
 	// position: checked like receipts, satisfying nothing.
 	soon    map[uint64]receipt
-	soonPos map[int64]receipt
+	soonPos map[coord.Position]receipt
 }
 
 func newHistory(prior []Witness, extra, pending []EventWitness) history {
-	h := history{byID: map[uint64]receipt{}, byPos: map[int64]receipt{}, seen: map[uint64]receipt{}, soon: map[uint64]receipt{}, soonPos: map[int64]receipt{}}
+	h := history{byID: map[uint64]receipt{}, byPos: map[coord.Position]receipt{}, seen: map[uint64]receipt{}, soon: map[uint64]receipt{}, soonPos: map[coord.Position]receipt{}}
 	for _, e := range pending {
 		if _, ok := h.soon[e.IDHash]; !ok {
 			h.soon[e.IDHash] = receipt{e, "pending"}

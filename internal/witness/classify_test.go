@@ -98,7 +98,7 @@ func TestClassify_Classes(t *testing.T) {
 				prior = append(prior, w)
 			}
 			w := build(t, tc.contract, "C41", 9, "b1", tc.retry)
-			v, err := Classify(ClassifyInput{Contract: tc.contract, Applied: tc.applied, HasApplied: tc.applied >= 0, Prior: prior, Receipts: tc.receipts, Witness: w})
+			v, err := Classify(ClassifyInput{Contract: tc.contract, Applied: coord.IntPosition(tc.applied), HasApplied: tc.applied >= 0, Prior: prior, Receipts: tc.receipts, Witness: w})
 			require.NoError(t, err)
 			assert.Equal(t, tc.class, v.Class, v.Reason)
 			assert.Contains(t, v.Reason, tc.reason)
@@ -131,9 +131,9 @@ func TestClassify_ResumeIsACopy(t *testing.T) {
 	first := build(t, dense, "C41", 9, "a1", resp("N7", ev("e501", 501)))
 	v := classify(t, dense, cp, build(t, dense, "C41", 9, "a2", resp("N7", ev("e501", 501))), first)
 	require.Equal(t, ExactReplay, v.Class)
-	v.Resume.Successor[0], v.Resume.Events[0].Position = 'X', 9
+	v.Resume.Successor[0], v.Resume.Events[0].Position = 'X', coord.IntPosition(9)
 	assert.Equal(t, []byte("N7"), first.Successor)
-	assert.Equal(t, int64(501), first.Events[0].Position)
+	assert.Equal(t, coord.IntPosition(501), first.Events[0].Position)
 	assert.Contains(t, v.String(), "exact_replay (attempt a1): exact replay of attempt a1")
 }
 
@@ -174,15 +174,15 @@ func TestClassify_Errors(t *testing.T) {
 		{"receipt conflict with a given receipt", dense, nil, []EventWitness{EventOf(ev("e500", 500))}, mk("b1", resp("N8", evp("e500", 500, "changed"), ev("e501", 501)), 0), ErrReceiptConflict, []string{"position 500", "attempt receipt"}},
 		{"same id at two positions", dense, []Witness{mk("a1", n7, 0)}, nil, mk("b1", resp("N8", ev("e501", 501), ev("e503", 502), ev("e502", 503)), 0), ErrMoved, []string{"partition p1", "at position 503", "attempt a1 had it at position 502"}},
 		{"same id at two positions, against a receipt", dense, nil, []EventWitness{EventOf(ev("e500", 500))}, mk("b1", resp("N8", ev("e500", 501)), 0), ErrMoved, []string{"attempt receipt had it at position 500"}},
-		{"duplicate id hash in a stored witness", dense, nil, nil, raw(EventWitness{IDHash: 7, Position: 501}, EventWitness{IDHash: 7, Position: 502}), ErrDuplicateID, []string{"partition p1", "id#0000000000000007", "positions 501 and 502"}},
-		{"positions out of order in a stored witness", dense, nil, nil, raw(EventWitness{IDHash: 1, Position: 502}, EventWitness{IDHash: 2, Position: 501}), ErrOutOfOrder, []string{"position 501", "follow position 502"}},
+		{"duplicate id hash in a stored witness", dense, nil, nil, raw(EventWitness{IDHash: 7, Position: coord.IntPosition(501)}, EventWitness{IDHash: 7, Position: coord.IntPosition(502)}), ErrDuplicateID, []string{"partition p1", "id#0000000000000007", "positions 501 and 502"}},
+		{"positions out of order in a stored witness", dense, nil, nil, raw(EventWitness{IDHash: 1, Position: coord.IntPosition(502)}, EventWitness{IDHash: 2, Position: coord.IntPosition(501)}), ErrOutOfOrder, []string{"position 501", "follow position 502"}},
 		{"prior of another generation", dense, []Witness{otherGen}, nil, mk("b1", n7, 0), ErrInvalid, []string{"prior attempt a1"}},
 		{"prior with the same attempt id", dense, []Witness{mk("b1", n7, 0)}, nil, mk("b1", n7, 0), ErrInvalid, nil},
 		{"witness without attempt id", dense, nil, nil, Witness{Partition: part}, ErrInvalid, nil},
 		{"invalid contract", Contract{}, nil, nil, mk("b1", n7, 0), ErrInvalid, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v, err := Classify(ClassifyInput{Contract: tc.contract, Applied: 499, HasApplied: true, Prior: tc.prior, Receipts: tc.receipts, Witness: tc.w})
+			v, err := Classify(ClassifyInput{Contract: tc.contract, Applied: coord.IntPosition(499), HasApplied: true, Prior: tc.prior, Receipts: tc.receipts, Witness: tc.w})
 			require.Error(t, err)
 			assert.Zero(t, v)
 			assert.ErrorIs(t, err, tc.is)
@@ -199,12 +199,12 @@ func TestClassify_ErrorTypes(t *testing.T) {
 	_, err := Classify(ClassifyInput{Contract: dense, Prior: []Witness{a1}, Witness: build(t, dense, "C41", 9, "b1", resp("N8", ev("x", 501)))})
 	var rc *ReceiptConflictError
 	require.ErrorAs(t, err, &rc)
-	assert.Equal(t, ReceiptConflictError{Partition: part, Position: 501, Attempt: "a1", Receipt: EventOf(ev("e501", 501)), Got: EventOf(ev("x", 501))}, *rc)
+	assert.Equal(t, ReceiptConflictError{Partition: part, Position: coord.IntPosition(501), Attempt: "a1", Receipt: EventOf(ev("e501", 501)), Got: EventOf(ev("x", 501))}, *rc)
 
 	_, err = Classify(ClassifyInput{Contract: dense, Prior: []Witness{a1}, Witness: build(t, dense, "C41", 9, "b1", resp("N8", ev("e501", 502)))})
 	var mv *MovedError
 	require.ErrorAs(t, err, &mv)
-	assert.Equal(t, MovedError{Partition: part, IDHash: HashID("e501"), Position: 502, PriorPosition: 501, PriorAttempt: "a1"}, *mv)
+	assert.Equal(t, MovedError{Partition: part, IDHash: HashID("e501"), Position: coord.IntPosition(502), PriorPosition: coord.IntPosition(501), PriorAttempt: "a1"}, *mv)
 }
 
 // Receipts are matched by identity: with unordered positions two events may
@@ -222,7 +222,7 @@ func TestClassifyTiedPositionsMatchReceiptsByIdentity(t *testing.T) {
 
 	// The same identity with another payload still conflicts.
 	changed := build(t, unordered, "C41", 9, "a3", resp("N7", evp("k-a", 7, "v2"), ev("k-b", 7), ev("k-c", 8)))
-	_, err := Classify(ClassifyInput{Contract: unordered, Applied: 6, HasApplied: true, Prior: []Witness{first}, Witness: changed})
+	_, err := Classify(ClassifyInput{Contract: unordered, Applied: coord.IntPosition(6), HasApplied: true, Prior: []Witness{first}, Witness: changed})
 	var rc *ReceiptConflictError
 	require.ErrorAs(t, err, &rc)
 }
@@ -238,15 +238,15 @@ func TestClassifyRejectsARepeatedBoundaryEventThatConflictsWithItsReceipt(t *tes
 	} {
 		t.Run(name, func(t *testing.T) {
 			w := build(t, dense, "C41", 9, "a1", r)
-			_, err := Classify(ClassifyInput{Contract: dense, Applied: 500, HasApplied: true, Receipts: receipts, Witness: w})
+			_, err := Classify(ClassifyInput{Contract: dense, Applied: coord.IntPosition(500), HasApplied: true, Receipts: receipts, Witness: w})
 			var rc *ReceiptConflictError
 			require.ErrorAs(t, err, &rc)
-			assert.Equal(t, int64(500), rc.Position)
+			assert.Equal(t, coord.IntPosition(500), rc.Position)
 		})
 	}
 	// The same event repeated matches its receipt and is satisfied.
 	w := build(t, dense, "C41", 9, "a1", resp("N8", ev("e500", 500), ev("e501", 501)))
-	v, err := Classify(ClassifyInput{Contract: dense, Applied: 500, HasApplied: true, Receipts: receipts, Witness: w})
+	v, err := Classify(ClassifyInput{Contract: dense, Applied: coord.IntPosition(500), HasApplied: true, Receipts: receipts, Witness: w})
 	require.NoError(t, err)
 	assert.Equal(t, FirstResponse, v.Class)
 	assert.Equal(t, 1, v.Satisfied)
@@ -260,17 +260,17 @@ func TestClassifyPendingReceiptsSatisfyNothing(t *testing.T) {
 	exclusive := with(dense, func(c *Contract) { c.ExclusiveBoundary = true })
 	pending := []EventWitness{EventOf(ev("e5", 5)), EventOf(ev("e6", 6))}
 	w := build(t, exclusive, "C7", 3, "a1", resp("C10", ev("e6", 6), ev("e7", 7)))
-	v, err := Classify(ClassifyInput{Contract: exclusive, Applied: 6, HasApplied: true, Pending: pending, Witness: w})
+	v, err := Classify(ClassifyInput{Contract: exclusive, Applied: coord.IntPosition(6), HasApplied: true, Pending: pending, Witness: w})
 	require.NoError(t, err)
 	assert.Equal(t, FirstResponse, v.Class, "the repeat of a pending event passes rule (a): %s", v.Reason)
 	assert.Zero(t, v.Satisfied, "but it is not satisfied: it is emitted again")
 
 	changed := build(t, exclusive, "C7", 3, "a2", resp("C10", evp("e6", 6, "other"), ev("e7", 7)))
-	_, err = Classify(ClassifyInput{Contract: exclusive, Applied: 6, HasApplied: true, Pending: pending, Witness: changed})
+	_, err = Classify(ClassifyInput{Contract: exclusive, Applied: coord.IntPosition(6), HasApplied: true, Pending: pending, Witness: changed})
 	var rc *ReceiptConflictError
 	require.ErrorAs(t, err, &rc, "another payload for a pending event is a conflict")
 
 	impostor := build(t, exclusive, "C7", 3, "a3", resp("C10", ev("x6", 6), ev("e7", 7)))
-	_, err = Classify(ClassifyInput{Contract: exclusive, Applied: 6, HasApplied: true, Pending: pending, Witness: impostor})
+	_, err = Classify(ClassifyInput{Contract: exclusive, Applied: coord.IntPosition(6), HasApplied: true, Pending: pending, Witness: impostor})
 	require.ErrorAs(t, err, &rc, "under ordered positions another identity at a pending event's position is a conflict")
 }

@@ -4,67 +4,113 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+
+	"github.com/tidemark/tidemark/internal/coord"
 )
 
 // Stored forms of an event witness. Each starts with one format byte and the
 // event count (uvarint); every event then carries its IDHash and Digest as
 // 8 bytes each, big-endian.
 const (
-	// formatDelta: each position as a zigzag varint, the first absolute and
-	// every other the (wrapping) difference from the previous one.
+	// formatDelta: integer positions, each as a zigzag varint, the first
+	// absolute and every other the (wrapping) difference from the previous
+	// one.
 	formatDelta byte = 1
-	// formatConsecutive: the first position as a zigzag varint; event i is
-	// at first+i. Chosen when the positions are consecutive.
+	// formatConsecutive: integer positions, the first as a zigzag varint;
+	// event i is at first+i. Chosen when the positions are consecutive.
 	formatConsecutive byte = 2
+	// formatKinded: positions of any kind. Each event's position is its
+	// kind byte, its Int as a zigzag varint difference from the previous
+	// event's Int, and its Str prefix-compressed against the previous
+	// event's Str (uvarint length of the shared prefix, uvarint length of
+	// the rest, the rest). Object keys and long decimal sequence numbers of
+	// one page share long prefixes, so they cost a few bytes each.
+	formatKinded byte = 3
 )
 
 // eventBytes is the fixed part of an encoded event: IDHash and Digest.
 const eventBytes = 16
 
 // EncodeEvents returns the compact stored form of an event witness, never
-// empty. Consecutive positions cost nothing per event (100 events: 1,604
-// bytes when the first position fits 2 varint bytes); otherwise each
-// position costs its varint delta (1 byte for a delta below 64: ~1.7 KB for
-// 100 events). The form round-trips every []EventWitness exactly.
+// empty. Consecutive integer positions cost nothing per event (100 events:
+// 1,604 bytes when the first position fits 2 varint bytes); other integer
+// positions cost their varint delta (1 byte for a delta below 64: ~1.7 KB
+// for 100 events); positions of other kinds cost a kind byte, a varint and
+// their prefix-compressed string. The form round-trips every
+// []EventWitness exactly.
 func EncodeEvents(events []EventWitness) []byte {
-	consecutive := len(events) > 0
-	for i := 1; i < len(events) && consecutive; i++ {
-		consecutive = events[i-1].Position != math.MaxInt64 && events[i].Position == events[i-1].Position+1
+	integers, consecutive := true, len(events) > 0
+	for i, e := range events {
+		integers = integers && e.Position.Kind == coord.KindInteger && e.Position.Str == ""
+		if i > 0 {
+			p := events[i-1].Position.Int
+			consecutive = consecutive && p != math.MaxInt64 && e.Position.Int == p+1
+		}
 	}
 	out := make([]byte, 0, 2+2*binary.MaxVarintLen64+len(events)*(eventBytes+1))
-	if consecutive {
+	switch {
+	case integers && consecutive:
 		out = append(out, formatConsecutive)
 		out = binary.AppendUvarint(out, uint64(len(events)))
-		out = binary.AppendVarint(out, events[0].Position)
+		out = binary.AppendVarint(out, events[0].Position.Int)
 		for _, e := range events {
-			out = binary.BigEndian.AppendUint64(out, e.IDHash)
-			out = binary.BigEndian.AppendUint64(out, e.Digest)
+			out = appendHashes(out, e)
 		}
-		return out
-	}
-	out = append(out, formatDelta)
-	out = binary.AppendUvarint(out, uint64(len(events)))
-	var prev int64
-	for _, e := range events {
-		out = binary.AppendVarint(out, int64(uint64(e.Position)-uint64(prev)))
-		prev = e.Position
-		out = binary.BigEndian.AppendUint64(out, e.IDHash)
-		out = binary.BigEndian.AppendUint64(out, e.Digest)
+	case integers:
+		out = append(out, formatDelta)
+		out = binary.AppendUvarint(out, uint64(len(events)))
+		var prev int64
+		for _, e := range events {
+			out = binary.AppendVarint(out, int64(uint64(e.Position.Int)-uint64(prev)))
+			prev = e.Position.Int
+			out = appendHashes(out, e)
+		}
+	default:
+		out = append(out, formatKinded)
+		out = binary.AppendUvarint(out, uint64(len(events)))
+		var prev coord.Position
+		for _, e := range events {
+			p := e.Position
+			out = append(out, byte(p.Kind))
+			out = binary.AppendVarint(out, int64(uint64(p.Int)-uint64(prev.Int)))
+			shared := sharedPrefix(prev.Str, p.Str)
+			out = binary.AppendUvarint(out, uint64(shared))
+			out = binary.AppendUvarint(out, uint64(len(p.Str)-shared))
+			out = append(out, p.Str[shared:]...)
+			prev = p
+			out = appendHashes(out, e)
+		}
 	}
 	return out
 }
 
+func appendHashes(out []byte, e EventWitness) []byte {
+	out = binary.BigEndian.AppendUint64(out, e.IDHash)
+	return binary.BigEndian.AppendUint64(out, e.Digest)
+}
+
+func sharedPrefix(a, b string) int {
+	n := min(len(a), len(b))
+	for i := 0; i < n; i++ {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
+
 // DecodeEvents reads what EncodeEvents wrote. Anything else (an empty blob,
 // an unknown format, a truncated or overlong blob, a consecutive run that
-// overflows int64) returns an error wrapping ErrInvalid. Decoding an empty
-// event list returns a nil slice.
+// overflows int64, a prefix longer than the previous string) returns an
+// error wrapping ErrInvalid. Decoding an empty event list returns a nil
+// slice.
 func DecodeEvents(b []byte) ([]EventWitness, error) {
 	bad := func(why string) error { return fmt.Errorf("%w: event witness blob: %s", ErrInvalid, why) }
 	if len(b) == 0 {
 		return nil, bad("empty")
 	}
 	format, rest := b[0], b[1:]
-	if format != formatDelta && format != formatConsecutive {
+	if format != formatDelta && format != formatConsecutive && format != formatKinded {
 		return nil, bad(fmt.Sprintf("unknown format %d", format))
 	}
 	n, k := binary.Uvarint(rest)
@@ -82,7 +128,10 @@ func DecodeEvents(b []byte) ([]EventWitness, error) {
 		return nil, nil
 	}
 	events := make([]EventWitness, n)
-	var pos int64
+	var pos coord.Position
+	if format != formatKinded {
+		pos.Kind = coord.KindInteger
+	}
 	if format == formatConsecutive {
 		first, k := binary.Varint(rest)
 		if k <= 0 {
@@ -92,18 +141,26 @@ func DecodeEvents(b []byte) ([]EventWitness, error) {
 		if first > math.MaxInt64-int64(n-1) {
 			return nil, bad("consecutive positions overflow")
 		}
-		pos = first
+		pos.Int = first
 	}
 	for i := range events {
-		if format == formatDelta {
+		switch {
+		case format == formatDelta:
 			d, k := binary.Varint(rest)
 			if k <= 0 {
 				return nil, bad(fmt.Sprintf("bad position of event %d", i))
 			}
 			rest = rest[k:]
-			pos = int64(uint64(pos) + uint64(d))
-		} else if i > 0 {
-			pos++
+			pos.Int = int64(uint64(pos.Int) + uint64(d))
+		case format == formatConsecutive:
+			if i > 0 {
+				pos.Int++
+			}
+		default:
+			var err error
+			if pos, rest, err = decodeKinded(pos, rest); err != nil {
+				return nil, bad(fmt.Sprintf("event %d: %v", i, err))
+			}
 		}
 		if len(rest) < eventBytes {
 			return nil, bad(fmt.Sprintf("event %d truncated", i))
@@ -119,4 +176,31 @@ func DecodeEvents(b []byte) ([]EventWitness, error) {
 		return nil, bad(fmt.Sprintf("%d trailing bytes", len(rest)))
 	}
 	return events, nil
+}
+
+// decodeKinded reads one formatKinded position following prev.
+func decodeKinded(prev coord.Position, b []byte) (coord.Position, []byte, error) {
+	if len(b) == 0 {
+		return prev, b, fmt.Errorf("no position kind")
+	}
+	var p coord.Position
+	p.Kind, b = coord.Kind(b[0]), b[1:]
+	d, k := binary.Varint(b)
+	if k <= 0 {
+		return prev, b, fmt.Errorf("bad position integer")
+	}
+	b = b[k:]
+	p.Int = int64(uint64(prev.Int) + uint64(d))
+	shared, k := binary.Uvarint(b)
+	if k <= 0 || shared > uint64(len(prev.Str)) {
+		return prev, b, fmt.Errorf("bad shared prefix")
+	}
+	b = b[k:]
+	suffix, k := binary.Uvarint(b)
+	if k <= 0 || suffix > uint64(len(b)-k) {
+		return prev, b, fmt.Errorf("bad position string")
+	}
+	b = b[k:]
+	p.Str = prev.Str[:shared] + string(b[:suffix])
+	return p, b[suffix:], nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/tidemark/tidemark/internal/coord"
 )
 
 func eventPage(first int64, n int, step func(i int) int64) []EventWitness {
@@ -18,7 +19,7 @@ func eventPage(first int64, n int, step func(i int) int64) []EventWitness {
 			pos += step(i)
 		}
 		id := fmt.Sprintf("evt-%d", i)
-		out[i] = EventWitness{IDHash: HashID(id), Position: pos, Digest: HashPayload([]byte(id))}
+		out[i] = EventWitness{IDHash: HashID(id), Position: coord.IntPosition(pos), Digest: HashPayload([]byte(id))}
 	}
 	return out
 }
@@ -54,13 +55,17 @@ func TestEncodeEvents_RoundTrip(t *testing.T) {
 		events []EventWitness
 	}{
 		{"none", nil},
-		{"one", []EventWitness{{IDHash: 1, Position: 7, Digest: 2}}},
+		{"one", []EventWitness{{IDHash: 1, Position: coord.IntPosition(7), Digest: 2}}},
 		{"negative positions", eventPage(-10, 5, func(int) int64 { return 1 })},
 		{"decreasing (unordered contract)", eventPage(100, 5, func(int) int64 { return -7 })},
 		{"repeated positions", eventPage(5, 3, func(int) int64 { return 0 })},
-		{"extremes", []EventWitness{{Position: math.MinInt64}, {Position: math.MaxInt64, IDHash: math.MaxUint64, Digest: math.MaxUint64}, {Position: 0}}},
+		{"extremes", []EventWitness{{Position: coord.IntPosition(math.MinInt64)}, {Position: coord.IntPosition(math.MaxInt64), IDHash: math.MaxUint64, Digest: math.MaxUint64}, {Position: coord.IntPosition(0)}}},
 		{"consecutive up to MaxInt64", eventPage(math.MaxInt64-2, 3, func(int) int64 { return 1 })},
-		{"MaxInt64 then MinInt64 is not consecutive", []EventWitness{{Position: math.MaxInt64}, {Position: math.MinInt64}}},
+		{"MaxInt64 then MinInt64 is not consecutive", []EventWitness{{Position: coord.IntPosition(math.MaxInt64)}, {Position: coord.IntPosition(math.MinInt64)}}},
+		{"decimal sequence numbers", decimalPage(t, "49590338271490256608559692538361571095921575989136588890", 5)},
+		{"object keys", []EventWitness{{IDHash: 1, Position: coord.StringPosition("a/b/1.json")}, {IDHash: 2, Position: coord.StringPosition("a/b/10.json")}, {IDHash: 3, Position: coord.StringPosition("a/c")}, {IDHash: 4, Position: coord.StringPosition("")}}},
+		{"timestamps", []EventWitness{{Position: coord.Position{Kind: coord.KindTimestamp, Int: 1764745200000000000}}, {Position: coord.Position{Kind: coord.KindTimestamp, Int: 1764745200000000001}}}},
+		{"mixed kinds and no position", []EventWitness{{Position: coord.IntPosition(4)}, {Position: coord.StringPosition("x")}, {}, {Position: coord.Position{Kind: coord.KindDecimal, Str: "12"}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := EncodeEvents(tc.events)
@@ -117,6 +122,26 @@ func bytesOf(b byte, n int) []byte {
 	return out
 }
 
+// decimalPage is n events at consecutive decimal positions from first.
+func decimalPage(t *testing.T, first string, n int) []EventWitness {
+	p, err := coord.DecimalPosition(first)
+	require.NoError(t, err)
+	out := make([]EventWitness, n)
+	for i := range out {
+		out[i] = EventWitness{IDHash: uint64(i) + 1, Position: p, Digest: ^uint64(i)}
+		p, _ = p.Next()
+	}
+	return out
+}
+
+// Positions of one page share their prefix: a page of 100 Kinesis sequence
+// numbers (56 digits each) costs about as much as integer positions.
+func TestEncodeEvents_KindedPositionsArePrefixCompressed(t *testing.T) {
+	b := EncodeEvents(decimalPage(t, "49590338271490256608559692538361571095921575989136588800", 100))
+	assert.Equal(t, formatKinded, b[0])
+	assert.Less(t, len(b), 100*(eventBytes+8), "about 5 bytes per 56-digit position, not 56")
+}
+
 func overflowing() []byte {
 	b := EncodeEvents(eventPage(math.MaxInt64-1, 2, func(int) int64 { return 1 }))
 	// Re-encode three events from MaxInt64-1: positions would wrap.
@@ -131,6 +156,7 @@ func FuzzDecodeEvents(f *testing.F) {
 	f.Add(EncodeEvents(eventPage(500, 3, func(int) int64 { return 1 })))
 	f.Add(EncodeEvents(eventPage(-5, 4, func(int) int64 { return 9 })))
 	f.Add([]byte{formatConsecutive, 1, 0xff})
+	f.Add(EncodeEvents([]EventWitness{{Position: coord.StringPosition("k/1")}, {Position: coord.StringPosition("k/20")}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		events, err := DecodeEvents(b)
 		if err != nil {

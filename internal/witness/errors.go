@@ -3,6 +3,8 @@ package witness
 import (
 	"errors"
 	"fmt"
+
+	"github.com/tidemark/tidemark/internal/coord"
 )
 
 var (
@@ -64,7 +66,7 @@ type MissingError struct {
 	// Field is "id" or "position".
 	Field string
 	// Position is the event's position when Field is "id".
-	Position int64
+	Position coord.Position
 	// ID is the event's id when Field is "position".
 	ID string
 }
@@ -73,7 +75,7 @@ func (e *MissingError) Error() string {
 	if e.Field == "position" {
 		return fmt.Sprintf("witness: partition %s: event %d (id %q) has no position", e.Partition, e.Index, e.ID)
 	}
-	return fmt.Sprintf("witness: partition %s: event %d at position %d has no id", e.Partition, e.Index, e.Position)
+	return fmt.Sprintf("witness: partition %s: event %d at position %s has no id", e.Partition, e.Index, e.Position)
 }
 
 // Unwrap makes errors.Is hold for ErrBadResponse and ErrMissing.
@@ -88,16 +90,34 @@ type DuplicateIDError struct {
 	ID     string
 	IDHash uint64
 	// Positions are the two positions it was seen at, in response order.
-	Positions [2]int64
+	Positions [2]coord.Position
 }
 
 func (e *DuplicateIDError) Error() string {
-	return fmt.Sprintf("witness: partition %s: duplicate id %s at positions %d and %d in one response",
+	return fmt.Sprintf("witness: partition %s: duplicate id %s at positions %s and %s in one response",
 		e.Partition, idLabel(e.ID, e.IDHash), e.Positions[0], e.Positions[1])
 }
 
 // Unwrap makes errors.Is hold for ErrBadResponse and ErrDuplicateID.
 func (e *DuplicateIDError) Unwrap() []error { return []error{ErrBadResponse, ErrDuplicateID} }
+
+// KindError reports an event position whose kind is not the contract's
+// position kind. It unwraps to ErrBadResponse.
+type KindError struct {
+	Partition string
+	// Index is the index of the offending event in the response.
+	Index    int
+	Position coord.Position
+	Want     coord.Kind
+}
+
+func (e *KindError) Error() string {
+	return fmt.Sprintf("witness: partition %s: event %d has a %s position %s, but the contract declares %s positions",
+		e.Partition, e.Index, e.Position.Kind, e.Position, e.Want)
+}
+
+// Unwrap makes errors.Is hold for ErrBadResponse.
+func (e *KindError) Unwrap() error { return ErrBadResponse }
 
 // OrderError reports positions that do not strictly increase within a
 // response of a provider whose contract declares ordered positions. It
@@ -107,11 +127,11 @@ type OrderError struct {
 	// Index is the index of the offending event in the response.
 	Index int
 	// Previous is the position of event Index-1, Position that of Index.
-	Previous, Position int64
+	Previous, Position coord.Position
 }
 
 func (e *OrderError) Error() string {
-	return fmt.Sprintf("witness: partition %s: position %d (event %d) does not follow position %d",
+	return fmt.Sprintf("witness: partition %s: position %s (event %d) does not follow position %s",
 		e.Partition, e.Position, e.Index, e.Previous)
 }
 
@@ -127,12 +147,12 @@ type MovedError struct {
 	IDHash    uint64
 	// Position is where the new response has it; PriorPosition where attempt
 	// PriorAttempt (or a receipt, PriorAttempt "receipt") had it.
-	Position, PriorPosition int64
+	Position, PriorPosition coord.Position
 	PriorAttempt            string
 }
 
 func (e *MovedError) Error() string {
-	return fmt.Sprintf("witness: partition %s: id %s at position %d, but attempt %s had it at position %d",
+	return fmt.Sprintf("witness: partition %s: id %s at position %s, but attempt %s had it at position %s",
 		e.Partition, idLabel("", e.IDHash), e.Position, e.PriorAttempt, e.PriorPosition)
 }
 
@@ -144,7 +164,7 @@ func (e *MovedError) Unwrap() []error { return []error{ErrBadResponse, ErrMoved}
 // ErrReceiptConflict.
 type ReceiptConflictError struct {
 	Partition string
-	Position  int64
+	Position  coord.Position
 	// Attempt is the witness whose receipt conflicts ("receipt" for one
 	// given in ClassifyInput.Receipts).
 	Attempt string
@@ -157,7 +177,7 @@ func (e *ReceiptConflictError) Error() string {
 	if e.Receipt.IDHash != e.Got.IDHash {
 		what = "identity"
 	}
-	return fmt.Sprintf("witness: partition %s: position %d has another %s than its durable receipt from attempt %s (%s/%016x, got %s/%016x)",
+	return fmt.Sprintf("witness: partition %s: position %s has another %s than its durable receipt from attempt %s (%s/%016x, got %s/%016x)",
 		e.Partition, e.Position, what, e.Attempt,
 		idLabel("", e.Receipt.IDHash), e.Receipt.Digest, idLabel("", e.Got.IDHash), e.Got.Digest)
 }

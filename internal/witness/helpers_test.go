@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/tidemark/tidemark/internal/coord"
 )
 
 const (
@@ -24,11 +25,11 @@ var (
 func with(c Contract, f func(*Contract)) Contract { f(&c); return c }
 
 func ev(id string, pos int64) Event {
-	return Event{ID: id, Position: pos, Payload: []byte("payload of " + id)}
+	return Event{ID: id, Position: coord.IntPosition(pos), Payload: []byte("payload of " + id)}
 }
 
 func evp(id string, pos int64, payload string) Event {
-	return Event{ID: id, Position: pos, Payload: []byte(payload)}
+	return Event{ID: id, Position: coord.IntPosition(pos), Payload: []byte(payload)}
 }
 
 func resp(successor string, events ...Event) Response {
@@ -50,7 +51,7 @@ func acked(w Witness, n int) Witness { w.AckedThrough = n; return w }
 func disposed(w Witness, d Disposition) Witness { w.Disposition = d; return w }
 
 func checkpoint(cursor string, gen uint64, applied int64, has bool) Checkpoint {
-	return Checkpoint{Scope: scope, Partition: part, Cursor: []byte(cursor), Generation: gen, Applied: applied, HasApplied: has}
+	return Checkpoint{Scope: scope, Partition: part, Cursor: []byte(cursor), Generation: gen, Applied: coord.IntPosition(applied), HasApplied: has}
 }
 
 // classify classifies w against prior from checkpoint cp and fails on error.

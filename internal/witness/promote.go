@@ -17,7 +17,7 @@ type Checkpoint struct {
 	Cursor     []byte
 	Generation uint64
 	// Applied and HasApplied are the durable applied boundary.
-	Applied    int64
+	Applied    coord.Position
 	HasApplied bool
 	// Watermark is the durable complete-through watermark (zero: none).
 	Watermark coord.Watermark
@@ -50,7 +50,7 @@ type Completion struct {
 	Watermark coord.Watermark
 	// Applied is the greatest event position (the last event's, positions
 	// being ordered); HasApplied is false for an empty response.
-	Applied    int64
+	Applied    coord.Position
 	HasApplied bool
 }
 
@@ -64,7 +64,7 @@ type Completion struct {
 func CanPromote(c Contract, w Witness) Completion {
 	comp := Completion{Watermark: w.CompleteThrough}
 	if n := len(w.Events); n > 0 {
-		comp.Applied, comp.HasApplied = top(w), true
+		comp.Applied, comp.HasApplied = top(w)
 		if w.AckedThrough >= n {
 			comp.Complete = true
 			comp.Reason = fmt.Sprintf("all %d events have a durable terminal outcome", n)
@@ -123,7 +123,7 @@ type Promotion struct {
 	Watermark coord.Watermark
 	// Applied, when HasApplied, is the new durable applied boundary: the
 	// greatest of the response's last position and the current boundary.
-	Applied    int64
+	Applied    coord.Position
 	HasApplied bool
 	// Sealed: the provider says the partition ends with this response.
 	Sealed bool
@@ -201,7 +201,7 @@ func DecidePromotion(in PromotionInput) Decision {
 		}
 	}
 	if a, e, ok := omitted(b, w, later); ok {
-		return refuse("partition %s: a later fetch (attempt %s) shows position %d (%s) inside the range %s of attempt %s, which omits it: promoting its successor would skip it",
+		return refuse("partition %s: a later fetch (attempt %s) shows position %s (%s) inside the range %s of attempt %s, which omits it: promoting its successor would skip it",
 			w.Partition, a, e.Position, idLabel("", e.IDHash), b.rangeOf(w), w.AttemptID)
 	}
 	comp := CanPromote(c, w)
@@ -240,7 +240,7 @@ func DecidePromotion(in PromotionInput) Decision {
 	if comp.HasApplied {
 		p.Applied, p.HasApplied = comp.Applied, true
 		if cp.HasApplied {
-			p.Applied = max(p.Applied, cp.Applied)
+			p.Applied = coord.MaxPosition(p.Applied, cp.Applied)
 		}
 	}
 	if len(w.Events) == 0 && bytes.Equal(w.Successor, cp.Cursor) && !rises && !p.Complete {

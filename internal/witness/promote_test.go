@@ -43,7 +43,11 @@ func TestCanPromote(t *testing.T) {
 			assert.Contains(t, c.Reason, tc.reason)
 			assert.Equal(t, tc.r.CompleteThrough, c.Watermark, "the watermark is the response's own, never a position")
 			assert.Equal(t, tc.applied != 0, c.HasApplied)
-			assert.Equal(t, tc.applied, c.Applied)
+			if tc.applied != 0 {
+				assert.Equal(t, coord.IntPosition(tc.applied), c.Applied)
+			} else {
+				assert.True(t, c.Applied.IsZero(), "no applied position without events")
+			}
 		})
 	}
 }
@@ -98,7 +102,7 @@ func TestDecidePromotion(t *testing.T) {
 	parked := cp
 	parked.Parked = "operator"
 	lowApplied := cp
-	lowApplied.Applied = 700
+	lowApplied.Applied = coord.IntPosition(700)
 	noWM := cp
 	noWM.Watermark = coord.Watermark{}
 
@@ -117,7 +121,7 @@ func TestDecidePromotion(t *testing.T) {
 		check    func(t *testing.T, p Promotion)
 	}{
 		{name: "complete response", contract: dense, cp: cp, w: complete, v: v1, all: []Witness{complete}, action: Promote, reason: "all 2 events", check: func(t *testing.T, p Promotion) {
-			assert.Equal(t, Promotion{Scope: scope, Partition: part, FromCursor: []byte("C41"), FromGeneration: 9, To: []byte("N7"), WitnessID: "a1", Applied: 502, HasApplied: true}, p)
+			assert.Equal(t, Promotion{Scope: scope, Partition: part, FromCursor: []byte("C41"), FromGeneration: 9, To: []byte("N7"), WitnessID: "a1", Applied: coord.IntPosition(502), HasApplied: true}, p)
 		}},
 		{name: "incomplete response", contract: dense, cp: cp, w: acked(a1, 1), v: v1, action: Hold, reason: "1 of 2"},
 		{name: "no verdict", contract: dense, cp: cp, w: complete, action: Refuse, reason: "classify it first"},
@@ -137,10 +141,10 @@ func TestDecidePromotion(t *testing.T) {
 		{name: "watermark lower is not written", contract: dense, cp: cp, w: wmDown, v: vDown, action: Promote, reason: "does not rise above the durable 100", check: func(t *testing.T, p Promotion) { assert.True(t, p.Watermark.IsZero()) }},
 		{name: "watermark of another kind is not written", contract: dense, cp: cp, w: wmOther, v: vOther, action: Promote, reason: "is not written", check: func(t *testing.T, p Promotion) { assert.True(t, p.Watermark.IsZero()) }},
 		{name: "first watermark", contract: dense, cp: noWM, w: wmDown, v: vDown, action: Promote, check: func(t *testing.T, p Promotion) { assert.Equal(t, coord.Integer(50), p.Watermark) }},
-		{name: "applied boundary never falls", contract: dense, cp: lowApplied, w: complete, v: v1, action: Promote, check: func(t *testing.T, p Promotion) { assert.Equal(t, int64(700), p.Applied) }},
+		{name: "applied boundary never falls", contract: dense, cp: lowApplied, w: complete, v: v1, action: Promote, check: func(t *testing.T, p Promotion) { assert.Equal(t, coord.IntPosition(700), p.Applied) }},
 		{name: "first applied boundary", contract: dense, cp: checkpoint("C41", 9, 0, false), w: complete, v: v1, action: Promote, check: func(t *testing.T, p Promotion) {
 			assert.True(t, p.HasApplied)
-			assert.Equal(t, int64(502), p.Applied)
+			assert.Equal(t, coord.IntPosition(502), p.Applied)
 		}},
 		{name: "empty response, end-of-data contract", contract: endOfData, cp: cp, w: emptyEnd, v: vEmptyEnd, action: Promote, check: func(t *testing.T, p Promotion) {
 			assert.False(t, p.HasApplied, "an empty response leaves the applied boundary alone")
@@ -159,7 +163,7 @@ func TestDecidePromotion(t *testing.T) {
 			assert.True(t, p.Complete)
 			assert.False(t, p.Sealed)
 			assert.Equal(t, []byte("C41"), p.To)
-			assert.Equal(t, int64(501), p.Applied)
+			assert.Equal(t, coord.IntPosition(501), p.Applied)
 		}},
 		{name: "complete partition", contract: finite, cp: complete9, w: last, v: vLast, action: Refuse, reason: "is complete"},
 	} {

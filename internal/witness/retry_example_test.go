@@ -46,7 +46,7 @@ func TestRetryExample_C41_RetryAddsPosition503_PromotesN8NotN7(t *testing.T) {
 		Scope: scope, Partition: part,
 		FromCursor: []byte("C41"), FromGeneration: 9,
 		To: []byte("N8"), WitnessID: "a2",
-		Applied: 503, HasApplied: true,
+		Applied: coord.IntPosition(503), HasApplied: true,
 	}, d.Promotion)
 
 	// N7 is not promoted with evidence from the second response: the
@@ -58,7 +58,7 @@ func TestRetryExample_C41_RetryAddsPosition503_PromotesN8NotN7(t *testing.T) {
 
 	// The compare-and-swap wins; the losing witness is abandoned and can
 	// never publish N7, even if its receipts were completed later.
-	winner := Checkpoint{Scope: scope, Partition: part, Cursor: []byte("N8"), Generation: 10, Applied: 503, HasApplied: true, PromotedWitness: "a2"}
+	winner := Checkpoint{Scope: scope, Partition: part, Cursor: []byte("N8"), Generation: 10, Applied: coord.IntPosition(503), HasApplied: true, PromotedWitness: "a2"}
 	assert.Equal(t, []string{"a1"}, Abandon(winner, []Witness{first, retry}))
 	assert.False(t, CanPublish(winner, first))
 	late := decide(dense, winner, acked(first, 2), v1, first, retry)

@@ -157,14 +157,14 @@ func runScenario(ch chooser) (stats, []string, error) {
 	s.cp = Checkpoint{Scope: scope, Partition: part, Cursor: []byte("C41"), Generation: 9, PromotedWitness: "z0"}
 	next := int64(1)
 	if has {
-		s.cp.Applied, s.cp.HasApplied = 100, true
+		s.cp.Applied, s.cp.HasApplied = coord.IntPosition(100), true
 		next = 101
 		s.boundary = pageEvent{"b100", 100, "p"}
 		if ch.IntN(2) == 0 {
 			s.receipts = []EventWitness{EventOf(evp("b100", 100, "p"))}
 		}
 	}
-	s.logf("contract %+v applied=%v/%d receipts=%d", s.c, has, s.cp.Applied, len(s.receipts))
+	s.logf("contract %+v applied=%v/%s receipts=%d", s.c, has, s.cp.Applied, len(s.receipts))
 
 	base := page{successor: s.successor()}
 	for range 1 + ch.IntN(5) {
@@ -196,7 +196,7 @@ func (s *scenario) mutate() (page, string) {
 	ch := s.ch
 	p := s.pages[ch.IntN(len(s.pages))].clone()
 	n := len(p.events)
-	top := s.cp.Applied
+	top := s.cp.Applied.Int
 	if n > 0 {
 		top = p.events[n-1].pos
 	}
@@ -238,7 +238,7 @@ func (s *scenario) mutate() (page, string) {
 			}
 			p.events = slices.Insert(p.events, i, e)
 		case !s.c.DensePositions:
-			lo := s.cp.Applied + 1
+			lo := s.cp.Applied.Int + 1
 			e.pos = lo + int64(ch.IntN(int(top-lo+3)))
 			if !slices.ContainsFunc(p.events, func(x pageEvent) bool { return x.pos == e.pos }) {
 				p.events = append(p.events, e)
@@ -275,7 +275,7 @@ func (s *scenario) mutate() (page, string) {
 		}
 		return p, "evidence"
 	default:
-		if s.cp.HasApplied && (n == 0 || p.events[0].pos > s.cp.Applied) {
+		if s.cp.HasApplied && (n == 0 || p.events[0].pos > s.cp.Applied.Int) {
 			b := s.boundary
 			if ch.IntN(3) == 0 {
 				b.id = "other100"
@@ -390,19 +390,19 @@ func (s *scenario) oracle(x Witness, v Verdict, p Promotion) string {
 		return slices.Contains(v.Against, o.AttemptID) && slices.Equal(o.Events, x.Events) && !bytes.Equal(o.Successor, x.Successor)
 	}):
 		return "promotes one of two successors for the same events under a contract without token rotation"
-	case p.HasApplied && s.cp.HasApplied && p.Applied < s.cp.Applied:
+	case p.HasApplied && s.cp.HasApplied && p.Applied.Int < s.cp.Applied.Int:
 		return "applied boundary falls"
 	}
 	if why := oracleSkip(s.c, s.cp, x, v, s.ws); why != "" {
 		return why
 	}
 	if s.c.DensePositions && !oracleProof(s.c, x) && s.cp.HasApplied {
-		want := s.cp.Applied + 1
+		want := s.cp.Applied.Int + 1
 		for _, e := range x.Events {
-			if e.Position <= s.cp.Applied {
+			if e.Position.Int <= s.cp.Applied.Int {
 				continue
 			}
-			if e.Position != want {
+			if e.Position.Int != want {
 				return fmt.Sprintf("dense stream: position %d skipped", want)
 			}
 			want++
@@ -427,14 +427,14 @@ func oracleEmptyEvidence(c Contract, w Witness) bool {
 func oracleSkip(c Contract, cp Checkpoint, x Witness, v Verdict, all []Witness) string {
 	hi := int64(math.MaxInt64)
 	if len(x.Events) > 0 {
-		hi = x.Events[len(x.Events)-1].Position
+		hi = x.Events[len(x.Events)-1].Position.Int
 	}
 	for _, o := range all {
 		if o.AttemptID == x.AttemptID {
 			continue
 		}
 		for _, e := range o.Events {
-			if (cp.HasApplied && e.Position <= cp.Applied) || e.Position > hi {
+			if (cp.HasApplied && e.Position.Int <= cp.Applied.Int) || e.Position.Int > hi {
 				continue
 			}
 			if slices.ContainsFunc(x.Events, func(y EventWitness) bool { return y.IDHash == e.IDHash }) {
@@ -443,7 +443,7 @@ func oracleSkip(c Contract, cp Checkpoint, x Witness, v Verdict, all []Witness) 
 			if slices.Contains(v.Against, o.AttemptID) && oracleProof(c, x) {
 				continue
 			}
-			return fmt.Sprintf("skips position %d that attempt %s showed", e.Position, o.AttemptID)
+			return fmt.Sprintf("skips position %s that attempt %s showed", e.Position, o.AttemptID)
 		}
 	}
 	return ""

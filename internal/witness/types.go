@@ -39,7 +39,7 @@ func (d Disposition) String() string {
 // digest (the first 8 bytes of a SHA-256, or of a semantic projection).
 type EventWitness struct {
 	IDHash   uint64
-	Position int64
+	Position coord.Position
 	Digest   uint64
 }
 
@@ -81,8 +81,9 @@ type Witness struct {
 type Event struct {
 	// ID is the stable event identity. Empty is malformed.
 	ID string
-	// Position is the event's source position within its partition.
-	Position int64
+	// Position is the event's source position within its partition, in the
+	// contract's position kind (Contract.PositionKind).
+	Position coord.Position
 	// NoPosition marks an event whose response carried no position
 	// (malformed).
 	NoPosition bool
@@ -212,6 +213,11 @@ type Contract struct {
 	// OrderedPositions: positions strictly increase within a response and
 	// across a partition's pages.
 	OrderedPositions bool
+	// PositionKind is the kind every event position of the partition has
+	// (coord.KindInteger when zero). A response with a position of another
+	// kind is a bad response. DensePositions needs a kind with successor
+	// arithmetic (integer or decimal).
+	PositionKind coord.Kind
 	// DensePositions: positions are consecutive integers (each event's
 	// position is the previous one + 1), so "the next required position" is
 	// known. Implies OrderedPositions.

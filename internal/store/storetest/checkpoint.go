@@ -37,7 +37,7 @@ func testCreateAndLoad(t *testing.T, s store.Store) {
 		Cursor:          []byte("start"),
 		Generation:      1,
 		Watermark:       coord.Integer(-42),
-		Applied:         700,
+		Applied:         coord.IntPosition(700),
 		HasApplied:      true,
 		Epoch:           3,
 		PromotedWitness: "w-start",
@@ -50,7 +50,7 @@ func testCreateAndLoad(t *testing.T, s store.Store) {
 
 	// Applied without HasApplied is not stored.
 	k2 := store.Key{Scope: key.Scope, Partition: "p1"}
-	got, err = s.CreateCheckpoint(ctx(t), store.Checkpoint{Key: k2, Generation: 1, Applied: 5})
+	got, err = s.CreateCheckpoint(ctx(t), store.Checkpoint{Key: k2, Generation: 1, Applied: coord.IntPosition(5)})
 	require.NoError(t, err)
 	require.Equal(t, store.Checkpoint{Key: k2, Generation: 1}, got)
 	requireStored(t, s, got)
@@ -103,10 +103,10 @@ func testPromoteCAS(t *testing.T, s store.Store) {
 	cp := create(t, s, key, "C41")
 	p := promotion(cp, "N8", "w2")
 	p.Watermark = integer(120)
-	p.Applied, p.HasApplied = 503, true
+	p.Applied, p.HasApplied = coord.IntPosition(503), true
 	p.Epoch = 4
 	next := promote(t, s, p)
-	want := store.Checkpoint{Key: key, Cursor: []byte("N8"), Generation: 2, Watermark: integer(120), Applied: 503, HasApplied: true, Epoch: 4, PromotedWitness: "w2"}
+	want := store.Checkpoint{Key: key, Cursor: []byte("N8"), Generation: 2, Watermark: integer(120), Applied: coord.IntPosition(503), HasApplied: true, Epoch: 4, PromotedWitness: "w2"}
 	require.Equal(t, want, next)
 	requireStored(t, s, want)
 
@@ -186,13 +186,13 @@ func testWatermarkKeptWithoutNew(t *testing.T, s store.Store) {
 	cp := create(t, s, key, "C0")
 	p := promotion(cp, "C1", "w1")
 	p.Watermark = coord.Watermark{Kind: coord.KindTimestamp, Int: 1_700_000_000_123_456_789}
-	p.Applied, p.HasApplied = 10, true
+	p.Applied, p.HasApplied = coord.IntPosition(10), true
 	cp = promote(t, s, p)
 
 	cp2 := promote(t, s, promotion(cp, "C2", "w2"))
 	require.Equal(t, p.Watermark, cp2.Watermark, "a promotion without a watermark keeps the stored one")
 	require.True(t, cp2.HasApplied)
-	require.Equal(t, int64(10), cp2.Applied, "a promotion without HasApplied keeps the applied boundary")
+	require.Equal(t, coord.IntPosition(10), cp2.Applied, "a promotion without HasApplied keeps the applied boundary")
 	requireStored(t, s, cp2)
 }
 
@@ -219,6 +219,46 @@ func testStringWatermarkByteOrder(t *testing.T, s store.Store) {
 	p3.Watermark = coord.String("b\uFFFD")
 	_, err = s.Promote(ctx(t), p3)
 	requireWinner(t, err, cp)
+	requireStored(t, s, cp)
+}
+
+// Decimal watermarks compare numerically at any length (a shorter decimal
+// is lower however its digits sort as bytes), and a decimal applied
+// position of 56 digits survives the round trip exactly.
+func testDecimalWatermarkAndAppliedPosition(t *testing.T, s store.Store) {
+	dec := func(d string) coord.Watermark {
+		w, err := coord.Decimal(d)
+		require.NoError(t, err)
+		return w
+	}
+	seq := "49590338271490256608559692538361571095921575989136588898"
+	cp := create(t, s, key, "C0")
+	p := promotion(cp, "C1", "w1")
+	p.Watermark = dec("900")
+	p.Applied, p.HasApplied = coord.Position(dec(seq)), true
+	cp = promote(t, s, p)
+	require.Equal(t, dec("900"), cp.Watermark)
+	require.Equal(t, coord.Position(dec(seq)), cp.Applied)
+	requireStored(t, s, cp)
+
+	// "1000" sorts below "900" as bytes, above it as a number: accepted.
+	higher := promotion(cp, "C2", "w2")
+	higher.Watermark = dec("1000")
+	cp = promote(t, s, higher)
+	require.Equal(t, dec("1000"), cp.Watermark)
+
+	// "999" sorts above "1000" as bytes, below it as a number: refused.
+	lower := promotion(cp, "C3", "w3")
+	lower.Watermark = dec("999")
+	_, err := s.Promote(ctx(t), lower)
+	requireWinner(t, err, cp)
+	requireStored(t, s, cp)
+
+	// Positions of other kinds keep their kind.
+	keyed := promotion(cp, "C3", "w3")
+	keyed.Applied, keyed.HasApplied = coord.StringPosition("photos/2026/12/03/0001.jpg"), true
+	cp = promote(t, s, keyed)
+	require.Equal(t, coord.StringPosition("photos/2026/12/03/0001.jpg"), cp.Applied)
 	requireStored(t, s, cp)
 }
 
@@ -686,19 +726,19 @@ func testDeepCopies(t *testing.T, s store.Store) {
 	require.Equal(t, []byte("C0"), got.Cursor)
 	got.Cursor[0] = 'Z'
 
-	events := []witness.EventWitness{{IDHash: 1, Position: 1, Digest: 1}}
+	events := []witness.EventWitness{{IDHash: 1, Position: coord.IntPosition(1), Digest: 1}}
 	succ := []byte("N1")
 	require.NoError(t, s.PutWitness(ctx(t), witness.Witness{Scope: key.Scope, Partition: key.Partition, Generation: 1, AttemptID: "a", Events: events, Successor: succ, Disposition: witness.Pending}))
-	events[0].Position = 99
+	events[0].Position = coord.IntPosition(99)
 	succ[0] = 'X'
 	ws, err := s.Witnesses(ctx(t), key, 1)
 	require.NoError(t, err)
-	require.Equal(t, int64(1), ws[0].Events[0].Position)
+	require.Equal(t, coord.IntPosition(1), ws[0].Events[0].Position)
 	require.Equal(t, []byte("N1"), ws[0].Successor)
-	ws[0].Events[0].Position = 7
+	ws[0].Events[0].Position = coord.IntPosition(7)
 	ws, err = s.Witnesses(ctx(t), key, 1)
 	require.NoError(t, err)
-	require.Equal(t, int64(1), ws[0].Events[0].Position)
+	require.Equal(t, coord.IntPosition(1), ws[0].Events[0].Position)
 
 	parts := []string{"p0", "p1"}
 	m, err := s.SwapMembership(ctx(t), 0, store.Membership{Scope: key.Scope, Epoch: 1, Partitions: parts})
@@ -726,7 +766,7 @@ func testCompletionIsDurable(t *testing.T, s store.Store) {
 	cp := create(t, s, key, "C1")
 	require.False(t, cp.Complete)
 	p := promotion(cp, "C1", "w-last")
-	p.Complete, p.Applied, p.HasApplied = true, 42, true
+	p.Complete, p.Applied, p.HasApplied = true, coord.IntPosition(42), true
 	done := promote(t, s, p)
 	require.True(t, done.Complete)
 	require.Equal(t, []byte("C1"), done.Cursor, "a traversal that ended keeps its last cursor")
@@ -734,7 +774,7 @@ func testCompletionIsDurable(t *testing.T, s store.Store) {
 	loaded, err := s.LoadCheckpoint(ctx(t), key)
 	require.NoError(t, err)
 	require.True(t, loaded.Complete, "completion survives a reload")
-	require.Equal(t, int64(42), loaded.Applied)
+	require.Equal(t, coord.IntPosition(42), loaded.Applied)
 	all, err := s.ListCheckpoints(ctx(t), key.Scope)
 	require.NoError(t, err)
 	require.Len(t, all, 1)

@@ -199,7 +199,7 @@ func testZombieWitnessNeverPromotes(t *testing.T, s store.Store) {
 	w := witness.Witness{
 		Scope: key.Scope, Partition: key.Partition, Generation: 1, AttemptID: "zombie-1",
 		InputCursor: []byte("C0"), Successor: []byte("Z1"),
-		Events:      []witness.EventWitness{{IDHash: 1, Position: 1, Digest: 1}},
+		Events:      []witness.EventWitness{{IDHash: 1, Position: coord.IntPosition(1), Digest: 1}},
 		Disposition: witness.Pending,
 	}
 	require.NoError(t, s.PutWitness(ctx(t), w))
@@ -284,7 +284,7 @@ func testLeaseWritesKeepProgress(t *testing.T, s store.Store) {
 	cp := create(t, s, key, "C0")
 	p := promotion(cp, "C1", "w1")
 	p.Watermark = coord.Integer(77)
-	p.Applied, p.HasApplied = 77, true
+	p.Applied, p.HasApplied = coord.IntPosition(77), true
 	p.Epoch = 4
 	cp = promote(t, s, p)
 	cp, err := s.SetParked(ctx(t), key, cp.Cursor, cp.Generation, store.Lease{}, "parked for a test")

@@ -45,6 +45,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"LowerWatermarkRefused", testLowerWatermarkRefused},
 		{"WatermarkKeptWithoutNew", testWatermarkKeptWithoutNew},
 		{"StringWatermarkByteOrder", testStringWatermarkByteOrder},
+		{"DecimalWatermarkAndAppliedPosition", testDecimalWatermarkAndAppliedPosition},
 		{"ReplayedPromotion", testReplayedPromotion},
 		{"CompletionIsDurable", testCompletionIsDurable},
 		{"SetParkedConditional", testSetParkedConditional},

@@ -16,7 +16,7 @@ import (
 func page(first int64, n int) []witness.EventWitness {
 	evs := make([]witness.EventWitness, n)
 	for i := range evs {
-		evs[i] = witness.EventWitness{IDHash: uint64(i)*0x9e3779b97f4a7c15 + 1, Position: first + int64(i), Digest: ^uint64(i)}
+		evs[i] = witness.EventWitness{IDHash: uint64(i)*0x9e3779b97f4a7c15 + 1, Position: coord.IntPosition(first + int64(i)), Digest: ^uint64(i)}
 	}
 	return evs
 }
@@ -45,11 +45,11 @@ func witnesses(t *testing.T, s store.Store, k store.Key, gen uint64) []witness.W
 // round trip.
 func testWitnessRoundTrip(t *testing.T, s store.Store) {
 	events := []witness.EventWitness{
-		{IDHash: 0, Position: math.MinInt64, Digest: 0},
-		{IDHash: math.MaxUint64, Position: math.MaxInt64, Digest: math.MaxUint64},
-		{IDHash: 7, Position: -5, Digest: 8},
-		{IDHash: 7, Position: -5, Digest: 8},
-		{IDHash: 9, Position: 501, Digest: 10},
+		{IDHash: 0, Position: coord.IntPosition(math.MinInt64), Digest: 0},
+		{IDHash: math.MaxUint64, Position: coord.IntPosition(math.MaxInt64), Digest: math.MaxUint64},
+		{IDHash: 7, Position: coord.IntPosition(-5), Digest: 8},
+		{IDHash: 7, Position: coord.IntPosition(-5), Digest: 8},
+		{IDHash: 9, Position: coord.IntPosition(501), Digest: 10},
 	}
 	full := witness.Witness{
 		Scope:           key.Scope,

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/witness"
 )
@@ -18,7 +19,7 @@ func testWitnessesFrom(t *testing.T, s store.Store) {
 		w := witness.Witness{
 			Scope: k.Scope, Partition: k.Partition, Generation: gen, InputCursor: []byte("c"),
 			AttemptID: attempt, Successor: []byte("n"), Disposition: witness.Pending,
-			Events: []witness.EventWitness{{IDHash: 1, Position: int64(gen), Digest: 2}},
+			Events: []witness.EventWitness{{IDHash: 1, Position: coord.IntPosition(int64(gen)), Digest: 2}},
 		}
 		require.NoError(t, s.PutWitness(ctx(t), w))
 	}
