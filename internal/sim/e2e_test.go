@@ -123,8 +123,12 @@ func checkE2E(t *testing.T, prov *e2eProvider, sink *e2eSink, st e2eStatus, comp
 	got := sink.snapshot()
 	for _, ps := range st.Partitions {
 		progress := int64(0)
-		if ps.Applied != nil {
-			progress = *ps.Applied
+		if ps.Applied != "" {
+			a, err := strconv.ParseInt(ps.Applied, 10, 64)
+			if err != nil {
+				t.Fatalf("%s: status applied %q is not an integer position: %v", ps.Partition, ps.Applied, err)
+			}
+			progress = a
 		}
 		if w, err := strconv.ParseInt(ps.Watermark, 10, 64); err == nil {
 			progress = max(progress, w)
@@ -497,7 +501,7 @@ type e2eStatus struct {
 		Partition  string `json:"partition"`
 		Generation uint64 `json:"generation"`
 		Watermark  string `json:"watermark"`
-		Applied    *int64 `json:"applied"`
+		Applied    string `json:"applied"`
 		Parked     string `json:"parked"`
 	} `json:"partitions"`
 }
@@ -513,7 +517,7 @@ func (e *e2eEnv) status(t *testing.T) e2eStatus {
 		Partition  string `json:"partition"`
 		Generation uint64 `json:"generation"`
 		Watermark  string `json:"watermark"`
-		Applied    *int64 `json:"applied"`
+		Applied    string `json:"applied"`
 		Parked     string `json:"parked"`
 	}) int {
 		return strings.Compare(a.Partition, b.Partition)
