@@ -62,8 +62,11 @@ The frontier is computed from durable checkpoints only: with `+"`source: feed`"+
 			service.NewStringListField(pfFieldPartitions).
 				Description("The partitions of the epoch when the store holds no membership record yet. When the store has one (the input writes it), the record wins.").
 				Default([]string{}).Example([]string{"p0", "p1"}),
-			service.NewStringEnumField(pfFieldSource, "feed", "store").
-				Description("Where checkpoints come from: `feed` (the input in this process, plus one read of the store at start) or `store` (read every refresh_interval).").
+			service.NewStringAnnotatedEnumField(pfFieldSource, map[string]string{
+				"feed":  "The `paginated_partitions` input in this process, plus one read of the store at start. It sees only the partitions this process reads: with several instances (leases) use `store`.",
+				"store": "The checkpoint store, read every `refresh_interval`: every partition of the scope, whichever instance reads it.",
+			}).
+				Description("Where checkpoints come from.").
 				Default("feed").Example("store"),
 			service.NewDurationField(pfFieldRefresh).
 				Description("How often the store is read (source: store), and how often the membership record is re-read.").

@@ -3,6 +3,8 @@ package httpprovider
 import (
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/redpanda-data/benthos/v4/public/bloblang"
 	"github.com/redpanda-data/benthos/v4/public/service"
@@ -318,6 +320,7 @@ func Fields() []*service.ConfigField {
 				Example(`${! @watermark }`),
 		).
 			Description("The source's declared pagination contract. Classification trusts only what is declared here.").
+			LintRule(contractEnumLint()).
 			Example(map[string]any{
 				hpFieldEmptyPage:          witness.EmptyFinalThroughWatermark.String(),
 				hpFieldPositions:          positionsOrdered,
@@ -549,4 +552,38 @@ func parseRecovery(s string) (witness.Recovery, error) {
 		}
 	}
 	return 0, fmt.Errorf("httpprovider: contract.recovery: unknown value %q (want park, restart_from_boundary or fresh_snapshot)", s)
+}
+
+// contractEnums are the contract's enumerated fields and their values, for
+// a lint message that lists the values (Benthos's own only says "not a
+// valid option").
+func contractEnums() [][2]any {
+	kinds := []string{coord.KindInteger.String(), coord.KindDecimal.String(), coord.KindTimestamp.String(), coord.KindString.String()}
+	return [][2]any{
+		{hpFieldEmptyPage, []string{witness.EmptyNoEvidence.String(), witness.EmptyEndOfData.String(), witness.EmptyFinalThroughWatermark.String()}},
+		{hpFieldPositions, []string{positionsUnordered, positionsOrdered, positionsDense}},
+		{hpFieldMissingSuccessor, []string{witness.MissingSuccessorPoll.String(), witness.MissingSuccessorEndsTraversal.String()}},
+		{hpFieldCoordinate, kinds},
+		{hpFieldPositionType, kinds},
+		{hpFieldRecovery, []string{witness.RecoveryPark.String(), witness.RecoveryRestartFromBoundary.String(), witness.RecoveryFreshSnapshot.String()}},
+	}
+}
+
+// contractEnumLint is a Bloblang lint rule over the contract object: for
+// each enumerated field set to an unknown value, one message naming the
+// field, the value and the allowed values.
+func contractEnumLint() string {
+	var b strings.Builder
+	b.WriteString("root = [\n")
+	for _, e := range contractEnums() {
+		field, values := e[0].(string), e[1].([]string)
+		quoted := make([]string, len(values))
+		for i, v := range values {
+			quoted[i] = strconv.Quote(v)
+		}
+		fmt.Fprintf(&b, "  if this.%s.type() == \"string\" && ![%s].contains(this.%s) { \"contract.%s: %%q is not one of %s\".format(this.%s) },\n",
+			field, strings.Join(quoted, ", "), field, field, strings.Join(values, ", "), field)
+	}
+	b.WriteString("].filter(m -> m != null)")
+	return b.String()
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
+
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -232,4 +234,26 @@ func benthosField(name string) bool {
 		}
 	}
 	return false
+}
+
+// Lint names an unknown value of an enumerated contract field together
+// with the values it accepts.
+func TestLintListsTheValuesOfEnumeratedContractFields(t *testing.T) {
+	env := service.GlobalEnvironment().Clone()
+	require.NoError(t, env.RegisterInput("tm_lint_probe", service.NewConfigSpec().Field(service.NewObjectField("http", Fields()...)),
+		func(*service.ParsedConfig, *service.Resources) (service.Input, error) { return nil, nil }))
+	for field, want := range map[string]string{
+		"positions: sorted":       `contract.positions: "sorted" is not one of unordered, ordered, dense`,
+		"position_type: float":    `contract.position_type: "float" is not one of integer, decimal, timestamp, string`,
+		"empty_page: maybe":       `contract.empty_page: "maybe" is not one of no_evidence, end_of_data, final_through_watermark`,
+		"recovery: pray":          `contract.recovery: "pray" is not one of park, restart_from_boundary, fresh_snapshot`,
+		"missing_successor: stop": `contract.missing_successor: "stop" is not one of poll, end_of_traversal`,
+	} {
+		yaml := "input:\n  tm_lint_probe:\n    http:\n      url: http://127.0.0.1:1/\n      successor: root = deleted()\n      contract:\n        " + field + "\noutput:\n  drop: {}\n"
+		err := env.NewStreamBuilder().SetYAML(yaml)
+		require.Error(t, err, field)
+		assert.Contains(t, err.Error(), want, field)
+	}
+	b := env.NewStreamBuilder()
+	require.NoError(t, b.SetYAML("input:\n  tm_lint_probe:\n    http:\n      url: http://127.0.0.1:1/\n      successor: root = deleted()\n      contract:\n        positions: dense\n        position_type: decimal\n        coordinate: decimal\noutput:\n  drop: {}\n"), "valid values lint clean")
 }

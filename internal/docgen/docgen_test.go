@@ -4,9 +4,11 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/internal/docgen"
@@ -61,4 +63,40 @@ func TestEveryFieldHasADescription(t *testing.T) {
 	env.WalkProcessors(check("processor"))
 	env.WalkCaches(check("cache"))
 	env.WalkMetrics(check("metrics"))
+}
+
+// Every enumerated field of a tidemark component documents each of its
+// values with what it promises, and the generated page shows them.
+func TestEveryEnumeratedFieldListsItsValuesAndPromises(t *testing.T) {
+	env := service.GlobalEnvironment()
+	pages, err := docgen.Render(env)
+	require.NoError(t, err)
+	enums := 0
+	check := func(typ string) func(string, *service.ConfigView) {
+		return func(name string, v *service.ConfigView) {
+			for _, n := range docgen.Components[typ] {
+				if n != name {
+					continue
+				}
+				data, err := v.TemplateData()
+				require.NoError(t, err)
+				page := string(pages[typ+"_"+name+".md"])
+				for _, f := range data.Fields {
+					if len(f.Options) > 0 && len(f.AnnotatedOptions) == 0 {
+						t.Errorf("%s %s: field %s lists values %v without saying what each promises", typ, name, f.FullName, f.Options)
+					}
+					for _, o := range f.AnnotatedOptions {
+						enums++
+						assert.NotEmpty(t, strings.TrimSpace(o[1]), "%s: value %s has no summary", f.FullName, o[0])
+						assert.Contains(t, page, "| `"+o[0]+"` | "+o[1]+" |", "%s: value %s is not in the generated page", f.FullName, o[0])
+					}
+				}
+			}
+		}
+	}
+	env.WalkInputs(check("input"))
+	env.WalkProcessors(check("processor"))
+	env.WalkCaches(check("cache"))
+	env.WalkMetrics(check("metrics"))
+	require.Greater(t, enums, 20, "the contract's enumerations are walked")
 }

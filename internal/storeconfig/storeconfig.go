@@ -108,8 +108,11 @@ func DynamoConfigFromParsed(conf *service.ParsedConfig) (dynamostore.DynamoConfi
 // frontier_advances input. Read them with StoreFromParsed.
 func CheckpointFields() []*service.ConfigField {
 	return []*service.ConfigField{
-		service.NewStringEnumField(fieldBackend, "dynamodb", "memory").
-			Description("Where checkpoints and response witnesses live. `memory` is for development only: progress is lost on restart, and the input warns.").
+		service.NewStringAnnotatedEnumField(fieldBackend, map[string]string{
+			"dynamodb": "A DynamoDB table (`dynamodb` below): every promotion is one conditional write, progress survives restarts and is shared by every instance of the scope.",
+			"memory":   "This process's memory, for development only: progress and witnesses are lost on restart, and the input warns. Components of one process share it.",
+		}).
+			Description("Where checkpoints and response witnesses live.").
 			Default("dynamodb").Example("memory"),
 		service.NewObjectField(fieldDynamoDB, DynamoFields()...).
 			Description("The DynamoDB table (used when `backend: dynamodb`). Credentials come from the AWS SDK's default chain."),
