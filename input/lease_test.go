@@ -12,6 +12,7 @@ package input
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -117,6 +118,12 @@ type leaseCluster struct {
 	st    store.Store
 	parts []string
 	lc    LeaseConfig
+	// publish is the instances' frontier_publish_interval (0: none).
+	publish time.Duration
+	// scope is the instances' scope. (The in-process feed of checkpoint
+	// writes is per scope and process-wide: a test that reads it uses a
+	// scope of its own.)
+	scope string
 
 	mu        sync.Mutex
 	delivered map[string]int
@@ -125,7 +132,7 @@ type leaseCluster struct {
 
 func newLeaseCluster(t *testing.T, parts []string) *leaseCluster {
 	return &leaseCluster{
-		t: t, st: store.NewMemStore(), parts: parts,
+		t: t, st: store.NewMemStore(), parts: parts, scope: "orders",
 		lc:        LeaseConfig{Period: time.Second, RenewInterval: 200 * time.Millisecond, BalanceInterval: 300 * time.Millisecond, MaxSteals: 1},
 		delivered: map[string]int{}, insts: map[string]*leaseInst{},
 	}
@@ -141,9 +148,9 @@ func (c *leaseCluster) start(id string, st store.Store) *leaseInst {
 	lc := c.lc
 	lc.InstanceID = id
 	bi, err := New(Config{
-		Scope: "orders", Partitions: c.parts, MaxPagesInFlight: 2, PollInterval: 50 * time.Millisecond,
+		Scope: c.scope, Partitions: c.parts, MaxPagesInFlight: 2, PollInterval: 50 * time.Millisecond,
 		ParkCheckInterval: time.Second, StoreBackoff: 50 * time.Millisecond, FetchRetries: 3, FetchBackoff: 10 * time.Millisecond,
-		Leases: &lc,
+		Leases: &lc, FrontierPublishInterval: c.publish,
 	}, prov, st, nil, res)
 	require.NoError(c.t, err)
 	in := bi.(*paginatedInput)
@@ -195,7 +202,7 @@ func (c *leaseCluster) stop(id string) {
 // owners returns the partitions per owner instance id (the part of the
 // owner before '#'; "" for unowned).
 func (c *leaseCluster) owners() map[string][]string {
-	cps, err := c.st.ListCheckpoints(context.Background(), "orders")
+	cps, err := c.st.ListCheckpoints(context.Background(), c.scope)
 	require.NoError(c.t, err)
 	out := map[string][]string{}
 	for _, cp := range cps {
@@ -236,7 +243,7 @@ func (c *leaseCluster) sample(stop <-chan struct{}) <-chan error {
 	go func() {
 		last := map[string]store.Checkpoint{}
 		for {
-			cps, err := c.st.ListCheckpoints(context.Background(), "orders")
+			cps, err := c.st.ListCheckpoints(context.Background(), c.scope)
 			if err == nil {
 				for _, cp := range cps {
 					prev, ok := last[cp.Partition]
@@ -266,7 +273,7 @@ func (c *leaseCluster) requireNoLoss() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, p := range c.parts {
-		cp, err := c.st.LoadCheckpoint(context.Background(), store.Key{Scope: "orders", Partition: p})
+		cp, err := c.st.LoadCheckpoint(context.Background(), store.Key{Scope: c.scope, Partition: p})
 		require.NoError(c.t, err)
 		require.Equal(c.t, coord.KindInteger, cp.Watermark.Kind, "partition %s made no progress", p)
 		for pos := int64(1); pos <= cp.Watermark.Int; pos++ {
@@ -279,7 +286,7 @@ func (c *leaseCluster) requireNoLoss() {
 
 // generations returns every partition's generation.
 func (c *leaseCluster) generations() map[string]uint64 {
-	cps, err := c.st.ListCheckpoints(context.Background(), "orders")
+	cps, err := c.st.ListCheckpoints(context.Background(), c.scope)
 	require.NoError(c.t, err)
 	out := map[string]uint64{}
 	for _, cp := range cps {
@@ -347,6 +354,73 @@ func TestLeaseInputsShareAndHandOff(t *testing.T) {
 	close(stop)
 	require.NoError(t, <-regress)
 	c.requireNoLoss()
+}
+
+// The publisher computes the frontier from every partition's durable
+// checkpoint, not from what its own process wrote: two of the four
+// partitions are held (leased) by an instance in another process, simulated
+// here by the test promoting their checkpoints in the store directly, which
+// no in-process feed reports. The published scalar is the minimum over all
+// four, so it rises only if the publisher reads the others' checkpoints; and
+// across every sample no vector entry and no scalar goes down.
+func TestPublisherCountsPartitionsHeldByAnotherProcess(t *testing.T) {
+	c := newLeaseCluster(t, leaseParts(4))
+	c.lc.Period = time.Minute // the foreign leases never expire in the test
+	c.publish = 20 * time.Millisecond
+	c.scope = "orders-remote"
+	ctx := t.Context()
+	foreign := store.Lease{Owner: "z#1", Counter: 1}
+	remote := map[string]store.Checkpoint{}
+	for _, p := range c.parts[2:] {
+		cp, err := c.st.CreateCheckpoint(ctx, store.Checkpoint{Key: store.Key{Scope: c.scope, Partition: p}, Generation: 1, Lease: foreign})
+		require.NoError(t, err)
+		remote[p] = cp
+	}
+	advanceRemote := func(wm int64) {
+		for p, cp := range remote {
+			next, err := c.st.Promote(ctx, store.Promotion{Key: cp.Key, FromCursor: cp.Cursor, FromGeneration: cp.Generation,
+				To: []byte(fmt.Sprintf("z-%d", wm)), WitnessID: fmt.Sprintf("z-%s-%d", p, wm), Watermark: coord.Integer(wm),
+				Applied: coord.IntPosition(wm), HasApplied: true, Lease: foreign})
+			require.NoError(t, err)
+			remote[p] = next
+		}
+	}
+	advanceRemote(10)
+	c.start("a", c.st)
+	c.waitFor("a holds its two partitions", func() bool { return len(c.owners()["a"]) == 2 })
+
+	var prev store.Frontier
+	sample := func() store.Frontier {
+		f, err := c.st.LoadFrontier(ctx, c.scope)
+		if errors.Is(err, store.ErrNoCheckpoint) {
+			return f
+		}
+		require.NoError(t, err)
+		if !prev.IsZero() && f.Epoch == prev.Epoch {
+			if !prev.Scalar.IsZero() {
+				require.False(t, f.Scalar.IsZero() || f.Scalar.Less(prev.Scalar), "the scalar went from %s to %s", prev.Scalar, f.Scalar)
+			}
+			for p, w := range prev.Vector {
+				if !w.IsZero() {
+					require.False(t, f.Vector[p].IsZero() || f.Vector[p].Less(w), "partition %s's published watermark went from %s to %s", p, w, f.Vector[p])
+				}
+			}
+		}
+		prev = f
+		return f
+	}
+	c.waitFor("the scalar is published at the remote partitions' 10", func() bool { return sample().Scalar == coord.Integer(10) })
+	for _, wm := range []int64{20, 30} {
+		advanceRemote(wm)
+		c.waitFor(fmt.Sprintf("the scalar follows the remote partitions to %d", wm), func() bool { return sample().Scalar == coord.Integer(wm) })
+	}
+	f := sample()
+	for _, p := range c.parts[2:] {
+		require.Equal(t, coord.Integer(30), f.Vector[p], "the vector carries the remote partition %s", p)
+	}
+	for _, p := range c.owners()["a"] {
+		require.False(t, f.Vector[p].Less(coord.Integer(30)), "a's partition %s is past the remote ones", p)
+	}
 }
 
 // leaseGate wraps one instance's store: while the gate is closed, the

@@ -81,8 +81,12 @@ func (in *paginatedInput) ensureMembership(ctx context.Context, parts []string) 
 
 // publishFrontier keeps the scope's published frontier record up to date:
 // every interval it recomputes the combined frontier of the epoch from the
-// durable checkpoints (the in-process feed) and advances the record by
-// compare-and-swap when the core's publication rule allows.
+// durable checkpoints of every partition of the scope (a store read, so
+// partitions other instances hold count; the in-process feed adds this
+// process's writes between reads) and advances the record by a
+// compare-and-swap on its version when the core's publication rule allows.
+// A publisher whose view is behind the record publishes nothing until its
+// reads catch up: the record's scalar and vector never go down.
 func (in *paginatedInput) publishFrontier(ctx context.Context, m store.Membership, every time.Duration) {
 	sub := feed.Subscribe(in.cfg.Scope)
 	defer sub.Close()
@@ -103,6 +107,14 @@ func (in *paginatedInput) publishFrontier(ctx context.Context, m store.Membershi
 	publish := func(ctx context.Context) {
 		for _, u := range sub.Drain() {
 			_, _ = t.Apply(u.Partition, u.Watermark)
+		}
+		cps, err := in.store.ListCheckpoints(ctx, in.cfg.Scope)
+		if err != nil {
+			in.log.Warnf("Frontier of scope %s: cannot read the checkpoints: %v", in.cfg.Scope, err)
+			return
+		}
+		for _, cp := range cps {
+			_, _ = t.Apply(cp.Partition, cp.Watermark) // other epochs' partitions are unknown here
 		}
 		if !loaded {
 			f, err := in.store.LoadFrontier(ctx, in.cfg.Scope)

@@ -54,7 +54,7 @@ Metadata set on every message:
 - `+"`tidemark_frontier_held_by`"+`: comma-separated partitions holding the frontier back;
 - `+"`tidemark_frontier_reason`"+`: why the scalar is withheld, when it is.
 
-The frontier is computed from durable checkpoints only: with `+"`source: feed`"+` from the paginated_partitions input running in the same process, with `+"`source: store`"+` by reading the checkpoint store every `+"`refresh_interval`"+`. A stale view may lag, never lead.`).
+The frontier is computed from durable checkpoints only: read from the checkpoint store every `+"`refresh_interval`"+` (so every instance's partitions count), and with `+"`source: feed`"+` also from the paginated_partitions input running in the same process as its writes succeed. A stale view may lag, never lead.`).
 		Fields(
 			service.NewStringField(pfFieldScope).
 				Description("The scope of the paginated_partitions input.").
@@ -63,13 +63,13 @@ The frontier is computed from durable checkpoints only: with `+"`source: feed`"+
 				Description("The partitions of the epoch when the store holds no membership record yet. When the store has one (the input writes it), the record wins.").
 				Default([]string{}).Example([]string{"p0", "p1"}),
 			service.NewStringAnnotatedEnumField(pfFieldSource, map[string]string{
-				"feed":  "The `paginated_partitions` input in this process, plus one read of the store at start. It sees only the partitions this process reads: with several instances (leases) use `store`.",
-				"store": "The checkpoint store, read every `refresh_interval`: every partition of the scope, whichever instance reads it.",
+				"feed":  "The checkpoint store, read every `refresh_interval` (every partition of the scope, whichever instance reads it), and between reads the conditional writes of the `paginated_partitions` input in this process as they succeed. Correct with several instances; this process's partitions show up without waiting for a read.",
+				"store": "The checkpoint store only, read every `refresh_interval`: for a process without the input.",
 			}).
 				Description("Where checkpoints come from.").
 				Default("feed").Example("store"),
 			service.NewDurationField(pfFieldRefresh).
-				Description("How often the store is read (source: store), and how often the membership record is re-read.").
+				Description("How often the checkpoints and the membership record are read from the store.").
 				Default("5s").Example("30s"),
 			service.NewObjectField(pfFieldCheckpoint, storeconfig.CheckpointFields()...).
 				Description("The checkpoint store of the input."),
@@ -164,10 +164,11 @@ func (p *frontierProcessor) refresh(ctx context.Context, now time.Time) error {
 		p.lastMembers = now
 	}
 	if p.cfg.FromFeed {
+		// The feed is this process's writes, at once; the store read below
+		// adds every other instance's, every refresh_interval.
 		for _, u := range p.sub.Drain() {
 			_, _ = p.tracker.Apply(u.Partition, u.Watermark) // unknown partitions belong to another epoch
 		}
-		return nil
 	}
 	if now.Sub(p.lastStore) < p.cfg.Refresh && !p.lastStore.IsZero() {
 		return nil

@@ -684,13 +684,19 @@ func (s *DynamoStore) PublishFrontier(ctx context.Context, prev, next store.Fron
 	if err := store.ValidatePublish(prev, next); err != nil {
 		return store.Frontier{}, err
 	}
+	next.Version = prev.Version + 1
 	it := frontierItem(next)
 	e := newExpr()
 	var cond string
 	if prev.IsZero() {
 		cond = "attribute_not_exists(" + e.n(attrPK) + ")"
 	} else {
-		cond = e.n(attrEpoch) + " = " + e.v("pe", avU(prev.Epoch)) + " AND "
+		if prev.Version == 0 {
+			cond = "attribute_not_exists(" + e.n(attrVersion) + ") AND "
+		} else {
+			cond = e.n(attrVersion) + " = " + e.v("pv", avU(prev.Version)) + " AND "
+		}
+		cond += e.n(attrEpoch) + " = " + e.v("pe", avU(prev.Epoch)) + " AND "
 		if prev.Scalar.IsZero() {
 			cond += "attribute_not_exists(" + e.n(attrWMKind) + ")"
 		} else {

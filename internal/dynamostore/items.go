@@ -59,6 +59,7 @@ const (
 	// membership and frontier records (attrEpoch, attrWMKind/attrWM too)
 	attrParts   = "parts"
 	attrUnprov  = "unproven"
+	attrVersion = "ver"
 	attrCutKind = "cutk"
 	attrCut     = "cut"
 	attrProven  = "proven"
@@ -549,6 +550,9 @@ func decodeMembership(scope string, it item) (store.Membership, error) {
 func frontierItem(f store.Frontier) item {
 	it := recordKey(f.Scope, recFrontier)
 	it[attrEpoch] = avU(f.Epoch)
+	if f.Version > 0 {
+		it[attrVersion] = avU(f.Version)
+	}
 	putWatermark(it, attrWMKind, attrWM, f.Scalar)
 	if len(f.Vector) > 0 {
 		vec := make(map[string]types.AttributeValue, len(f.Vector))
@@ -576,6 +580,8 @@ func decodeFrontier(scope string, it item) (store.Frontier, error) {
 	errs := make([]error, 0, 5)
 	add := func(e error) { errs = append(errs, e) }
 	f.Epoch, _, err = getU(it, attrEpoch)
+	add(err)
+	f.Version, _, err = getU(it, attrVersion)
 	add(err)
 	f.Scalar, err = getWatermark(it, attrWMKind, attrWM)
 	add(err)

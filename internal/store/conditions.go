@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/tidemark/tidemark/internal/coord"
@@ -103,16 +104,39 @@ func FrontierRegression(prev, next Frontier) string {
 	case next.Scalar.Less(prev.Scalar):
 		return fmt.Sprintf("scalar %s is lower than the published %s in epoch %d", next.Scalar, prev.Scalar, prev.Epoch)
 	}
+	return vectorRegression(prev, next)
+}
+
+// vectorRegression returns why next's vector lowers a partition's
+// published watermark within prev's epoch, or "".
+func vectorRegression(prev, next Frontier) string {
+	if next.Epoch != prev.Epoch {
+		return ""
+	}
+	for _, p := range slices.Sorted(maps.Keys(prev.Vector)) {
+		w := prev.Vector[p]
+		if w.IsZero() {
+			continue
+		}
+		n, ok := next.Vector[p]
+		if !ok || n.IsZero() {
+			return fmt.Sprintf("partition %s's published watermark %s is withdrawn within epoch %d", p, w, prev.Epoch)
+		}
+		if c, err := n.Compare(w); err != nil || c < 0 {
+			return fmt.Sprintf("partition %s's watermark %s is lower than (or not comparable with) the published %s in epoch %d", p, n, w, prev.Epoch)
+		}
+	}
 	return ""
 }
 
 // FrontierMatches reports whether the stored frontier (nil: none stored) is
-// still prev as PublishFrontier compares it: same epoch and same scalar.
+// still prev as PublishFrontier compares it: same version, epoch and
+// scalar.
 func FrontierMatches(stored *Frontier, prev Frontier) bool {
 	if prev.IsZero() {
 		return stored == nil
 	}
-	return stored != nil && stored.Epoch == prev.Epoch && SameWatermark(stored.Scalar, prev.Scalar)
+	return stored != nil && stored.Version == prev.Version && stored.Epoch == prev.Epoch && SameWatermark(stored.Scalar, prev.Scalar)
 }
 
 // SameWitness reports whether a and b record the same response: the same

@@ -334,6 +334,7 @@ func (s *MemStore) PublishFrontier(_ context.Context, prev, next Frontier) (Fron
 		return Frontier{}, err
 	}
 	next = cloneFrontier(next)
+	next.Version = prev.Version + 1
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var stored *Frontier

@@ -159,6 +159,11 @@ type Frontier struct {
 	HeldBy []string
 	// Reason explains a withheld scalar.
 	Reason string
+	// Version counts the record's publications: PublishFrontier writes
+	// prev.Version+1, conditional on the stored record still carrying
+	// prev.Version, so a publisher working from a stale record is fenced
+	// whatever it would write. Records written before versions read as 0.
+	Version uint64
 }
 
 // Store is the durable state of tidemark. Implementations are safe for
@@ -239,9 +244,11 @@ type Store interface {
 	SwapMembership(ctx context.Context, prevEpoch uint64, next Membership) (Membership, error)
 	// LoadFrontier returns the published frontier, or ErrNoCheckpoint.
 	LoadFrontier(ctx context.Context, scope string) (Frontier, error)
-	// PublishFrontier writes next if the stored record is still prev (same
-	// epoch and scalar; zero Frontier: none stored) and next does not lower
-	// the scalar within an epoch nor go back to an older epoch.
+	// PublishFrontier writes next, with Version prev.Version+1, if the
+	// stored record is still prev (same version, epoch and scalar; zero
+	// Frontier: none stored) and next does not go back to an older epoch nor,
+	// within an epoch, lower the scalar or any vector entry. It returns the
+	// record written.
 	PublishFrontier(ctx context.Context, prev, next Frontier) (Frontier, error)
 }
 

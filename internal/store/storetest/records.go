@@ -57,7 +57,8 @@ func testFrontierMonotone(t *testing.T, s store.Store) {
 	f90 := store.Frontier{Scope: scope, Epoch: 1, Scalar: integer(90), HeldBy: []string{"B"}}
 	got, err := s.PublishFrontier(ctx(t), store.Frontier{}, f90)
 	require.NoError(t, err)
-	require.Equal(t, f90, got)
+	f90.Version = 1
+	require.Equal(t, f90, got, "the first publication is version 1")
 	requireFence(t, firstErr(s.PublishFrontier(ctx(t), store.Frontier{}, f90)))
 
 	lower := f90
@@ -74,11 +75,12 @@ func testFrontierMonotone(t *testing.T, s store.Store) {
 	requireFence(t, firstErr(s.PublishFrontier(ctx(t), f90, otherKind)))
 
 	f110 := store.Frontier{Scope: scope, Epoch: 1, Scalar: integer(110), HeldBy: []string{"B"}}
-	_, err = s.PublishFrontier(ctx(t), f90, f110)
+	f110, err = s.PublishFrontier(ctx(t), f90, f110)
 	require.NoError(t, err)
+	require.Equal(t, uint64(2), f110.Version)
 	same := f110
 	same.HeldBy = []string{"A", "B"}
-	_, err = s.PublishFrontier(ctx(t), f110, same)
+	same, err = s.PublishFrontier(ctx(t), f110, same)
 	require.NoError(t, err, "an equal scalar is not lower")
 
 	// A publisher that still believes 90 is stored loses, even with a higher
@@ -90,10 +92,10 @@ func testFrontierMonotone(t *testing.T, s store.Store) {
 
 	// A new epoch may start lower (scalar withheld or smaller)...
 	e2 := store.Frontier{Scope: scope, Epoch: 2, Scalar: integer(50), Reason: "partition C joined at 50"}
-	_, err = s.PublishFrontier(ctx(t), same, e2)
+	e2, err = s.PublishFrontier(ctx(t), same, e2)
 	require.NoError(t, err)
 	e3 := store.Frontier{Scope: scope, Epoch: 3, Reason: "unproven membership change: scalar withheld", Vector: map[string]coord.Watermark{"A": integer(130), "C": {}}}
-	_, err = s.PublishFrontier(ctx(t), e2, e3)
+	e3, err = s.PublishFrontier(ctx(t), e2, e3)
 	require.NoError(t, err)
 	// ...but never go back to an older epoch.
 	old := store.Frontier{Scope: scope, Epoch: 2, Scalar: integer(200)}
@@ -102,7 +104,7 @@ func testFrontierMonotone(t *testing.T, s store.Store) {
 
 	e3scalar := e3
 	e3scalar.Scalar = integer(60)
-	_, err = s.PublishFrontier(ctx(t), e3, e3scalar)
+	e3scalar, err = s.PublishFrontier(ctx(t), e3, e3scalar)
 	require.NoError(t, err, "publishing a scalar where it was withheld")
 
 	loaded, err := s.LoadFrontier(ctx(t), scope)
@@ -113,6 +115,41 @@ func testFrontierMonotone(t *testing.T, s store.Store) {
 	require.ErrorIs(t, err, store.ErrInvalid)
 	_, err = s.PublishFrontier(ctx(t), e3scalar, store.Frontier{Scope: "other", Epoch: 4})
 	require.ErrorIs(t, err, store.ErrInvalid, "prev of another scope")
+}
+
+// A publisher whose view is stale loses the compare-and-swap on the
+// record's version even when the epoch and scalar it expects are still
+// there, and no publication lowers a partition's vector entry within an
+// epoch: the stale publisher of two instances cannot take one partition's
+// published watermark from 120 back to 100 while the scalar rises.
+func testFrontierVersionFencesAStalePublisher(t *testing.T, s store.Store) {
+	const scope = "invoices"
+	v := func(a, b int64) map[string]coord.Watermark {
+		return map[string]coord.Watermark{"A": integer(a), "B": integer(b)}
+	}
+	first, err := s.PublishFrontier(ctx(t), store.Frontier{}, store.Frontier{Scope: scope, Epoch: 1, Scalar: integer(90), Vector: v(100, 90)})
+	require.NoError(t, err)
+	// Publisher 1 sees A at 120; publisher 2, from the same record, only
+	// the scalar's partition moving: both keep scalar 90.
+	p1, err := s.PublishFrontier(ctx(t), first, store.Frontier{Scope: scope, Epoch: 1, Scalar: integer(90), Vector: v(120, 90)})
+	require.NoError(t, err)
+	require.Equal(t, first.Version+1, p1.Version)
+	fe := requireFence(t, firstErr(s.PublishFrontier(ctx(t), first, store.Frontier{Scope: scope, Epoch: 1, Scalar: integer(90), Vector: v(100, 95)})))
+	require.Contains(t, fe.Reason, "changed")
+	// Re-reading gives it the record; from there, lowering A is refused.
+	loaded, err := s.LoadFrontier(ctx(t), scope)
+	require.NoError(t, err)
+	require.Equal(t, p1, loaded)
+	fe = requireFence(t, firstErr(s.PublishFrontier(ctx(t), loaded, store.Frontier{Scope: scope, Epoch: 1, Scalar: integer(95), Vector: v(100, 95)})))
+	require.Contains(t, fe.Reason, "partition A")
+	fe = requireFence(t, firstErr(s.PublishFrontier(ctx(t), loaded, store.Frontier{Scope: scope, Epoch: 1, Scalar: integer(95), Vector: map[string]coord.Watermark{"B": integer(95)}})))
+	require.Contains(t, fe.Reason, "withdrawn")
+	merged, err := s.PublishFrontier(ctx(t), loaded, store.Frontier{Scope: scope, Epoch: 1, Scalar: integer(95), Vector: v(120, 95)})
+	require.NoError(t, err)
+	require.Equal(t, loaded.Version+1, merged.Version)
+	// A new epoch starts its own vector.
+	_, err = s.PublishFrontier(ctx(t), merged, store.Frontier{Scope: scope, Epoch: 2, Vector: map[string]coord.Watermark{"A": integer(120), "C": {}}})
+	require.NoError(t, err)
 }
 
 func testFrontierRoundTrip(t *testing.T, s store.Store) {
@@ -131,6 +168,7 @@ func testFrontierRoundTrip(t *testing.T, s store.Store) {
 	}
 	got, err := s.PublishFrontier(ctx(t), store.Frontier{}, f)
 	require.NoError(t, err)
+	f.Version = 1
 	require.Equal(t, f, got)
 	loaded, err := s.LoadFrontier(ctx(t), "orders")
 	require.NoError(t, err)

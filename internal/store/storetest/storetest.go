@@ -69,6 +69,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"MembershipCAS", testMembershipCAS},
 		{"FrontierMonotone", testFrontierMonotone},
 		{"FrontierRoundTrip", testFrontierRoundTrip},
+		{"FrontierVersionFencesAStalePublisher", testFrontierVersionFencesAStalePublisher},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
