@@ -109,6 +109,9 @@ type paginatedInput struct {
 	running     int
 	done        int
 	attemptSeq  atomic.Uint64
+	// epochNow is the membership epoch stamped on messages: the epoch read
+	// at Connect, then every newer epoch the frontier publisher reads.
+	epochNow atomic.Uint64
 	attemptBase string
 	started     bool
 	leases      *leaseManager // nil without leases
@@ -138,7 +141,12 @@ func New(cfg Config, prov provider.Provider, st store.Store, closeStore func(con
 	return in, nil
 }
 
-func (in *paginatedInput) epoch() uint64 { return in.cfg.Epoch }
+func (in *paginatedInput) epoch() uint64 {
+	if e := in.epochNow.Load(); e != 0 {
+		return e
+	}
+	return in.cfg.Epoch
+}
 
 // newAttemptID returns a locally generated response-attempt id that sorts
 // by creation time within this process.
@@ -173,6 +181,7 @@ func (in *paginatedInput) Connect(ctx context.Context) error {
 		return fmt.Errorf("paginated_partitions: membership of scope %s: %w", in.cfg.Scope, err)
 	}
 	in.cfg.Epoch = m.Epoch
+	in.epochNow.Store(m.Epoch)
 	if in.leases != nil {
 		in.store = leasedStore{Store: in.store}
 	}

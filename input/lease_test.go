@@ -127,6 +127,7 @@ type leaseCluster struct {
 
 	mu        sync.Mutex
 	delivered map[string]int
+	epochs    map[string]int // tidemark_epoch values delivered
 	insts     map[string]*leaseInst
 }
 
@@ -134,7 +135,7 @@ func newLeaseCluster(t *testing.T, parts []string) *leaseCluster {
 	return &leaseCluster{
 		t: t, st: store.NewMemStore(), parts: parts, scope: "orders",
 		lc:        LeaseConfig{Period: time.Second, RenewInterval: 200 * time.Millisecond, BalanceInterval: 300 * time.Millisecond, MaxSteals: 1},
-		delivered: map[string]int{}, insts: map[string]*leaseInst{},
+		delivered: map[string]int{}, epochs: map[string]int{}, insts: map[string]*leaseInst{},
 	}
 }
 
@@ -168,6 +169,8 @@ func (c *leaseCluster) start(id string, st store.Store) *leaseInst {
 			for _, m := range batch {
 				id, _ := m.MetaGet(MetaEventID)
 				c.delivered[id]++
+				e, _ := m.MetaGet(MetaEpoch)
+				c.epochs[e]++
 				if owner, _ := m.MetaGet(MetaLeaseOwner); !strings.HasPrefix(owner, lc.InstanceID+"#") {
 					c.t.Errorf("message %s carries lease owner %q, emitted by %s", id, owner, lc.InstanceID)
 				}
@@ -421,6 +424,32 @@ func TestPublisherCountsPartitionsHeldByAnotherProcess(t *testing.T) {
 	for _, p := range c.owners()["a"] {
 		require.False(t, f.Vector[p].Less(coord.Integer(30)), "a's partition %s is past the remote ones", p)
 	}
+}
+
+// An epoch advanced in the store while the input runs (by an operator's
+// `advance-epoch` or another instance) reaches the running input within a
+// publish interval: messages carry it from then on, and the published
+// frontier moves to it.
+func TestRunningInputPicksUpANewEpoch(t *testing.T) {
+	c := newLeaseCluster(t, leaseParts(2))
+	c.publish = 20 * time.Millisecond
+	c.scope = "orders-epoch"
+	c.start("a", c.st)
+	c.waitFor("messages under epoch 1", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.epochs["1"] > 0
+	})
+	_, err := c.st.SwapMembership(t.Context(), 1, store.Membership{Scope: c.scope, Epoch: 2, Partitions: c.parts, Proven: true})
+	require.NoError(t, err)
+	c.waitFor("messages under epoch 2 and a frontier published for it", func() bool {
+		c.mu.Lock()
+		n := c.epochs["2"]
+		c.mu.Unlock()
+		f, err := c.st.LoadFrontier(t.Context(), c.scope)
+		return n > 0 && err == nil && f.Epoch == 2
+	})
+	require.Contains(t, c.insts["a"].log.String(), "epoch 2 picked up (was 1)")
 }
 
 // leaseGate wraps one instance's store: while the gate is closed, the

@@ -105,6 +105,19 @@ func (in *paginatedInput) publishFrontier(ctx context.Context, m store.Membershi
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	publish := func(ctx context.Context) {
+		// An epoch advanced by an operator or another instance is picked up
+		// here, within one interval: the frontier is computed for it and
+		// messages carry it from now on.
+		if cur, err := in.store.LoadMembership(ctx, in.cfg.Scope); err == nil && cur.Epoch > m.Epoch {
+			nt, err := frontier.NewTrackerFor(cur.FrontierMembership())
+			if err != nil {
+				in.log.Errorf("Membership of scope %s: epoch %d cannot be tracked: %v", in.cfg.Scope, cur.Epoch, err)
+				return
+			}
+			in.log.Infof("Membership of scope %s: epoch %d picked up (was %d): partitions %v, proven %v", in.cfg.Scope, cur.Epoch, m.Epoch, cur.Partitions, cur.Proven)
+			t, m, loaded = nt, cur, false
+			in.epochNow.Store(cur.Epoch)
+		}
 		for _, u := range sub.Drain() {
 			_, _ = t.Apply(u.Partition, u.Watermark)
 		}

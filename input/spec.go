@@ -54,7 +54,7 @@ Delivery is at least once: events may repeat after a retry or a crash, never go 
 
 Every message carries: `+"`tidemark_partition`, `tidemark_scope`, `tidemark_event_id`, `tidemark_position`, `tidemark_generation`, `tidemark_witness`, `tidemark_cursor_hash`, `tidemark_epoch`, `tidemark_retry_class`"+`; with `+"`leases`"+` also the fencing token `+"`tidemark_lease_owner`"+` and `+"`tidemark_lease_counter`"+` (with `+"`tidemark_generation`"+`: an idempotent sink that keeps the highest lease counter per partition can refuse writes from a paused former owner).
 
-`+"`tidemark_epoch`"+` is the membership epoch this input read from the store when it connected, stamped on each event. `+"`tidemark_frontier_epoch`"+` (set by the `+"`partition_frontier`"+` processor and the `+"`frontier_advances`"+` input) is the epoch of the frontier they attach. Today a running input does not pick up an epoch advanced by an operator or another instance, so the two can differ until the input reconnects.
+`+"`tidemark_epoch`"+` is the membership epoch current for this input when the event was emitted: the epoch read at connect, and every newer epoch (advanced by an operator or another instance) it reads from the store, once per `+"`frontier_publish_interval`"+`. `+"`tidemark_frontier_epoch`"+` (set by the `+"`partition_frontier`"+` processor and the `+"`frontier_advances`"+` input) is the epoch of the frontier they attach; the processor re-reads the membership every `+"`refresh_interval`"+`, so the two can differ for about that long after a change. The partitions an input reads stay those it connected with: a partition added in a newer epoch is read by an input started with it.
 
 ### Scale-out
 
