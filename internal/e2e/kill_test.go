@@ -119,6 +119,23 @@ func lines(path string) int {
 // whole was delivered.
 func delivered(t *testing.T, path string) (map[string]int, int) {
 	t.Helper()
+	return countLines(t, path, func(line []byte) string {
+		var ev struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal(line, &ev) != nil {
+			return ""
+		}
+		return ev.ID
+	})
+}
+
+// countLines counts the lines of the output file at path by the key keyOf
+// gives each ("": a torn line, a kill during a write): what the file holds
+// whole, by key, and the number of torn lines. A missing file holds
+// nothing.
+func countLines(t *testing.T, path string, keyOf func(line []byte) string) (map[string]int, int) {
+	t.Helper()
 	f, err := os.Open(path)
 	if os.IsNotExist(err) {
 		return map[string]int{}, 0
@@ -127,23 +144,20 @@ func delivered(t *testing.T, path string) (map[string]int, int) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	ids := map[string]int{}
-	torn := 0
+	got, torn := map[string]int{}, 0
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		var ev struct {
-			ID string `json:"id"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil || ev.ID == "" {
+		k := keyOf(sc.Bytes())
+		if k == "" {
 			torn++
 			continue
 		}
-		ids[ev.ID]++
+		got[k]++
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
-	return ids, torn
+	return got, torn
 }
 
 func checkpoints(t *testing.T, st store.Store) map[string]store.Checkpoint {

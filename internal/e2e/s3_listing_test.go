@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -73,35 +72,20 @@ func s3Put(t *testing.T, base, bucket, key, body string) {
 // number of torn lines (a kill mid-write).
 func s3Objects(t *testing.T, path string) (map[string]int, int) {
 	t.Helper()
-	f, err := os.Open(path)
-	if os.IsNotExist(err) {
-		return map[string]int{}, 0
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	got, torn := map[string]int{}, 0
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
+	return countLines(t, path, func(line []byte) string {
 		var o struct {
 			Bucket string  `json:"bucket"`
 			Key    string  `json:"key"`
 			Size   float64 `json:"size"`
 		}
-		if err := json.Unmarshal(sc.Bytes(), &o); err != nil || o.Key == "" {
-			torn++
-			continue
+		if json.Unmarshal(line, &o) != nil || o.Key == "" {
+			return ""
 		}
 		if want := float64(len("object " + o.Key)); o.Size != want {
-			t.Fatalf("object %s/%s printed with size %v, want %v", o.Bucket, o.Key, o.Size, want)
+			t.Errorf("object %s/%s printed with size %v, want %v", o.Bucket, o.Key, o.Size, want)
 		}
-		got[o.Bucket+"/"+o.Key]++
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return got, torn
+		return o.Bucket + "/" + o.Key
+	})
 }
 
 // TestExampleS3ListingSurvivesKill9 runs http_s3_listing.yaml against
