@@ -105,13 +105,13 @@ type paginatedInput struct {
 	stopWorker context.CancelFunc
 	wg         sync.WaitGroup
 
-	mu          sync.Mutex
-	running     int
-	done        int
-	attemptSeq  atomic.Uint64
+	mu         sync.Mutex
+	running    int
+	done       int
+	attemptSeq atomic.Uint64
 	// epochNow is the membership epoch stamped on messages: the epoch read
 	// at Connect, then every newer epoch the frontier publisher reads.
-	epochNow atomic.Uint64
+	epochNow    atomic.Uint64
 	attemptBase string
 	started     bool
 	leases      *leaseManager // nil without leases
