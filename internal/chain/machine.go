@@ -38,6 +38,18 @@ type Config struct {
 	PollInterval      time.Duration
 	ParkCheckInterval time.Duration
 	StoreBackoff      time.Duration
+	// FetchRetries is how many times a malformed answer to one fetch
+	// (cursor, generation) is fetched again before the partition parks: a
+	// page parks on its FetchRetries+1st malformed answer in a row
+	// (malformed.go). 0 parks on the first.
+	FetchRetries int
+	// FetchBackoff is the wait before the first of those retries; it
+	// doubles on each further one, up to MaxFetchBackoff.
+	FetchBackoff time.Duration
+	// Jitter, when set, draws the actual wait from a back-off d; its
+	// result is kept within [0, d]. nil: no jitter (the machine itself
+	// draws no random numbers).
+	Jitter func(d time.Duration) time.Duration
 	// ExitWhenComplete: the partition completes once it is caught up on
 	// evidence bound to its last page (caughtUp).
 	ExitWhenComplete bool
@@ -155,6 +167,8 @@ type Machine struct {
 	// idle tracks answers without evidence in a row: since when, how
 	// many, and when the machine last said so at info level.
 	idle idleRun
+	// malformed counts the malformed answers in a row to one fetch.
+	malformed malformedRun
 }
 
 // idleRun is a run of answers that prove nothing (empty pages without
@@ -479,11 +493,20 @@ func (m *Machine) onFetched(f *fetchRec, r Fetched) {
 		return
 	}
 	v, err := m.reconcile(f, r)
-	if err != nil {
+	var mp malformedPage
+	switch {
+	case errors.As(err, &mp):
+		m.onMalformed(f, mp.Error())
+		return
+	case err != nil:
+		// The response contradicts what is durable (a receipt, an earlier
+		// witness of its cursor and generation): fetching it again cannot
+		// make the two agree.
 		m.count(MetricBadResponses, "", 1)
-		m.park(fmt.Sprintf("malformed page at generation %d cursor %s: %v", f.gen, witness.CursorHash(f.cursor), err))
+		m.park(fmt.Sprintf("%s at generation %d cursor %s: %v", rejectionClass(err), f.gen, witness.CursorHash(f.cursor), err))
 		return
 	}
+	m.malformedDone()
 	m.count(MetricRetries, v.class, 1)
 	if !v.idle {
 		m.idle = idleRun{}
@@ -510,7 +533,7 @@ func (m *Machine) onFetched(f *fetchRec, r Fetched) {
 		return
 	}
 	if v.diverged {
-		m.recover(fmt.Sprintf("unprovable divergence at generation %d cursor %s: %s", f.gen, witness.CursorHash(f.cursor), v.reason))
+		m.recover(fmt.Sprintf("%s at generation %d cursor %s: %s", ReasonDivergence, f.gen, witness.CursorHash(f.cursor), v.reason))
 		return
 	}
 	pg := &page{chain: m.chainID, fromCursor: f.cursor, fromGen: f.gen, w: v.w, v: v, events: r.Response.Events, ackedUpTo: v.w.AckedThrough, receiptAt: v.w.AckedThrough}
@@ -557,7 +580,7 @@ func (m *Machine) putWitness(w witness.Witness, then func()) {
 		case r.Err == nil:
 			then()
 		case errors.Is(r.Err, store.ErrInvalid):
-			m.park(fmt.Sprintf("witness of generation %d cannot be stored: %v", w.Generation, r.Err))
+			m.park(fmt.Sprintf("%s of generation %d (attempt %s): %v", ReasonUnstorableWitness, w.Generation, w.AttemptID, r.Err))
 		default:
 			m.logf(Warn, "Partition %s cannot record the witness of generation %d (attempt %s), not emitting: %v", m.part(), w.Generation, w.AttemptID, r.Err)
 			m.wait(m.cfg.StoreBackoff, func() { m.putWitness(w, then) })
@@ -648,7 +671,7 @@ func (m *Machine) promoteHead() {
 	switch d.Action {
 	case witness.Refuse:
 		m.count(MetricRefusals, "", 1)
-		m.recover(fmt.Sprintf("promotion of attempt %s refused: %s", pg.w.AttemptID, d.Reason))
+		m.recover(fmt.Sprintf("%s of attempt %s at generation %d: %s", ReasonRefused, pg.w.AttemptID, pg.fromGen, d.Reason))
 		return
 	case witness.Hold:
 		// Every event delivered, but no evidence to move past it (or
@@ -807,11 +830,11 @@ func (m *Machine) onFetchError(f *fetchRec, r Fetched) {
 	m.count(MetricFetchErrors, "", 1)
 	switch r.Failure {
 	case FetchExpired:
-		m.recover(fmt.Sprintf("cursor %s expired: %s", witness.CursorHash(f.cursor), r.Detail))
+		m.recover(fmt.Sprintf("%s %s at generation %d: %s", ReasonExpired, witness.CursorHash(f.cursor), f.gen, r.Detail))
 	case FetchMalformed:
-		m.park(fmt.Sprintf("malformed page at generation %d cursor %s: %s", f.gen, witness.CursorHash(f.cursor), r.Err.Error()))
+		m.onMalformed(f, r.Err.Error())
 	case FetchPermanent:
-		m.park(fmt.Sprintf("fetch of cursor %s failed permanently: %v", witness.CursorHash(f.cursor), r.Err))
+		m.park(fmt.Sprintf("%s of cursor %s at generation %d: %v", ReasonPermanent, witness.CursorHash(f.cursor), f.gen, r.Err))
 	default:
 		// Transient failures were already retried with back-off; keep the
 		// partition where it is and try again.
