@@ -294,7 +294,12 @@ func (m *Machine) external(in Input) {
 		}
 		m.fetch = nil
 		if m.phase != phaseChain || f.chain != m.chainID {
-			return // a fetch of an abandoned chain
+			// A fetch of an abandoned chain. An answer that can be read
+			// still ends a run of malformed answers: the source answers.
+			if in.Err == nil {
+				m.malformedDone()
+			}
+			return
 		}
 		m.onFetched(f, in)
 	case Acked:

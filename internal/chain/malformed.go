@@ -8,9 +8,10 @@ import (
 	"github.com/tidemark/tidemark/internal/witness"
 )
 
-// MaxFetchBackoff caps the wait between two fetches of a cursor whose
-// answers were malformed (and the input's back-off between retries of a
-// transient fetch failure).
+// MaxFetchBackoff caps the doubling of the wait between two fetches of a
+// cursor whose answers were malformed (and of the input's back-off between
+// retries of a transient fetch failure), unless FetchBackoff itself is
+// longer: then it is the cap.
 const MaxFetchBackoff = 10 * time.Second
 
 // malformedRun is a run of malformed answers to one fetch (cursor,
@@ -18,8 +19,10 @@ const MaxFetchBackoff = 10 * time.Second
 // their own (no id or position, a duplicate id, positions out of order, a
 // position of another kind). Nothing of such an answer is witnessed,
 // emitted or promoted, so fetching the same cursor again is safe. Any
-// answer that can be read ends the run (it is classified as usual); a
-// transient failure in between neither counts nor ends it.
+// answer that can be read ends the run (it is classified as usual; so does
+// one the machine ignores, to a fetch of an ended chain); a transient
+// failure in between neither counts nor ends it, a malformed answer to
+// another fetch starts a new run.
 type malformedRun struct {
 	cursor []byte
 	gen    uint64
@@ -41,8 +44,8 @@ func (m *Machine) onMalformed(f *fetchRec, detail string) {
 	if run.n >= attempts {
 		n := run.n
 		m.malformed = malformedRun{}
-		m.park(fmt.Sprintf("%s after %d attempts: partition %s, generation %d, cursor %s: %s",
-			ReasonMalformed, n, m.part(), f.gen, witness.CursorHash(f.cursor), detail))
+		m.park(fmt.Sprintf("%s after %s: partition %s, generation %d, cursor %s: %s",
+			ReasonMalformed, plural(n, "attempt"), m.part(), f.gen, witness.CursorHash(f.cursor), detail))
 		return
 	}
 	d := m.fetchBackoff(run.n)
@@ -57,14 +60,16 @@ func (m *Machine) onMalformed(f *fetchRec, detail string) {
 func (m *Machine) malformedDone() { m.malformed = malformedRun{} }
 
 // fetchBackoff is the wait before retry n (1 for the first) of a malformed
-// answer: FetchBackoff doubled n-1 times, at most MaxFetchBackoff, drawn
-// by Jitter when set.
+// answer: FetchBackoff doubled n-1 times, at most the greater of
+// MaxFetchBackoff and FetchBackoff, drawn by Jitter when set.
 func (m *Machine) fetchBackoff(n int) time.Duration {
-	d := max(m.cfg.FetchBackoff, 0)
-	for i := 1; i < n && d < MaxFetchBackoff; i++ {
+	first := max(m.cfg.FetchBackoff, 0)
+	limit := max(MaxFetchBackoff, first)
+	d := first
+	for i := 1; i < n && d < limit; i++ {
 		d *= 2
 	}
-	d = min(d, MaxFetchBackoff)
+	d = min(d, limit)
 	if m.cfg.Jitter != nil {
 		d = min(max(m.cfg.Jitter(d), 0), d)
 	}
@@ -77,3 +82,11 @@ type malformedPage struct{ err error }
 
 func (e malformedPage) Error() string { return e.err.Error() }
 func (e malformedPage) Unwrap() error { return e.err }
+
+// plural is "1 attempt", "3 attempts".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
