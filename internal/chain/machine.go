@@ -167,8 +167,11 @@ type Machine struct {
 	// idle tracks answers without evidence in a row: since when, how
 	// many, and when the machine last said so at info level.
 	idle idleRun
-	// malformed counts the malformed answers in a row to one fetch.
-	malformed malformedRun
+	// malformed counts the malformed answers in a row to one fetch;
+	// parkDrained is the reason of a park that waits for the pages before
+	// a malformed page to be promoted (malformed.go).
+	malformed   malformedRun
+	parkDrained string
 }
 
 // idleRun is a run of answers that prove nothing (empty pages without
@@ -454,6 +457,7 @@ func (m *Machine) setAbandoned(gen uint64, attempt string, then func()) {
 // startChain starts a chain from the loaded checkpoint.
 func (m *Machine) startChain() {
 	m.phase = phaseChain
+	m.parkDrained = ""
 	m.chainID++
 	m.chain = nil
 	clear(m.batches)
@@ -464,6 +468,7 @@ func (m *Machine) startChain() {
 
 // restartChain ends the chain; the checkpoint is loaded again.
 func (m *Machine) restartChain() {
+	m.parkDrained = ""
 	m.emit(EndChain{Chain: m.chainID})
 	m.chain = nil
 	clear(m.batches)
@@ -687,6 +692,9 @@ func (m *Machine) promoteHead() {
 		m.count(MetricHolds, "", 1)
 		m.writeReceipt(pg, func() {
 			m.chain = m.chain[1:]
+			// Pages fetched past a held page are dropped, and so is a park
+			// waiting for them: the malformed page lay past it.
+			m.parkDrained = ""
 			if m.ended(pg) {
 				m.done = true
 				return
@@ -713,6 +721,12 @@ func (m *Machine) promoteHead() {
 		if m.ended(pg) {
 			m.done = true
 			m.chain = nil
+			return
+		}
+		if len(m.chain) == 0 && m.parkDrained != "" {
+			// Every page before the malformed one is promoted: the
+			// checkpoint now holds its cursor.
+			m.park(m.parkDrained)
 			return
 		}
 		if len(m.chain) == 0 && !m.extend && m.fetch == nil {
@@ -898,6 +912,7 @@ func (m *Machine) recover(reason string) {
 // park stops the partition with a visible reason: in the log, a metric and
 // the store. The other partitions go on.
 func (m *Machine) park(reason string) {
+	m.parkDrained = ""
 	m.logf(Error, "Partition %s parked: %s", m.part(), reason)
 	m.count(MetricParks, "", 1)
 	m.parkWrite(reason)

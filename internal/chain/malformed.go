@@ -31,8 +31,9 @@ type malformedRun struct {
 
 // onMalformed handles a malformed answer to f: it is fetched again after a
 // back-off (exponential, jittered, bounded), up to FetchRetries times in a
-// row; the next one parks the partition with the reason. The chain stays
-// as it is meanwhile: earlier pages are still delivered and promoted.
+// row; the next one parks the partition with the reason, once the pages
+// before it in the chain are promoted. The chain stays as it is
+// meanwhile: earlier pages are still delivered and promoted.
 func (m *Machine) onMalformed(f *fetchRec, detail string) {
 	m.count(MetricMalformed, "", 1)
 	run := &m.malformed
@@ -42,10 +43,21 @@ func (m *Machine) onMalformed(f *fetchRec, detail string) {
 	run.n++
 	attempts := max(m.cfg.FetchRetries, 0) + 1
 	if run.n >= attempts {
-		n := run.n
+		reason := fmt.Sprintf("%s after %s: partition %s, generation %d, cursor %s: %s",
+			ReasonMalformed, plural(run.n, "attempt"), m.part(), f.gen, witness.CursorHash(f.cursor), detail)
 		m.malformed = malformedRun{}
-		m.park(fmt.Sprintf("%s after %s: partition %s, generation %d, cursor %s: %s",
-			ReasonMalformed, plural(n, "attempt"), m.part(), f.gen, witness.CursorHash(f.cursor), detail))
+		if len(m.chain) == 0 {
+			m.park(reason)
+			return
+		}
+		// A page fetched ahead: the pages before it are still delivered
+		// and promoted, then the partition parks at its cursor. Nothing is
+		// fetched meanwhile. A chain that ends first (a nack, a hold, a
+		// lost compare-and-swap) drops the park: its next answers decide
+		// again.
+		m.parkDrained = reason
+		m.extend = false
+		m.logf(Warn, "Partition %s: %s; parking once every page before it is promoted (%d in flight)", m.part(), reason, len(m.chain))
 		return
 	}
 	d := m.fetchBackoff(run.n)
