@@ -55,7 +55,7 @@ func Fields() []*service.ConfigField {
 			Description("Probability of a malformed answer (a transient fault: each attempt is drawn again, and at most `malformed_streak` answers in a row for one cursor position are malformed).").
 			Default(0.0).Example(0.01).Advanced(),
 		service.NewIntField(fldMalformedStreak).
-			Description("Most malformed answers `malformed_rate` gives one cursor position in a row; the next attempt can be read. At most the input's `fetch_retries`, no page parks on them. 0 means no bound.").
+			Description("Most malformed answers `malformed_rate` gives one cursor position in a row; the next attempt can be read. While it is at most the input's `fetch_retries`, no page parks on them. 0 means no bound.").
 			Default(2).Example(3).Advanced(),
 		service.NewStringListField(fldMalformed).
 			Description("Partitions whose every answer is malformed (a persistent fault: they park once the input's `fetch_retries` are spent).").
