@@ -41,10 +41,13 @@
 //   - Classification (invariant 5). A response that cannot be proven safe
 //     is never emitted: unprovable divergence, an expired cursor and a
 //     refused promotion go to the contract's recovery (a restart promotion
-//     to a provider boundary, or parking); a response that cannot be
-//     reconciled, a malformed page and a permanent fetch error park the
-//     partition with a reason in the log, the tidemark_parks metric and the
-//     checkpoint. The other partitions go on.
+//     to a provider boundary, or parking); a response that contradicts
+//     durable evidence (a receipt conflict, a moved event) and a permanent
+//     fetch error park the partition with a reason in the log, the
+//     tidemark_parks metric and the checkpoint. A malformed answer is
+//     witnessed nowhere and is fetched again on the same cursor
+//     (fetch_retries times in a row, with back-off) before it parks. The
+//     other partitions go on.
 //   - Empty pages (invariant 6). An empty response without evidence bound
 //     to it is no answer: nothing is recorded, the cursor is polled again.
 //   - No loss (invariant 9). Nothing is promoted before every event of the

@@ -74,6 +74,9 @@ func (c *Config) validate() error {
 	if len(c.StartCursor) > store.MaxCursorBytes {
 		return fmt.Errorf("start_cursor is longer than %d bytes", store.MaxCursorBytes)
 	}
+	if c.FetchRetries < 0 {
+		return fmt.Errorf("fetch_retries must not be negative, got %d", c.FetchRetries)
+	}
 	if c.PollInterval <= 0 || c.ParkCheckInterval <= 0 || c.StoreBackoff <= 0 || c.FetchBackoff <= 0 {
 		return errors.New("poll_interval, park_check_interval, store_backoff and fetch_backoff must be positive")
 	}
@@ -272,8 +275,11 @@ func (in *paginatedInput) observeCheckpoint(cp store.Checkpoint) {
 }
 
 // fetchWithRetry fetches a page, retrying transient failures with
-// exponential back-off. Expired cursors, malformed pages and permanent
-// failures are returned at once.
+// exponential back-off. Expired cursors, malformed answers and permanent
+// failures are returned at once: the partition's machine recovers from an
+// expired cursor, fetches a malformed answer's cursor again after its own
+// back-off (up to fetch_retries times in a row, then parks) and parks on a
+// permanent failure.
 func (in *paginatedInput) fetchWithRetry(ctx context.Context, p *partition, req provider.Request) (resp witness.Response, err error) {
 	backoff := in.cfg.FetchBackoff
 	for try := 0; ; try++ {
@@ -282,14 +288,14 @@ func (in *paginatedInput) fetchWithRetry(ctx context.Context, p *partition, req 
 			return resp, err
 		}
 		p.log.Debugf("Partition %s: transient fetch failure (try %d): %v", p.key.Partition, try+1, err)
-		t := time.NewTimer(backoff)
+		t := time.NewTimer(equalJitter(backoff))
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return resp, ctx.Err()
 		case <-t.C:
 		}
-		backoff = min(backoff*2, 10*time.Second)
+		backoff = min(backoff*2, max(chain.MaxFetchBackoff, in.cfg.FetchBackoff))
 	}
 }
 

@@ -15,6 +15,7 @@ type inputMetrics struct {
 	promotions    *service.MetricCounter
 	casConflicts  *service.MetricCounter
 	fetchErrors   *service.MetricCounter
+	malformed     *service.MetricCounter
 	parks         *service.MetricCounter
 	restarts      *service.MetricCounter
 	retries       *service.MetricCounter
@@ -41,6 +42,7 @@ func newInputMetrics(m *service.Metrics) *inputMetrics {
 		promotions:    m.NewCounter("tidemark_promotions"),
 		casConflicts:  m.NewCounter("tidemark_cas_conflicts"),
 		fetchErrors:   m.NewCounter("tidemark_fetch_errors"),
+		malformed:     m.NewCounter("tidemark_malformed_responses"),
 		parks:         m.NewCounter("tidemark_parks"),
 		restarts:      m.NewCounter("tidemark_restarts"),
 		retries:       m.NewCounter("tidemark_retries", "class"),
@@ -75,6 +77,8 @@ func (m *inputMetrics) count(c chain.Count) {
 		m.casConflicts.Incr(c.N)
 	case chain.MetricFetchErrors:
 		m.fetchErrors.Incr(c.N)
+	case chain.MetricMalformed:
+		m.malformed.Incr(c.N)
 	case chain.MetricParks:
 		m.parks.Incr(c.N)
 	case chain.MetricRestarts:

@@ -3,6 +3,7 @@ package input
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -90,8 +91,17 @@ func (p *partition) machineConfig() chain.Config {
 		StartCursor: cfg.StartCursor, Epoch: p.in.epoch(),
 		MaxPagesInFlight: cfg.MaxPagesInFlight, MaxBatchSize: cfg.MaxBatchSize,
 		PollInterval: cfg.PollInterval, ParkCheckInterval: cfg.ParkCheckInterval, StoreBackoff: cfg.StoreBackoff,
+		FetchRetries: cfg.FetchRetries, FetchBackoff: cfg.FetchBackoff, Jitter: equalJitter,
 		ExitWhenComplete: cfg.ExitWhenComplete,
 	}
+}
+
+// equalJitter draws a back-off from [d/2, d] ("equal jitter"), so that
+// partitions whose pages turned malformed at the same moment do not fetch
+// again in lockstep.
+func equalJitter(d time.Duration) time.Duration {
+	half := d / 2
+	return half + rand.N(half+1)
 }
 
 // run drives the partition until ctx ends.
@@ -219,7 +229,8 @@ func (p *partition) startFetch(ctx context.Context, f chain.Fetch) {
 }
 
 // fetched turns a fetch result into the machine's input: a fresh attempt
-// id for its witness, or the class of its error.
+// id for its witness, or the class of its error (a malformed answer is
+// fetched again by the machine, chain.Config.FetchRetries times).
 func (p *partition) fetched(r fetchResult) chain.Input {
 	in := chain.Fetched{Fetch: r.id, Attempt: p.in.newAttemptID(), Response: r.resp, Err: r.err}
 	var exp *provider.ExpiredError

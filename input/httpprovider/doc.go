@@ -18,7 +18,9 @@
 //     *provider.ExpiredError (a status in expired_status_codes or a non-2xx
 //     body containing one of expired_body_contains): apply
 //     Contract().Recovery, with RestartCursor giving the boundary;
-//     *provider.MalformedError (unreadable 2xx response): park;
+//     *provider.MalformedError (unreadable 2xx response, never retried
+//     here): fetch the same cursor again later, a bounded number of times,
+//     then park (the input does: fetch_retries);
 //     *StatusError with Permanent() true (any other non-2xx, non-retryable
 //     status, e.g. 400/401/403/404) and *RequestError (the request cannot
 //     be built from the config and cursor): park, retrying cannot help;

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/input/provider"
 	"github.com/tidemark/tidemark/internal/coord"
@@ -703,4 +705,44 @@ func TestBackoffBounds(t *testing.T) {
 	if d := parseRetryAfter("soon", now); d != 0 {
 		t.Errorf("Retry-After garbage: %s", d)
 	}
+}
+
+// TestFetchMalformedIsNotRetriedHere: against a server on 127.0.0.1 whose
+// first answers to one cursor are a truncated JSON body and an HTML page
+// with status 200, each Fetch makes exactly one request and returns the
+// *provider.MalformedError at once (max_retries is for transient failures
+// only: the input's fetch_retries is a malformed page's one budget), naming
+// the partition and what was wrong; the next Fetch of the same cursor reads
+// the good answer as if nothing had happened.
+func TestFetchMalformedIsNotRetriedHere(t *testing.T) {
+	bodies := []string{
+		`{"items":[{"id":"a","position":1},{"id":"b","posi`,
+		"<html><body><h1>502 Bad Gateway</h1></body></html>",
+		`{"items":[{"id":"a","position":1},{"id":"b","position":2}],"next":"c2"}`,
+	}
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		i := int(calls.Add(1)) - 1
+		assert.Equal(t, "c1", r.URL.Query().Get("cursor"))
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, bodies[min(i, len(bodies)-1)])
+	}))
+	defer srv.Close()
+	require.True(t, strings.HasPrefix(srv.Listener.Addr().String(), "127.0.0.1:"), "the server listens on the loopback: %s", srv.Listener.Addr())
+	p := parseProvider(t, pageConfig(srv.URL, fastRetries), nil, nil)
+
+	for i, want := range []string{"truncated JSON", "not one JSON document"} {
+		_, err := p.Fetch(context.Background(), provider.Request{Partition: "p3", Cursor: []byte("c1"), Attempt: i})
+		var mal *provider.MalformedError
+		require.ErrorAs(t, err, &mal, "answer %d", i)
+		require.ErrorIs(t, err, provider.ErrMalformed)
+		assert.Equal(t, "p3", mal.Partition)
+		assert.Contains(t, err.Error(), want)
+		assert.EqualValues(t, i+1, calls.Load(), "answer %d: one request, no retry of a malformed body", i)
+	}
+	resp, err := p.Fetch(context.Background(), provider.Request{Partition: "p3", Cursor: []byte("c1"), Attempt: 2})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a", "b"}, ids(resp))
+	assert.Equal(t, "c2", string(resp.Successor))
+	assert.EqualValues(t, 3, calls.Load())
 }

@@ -160,7 +160,7 @@ func Fields() []*service.ConfigField {
 			Default("").
 			Example("source_api_quota"),
 		service.NewIntField(hpFieldMaxRetries).
-			Description("How many times a transient failure (connection error, timeout, HTTP 429 or 5xx) is retried within one fetch before it is returned as a transient error. The input then retries that fetch `fetch_retries` times more (each with up to `max_retries` requests of its own), so one page is requested at most (max_retries+1)×(fetch_retries+1) times before the partition waits a `poll_interval` and tries again; it never parks on transient failures.").
+			Description("How many times a transient failure (connection error, timeout, HTTP 429 or 5xx) is retried within one fetch before it is returned as a transient error. The input then retries that fetch `fetch_retries` times more (each with up to `max_retries` requests of its own), so one page is requested at most (max_retries+1)×(fetch_retries+1) times before the partition waits a `poll_interval` and tries again; it never parks on transient failures. A 2xx answer that cannot be read (a body that is not one document of `format`, a mapping that fails, an event without id or position) is not retried here: it is returned at once, and the input fetches the page again `fetch_retries` times (one request each) before it parks the partition, so such a page gets exactly fetch_retries+1 requests.").
 			Default(defaultMaxRetries).
 			Advanced().
 			Example(10),

@@ -17,6 +17,11 @@
 //     (501,502 -> 501,502,503, as in docs/design.md#retry-example);
 //   - empty_rate: a transient empty page with no evidence (never promotable);
 //   - transient_error_rate, malformed_rate, expire_rate: failures;
+//     malformed answers are transient: at most malformed_streak of them in
+//     a row for one position (keep it at most the input's fetch_retries
+//     and none parks);
+//   - malformed: partitions whose every answer is malformed (a persistent
+//     fault: they park once the input's retries are spent);
 //   - stall: partitions that answer only empty, evidence-free pages;
 //   - idle: partitions with no events whose empty pages are final through a
 //     heartbeat coordinate that advances one page_size per fetch.
@@ -64,6 +69,11 @@ type Config struct {
 	TransientErrorRate float64
 	MalformedRate      float64
 	ExpireRate         float64
+	// MalformedStreak bounds the malformed answers MalformedRate gives one
+	// position in a row (0: unbounded): the answer after them can be read.
+	MalformedStreak int
+	// Malformed lists partitions whose every answer is malformed.
+	Malformed []string
 	// Stall lists partitions that only ever answer empty, evidence-free
 	// pages (until StallFetches fetches, 0 = forever).
 	Stall        []string
@@ -75,13 +85,15 @@ type Config struct {
 
 // Provider is the simulated source. It is safe for concurrent use.
 type Provider struct {
-	cfg     Config
-	stall   map[string]bool
-	idle    map[string]bool
-	mu      sync.Mutex
-	fetches map[string]int64 // per partition
-	seen    map[string]int   // per (partition, cursor position): fetch count
-	nonce   uint64
+	cfg       Config
+	stall     map[string]bool
+	idle      map[string]bool
+	malformed map[string]bool
+	mu        sync.Mutex
+	fetches   map[string]int64 // per partition
+	seen      map[string]int   // per (partition, cursor position): fetch count
+	streak    map[string]int   // per (partition, cursor position): malformed answers in a row
+	nonce     uint64
 }
 
 var _ provider.Provider = (*Provider)(nil)
@@ -104,7 +116,10 @@ func New(cfg Config) (*Provider, error) {
 			return nil, fmt.Errorf("simulated: fault rates must be within [0, 1], got %v", r)
 		}
 	}
-	p := &Provider{cfg: cfg, stall: map[string]bool{}, idle: map[string]bool{}, fetches: map[string]int64{}, seen: map[string]int{}}
+	if cfg.MalformedStreak < 0 {
+		return nil, fmt.Errorf("simulated: malformed_streak must not be negative, got %d", cfg.MalformedStreak)
+	}
+	p := &Provider{cfg: cfg, stall: map[string]bool{}, idle: map[string]bool{}, malformed: map[string]bool{}, fetches: map[string]int64{}, seen: map[string]int{}, streak: map[string]int{}}
 	known := map[string]bool{}
 	for _, n := range cfg.Partitions {
 		known[n] = true
@@ -120,6 +135,12 @@ func New(cfg Config) (*Provider, error) {
 			return nil, fmt.Errorf("simulated: idle partition %q is not in partitions", n)
 		}
 		p.idle[n] = true
+	}
+	for _, n := range cfg.Malformed {
+		if !known[n] {
+			return nil, fmt.Errorf("simulated: malformed partition %q is not in partitions", n)
+		}
+		p.malformed[n] = true
 	}
 	return p, nil
 }
@@ -197,6 +218,13 @@ func (p *Provider) chance(fault, part string, pos int64, attempt int) float64 {
 	return float64(h.Sum64()>>11) / float64(1<<53)
 }
 
+// malformedBodies are the reasons of injected malformed answers, by visit.
+var malformedBodies = []string{
+	"injected truncated JSON body",
+	"injected HTML page with status 200",
+	"injected body without an events array",
+}
+
 // ErrTransient is returned for injected transient failures.
 var ErrTransient = errors.New("simulated: injected transient failure")
 
@@ -223,16 +251,30 @@ func (p *Provider) Fetch(ctx context.Context, req provider.Request) (witness.Res
 	p.seen[seenKey]++
 	p.nonce++
 	nonce := p.nonce
+	part := req.Partition
+	transient := p.chance("transient", part, start, visit) < p.cfg.TransientErrorRate
+	malformed := p.malformed[part]
+	if !transient && !malformed && p.chance("malformed", part, start, visit) < p.cfg.MalformedRate &&
+		(p.cfg.MalformedStreak == 0 || p.streak[seenKey] < p.cfg.MalformedStreak) {
+		malformed = true
+	}
+	expired := !transient && !malformed && len(req.Cursor) > 0 && p.chance("expire", part, start, visit) < p.cfg.ExpireRate
+	switch {
+	case transient, expired:
+		// Neither counts nor ends a run of malformed answers.
+	case malformed:
+		p.streak[seenKey]++
+	default:
+		delete(p.streak, seenKey)
+	}
 	p.mu.Unlock()
 
-	part := req.Partition
-	if p.chance("transient", part, start, visit) < p.cfg.TransientErrorRate {
+	switch {
+	case transient:
 		return witness.Response{}, fmt.Errorf("partition %s: %w", part, ErrTransient)
-	}
-	if p.chance("malformed", part, start, visit) < p.cfg.MalformedRate {
-		return witness.Response{}, &provider.MalformedError{Partition: part, Reason: "injected garbage body"}
-	}
-	if len(req.Cursor) > 0 && p.chance("expire", part, start, visit) < p.cfg.ExpireRate {
+	case malformed:
+		return witness.Response{}, &provider.MalformedError{Partition: part, Reason: malformedBodies[visit%len(malformedBodies)]}
+	case expired:
 		return witness.Response{}, &provider.ExpiredError{Partition: part, Reason: "injected cursor expiry"}
 	}
 	successorNonce := uint64(0)

@@ -14,6 +14,8 @@ const (
 	fldEmptyRate          = "empty_rate"
 	fldTransientRate      = "transient_error_rate"
 	fldMalformedRate      = "malformed_rate"
+	fldMalformedStreak    = "malformed_streak"
+	fldMalformed          = "malformed"
 	fldExpireRate         = "expire_rate"
 	fldStall              = "stall"
 	fldStallFetches       = "stall_fetches"
@@ -50,8 +52,14 @@ func Fields() []*service.ConfigField {
 			Description("Probability of a transient fetch error.").
 			Default(0.0).Example(0.05).Advanced(),
 		service.NewFloatField(fldMalformedRate).
-			Description("Probability of a malformed response.").
+			Description("Probability of a malformed answer (a transient fault: each attempt is drawn again, and at most `malformed_streak` answers in a row for one cursor position are malformed).").
 			Default(0.0).Example(0.01).Advanced(),
+		service.NewIntField(fldMalformedStreak).
+			Description("Most malformed answers `malformed_rate` gives one cursor position in a row; the next attempt can be read. While it is at most the input's `fetch_retries`, no page parks on them. 0 means no bound.").
+			Default(2).Example(3).Advanced(),
+		service.NewStringListField(fldMalformed).
+			Description("Partitions whose every answer is malformed (a persistent fault: they park once the input's `fetch_retries` are spent).").
+			Default([]string{}).Example([]string{"p1"}).Advanced(),
 		service.NewFloatField(fldExpireRate).
 			Description("Probability that a cursor has expired.").
 			Default(0.0).Example(0.01).Advanced(),
@@ -104,6 +112,12 @@ func FromParsed(conf *service.ParsedConfig, partitions []string) (*Provider, err
 		return nil, err
 	}
 	if c.StallFetches, err = conf.FieldInt(fldStallFetches); err != nil {
+		return nil, err
+	}
+	if c.MalformedStreak, err = conf.FieldInt(fldMalformedStreak); err != nil {
+		return nil, err
+	}
+	if c.Malformed, err = conf.FieldStringList(fldMalformed); err != nil {
 		return nil, err
 	}
 	if c.Idle, err = conf.FieldStringList(fldIdle); err != nil {

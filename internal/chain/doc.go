@@ -32,6 +32,14 @@
 //     MaxRestarts without a promotion; or a park).
 //   - Empty pages (invariant 6): an empty response without evidence bound
 //     to it is no answer: nothing recorded, the cursor polled again.
+//   - Malformed answers (malformed.go): an answer that cannot be read, or
+//     that is wrong on its own (no id or position, a duplicate id,
+//     positions out of order), is witnessed nowhere, so the same cursor is
+//     fetched again after an exponential, bounded back-off, FetchRetries
+//     times in a row; the next one parks with a "malformed page after N
+//     attempts" reason. A response that contradicts durable evidence (a
+//     receipt conflict, a moved event) parks at once. Every park reason
+//     starts with its class (reasons.go).
 //   - Completion (docs/design.md#completion-and-promotion): a checkpoint
 //     loaded complete reads nothing; a held page (no successor, poll)
 //     records its receipts so it is never emitted again; a promotion that

@@ -61,7 +61,9 @@ const (
 	// FetchExpired: the cursor can no longer be fetched: recover as the
 	// contract says. Detail is the provider's reason.
 	FetchExpired
-	// FetchMalformed: a 2xx answer that cannot be read: park.
+	// FetchMalformed: a 2xx answer that cannot be read: fetch the same
+	// cursor again after a back-off, FetchRetries times in a row, then park
+	// (Config.FetchRetries).
 	FetchMalformed
 	// FetchPermanent: the request can never succeed: park.
 	FetchPermanent
@@ -325,8 +327,12 @@ const (
 	MetricHolds = "holds"
 	// MetricRefusals: a head page's promotion was refused.
 	MetricRefusals = "refusals"
-	// MetricBadResponses: a response could not be reconciled (park).
+	// MetricBadResponses: a response contradicts durable evidence (a
+	// receipt conflict, a moved event): park.
 	MetricBadResponses = "bad_responses"
+	// MetricMalformed: a malformed answer (Config.FetchRetries): fetched
+	// again, or the one that parks the partition.
+	MetricMalformed = "tidemark_malformed_responses"
 )
 
 // Count: add N to Metric (with Label, for labelled metrics).

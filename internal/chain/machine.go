@@ -38,6 +38,18 @@ type Config struct {
 	PollInterval      time.Duration
 	ParkCheckInterval time.Duration
 	StoreBackoff      time.Duration
+	// FetchRetries is how many times a malformed answer to one fetch
+	// (cursor, generation) is fetched again before the partition parks: a
+	// page parks on its FetchRetries+1st malformed answer in a row
+	// (malformed.go). 0 parks on the first.
+	FetchRetries int
+	// FetchBackoff is the wait before the first of those retries; it
+	// doubles on each further one, up to MaxFetchBackoff.
+	FetchBackoff time.Duration
+	// Jitter, when set, draws the actual wait from a back-off d; its
+	// result is kept within [0, d]. nil: no jitter (the machine itself
+	// draws no random numbers).
+	Jitter func(d time.Duration) time.Duration
 	// ExitWhenComplete: the partition completes once it is caught up on
 	// evidence bound to its last page (caughtUp).
 	ExitWhenComplete bool
@@ -155,6 +167,11 @@ type Machine struct {
 	// idle tracks answers without evidence in a row: since when, how
 	// many, and when the machine last said so at info level.
 	idle idleRun
+	// malformed counts the malformed answers in a row to one fetch;
+	// parkDrained is the reason of a park that waits for the pages before
+	// a malformed page to be promoted (malformed.go).
+	malformed   malformedRun
+	parkDrained string
 }
 
 // idleRun is a run of answers that prove nothing (empty pages without
@@ -280,7 +297,12 @@ func (m *Machine) external(in Input) {
 		}
 		m.fetch = nil
 		if m.phase != phaseChain || f.chain != m.chainID {
-			return // a fetch of an abandoned chain
+			// A fetch of an abandoned chain. An answer that can be read
+			// still ends a run of malformed answers: the source answers.
+			if in.Err == nil {
+				m.malformedDone()
+			}
+			return
 		}
 		m.onFetched(f, in)
 	case Acked:
@@ -435,6 +457,7 @@ func (m *Machine) setAbandoned(gen uint64, attempt string, then func()) {
 // startChain starts a chain from the loaded checkpoint.
 func (m *Machine) startChain() {
 	m.phase = phaseChain
+	m.parkDrained = ""
 	m.chainID++
 	m.chain = nil
 	clear(m.batches)
@@ -445,6 +468,7 @@ func (m *Machine) startChain() {
 
 // restartChain ends the chain; the checkpoint is loaded again.
 func (m *Machine) restartChain() {
+	m.parkDrained = ""
 	m.emit(EndChain{Chain: m.chainID})
 	m.chain = nil
 	clear(m.batches)
@@ -479,11 +503,20 @@ func (m *Machine) onFetched(f *fetchRec, r Fetched) {
 		return
 	}
 	v, err := m.reconcile(f, r)
-	if err != nil {
+	var mp malformedPage
+	switch {
+	case errors.As(err, &mp):
+		m.onMalformed(f, mp.Error())
+		return
+	case err != nil:
+		// The response contradicts what is durable (a receipt, an earlier
+		// witness of its cursor and generation): fetching it again cannot
+		// make the two agree.
 		m.count(MetricBadResponses, "", 1)
-		m.park(fmt.Sprintf("malformed page at generation %d cursor %s: %v", f.gen, witness.CursorHash(f.cursor), err))
+		m.park(fmt.Sprintf("%s at generation %d cursor %s: %v", rejectionClass(err), f.gen, witness.CursorHash(f.cursor), err))
 		return
 	}
+	m.malformedDone()
 	m.count(MetricRetries, v.class, 1)
 	if !v.idle {
 		m.idle = idleRun{}
@@ -510,7 +543,7 @@ func (m *Machine) onFetched(f *fetchRec, r Fetched) {
 		return
 	}
 	if v.diverged {
-		m.recover(fmt.Sprintf("unprovable divergence at generation %d cursor %s: %s", f.gen, witness.CursorHash(f.cursor), v.reason))
+		m.recover(fmt.Sprintf("%s at generation %d cursor %s: %s", ReasonDivergence, f.gen, witness.CursorHash(f.cursor), v.reason))
 		return
 	}
 	pg := &page{chain: m.chainID, fromCursor: f.cursor, fromGen: f.gen, w: v.w, v: v, events: r.Response.Events, ackedUpTo: v.w.AckedThrough, receiptAt: v.w.AckedThrough}
@@ -557,7 +590,7 @@ func (m *Machine) putWitness(w witness.Witness, then func()) {
 		case r.Err == nil:
 			then()
 		case errors.Is(r.Err, store.ErrInvalid):
-			m.park(fmt.Sprintf("witness of generation %d cannot be stored: %v", w.Generation, r.Err))
+			m.park(fmt.Sprintf("%s of generation %d (attempt %s): %v", ReasonUnstorableWitness, w.Generation, w.AttemptID, r.Err))
 		default:
 			m.logf(Warn, "Partition %s cannot record the witness of generation %d (attempt %s), not emitting: %v", m.part(), w.Generation, w.AttemptID, r.Err)
 			m.wait(m.cfg.StoreBackoff, func() { m.putWitness(w, then) })
@@ -648,7 +681,7 @@ func (m *Machine) promoteHead() {
 	switch d.Action {
 	case witness.Refuse:
 		m.count(MetricRefusals, "", 1)
-		m.recover(fmt.Sprintf("promotion of attempt %s refused: %s", pg.w.AttemptID, d.Reason))
+		m.recover(fmt.Sprintf("%s of attempt %s at generation %d: %s", ReasonRefused, pg.w.AttemptID, pg.fromGen, d.Reason))
 		return
 	case witness.Hold:
 		// Every event delivered, but no evidence to move past it (or
@@ -659,6 +692,9 @@ func (m *Machine) promoteHead() {
 		m.count(MetricHolds, "", 1)
 		m.writeReceipt(pg, func() {
 			m.chain = m.chain[1:]
+			// Pages fetched past a held page are dropped, and so is a park
+			// waiting for them: the malformed page lay past it.
+			m.parkDrained = ""
 			if m.ended(pg) {
 				m.done = true
 				return
@@ -685,6 +721,12 @@ func (m *Machine) promoteHead() {
 		if m.ended(pg) {
 			m.done = true
 			m.chain = nil
+			return
+		}
+		if len(m.chain) == 0 && m.parkDrained != "" {
+			// Every page before the malformed one is promoted: the
+			// checkpoint now holds its cursor.
+			m.park(m.parkDrained)
 			return
 		}
 		if len(m.chain) == 0 && !m.extend && m.fetch == nil {
@@ -807,11 +849,11 @@ func (m *Machine) onFetchError(f *fetchRec, r Fetched) {
 	m.count(MetricFetchErrors, "", 1)
 	switch r.Failure {
 	case FetchExpired:
-		m.recover(fmt.Sprintf("cursor %s expired: %s", witness.CursorHash(f.cursor), r.Detail))
+		m.recover(fmt.Sprintf("%s %s at generation %d: %s", ReasonExpired, witness.CursorHash(f.cursor), f.gen, r.Detail))
 	case FetchMalformed:
-		m.park(fmt.Sprintf("malformed page at generation %d cursor %s: %s", f.gen, witness.CursorHash(f.cursor), r.Err.Error()))
+		m.onMalformed(f, r.Err.Error())
 	case FetchPermanent:
-		m.park(fmt.Sprintf("fetch of cursor %s failed permanently: %v", witness.CursorHash(f.cursor), r.Err))
+		m.park(fmt.Sprintf("%s of cursor %s at generation %d: %v", ReasonPermanent, witness.CursorHash(f.cursor), f.gen, r.Err))
 	default:
 		// Transient failures were already retried with back-off; keep the
 		// partition where it is and try again.
@@ -870,6 +912,7 @@ func (m *Machine) recover(reason string) {
 // park stops the partition with a visible reason: in the log, a metric and
 // the store. The other partitions go on.
 func (m *Machine) park(reason string) {
+	m.parkDrained = ""
 	m.logf(Error, "Partition %s parked: %s", m.part(), reason)
 	m.count(MetricParks, "", 1)
 	m.parkWrite(reason)

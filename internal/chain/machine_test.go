@@ -4,7 +4,9 @@ package chain_test
 // `go test ./internal/chain -rewrite` regenerates the expected output).
 // Each file in testdata/ is one scenario, one command per stanza:
 //
-//	config <contract and options>     a new machine over a new in-memory store;
+//	config <contract and options>     a new machine over a new in-memory store
+//	                                  (fetch retries 2, fetch back-off 100ms unless
+//	                                  retries=N, backoff=D);
 //	                                  input lines: "checkpoint k=v ...", "witness k=v ..."
 //	start | crash                     Start (crash: a new machine over the same store)
 //	fetched [attempt=ID]              answer the fetch in flight; input: the response
@@ -213,6 +215,7 @@ func (h *harness) config(d *datadriven.TestData) {
 	cfg := chain.Config{
 		Key: key, Epoch: 1, MaxPagesInFlight: 4, MaxBatchSize: 1,
 		PollInterval: time.Second, ParkCheckInterval: 5 * time.Second, StoreBackoff: 2 * time.Second,
+		FetchRetries: 2, FetchBackoff: 100 * time.Millisecond,
 	}
 	for _, arg := range d.CmdArgs {
 		val := ""
@@ -251,6 +254,13 @@ func (h *harness) config(d *datadriven.TestData) {
 			cfg.ExitWhenComplete = true
 		case "start":
 			cfg.StartCursor = []byte(val)
+		case "retries":
+			cfg.FetchRetries, _ = strconv.Atoi(val)
+		case "backoff":
+			var err error
+			if cfg.FetchBackoff, err = time.ParseDuration(val); err != nil {
+				d.Fatalf(h.t, "%v", err)
+			}
 		default:
 			d.Fatalf(h.t, "unknown config %s", arg.Key)
 		}

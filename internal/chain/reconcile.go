@@ -37,6 +37,12 @@ func (m *Machine) reconcile(f *fetchRec, r Fetched) (verdict, error) {
 	if errors.Is(err, witness.ErrLoop) {
 		return verdict{class: "idle", idle: true, final: caughtUp(r.Response, false), reason: err.Error()}, nil
 	}
+	if errors.Is(err, witness.ErrBadResponse) {
+		// Wrong on its own (no id or position, a duplicate id, positions
+		// out of order or of another kind): a malformed answer, nothing of
+		// it recorded.
+		return verdict{}, malformedPage{err}
+	}
 	if err != nil {
 		return verdict{}, err
 	}
@@ -76,6 +82,18 @@ func (m *Machine) reconcile(f *fetchRec, r Fetched) (verdict, error) {
 	v.promotable = witness.CanPromote(contract, all).Complete
 	v.final = caughtUp(r.Response, v.promotable)
 	return v, nil
+}
+
+// rejectionClass names the park reason class of an error Classify returned
+// for a response that contradicts durable evidence.
+func rejectionClass(err error) string {
+	switch {
+	case errors.Is(err, witness.ErrReceiptConflict):
+		return ReasonReceiptConflict
+	case errors.Is(err, witness.ErrMoved):
+		return ReasonMovedEvent
+	}
+	return ReasonUnreconcilable
 }
 
 // caughtUp reports whether an empty response says the partition is caught

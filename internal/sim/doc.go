@@ -31,7 +31,11 @@
 //     or not), empty pages with or without evidence, pages that shift on
 //     retry, transient errors, expiring cursors, stalls, seals, and
 //     omissions where dense positions expose them (also retries whose watermark
-//     lags below the omitted event). It is honest wherever its
+//     lags below the omitted event), malformed answers (truncated bodies and
+//     pages with a duplicate id; transient: one reader gets at most as many
+//     in a row for one position as the workers retry) and, in an eighth of
+//     the schedules, one partition whose answers turn persistently malformed
+//     after a few fetches (it must park). It is honest wherever its
 //     contract makes a promise, so any event lost below durable progress is
 //     the consumer's fault.
 //   - The sink stands for the pipeline and output: it acknowledges or nacks
@@ -102,8 +106,12 @@
 //     partitions removed with proof) has a terminal outcome.
 //   - membership (d): no scalar in an epoch whose membership change is
 //     unproven; the vector names exactly the epoch's partitions.
+//   - malformed: a partition parks for malformed pages only once its
+//     answers are persistently malformed, with a reason naming the class,
+//     the attempts, the partition and the page it parked at.
 //   - liveness (Config.Liveness, -liveness): after the faults stop, every
-//     partition a worker reads catches up (liveness.go).
+//     partition a worker reads catches up (liveness.go); the persistently
+//     malformed one ends parked for it instead.
 //
 // # Leases
 //
@@ -119,12 +127,15 @@
 //
 // Variant injects one broken behaviour (PromoteOtherSuccessor,
 // MaxFrontier, BareEmptyPage, UnconditionalWrite, IgnoreLease,
-// AnyWatermarkCovers); TestVariantsAreCaught fails unless each is caught
+// AnyWatermarkCovers, ParkOnMalformed, RetryMalformedForever);
+// TestVariantsAreCaught fails unless each is caught
 // within a few schedules by the check that guards its invariant. The
 // lanes' variants are applied to the real machine (variant.go): to its
 // configuration (BareEmptyPage: every empty page is the end of the data;
 // AnyWatermarkCovers: a divergent response with any complete-through
-// watermark is classified a shifted page) or to the store calls it asks
+// watermark is classified a shifted page; ParkOnMalformed and
+// RetryMalformedForever: no retry of a malformed answer, or no bound on
+// them) or to the store calls it asks
 // for (PromoteOtherSuccessor); the others wrap the store or break the
 // publisher.
 //
@@ -142,7 +153,7 @@
 //
 // TestEndToEndFaults (e2e_test.go) runs the real binary against a real
 // dynalite (--path) with SIGKILLs of both, provider 500s, timeouts,
-// truncated JSON and garbage, and a failing sink; it needs node and
+// truncated JSON and HTML bodies, and a failing sink; it needs node and
 // dynalite and is skipped with -short.
 //
 // TestLivenessAbandonedWitnessTrap replays the schedule of a liveness bug

@@ -8,8 +8,10 @@ package sim
 //   - dynalite is killed with SIGKILL and restarted on the same --path in
 //     the middle of some runs;
 //   - the provider answers 500s, responses slower than the client timeout,
-//     truncated JSON and garbage (the last two park the partition; the
-//     test unparks with `connect tidemark unpark` between runs);
+//     truncated JSON and HTML pages with status 200 (the last two are
+//     fetched again on the same cursor; a page that stays malformed
+//     through fetch_retries parks, and the test unparks with
+//     `connect tidemark unpark` between runs);
 //   - the sink answers some batches with 500 (the output nacks them).
 //
 // The oracle, after every kill (from `connect tidemark status --json`) and

@@ -10,7 +10,9 @@ import (
 
 // CheckLiveness: after the faults stop, every partition a worker reads
 // catches up with its provider: every event has a terminal outcome and the
-// durable cursor is past the last event. The operator unparks parked
+// durable cursor is past the last event; a partition whose answers are
+// persistently malformed (the one fault that does not stop) ends parked
+// for it instead, unless it completed first. The operator unparks parked
 // partitions, and restarts from the provider's boundary those parked for a
 // reason that only an operator can clear (an expired cursor under a park
 // recovery, a provider that broke its own contract).
@@ -40,6 +42,7 @@ func (s *sim) quiesce(step *int) {
 	clear(s.faults.armed)
 	for _, p := range s.parts {
 		p.prof.transient, p.prof.glitch, p.prof.quiet, p.prof.omit, p.prof.lag, p.prof.rogue, p.prof.shift, p.prof.garbage = 0, 0, 0, 0, 0, 0, 0, 0
+		p.prof.malformed = 0 // the persistent fault (part.broken) stays
 		p.stall = 0
 	}
 	for _, w := range s.workers {
@@ -122,6 +125,9 @@ func (s *sim) repair(p *part) string {
 	if err != nil || cp.Parked == "" {
 		return ""
 	}
+	if p.brokenActive() && strings.HasPrefix(cp.Parked, chain.ReasonMalformed) {
+		return "" // its source is broken: an unpark would only park it again
+	}
 	for _, r := range operatorRestarts {
 		if strings.Contains(cp.Parked, r) {
 			return s.restartRepair(p)
@@ -178,6 +184,13 @@ func (s *sim) caughtUp() string {
 		cp, err := s.mem.LoadCheckpoint(bg, store.Key{Scope: s.scope, Partition: p.name})
 		if err != nil {
 			return fmt.Sprintf("partition %s has no checkpoint", p.name)
+		}
+		if p.broken && !cp.Complete {
+			// Persistently malformed answers: it must end parked for them.
+			if p.brokenActive() && strings.HasPrefix(cp.Parked, chain.ReasonMalformed) {
+				continue
+			}
+			return fmt.Sprintf("partition %s answers only malformed pages after %d fetches (%d made) but is not parked for it (checkpoint g%d %s%s)", p.name, p.brokenAfter, p.fetches, cp.Generation, curString(cp.Cursor), parked(cp))
 		}
 		if e, ok := p.ackedBelow(p.final + 1); !ok {
 			return fmt.Sprintf("partition %s: event %s has no terminal outcome (checkpoint g%d %s%s)", p.name, e.id, cp.Generation, curString(cp.Cursor), parked(cp))

@@ -71,8 +71,13 @@ type profile struct {
 	// transient: probability of a transient fetch error.
 	transient float64
 	// garbage: probability of a response carrying one event twice (a
-	// malformed page the core must refuse; the partition parks).
+	// malformed page the core must refuse, and fetch again).
 	garbage float64
+	// malformed: probability of an answer that cannot be read (a truncated
+	// body: chain.FetchMalformed). Garbage and malformed answers are
+	// transient: one reader gets at most maxMalformedStreak of them in a
+	// row for one position, so no page of an honest partition parks.
+	malformed float64
 	// gap: sparse positions: up to gap positions are skipped between events.
 	gap      int
 	pageSize int
@@ -143,50 +148,50 @@ func (p *part) ord(w coord.Watermark) (n int64, ok bool) {
 var (
 	denseCT = profile{name: "dense-ct", hasMore: true,
 		contract: witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, OrderedPositions: true, DensePositions: true, WatermarkCoversPositions: true, Recovery: witness.RecoveryRestartFromBoundary},
-		ct:       true, lag: .1, glitch: .05, quiet: .05, shift: .25, transient: .04, garbage: .003, pageSize: 3}
+		ct:       true, lag: .1, glitch: .05, quiet: .05, shift: .25, transient: .04, garbage: .003, malformed: .02, pageSize: 3}
 	denseCTRotate = profile{name: "dense-ct-rotate",
 		contract: witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, TokensMayRotate: true, OrderedPositions: true, DensePositions: true, WatermarkCoversPositions: true, Recovery: witness.RecoveryRestartFromBoundary},
-		ct:       true, lag: .1, rotate: true, glitch: .05, quiet: .05, shift: .25, transient: .04, garbage: .003, pageSize: 3}
+		ct:       true, lag: .1, rotate: true, glitch: .05, quiet: .05, shift: .25, transient: .04, garbage: .003, malformed: .02, pageSize: 3}
 	denseOmit = profile{name: "dense-omit",
 		contract: witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, DensePositions: true, Recovery: witness.RecoveryRestartFromBoundary},
-		omit:     .1, rogue: .03, glitch: .05, quiet: .05, shift: .25, transient: .04, garbage: .003, pageSize: 4}
+		omit:     .1, rogue: .03, glitch: .05, quiet: .05, shift: .25, transient: .04, garbage: .003, malformed: .02, pageSize: 4}
 	densePark = profile{name: "dense-park",
 		contract: witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, DensePositions: true, Recovery: witness.RecoveryPark},
-		omit:     .06, rogue: .02, glitch: .04, quiet: .05, shift: .2, transient: .04, garbage: .003, pageSize: 3}
+		omit:     .06, rogue: .02, glitch: .04, quiet: .05, shift: .2, transient: .04, garbage: .003, malformed: .02, pageSize: 3}
 	sparseCT = profile{name: "sparse-ct", hasMore: true,
 		contract: witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, OrderedPositions: true, WatermarkCoversPositions: true, Recovery: witness.RecoveryRestartFromBoundary},
-		ct:       true, glitch: .05, quiet: .05, shift: .25, transient: .04, garbage: .003, gap: 3, pageSize: 3}
+		ct:       true, glitch: .05, quiet: .05, shift: .25, transient: .04, garbage: .003, malformed: .02, gap: 3, pageSize: 3}
 	sparseMarker = profile{name: "sparse-marker",
 		contract: witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, SnapshotMarker: true, WatermarkCoversPositions: true, Recovery: witness.RecoveryFreshSnapshot},
-		ct:       true, marker: true, glitch: .05, quiet: .05, transient: .04, garbage: .003, gap: 2, pageSize: 3}
+		ct:       true, marker: true, glitch: .05, quiet: .05, transient: .04, garbage: .003, malformed: .02, gap: 2, pageSize: 3}
 	sparseMarkerRotate = profile{name: "sparse-marker-rotate",
 		contract: witness.Contract{EmptyPage: witness.EmptyNoEvidence, TokensMayRotate: true, OrderedPositions: true, SnapshotMarker: true, Recovery: witness.RecoveryFreshSnapshot},
-		marker:   true, rotate: true, glitch: .05, quiet: .05, transient: .04, garbage: .003, gap: 2, pageSize: 2}
+		marker:   true, rotate: true, glitch: .05, quiet: .05, transient: .04, garbage: .003, malformed: .02, gap: 2, pageSize: 2}
 	sparseEOD = profile{name: "sparse-eod", hasMore: true,
 		contract: witness.Contract{EmptyPage: witness.EmptyEndOfData, OrderedPositions: true, Recovery: witness.RecoveryRestartFromBoundary},
-		quiet:    .05, shift: .2, transient: .04, garbage: .003, gap: 3, pageSize: 3}
+		quiet:    .05, shift: .2, transient: .04, garbage: .003, malformed: .02, gap: 3, pageSize: 3}
 	sparseRotate = profile{name: "sparse-rotate",
 		contract: witness.Contract{EmptyPage: witness.EmptyNoEvidence, TokensMayRotate: true, OrderedPositions: true, Recovery: witness.RecoveryRestartFromBoundary},
-		rotate:   true, glitch: .06, quiet: .05, shift: .2, transient: .04, garbage: .003, gap: 2, pageSize: 3}
+		rotate:   true, glitch: .06, quiet: .05, shift: .2, transient: .04, garbage: .003, malformed: .02, gap: 2, pageSize: 3}
 	// densePoll: the head of a change feed answers without a successor.
 	densePoll = profile{name: "dense-poll", hasMore: true,
 		contract: witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, DensePositions: true, MissingSuccessor: witness.MissingSuccessorPoll, Recovery: witness.RecoveryRestartFromBoundary},
-		nosucc:   .5, overlap: .1, glitch: .04, quiet: .05, shift: .2, transient: .04, garbage: .003, pageSize: 3}
+		nosucc:   .5, overlap: .1, glitch: .04, quiet: .05, shift: .2, transient: .04, garbage: .003, malformed: .02, pageSize: 3}
 	// denseExclusive: the source resumes strictly after the applied
 	// boundary, yet retries repeat the boundary event (its receipt matches)
 	// and restarts go to just after the durable watermark.
 	denseExclusive = profile{name: "dense-exclusive",
 		contract: witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, OrderedPositions: true, DensePositions: true, WatermarkCoversPositions: true, ExclusiveBoundary: true, Recovery: witness.RecoveryRestartFromBoundary},
-		ct:       true, overlap: .15, lag: .05, glitch: .04, quiet: .05, shift: .25, transient: .04, garbage: .003, pageSize: 3}
+		ct:       true, overlap: .15, lag: .05, glitch: .04, quiet: .05, shift: .25, transient: .04, garbage: .003, malformed: .02, pageSize: 3}
 	// finiteList: a finite traversal (an object listing) whose last page has
 	// no successor once the partition is sealed.
 	finiteList = profile{name: "finite-list", hasMore: true,
 		contract: witness.Contract{EmptyPage: witness.EmptyEndOfData, OrderedPositions: true, DensePositions: true, MissingSuccessor: witness.MissingSuccessorEndsTraversal, Recovery: witness.RecoveryRestartFromBoundary},
-		eot:      true, overlap: .1, quiet: .05, shift: .2, transient: .04, garbage: .003, pageSize: 3}
+		eot:      true, overlap: .1, quiet: .05, shift: .2, transient: .04, garbage: .003, malformed: .02, pageSize: 3}
 	// unorderedTies: positions carry no order and two events may share one.
 	unorderedTies = profile{name: "unordered-ties",
 		contract: witness.Contract{EmptyPage: witness.EmptyNoEvidence, Recovery: witness.RecoveryRestartFromBoundary},
-		ties:     .3, quiet: .05, transient: .04, garbage: .003, pageSize: 3}
+		ties:     .3, quiet: .05, transient: .04, garbage: .003, malformed: .02, pageSize: 3}
 )
 
 // Profiles whose positions and watermarks are of other kinds: a shard of
@@ -282,7 +287,15 @@ type part struct {
 	nonce   uint64
 	visits  map[int64]int // fetches per next position
 	stall   int           // evidence-free empty pages still to serve
-	sealed  bool
+	// streak counts the malformed answers (garbage included) in a row per
+	// (reader, next position).
+	streak map[streakKey]int
+	// broken: the persistent fault: once the partition has answered
+	// brokenAfter fetches, every answer is malformed (it must park).
+	broken      bool
+	brokenAfter int
+	fetches     int
+	sealed      bool
 	// created is the first position the partition can hold (its coverage
 	// starts there).
 	created int64
@@ -294,7 +307,7 @@ func newPart(name string, rng *rand.Rand, prof profile, created int64) *part {
 	if prof.contract.EmptyPage == witness.EmptyEndOfData && !prof.hasMore {
 		panic("sim: profile " + prof.name + " would serve empty pages that claim the end of data while events follow")
 	}
-	return &part{name: name, rng: rng, prof: prof, final: created - 1, created: created, visits: map[int64]int{}}
+	return &part{name: name, rng: rng, prof: prof, final: created - 1, created: created, visits: map[int64]int{}, streak: map[streakKey]int{}}
 }
 
 func (p *part) chance(x float64) bool { return x > 0 && p.rng.Float64() < x }
@@ -380,19 +393,48 @@ func (p *part) ackedBelow(pos int64) (event, bool) {
 
 // fetchError is a fetch that returned no response.
 type fetchError struct {
-	expired bool
-	reason  string
+	expired   bool
+	malformed bool
+	reason    string
 }
+
+// streakKey is one reader's fetches of one position.
+type streakKey struct {
+	reader string
+	next   int64
+}
+
+// maxMalformedStreak bounds the transient malformed answers one reader
+// gets in a row for one position: the workers' fetch retries (simFetchRetries),
+// so a malformed run never exhausts them.
+const maxMalformedStreak = simFetchRetries
+
+// brokenActive reports whether the persistent fault has begun.
+func (p *part) brokenActive() bool { return p.broken && p.fetches > p.brokenAfter }
 
 func (e *fetchError) Error() string { return e.reason }
 
 // fetchNote says which fault shaped a response (for traces and stats).
 type fetchNote string
 
-// fetch answers one request for cursor cur, with the "more pages" flag as
-// the profile maps it.
-func (p *part) fetch(cur []byte) (witness.Response, fetchNote, error) {
-	r, note, err := p.answer(cur)
+// fetch answers one request of reader for cursor cur, with the "more
+// pages" flag as the profile maps it.
+func (p *part) fetch(reader string, cur []byte) (witness.Response, fetchNote, error) {
+	p.fetches++
+	r, note, err := p.answer(reader, cur)
+	if c, derr := decodeCursor(cur); derr == nil {
+		k := streakKey{reader, c.next}
+		var fe *fetchError
+		switch {
+		case note == "malformed" || note == "garbage":
+			p.streak[k]++
+		case errors.As(err, &fe):
+			// A transient error or an expired cursor neither counts nor
+			// ends a run of malformed answers.
+		default:
+			delete(p.streak, k)
+		}
+	}
 	if err == nil {
 		if p.prof.hasMore {
 			r.HasMoreKnown = true
@@ -404,7 +446,7 @@ func (p *part) fetch(cur []byte) (witness.Response, fetchNote, error) {
 }
 
 // answer is the response to cur before the "more pages" flag is mapped.
-func (p *part) answer(cur []byte) (witness.Response, fetchNote, error) {
+func (p *part) answer(reader string, cur []byte) (witness.Response, fetchNote, error) {
 	c, err := decodeCursor(cur)
 	if err != nil {
 		return witness.Response{}, "", &fetchError{expired: true, reason: err.Error()}
@@ -414,6 +456,13 @@ func (p *part) answer(cur []byte) (witness.Response, fetchNote, error) {
 	}
 	if c.session >= 0 && c.session < p.session {
 		return witness.Response{}, "", &fetchError{expired: true, reason: fmt.Sprintf("cursor of session %d expired (now %d)", c.session, p.session)}
+	}
+	streak := p.streak[streakKey{reader, c.next}]
+	switch {
+	case p.brokenActive():
+		return witness.Response{}, "malformed", &fetchError{malformed: true, reason: "persistently malformed body (injected)"}
+	case streak < maxMalformedStreak && p.chance(p.prof.malformed):
+		return witness.Response{}, "malformed", &fetchError{malformed: true, reason: "truncated body (injected)"}
 	}
 	p.visits[c.next]++
 	retry := p.visits[c.next] > 1
@@ -517,7 +566,7 @@ func (p *part) answer(cur []byte) (witness.Response, fetchNote, error) {
 			}
 		}
 	}
-	if p.chance(p.prof.garbage) {
+	if streak < maxMalformedStreak && p.chance(p.prof.garbage) {
 		e := r.Events[len(r.Events)-1]
 		r.Events = append(r.Events, e)
 		note = "garbage"

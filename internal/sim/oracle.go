@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/witness"
 )
@@ -51,6 +52,13 @@ const (
 	// CheckModel: the model's own consistency (a delivered event the
 	// provider never issued).
 	CheckModel Check = "model"
+	// CheckMalformed: a partition parks for malformed pages only when its
+	// answers turned persistently malformed (transient ones are fetched
+	// again, never park), and its park reason names the class, the
+	// attempts (fetch retries + 1) and the partition; a persistently
+	// malformed partition does park (CheckLiveness reports one that does
+	// not).
+	CheckMalformed Check = "malformed"
 )
 
 type wref struct {
@@ -206,6 +214,15 @@ func (o *oracle) check() {
 }
 
 func (o *oracle) checkpoint(p *part, cp store.Checkpoint) {
+	if strings.HasPrefix(cp.Parked, chain.ReasonMalformed) {
+		want := fmt.Sprintf("%s after %d attempts: partition %s, generation %d, cursor %s: ", chain.ReasonMalformed, simFetchRetries+1, p.name, cp.Generation, witness.CursorHash(cp.Cursor))
+		switch {
+		case !p.brokenActive():
+			o.violate(CheckMalformed, "partition %s parked for malformed pages, yet its provider gives one reader at most %d malformed answers in a row (a transient fault): %s", p.name, maxMalformedStreak, cp.Parked)
+		case !strings.HasPrefix(cp.Parked, want):
+			o.violate(CheckMalformed, "partition %s: park reason %q does not start with %q", p.name, cp.Parked, want)
+		}
+	}
 	// (a) No loss.
 	c, err := decodeCursor(cp.Cursor)
 	if err != nil {

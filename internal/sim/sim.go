@@ -42,9 +42,17 @@ const (
 	// an earlier answer showed, with a watermark below it, advances
 	// (breaks invariant 5, docs/design.md#coverage).
 	AnyWatermarkCovers
+	// ParkOnMalformed: workers park on the first malformed answer instead
+	// of fetching the page again (fetch_retries 0), so a transient
+	// malformed body parks an honest partition (CheckMalformed).
+	ParkOnMalformed
+	// RetryMalformedForever: workers fetch a malformed page again without
+	// bound, so a persistently malformed partition never parks
+	// (CheckLiveness).
+	RetryMalformedForever
 )
 
-var variantNames = [...]string{"faithful", "promote-other-successor", "max-frontier", "bare-empty-page", "unconditional-write", "ignore-lease", "any-watermark-covers"}
+var variantNames = [...]string{"faithful", "promote-other-successor", "max-frontier", "bare-empty-page", "unconditional-write", "ignore-lease", "any-watermark-covers", "park-on-malformed", "retry-malformed-forever"}
 
 func (v Variant) String() string {
 	if int(v) < len(variantNames) {
@@ -65,7 +73,7 @@ func ParseVariant(s string) (Variant, error) {
 
 // Variants lists the broken variants (every Variant but Faithful).
 func Variants() []Variant {
-	return []Variant{PromoteOtherSuccessor, MaxFrontier, BareEmptyPage, UnconditionalWrite, IgnoreLease, AnyWatermarkCovers}
+	return []Variant{PromoteOtherSuccessor, MaxFrontier, BareEmptyPage, UnconditionalWrite, IgnoreLease, AnyWatermarkCovers, ParkOnMalformed, RetryMalformedForever}
 }
 
 // DefaultSteps is the length of a schedule when Config.Steps is zero.
@@ -181,11 +189,15 @@ type Stats struct {
 	Throttled, LostResponses                   int
 	Glitches, Omissions, Shifts, Stalls, Lags  int
 	Garbage                                    int
-	Published, ScalarsPublished                int
-	ScalarsAfterChange                         int
-	Epochs, UnprovenEpochs                     int
-	DispositionConflicts, SharedPartitions     int
-	NoopPromotions, NoopUnsealed               int
+	// Malformed answers the model gave (transient and persistent), the
+	// machines' malformed answers (garbage included), parks after a page's
+	// malformed answers, schedules with a persistently malformed partition.
+	MalformedFaults, MalformedAnswers, MalformedParks, BrokenRuns int
+	Published, ScalarsPublished                                   int
+	ScalarsAfterChange                                            int
+	Epochs, UnprovenEpochs                                        int
+	DispositionConflicts, SharedPartitions                        int
+	NoopPromotions, NoopUnsealed                                  int
 	// Pages without a successor, retries repeating the boundary event,
 	// pages with tied positions, durably completed partitions.
 	NoSuccessor, BoundaryRepeats, Ties, Completions int
@@ -220,6 +232,8 @@ func (s *Stats) note(n fetchNote) {
 		s.Lags++
 	case "garbage":
 		s.Garbage++
+	case "malformed":
+		s.MalformedFaults++
 	case "nosucc":
 		s.NoSuccessor++
 	case "overlap":
@@ -258,6 +272,9 @@ type setup struct {
 	// exit: the lanes run with exit_when_complete (schedules without
 	// leases only): a lane caught up on evidence ends.
 	exit bool
+	// broken names the partition whose answers turn persistently
+	// malformed (empty: none).
+	broken string
 }
 
 type sim struct {
@@ -388,6 +405,9 @@ func newSim(cfg Config) *sim {
 		// From its own hash, so that the other choices of a seed stay.
 		exit: partSeed(cfg.Seed, "exit_when_complete")%4 == 0,
 	}
+	// In an eighth of the schedules one initial partition's answers turn
+	// persistently malformed after a few fetches (from its own hash too).
+	broken := partSeed(cfg.Seed, "persistent_malformed")
 	total := su.initial + r.IntN(3)
 	scalarRun := r.IntN(10) < 7
 	var desc []string
@@ -405,6 +425,11 @@ func newSim(cfg Config) *sim {
 			s.stats.SharedPartitions++
 		}
 		su.assign[name] = ws
+		if broken%8 == 0 && uint64(i) == (broken>>3)%uint64(su.initial) {
+			p.broken, p.brokenAfter = true, int((broken>>8)%20)
+			su.broken = name
+			s.stats.BrokenRuns++
+		}
 		if i < su.initial {
 			p.appeared = true
 			p.appendEvents(r.IntN(4))
@@ -460,6 +485,9 @@ func newSim(cfg Config) *sim {
 	s.syncLanes()
 	s.desc = fmt.Sprintf("seed=%d variant=%s workers=%d publishers=%d depth=%d batch=%d %s %s parts=%s",
 		cfg.Seed, cfg.Variant, su.workers, su.publishers, su.depth, su.batch, s.faults, s.lease, strings.Join(desc, ","))
+	if su.broken != "" {
+		s.desc += fmt.Sprintf(" malformed=%s(after %d fetches)", su.broken, s.byName[su.broken].brokenAfter)
+	}
 	return s
 }
 

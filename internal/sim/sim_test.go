@@ -21,7 +21,7 @@ var (
 	flagSchedules = flag.Int("schedules", 0, "number of schedules TestSim runs (default 2000; 300 under -race or with -short)")
 	flagSteps     = flag.Int("steps", 0, "ops per schedule (default DefaultSteps, 1500)")
 	flagBase      = flag.Uint64("base", 1, "first seed of a multi-schedule run")
-	flagVariant   = flag.String("variant", "faithful", "behaviour under test: faithful, promote-other-successor, max-frontier, bare-empty-page, unconditional-write, ignore-lease, any-watermark-covers")
+	flagVariant   = flag.String("variant", "faithful", "behaviour under test: faithful, promote-other-successor, max-frontier, bare-empty-page, unconditional-write, ignore-lease, any-watermark-covers, park-on-malformed, retry-malformed-forever")
 	flagStrict    = flag.Bool("strict-records", false, "also fail when a promoted witness is later recorded abandoned")
 	flagTail      = flag.Int("tail", 60, "history lines printed on failure")
 	flagLiveness  = flag.Bool("liveness", true, "add a fault-free phase and check that every partition catches up")
@@ -166,7 +166,8 @@ func assertCoverage(t *testing.T, s Stats) {
 		"glitch pages": s.Glitches, "omissions": s.Omissions, "lagging retries": s.Lags, "stalls": s.Stalls, "holds": s.Holds,
 		"nacks": s.Nacks, "scalars published": s.ScalarsPublished, "membership epochs": s.Epochs,
 		"unproven epochs": s.UnprovenEpochs, "shared partitions": s.SharedPartitions,
-		"malformed pages": s.Garbage, "bad responses parked": s.BadResponses, "operator restarts": s.Repairs,
+		"malformed pages": s.Garbage, "malformed bodies": s.MalformedFaults, "malformed answers retried or parked": s.MalformedAnswers,
+		"parks after malformed answers": s.MalformedParks, "persistently malformed partitions": s.BrokenRuns, "operator restarts": s.Repairs,
 		"scalars after a membership change": s.ScalarsAfterChange, "resolved to another winner": s.ResolvedMoved,
 		"promotions written again after a lost response": s.ResolvedRetry,
 		"lease-mode schedules":                           s.LeaseRuns, "lease steals": s.Steals, "pauses": s.Pauses,

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"math"
+
 	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/witness"
 )
@@ -12,6 +14,8 @@ import (
 
 // configure changes the machine's configuration for the variant:
 // BareEmptyPage declares every empty page the end of the data;
+// ParkOnMalformed gives a malformed answer no retry, RetryMalformedForever
+// endless ones;
 // AnyWatermarkCovers classifies as usual, then calls a divergent response
 // that carries any complete-through watermark a shifted page, as if a
 // watermark covered every position, also the ones above it.
@@ -19,6 +23,10 @@ func (v Variant) configure(cfg *chain.Config) {
 	switch v {
 	case BareEmptyPage:
 		cfg.Contract.EmptyPage = witness.EmptyEndOfData
+	case ParkOnMalformed:
+		cfg.FetchRetries = 0
+	case RetryMalformedForever:
+		cfg.FetchRetries = math.MaxInt32
 	case AnyWatermarkCovers:
 		cfg.Classify = func(in witness.ClassifyInput) (witness.Verdict, error) {
 			v, err := witness.Classify(in)

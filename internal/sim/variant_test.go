@@ -32,12 +32,20 @@ func TestVariantsAreCaught(t *testing.T) {
 		// Invariant 5, coverage bound to positions: a lagging watermark
 		// lets a retry that omits a witnessed event advance past it.
 		AnyWatermarkCovers: {CheckNoLoss, CheckMonotone},
+		// Malformed answers are retried: a transient malformed body parks
+		// an honest partition.
+		ParkOnMalformed: {CheckMalformed},
+		// A persistently malformed partition must park (checked once the
+		// faults stop: the variant runs with Liveness).
+		RetryMalformedForever: {CheckLiveness},
 	}
+	// Variants whose breakage only shows once the faults stop.
+	liveness := map[Variant]bool{RetryMalformedForever: true}
 	for _, v := range Variants() {
 		t.Run(v.String(), func(t *testing.T) {
 			t.Parallel()
 			for i := uint64(1); i <= variantBound; i++ {
-				res := Run(Config{Seed: i, Variant: v, TraceTail: 30})
+				res := Run(Config{Seed: i, Variant: v, TraceTail: 30, Liveness: liveness[v]})
 				f := res.Failure
 				if f == nil {
 					continue

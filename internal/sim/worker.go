@@ -80,6 +80,10 @@ type lane struct {
 
 var bg = context.Background()
 
+// simFetchRetries is the workers' fetch_retries: a page parks on its third
+// malformed answer in a row.
+const simFetchRetries = 2
+
 func (l *lane) name() string { return fmt.Sprintf("w%d/%s", l.w.id, l.p.name) }
 
 func (l *lane) st() store.Store { return l.s.st }
@@ -95,6 +99,7 @@ func (l *lane) config() chain.Config {
 		Key: l.key, Contract: l.p.prof.contract, Restarter: true, Epoch: l.w.epoch,
 		MaxPagesInFlight: l.s.setup.depth, MaxBatchSize: l.s.setup.batch,
 		PollInterval: time.Second, ParkCheckInterval: time.Second, StoreBackoff: time.Second,
+		FetchRetries: simFetchRetries, FetchBackoff: 100 * time.Millisecond,
 	}
 	cfg.ExitWhenComplete = l.s.setup.exit && l.s.lease == nil
 	l.s.variant.configure(&cfg)
@@ -269,6 +274,9 @@ func (l *lane) perform(a chain.Action) {
 		}
 		if r.Err == nil {
 			l.s.stats.Parks++
+			if strings.HasPrefix(a.(chain.Park).Reason, chain.ReasonMalformed) {
+				l.s.stats.MalformedParks++
+			}
 		}
 	}
 	l.note("-> %s", in)
@@ -297,7 +305,7 @@ func (l *lane) completed() {
 func (l *lane) doFetch() {
 	f := *l.fetch
 	l.fetch = nil
-	resp, note, err := l.p.fetch(f.Cursor)
+	resp, note, err := l.p.fetch(fmt.Sprintf("w%d", l.w.id), f.Cursor)
 	if note == "empty" {
 		l.emptyFinal = l.p.final
 	}
@@ -309,6 +317,8 @@ func (l *lane) doFetch() {
 	case errors.As(err, &fe) && fe.expired:
 		l.s.stats.Expired++
 		r.Err, r.Failure, r.Detail = err, chain.FetchExpired, fe.reason
+	case errors.As(err, &fe) && fe.malformed:
+		r.Err, r.Failure = err, chain.FetchMalformed
 	default:
 		r.Err = err
 	}
@@ -341,6 +351,8 @@ func (s *Stats) count(c chain.Count) {
 		s.Holds++
 	case chain.MetricBadResponses:
 		s.BadResponses++
+	case chain.MetricMalformed:
+		s.MalformedAnswers++
 	case chain.MetricRestarts:
 		s.Restarts++
 	}
