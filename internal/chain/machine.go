@@ -44,7 +44,8 @@ type Config struct {
 	// (malformed.go). 0 parks on the first.
 	FetchRetries int
 	// FetchBackoff is the wait before the first of those retries; it
-	// doubles on each further one, up to MaxFetchBackoff.
+	// doubles on each further one, up to MaxFetchBackoff (or FetchBackoff
+	// itself, when longer).
 	FetchBackoff time.Duration
 	// Jitter, when set, draws the actual wait from a back-off d; its
 	// result is kept within [0, d]. nil: no jitter (the machine itself

@@ -1,9 +1,9 @@
 package chain
 
 // Every park reason the machine writes starts with the class of what
-// happened, then a colon or " after N attempts:" and the details (the
-// partition, the generation and cursor hash it stopped at, the error). An
-// operator reads the class first: it says whether retrying could help
+// happened, followed by the details (the attempts, the partition, the
+// generation and cursor hash it stopped at, the error). An operator reads
+// the class first: it says whether retrying could help
 // (docs/design.md#failures).
 const (
 	// ReasonMalformed: the provider answered one page (cursor, generation)

@@ -52,7 +52,7 @@ func pendingWitness(part string, gen uint64, cursor []byte, attempt string, d wi
 	return witness.Witness{Scope: scope, Partition: part, Generation: gen, InputCursor: cursor, AttemptID: attempt, Successor: []byte("next"), Disposition: d}
 }
 
-const parkReason = "malformed page at generation 2 cursor 0123abcd: injected garbage body"
+const parkReason = "malformed page after 6 attempts: partition p1, generation 2, cursor sha256:0123abcd01234567: injected garbage body"
 
 // fixture: p0 advancing (leased), p1 parked, p2 with one pending witness at
 // its checkpoint, p9 a checkpoint outside the membership; published
