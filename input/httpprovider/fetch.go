@@ -150,6 +150,9 @@ func (p *Provider) do(ctx context.Context, rq *builtRequest) (*httpResult, error
 				return nil, serr
 			}
 			retryAfter := parseRetryAfter(res.header.Get("Retry-After"), time.Now())
+			if retryAfter == 0 && res.status == http.StatusTooManyRequests {
+				retryAfter = parseRateLimitReset(res.header, time.Now())
+			}
 			if werr := p.pause(ctx, rq, attempt, retryAfter, serr); werr != nil {
 				return nil, werr
 			}
@@ -205,6 +208,24 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 	}
 	if t, err := http.ParseTime(v); err == nil && t.After(now) {
 		return t.Sub(now)
+	}
+	return 0
+}
+
+// parseRateLimitReset reads the reset time of a 429 that has no
+// Retry-After: X-Rate-Limit-Reset (Okta) or X-RateLimit-Reset, in Unix epoch
+// seconds (0 when absent, unreadable, not an epoch time, or past).
+func parseRateLimitReset(h http.Header, now time.Time) time.Duration {
+	for _, name := range []string{"X-Rate-Limit-Reset", "X-RateLimit-Reset"} {
+		n, err := strconv.ParseInt(strings.TrimSpace(h.Get(name)), 10, 64)
+		// Smaller values are not epoch seconds (some APIs send a delay
+		// there); they are ignored rather than guessed at.
+		if err != nil || n < 1_000_000_000 {
+			continue
+		}
+		if t := time.Unix(n, 0); t.After(now) {
+			return t.Sub(now)
+		}
 	}
 	return 0
 }

@@ -746,3 +746,54 @@ func TestFetchMalformedIsNotRetriedHere(t *testing.T) {
 	assert.Equal(t, "c2", string(resp.Successor))
 	assert.EqualValues(t, 3, calls.Load())
 }
+
+func TestParseRateLimitReset(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name   string
+		header http.Header
+		want   time.Duration
+	}{
+		{"Okta's reset epoch second", http.Header{"X-Rate-Limit-Reset": {fmt.Sprint(now.Unix() + 3)}}, 3 * time.Second},
+		{"the X-RateLimit spelling", http.Header{"X-Ratelimit-Reset": {fmt.Sprint(now.Unix() + 2)}}, 2 * time.Second},
+		{"a reset in the past", http.Header{"X-Rate-Limit-Reset": {fmt.Sprint(now.Unix() - 1)}}, 0},
+		{"a small number is not an epoch time", http.Header{"X-Rate-Limit-Reset": {"30"}}, 0},
+		{"garbage", http.Header{"X-Rate-Limit-Reset": {"soon"}}, 0},
+		{"absent", http.Header{}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, parseRateLimitReset(tc.header, now))
+		})
+	}
+}
+
+// TestRateLimitResetHonoured: a 429 whose X-Rate-Limit-Reset names the
+// next epoch second is retried no earlier than that second.
+func TestRateLimitResetHonoured(t *testing.T) {
+	var mu sync.Mutex
+	var reset time.Time
+	var early bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		now := time.Now()
+		switch {
+		case reset.IsZero():
+			reset = time.Unix(now.Unix()+1, 0)
+			w.Header().Set("X-Rate-Limit-Reset", fmt.Sprint(reset.Unix()))
+			http.Error(w, `{"errorCode":"E0000047"}`, http.StatusTooManyRequests)
+		case now.Before(reset):
+			early = true
+			http.Error(w, `{"errorCode":"E0000047"}`, http.StatusTooManyRequests)
+		default:
+			fmt.Fprint(w, `[{"id":"a","position":1}]`)
+		}
+	}))
+	defer srv.Close()
+	p := parseProvider(t, "http:\n  url: "+srv.URL+"\n  successor: root = deleted()\n  max_retries: 3\n  backoff:\n    initial_interval: 1ms\n    max_interval: 5s\n", nil, nil)
+	resp := fetch(t, p, "p", "c")
+	require.Len(t, resp.Events, 1)
+	mu.Lock()
+	defer mu.Unlock()
+	require.False(t, early, "a retry came before the reset second")
+}

@@ -170,7 +170,7 @@ func Fields() []*service.ConfigField {
 				Default(defaultBackoffInitial).
 				Example("100ms"),
 			service.NewDurationField(hpFieldBackoffMax).
-				Description("Longest wait between retries (a `Retry-After` header is honoured up to this bound).").
+				Description("Longest wait between retries (a `Retry-After` header is honoured up to this bound, and so is the reset time of a 429 without one in `X-Rate-Limit-Reset` or `X-RateLimit-Reset`, Unix epoch seconds, as Okta sends it).").
 				Default(defaultBackoffMax).
 				Example("1m"),
 		).
