@@ -19,13 +19,14 @@ type Control struct {
 
 	mu         sync.Mutex
 	latency    time.Duration
-	limitUntil time.Time // requests before it get the rate-limit answer
-	notBefore  time.Time // the latest time a rate-limit answer named
+	limitUntil time.Time            // requests before it get the rate-limit answer
+	notBefore  map[string]time.Time // by path: the latest time a rate-limit answer named
 	throttled  int
 	early      int
 	requests   int
 	expired    int
 	served     map[string]int
+	onRequest  func(*http.Request)
 }
 
 // limitAnswer writes an API's rate-limit answer for a window ending at
@@ -37,7 +38,7 @@ type limitAnswer func(w http.ResponseWriter, now, until time.Time) time.Time
 // 127.0.0.1, stopped when t ends.
 func start(t testing.TB, h http.Handler, limited limitAnswer) *Control {
 	t.Helper()
-	c := &Control{served: map[string]int{}}
+	c := &Control{served: map[string]int{}, notBefore: map[string]time.Time{}}
 	c.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c.mu.Lock()
 		c.requests++
@@ -45,16 +46,20 @@ func start(t testing.TB, h http.Handler, limited limitAnswer) *Control {
 		now := time.Now()
 		if now.Before(c.limitUntil) {
 			c.throttled++
-			if now.Before(c.notBefore) {
+			if now.Before(c.notBefore[r.URL.Path]) {
 				c.early++
 			}
-			if nb := limited(w, now, c.limitUntil); nb.After(c.notBefore) {
-				c.notBefore = nb
+			if nb := limited(w, now, c.limitUntil); nb.After(c.notBefore[r.URL.Path]) {
+				c.notBefore[r.URL.Path] = nb
 			}
 			c.mu.Unlock()
 			return
 		}
+		hook := c.onRequest
 		c.mu.Unlock()
+		if hook != nil {
+			hook(r)
+		}
 		if lat > 0 {
 			select {
 			case <-time.After(lat):
@@ -88,6 +93,15 @@ func (c *Control) RateLimit(window time.Duration) {
 	c.limitUntil = time.Now().Add(window)
 }
 
+// OnRequest calls fn with every request that is not rate-limited, before
+// it is answered (nil: none). A test uses it to act at the moment a request
+// arrives, before the answer can have any effect.
+func (c *Control) OnRequest(fn func(*http.Request)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.onRequest = fn
+}
+
 // Throttled is how many rate-limit answers were served.
 func (c *Control) Throttled() int {
 	c.mu.Lock()
@@ -96,8 +110,8 @@ func (c *Control) Throttled() int {
 }
 
 // Early is how many requests arrived before the time an earlier rate-limit
-// answer told the client to wait for: a client honouring the answer makes
-// none.
+// answer to the same path (the same partition of the examples) told the
+// client to wait for: a client honouring the answer makes none.
 func (c *Control) Early() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
