@@ -4,9 +4,9 @@ package e2e
 
 // The pipelines of config/examples/ run for real with the built binary:
 // lint-clean, their config unit tests pass, and each one does what its
-// comments say against the services it names (dynalite, pouchdb-server),
-// started by the test on 127.0.0.1: config/examples/ holds working
-// pipelines.
+// comments say against the services it names (dynalite, pouchdb-server,
+// s3rver, the fakes of internal/fakeapi), started by the test on
+// 127.0.0.1: config/examples/ holds working pipelines.
 
 import (
 	"bufio"
@@ -33,9 +33,11 @@ import (
 	"github.com/tidemark/tidemark/internal/store"
 )
 
-// The examples this package owns and runs. (Other examples in the
+// The examples this package owns and runs (the real-API ones against the
+// fakes of internal/fakeapi, in fakeapi_test.go). (Other examples in the
 // directory are linted and tested by `make lint-configs`.)
-var ownExamples = []string{"simulated_to_stdout", "http_couchdb_changes", "http_s3_listing", "idempotent_sink", "frontier_trigger"}
+var ownExamples = []string{"simulated_to_stdout", "http_couchdb_changes", "http_s3_listing", "http_kubernetes_list", "idempotent_sink", "frontier_trigger",
+	"okta_system_log", "graph_mail_delta", "zendesk_incremental_tickets", "stripe_events"}
 
 func examplePath(t *testing.T, name string) string {
 	return filepath.Join(e2etest.ModuleRoot(t), "config", "examples", name+".yaml")

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,16 +46,49 @@ func runConnect(t *testing.T, timeout time.Duration, env []string, args ...strin
 // process nothing changes: a request it had sent completely may still be
 // applied with its response lost, as with the real DynamoDB.
 func dynaliteShield(t testing.TB, endpoint string) string {
+	return newShield(t, endpoint).url
+}
+
+// shield is the proxy of dynaliteShield. delayUpdates(d) delays every
+// UpdateItem (promotions, receipts) by d, and drops those whose client
+// dies meanwhile: a process killed while its promotion waits has not
+// promoted.
+type shield struct {
+	url   string
+	mu    sync.Mutex
+	delay time.Duration
+}
+
+func (s *shield) delayUpdates(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.delay = d
+}
+
+func newShield(t testing.TB, endpoint string) *shield {
 	t.Helper()
 	target, err := url.Parse(endpoint)
 	if err != nil {
 		t.Fatal(err)
 	}
+	sh := &shield{}
 	transport := &http.Transport{MaxIdleConnsPerHost: 16}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
 			return // the client died mid-request: forward nothing
+		}
+		if strings.HasSuffix(r.Header.Get("X-Amz-Target"), ".UpdateItem") {
+			sh.mu.Lock()
+			delay := sh.delay
+			sh.mu.Unlock()
+			if delay > 0 {
+				select {
+				case <-time.After(delay):
+				case <-r.Context().Done():
+					return // killed while it waited: never applied
+				}
+			}
 		}
 		u := *target
 		u.Path, u.RawQuery = r.URL.Path, r.URL.RawQuery
@@ -86,5 +120,6 @@ func dynaliteShield(t testing.TB, endpoint string) string {
 		srv.Close()
 		transport.CloseIdleConnections()
 	})
-	return srv.URL
+	sh.url = srv.URL
+	return sh
 }
