@@ -143,9 +143,10 @@ type pollingExample struct {
 // durably done; then the API's expiry answer is injected and more events
 // are added, and run 2 reads them after its recovery. Then run 2 is killed
 // at the head, with the page it printed last not promoted (the shield
-// delays the promotion), and more events arrive: run 3's retry of that cursor
-// answers more events than the first answer, which no watermark can
-// reconcile, and the partition restarts as the example declares. Every
+// delays the promotion), and more events arrive: run 3's retry of that
+// cursor answers more events than the first answer; where no watermark
+// proves the larger answer's range the partition restarts as the example
+// declares, otherwise the larger answer is accepted. Every
 // event must be printed at least once; run 1, which nothing killed before
 // its end and nothing expired, prints none twice; the partition is never
 // parked.
@@ -202,27 +203,27 @@ func testPollingExample(t *testing.T, ex pollingExample) {
 	t.Logf("run 1: %d rate-limit answers served, %d of %d events printed before the kill", ex.control.Throttled(), len(run1), len(want))
 
 	// Run 2 catches up.
-	out2 := filepath.Join(dir, "run2.jsonl")
-	p2 := runExample(t, "run 2", ex.example, env, out2)
-	var done map[string]int // the output of the runs that ended
+	current := filepath.Join(dir, "run2.jsonl") // the running run's output
+	p2 := runExample(t, "run 2", ex.example, env, current)
+	var done map[string]int // the output of run 2, once it ended
 	union := func() map[string]int {
 		u := map[string]int{}
 		merge(u, run1)
 		merge(u, done)
-		merge(u, seen(out2))
+		merge(u, seen(current))
 		return u
 	}
-	caughtUp := func(p2 *e2etest.Proc, what string) {
+	caughtUp := func(p *e2etest.Proc, what string) {
 		t.Helper()
 		e2etest.WaitFor(t, e2etest.Patience, what, func() (bool, string) {
 			m := missing(union(), want)
 			return len(m) == 0, fmt.Sprintf("%d of %d events missing, e.g. %v", len(m), len(want), m[:min(5, len(m))])
-		}, p2.Running)
+		}, p.Running)
 		// And it polls the head again (its cursor is at the head).
 		polls := ex.headPolls()
-		e2etest.WaitFor(t, e2etest.Patience, "run 2 to poll the head", func() (bool, string) {
+		e2etest.WaitFor(t, e2etest.Patience, p.Name+" to poll the head", func() (bool, string) {
 			return ex.headPolls() >= polls+2, fmt.Sprintf("%d head polls", ex.headPolls())
-		}, p2.Running)
+		}, p.Running)
 	}
 	caughtUp(p2, "run 2 to print every event after the kill")
 
@@ -246,7 +247,7 @@ func testPollingExample(t *testing.T, ex pollingExample) {
 	head := ex.add(2)
 	want = append(want, head...)
 	e2etest.WaitFor(t, e2etest.Patience, "run 2 to print the head page", func() (bool, string) {
-		m := missing(seen(out2), head)
+		m := missing(seen(current), head)
 		return len(m) == 0, fmt.Sprintf("%v not printed", m)
 	}, p2.Running)
 	if err := p2.Signal(syscall.SIGKILL); err != nil {
@@ -255,14 +256,14 @@ func testPollingExample(t *testing.T, ex pollingExample) {
 	<-p2.Done()
 	ex.control.OnRequest(nil)
 	sh.delayUpdates(0)
-	done = seen(out2)
+	done = seen(current)
 	want = append(want, ex.add(3)...)
 	restarts := ex.restarts()
 
 	// Run 3: the retry of the head cursor answers 5 events where the first
 	// answer had 2.
-	out2 = filepath.Join(dir, "run3.jsonl")
-	p3 := runExample(t, "run 3", ex.example, env, out2)
+	current = filepath.Join(dir, "run3.jsonl")
+	p3 := runExample(t, "run 3", ex.example, env, current)
 	caughtUp(p3, "run 3 to print every event after the kill at the head")
 	switch n := ex.restarts() - restarts; {
 	case ex.headGrowthRestarts && n == 0:
@@ -292,7 +293,7 @@ func testPollingExample(t *testing.T, ex pollingExample) {
 	for _, n := range all {
 		total += n
 	}
-	t.Logf("%d events, %d lines printed across both runs (%d repeated after the kill or the recovery); checkpoint generation %d",
+	t.Logf("%d events, %d lines printed across the runs (%d repeated after the kill or the recovery); checkpoint generation %d",
 		len(want), total, total-len(all), cp.Generation)
 }
 
