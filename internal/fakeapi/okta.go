@@ -26,8 +26,9 @@ const (
 	oktaRateLimit = 600
 )
 
-// Okta is a fake Okta org (create it with NewOkta) serving the System Log API (GET /api/v1/logs) as
-// Okta's System Log API reference and its rate-limit guide document it.
+// Okta is a fake Okta org serving the System Log API (GET /api/v1/logs) as
+// Okta's System Log API reference and its rate-limit guide document it
+// (create it with NewOkta).
 //
 // It follows:
 //
@@ -45,9 +46,10 @@ const (
 //   - Every answer carries `Link: <request>; rel="self"` and, for polling,
 //     `Link: <...after=...>; rel="next"`, also on an empty page: polling
 //     has infinitely many pages. At the head, the next link of an empty
-//     page is the request itself. The `after` cursor is opaque (a
-//     persistence millisecond and a sequence number, like Okta's); an
-//     `after` that is not one of the fake's is 400 E0000001.
+//     page is the request itself (the fake's links are canonical, so the
+//     link repeats byte for byte). The `after` cursor is opaque (here a
+//     persistence millisecond and a sequence number); an `after` that is
+//     not one of the fake's is 400 E0000001.
 //   - Retention: events published more than 90 days ago are not returned;
 //     the query still succeeds ("Queries that exceed the retention period
 //     succeed, but only those results that have a published timestamp
@@ -63,8 +65,8 @@ const (
 //     three headers.
 //
 // It leaves out: bounded requests (`until`, DESCENDING: answered 400
-// E0000001), `filter` and `q` (400 E0000031 would be Okta's answer to an
-// unsupported filter; the fake answers any filter 400 E0000001),
+// E0000001), `filter` and `q` (answered 400 E0000001; Okta answers 400 to
+// an invalid filter, E0000031 to an unsupported operator and field),
 // OAuth 2.0 access tokens, concurrent-request limits, the 30-second query
 // timeout, persistence delays beyond a few milliseconds, and most LogEvent
 // fields (it returns uuid, published, eventType, version, severity,

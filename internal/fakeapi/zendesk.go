@@ -41,7 +41,9 @@ const (
 //     (a minute, see SetHoldback) are not exported yet.
 //   - `end_of_stream: true` when the page reaches the newest exportable
 //     change; the page still carries an `after_cursor`, the one to poll
-//     with later. An empty page at the end repeats the request's cursor.
+//     with later. An empty page at the end repeats the request's cursor
+//     (the fake's choice: Zendesk documents only that it is the one to
+//     poll with).
 //   - `per_page` up to 1000, the default.
 //   - Cursors are opaque base64 with `+`, `/` and `=` possible, so they
 //     must be escaped in a URL: a cursor that does not decode (a `+` sent
