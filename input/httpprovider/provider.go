@@ -49,6 +49,7 @@ const (
 	metaCursor    = "cursor"
 	metaWatermark = "watermark"
 	metaApplied   = "applied"
+	metaAppliedID = "applied_id"
 	metaScope     = "scope"
 	metaAttempt   = "attempt"
 	metaStatus    = "status"
@@ -68,6 +69,16 @@ func requestMeta(scope, partition string, cursor []byte, wm coord.Watermark, att
 		{metaScope, scope},
 		{metaAttempt, strconv.Itoa(attempt)},
 	}
+}
+
+// appliedMeta is the durable applied position of a boundary and the id of
+// the event there, as metadata (empty strings when unknown).
+func appliedMeta(from provider.Boundary) [][2]string {
+	applied, id := "", ""
+	if from.HasApplied {
+		applied, id = from.Applied.String(), from.AppliedID
+	}
+	return [][2]string{{metaApplied, applied}, {metaAppliedID, id}}
 }
 
 func metaMessage(meta [][2]string) *service.Message {
@@ -193,21 +204,17 @@ func (p *Provider) Partitions(ctx context.Context) ([]string, error) {
 const maxPartitionPages = 10000
 
 // RestartCursor returns the stable-boundary cursor of contract.restart_cursor
-// for the partition, interpolated with the partition, its durable watermark
-// and its durable applied position (metadata `applied`, empty when none)
-// (nil, the partition's start, when restart_cursor is empty or not set). A
-// failing interpolation is a *RequestError.
+// for the partition, interpolated with the partition, its durable watermark,
+// its durable applied position (metadata `applied`, empty when none) and
+// the id of the event there (`applied_id`, empty when unknown) (nil, the
+// partition's start, when restart_cursor is empty or not set). A failing
+// interpolation is a *RequestError.
 func (p *Provider) RestartCursor(_ context.Context, from provider.Boundary) ([]byte, error) {
 	partition, durable := from.Partition, from.Watermark
 	if p.cfg.RestartCursor == nil {
 		return nil, nil
 	}
-	meta := requestMeta("", partition, nil, durable, 0)
-	applied := ""
-	if from.HasApplied {
-		applied = from.Applied.String()
-	}
-	meta = append(meta, [2]string{metaApplied, applied})
+	meta := append(requestMeta("", partition, nil, durable, 0), appliedMeta(from)...)
 	msg := metaMessage(meta)
 	s, err := p.cfg.RestartCursor.TryString(msg)
 	if err != nil {

@@ -315,7 +315,7 @@ func Fields() []*service.ConfigField {
 				Default(witness.RecoveryPark.String()).
 				Example(witness.RecoveryFreshSnapshot.String()),
 			service.NewInterpolatedStringField(hpFieldRestartCursor).
-				Description("Cursor of the stable boundary to restart a partition from (recovery `restart_from_boundary` or `fresh_snapshot`), interpolated with metadata `partition`, `watermark` (the durable complete-through watermark, empty when none), `applied` (the durable applied position: the greatest position of an event with a durable outcome, empty when none; for sources that resume after a sequence number), `cursor` (empty), `scope` (empty) and `attempt` (0). The empty string is the partition's start.").
+				Description("Cursor of the stable boundary to restart a partition from (recovery `restart_from_boundary` or `fresh_snapshot`), interpolated with metadata `partition`, `watermark` (the durable complete-through watermark, empty when none), `applied` (the durable applied position: the greatest position of an event with a durable outcome, empty when none; for sources that resume after a sequence number), `applied_id` (the id of the event at the applied position, as `event_id` mapped it, empty when unknown; for sources that resume after an event id), `cursor` (empty), `scope` (empty) and `attempt` (0). The empty string is the partition's start.").
 				Default("").
 				Example(`${! @watermark }`),
 		).

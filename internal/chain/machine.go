@@ -510,7 +510,7 @@ func (m *Machine) onFetched(f *fetchRec, r Fetched) {
 		return
 	}
 	if v.diverged {
-		m.recover(fmt.Sprintf("unprovable divergence at generation %d cursor %s: %s", f.gen, witness.CursorHash(f.cursor), v.reason))
+		m.recover(false, fmt.Sprintf("unprovable divergence at generation %d cursor %s: %s", f.gen, witness.CursorHash(f.cursor), v.reason))
 		return
 	}
 	pg := &page{chain: m.chainID, fromCursor: f.cursor, fromGen: f.gen, w: v.w, v: v, events: r.Response.Events, ackedUpTo: v.w.AckedThrough, receiptAt: v.w.AckedThrough}
@@ -648,7 +648,7 @@ func (m *Machine) promoteHead() {
 	switch d.Action {
 	case witness.Refuse:
 		m.count(MetricRefusals, "", 1)
-		m.recover(fmt.Sprintf("promotion of attempt %s refused: %s", pg.w.AttemptID, d.Reason))
+		m.recover(false, fmt.Sprintf("promotion of attempt %s refused: %s", pg.w.AttemptID, d.Reason))
 		return
 	case witness.Hold:
 		// Every event delivered, but no evidence to move past it (or
@@ -680,7 +680,7 @@ func (m *Machine) promoteHead() {
 		return
 	}
 	pg.decision = d.Promotion
-	m.promote(pg, m.storePromotion(pg.decision), func() {
+	m.promote(pg, m.storePromotion(pg, pg.decision), func() {
 		m.chain = m.chain[1:]
 		if m.ended(pg) {
 			m.done = true
@@ -807,7 +807,7 @@ func (m *Machine) onFetchError(f *fetchRec, r Fetched) {
 	m.count(MetricFetchErrors, "", 1)
 	switch r.Failure {
 	case FetchExpired:
-		m.recover(fmt.Sprintf("cursor %s expired: %s", witness.CursorHash(f.cursor), r.Detail))
+		m.recover(true, fmt.Sprintf("cursor %s expired: %s", witness.CursorHash(f.cursor), r.Detail))
 	case FetchMalformed:
 		m.park(fmt.Sprintf("malformed page at generation %d cursor %s: %s", f.gen, witness.CursorHash(f.cursor), r.Err.Error()))
 	case FetchPermanent:
@@ -820,10 +820,10 @@ func (m *Machine) onFetchError(f *fetchRec, r Fetched) {
 	}
 }
 
-// recover applies the contract's recovery for divergence, expiry or a
-// refused promotion: a restart from a provider-supported stable boundary
-// (one conditional write), or parking.
-func (m *Machine) recover(reason string) {
+// recover applies the contract's recovery for divergence, expiry (expired)
+// or a refused promotion: a restart from a provider-supported stable
+// boundary (one conditional write), or parking.
+func (m *Machine) recover(expired bool, reason string) {
 	recovery := m.cfg.Contract.Recovery
 	if recovery == witness.RecoveryPark || !m.cfg.Restarter {
 		m.park(reason)
@@ -837,7 +837,11 @@ func (m *Machine) recover(reason string) {
 	restart := func() {
 		// The restart happens from the durable checkpoint, so wait for
 		// nothing; pages in flight are abandoned (their events may repeat).
-		ask(m, RestartCursor{Partition: m.part(), Watermark: m.cp.Watermark, Applied: m.cp.Applied, HasApplied: m.cp.HasApplied}, func(r RestartCursorFound) {
+		ask(m, RestartCursor{
+			Partition: m.part(), Watermark: m.cp.Watermark,
+			Applied: m.cp.Applied, HasApplied: m.cp.HasApplied, AppliedID: m.cp.AppliedID,
+			Expired: expired,
+		}, func(r RestartCursorFound) {
 			if r.Err != nil {
 				m.park(fmt.Sprintf("%s; restart from a stable boundary failed: %v", reason, r.Err))
 				return
