@@ -158,6 +158,10 @@ func TestFieldsDocumented(t *testing.T) {
 		"complete_through": true, "marker": true, "sealed": true, "partitions_url": true,
 		"partitions_body": true, "partitions_successor": true,
 		"contract.position_type": true, // not set: follows coordinate
+		"pin":                    true, // not set: nothing pinned
+		// Required inside their optional objects, or not set: no body.
+		"bootstrap.url": true, "bootstrap.body": true, "bootstrap.cursor": true,
+		"validate.url": true, "validate.body": true, "validate.valid": true,
 	}
 	var fields int
 	env.WalkInputs(func(name string, view *service.ConfigView) {
