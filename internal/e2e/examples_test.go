@@ -35,7 +35,7 @@ import (
 
 // The examples this package owns and runs. (Other examples in the
 // directory are linted and tested by `make lint-configs`.)
-var ownExamples = []string{"simulated_to_stdout", "http_couchdb_changes", "http_s3_listing", "http_etcd_range", "idempotent_sink", "frontier_trigger"}
+var ownExamples = []string{"simulated_to_stdout", "http_couchdb_changes", "http_s3_listing", "http_etcd_range", "http_kinesis_shard", "idempotent_sink", "frontier_trigger"}
 
 func examplePath(t *testing.T, name string) string {
 	return filepath.Join(e2etest.ModuleRoot(t), "config", "examples", name+".yaml")
