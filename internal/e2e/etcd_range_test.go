@@ -196,9 +196,10 @@ type etcdLine struct {
 	Revision    int64  `json:"revision"`
 }
 
-// etcdLines reads the example's output file; torn counts lines that do not
-// parse (a kill mid-write).
-func etcdLines(t *testing.T, path string) ([]etcdLine, int) {
+// decodeLines reads the output file at path one JSON line at a time:
+// the lines that decode and pass whole, and the number of torn ones (a
+// kill during a write). A missing file holds nothing.
+func decodeLines[T any](t *testing.T, path string, whole func(T) bool) ([]T, int) {
 	t.Helper()
 	f, err := os.Open(path)
 	if os.IsNotExist(err) {
@@ -208,12 +209,12 @@ func etcdLines(t *testing.T, path string) ([]etcdLine, int) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var out []etcdLine
+	var out []T
 	torn := 0
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		var l etcdLine
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil || l.Key == "" {
+		var l T
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil || !whole(l) {
 			torn++
 			continue
 		}
@@ -223,6 +224,11 @@ func etcdLines(t *testing.T, path string) ([]etcdLine, int) {
 		t.Fatal(err)
 	}
 	return out, torn
+}
+
+// etcdLines reads the example's output file.
+func etcdLines(t *testing.T, path string) ([]etcdLine, int) {
+	return decodeLines(t, path, func(l etcdLine) bool { return l.Key != "" })
 }
 
 // TestExampleEtcdRangeSnapshotSurvivesKill9AndCompaction runs

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -11,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -139,30 +137,7 @@ type kinesisLine struct {
 }
 
 func kinesisLines(t *testing.T, path string) ([]kinesisLine, int) {
-	t.Helper()
-	f, err := os.Open(path)
-	if os.IsNotExist(err) {
-		return nil, 0
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []kinesisLine
-	torn := 0
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var l kinesisLine
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil || l.Data == "" {
-			torn++
-			continue
-		}
-		out = append(out, l)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out, torn
+	return decodeLines(t, path, func(l kinesisLine) bool { return l.Data != "" })
 }
 
 // TestExampleKinesisShardSurvivesKill9AndExpiredIterators runs
