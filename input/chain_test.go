@@ -36,10 +36,11 @@ type script struct {
 	contract witness.Contract
 	restart  []byte // RestartCursor's answer
 
-	mu       sync.Mutex
-	answers  map[string][]answer
-	fetches  map[string]int
-	requests []provider.Request
+	mu         sync.Mutex
+	answers    map[string][]answer
+	fetches    map[string]int
+	requests   []provider.Request
+	boundaries []provider.Boundary
 }
 
 type answer struct {
@@ -69,8 +70,17 @@ func (s *script) Contract() witness.Contract { return s.contract }
 
 func (s *script) Close(context.Context) error { return nil }
 
-func (s *script) RestartCursor(context.Context, provider.Boundary) ([]byte, error) {
+func (s *script) RestartCursor(_ context.Context, b provider.Boundary) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.boundaries = append(s.boundaries, b)
 	return s.restart, nil
+}
+
+func (s *script) boundariesSeen() []provider.Boundary {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]provider.Boundary(nil), s.boundaries...)
 }
 
 func (s *script) fetchesOf(cursor string) int {
@@ -462,4 +472,30 @@ func TestBoundaryRepeatWithAnotherIdentityIsRejected(t *testing.T) {
 	d := r.deliveries()
 	assert.Zero(t, d["x2"], "the impostor was never delivered")
 	assert.Zero(t, d["e3"], "nor the page it came with")
+}
+
+// A restart asks the provider for its boundary with the durable state: the
+// applied position, the id of the event there (the last event of the page
+// that applied it) and whether the cursor expired. Here C2, fetched ahead,
+// first answers an empty page that proves nothing, then expires once it is
+// the durable cursor; the restart cursor R resumes after the applied event.
+func TestRestartBoundaryCarriesTheAppliedEventID(t *testing.T) {
+	c := witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, Recovery: witness.RecoveryRestartFromBoundary}
+	st := store.NewMemStore()
+	scope := newChainScope(t)
+	prov := newScript(c, map[string][]answer{
+		"":   {{resp: resp("C2", event("order-1", 1), event("order-2", 2))}},
+		"C2": {{resp: resp("C2")}, {err: &provider.ExpiredError{Partition: "p", Reason: "iterator expired"}}},
+		"R":  {{resp: resp("", event("order-3", 3))}},
+	})
+	prov.restart = []byte("R")
+	r := startChain(t, st, scope, prov, false, nil)
+	e2etest.WaitFor(t, e2etest.Patience, "the restart cursor was fetched", func() (bool, string) {
+		return prov.fetchesOf("R") > 0 && r.deliveries()["order-3"] > 0, fmt.Sprintf("boundaries %+v, deliveries %v", prov.boundariesSeen(), r.deliveries())
+	})
+	bs := prov.boundariesSeen()
+	require.Len(t, bs, 1)
+	assert.Equal(t, provider.Boundary{Partition: "p", Applied: coord.IntPosition(2), HasApplied: true, AppliedID: "order-2", Expired: true}, bs[0])
+	cp := r.checkpoint()
+	assert.Equal(t, "order-2", cp.AppliedID, "the restart keeps the applied position and its id")
 }

@@ -183,7 +183,11 @@ func (p *partition) perform(ctx context.Context, acts []chain.Action) {
 				return
 			}
 			// Only asked when the provider is a Restarter (Config.Restarter).
-			cursor, err := p.in.prov.(provider.Restarter).RestartCursor(ctx, provider.Boundary{Partition: a.Partition, Watermark: a.Watermark, Applied: a.Applied, HasApplied: a.HasApplied})
+			cursor, err := p.in.prov.(provider.Restarter).RestartCursor(ctx, provider.Boundary{
+				Partition: a.Partition, Watermark: a.Watermark,
+				Applied: a.Applied, HasApplied: a.HasApplied, AppliedID: a.AppliedID,
+				Expired: a.Expired,
+			})
 			acts = append(acts, p.m.Step(chain.RestartCursorFound{Cursor: cursor, Err: err})...)
 		default:
 			// A stopping worker makes no further call, but what the last

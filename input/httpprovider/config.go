@@ -96,6 +96,18 @@ type Config struct {
 	// RestartCursor (nil: the empty cursor, the partition's start).
 	RestartCursor *service.InterpolatedString
 
+	// Bootstrap, when not nil, opens every traversal: it runs before the
+	// first page at the start (empty cursor) and after a restart, and
+	// yields the first cursor (see sequence.go).
+	Bootstrap *Bootstrap
+	// Pin, when not nil, maps the first answer of a traversal (the
+	// bootstrap's, else the first page's) to values carried to every later
+	// page of it as request metadata.
+	Pin *bloblang.Executor
+	// Validate, when not nil, checks a stored cursor before the first
+	// fetch from it after start-up; an invalid one is an expired cursor.
+	Validate *Validation
+
 	// PartitionsURL, when not nil, lists the partitions; PartitionsMapping
 	// maps its body to names (nil: `root = this`).
 	PartitionsURL     *service.InterpolatedString
@@ -134,6 +146,16 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.PartitionsVerb == "" {
 		c.PartitionsVerb = defaultVerb
+	}
+	if c.Bootstrap != nil {
+		b := *c.Bootstrap
+		b.Call = b.Call.withDefaults()
+		c.Bootstrap = &b
+	}
+	if c.Validate != nil {
+		v := *c.Validate
+		v.Call = v.Call.withDefaults()
+		c.Validate = &v
 	}
 	if c.Format == "" {
 		c.Format = formatJSON
@@ -232,6 +254,18 @@ func (c Config) validate() error {
 	}
 	if c.Contract.EventsMayBeWithdrawn && !c.Contract.WatermarkCoversPositions {
 		bad("contract.events_may_be_withdrawn needs watermark_covers_positions: a withdrawn event is accepted only when the retry's watermark covers its position")
+	}
+	if b := c.Bootstrap; b != nil {
+		b.Call.validate("bootstrap", bad)
+		if b.Cursor == nil {
+			bad("bootstrap.cursor mapping is required")
+		}
+	}
+	if v := c.Validate; v != nil {
+		v.Call.validate("validate", bad)
+		if v.Valid == nil {
+			bad("validate.valid mapping is required")
+		}
 	}
 	for _, code := range c.ExpiredStatusCodes {
 		if code < 100 || code > 599 || (code >= 200 && code <= 299) {

@@ -36,8 +36,24 @@
 // Request interpolation. url, headers, body, restart_cursor and
 // partitions_url are interpolated strings evaluated against an empty message
 // whose metadata holds partition, cursor (the raw cursor as a string, empty at
-// the start), watermark (the durable complete-through watermark in its String
-// form, empty when none), scope and attempt (Request.Attempt in decimal).
+// the start; the source's token of an envelope), watermark (the durable
+// complete-through watermark in its String form, empty when none), scope and
+// attempt (Request.Attempt in decimal), and the values pinned for the
+// traversal; restart_cursor also sees applied and applied_id.
+//
+// Request sequences (sequence.go). An optional bootstrap request opens a
+// traversal and yields its first cursor: at the start (the empty cursor)
+// and on a restart whose restart_cursor is empty, with metadata reason
+// (start, resume, expired), applied and applied_id (the durable applied
+// position and the id of its event) besides partition, watermark, scope
+// and attempt. An optional pin mapping over the first answer of a traversal
+// yields values every later page request of it sees as metadata. With
+// either, cursors are envelopes (the source's token, which page requests
+// see as `cursor`, and the pinned values, or a pending bootstrap): the core
+// stores and compares them opaquely, so the pinned values are as durable as
+// the token; a cursor that is not an envelope is read as a bare token. An
+// optional validation request checks a stored cursor before the first
+// fetch from it after start-up; "invalid" is a *provider.ExpiredError.
 //
 // Response mappings. Every mapping runs against the response body parsed as
 // JSON (numbers kept exact) with metadata: each response header under its

@@ -62,17 +62,41 @@ type redactedError struct {
 func (e redactedError) Error() string { return e.msg }
 func (e redactedError) Unwrap() error { return e.err }
 
+// callSpec is one request of the config: the page request, the partition
+// list, or a request of a traversal's sequence (bootstrap, validate).
+type callSpec struct {
+	// field prefixes the config fields named in errors ("" for the page
+	// request, "bootstrap." and "validate." for the others).
+	field   string
+	verb    string
+	url     *service.InterpolatedString
+	headers map[string]*service.InterpolatedString
+	body    *service.InterpolatedString
+}
+
+// pageCall is the page request.
+func (p *Provider) pageCall() callSpec {
+	return callSpec{verb: p.cfg.Verb, url: p.cfg.URL, headers: p.cfg.Headers, body: p.cfg.Body}
+}
+
 // build interpolates the request. Failures are *RequestError, with the
-// secrets already known (header values evaluated so far, the cursor)
-// redacted.
-func (p *Provider) build(partition string, cursor []byte, meta [][2]string, method string, urlStr, body *service.InterpolatedString) (*builtRequest, error) {
+// secrets already known (header values evaluated so far, the cursor and
+// the source's token in metadata `cursor`) redacted. cursor is the cursor
+// logs name by its hash.
+func (p *Provider) build(partition string, cursor []byte, meta [][2]string, c callSpec) (*builtRequest, error) {
+	method, urlStr, body := c.verb, c.url, c.body
 	rq := &builtRequest{partition: partition, cursor: cursor, meta: meta, method: method, header: http.Header{}}
 	rq.red.add(string(cursor))
+	for _, kv := range meta {
+		if kv[0] == metaCursor {
+			rq.red.add(kv[1])
+		}
+	}
 	msg := metaMessage(meta)
 	fail := func(field string, err error) error {
-		return &RequestError{Partition: partition, Field: field, Err: redactedError{msg: rq.red.apply(err.Error()), err: err}}
+		return &RequestError{Partition: partition, Field: c.field + field, Err: redactedError{msg: rq.red.apply(err.Error()), err: err}}
 	}
-	for name, v := range p.cfg.Headers {
+	for name, v := range c.headers {
 		s, err := v.TryString(msg)
 		if err != nil {
 			return nil, fail("headers."+name, err)
@@ -87,7 +111,7 @@ func (p *Provider) build(partition string, cursor []byte, meta [][2]string, meth
 	parsed, err := url.Parse(u)
 	if err != nil || (parsed.Scheme != "http" && parsed.Scheme != "https") || parsed.Host == "" {
 		// url.Parse errors quote the URL: never show them.
-		return nil, &RequestError{Partition: partition, Field: "url", Err: fmt.Errorf("url %s is not an absolute http(s) URL", witness.CursorHash([]byte(u)))}
+		return nil, &RequestError{Partition: partition, Field: c.field + "url", Err: fmt.Errorf("url %s is not an absolute http(s) URL", witness.CursorHash([]byte(u)))}
 	}
 	for _, vs := range parsed.Query() {
 		for _, v := range vs {

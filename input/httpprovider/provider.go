@@ -22,6 +22,8 @@ type Provider struct {
 	auth    *authenticator
 	fast    fastMappings
 	log     *service.Logger
+	// checked: partitions whose stored cursor needs no validation.
+	checked checked
 }
 
 var (
@@ -49,6 +51,7 @@ const (
 	metaCursor    = "cursor"
 	metaWatermark = "watermark"
 	metaApplied   = "applied"
+	metaAppliedID = "applied_id"
 	metaScope     = "scope"
 	metaAttempt   = "attempt"
 	metaStatus    = "status"
@@ -70,33 +73,22 @@ func requestMeta(scope, partition string, cursor []byte, wm coord.Watermark, att
 	}
 }
 
+// appliedMeta is the durable applied position of a boundary and the id of
+// the event there, as metadata (empty strings when unknown).
+func appliedMeta(from provider.Boundary) [][2]string {
+	applied, id := "", ""
+	if from.HasApplied {
+		applied, id = from.Applied.String(), from.AppliedID
+	}
+	return [][2]string{{metaApplied, applied}, {metaAppliedID, id}}
+}
+
 func metaMessage(meta [][2]string) *service.Message {
 	m := service.NewMessage(nil)
 	for _, kv := range meta {
 		m.MetaSetMut(kv[0], kv[1])
 	}
 	return m
-}
-
-// Fetch fetches one page of req.Partition from req.Cursor. See the package
-// documentation for the error classes.
-func (p *Provider) Fetch(ctx context.Context, req provider.Request) (witness.Response, error) {
-	meta := requestMeta(req.Scope, req.Partition, req.Cursor, req.Watermark, req.Attempt)
-	rq, err := p.build(req.Partition, req.Cursor, meta, p.cfg.Verb, p.cfg.URL, p.cfg.Body)
-	if err != nil {
-		return witness.Response{}, err
-	}
-	res, err := p.do(ctx, rq)
-	if err != nil {
-		return witness.Response{}, err
-	}
-	resp, err := p.mapResponse(rq, res)
-	if err != nil {
-		return witness.Response{}, err
-	}
-	p.log.Debugf("httpprovider: partition %s: cursor %s: HTTP %d, %d events, successor %s",
-		req.Partition, witness.CursorHash(req.Cursor), res.status, len(resp.Events), successorHash(resp.Successor))
-	return resp, nil
 }
 
 func successorHash(s []byte) string {
@@ -128,7 +120,7 @@ func (p *Provider) Partitions(ctx context.Context) ([]string, error) {
 			return nil, &provider.MalformedError{Partition: discoveryLabel, Reason: fmt.Sprintf("the partition list has more than %d pages", maxPartitionPages)}
 		}
 		meta := requestMeta("", "", cursor, coord.Watermark{}, 0)
-		rq, err := p.build(discoveryLabel, cursor, meta, p.cfg.PartitionsVerb, p.cfg.PartitionsURL, p.cfg.PartitionsBody)
+		rq, err := p.build(discoveryLabel, cursor, meta, callSpec{verb: p.cfg.PartitionsVerb, url: p.cfg.PartitionsURL, headers: p.cfg.Headers, body: p.cfg.PartitionsBody})
 		if err != nil {
 			return nil, err
 		}
@@ -193,29 +185,36 @@ func (p *Provider) Partitions(ctx context.Context) ([]string, error) {
 const maxPartitionPages = 10000
 
 // RestartCursor returns the stable-boundary cursor of contract.restart_cursor
-// for the partition, interpolated with the partition, its durable watermark
-// and its durable applied position (metadata `applied`, empty when none)
-// (nil, the partition's start, when restart_cursor is empty or not set). A
-// failing interpolation is a *RequestError.
+// for the partition, interpolated with the partition, its durable watermark,
+// its durable applied position (metadata `applied`, empty when none) and
+// the id of the event there (`applied_id`, empty when unknown) (nil, the
+// partition's start, when restart_cursor is empty or not set). A failing
+// interpolation is a *RequestError.
+//
+// With a bootstrap or pin mapping configured the cursor is an envelope:
+// restart_cursor's token without pinned values, or, when restart_cursor
+// gives the empty string and a bootstrap is configured, a pending bootstrap
+// with reason `expired` (from.Expired) or `resume` and the boundary's
+// applied position and event id. The cursor a restart moves to is never
+// validated (it is not a stored one).
 func (p *Provider) RestartCursor(_ context.Context, from provider.Boundary) ([]byte, error) {
 	partition, durable := from.Partition, from.Watermark
-	if p.cfg.RestartCursor == nil {
+	p.checked.mark(partition)
+	s := ""
+	if p.cfg.RestartCursor != nil {
+		meta := append(requestMeta("", partition, nil, durable, 0), appliedMeta(from)...)
+		var err error
+		if s, err = p.cfg.RestartCursor.TryString(metaMessage(meta)); err != nil {
+			return nil, &RequestError{Partition: partition, Field: "contract.restart_cursor", Err: err}
+		}
+	}
+	cursor := []byte(s)
+	if p.sequenced() {
+		cursor = p.restartEnvelope(s, from)
+	}
+	if len(cursor) == 0 {
 		return nil, nil
 	}
-	meta := requestMeta("", partition, nil, durable, 0)
-	applied := ""
-	if from.HasApplied {
-		applied = from.Applied.String()
-	}
-	meta = append(meta, [2]string{metaApplied, applied})
-	msg := metaMessage(meta)
-	s, err := p.cfg.RestartCursor.TryString(msg)
-	if err != nil {
-		return nil, &RequestError{Partition: partition, Field: "contract.restart_cursor", Err: err}
-	}
-	if s == "" {
-		return nil, nil
-	}
-	p.log.Infof("httpprovider: partition %s: restart cursor %s (durable watermark %s)", partition, witness.CursorHash([]byte(s)), durable)
-	return []byte(s), nil
+	p.log.Infof("httpprovider: partition %s: restart cursor %s (durable watermark %s)", partition, witness.CursorHash(cursor), durable)
+	return cursor, nil
 }

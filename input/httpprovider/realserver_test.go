@@ -329,9 +329,9 @@ func TestEtcdRangeSnapshot(t *testing.T) {
 		!page1.HasMore || pinned == "" {
 		t.Fatalf("page 1: %v has_more %t marker %q", ids(page1), page1.HasMore, pinned)
 	}
-	var cur struct{ Key, Revision string }
-	if err := json.Unmarshal(page1.Successor, &cur); err != nil || cur.Revision != pinned {
-		t.Fatalf("successor %s does not pin revision %s: %v", page1.Successor, pinned, err)
+	env, err := p.openCursor("tm", page1.Successor)
+	if err != nil || env.Values["pinned_revision"] != pinned || env.Values["cluster_id"] == "" {
+		t.Fatalf("successor %s does not pin revision %s and the cluster: %+v, %v", page1.Successor, pinned, env, err)
 	}
 
 	// Writes after the snapshot: an overwrite and a new key ahead of the
@@ -378,7 +378,7 @@ func TestEtcdRangeSnapshot(t *testing.T) {
 	// cursor, never a silently different page.
 	current := etcdPut(t, srv.URL, "tm/k9", "newer")
 	call(t, http.MethodPost, srv.URL+"/v3/kv/compaction", fmt.Sprintf(`{"revision":"%d","physical":true}`, current))
-	_, err := p.Fetch(context.Background(), provider.Request{Scope: "test", Partition: "tm", Cursor: page2Cursor, Attempt: 1})
+	_, err = p.Fetch(context.Background(), provider.Request{Scope: "test", Partition: "tm", Cursor: page2Cursor, Attempt: 1})
 	var exp *provider.ExpiredError
 	if !errors.As(err, &exp) || !strings.Contains(exp.Reason, "required revision has been compacted") || exp.Partition != "tm" {
 		t.Fatalf("fetch after compaction: %v, want *provider.ExpiredError (compacted)", err)
@@ -410,5 +410,65 @@ func TestEtcdRangeSnapshot(t *testing.T) {
 	}
 	if want := []string{"tm/k1", "tm/k2", "tm/k3", "tm/k4", "tm/k5", "tm/k9"}; !slices.Equal(keys, want) {
 		t.Fatalf("fresh snapshot keys %v, want %v", keys, want)
+	}
+}
+
+// TestEtcdRecreatedClusterInvalidatesAStoredCursor: a cursor pins the
+// revision and the cluster id of the traversal's first page. A new process
+// (a new provider) validates the cursor its checkpoint holds before the
+// first fetch from it: against the same cluster it reads on at the pinned
+// revision; against a cluster created anew under the configured address
+// (another etcd, another cluster id) the cursor is declared invalid, an
+// expired cursor, and the fresh snapshot reads the new cluster's keys.
+func TestEtcdRecreatedClusterInvalidatesAStoredCursor(t *testing.T) {
+	old := startEtcd(t)
+	for i := 1; i <= 4; i++ {
+		etcdPut(t, old.URL, fmt.Sprintf("tm/k%d", i), "old")
+	}
+	cfg := func(url string) string {
+		return loadTestdata(t, "etcd_range.yaml", map[string]string{"ETCD_URL": url})
+	}
+	page1 := fetch(t, parseProvider(t, cfg(old.URL), nil, nil), "tm", "")
+	stored := string(page1.Successor)
+
+	// A restart against the same cluster: valid, read on at the pin.
+	etcdPut(t, old.URL, "tm/k3", "overwritten after the pin")
+	page2 := fetch(t, parseProvider(t, cfg(old.URL), nil, nil), "tm", stored)
+	var kv struct{ Key, Value string }
+	if len(page2.Events) != 2 || json.Unmarshal(page2.Events[0].Payload, &kv) != nil || kv.Key != "tm/k3" || kv.Value != "old" {
+		t.Fatalf("page 2 from the stored cursor: %v (%+v); want tm/k3 as it was at the pinned revision", ids(page2), kv)
+	}
+
+	// The cluster recreated: same keys, another history.
+	recreated := startEtcd(t)
+	for i := 1; i <= 4; i++ {
+		etcdPut(t, recreated.URL, fmt.Sprintf("tm/k%d", i), "new")
+	}
+	p := parseProvider(t, cfg(recreated.URL), nil, nil)
+	_, err := p.Fetch(context.Background(), provider.Request{Scope: "test", Partition: "tm", Cursor: []byte(stored)})
+	var exp *provider.ExpiredError
+	if !errors.As(err, &exp) || !strings.Contains(exp.Reason, "validation request declared the stored cursor invalid") {
+		t.Fatalf("fetch of the old cluster's cursor from the recreated one: %v; want it declared invalid (expired)", err)
+	}
+	restart, err := p.RestartCursor(context.Background(), provider.Boundary{Partition: "tm", Expired: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var values []string
+	for cursor := string(restart); ; {
+		resp := fetch(t, p, "tm", cursor)
+		for _, e := range resp.Events {
+			if err := json.Unmarshal(e.Payload, &kv); err != nil {
+				t.Fatal(err)
+			}
+			values = append(values, kv.Key+"="+kv.Value)
+		}
+		if resp.Successor == nil {
+			break
+		}
+		cursor = string(resp.Successor)
+	}
+	if want := []string{"tm/k1=new", "tm/k2=new", "tm/k3=new", "tm/k4=new"}; !slices.Equal(values, want) {
+		t.Fatalf("fresh snapshot of the recreated cluster: %v, want %v", values, want)
 	}
 }

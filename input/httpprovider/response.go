@@ -117,11 +117,18 @@ func runMappingBytes(msg *service.Message, exec *bloblang.Executor) (b []byte, p
 // mapResponse maps a 2xx response to a witness.Response. Every failure is a
 // *provider.MalformedError naming what was wrong.
 func (p *Provider) mapResponse(rq *builtRequest, res *httpResult) (witness.Response, error) {
-	var out witness.Response
 	msg, err := p.responseMessage(rq, res)
 	if err != nil {
-		return out, err
+		return witness.Response{}, err
 	}
+	return p.mapPage(rq, msg)
+}
+
+// mapPage maps the message of a 2xx page (responseMessage) to a
+// witness.Response.
+func (p *Provider) mapPage(rq *builtRequest, msg *service.Message) (witness.Response, error) {
+	var out witness.Response
+	var err error
 	m := p.cfg.Mappings
 
 	var events []any

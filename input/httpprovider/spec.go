@@ -234,7 +234,7 @@ func Fields() []*service.ConfigField {
 			Description("Optional mapping to a boolean: true when the source says the partition has ended for good (a closed shard).").
 			Optional().
 			Example(`root = this.shard_closed | false`),
-
+	}, sequenceFields(), []*service.ConfigField{
 		// Contract.
 		service.NewObjectField(hpFieldContract,
 			service.NewStringAnnotatedEnumField(hpFieldEmptyPage, map[string]string{
@@ -315,7 +315,7 @@ func Fields() []*service.ConfigField {
 				Default(witness.RecoveryPark.String()).
 				Example(witness.RecoveryFreshSnapshot.String()),
 			service.NewInterpolatedStringField(hpFieldRestartCursor).
-				Description("Cursor of the stable boundary to restart a partition from (recovery `restart_from_boundary` or `fresh_snapshot`), interpolated with metadata `partition`, `watermark` (the durable complete-through watermark, empty when none), `applied` (the durable applied position: the greatest position of an event with a durable outcome, empty when none; for sources that resume after a sequence number), `cursor` (empty), `scope` (empty) and `attempt` (0). The empty string is the partition's start.").
+				Description("Cursor of the stable boundary to restart a partition from (recovery `restart_from_boundary` or `fresh_snapshot`), interpolated with metadata `partition`, `watermark` (the durable complete-through watermark, empty when none), `applied` (the durable applied position: the greatest position of an event with a durable outcome, empty when none; for sources that resume after a sequence number), `applied_id` (the id of the event at the applied position, as `event_id` mapped it, empty when unknown; for sources that resume after an event id), `cursor` (empty), `scope` (empty) and `attempt` (0). The empty string is the partition's start; with a `bootstrap` it is the bootstrap (reason `expired` after an expired or invalid cursor, `resume` otherwise) from the durable applied position. A traversal from a restart cursor pins its `pin` values anew.").
 				Default("").
 				Example(`${! @watermark }`),
 		).
@@ -515,6 +515,10 @@ func FromParsed(conf *service.ParsedConfig, res *service.Resources, logger *serv
 		return nil, err
 	}
 	if c.RestartCursor, err = cc.FieldInterpolatedString(hpFieldRestartCursor); err != nil {
+		return nil, err
+	}
+
+	if err := sequenceFromParsed(conf, &c); err != nil {
 		return nil, err
 	}
 

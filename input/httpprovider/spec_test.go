@@ -158,6 +158,10 @@ func TestFieldsDocumented(t *testing.T) {
 		"complete_through": true, "marker": true, "sealed": true, "partitions_url": true,
 		"partitions_body": true, "partitions_successor": true,
 		"contract.position_type": true, // not set: follows coordinate
+		"pin":                    true, // not set: nothing pinned
+		// Required inside their optional objects, or not set: no body.
+		"bootstrap.url": true, "bootstrap.body": true, "bootstrap.cursor": true,
+		"validate.url": true, "validate.body": true, "validate.valid": true,
 	}
 	var fields int
 	env.WalkInputs(func(name string, view *service.ConfigView) {
@@ -223,6 +227,35 @@ http:
 	cur, err = p.RestartCursor(context.Background(), provider.Boundary{Partition: "p1"})
 	require.NoError(t, err)
 	assert.Nil(t, cur, "nothing applied: the partition's start")
+}
+
+// restart_cursor also sees the id of the event at the applied position
+// (metadata `applied_id`), for sources that resume after an event id; it is
+// empty when unknown, and so is `applied` when nothing was applied.
+func TestRestartCursorAfterTheAppliedEventID(t *testing.T) {
+	p := parseProvider(t, `
+http:
+  url: http://127.0.0.1:1/items
+  successor: root = this.next
+  contract:
+    recovery: restart_from_boundary
+    restart_cursor: '${! "after_id=" + @applied_id + "&after=" + @applied }'
+`, nil, nil)
+	for _, tc := range []struct {
+		name string
+		from provider.Boundary
+		want string
+	}{
+		{"applied with its id", provider.Boundary{Partition: "p1", Applied: coord.IntPosition(7), HasApplied: true, AppliedID: "evt_7"}, "after_id=evt_7&after=7"},
+		{"applied, id unknown", provider.Boundary{Partition: "p1", Applied: coord.IntPosition(7), HasApplied: true}, "after_id=&after=7"},
+		{"nothing applied", provider.Boundary{Partition: "p1", AppliedID: "stale"}, "after_id=&after="},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cur, err := p.RestartCursor(context.Background(), tc.from)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, string(cur))
+		})
+	}
 }
 
 // benthosField reports whether a field comes from Benthos's own field

@@ -79,6 +79,14 @@ type Boundary struct {
 	// sources that resume after a sequence number).
 	Applied    coord.Position
 	HasApplied bool
+	// AppliedID is the stable id of the event at Applied, as the page
+	// that applied it gave it (for sources that resume after an event id);
+	// empty when unknown.
+	AppliedID string
+	// Expired reports that the restart follows an expired cursor (the
+	// source no longer honours the durable one); otherwise it follows
+	// unprovable divergence or a refused promotion.
+	Expired bool
 }
 
 var (

@@ -272,9 +272,14 @@ type WaitUnparked struct{ Key store.Key }
 type RestartCursor struct {
 	Partition string
 	Watermark coord.Watermark
-	// Applied, when HasApplied, is the durable applied boundary.
+	// Applied, when HasApplied, is the durable applied boundary, and
+	// AppliedID the id of the event there (empty: unknown).
 	Applied    coord.Position
 	HasApplied bool
+	AppliedID  string
+	// Expired: the restart follows an expired cursor (otherwise unprovable
+	// divergence or a refused promotion).
+	Expired bool
 }
 
 // Wait: step Tick at Until (or later). The latest Wait replaces the
@@ -502,7 +507,17 @@ func (a Park) String() string {
 func (a WaitUnparked) String() string { return "check unparked " + a.Key.Partition }
 
 func (a RestartCursor) String() string {
-	return fmt.Sprintf("restart cursor of %s after watermark %s", a.Partition, wm(a.Watermark))
+	s := fmt.Sprintf("restart cursor of %s after watermark %s", a.Partition, wm(a.Watermark))
+	if a.HasApplied {
+		s += fmt.Sprintf(" applied %s", a.Applied)
+		if a.AppliedID != "" {
+			s += fmt.Sprintf(" (id %s)", a.AppliedID)
+		}
+	}
+	if a.Expired {
+		s += " (expired)"
+	}
+	return s
 }
 
 func (a Wait) String() string { return "wait until " + a.Until.UTC().Format("15:04:05.000") }

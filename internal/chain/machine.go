@@ -544,7 +544,7 @@ func (m *Machine) onFetched(f *fetchRec, r Fetched) {
 		return
 	}
 	if v.diverged {
-		m.recover(fmt.Sprintf("%s at generation %d cursor %s: %s", ReasonDivergence, f.gen, witness.CursorHash(f.cursor), v.reason))
+		m.recover(false, fmt.Sprintf("%s at generation %d cursor %s: %s", ReasonDivergence, f.gen, witness.CursorHash(f.cursor), v.reason))
 		return
 	}
 	pg := &page{chain: m.chainID, fromCursor: f.cursor, fromGen: f.gen, w: v.w, v: v, events: r.Response.Events, ackedUpTo: v.w.AckedThrough, receiptAt: v.w.AckedThrough}
@@ -682,7 +682,7 @@ func (m *Machine) promoteHead() {
 	switch d.Action {
 	case witness.Refuse:
 		m.count(MetricRefusals, "", 1)
-		m.recover(fmt.Sprintf("%s of attempt %s at generation %d: %s", ReasonRefused, pg.w.AttemptID, pg.fromGen, d.Reason))
+		m.recover(false, fmt.Sprintf("%s of attempt %s at generation %d: %s", ReasonRefused, pg.w.AttemptID, pg.fromGen, d.Reason))
 		return
 	case witness.Hold:
 		// Every event delivered, but no evidence to move past it (or
@@ -717,7 +717,7 @@ func (m *Machine) promoteHead() {
 		return
 	}
 	pg.decision = d.Promotion
-	m.promote(pg, m.storePromotion(pg.decision), func() {
+	m.promote(pg, m.storePromotion(pg, pg.decision), func() {
 		m.chain = m.chain[1:]
 		if m.ended(pg) {
 			m.done = true
@@ -850,7 +850,7 @@ func (m *Machine) onFetchError(f *fetchRec, r Fetched) {
 	m.count(MetricFetchErrors, "", 1)
 	switch r.Failure {
 	case FetchExpired:
-		m.recover(fmt.Sprintf("%s %s at generation %d: %s", ReasonExpired, witness.CursorHash(f.cursor), f.gen, r.Detail))
+		m.recover(true, fmt.Sprintf("%s %s at generation %d: %s", ReasonExpired, witness.CursorHash(f.cursor), f.gen, r.Detail))
 	case FetchMalformed:
 		m.onMalformed(f, r.Err.Error())
 	case FetchPermanent:
@@ -863,10 +863,10 @@ func (m *Machine) onFetchError(f *fetchRec, r Fetched) {
 	}
 }
 
-// recover applies the contract's recovery for divergence, expiry or a
-// refused promotion: a restart from a provider-supported stable boundary
-// (one conditional write), or parking.
-func (m *Machine) recover(reason string) {
+// recover applies the contract's recovery for divergence, expiry (expired)
+// or a refused promotion: a restart from a provider-supported stable
+// boundary (one conditional write), or parking.
+func (m *Machine) recover(expired bool, reason string) {
 	recovery := m.cfg.Contract.Recovery
 	if recovery == witness.RecoveryPark || !m.cfg.Restarter {
 		m.park(reason)
@@ -880,7 +880,11 @@ func (m *Machine) recover(reason string) {
 	restart := func() {
 		// The restart happens from the durable checkpoint, so wait for
 		// nothing; pages in flight are abandoned (their events may repeat).
-		ask(m, RestartCursor{Partition: m.part(), Watermark: m.cp.Watermark, Applied: m.cp.Applied, HasApplied: m.cp.HasApplied}, func(r RestartCursorFound) {
+		ask(m, RestartCursor{
+			Partition: m.part(), Watermark: m.cp.Watermark,
+			Applied: m.cp.Applied, HasApplied: m.cp.HasApplied, AppliedID: m.cp.AppliedID,
+			Expired: expired,
+		}, func(r RestartCursorFound) {
 			if r.Err != nil {
 				m.park(fmt.Sprintf("%s; restart from a stable boundary failed: %v", reason, r.Err))
 				return

@@ -174,9 +174,9 @@ func witnessCheckpoint(cp store.Checkpoint) witness.Checkpoint {
 	}
 }
 
-// storePromotion turns the core's decision into the store's one
+// storePromotion turns the core's decision for pg into the store's one
 // conditional write.
-func (m *Machine) storePromotion(d witness.Promotion) store.Promotion {
+func (m *Machine) storePromotion(pg *page, d witness.Promotion) store.Promotion {
 	return store.Promotion{
 		Key:            m.cfg.Key,
 		FromCursor:     d.FromCursor,
@@ -186,10 +186,35 @@ func (m *Machine) storePromotion(d witness.Promotion) store.Promotion {
 		Watermark:      d.Watermark,
 		Applied:        d.Applied,
 		HasApplied:     d.HasApplied,
+		AppliedID:      m.appliedID(pg, d),
 		Complete:       d.Complete,
 		Epoch:          m.cfg.Epoch,
 		Lease:          m.cp.Lease,
 	}
+}
+
+// appliedID is the id of the event at the promotion's applied position:
+// the last event of pg at that position, or, when pg has none there (its
+// positions lie below the durable boundary), the checkpoint's own. An id
+// longer than store.MaxAppliedIDBytes is not recorded.
+func (m *Machine) appliedID(pg *page, d witness.Promotion) string {
+	if !d.HasApplied {
+		return ""
+	}
+	id := ""
+	if m.cp.HasApplied && m.cp.Applied == d.Applied {
+		id = m.cp.AppliedID
+	}
+	for i := len(pg.w.Events) - 1; i >= 0; i-- {
+		if pg.w.Events[i].Position == d.Applied && i < len(pg.events) {
+			id = pg.events[i].ID
+			break
+		}
+	}
+	if len(id) > store.MaxAppliedIDBytes {
+		return ""
+	}
+	return id
 }
 
 // lostTo reports whether the observed checkpoint proves that another

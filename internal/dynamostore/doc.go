@@ -53,7 +53,8 @@
 //	            gen        N     generation (1 at creation, +1 per promotion)
 //	            wmk, wm    N, N|B  complete-through watermark: coord.Kind and value
 //	                             (N for integer/timestamp, B for string so <= compares bytes)
-//	            app        N     durable applied boundary (absent: none)
+//	            app, appk  N|B, N  durable applied boundary (absent: none) and its position kind (absent: integer)
+//	            appid      B     id of the event at the applied boundary (absent: unknown)
 //	            ep         N     membership epoch of the last write
 //	            wid        S     promoted witness (attempt id)
 //	            park       S     parked reason (absent: not parked)

@@ -231,8 +231,8 @@ func (s *DynamoStore) indexPartition(ctx context.Context, k store.Key) error {
 
 // Promote implements store.Store with ONE UpdateItem on the checkpoint item:
 //
-//	SET cur = :to, gen = :g + 1, ep = :ep, wid = :wid [, wmk = :k, wm = :w] [, app = :a] [, done = true]
-//	[REMOVE done]
+//	SET cur = :to, gen = :g + 1, ep = :ep, wid = :wid [, wmk = :k, wm = :w] [, app = :a, appid = :id] [, done = true]
+//	[REMOVE done] [REMOVE appid]
 //	IF  cur = :from AND gen = :g AND attribute_not_exists(park)
 //	    [AND lo = :lo AND lc = :lc]
 //	    [AND (attribute_not_exists(wmk) OR (wmk = :k AND wm <= :w))]
@@ -276,6 +276,11 @@ func (s *DynamoStore) Promote(ctx context.Context, p store.Promotion) (store.Che
 			set = append(set, e.n(attrAppliedKind)+" = "+e.v("appk", avU(uint64(p.Applied.Kind))))
 		} else {
 			remove = append(remove, e.n(attrAppliedKind))
+		}
+		if p.AppliedID != "" {
+			set = append(set, e.n(attrAppliedID)+" = "+e.v("appid", avB([]byte(p.AppliedID))))
+		} else {
+			remove = append(remove, e.n(attrAppliedID))
 		}
 	}
 	if p.Complete {

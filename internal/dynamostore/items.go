@@ -37,6 +37,7 @@ const (
 	attrWM           = "wm"
 	attrApplied      = "app"
 	attrAppliedKind  = "appk"
+	attrAppliedID    = "appid"
 	attrEpoch        = "ep"
 	attrWitnessID    = "wid"
 	attrParked       = "park"
@@ -365,6 +366,9 @@ func checkpointItem(c store.Checkpoint) item {
 	putWatermark(it, attrWMKind, attrWM, c.Watermark)
 	if c.HasApplied {
 		putPosition(it, attrAppliedKind, attrApplied, c.Applied)
+		if c.AppliedID != "" {
+			it[attrAppliedID] = avB([]byte(c.AppliedID))
+		}
 	}
 	if c.PromotedWitness != "" {
 		it[attrWitnessID] = avS(c.PromotedWitness)
@@ -401,6 +405,11 @@ func decodeCheckpoint(k store.Key, it item) (store.Checkpoint, error) {
 	add(err)
 	c.Applied, c.HasApplied, err = getPosition(it, attrAppliedKind, attrApplied)
 	add(err)
+	appliedID, err := getB(it, attrAppliedID)
+	add(err)
+	if c.HasApplied {
+		c.AppliedID = string(appliedID)
+	}
 	c.PromotedWitness, err = getS(it, attrWitnessID)
 	add(err)
 	c.Parked, err = getS(it, attrParked)

@@ -36,7 +36,7 @@ import (
 // The examples this package owns and runs (the real-API ones against the
 // fakes of internal/fakeapi, in fakeapi_test.go). (Other examples in the
 // directory are linted and tested by `make lint-configs`.)
-var ownExamples = []string{"simulated_to_stdout", "http_couchdb_changes", "http_s3_listing", "http_kubernetes_list", "idempotent_sink", "frontier_trigger",
+var ownExamples = []string{"simulated_to_stdout", "http_couchdb_changes", "http_s3_listing", "http_etcd_range", "http_kinesis_shard", "http_kubernetes_list", "idempotent_sink", "frontier_trigger",
 	"okta_system_log", "graph_mail_delta", "zendesk_incremental_tickets", "stripe_events"}
 
 func examplePath(t *testing.T, name string) string {

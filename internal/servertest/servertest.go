@@ -311,6 +311,10 @@ func (s *Server) Stop() {
 	})
 }
 
+// Signal sends sig to the server process (a test hook some servers offer,
+// such as kinesalite-server.js's SIGUSR2).
+func (s *Server) Signal(sig os.Signal) error { return s.cmd.Process.Signal(sig) }
+
 // Output returns the tail of the server's stdout and stderr.
 func (s *Server) Output() string { return s.out.String() }
 

@@ -105,7 +105,7 @@ func (s *MemStore) Promote(_ context.Context, p Promotion) (Checkpoint, error) {
 		next.Watermark = NormalizeWatermark(p.Watermark)
 	}
 	if p.HasApplied {
-		next.Applied, next.HasApplied = p.Applied, true
+		next.Applied, next.HasApplied, next.AppliedID = p.Applied, true, p.AppliedID
 	}
 	next.Complete = p.Complete
 	s.checkpoints[p.Key] = next
@@ -395,7 +395,7 @@ func cloneCheckpoint(c Checkpoint) Checkpoint {
 	c.Cursor = cloneBytes(c.Cursor)
 	c.Watermark = NormalizeWatermark(c.Watermark)
 	if !c.HasApplied {
-		c.Applied = coord.Position{}
+		c.Applied, c.AppliedID = coord.Position{}, ""
 	}
 	c.Parked = CleanReason(c.Parked)
 	return c

@@ -55,6 +55,10 @@ func (k Key) Validate() error {
 // stored whole and never truncated; a larger one is refused with ErrInvalid.
 const MaxCursorBytes = 64 << 10
 
+// MaxAppliedIDBytes is the longest event id a checkpoint records as its
+// AppliedID; the partition machine records no id for a longer one.
+const MaxAppliedIDBytes = 1 << 10
+
 // Lease identifies the writer that currently owns a partition (scale-out).
 // The zero Lease means "no lease": single-instance operation.
 type Lease struct {
@@ -80,6 +84,12 @@ type Checkpoint struct {
 	// HasApplied is false until some event was applied.
 	Applied    coord.Position
 	HasApplied bool
+	// AppliedID is the stable id of the event at Applied (the last event
+	// at that position of the page that set it), for sources that resume
+	// after an event id. Empty when unknown: nothing applied yet, a
+	// boundary set without one (a configured start), or an id longer than
+	// MaxAppliedIDBytes.
+	AppliedID string
 	// Epoch is the membership epoch the checkpoint was last written under.
 	Epoch uint64
 	// PromotedWitness is the attempt id of the witness whose successor is
@@ -116,6 +126,10 @@ type Promotion struct {
 	// Applied, when HasApplied, is the new durable applied boundary.
 	Applied    coord.Position
 	HasApplied bool
+	// AppliedID, written with Applied (only when HasApplied), is the id of
+	// the event at Applied; empty removes the stored one. Without
+	// HasApplied the stored applied boundary and its id are kept.
+	AppliedID string
 	// Epoch is written to the checkpoint.
 	Epoch uint64
 	// Complete marks the partition complete (Checkpoint.Complete); false

@@ -111,16 +111,23 @@ func (c Checkpoint) Validate() error {
 	if err := checkLease(c.Lease); err != nil {
 		return err
 	}
-	if err := checkApplied(c.Applied, c.HasApplied); err != nil {
+	if err := checkApplied(c.Applied, c.HasApplied, c.AppliedID); err != nil {
 		return err
 	}
 	return checkWatermark("watermark", c.Watermark)
 }
 
 // checkApplied checks an applied position as a watermark of its kind: a
-// known kind, strings within MaxCursorBytes, decimals canonical.
-func checkApplied(p coord.Position, has bool) error {
+// known kind, strings within MaxCursorBytes, decimals canonical; and its
+// event id: within MaxAppliedIDBytes, only with a position.
+func checkApplied(p coord.Position, has bool, id string) error {
+	if len(id) > MaxAppliedIDBytes {
+		return fmt.Errorf("%w: applied event id is %d bytes, over the %d-byte limit", ErrInvalid, len(id), MaxAppliedIDBytes)
+	}
 	if !has {
+		if id != "" {
+			return fmt.Errorf("%w: an applied event id without an applied position", ErrInvalid)
+		}
 		return nil
 	}
 	if p.IsZero() {
@@ -153,7 +160,7 @@ func (p Promotion) Validate() error {
 	if err := checkLease(p.Lease); err != nil {
 		return err
 	}
-	if err := checkApplied(p.Applied, p.HasApplied); err != nil {
+	if err := checkApplied(p.Applied, p.HasApplied, p.AppliedID); err != nil {
 		return err
 	}
 	return checkWatermark("watermark", p.Watermark)

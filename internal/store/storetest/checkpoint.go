@@ -262,6 +262,48 @@ func testDecimalWatermarkAndAppliedPosition(t *testing.T, s store.Store) {
 	requireStored(t, s, cp)
 }
 
+// The id of the event at the applied position is written with the
+// position, kept by a promotion that carries no applied position (a
+// restart), replaced (or removed, when the new one is unknown) by the next
+// applied position, and stored exactly: any bytes up to MaxAppliedIDBytes.
+func testAppliedIDTravelsWithTheAppliedPosition(t *testing.T, s store.Store) {
+	cp := create(t, s, key, "C0")
+	p := promotion(cp, "C1", "w1")
+	p.Applied, p.HasApplied, p.AppliedID = coord.IntPosition(5), true, "order-5"
+	cp = promote(t, s, p)
+	require.Equal(t, "order-5", cp.AppliedID)
+	requireStored(t, s, cp)
+
+	restart := promotion(cp, "", "restart:restart_from_boundary")
+	cp = promote(t, s, restart)
+	require.Equal(t, coord.IntPosition(5), cp.Applied)
+	require.Equal(t, "order-5", cp.AppliedID, "a promotion without an applied position keeps the id")
+	requireStored(t, s, cp)
+
+	odd := "id with \x00 and \xff " + strings.Repeat("x", store.MaxAppliedIDBytes-20)
+	p = promotion(cp, "C2", "w2")
+	p.Applied, p.HasApplied, p.AppliedID = coord.IntPosition(9), true, odd
+	cp = promote(t, s, p)
+	require.Equal(t, odd, cp.AppliedID)
+	requireStored(t, s, cp)
+
+	p = promotion(cp, "C3", "w3")
+	p.Applied, p.HasApplied = coord.IntPosition(12), true
+	cp = promote(t, s, p)
+	require.Empty(t, cp.AppliedID, "a new applied position without an id removes the old id")
+	requireStored(t, s, cp)
+
+	for _, bad := range []store.Promotion{
+		{Key: key, FromCursor: cp.Cursor, FromGeneration: cp.Generation, To: []byte("C4"), WitnessID: "w4", AppliedID: "orphan"},
+		{Key: key, FromCursor: cp.Cursor, FromGeneration: cp.Generation, To: []byte("C4"), WitnessID: "w4",
+			Applied: coord.IntPosition(13), HasApplied: true, AppliedID: strings.Repeat("x", store.MaxAppliedIDBytes+1)},
+	} {
+		_, err := s.Promote(ctx(t), bad)
+		require.ErrorIs(t, err, store.ErrInvalid)
+	}
+	requireStored(t, s, cp)
+}
+
 // A promotion repeated with the same witness (the SDK's retry after a lost
 // response) finds its own write and succeeds without a second generation.
 // Without a witness id it cannot be recognised and is fenced.

@@ -46,6 +46,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"WatermarkKeptWithoutNew", testWatermarkKeptWithoutNew},
 		{"StringWatermarkByteOrder", testStringWatermarkByteOrder},
 		{"DecimalWatermarkAndAppliedPosition", testDecimalWatermarkAndAppliedPosition},
+		{"AppliedIDTravelsWithTheAppliedPosition", testAppliedIDTravelsWithTheAppliedPosition},
 		{"ReplayedPromotion", testReplayedPromotion},
 		{"CompletionIsDurable", testCompletionIsDurable},
 		{"SetParkedConditional", testSetParkedConditional},

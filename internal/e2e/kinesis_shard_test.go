@@ -1,0 +1,290 @@
+//go:build unix
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/dynalitetest"
+	"github.com/tidemark/tidemark/internal/dynamostore"
+	"github.com/tidemark/tidemark/internal/e2etest"
+	"github.com/tidemark/tidemark/internal/servertest"
+	"github.com/tidemark/tidemark/internal/store"
+)
+
+// kinesalite is kinesalite 3.3.3 (the pinned npm package) started through
+// scripts/kinesalite-server.js, which binds 127.0.0.1 and moves the
+// server's clock 5 minutes forward on SIGUSR2 (every iterator handed out
+// before then expires).
+type kinesalite struct {
+	*servertest.Server
+	t        *testing.T
+	expiries int // clock moves so far
+}
+
+func startKinesalite(t *testing.T) *kinesalite {
+	node, _ := servertest.NodeScript(t, "kinesalite", "index.js")
+	script := filepath.Join(servertest.ModuleRoot(t), "scripts", "kinesalite-server.js")
+	srv := servertest.Start(t, servertest.Config{
+		Name: "kinesalite",
+		Command: func(ports []int) []string {
+			return []string{node, script, "--host", "127.0.0.1", "--port", strconv.Itoa(ports[0]), "--createStreamMs", "0", "--deleteStreamMs", "0", "--updateStreamMs", "0"}
+		},
+		Ready: func(ctx context.Context, base string) error {
+			_, err := kinesisCall(ctx, base, "ListStreams", `{}`)
+			return err
+		},
+	})
+	return &kinesalite{Server: srv, t: t}
+}
+
+// kinesisCall makes one Kinesis API call. kinesalite requires an
+// Authorization header but does not verify the signature (the provider's
+// signing is verified against the SDK's signer in input/httpprovider).
+func kinesisCall(ctx context.Context, base, op, body string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/", strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/x-amz-json-1.1")
+	req.Header.Set("X-Amz-Target", "Kinesis_20131202."+op)
+	req.Header.Set("X-Amz-Date", time.Now().UTC().Format("20060102T150405Z"))
+	req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=local/20260101/us-east-1/kinesis/aws4_request, SignedHeaders=host;x-amz-date, Signature=00")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: HTTP %d: %s", op, resp.StatusCode, b)
+	}
+	return b, nil
+}
+
+func (k *kinesalite) call(op, body string) []byte {
+	k.t.Helper()
+	b, err := kinesisCall(context.Background(), k.URL, op, body)
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	return b
+}
+
+// put appends records data-<from>..data-<to-1> to the stream's one shard
+// and returns their sequence numbers by data.
+func (k *kinesalite) put(stream string, from, to int) map[string]string {
+	k.t.Helper()
+	seqs := map[string]string{}
+	for start := from; start < to; start += 100 {
+		var recs []string
+		var datas []string
+		for i := start; i < min(start+100, to); i++ {
+			d := fmt.Sprintf("data-%04d", i)
+			datas = append(datas, d)
+			recs = append(recs, fmt.Sprintf(`{"Data":%q,"PartitionKey":"pk-%d"}`, base64.StdEncoding.EncodeToString([]byte(d)), i%7))
+		}
+		b := k.call("PutRecords", fmt.Sprintf(`{"StreamName":%q,"Records":[%s]}`, stream, strings.Join(recs, ",")))
+		var out struct {
+			FailedRecordCount int
+			Records           []struct{ SequenceNumber, ShardId string }
+		}
+		if err := json.Unmarshal(b, &out); err != nil || out.FailedRecordCount != 0 || len(out.Records) != len(datas) {
+			k.t.Fatalf("PutRecords: %s (%v)", b, err)
+		}
+		for i, r := range out.Records {
+			seqs[datas[i]] = r.SequenceNumber
+		}
+	}
+	return seqs
+}
+
+// expireIterators moves kinesalite's clock past the iterators' lifetime.
+func (k *kinesalite) expireIterators() {
+	k.t.Helper()
+	if err := k.Signal(syscall.SIGUSR2); err != nil {
+		k.t.Fatal(err)
+	}
+	// The signal is handled asynchronously: an iterator handed out now
+	// must already be expired for GetRecords. Wait for the server's own
+	// report of it.
+	e2etest.WaitFor(k.t, e2etest.Patience, "kinesalite moved its clock", func() (bool, string) {
+		n := strings.Count(k.Output(), "clock moved forward")
+		return n > k.expiries, fmt.Sprintf("%d clock moves", n)
+	})
+	k.expiries++
+}
+
+// kinesisLine is one line of the example's output.
+type kinesisLine struct {
+	Shard          string `json:"shard"`
+	SequenceNumber string `json:"sequence_number"`
+	Data           string `json:"data"`
+}
+
+func kinesisLines(t *testing.T, path string) ([]kinesisLine, int) {
+	return decodeLines(t, path, func(l kinesisLine) bool { return l.Data != "" })
+}
+
+// TestExampleKinesisShardSurvivesKill9AndExpiredIterators runs
+// http_kinesis_shard.yaml against kinesalite: a stream of one shard with
+// 300 records, read in pages of 10 through GetShardIterator (the bootstrap)
+// and GetRecords. Run 1 is killed with SIGKILL mid-shard; then every
+// iterator handed out so far expires (the server's clock moves 5 minutes
+// on), so run 2's stored cursor is refused with ExpiredIteratorException
+// and the bootstrap resumes AFTER_SEQUENCE_NUMBER the durable applied
+// sequence number: nothing durably applied before the kill is printed again,
+// nothing is missing. At the head, the polled iterator expires again and
+// the records put afterwards arrive all the same. The checkpoint's applied
+// position is the last record's 56-digit sequence number, a decimal, and
+// its applied id that record's id.
+func TestExampleKinesisShardSurvivesKill9AndExpiredIterators(t *testing.T) {
+	tb := dynalitetest.NewTable(t)
+	k := startKinesalite(t)
+	const stream = "audit"
+	k.call("CreateStream", fmt.Sprintf(`{"StreamName":%q,"ShardCount":1}`, stream))
+	e2etest.WaitFor(t, e2etest.Patience, "the stream is active", func() (bool, string) {
+		b := k.call("DescribeStreamSummary", fmt.Sprintf(`{"StreamName":%q}`, stream))
+		return bytes.Contains(b, []byte(`"StreamStatus":"ACTIVE"`)), string(b)
+	})
+	seqs := k.put(stream, 0, 300)
+	for d, s := range seqs {
+		if len(s) < 56 {
+			t.Fatalf("record %s has sequence number %q: shorter than Kinesis's 56 digits", d, s)
+		}
+	}
+
+	// Requests cross a link with 20 ms of latency, so run 1 is still
+	// reading when it is killed.
+	_, link := newGate(t, k.URL, 20*time.Millisecond)
+	out := filepath.Join(t.TempDir(), "records.jsonl")
+	env := e2etest.Env(
+		"KINESIS_ENDPOINT="+link, "KINESIS_STREAM="+stream, "KINESIS_PAGE_SIZE=10", "KINESIS_OUTPUT="+out,
+		"KINESIS_POLL_INTERVAL=50ms", "KINESIS_READS_PER_SECOND=1000",
+		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
+		"TIDEMARK_TABLE="+tb.Name, "TIDEMARK_CREATE_TABLE=true", "TIDEMARK_DYNAMODB_ENDPOINT="+dynaliteShield(t, tb.Endpoint),
+	)
+	bin := e2etest.Connect(t)
+	printed := func() map[string]int {
+		ls, _ := kinesisLines(t, out)
+		got := map[string]int{}
+		for _, l := range ls {
+			if l.Shard != "shardId-000000000000" || seqs[l.Data] != "" && seqs[l.Data] != l.SequenceNumber {
+				t.Fatalf("line %+v: record %s has sequence number %s", l, l.Data, seqs[l.Data])
+			}
+			got[l.Data]++
+		}
+		return got
+	}
+	st, err := dynamostore.NewDynamoStore(context.Background(), dynamostore.DynamoConfig{Table: tb.Name, Endpoint: tb.Endpoint})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := store.Key{Scope: "kinesis-shards", Partition: "shardId-000000000000"}
+
+	// Run 1, killed mid-shard.
+	cmd := exec.Command(bin, "run", "--log.level", "warn", examplePath(t, "http_kinesis_shard"))
+	cmd.Env = env
+	first := e2etest.Start(t, "run 1", cmd)
+	e2etest.WaitFor(t, e2etest.Patience, "run 1 printed some records", func() (bool, string) {
+		return len(printed()) >= 60, fmt.Sprintf("%d records", len(printed()))
+	}, first.Running)
+	if err := first.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.Wait(e2etest.Patience)
+	afterKill := printed()
+	if len(afterKill) >= 300 {
+		t.Fatalf("run 1 had printed all %d records before the kill: the test proved nothing", len(afterKill))
+	}
+	cp, err := st.LoadCheckpoint(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cp.HasApplied || cp.Applied.Kind != coord.KindDecimal {
+		t.Fatalf("after the kill: checkpoint applied %v (kind %s); want a decimal sequence number", cp.Applied, cp.Applied.Kind)
+	}
+	durable := cp.Applied
+
+	// Every iterator handed out so far expires, the stored one included.
+	k.expireIterators()
+
+	// Run 2 resumes after the durable applied sequence number.
+	cmd = exec.Command(bin, "run", "--log.level", "warn", examplePath(t, "http_kinesis_shard"))
+	cmd.Env = env
+	second := e2etest.Start(t, "run 2", cmd)
+	e2etest.WaitFor(t, e2etest.Patience, "run 2 printed every record", func() (bool, string) {
+		return len(printed()) == 300, fmt.Sprintf("%d of 300 records", len(printed()))
+	}, second.Running)
+	if n := second.Out.Count("ExpiredIteratorException"); n == 0 {
+		t.Fatalf("run 2 never met an expired iterator: the test proved nothing\n%s", second.Out.Tail(40))
+	}
+	got := printed()
+	for d, s := range seqs {
+		p, err := coord.DecimalPosition(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !durable.Less(p) && got[d] != 1 {
+			t.Errorf("record %s (sequence %s, at or before the durable applied %s) printed %d times; want once: the restart resumes after the applied position", d, s, durable, got[d])
+		}
+	}
+
+	// At the head the polled iterator expires too: records put after that
+	// arrive all the same.
+	e2etest.WaitFor(t, e2etest.Patience, "run 2 promoted the last page", func() (bool, string) {
+		cp, err := st.LoadCheckpoint(context.Background(), key)
+		return err == nil && cp.AppliedID == seqs["data-0299"], fmt.Sprintf("applied %s (id %q), %v", cp.Applied, cp.AppliedID, err)
+	}, second.Running)
+	expiredBefore := second.Out.Count("ExpiredIteratorException")
+	k.expireIterators()
+	e2etest.WaitFor(t, e2etest.Patience, "run 2 met the expired head iterator", func() (bool, string) {
+		n := second.Out.Count("ExpiredIteratorException")
+		return n > expiredBefore, fmt.Sprintf("%d expiries", n)
+	}, second.Running)
+	more := k.put(stream, 300, 320)
+	for d, s := range more {
+		seqs[d] = s
+	}
+	e2etest.WaitFor(t, e2etest.Patience, "run 2 printed the records put after the expiry", func() (bool, string) {
+		return len(printed()) == 320, fmt.Sprintf("%d of 320 records", len(printed()))
+	}, second.Running)
+	e2etest.WaitFor(t, e2etest.Patience, "the last record is durably applied", func() (bool, string) {
+		cp, err := st.LoadCheckpoint(context.Background(), key)
+		return err == nil && cp.AppliedID == seqs["data-0319"], fmt.Sprintf("applied %s (id %q), %v", cp.Applied, cp.AppliedID, err)
+	}, second.Running)
+	if !second.Stop(10 * time.Second) {
+		t.Log("run 2 did not stop gracefully; killed")
+	}
+
+	_, torn := kinesisLines(t, out)
+	if torn > 1 {
+		t.Fatalf("%d torn lines: only the line a kill interrupted may be torn", torn)
+	}
+	cp, err = st.LoadCheckpoint(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := coord.DecimalPosition(seqs["data-0319"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cp.Applied != last || cp.AppliedID != seqs["data-0319"] || cp.Parked != "" {
+		t.Errorf("checkpoint applied %s (id %q) parked %q; want the last record %s", cp.Applied, cp.AppliedID, cp.Parked, last)
+	}
+	t.Logf("run 1 printed %d records before the kill (durable through %s); %d lines in all", len(afterKill), durable, sum(printed()))
+}
