@@ -666,6 +666,40 @@ func (s *DynamoStore) SwapMembership(ctx context.Context, prevEpoch uint64, next
 	return decodeMembership(next.Scope, it)
 }
 
+// RequestDiscovery implements store.Store with one UpdateItem that adds 1
+// to the scope's discovery record (a request counter, not progress).
+func (s *DynamoStore) RequestDiscovery(ctx context.Context, scope string) (uint64, error) {
+	if err := store.CheckName("scope", scope); err != nil {
+		return 0, err
+	}
+	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       recordKey(scope, recDiscovery),
+		UpdateExpression:          aws.String("ADD #n :one"),
+		ExpressionAttributeNames:  map[string]string{"#n": attrCount},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":one": avU(1)},
+		ReturnValues:              types.ReturnValueAllNew,
+	})
+	if err != nil {
+		return 0, s.wrap("request discovery of", name(scope), err)
+	}
+	n, _, err := getU(out.Attributes, attrCount)
+	return n, err
+}
+
+// DiscoveryRequests implements store.Store with a consistent GetItem.
+func (s *DynamoStore) DiscoveryRequests(ctx context.Context, scope string) (uint64, error) {
+	if err := store.CheckName("scope", scope); err != nil {
+		return 0, err
+	}
+	it, err := s.get(ctx, recordKey(scope, recDiscovery))
+	if err != nil {
+		return 0, s.wrap("read discovery requests of", name(scope), err)
+	}
+	n, _, err := getU(it, attrCount)
+	return n, err
+}
+
 // LoadFrontier implements store.Store with a consistent GetItem.
 func (s *DynamoStore) LoadFrontier(ctx context.Context, scope string) (store.Frontier, error) {
 	if err := store.CheckName("scope", scope); err != nil {

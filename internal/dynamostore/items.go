@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,6 +30,7 @@ const (
 	recMembership = "membership"
 	recFrontier   = "frontier"
 	recPartitions = "partitions"
+	recDiscovery  = "discovery"
 
 	// checkpoint
 	attrCursor       = "cur"
@@ -67,6 +69,8 @@ const (
 	attrReason  = "why"
 	attrVector  = "vec"
 	attrHeldBy  = "held"
+	attrLineage = "lin"
+	attrCount   = "n"
 
 	// vector entries
 	attrEntryKind  = "k"
@@ -530,6 +534,19 @@ func membershipItem(m store.Membership) item {
 	if r := store.CleanReason(m.Reason); r != "" {
 		it[attrReason] = avS(r)
 	}
+	if len(m.Parents) > 0 {
+		lin := make(map[string]types.AttributeValue, len(m.Parents))
+		for c, ps := range m.Parents {
+			if len(ps) > 0 {
+				ps = slices.Clone(ps)
+				slices.Sort(ps)
+				lin[c] = avStrings(ps)
+			}
+		}
+		if len(lin) > 0 {
+			it[attrLineage] = &types.AttributeValueMemberM{Value: lin}
+		}
+	}
 	return it
 }
 
@@ -550,6 +567,22 @@ func decodeMembership(scope string, it item) (store.Membership, error) {
 	add(err)
 	m.Reason, err = getS(it, attrReason)
 	add(err)
+	switch v := it[attrLineage].(type) {
+	case nil:
+	case *types.AttributeValueMemberM:
+		for c := range v.Value {
+			ps, err := getStrings(v.Value, c)
+			add(err)
+			if len(ps) > 0 {
+				if m.Parents == nil {
+					m.Parents = make(map[string][]string, len(v.Value))
+				}
+				m.Parents[c] = ps
+			}
+		}
+	default:
+		add(fmt.Errorf("%w: attribute %s is not a map", errMalformed, attrLineage))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return store.Membership{}, fmt.Errorf("dynamostore: membership of %s: %w", scope, err)
 	}

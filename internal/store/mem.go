@@ -24,6 +24,7 @@ type MemStore struct {
 	witnesses   map[witnessRef]witness.Witness
 	members     map[string]Membership
 	frontiers   map[string]Frontier
+	discovery   map[string]uint64
 }
 
 type witnessRef struct {
@@ -41,6 +42,7 @@ func NewMemStore() *MemStore {
 		witnesses:   map[witnessRef]witness.Witness{},
 		members:     map[string]Membership{},
 		frontiers:   map[string]Frontier{},
+		discovery:   map[string]uint64{},
 	}
 }
 
@@ -314,6 +316,27 @@ func MembershipFence(scope string, prevEpoch uint64, found bool, stored uint64) 
 	return &FenceError{Key: Key{Scope: scope}, Op: "swap membership", Reason: fmt.Sprintf("expected epoch %d but %s", prevEpoch, got)}
 }
 
+// RequestDiscovery implements Store.
+func (s *MemStore) RequestDiscovery(_ context.Context, scope string) (uint64, error) {
+	if err := CheckName("scope", scope); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.discovery[scope]++
+	return s.discovery[scope], nil
+}
+
+// DiscoveryRequests implements Store.
+func (s *MemStore) DiscoveryRequests(_ context.Context, scope string) (uint64, error) {
+	if err := CheckName("scope", scope); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.discovery[scope], nil
+}
+
 // LoadFrontier implements Store.
 func (s *MemStore) LoadFrontier(_ context.Context, scope string) (Frontier, error) {
 	if err := CheckName("scope", scope); err != nil {
@@ -416,10 +439,29 @@ func cloneWitness(w witness.Witness) witness.Witness {
 
 func cloneMembership(m Membership) Membership {
 	m.Partitions = cloneStrings(m.Partitions)
+	m.Parents = cloneLineage(m.Parents)
 	m.Unproven = cloneStrings(m.Unproven)
 	m.Cutover = NormalizeWatermark(m.Cutover)
 	m.Reason = CleanReason(m.Reason)
 	return m
+}
+
+// cloneLineage copies a lineage map, dropping members without parents and
+// sorting each parent list (nil when no member has parents).
+func cloneLineage(l map[string][]string) map[string][]string {
+	var out map[string][]string
+	for c, ps := range l {
+		if len(ps) == 0 {
+			continue
+		}
+		if out == nil {
+			out = make(map[string][]string, len(l))
+		}
+		ps = slices.Clone(ps)
+		slices.Sort(ps)
+		out[c] = ps
+	}
+	return out
 }
 
 func cloneFrontier(f Frontier) Frontier {

@@ -158,6 +158,12 @@ type Membership struct {
 	// Unproven lists the partitions whose membership change still lacks
 	// proof; it is carried into later epochs until the proof arrives.
 	Unproven []string
+	// Parents is the lineage of members that have parents (a split or
+	// merge reported by the provider): member -> its parents, sorted. A
+	// member with parents is not read before each parent is complete
+	// (sealed and drained), unless the input reads lineage unordered.
+	// Parents need not be members any more (a sealed parent leaves).
+	Parents map[string][]string
 }
 
 // Frontier is the published combined frontier of one scope.
@@ -256,6 +262,16 @@ type Store interface {
 	// SwapMembership writes next if the stored epoch equals prevEpoch (0:
 	// none stored). next.Epoch must be greater than prevEpoch.
 	SwapMembership(ctx context.Context, prevEpoch uint64, next Membership) (Membership, error)
+	// RequestDiscovery asks the running inputs of scope to discover their
+	// partitions now: it increments the scope's discovery request counter
+	// (creating it at 1) and returns the new value. It is a request, not
+	// progress: running inputs compare the counter with the last value
+	// they saw.
+	RequestDiscovery(ctx context.Context, scope string) (uint64, error)
+	// DiscoveryRequests returns the scope's discovery request counter (0
+	// when none was ever requested).
+	DiscoveryRequests(ctx context.Context, scope string) (uint64, error)
+
 	// LoadFrontier returns the published frontier, or ErrNoCheckpoint.
 	LoadFrontier(ctx context.Context, scope string) (Frontier, error)
 	// PublishFrontier writes next, with Version prev.Version+1, if the

@@ -186,6 +186,20 @@ func (m Membership) Validate() error {
 		seen[p] = true
 		size += len(p) + 8
 	}
+	for c, ps := range m.Parents {
+		if !seen[c] {
+			return fmt.Errorf("%w: lineage of %q, which is not a member of epoch %d", ErrInvalid, c, m.Epoch)
+		}
+		for _, p := range ps {
+			if err := CheckName("parent", p); err != nil {
+				return err
+			}
+			if p == c {
+				return fmt.Errorf("%w: partition %q is its own parent", ErrInvalid, c)
+			}
+			size += len(p) + 8
+		}
+	}
 	if size > MaxRecordBytes {
 		return fmt.Errorf("%w: membership of %d partitions is %d bytes, over the %d-byte record limit", ErrInvalid, len(m.Partitions), size, MaxRecordBytes)
 	}

@@ -46,6 +46,54 @@ func testMembershipCAS(t *testing.T, s store.Store) {
 	require.Equal(t, empty, got)
 }
 
+// The lineage of a split (child -> parents) is stored with the membership
+// and read back sorted; a lineage entry of a non-member or a partition that
+// is its own parent is refused.
+func testMembershipLineageRoundTrip(t *testing.T, s store.Store) {
+	const scope = "shards"
+	e1 := store.Membership{Scope: scope, Epoch: 1, Partitions: []string{"s0"}, Proven: true}
+	_, err := s.SwapMembership(ctx(t), 0, e1)
+	require.NoError(t, err)
+	e2 := store.Membership{Scope: scope, Epoch: 2, Partitions: []string{"s0", "s1", "s2", "s3"}, Proven: true,
+		Parents: map[string][]string{"s1": {"s0"}, "s2": {"s0"}, "s3": {"s2", "s1"}}}
+	_, err = s.SwapMembership(ctx(t), 1, e2)
+	require.NoError(t, err)
+	loaded, err := s.LoadMembership(ctx(t), scope)
+	require.NoError(t, err)
+	require.Equal(t, map[string][]string{"s1": {"s0"}, "s2": {"s0"}, "s3": {"s1", "s2"}}, loaded.Parents)
+
+	// The parent leaves; its children keep their lineage.
+	e3 := store.Membership{Scope: scope, Epoch: 3, Partitions: []string{"s1", "s2"}, Proven: true, Parents: map[string][]string{"s1": {"s0"}, "s2": {"s0"}}}
+	_, err = s.SwapMembership(ctx(t), 2, e3)
+	require.NoError(t, err)
+	loaded, err = s.LoadMembership(ctx(t), scope)
+	require.NoError(t, err)
+	require.Equal(t, e3.Parents, loaded.Parents)
+
+	_, err = s.SwapMembership(ctx(t), 3, store.Membership{Scope: scope, Epoch: 4, Partitions: []string{"s1"}, Parents: map[string][]string{"s9": {"s0"}}})
+	require.ErrorIs(t, err, store.ErrInvalid, "lineage of a non-member")
+	_, err = s.SwapMembership(ctx(t), 3, store.Membership{Scope: scope, Epoch: 4, Partitions: []string{"s1"}, Parents: map[string][]string{"s1": {"s1"}}})
+	require.ErrorIs(t, err, store.ErrInvalid, "its own parent")
+}
+
+// Discovery requests count up from 0 per scope.
+func testDiscoveryRequestsCount(t *testing.T, s store.Store) {
+	n, err := s.DiscoveryRequests(ctx(t), "orders")
+	require.NoError(t, err)
+	require.Zero(t, n)
+	for want := uint64(1); want <= 3; want++ {
+		n, err = s.RequestDiscovery(ctx(t), "orders")
+		require.NoError(t, err)
+		require.Equal(t, want, n)
+	}
+	n, err = s.DiscoveryRequests(ctx(t), "orders")
+	require.NoError(t, err)
+	require.Equal(t, uint64(3), n)
+	n, err = s.DiscoveryRequests(ctx(t), "other")
+	require.NoError(t, err)
+	require.Zero(t, n, "another scope's requests")
+}
+
 func firstErr[T any](_ T, err error) error { return err }
 
 // The published frontier never decreases within an epoch; a newer epoch may

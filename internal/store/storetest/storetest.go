@@ -68,6 +68,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"WitnessesFrom", testWitnessesFrom},
 		// Membership and frontier (invariants 3, 7, 8).
 		{"MembershipCAS", testMembershipCAS},
+		{"MembershipLineageRoundTrip", testMembershipLineageRoundTrip},
+		{"DiscoveryRequestsCount", testDiscoveryRequestsCount},
 		{"FrontierMonotone", testFrontierMonotone},
 		{"FrontierRoundTrip", testFrontierRoundTrip},
 		{"FrontierVersionFencesAStalePublisher", testFrontierVersionFencesAStalePublisher},
