@@ -25,9 +25,14 @@ import (
 // Config is the validated configuration of the input (two-step
 // construction: the spec is read into Config, New validates it).
 type Config struct {
-	Scope             string
-	Partitions        []string
-	Discover          bool
+	Scope      string
+	Partitions []string
+	Discover   bool
+	// DiscoveryInterval is how often discovery runs again (0: at connect
+	// and on request only).
+	DiscoveryInterval time.Duration
+	// UnorderedLineage reads children without waiting for their parents.
+	UnorderedLineage  bool
 	StartCursor       []byte
 	MaxPagesInFlight  int
 	MaxBatchSize      int
@@ -77,6 +82,9 @@ func (c *Config) validate() error {
 	if c.FetchRetries < 0 {
 		return fmt.Errorf("fetch_retries must not be negative, got %d", c.FetchRetries)
 	}
+	if c.DiscoveryInterval < 0 {
+		return errors.New("discovery_interval must not be negative")
+	}
 	if c.PollInterval <= 0 || c.ParkCheckInterval <= 0 || c.StoreBackoff <= 0 || c.FetchBackoff <= 0 {
 		return errors.New("poll_interval, park_check_interval, store_backoff and fetch_backoff must be positive")
 	}
@@ -108,9 +116,14 @@ type paginatedInput struct {
 	stopWorker context.CancelFunc
 	wg         sync.WaitGroup
 
-	mu         sync.Mutex
-	running    int
-	done       int
+	mu sync.Mutex
+	// members is the current membership (adopt); workers and completed
+	// are the running workers and the complete partitions without leases.
+	members    atomic.Pointer[store.Membership]
+	wctx       context.Context
+	workers    map[string]context.CancelFunc
+	completed  map[string]bool
+	allClosed  bool
 	attemptSeq atomic.Uint64
 	// epochNow is the membership epoch stamped on messages: the epoch read
 	// at Connect, then every newer epoch the frontier publisher reads.
@@ -136,6 +149,8 @@ func New(cfg Config, prov provider.Provider, st store.Store, closeStore func(con
 		metrics:     newInputMetrics(res.Metrics()),
 		out:         make(chan emission),
 		allDone:     make(chan struct{}),
+		workers:     map[string]context.CancelFunc{},
+		completed:   map[string]bool{},
 		attemptBase: hex.EncodeToString(b[:]),
 	}
 	if cfg.Leases != nil {
@@ -164,59 +179,43 @@ func (in *paginatedInput) Connect(ctx context.Context) error {
 	if in.started {
 		return nil
 	}
-	parts := in.cfg.Partitions
-	if in.cfg.Discover {
-		l, ok := in.prov.(provider.Lister)
-		if !ok {
-			return errors.New("paginated_partitions: discover is set but the provider cannot list partitions")
-		}
-		found, err := l.Partitions(ctx)
-		if err != nil {
-			return fmt.Errorf("paginated_partitions: discovering partitions: %w", err)
-		}
-		parts = found
-	}
-	if len(parts) == 0 {
-		return errors.New("paginated_partitions: no partitions to read")
-	}
-	m, err := in.ensureMembership(ctx, parts)
+	m, err := in.reconcile(ctx)
 	if err != nil {
 		return fmt.Errorf("paginated_partitions: membership of scope %s: %w", in.cfg.Scope, err)
 	}
-	in.cfg.Epoch = m.Epoch
-	in.epochNow.Store(m.Epoch)
+	if len(m.Partitions) == 0 {
+		return fmt.Errorf("paginated_partitions: no partitions to read in epoch %d of scope %s", m.Epoch, in.cfg.Scope)
+	}
+	in.adoptLocked(m, "connect")
 	if in.leases != nil {
 		in.store = leasedStore{Store: in.store}
 	}
 	wctx, cancel := context.WithCancel(context.Background())
 	in.stopWorker = cancel
+	in.wctx = wctx
 	if in.cfg.FrontierPublishInterval > 0 {
 		in.wg.Add(1)
 		go func() {
 			defer in.wg.Done()
-			in.publishFrontier(wctx, m, in.cfg.FrontierPublishInterval)
+			in.publishFrontier(wctx, in.cfg.FrontierPublishInterval)
 		}()
 	}
+	in.wg.Add(1)
+	go func() {
+		defer in.wg.Done()
+		in.watchMembership(wctx)
+	}()
+	in.started = true
 	if in.leases != nil {
 		in.wg.Add(1)
 		go func() {
 			defer in.wg.Done()
-			in.leases.run(wctx, parts)
+			in.leases.run(wctx)
 		}()
-		in.started = true
 		return nil
 	}
-	in.running = len(parts)
-	for _, name := range parts {
-		p := newPartition(in, name)
-		in.wg.Add(1)
-		go func() {
-			defer in.wg.Done()
-			p.run(wctx)
-		}()
-	}
-	in.started = true
-	in.log.Infof("paginated_partitions reading %d partitions of scope %s", len(parts), in.cfg.Scope)
+	in.syncWorkersLocked()
+	in.log.Infof("paginated_partitions reading %d partitions of scope %s (epoch %d)", len(m.Partitions), in.cfg.Scope, m.Epoch)
 	return nil
 }
 
@@ -251,15 +250,28 @@ func (in *paginatedInput) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// partitionDone counts a completed partition; the input ends when every
-// partition is complete and exit_when_complete is set.
-func (in *paginatedInput) partitionDone(*partition) {
+// partitionDone records a completed partition; the input ends when every
+// member's partition is complete and exit_when_complete is set.
+func (in *paginatedInput) partitionDone(p *partition) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	in.done++
-	if in.cfg.ExitWhenComplete && in.done == in.running {
-		close(in.allDone)
+	in.completed[p.key.Partition] = true
+	in.checkAllDoneLocked()
+}
+
+// checkAllDoneLocked ends the input (exit_when_complete) once every member
+// is complete. Requires in.mu.
+func (in *paginatedInput) checkAllDoneLocked() {
+	if !in.cfg.ExitWhenComplete || in.allClosed {
+		return
 	}
+	for _, name := range in.memberNames() {
+		if !in.completed[name] {
+			return
+		}
+	}
+	in.allClosed = true
+	close(in.allDone)
 }
 
 func (in *paginatedInput) partitionStopped(*partition) {}

@@ -407,10 +407,10 @@ func (m *leaseManager) storeTimeout() time.Duration { return m.cfg.RenewInterval
 // leases are taken over at most lease_period + renew_interval after its
 // last renewal. Every balance_interval it also steals. Between ticks, a
 // timer wakes it at the instant the next foreign lease would expire.
-func (m *leaseManager) run(ctx context.Context, parts []string) {
-	m.parts = slices.Clone(parts)
+func (m *leaseManager) run(ctx context.Context) {
+	m.parts = slices.Clone(m.in.memberNames())
 	m.log.Infof("Leases: instance %s shares %d partitions of scope %s (lease period %s, renew every %s, balance every %s)",
-		m.owner, len(parts), m.in.cfg.Scope, m.cfg.Period, m.cfg.RenewInterval, m.cfg.BalanceInterval)
+		m.owner, len(m.parts), m.in.cfg.Scope, m.cfg.Period, m.cfg.RenewInterval, m.cfg.BalanceInterval)
 	renew := time.NewTicker(m.cfg.RenewInterval)
 	defer renew.Stop()
 	bal := time.NewTicker(m.cfg.BalanceInterval)
@@ -488,7 +488,9 @@ func (m *leaseManager) start(ctx context.Context, part string, lease store.Lease
 		defer m.workers.Done()
 		defer close(h.done)
 		defer cancel()
-		p.run(withHolder(wctx, h))
+		if m.in.awaitParents(wctx, part) {
+			p.run(withHolder(wctx, h))
+		}
 	}()
 }
 
@@ -556,6 +558,14 @@ func (m *leaseManager) checkStale(h *leaseHolder, now time.Time, why string) {
 // instant of the next possible expiry.
 func (m *leaseManager) balanceRound(ctx context.Context, steal bool) time.Time {
 	m.reap()
+	// The membership may have changed (live membership): balance over the
+	// current partitions, and hand off the leases of those that left.
+	m.parts = slices.Clone(m.in.memberNames())
+	for p, h := range m.held {
+		if !slices.Contains(m.parts, p) {
+			m.release(ctx, h, "the partition left the membership")
+		}
+	}
 	tctx, cancel := context.WithTimeout(ctx, m.storeTimeout())
 	cps, err := m.in.store.ListCheckpoints(tctx, m.in.cfg.Scope)
 	cancel()

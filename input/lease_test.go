@@ -449,7 +449,7 @@ func TestRunningInputPicksUpANewEpoch(t *testing.T) {
 		f, err := c.st.LoadFrontier(t.Context(), c.scope)
 		return n > 0 && err == nil && f.Epoch == 2
 	})
-	require.Contains(t, c.insts["a"].log.String(), "epoch 2 picked up (was 1)")
+	require.Contains(t, c.insts["a"].log.String(), "is now this input's (was 1)")
 }
 
 // leaseGate wraps one instance's store: while the gate is closed, the

@@ -1,5 +1,21 @@
 package input
 
+// Live membership: the input's partition set is the scope's membership
+// record, decided by internal/membership from what the provider lists (or
+// the configured partitions) and written by compare-and-swap on its epoch.
+// Roles:
+//   - reconcile: one discovery round (list, decide, write); at Connect,
+//     every discovery_interval and on an operator's request.
+//   - adopt: a newer epoch (written here, by another instance or by an
+//     operator) becomes the input's: messages carry it from then on, and
+//     without leases the workers of partitions that joined start and
+//     those of partitions that left stop (with leases the lease manager
+//     balances over the new set).
+//   - awaitParents: a partition with parents waits until each parent that
+//     is still a member is complete (lineage: parents_first).
+//   - publishFrontier: membership.Publisher every frontier_publish_interval,
+//     from every checkpoint of the scope.
+
 import (
 	"context"
 	"errors"
@@ -7,155 +23,261 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tidemark/tidemark/input/provider"
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/feed"
 	"github.com/tidemark/tidemark/internal/frontier"
+	"github.com/tidemark/tidemark/internal/membership"
 	"github.com/tidemark/tidemark/internal/store"
 )
 
-// ensureMembership reads the scope's membership record and, when the
-// configured partition set differs, plans the change as a new epoch (one
-// compare-and-swap on the record). A partition added without a checkpoint
-// and without a start cursor reads its whole range from the provider's
-// start: that replay is its proof of coverage. A removed partition has no
-// recorded seal, so its removal is unproven: the new epoch withholds the
-// scalar frontier until an operator proves the cutover.
-func (in *paginatedInput) ensureMembership(ctx context.Context, parts []string) (store.Membership, error) {
-	want := slices.Clone(parts)
-	slices.Sort(want)
-	for try := 0; ; try++ {
-		cur, err := in.store.LoadMembership(ctx, in.cfg.Scope)
-		if errors.Is(err, store.ErrNoCheckpoint) {
-			first := store.Membership{Scope: in.cfg.Scope, Epoch: 1, Partitions: want, Proven: true}
-			m, err := in.store.SwapMembership(ctx, 0, first)
-			if errors.Is(err, store.ErrFenced) && try < 3 {
-				continue
-			}
-			return m, err
-		}
-		if err != nil {
-			return store.Membership{}, err
-		}
-		if slices.Equal(cur.Partitions, want) {
-			return cur, nil
-		}
-		published := cur.Cutover
-		if f, err := in.store.LoadFrontier(ctx, in.cfg.Scope); err == nil && f.Epoch == cur.Epoch && !f.Scalar.IsZero() {
-			published = f.Scalar
-		}
-		var adds []frontier.AddProof
-		var removes []frontier.RemoveProof
-		for _, p := range want {
-			if slices.Contains(cur.Partitions, p) {
-				continue
-			}
-			_, err := in.store.LoadCheckpoint(ctx, store.Key{Scope: in.cfg.Scope, Partition: p})
-			fresh := errors.Is(err, store.ErrNoCheckpoint) && len(in.cfg.StartCursor) == 0
-			adds = append(adds, frontier.AddProof{Partition: p, Replayed: fresh})
-		}
-		for _, p := range cur.Partitions {
-			if !slices.Contains(want, p) {
-				removes = append(removes, frontier.RemoveProof{Partition: p})
-			}
-		}
-		next := frontier.PlanChange(cur.FrontierMembership(), published, adds, removes)
-		rec := store.Membership{
-			Scope: in.cfg.Scope, Epoch: next.Epoch, Partitions: next.Partitions, Cutover: next.Cutover,
-			Proven: next.Proven, Reason: next.Reason, Unproven: next.Unproven,
-		}
-		m, err := in.store.SwapMembership(ctx, cur.Epoch, rec)
-		if errors.Is(err, store.ErrFenced) && try < 3 {
-			continue
-		}
-		if err != nil {
-			return store.Membership{}, fmt.Errorf("advancing membership of %s to epoch %d: %w", in.cfg.Scope, next.Epoch, err)
-		}
-		if !m.Proven {
-			in.log.Warnf("Membership of scope %s changed to epoch %d without proof: %s; the scalar frontier is withheld, the vector is published", in.cfg.Scope, m.Epoch, m.Reason)
+// Values of the lineage field.
+const (
+	lineageParentsFirst = "parents_first"
+	lineageUnordered    = "unordered"
+)
+
+// membershipCheckInterval is how often a running input reads the
+// membership record and the discovery request counter (a newer epoch and
+// an operator's request are acted on within it).
+var membershipCheckInterval = 2 * time.Second
+
+// wanted lists the partitions the input should read: the provider's list
+// with discover, else the configured partitions.
+func (in *paginatedInput) wanted(ctx context.Context) ([]membership.Member, error) {
+	if !in.cfg.Discover {
+		return membership.Names(in.cfg.Partitions), nil
+	}
+	l, ok := in.prov.(provider.Lister)
+	if !ok {
+		return nil, errors.New("discover is set but the provider cannot list partitions")
+	}
+	found, err := l.Partitions(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("discovering partitions: %w", err)
+	}
+	out := make([]membership.Member, len(found))
+	for i, p := range found {
+		out[i] = membership.Member{Name: p.Name, Parents: p.Parents}
+	}
+	return out, nil
+}
+
+// reconcile runs one discovery round: list, decide, write. A partition
+// without a checkpoint is read from the provider's start unless a
+// start_cursor is configured: only then is its joining proven by replay.
+func (in *paginatedInput) reconcile(ctx context.Context) (store.Membership, error) {
+	want, err := in.wanted(ctx)
+	if err != nil {
+		return store.Membership{}, err
+	}
+	m, plan, err := membership.Reconcile(ctx, in.store, in.cfg.Scope, want, len(in.cfg.StartCursor) == 0)
+	if err != nil {
+		return store.Membership{}, err
+	}
+	if plan.Changed {
+		in.metrics.membershipChanges.Incr(1)
+		if m.Proven {
+			in.log.Infof("Membership of scope %s changed to %s", in.cfg.Scope, plan)
 		} else {
-			in.log.Infof("Membership of scope %s changed to epoch %d", in.cfg.Scope, m.Epoch)
+			in.log.Warnf("Membership of scope %s changed to %s; the scalar frontier is withheld and the vector published until the proof arrives", in.cfg.Scope, plan)
 		}
-		return m, nil
+	}
+	return m, nil
+}
+
+// adopt makes m the input's membership when it is newer than the current
+// one.
+func (in *paginatedInput) adopt(m store.Membership, source string) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.adoptLocked(m, source)
+}
+
+// adoptLocked is adopt under in.mu.
+func (in *paginatedInput) adoptLocked(m store.Membership, source string) {
+	cur := in.members.Load()
+	if cur != nil && m.Epoch <= cur.Epoch {
+		return
+	}
+	in.members.Store(&m)
+	in.epochNow.Store(m.Epoch)
+	if cur != nil {
+		state := "proven"
+		if !m.Proven {
+			state = "unproven: " + m.Reason
+		}
+		in.log.Infof("Membership of scope %s: epoch %d (%s) is now this input's (was %d): partitions %v, %s", in.cfg.Scope, m.Epoch, source, cur.Epoch, m.Partitions, state)
+	}
+	if in.started && in.leases == nil {
+		in.syncWorkersLocked()
 	}
 }
 
-// publishFrontier keeps the scope's published frontier record up to date:
-// every interval it recomputes the combined frontier of the epoch from the
-// durable checkpoints of every partition of the scope (a store read, so
-// partitions other instances hold count; the in-process feed adds this
-// process's writes between reads) and advances the record by a
-// compare-and-swap on its version when the core's publication rule allows.
-// A publisher whose view is behind the record publishes nothing until its
-// reads catch up: the record's scalar and vector never go down.
-func (in *paginatedInput) publishFrontier(ctx context.Context, m store.Membership, every time.Duration) {
-	sub := feed.Subscribe(in.cfg.Scope)
-	defer sub.Close()
-	t, err := frontier.NewTrackerFor(m.FrontierMembership())
-	if err != nil {
-		in.log.Errorf("Frontier of scope %s not published: %v", in.cfg.Scope, err)
+// memberNames returns the partitions of the current membership.
+func (in *paginatedInput) memberNames() []string {
+	if m := in.members.Load(); m != nil {
+		return m.Partitions
+	}
+	return nil
+}
+
+// syncWorkersLocked starts a worker for every member without one and stops
+// the workers of partitions that left (without leases). Requires in.mu.
+func (in *paginatedInput) syncWorkersLocked() {
+	if in.wctx == nil || in.wctx.Err() != nil {
 		return
 	}
-	if cps, err := in.store.ListCheckpoints(ctx, in.cfg.Scope); err == nil {
-		for _, cp := range cps {
-			_, _ = t.Apply(cp.Partition, cp.Watermark)
+	m := in.members.Load()
+	for _, name := range m.Partitions {
+		if _, ok := in.workers[name]; ok {
+			continue
+		}
+		ctx, cancel := context.WithCancel(in.wctx)
+		in.workers[name] = cancel
+		p := newPartition(in, name)
+		in.wg.Add(1)
+		go func() {
+			defer in.wg.Done()
+			defer cancel()
+			if in.awaitParents(ctx, name) {
+				p.run(ctx)
+			}
+		}()
+	}
+	for name, cancel := range in.workers {
+		if !slices.Contains(m.Partitions, name) {
+			in.log.Infof("Partition %s left the membership of scope %s (epoch %d); its worker stops", name, in.cfg.Scope, m.Epoch)
+			cancel()
+			delete(in.workers, name)
+			delete(in.completed, name)
 		}
 	}
-	var prev store.Frontier
-	loaded := false
+	in.checkAllDoneLocked()
+}
+
+// awaitParents waits until every parent of name that is still a member is
+// complete (lineage: parents_first); false when ctx ended first.
+func (in *paginatedInput) awaitParents(ctx context.Context, name string) bool {
+	if in.cfg.UnorderedLineage {
+		return true
+	}
+	var logged []string
+	for {
+		m := in.members.Load()
+		parents := m.Parents[name]
+		if len(parents) == 0 {
+			return true
+		}
+		var cps []store.Checkpoint
+		readable := true
+		for _, p := range parents {
+			cp, err := in.store.LoadCheckpoint(ctx, store.Key{Scope: in.cfg.Scope, Partition: p})
+			switch {
+			case err == nil:
+				cps = append(cps, cp)
+			case !errors.Is(err, store.ErrNoCheckpoint):
+				readable = false
+				in.log.Debugf("Partition %s: cannot read the checkpoint of its parent %s: %v", name, p, err)
+			}
+		}
+		if readable {
+			wait := membership.Waiting(*m, name, cps)
+			if len(wait) == 0 {
+				if logged != nil {
+					in.log.Infof("Partition %s: its parents %v are complete; reading it", name, parents)
+				}
+				return true
+			}
+			if !slices.Equal(wait, logged) {
+				in.log.Infof("Partition %s waits for its parents %v to be complete (sealed and drained) before it is read (lineage: parents_first)", name, wait)
+				logged = wait
+			}
+		}
+		t := time.NewTimer(in.cfg.PollInterval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+	}
+}
+
+// watchMembership runs discovery every discovery_interval (with discover)
+// and on an operator's request, and picks up newer epochs, until ctx ends.
+func (in *paginatedInput) watchMembership(ctx context.Context) {
+	var discover <-chan time.Time
+	if in.cfg.Discover && in.cfg.DiscoveryInterval > 0 {
+		t := time.NewTicker(in.cfg.DiscoveryInterval)
+		defer t.Stop()
+		discover = t.C
+	}
+	check := time.NewTicker(membershipCheckInterval)
+	defer check.Stop()
+	seen, _ := in.store.DiscoveryRequests(ctx, in.cfg.Scope)
+	round := func(why string) {
+		m, err := in.reconcile(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				in.log.Warnf("Membership of scope %s: discovery (%s) failed; the membership stays epoch %d: %v", in.cfg.Scope, why, in.epoch(), err)
+			}
+			return
+		}
+		in.adopt(m, why)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-discover:
+			round("discovery_interval")
+		case <-check.C:
+			if in.cfg.Discover {
+				if n, err := in.store.DiscoveryRequests(ctx, in.cfg.Scope); err == nil && n > seen {
+					seen = n
+					in.log.Infof("Membership of scope %s: discovery requested by an operator", in.cfg.Scope)
+					round("requested")
+					continue
+				}
+			}
+			if m, err := in.store.LoadMembership(ctx, in.cfg.Scope); err == nil {
+				in.adopt(m, "read from the store")
+			}
+		}
+	}
+}
+
+// publishFrontier keeps the scope's published frontier record up to date
+// with membership.Publisher: every interval it reads the membership (a
+// newer epoch is adopted), every checkpoint of the scope (so partitions
+// other instances hold count; the in-process feed adds this process's
+// promotions between reads) and advances the record by a compare-and-swap
+// on its version when the publication rule allows.
+func (in *paginatedInput) publishFrontier(ctx context.Context, every time.Duration) {
+	sub := feed.Subscribe(in.cfg.Scope)
+	defer sub.Close()
+	pub := membership.NewPublisher(in.store, in.cfg.Scope)
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	publish := func(ctx context.Context) {
-		// An epoch advanced by an operator or another instance is picked up
-		// here, within one interval: the frontier is computed for it and
-		// messages carry it from now on.
-		if cur, err := in.store.LoadMembership(ctx, in.cfg.Scope); err == nil && cur.Epoch > m.Epoch {
-			nt, err := frontier.NewTrackerFor(cur.FrontierMembership())
-			if err != nil {
-				in.log.Errorf("Membership of scope %s: epoch %d cannot be tracked: %v", in.cfg.Scope, cur.Epoch, err)
-				return
-			}
-			in.log.Infof("Membership of scope %s: epoch %d picked up (was %d): partitions %v, proven %v", in.cfg.Scope, cur.Epoch, m.Epoch, cur.Partitions, cur.Proven)
-			t, m, loaded = nt, cur, false
-			in.epochNow.Store(cur.Epoch)
-		}
 		for _, u := range sub.Drain() {
-			_, _ = t.Apply(u.Partition, u.Watermark)
+			pub.Observe(u.Partition, u.Watermark)
 		}
-		cps, err := in.store.ListCheckpoints(ctx, in.cfg.Scope)
-		if err != nil {
-			in.log.Warnf("Frontier of scope %s: cannot read the checkpoints: %v", in.cfg.Scope, err)
-			return
+		r, f, advanced, err := pub.Round(ctx)
+		if r.Membership.Epoch > 0 {
+			in.adopt(r.Membership, "read by the frontier publisher")
 		}
-		for _, cp := range cps {
-			_, _ = t.Apply(cp.Partition, cp.Watermark) // other epochs' partitions are unknown here
-		}
-		if !loaded {
-			f, err := in.store.LoadFrontier(ctx, in.cfg.Scope)
-			if err != nil && !errors.Is(err, store.ErrNoCheckpoint) {
-				in.log.Warnf("Frontier of scope %s: cannot read the published record: %v", in.cfg.Scope, err)
-				return
-			}
-			prev, loaded = f, true
-		}
-		snap := t.Frontier()
-		in.recordFrontierMetrics(snap)
-		pub, ok := frontier.NextPublication(prev.Snapshot(), snap)
-		if !ok {
-			return
-		}
-		next := store.FrontierRecord(in.cfg.Scope, pub)
-		f, err := in.store.PublishFrontier(ctx, prev, next)
+		in.recordFrontierMetrics(r.Snapshot)
 		switch {
 		case err == nil:
-			if frontier.ScalarAdvanced(prev.Snapshot(), pub) {
-				in.log.Infof("Scope %s is complete through %s (epoch %d)", in.cfg.Scope, pub.Scalar, pub.Epoch)
+			if advanced {
+				in.log.Infof("Scope %s is complete through %s (epoch %d)", in.cfg.Scope, f.Scalar, f.Epoch)
 			}
-			prev = f
 		case errors.Is(err, store.ErrFenced):
-			loaded = false // another publisher won: re-read
-		default:
+			// Another publisher won: the next round re-reads.
+		case ctx.Err() == nil:
 			in.log.Warnf("Frontier of scope %s not published: %v", in.cfg.Scope, err)
-			loaded = false
 		}
 	}
 	for {

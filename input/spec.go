@@ -19,6 +19,8 @@ const (
 	ppFieldScope             = "scope"
 	ppFieldPartitions        = "partitions"
 	ppFieldDiscover          = "discover"
+	ppFieldDiscoveryInterval = "discovery_interval"
+	ppFieldLineage           = "lineage"
 	ppFieldStartCursor       = "start_cursor"
 	ppFieldMaxPagesInFlight  = "max_pages_in_flight"
 	ppFieldMaxBatchSize      = "max_batch_size"
@@ -69,8 +71,14 @@ Exactly one of `+"`http`"+` and `+"`simulated`"+` must be set.`).
 				Description("The partitions to read (the membership of epoch 1).").
 				Default([]string{}).Example([]string{"p0", "p1", "p2"}),
 			service.NewBoolField(ppFieldDiscover).
-				Description("Discover the partitions through the provider instead of `partitions`.").
+				Description("Discover the partitions through the provider instead of `partitions`: at connect, then every `discovery_interval`, and when an operator runs `connect tidemark discover`. A partition that appears joins the membership in a new epoch, proven when it is read from the provider's start (no `start_cursor`); one that vanishes leaves in a new epoch, proven when its checkpoint is complete (sealed and drained). A change without proof still happens: the epoch is unproven, the scalar frontier is withheld and the vector published, with the reason. A complete parent of a listed partition (a split's closed parent) leaves, proven, even while the provider still lists it. Running inputs start reading partitions that join and stop those that leave.").
 				Default(false).Example(true),
+			service.NewDurationField(ppFieldDiscoveryInterval).
+				Description("With `discover`, how often the partitions are listed again and the membership reconciled; 0s lists them only at connect (and on `connect tidemark discover`). Every instance of a scope may run discovery: the membership record changes by compare-and-swap on its epoch, so concurrent rounds write one epoch per change.").
+				Default("30s").Example("5s"),
+			service.NewStringEnumField(ppFieldLineage, lineageParentsFirst, lineageUnordered).
+				Description("How partitions with parents (a split or merge reported by discovery) are read. `"+lineageParentsFirst+"`: a partition is not read before each parent that is still a member is complete (its checkpoint is complete: sealed, or the last page of a finite traversal promoted), so a child's events come after its parents' and its coordinates enter the frontier only once its parents' are final. `"+lineageUnordered+"`: parents and children are read at the same time; choose it only when the order across them does not matter downstream.").
+				Default(lineageParentsFirst).Example(lineageUnordered).Advanced(),
 			service.NewStringField(ppFieldStartCursor).
 				Description("The cursor a partition without a checkpoint starts from; empty means the provider's start.").
 				Default("").Example(""),
@@ -175,6 +183,14 @@ func FromParsed(conf *service.ParsedConfig, mgr *service.Resources) (service.Bat
 	if c.Discover, err = conf.FieldBool(ppFieldDiscover); err != nil {
 		return nil, err
 	}
+	if c.DiscoveryInterval, err = conf.FieldDuration(ppFieldDiscoveryInterval); err != nil {
+		return nil, err
+	}
+	var lin string
+	if lin, err = conf.FieldString(ppFieldLineage); err != nil {
+		return nil, err
+	}
+	c.UnorderedLineage = lin == lineageUnordered
 	var start string
 	if start, err = conf.FieldString(ppFieldStartCursor); err != nil {
 		return nil, err

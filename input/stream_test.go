@@ -156,7 +156,7 @@ var faultCases = []faultCase{
 	{
 		// Everything at once, with nacks.
 		name: "all", nacks: 5,
-		faults: "rotate_tokens: true\nshift_rate: 0.3\nempty_rate: 0.1\ntransient_error_rate: 0.2\nexpire_rate: 0.05\nmalformed_rate: 0.1",
+		faults: "rotate_tokens: true\nshift_rate: 0.3\nempty_rate: 0.1\ntransient_error_rate: 0.2\nexpire_rate: 0.1\nmalformed_rate: 0.1",
 		exercised: func(h *harness) string {
 			var out []string
 			for _, m := range []string{"tidemark_retries{token_rotation}", "tidemark_retries{shifted_page}", "tidemark_fetch_errors", "tidemark_restarts", "tidemark_malformed_responses"} {

@@ -63,11 +63,17 @@ func tidemarkCommand() *cli.Command {
 			{
 				Name:  "status",
 				Usage: "Per-partition checkpoints, the combined frontier with its epoch and the partitions holding it",
-				Flags: append(append([]cli.Flag{}, storeFlags...), &cli.BoolFlag{Name: "json", Usage: "print JSON"}),
+				Flags: append(append([]cli.Flag{}, storeFlags...), &cli.BoolFlag{Name: "json", Usage: "print JSON"},
+					&cli.BoolFlag{Name: "discover", Usage: "first ask the running inputs of the scope (with discover: true) to discover their partitions now, as `discover` does"}),
 				Action: func(c *cli.Context) error {
 					st, err := openStore(c)
 					if err != nil {
 						return err
+					}
+					if c.Bool("discover") {
+						if _, err := st.RequestDiscovery(c.Context, c.String("scope")); err != nil {
+							return err
+						}
 					}
 					s, err := ops.ReadStatus(c.Context, st, c.String("scope"))
 					if err != nil {
@@ -77,6 +83,23 @@ func tidemarkCommand() *cli.Command {
 						return ops.WriteJSON(c.App.Writer, s)
 					}
 					return ops.WriteTable(c.App.Writer, s)
+				},
+			},
+			{
+				Name:  "discover",
+				Usage: "Ask the running inputs of the scope (with discover: true) to list their partitions and reconcile the membership now; they act on it within about 2 seconds",
+				Flags: append([]cli.Flag{}, storeFlags...),
+				Action: func(c *cli.Context) error {
+					st, err := openStore(c)
+					if err != nil {
+						return err
+					}
+					n, err := st.RequestDiscovery(c.Context, c.String("scope"))
+					if err != nil {
+						return err
+					}
+					_, err = fmt.Fprintf(c.App.Writer, "discovery request %d recorded for scope %s\n", n, c.String("scope"))
+					return err
 				},
 			},
 			{

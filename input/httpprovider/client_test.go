@@ -291,7 +291,7 @@ http:
 `, nil, nil)
 	got, err := p.Partitions(context.Background())
 	require.NoError(t, err)
-	assert.Equal(t, []string{"s-0", "s-1", "s-2"}, got)
+	assert.Equal(t, []provider.Partition{{Name: "s-0"}, {Name: "s-1"}, {Name: "s-2"}}, got)
 
 	loop.Store(true)
 	_, err = p.Partitions(context.Background())

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -669,7 +670,7 @@ http:
 `, nil, nil)
 	body.Store(`{"shards":[{"id":"a"},{"id":2},{"id":"c"}]}`)
 	got, err := p.Partitions(context.Background())
-	if err != nil || strings.Join(got, ",") != "a,2,c" {
+	if err != nil || !reflect.DeepEqual(got, []provider.Partition{{Name: "a"}, {Name: "2"}, {Name: "c"}}) {
 		t.Fatalf("Partitions = %v, %v", got, err)
 	}
 	for _, bad := range []string{`{"shards":[{"id":"a"},{"id":"a"}]}`, `{"shards":[]}`, `{"shards":[{"id":""}]}`, `{"shards":{}}`, `{`} {
@@ -678,6 +679,33 @@ http:
 		if !errors.Is(err, provider.ErrMalformed) {
 			t.Errorf("Partitions on %s: %v, want malformed", bad, err)
 		}
+	}
+}
+
+// A split's children name their parent: entries may be objects with a name
+// and parents; a child naming itself, or an entry without a name, is a
+// malformed list.
+func TestPartitionsWithLineage(t *testing.T) {
+	var body atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, body.Load().(string))
+	}))
+	defer srv.Close()
+	p := parseProvider(t, `
+http:
+  url: `+srv.URL+`/events
+  successor: root = deleted()
+  partitions_url: `+srv.URL+`/shards
+  partitions_mapping: 'root = this.Shards.map_each(s -> {"name": s.ShardId, "parents": [s.ParentShardId, s.AdjacentParentShardId].filter(p -> p != null)})'
+`, nil, nil)
+	body.Store(`{"Shards":[{"ShardId":"s0"},{"ShardId":"s1","ParentShardId":"s0"},{"ShardId":"s2","ParentShardId":"s0"},{"ShardId":"s3","ParentShardId":"s1","AdjacentParentShardId":"s2"}]}`)
+	got, err := p.Partitions(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, []provider.Partition{{Name: "s0"}, {Name: "s1", Parents: []string{"s0"}}, {Name: "s2", Parents: []string{"s0"}}, {Name: "s3", Parents: []string{"s1", "s2"}}}, got)
+	for _, bad := range []string{`{"Shards":[{"ShardId":"s1","ParentShardId":"s1"}]}`, `{"Shards":[{"ParentShardId":"s0"}]}`} {
+		body.Store(bad)
+		_, err := p.Partitions(context.Background())
+		require.ErrorIs(t, err, provider.ErrMalformed, bad)
 	}
 }
 

@@ -106,12 +106,14 @@ const discoveryLabel = "(partitions_url)"
 // like Fetch), following partitions_successor page by page when it is set.
 // It returns ErrNoDiscovery when partitions_url is not configured, and
 // *provider.MalformedError when the pages do not give a non-empty list of
-// distinct, non-empty names.
-func (p *Provider) Partitions(ctx context.Context) ([]string, error) {
+// distinct, non-empty names. An entry is a name (string or number) or an
+// object {"name": ..., "parents": [...]} naming the partitions it descends
+// from.
+func (p *Provider) Partitions(ctx context.Context) ([]provider.Partition, error) {
 	if p.cfg.PartitionsURL == nil {
 		return nil, ErrNoDiscovery
 	}
-	var names []string
+	var names []provider.Partition
 	seen := map[string]bool{}
 	var cursor []byte
 	visited := map[string]bool{}
@@ -141,15 +143,15 @@ func (p *Provider) Partitions(ctx context.Context) ([]string, error) {
 			return nil, rq.malformed(fmt.Sprintf("partitions_mapping returned %s, want an array of names", describe(v, present)), nil)
 		}
 		for i, e := range arr {
-			name, ok := scalarString(e)
-			if !ok || name == "" {
-				return nil, rq.malformed(fmt.Sprintf("partition %d is %s, want a non-empty string or number", i, describe(e, true)), nil)
+			part, why := listedPartition(e)
+			if why != "" {
+				return nil, rq.malformed(fmt.Sprintf("partition %d is %s, %s", i, describe(e, true), why), nil)
 			}
-			if seen[name] {
-				return nil, rq.malformed(fmt.Sprintf("partition %q is listed twice", name), nil)
+			if seen[part.Name] {
+				return nil, rq.malformed(fmt.Sprintf("partition %q is listed twice", part.Name), nil)
 			}
-			seen[name] = true
-			names = append(names, name)
+			seen[part.Name] = true
+			names = append(names, part)
 		}
 		if p.cfg.PartitionsSuccessor == nil {
 			break
@@ -178,6 +180,39 @@ func (p *Provider) Partitions(ctx context.Context) ([]string, error) {
 		return nil, &provider.MalformedError{Partition: discoveryLabel, Reason: "partitions_mapping returned no partitions"}
 	}
 	return names, nil
+}
+
+// listedPartition reads one entry of partitions_mapping's array: a name,
+// or an object with a name and its parents. why is not empty when the
+// entry is not one of those.
+func listedPartition(e any) (provider.Partition, string) {
+	const want = "want a non-empty string or number, or an object with a non-empty name and an array of parents"
+	if obj, ok := e.(map[string]any); ok {
+		name, ok := scalarString(obj["name"])
+		if !ok || name == "" {
+			return provider.Partition{}, want
+		}
+		part := provider.Partition{Name: name}
+		switch ps := obj["parents"].(type) {
+		case nil:
+		case []any:
+			for _, pv := range ps {
+				pn, ok := scalarString(pv)
+				if !ok || pn == "" || pn == name {
+					return provider.Partition{}, "with a parent that is not a non-empty name other than its own"
+				}
+				part.Parents = append(part.Parents, pn)
+			}
+		default:
+			return provider.Partition{}, want
+		}
+		return part, ""
+	}
+	name, ok := scalarString(e)
+	if !ok || name == "" {
+		return provider.Partition{}, want
+	}
+	return provider.Partition{Name: name}, ""
 }
 
 // maxPartitionPages bounds a paginated partition list (a list that never

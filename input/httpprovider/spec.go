@@ -336,9 +336,10 @@ func Fields() []*service.ConfigField {
 			Optional().
 			Example(`https://api.example.com/v1/shards`),
 		service.NewBloblangField(hpFieldPartitionsMapping).
-			Description("Mapping from the body of `partitions_url` to an array of partition names (strings or numbers).").
+			Description("Mapping from the body of `partitions_url` to an array of partitions: each a name (a string or number), or an object `{\"name\": ..., \"parents\": [...]}` naming the partitions it descends from (a split's parent, a merge's parents). With `lineage: parents_first` (the input's default) a partition is read only once its parents are complete.").
 			Default(defaultPartitionsMap).
-			Example(`root = this.shards.map_each(s -> s.id)`),
+			Example(`root = this.shards.map_each(s -> s.id)`).
+			Example(`root = this.Shards.map_each(s -> {"name": s.ShardId, "parents": [s.ParentShardId, s.AdjacentParentShardId].filter(p -> p != null)})`),
 		service.NewStringField(hpFieldPartitionsVerb).
 			Description("HTTP method of the partition list request.").
 			Default(defaultVerb).

@@ -53,9 +53,16 @@ type Provider interface {
 	Close(ctx context.Context) error
 }
 
+// Partition is a partition a Lister found, with the partitions it
+// descends from (a split's parent, a merge's parents; usually none).
+type Partition struct {
+	Name    string
+	Parents []string
+}
+
 // Lister is implemented by providers that can discover their partitions.
 type Lister interface {
-	Partitions(ctx context.Context) ([]string, error)
+	Partitions(ctx context.Context) ([]Partition, error)
 }
 
 // Restarter is implemented by providers that can give a stable boundary to

@@ -161,8 +161,12 @@ func (p *Provider) Contract() witness.Contract {
 }
 
 // Partitions lists the configured partitions.
-func (p *Provider) Partitions(context.Context) ([]string, error) {
-	return append([]string(nil), p.cfg.Partitions...), nil
+func (p *Provider) Partitions(context.Context) ([]provider.Partition, error) {
+	out := make([]provider.Partition, len(p.cfg.Partitions))
+	for i, n := range p.cfg.Partitions {
+		out[i] = provider.Partition{Name: n}
+	}
+	return out, nil
 }
 
 // Close does nothing.
