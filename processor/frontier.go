@@ -20,11 +20,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 
+	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/feed"
 	"github.com/tidemark/tidemark/internal/frontier"
 	"github.com/tidemark/tidemark/internal/frontiermeta"
@@ -49,7 +51,7 @@ func frontierSpec() *service.ConfigSpec {
 Metadata set on every message:
 
 - `+"`tidemark_frontier`"+`: the combined safe frontier, only when proven (absent otherwise);
-- `+"`tidemark_frontier_epoch`"+`: the membership epoch the frontier belongs to;
+- `+"`tidemark_frontier_epoch`"+`: the membership epoch the frontier belongs to: the message's own `+"`tidemark_epoch`"+` when it has one (a message of an epoch newer than this processor knows makes it re-read the membership at once; one of the epoch just before the current one gets that epoch's frontier), else the current epoch;
 - `+"`tidemark_frontier_vector`"+`: JSON object of every partition's complete-through watermark (`+"`null`"+` where a partition has none);
 - `+"`tidemark_frontier_held_by`"+`: comma-separated partitions holding the frontier back;
 - `+"`tidemark_frontier_reason`"+`: why the scalar is withheld, when it is.
@@ -132,9 +134,12 @@ type frontierProcessor struct {
 	st      store.Store
 	closeSt func(context.Context) error
 
-	mu          sync.Mutex
-	tracker     *frontier.Tracker
-	membership  store.Membership
+	mu         sync.Mutex
+	tracker    *frontier.Tracker
+	membership store.Membership
+	// prev is the tracker of the epoch before membership's, kept up to
+	// date for messages an input emitted before it adopted the new epoch.
+	prev        *frontier.Tracker
 	sub         *feed.Subscription
 	lastStore   time.Time
 	lastMembers time.Time
@@ -167,7 +172,7 @@ func (p *frontierProcessor) refresh(ctx context.Context, now time.Time) error {
 		// The feed is this process's writes, at once; the store read below
 		// adds every other instance's, every refresh_interval.
 		for _, u := range p.sub.Drain() {
-			_, _ = p.tracker.Apply(u.Partition, u.Watermark) // unknown partitions belong to another epoch
+			p.apply(u.Partition, u.Watermark) // unknown partitions belong to another epoch
 		}
 	}
 	if now.Sub(p.lastStore) < p.cfg.Refresh && !p.lastStore.IsZero() {
@@ -178,10 +183,19 @@ func (p *frontierProcessor) refresh(ctx context.Context, now time.Time) error {
 		return fmt.Errorf("partition_frontier: reading checkpoints of %s: %w", p.cfg.Scope, err)
 	}
 	for _, cp := range cps {
-		_, _ = p.tracker.Apply(cp.Partition, cp.Watermark)
+		p.apply(cp.Partition, cp.Watermark)
 	}
 	p.lastStore = now
 	return nil
+}
+
+// apply feeds a durable watermark to the current tracker and the previous
+// epoch's.
+func (p *frontierProcessor) apply(partition string, w coord.Watermark) {
+	_, _ = p.tracker.Apply(partition, w)
+	if p.prev != nil {
+		_, _ = p.prev.Apply(partition, w)
+	}
 }
 
 // refreshMembership (re)builds the tracker when the membership epoch
@@ -212,6 +226,11 @@ func (p *frontierProcessor) refreshMembership(ctx context.Context) error {
 	for _, cp := range cps {
 		_, _ = t.Apply(cp.Partition, cp.Watermark)
 	}
+	if p.tracker != nil && m.Epoch == p.membership.Epoch+1 {
+		p.prev = p.tracker
+	} else {
+		p.prev = nil
+	}
 	p.tracker, p.membership = t, m
 	return nil
 }
@@ -226,14 +245,48 @@ func (p *frontierProcessor) Snapshot(ctx context.Context) (frontier.Snapshot, er
 	return p.tracker.Frontier(), nil
 }
 
+// snapshotFor returns the frontier of the epoch a message was emitted
+// under (its tidemark_epoch), so that a message never carries two epochs:
+// a message of a newer epoch than this view's makes it re-read the
+// membership at once; one of the epoch just before gets that epoch's
+// frontier, kept up to date from the same checkpoints. Without an epoch on
+// the message (not from paginated_partitions) the current frontier is
+// attached; so is it for a message older than that (an input that has not
+// read the store for several epochs), whose tidemark_frontier_epoch then
+// differs.
+func (p *frontierProcessor) snapshotFor(ctx context.Context, epoch uint64) (frontier.Snapshot, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.refresh(ctx, time.Now()); err != nil {
+		return frontier.Snapshot{}, err
+	}
+	if epoch > p.membership.Epoch {
+		if err := p.refreshMembership(ctx); err != nil {
+			return frontier.Snapshot{}, err
+		}
+		p.lastMembers = time.Now()
+	}
+	if p.prev != nil && epoch == p.prev.Epoch() {
+		return p.prev.Frontier(), nil
+	}
+	return p.tracker.Frontier(), nil
+}
+
 func (p *frontierProcessor) Process(ctx context.Context, msg *service.Message) (service.MessageBatch, error) {
-	snap, err := p.Snapshot(ctx)
+	var epoch uint64
+	if e, ok := msg.MetaGet(metaEpoch); ok {
+		epoch, _ = strconv.ParseUint(e, 10, 64)
+	}
+	snap, err := p.snapshotFor(ctx, epoch)
 	if err != nil {
 		return nil, err
 	}
 	frontiermeta.Set(msg, snap)
 	return service.MessageBatch{msg}, nil
 }
+
+// metaEpoch is the paginated_partitions input's epoch metadata key.
+const metaEpoch = "tidemark_epoch"
 
 func (p *frontierProcessor) Close(ctx context.Context) error {
 	if p.sub != nil {

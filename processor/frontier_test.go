@@ -445,3 +445,46 @@ func TestPartitionFrontierIncomparableCoordinates(t *testing.T) {
 	assert.Contains(t, m.Reason, "no comparable coordinate")
 	assert.Empty(t, m.HeldBy)
 }
+
+// A message carries the frontier of the epoch it was emitted under: one
+// from an input already in a newer epoch makes a lagging view re-read the
+// membership at once, and one from an input still in the previous epoch
+// gets that epoch's frontier, kept up to date from the same checkpoints.
+func TestPartitionFrontierAttachesTheFrontierOfTheMessagesEpoch(t *testing.T) {
+	ctx := context.Background()
+	st := store.NewMemStore()
+	scope := newScope(t)
+	w := writer{t: t, st: st, scope: scope}
+	for part, wm := range map[string]int64{"A": 100, "B": 80, "C": 120} {
+		w.create(part)
+		w.promote(part, wm)
+	}
+	_, err := st.SwapMembership(ctx, 0, store.Membership{Scope: scope, Epoch: 1, Partitions: []string{"A", "B"}, Proven: true})
+	require.NoError(t, err)
+	// The store is re-read only hourly; the in-process feed brings this
+	// process's checkpoints at once.
+	p, err := NewView(ViewConfig{Scope: scope, FromFeed: true, Refresh: time.Hour}, st, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Close(ctx) })
+	withEpoch := func(e string) meta {
+		msg := service.NewMessage([]byte(`{}`))
+		msg.MetaSetMut("tidemark_epoch", e)
+		batch, err := p.Process(ctx, msg)
+		require.NoError(t, err)
+		return readMeta(batch[0])
+	}
+	assert.Equal(t, "1", withEpoch("1").Epoch)
+
+	// Epoch 2 drops B; the view would not re-read it for an hour.
+	_, err = st.SwapMembership(ctx, 1, store.Membership{Scope: scope, Epoch: 2, Partitions: []string{"A", "C"}, Cutover: coord.Integer(80), Proven: true})
+	require.NoError(t, err)
+	assert.Equal(t, "1", withEpoch("1").Epoch, "a message of epoch 1 before the view moved")
+	m := withEpoch("2")
+	assert.Equal(t, meta{Frontier: "100", HasFrontier: true, Epoch: "2", Vector: `{"A":100,"C":120}`, HeldBy: "A"}, m, "a message of epoch 2 moves the view at once")
+
+	// A message the input emitted under epoch 1 after that still gets
+	// epoch 1's frontier, advanced by a later checkpoint (from the feed).
+	w.promote("B", 90)
+	assert.Equal(t, meta{Frontier: "90", HasFrontier: true, Epoch: "1", Vector: `{"A":100,"B":90}`, HeldBy: "B"}, withEpoch("1"))
+	assert.Equal(t, "2", process(t, p).Epoch, "a message without an epoch gets the current frontier")
+}
