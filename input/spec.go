@@ -76,8 +76,11 @@ Exactly one of `+"`http`"+` and `+"`simulated`"+` must be set.`).
 			service.NewDurationField(ppFieldDiscoveryInterval).
 				Description("With `discover`, how often the partitions are listed again and the membership reconciled; 0s lists them only at connect (and on `connect tidemark discover`). Every instance of a scope may run discovery: the membership record changes by compare-and-swap on its epoch, so concurrent rounds write one epoch per change.").
 				Default("30s").Example("5s"),
-			service.NewStringEnumField(ppFieldLineage, lineageParentsFirst, lineageUnordered).
-				Description("How partitions with parents (a split or merge reported by discovery) are read. `"+lineageParentsFirst+"`: a partition is not read before each parent that is still a member is complete (its checkpoint is complete: sealed, or the last page of a finite traversal promoted), so a child's events come after its parents' and its coordinates enter the frontier only once its parents' are final. `"+lineageUnordered+"`: parents and children are read at the same time; choose it only when the order across them does not matter downstream.").
+			service.NewStringAnnotatedEnumField(ppFieldLineage, map[string]string{
+				lineageParentsFirst: "A partition is not read before each of its parents that is still a member is complete (its checkpoint is complete: sealed, or the last page of a finite traversal promoted). A child's events are emitted after all of its parents', and its coordinates enter the frontier only once its parents' are final.",
+				lineageUnordered:    "Parents and children are read at the same time; choose it only when the order across them does not matter downstream.",
+			}).
+				Description("How partitions with parents (a split or merge reported by discovery) are read.").
 				Default(lineageParentsFirst).Example(lineageUnordered).Advanced(),
 			service.NewStringField(ppFieldStartCursor).
 				Description("The cursor a partition without a checkpoint starts from; empty means the provider's start.").
