@@ -119,11 +119,13 @@ type paginatedInput struct {
 	mu sync.Mutex
 	// members is the current membership (adopt); workers and completed
 	// are the running workers and the complete partitions without leases.
-	members    atomic.Pointer[store.Membership]
-	wctx       context.Context
-	workers    map[string]context.CancelFunc
-	completed  map[string]bool
-	allClosed  bool
+	members   atomic.Pointer[store.Membership]
+	wctx      context.Context
+	workers   map[string]context.CancelFunc
+	completed map[string]bool
+	allClosed bool
+	// checkEvery is membershipCheckInterval, read at New.
+	checkEvery time.Duration
 	attemptSeq atomic.Uint64
 	// epochNow is the membership epoch stamped on messages: the epoch read
 	// at Connect, then every newer epoch the frontier publisher reads.
@@ -150,6 +152,7 @@ func New(cfg Config, prov provider.Provider, st store.Store, closeStore func(con
 		out:         make(chan emission),
 		allDone:     make(chan struct{}),
 		workers:     map[string]context.CancelFunc{},
+		checkEvery:  membershipCheckInterval,
 		completed:   map[string]bool{},
 		attemptBase: hex.EncodeToString(b[:]),
 	}

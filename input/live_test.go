@@ -161,16 +161,22 @@ type liveRun struct {
 
 func startLive(t *testing.T, src *shardSource, lineage bool) *liveRun {
 	t.Helper()
+	return startLiveOn(t, src, store.NewMemStore(), lineage, nil)
+}
+
+// startLiveOn starts an input on st, with leases when lc is set.
+func startLiveOn(t *testing.T, src *shardSource, st store.Store, lineage bool, lc *LeaseConfig) *liveRun {
+	t.Helper()
 	old := membershipCheckInterval
 	membershipCheckInterval = 20 * time.Millisecond
 	t.Cleanup(func() { membershipCheckInterval = old })
-	r := &liveRun{t: t, st: store.NewMemStore(), src: src, log: &e2etest.SyncBuffer{}, epochs: map[string]string{}}
+	r := &liveRun{t: t, st: st, src: src, log: &e2etest.SyncBuffer{}, epochs: map[string]string{}}
 	res := service.MockResources(service.MockResourcesOptUseLogger(service.NewLoggerFromSlog(slog.New(slog.NewTextHandler(r.log, &slog.HandlerOptions{Level: slog.LevelInfo})))))
 	bi, err := New(Config{
 		Scope: "shards", Discover: true, DiscoveryInterval: 50 * time.Millisecond, UnorderedLineage: !lineage,
 		MaxPagesInFlight: 2, PollInterval: 20 * time.Millisecond, ParkCheckInterval: time.Second,
 		StoreBackoff: 20 * time.Millisecond, FetchRetries: 3, FetchBackoff: 10 * time.Millisecond,
-		FrontierPublishInterval: 20 * time.Millisecond,
+		FrontierPublishInterval: 20 * time.Millisecond, Leases: lc,
 	}, src, r.st, nil, res)
 	require.NoError(t, err)
 	r.in = bi.(*paginatedInput)
@@ -321,4 +327,87 @@ func TestUnorderedLineageReadsChildrenAtOnce(t *testing.T) {
 	r := startLive(t, src, false)
 	r.waitFor("every event although s0 never completes", func() bool { return r.delivered(src.ids()) })
 	assert.NotContains(t, r.log.String(), "waits for its parents")
+}
+
+// With leases, two instances share a scope whose membership grows and
+// splits: both adopt every epoch, the joining partitions are claimed by one
+// of them, every event is delivered, and the parent is read to its end
+// before its children.
+func TestLeasedInstancesShareALiveMembership(t *testing.T) {
+	src := newShardSource()
+	src.add("s0", 9)
+	src.add("s1", 9)
+	src.holdPart, src.holdAt, src.release = "s1", 6, make(chan struct{})
+	st := store.NewMemStore()
+	lease := func(id string) *LeaseConfig {
+		return &LeaseConfig{InstanceID: id, Period: time.Second, RenewInterval: 200 * time.Millisecond, BalanceInterval: 300 * time.Millisecond, MaxSteals: 1}
+	}
+	a := startLiveOn(t, src, st, true, lease("a"))
+	b := startLiveOn(t, src, st, true, lease("b"))
+	union := func() map[string]int {
+		out := map[string]int{}
+		for _, r := range []*liveRun{a, b} {
+			r.mu.Lock()
+			for i, id := range r.seen {
+				if _, ok := out[id]; !ok {
+					out[id] = i
+				}
+			}
+			r.mu.Unlock()
+		}
+		return out
+	}
+	all := func() bool {
+		u := union()
+		for _, id := range src.ids() {
+			if _, ok := u[id]; !ok {
+				return false
+			}
+		}
+		return true
+	}
+	src.add("s2", 5)
+	c1, c2 := src.split("s1", 4)
+	_, err := st.RequestDiscovery(t.Context(), "shards")
+	require.NoError(t, err)
+	a.waitFor("the children joining while s1 drains", func() bool {
+		m := a.membership()
+		return slices.Contains(m.Partitions, c1) && slices.Contains(m.Partitions, "s1") && slices.Contains(m.Partitions, "s2")
+	})
+	a.waitFor("both instances adopting it", func() bool {
+		e := a.membership().Epoch
+		return a.in.epoch() == e && b.in.epoch() == e
+	})
+	close(src.release)
+	a.waitFor("every event", all)
+	a.waitFor("s1 leaving", func() bool { return !slices.Contains(a.membership().Partitions, "s1") })
+	m := a.membership()
+	assert.Equal(t, []string{"s0", c1, c2, "s2"}, m.Partitions)
+	assert.True(t, m.Proven, m.Reason)
+
+	// Order: the last s1 event came out before the first child event, in
+	// whichever instance read them (one instance holds a partition at a
+	// time, and the children are read only after s1 completed durably).
+	src.mu.Lock()
+	s1 := src.shards["s1"].events
+	last := eventID("s1", s1[len(s1)-1])
+	src.mu.Unlock()
+	u := union()
+	for _, c := range []string{c1, c2} {
+		src.mu.Lock()
+		first := eventID(c, src.shards[c].events[0])
+		src.mu.Unlock()
+		for _, r := range []*liveRun{a, b} {
+			r.mu.Lock()
+			li, fi := slices.Index(r.seen, last), slices.Index(r.seen, first)
+			r.mu.Unlock()
+			if li >= 0 && fi >= 0 {
+				assert.Less(t, li, fi, "in one instance, %s came out before %s", last, first)
+			}
+		}
+		assert.Contains(t, u, first)
+	}
+	cp, err := st.LoadCheckpoint(t.Context(), store.Key{Scope: "shards", Partition: "s1"})
+	require.NoError(t, err)
+	assert.True(t, cp.Complete, "s1 is complete")
 }

@@ -213,7 +213,7 @@ func (in *paginatedInput) watchMembership(ctx context.Context) {
 		defer t.Stop()
 		discover = t.C
 	}
-	check := time.NewTicker(membershipCheckInterval)
+	check := time.NewTicker(in.checkEvery)
 	defer check.Stop()
 	seen, _ := in.store.DiscoveryRequests(ctx, in.cfg.Scope)
 	round := func(why string) {
