@@ -169,9 +169,31 @@ func Decide(in PlanInput) Plan {
 		cp, ok := cps[p]
 		return in.FreshFromStart && (!ok || (cp.Generation == 1 && len(cp.Cursor) == 0 && !cp.HasApplied))
 	}
+	published := coord.Watermark{}
+	if in.Published.Epoch == cur.Epoch {
+		published = in.Published.Scalar
+	}
+	// The cutover PlanChange checks a seal against: the scalar published
+	// in the current epoch, else the one the epoch took over at.
+	cutover := published
+	if cutover.IsZero() {
+		cutover = cur.Cutover
+	}
 	seal := func(p string) frontier.RemoveProof {
 		cp, ok := cps[p]
-		return frontier.RemoveProof{Partition: p, Sealed: ok && cp.Complete, SealedThrough: cp.Watermark}
+		r := frontier.RemoveProof{Partition: p, Sealed: ok && cp.Complete, SealedThrough: cp.Watermark}
+		// A complete partition has nothing after its watermark and every
+		// event of it is done: it is sealed through any later coordinate
+		// of its kind, the cutover too. (It may have joined below the
+		// cutover, with a replay, and been sealed before the epoch
+		// published a scalar: a split parent whose children, held back
+		// until it completes, have no watermark yet.)
+		if r.Sealed && !r.SealedThrough.IsZero() && !cutover.IsZero() {
+			if c, err := r.SealedThrough.Compare(cutover); err == nil && c < 0 {
+				r.SealedThrough = cutover
+			}
+		}
+		return r
 	}
 	var plan Plan
 	var adds []frontier.AddProof
@@ -207,10 +229,6 @@ func Decide(in PlanInput) Plan {
 				pendingOffered = append(pendingOffered, p)
 			}
 		}
-	}
-	published := coord.Watermark{}
-	if in.Published.Epoch == cur.Epoch {
-		published = in.Published.Scalar
 	}
 	next := frontier.PlanChange(cur.FrontierMembership(), published, adds, removes)
 	for _, p := range pendingOffered {

@@ -96,6 +96,21 @@ func TestDecide(t *testing.T) {
 			parents: map[string][]string{"c1": {"p"}, "c2": {"p"}},
 		},
 		{
+			name: "a complete parent that joined below the cutover leaves sealed while its children hold the scalar back",
+			in: PlanInput{HasCurrent: true, Current: store.Membership{Scope: "s", Epoch: 2, Partitions: []string{"a", "c1", "c2", "p"}, Cutover: coord.Integer(60), Proven: true, Parents: map[string][]string{"c1": {"p"}, "c2": {"p"}}},
+				Want:        []Member{{Name: "a"}, {Name: "p"}, {Name: "c1", Parents: []string{"p"}}, {Name: "c2", Parents: []string{"p"}}},
+				Checkpoints: []store.Checkpoint{cp("a", 5, 70, false), cp("p", 3, 3, true), cp("c1", 1, 0, false), cp("c2", 1, 0, false)},
+				Published:   store.Frontier{Scope: "s", Epoch: 2}, FreshFromStart: true},
+			changed: true, parts: []string{"a", "c1", "c2"}, proven: true, removed: []string{"p"}, sealed: []string{"p"},
+			parents: map[string][]string{"c1": {"p"}, "c2": {"p"}},
+		},
+		{
+			name: "an incomplete partition below the cutover still leaves without proof",
+			in: PlanInput{HasCurrent: true, Current: store.Membership{Scope: "s", Epoch: 2, Partitions: []string{"a", "b"}, Cutover: coord.Integer(60), Proven: true},
+				Want: Names([]string{"a"}), Checkpoints: []store.Checkpoint{cp("a", 5, 70, false), cp("b", 3, 3, false)}, Published: store.Frontier{Scope: "s", Epoch: 2}},
+			changed: true, parts: []string{"a"}, proven: false, reason: "remove b: not sealed", removed: []string{"b"},
+		},
+		{
 			name: "a sealed parent is not added back",
 			in: PlanInput{HasCurrent: true, Current: store.Membership{Scope: "s", Epoch: 2, Partitions: []string{"c1", "c2"}, Proven: true, Parents: map[string][]string{"c1": {"p"}, "c2": {"p"}}},
 				Want:        []Member{{Name: "p"}, {Name: "c1", Parents: []string{"p"}}, {Name: "c2", Parents: []string{"p"}}},
