@@ -183,13 +183,14 @@ func Decide(in PlanInput) Plan {
 		cp, ok := cps[p]
 		r := frontier.RemoveProof{Partition: p, Sealed: ok && cp.Complete, SealedThrough: cp.Watermark}
 		// A complete partition has nothing after its watermark and every
-		// event of it is done: it is sealed through any later coordinate
-		// of its kind, the cutover too. (It may have joined below the
-		// cutover, with a replay, and been sealed before the epoch
-		// published a scalar: a split parent whose children, held back
-		// until it completes, have no watermark yet.)
-		if r.Sealed && !r.SealedThrough.IsZero() && !cutover.IsZero() {
-			if c, err := r.SealedThrough.Compare(cutover); err == nil && c < 0 {
+		// event of it is done: it is sealed through any coordinate, the
+		// cutover's too. It may have joined below the cutover (with a
+		// replay) and been sealed before its epoch published a scalar (a
+		// split parent whose children, held back until it completes, have
+		// no watermark yet), or its coordinate may be of another kind than
+		// the cutover's; its removal is proven all the same.
+		if r.Sealed && !cutover.IsZero() {
+			if c, err := r.SealedThrough.Compare(cutover); r.SealedThrough.IsZero() || err != nil || c < 0 {
 				r.SealedThrough = cutover
 			}
 		}

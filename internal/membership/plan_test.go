@@ -105,6 +105,13 @@ func TestDecide(t *testing.T) {
 			parents: map[string][]string{"c1": {"p"}, "c2": {"p"}},
 		},
 		{
+			name: "a complete partition of another coordinate kind than the cutover leaves sealed",
+			in: PlanInput{HasCurrent: true, Current: store.Membership{Scope: "s", Epoch: 2, Partitions: []string{"a", "k"}, Cutover: coord.Integer(60), Proven: true},
+				Want: Names([]string{"a"}), Checkpoints: []store.Checkpoint{cp("a", 5, 70, false), {Key: store.Key{Scope: "s", Partition: "k"}, Generation: 4, Cursor: []byte("c"), Complete: true, Watermark: coord.String("objects/9")}},
+				Published: store.Frontier{Scope: "s", Epoch: 2}},
+			changed: true, parts: []string{"a"}, proven: true, removed: []string{"k"}, sealed: []string{"k"},
+		},
+		{
 			name: "an incomplete partition below the cutover still leaves without proof",
 			in: PlanInput{HasCurrent: true, Current: store.Membership{Scope: "s", Epoch: 2, Partitions: []string{"a", "b"}, Cutover: coord.Integer(60), Proven: true},
 				Want: Names([]string{"a"}), Checkpoints: []store.Checkpoint{cp("a", 5, 70, false), cp("b", 3, 3, false)}, Published: store.Frontier{Scope: "s", Epoch: 2}},
