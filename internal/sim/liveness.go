@@ -1,10 +1,14 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/tidemark/tidemark/internal/chain"
+	"github.com/tidemark/tidemark/internal/frontier"
+	"github.com/tidemark/tidemark/internal/membership"
 	"github.com/tidemark/tidemark/internal/store"
 )
 
@@ -12,7 +16,12 @@ import (
 // catches up with its provider: every event has a terminal outcome and the
 // durable cursor is past the last event; a partition whose answers are
 // persistently malformed (the one fault that does not stop) ends parked
-// for it instead, unless it completed first. The operator unparks parked
+// for it instead, unless it completed first. Once every partition is read
+// the scope settles: the published frontier catches up with the durable
+// checkpoints (what a publisher reading every checkpoint of the epoch would
+// publish is published), with discovery the membership is what the
+// provider's list asks for, and a schedule with a split ends in a proven
+// epoch without the split parents. The operator unparks parked
 // partitions, and restarts from the provider's boundary those parked for a
 // reason that only an operator can clear (an expired cursor under a park
 // recovery, a provider that broke its own contract).
@@ -51,7 +60,8 @@ func (s *sim) quiesce(step *int) {
 	s.record(fmt.Sprintf("#%d quiesce: faults stopped", *step))
 	best, still := s.progress(), 0
 	for round := 0; round < maxRounds && still < stallRounds; round++ {
-		if s.caughtUp() == "" {
+		if s.caughtUp() == "" && s.settled() == "" {
+			s.splitsSettled()
 			return
 		}
 		if p := s.progress(); p > best {
@@ -79,6 +89,9 @@ func (s *sim) quiesce(step *int) {
 				lines = append(lines, p.name+": "+out)
 			}
 		}
+		if s.setup.discovery {
+			lines = append(lines, "discover: "+s.disc.step())
+		}
 		for _, f := range s.publishers {
 			lines = append(lines, fmt.Sprintf("f%d: %s", f.id, f.step()))
 		}
@@ -93,11 +106,87 @@ func (s *sim) quiesce(step *int) {
 	}
 	if why := s.caughtUp(); why != "" {
 		s.oracle.violate(CheckLiveness, "no progress in %d fault-free rounds after the faults stopped: %s", stallRounds, why)
+	} else if why := s.settled(); why != "" {
+		s.oracle.violate(CheckLiveness, "every partition was read, yet the scope did not settle in %d fault-free rounds: %s", stallRounds, why)
 	}
 }
 
-// progress grows whenever an event gets its first terminal outcome or a
-// durable cursor moves forward.
+// settled returns "" when the scope's published state has caught up with
+// its durable state, else what lags: with discovery, the membership the
+// provider's list asks for (membership.Decide from the store changes
+// nothing); always, the published frontier: what a publisher reading every
+// checkpoint of the current epoch computes (frontier.Tracker) would not
+// be published over the stored record (frontier.NextPublication).
+func (s *sim) settled() string {
+	if s.setup.discovery {
+		in, err := membership.Read(bg, s.mem, s.scope, s.listing(), true)
+		if err != nil {
+			return err.Error()
+		}
+		if plan := membership.Decide(in); plan.Changed {
+			return "the membership is not the one the provider's list asks for: " + plan.String()
+		}
+	}
+	m, err := s.mem.LoadMembership(bg, s.scope)
+	if err != nil {
+		return err.Error()
+	}
+	t, err := frontier.NewTrackerFor(m.FrontierMembership())
+	if err != nil {
+		return err.Error()
+	}
+	cps, err := s.mem.ListCheckpoints(bg, s.scope)
+	if err != nil {
+		return err.Error()
+	}
+	for _, cp := range cps {
+		_, _ = t.Apply(cp.Partition, cp.Watermark)
+	}
+	truth := t.Frontier()
+	f, err := s.mem.LoadFrontier(bg, s.scope)
+	if err != nil && !errors.Is(err, store.ErrNoCheckpoint) {
+		return err.Error()
+	}
+	if _, lags := frontier.NextPublication(f.Snapshot(), truth); lags {
+		return fmt.Sprintf("the published frontier (%s) lags what every checkpoint of the epoch gives (%s)", describeFrontier(f), truth)
+	}
+	return ""
+}
+
+// splitsSettled checks, once the scope settled, that a schedule with a
+// split ended in a proven epoch without any split parent (each complete,
+// it left sealed although the provider still lists it).
+func (s *sim) splitsSettled() {
+	var parents []string
+	for _, p := range s.parts {
+		if p.split {
+			parents = append(parents, p.name)
+		}
+	}
+	if len(parents) == 0 {
+		return
+	}
+	m, err := s.mem.LoadMembership(bg, s.scope)
+	if err != nil {
+		s.oracle.violate(CheckModel, "cannot read membership: %v", err)
+		return
+	}
+	for _, p := range parents {
+		if slices.Contains(m.Partitions, p) || slices.Contains(m.Unproven, p) {
+			s.oracle.violate(CheckLiveness, "the scope settled in epoch %d with the split parent %s still in it: %s", m.Epoch, p, describeMembership(m))
+			return
+		}
+	}
+	if !m.Proven {
+		s.oracle.violate(CheckLiveness, "the scope settled after splits of %v in an unproven epoch: %s", parents, describeMembership(m))
+		return
+	}
+	s.stats.SplitRunsSettled++
+}
+
+// progress grows whenever an event gets its first terminal outcome, a
+// durable cursor moves forward, a partition completes, a membership epoch
+// is written or the frontier is published.
 func (s *sim) progress() int64 {
 	var n int64
 	for _, p := range s.parts {
@@ -112,7 +201,17 @@ func (s *sim) progress() int64 {
 			if c, err := decodeCursor(cp.Cursor); err == nil {
 				n += c.next
 			}
+			if cp.Complete {
+				n++
+			}
 		}
+	}
+	// The scope settling is progress too: a new epoch, a publication.
+	if m, err := s.mem.LoadMembership(bg, s.scope); err == nil {
+		n += int64(m.Epoch)
+	}
+	if f, err := s.mem.LoadFrontier(bg, s.scope); err == nil {
+		n += int64(f.Version)
 	}
 	return n
 }

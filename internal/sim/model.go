@@ -301,6 +301,26 @@ type part struct {
 	created int64
 	// appeared: the partition exists at the provider (discoverable).
 	appeared bool
+	// parents: the partitions this one was split from (the provider lists
+	// it with them); split: this one was split (sealed, with children).
+	parents []string
+	split   bool
+}
+
+// completes reports whether a sealed partition of this profile reaches a
+// durable completion with a watermark however its pages fell: its
+// responses carry complete-through watermarks and its empty pages carry
+// evidence (the watermark under empty_page: final_through_watermark, a
+// snapshot marker, or the end-of-data contract) or its last page ends the
+// traversal. A shard of a stream completes this way (a sealed empty page
+// with its watermark); only such partitions split in the model, so that
+// their children are not held for ever by a parent that cannot complete,
+// and the parent can leave with a proof of sealing (a coordinate it is
+// sealed through).
+func (pr profile) completes() bool {
+	c := pr.contract
+	return pr.ct && (c.EmptyPage == witness.EmptyFinalThroughWatermark || (c.SnapshotMarker && pr.marker) ||
+		c.EmptyPage == witness.EmptyEndOfData || pr.eot)
 }
 
 func newPart(name string, rng *rand.Rand, prof profile, created int64) *part {

@@ -56,12 +56,24 @@ const (
 	// OpResume lets a paused worker W continue from its in-memory state,
 	// possibly as a zombie whose leases were stolen: "resume w1".
 	OpResume
+	// OpSplit splits partition P at the provider: P is sealed at its
+	// current end and two children (P1, P2) appear whose parent is P:
+	// "split b".
+	OpSplit
+	// OpDiscover steps the discoverer: it reads the provider's partition
+	// list and the store and decides the membership change
+	// (membership.Read, membership.Decide), or writes the change it decided
+	// at its previous step (SwapMembership): "discover".
+	OpDiscover
 )
 
-var opNames = [...]string{"", "step", "ack", "nack", "append", "tick", "expire", "stall", "seal", "crash", "publish", "pubcrash", "appear", "add", "remove", "unpark", "restart", "pause", "resume"}
+// lastOp is the last OpKind.
+const lastOp = OpDiscover
+
+var opNames = [...]string{"", "step", "ack", "nack", "append", "tick", "expire", "stall", "seal", "crash", "publish", "pubcrash", "appear", "add", "remove", "unpark", "restart", "pause", "resume", "split", "discover"}
 
 func (k OpKind) String() string {
-	if k >= OpStep && k <= OpResume {
+	if k >= OpStep && k <= lastOp {
 		return opNames[k]
 	}
 	return fmt.Sprintf("op(%d)", uint8(k))
@@ -86,7 +98,7 @@ func (o Op) String() string {
 		return fmt.Sprintf("%s %d", o.Kind, o.N)
 	case OpAppend, OpTick, OpStall:
 		return fmt.Sprintf("%s %s %d", o.Kind, o.P, o.N)
-	case OpExpire, OpSeal, OpAppear, OpUnpark, OpRestart:
+	case OpExpire, OpSeal, OpAppear, OpUnpark, OpRestart, OpSplit:
 		return fmt.Sprintf("%s %s", o.Kind, o.P)
 	case OpCrash, OpPause, OpResume:
 		return fmt.Sprintf("%s w%d", o.Kind, o.W)
@@ -105,7 +117,7 @@ func ParseOp(s string) (Op, error) {
 		return Op{}, fmt.Errorf("sim: empty op")
 	}
 	var o Op
-	for k := OpStep; k <= OpResume; k++ {
+	for k := OpStep; k <= lastOp; k++ {
 		if opNames[k] == f[0] {
 			o.Kind = k
 		}
@@ -143,7 +155,12 @@ func ParseOp(s string) (Op, error) {
 		o.P, ok1 = f[1], true
 		o.N, ok2 = num(f[2])
 		ok3 = true
-	case OpExpire, OpSeal, OpAppear, OpUnpark, OpRestart:
+	case OpDiscover:
+		if len(f) != 1 {
+			return bad()
+		}
+		ok1, ok2, ok3 = true, true, true
+	case OpExpire, OpSeal, OpAppear, OpUnpark, OpRestart, OpSplit:
 		if len(f) != 2 {
 			return bad()
 		}

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
 
 	"github.com/tidemark/tidemark/internal/chain"
+	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/witness"
 )
@@ -59,6 +61,10 @@ const (
 	// malformed partition does park (CheckLiveness reports one that does
 	// not).
 	CheckMalformed Check = "malformed"
+	// CheckLineage: parents first. No event of a split's child leaves the
+	// input while a parent of it that is a member of the stored membership
+	// is not durably complete.
+	CheckLineage Check = "lineage"
 )
 
 type wref struct {
@@ -172,6 +178,32 @@ func (o *oracle) delivered(d *delivery) {
 		o.violate(CheckWitnessFirst, "batch %s left the input before its witness was durable", d)
 	}
 	o.truth(CheckModel, "batch "+d.String(), d.part, d.events, 0)
+	o.parentsFirst(d)
+}
+
+// parentsFirst checks that a batch of a child leaves the input only when
+// every parent that is a member of the stored membership is complete.
+func (o *oracle) parentsFirst(d *delivery) {
+	s := o.s
+	p := s.part(d.part)
+	if p == nil || len(p.parents) == 0 {
+		return
+	}
+	m, err := s.mem.LoadMembership(bg, s.scope)
+	if err != nil {
+		o.violate(CheckModel, "cannot read membership: %v", err)
+		return
+	}
+	for _, parent := range p.parents {
+		if !slices.Contains(m.Partitions, parent) {
+			continue
+		}
+		cp, err := s.mem.LoadCheckpoint(bg, store.Key{Scope: s.scope, Partition: parent})
+		if err != nil || !cp.Complete {
+			o.violate(CheckLineage, "batch %s of partition %s left the input while its parent %s, a member of epoch %d, is not complete", d, d.part, parent, m.Epoch)
+			return
+		}
+	}
 }
 
 // acked records the terminal outcome of a batch at the sink.
@@ -349,6 +381,29 @@ func (o *oracle) membership() {
 	}
 }
 
+// vectorEntry checks that a published vector entry claims no more than is
+// complete: it does not exceed the partition's durable watermark, and
+// every event of the partition at or below it has a terminal outcome.
+func (o *oracle) vectorEntry(f store.Frontier, name string, w coord.Watermark) {
+	s := o.s
+	if w.IsZero() {
+		return
+	}
+	cp, err := s.mem.LoadCheckpoint(bg, store.Key{Scope: s.scope, Partition: name})
+	if err != nil || cp.Watermark.IsZero() {
+		o.violate(CheckMonotone, "vector entry %s=%s published in epoch %d, but %s has no durable watermark", name, w, f.Epoch, name)
+		return
+	}
+	if c, err := cp.Watermark.Compare(w); err != nil || c < 0 {
+		o.violate(CheckMonotone, "vector entry %s=%s published in epoch %d exceeds its durable watermark %s", name, w, f.Epoch, cp.Watermark)
+	}
+	if p := s.part(name); p != nil {
+		if n, ok := p.ord(w); ok {
+			o.below(p, n+1, "its published vector entry of epoch %d is %s", f.Epoch, w)
+		}
+	}
+}
+
 func (o *oracle) frontier() {
 	s := o.s
 	f, err := s.mem.LoadFrontier(bg, s.scope)
@@ -368,6 +423,16 @@ func (o *oracle) frontier() {
 			o.violate(CheckMonotone, "published scalar %s withdrawn within epoch %d", prev.Scalar, f.Epoch)
 		case f.Epoch == prev.Epoch && f.Scalar.Less(prev.Scalar):
 			o.violate(CheckMonotone, "published scalar went from %s to %s within epoch %d", prev.Scalar, f.Scalar, f.Epoch)
+		case f.Epoch == prev.Epoch:
+			for _, name := range slices.Sorted(maps.Keys(prev.Vector)) {
+				was, now := prev.Vector[name], f.Vector[name]
+				if was.IsZero() {
+					continue
+				}
+				if c, err := now.Compare(was); err != nil || c < 0 {
+					o.violate(CheckMonotone, "published vector entry of %s went from %s to %s within epoch %d", name, was, now, f.Epoch)
+				}
+			}
 		}
 	}
 	o.lastF, o.hasF = f, true
@@ -380,9 +445,12 @@ func (o *oracle) frontier() {
 		o.violate(CheckMembership, "frontier of epoch %d has a vector of %d partitions, the epoch has %v", f.Epoch, len(f.Vector), m.Partitions)
 	}
 	for _, name := range m.Partitions {
-		if _, ok := f.Vector[name]; !ok {
+		w, ok := f.Vector[name]
+		if !ok {
 			o.violate(CheckMembership, "frontier of epoch %d has no vector entry for member %s", f.Epoch, name)
+			continue
 		}
+		o.vectorEntry(f, name, w)
 	}
 	if f.Scalar.IsZero() {
 		return

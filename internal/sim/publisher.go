@@ -3,40 +3,57 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/frontier"
+	"github.com/tidemark/tidemark/internal/membership"
 	"github.com/tidemark/tidemark/internal/store"
 )
 
-// publisher keeps the published frontier record up to date the way
-// input/membership.go's publishFrontier does: a frontier.Tracker fed with
-// durable checkpoints, frontier.NextPublication against the last published
-// record, one PublishFrontier compare-and-swap, a re-read after losing it.
-// Unlike the input, which fixes its membership at Connect, it re-reads the
-// membership record every round and starts a new tracker when the epoch
-// changed. A round is two steps: the reads, then the write.
+// publisher is one instance's frontier publisher: the product's own
+// membership.Publisher over the faulty store. A round is two steps:
+// Prepare (the reads and the decision) at one step, Commit (the one
+// PublishFrontier compare-and-swap) at its next, so that workers, the
+// discoverer and other publishers interleave between them. A crash loses
+// the publisher and what it prepared.
+//
+// Under MaxFrontier the prepared record's scalar is replaced by the
+// greatest of its vector's watermarks (the maximum instead of the
+// minimum); under PartialView the publisher's View keeps only the
+// checkpoints of the partitions its instance would hold (viewHolds).
 type publisher struct {
 	s       *sim
 	id      int
-	tracker *frontier.Tracker
-	prev    store.Frontier
-	loaded  bool
-	pending *store.Frontier
+	pub     *membership.Publisher
+	pending *membership.Prepared
 }
 
 func (p *publisher) crash() {
-	*p = publisher{s: p.s, id: p.id}
+	p.pub, p.pending = nil, nil
 }
 
 func (p *publisher) step() string {
+	if p.pub == nil {
+		p.pub = membership.NewPublisher(p.s.st, p.s.scope)
+		if p.s.variant == PartialView {
+			p.pub.View = func(cps []store.Checkpoint) []store.Checkpoint {
+				var own []store.Checkpoint
+				for _, cp := range cps {
+					if viewHolds(p.id, cp.Partition) {
+						own = append(own, cp)
+					}
+				}
+				return own
+			}
+		}
+	}
 	if p.pending != nil {
-		next := *p.pending
+		r := *p.pending
 		p.pending = nil
-		f, err := p.s.st.PublishFrontier(bg, p.prev, next)
+		f, _, err := p.pub.Commit(bg, r)
 		switch {
 		case err == nil:
-			p.prev = f
 			p.s.stats.Published++
 			if !f.Scalar.IsZero() {
 				p.s.stats.ScalarsPublished++
@@ -46,53 +63,38 @@ func (p *publisher) step() string {
 			}
 			return "published " + describeFrontier(f)
 		case errors.Is(err, store.ErrFenced):
-			p.loaded = false
 			return fmt.Sprintf("publish fenced: %v", err)
 		default:
-			p.loaded = false
 			return fmt.Sprintf("publish failed: %v", err)
 		}
 	}
-	m, err := p.s.st.LoadMembership(bg, p.s.scope)
+	r, err := p.pub.Prepare(bg)
 	if err != nil {
-		return fmt.Sprintf("cannot read membership: %v", err)
+		return fmt.Sprintf("cannot prepare: %v", err)
 	}
-	if p.tracker == nil || p.tracker.Epoch() != m.Epoch {
-		t, err := frontier.NewTrackerFor(m.FrontierMembership())
-		if err != nil {
-			return fmt.Sprintf("tracker for epoch %d: %v", m.Epoch, err)
-		}
-		p.tracker = t
-	}
-	cps, err := p.s.st.ListCheckpoints(bg, p.s.scope)
-	if err != nil {
-		return fmt.Sprintf("cannot list checkpoints: %v", err)
-	}
-	for _, cp := range cps {
-		_, _ = p.tracker.Apply(cp.Partition, cp.Watermark)
-	}
-	if !p.loaded {
-		f, err := p.s.st.LoadFrontier(bg, p.s.scope)
-		if err != nil && !errors.Is(err, store.ErrNoCheckpoint) {
-			return fmt.Sprintf("cannot read the published frontier: %v", err)
-		}
-		p.prev, p.loaded = f, true
-	}
-	snap := p.tracker.Frontier()
-	if p.s.variant == MaxFrontier && snap.Proven {
-		for _, w := range snap.Vector {
-			if snap.Scalar.Less(w) {
-				snap.Scalar = w
+	if p.s.variant == MaxFrontier && r.Next != nil && !r.Next.Scalar.IsZero() {
+		next := *r.Next
+		for _, w := range next.Vector {
+			if next.Scalar.Less(w) {
+				next.Scalar = w
 			}
 		}
+		r.Next = &next
 	}
-	pub, ok := frontier.NextPublication(p.prev.Snapshot(), snap)
-	if !ok {
-		return "nothing to publish: " + snap.String()
+	if r.Next == nil {
+		return "nothing to publish: " + r.Snapshot.String()
 	}
-	next := store.FrontierRecord(p.s.scope, pub)
-	p.pending = &next
-	return "will publish " + describeFrontier(next)
+	p.pending = &r
+	return "will publish " + describeFrontier(*r.Next)
+}
+
+// viewHolds reports whether the instance of publisher id holds partition
+// name under PartialView: half the partitions, by a stable hash of the
+// name, as if each of two instances held its own half.
+func viewHolds(id int, name string) bool {
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	return h.Sum32()%2 == uint32(id%2)
 }
 
 func describeFrontier(f store.Frontier) string {

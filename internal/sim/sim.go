@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/tidemark/tidemark/internal/chain"
@@ -50,9 +51,20 @@ const (
 	// bound, so a persistently malformed partition never parks
 	// (CheckLiveness).
 	RetryMalformedForever
+	// PartialView: each publisher computes the frontier from the
+	// checkpoints of the partitions its own instance would hold (half of
+	// them, by a stable hash), the old bug of publishing from one
+	// instance's partitions instead of every checkpoint of the scope
+	// (breaks publication from durable state: the published frontier
+	// never catches up with what is complete, CheckLiveness).
+	PartialView
+	// ChildrenFirst: lanes read a split's children at once, without
+	// waiting for their parents to complete (breaks parents-first,
+	// CheckLineage).
+	ChildrenFirst
 )
 
-var variantNames = [...]string{"faithful", "promote-other-successor", "max-frontier", "bare-empty-page", "unconditional-write", "ignore-lease", "any-watermark-covers", "park-on-malformed", "retry-malformed-forever"}
+var variantNames = [...]string{"faithful", "promote-other-successor", "max-frontier", "bare-empty-page", "unconditional-write", "ignore-lease", "any-watermark-covers", "park-on-malformed", "retry-malformed-forever", "partial-view", "children-first"}
 
 func (v Variant) String() string {
 	if int(v) < len(variantNames) {
@@ -73,7 +85,7 @@ func ParseVariant(s string) (Variant, error) {
 
 // Variants lists the broken variants (every Variant but Faithful).
 func Variants() []Variant {
-	return []Variant{PromoteOtherSuccessor, MaxFrontier, BareEmptyPage, UnconditionalWrite, IgnoreLease, AnyWatermarkCovers, ParkOnMalformed, RetryMalformedForever}
+	return []Variant{PromoteOtherSuccessor, MaxFrontier, BareEmptyPage, UnconditionalWrite, IgnoreLease, AnyWatermarkCovers, ParkOnMalformed, RetryMalformedForever, PartialView, ChildrenFirst}
 }
 
 // DefaultSteps is the length of a schedule when Config.Steps is zero.
@@ -209,6 +221,15 @@ type Stats struct {
 	// of a pause), pauses.
 	LeaseRuns, Claims, Steals, Renewals, LeaseLost int
 	ZombieFenced, PausedZombieFenced, Pauses       int
+	// Discovery (membership.go): schedules with discovery, those with three
+	// publishers, splits at the provider, epochs the discoverer wrote,
+	// split parents that left sealed, lane steps of a child waiting for its
+	// parents, children released to be read, schedules with a split that
+	// ended (after the fault-free phase) in a proven epoch without any
+	// split parent.
+	DiscoveryRuns, ThreePublisherRuns, Splits, DiscoveryEpochs int
+	ParentsRetired, LineageWaits, ChildrenReleased             int
+	SplitRunsSettled                                           int
 }
 
 // Add adds o to s.
@@ -275,6 +296,9 @@ type setup struct {
 	// broken names the partition whose answers turn persistently
 	// malformed (empty: none).
 	broken string
+	// discovery: the discoverer owns the membership (ops "discover" and
+	// "split" instead of the operator's "add" and "remove").
+	discovery bool
 }
 
 type sim struct {
@@ -294,6 +318,7 @@ type sim struct {
 	workers    []*worker
 	publishers []*publisher
 	coord      *coordinator
+	disc       *discoverer
 	sink       sink
 	oracle     *oracle
 	// everMember: partitions that have been in some membership epoch.
@@ -404,6 +429,16 @@ func newSim(cfg Config) *sim {
 		assign:     map[string][]int{},
 		// From its own hash, so that the other choices of a seed stay.
 		exit: partSeed(cfg.Seed, "exit_when_complete")%4 == 0,
+		// A third of the schedules run discovery, with one to three
+		// publishers (from its own hash too).
+		discovery: partSeed(cfg.Seed, "discovery")%3 == 0,
+	}
+	if su.discovery {
+		su.publishers = 1 + int(partSeed(cfg.Seed, "publishers")%3)
+		s.stats.DiscoveryRuns++
+		if su.publishers == 3 {
+			s.stats.ThreePublisherRuns++
+		}
 	}
 	// In an eighth of the schedules one initial partition's answers turn
 	// persistently malformed after a few fetches (from its own hash too).
@@ -467,6 +502,7 @@ func newSim(cfg Config) *sim {
 	}
 	s.st = s.faults
 	s.coord = &coordinator{s: s}
+	s.disc = &discoverer{s: s}
 	for i := 0; i < su.publishers; i++ {
 		s.publishers = append(s.publishers, &publisher{s: s, id: i})
 	}
@@ -485,6 +521,9 @@ func newSim(cfg Config) *sim {
 	s.syncLanes()
 	s.desc = fmt.Sprintf("seed=%d variant=%s workers=%d publishers=%d depth=%d batch=%d %s %s parts=%s",
 		cfg.Seed, cfg.Variant, su.workers, su.publishers, su.depth, su.batch, s.faults, s.lease, strings.Join(desc, ","))
+	if su.discovery {
+		s.desc += " discovery"
+	}
 	if su.broken != "" {
 		s.desc += fmt.Sprintf(" malformed=%s(after %d fetches)", su.broken, s.byName[su.broken].brokenAfter)
 	}
@@ -492,6 +531,70 @@ func newSim(cfg Config) *sim {
 }
 
 func (s *sim) part(name string) *part { return s.byName[name] }
+
+// maxParts bounds the partitions a schedule's splits may make.
+const maxParts = 12
+
+// canSplit returns why p cannot split ("" when it can): it must exist and
+// not have split, its profile must complete once sealed, it must not be
+// the persistently malformed one (it never completes), and the schedule
+// must not end lanes with exit_when_complete (an ended lane would not
+// read the seal, and the children would wait for ever).
+func (s *sim) canSplit(p *part) string {
+	switch {
+	case p == nil || !p.appeared:
+		return "no such partition"
+	case p.split:
+		return "already split"
+	case p.sealed:
+		return "sealed"
+	case !p.prof.completes():
+		return "its profile never completes"
+	case p.broken:
+		return "its answers turn persistently malformed"
+	case s.setup.exit:
+		return "lanes end with exit_when_complete"
+	case len(s.parts)+2 > maxParts:
+		return "too many partitions"
+	}
+	return ""
+}
+
+// split seals partition name at its current end and makes two children
+// appear (name+"1", name+"2") with it as their parent, of its profile,
+// from the position after the highest finality clock of the provider (a
+// child's positions follow its parent's), each with its own stream and
+// workers drawn from its name's hash.
+func (s *sim) split(name string) string {
+	p := s.part(name)
+	if why := s.canSplit(p); why != "" {
+		return "nothing splits: " + why
+	}
+	var top int64
+	for _, q := range s.parts {
+		if q.appeared {
+			top = max(top, q.final)
+		}
+	}
+	p.sealed, p.split = true, true
+	s.stats.Splits++
+	var kids []string
+	for i := 1; i <= 2; i++ {
+		cn := name + strconv.Itoa(i)
+		c := newPart(cn, rand.New(rand.NewPCG(partSeed(s.cfg.Seed, cn), 0x9a27)), p.prof, top+1)
+		c.appeared, c.parents = true, []string{name}
+		h := partSeed(s.cfg.Seed, cn+"@workers")
+		ws := []int{int(h % uint64(s.setup.workers))}
+		if s.setup.workers > 1 && (h>>8)%2 == 0 {
+			ws = append(ws, (ws[0]+1+int((h>>16)%uint64(s.setup.workers-1)))%s.setup.workers)
+		}
+		s.setup.assign[cn] = ws
+		s.parts = append(s.parts, c)
+		s.byName[cn] = c
+		kids = append(kids, fmt.Sprintf("%s@%v", cn, ws))
+	}
+	return fmt.Sprintf("sealed through %d; children %s from position %d", p.final, strings.Join(kids, ", "), top+1)
+}
 
 func (s *sim) newAttemptID() string {
 	s.attemptSeq++
@@ -614,6 +717,22 @@ func (s *sim) genOp() Op {
 			return step()
 		}
 		return Op{Kind: OpAppear, P: hidden[r.IntN(len(hidden))]}
+	case x < 986 && s.setup.discovery:
+		// The discoverer owns the membership; the provider splits
+		// partitions now and then.
+		if x < 983 {
+			return Op{Kind: OpDiscover}
+		}
+		var can []string
+		for _, name := range appeared {
+			if s.canSplit(s.part(name)) == "" {
+				can = append(can, name)
+			}
+		}
+		if len(can) == 0 || x == 985 {
+			return Op{Kind: OpDiscover}
+		}
+		return Op{Kind: OpSplit, P: can[r.IntN(len(can))]}
 	case x < 980:
 		return Op{Kind: OpAdd, P: pick(), Proof: []string{"replay", "replay", "covered", "covered", "none"}[r.IntN(5)]}
 	case x < 986:
@@ -739,6 +858,10 @@ func (s *sim) exec(op Op) string {
 		return fmt.Sprintf("old partition with a backlog %d..%d", first, last)
 	case OpAdd, OpRemove:
 		return s.coord.step(op)
+	case OpDiscover:
+		return s.disc.step()
+	case OpSplit:
+		return s.split(op.P)
 	case OpPause, OpResume:
 		return s.execLease(op)
 	case OpRestart:

@@ -38,9 +38,20 @@ func TestVariantsAreCaught(t *testing.T) {
 		// A persistently malformed partition must park (checked once the
 		// faults stop: the variant runs with Liveness).
 		RetryMalformedForever: {CheckLiveness},
+		// Publication from durable state: a publisher that sees only its
+		// instance's partitions never has a watermark for the others, so
+		// the real tracker withholds the scalar and the publication rule
+		// refuses to lower an entry another publisher wrote: nothing unsafe
+		// is published, but the frontier never catches up with what is
+		// complete (checked once everything is read: the variant runs with
+		// Liveness).
+		PartialView: {CheckLiveness},
+		// Parents first: a child's events leave the input while its
+		// parent, still a member, is not complete.
+		ChildrenFirst: {CheckLineage},
 	}
 	// Variants whose breakage only shows once the faults stop.
-	liveness := map[Variant]bool{RetryMalformedForever: true}
+	liveness := map[Variant]bool{RetryMalformedForever: true, PartialView: true}
 	for _, v := range Variants() {
 		t.Run(v.String(), func(t *testing.T) {
 			t.Parallel()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/chain/chainstore"
+	"github.com/tidemark/tidemark/internal/membership"
 	"github.com/tidemark/tidemark/internal/store"
 )
 
@@ -73,6 +74,10 @@ type lane struct {
 	sinceRenew int
 	renewAt    int
 
+	// released: the partition's parents (a split's) are complete or left
+	// the membership, so the lane may read it (membership.Waiting).
+	released bool
+
 	budget int
 	// out collects what the current step did, for the trace.
 	out []string
@@ -112,6 +117,9 @@ func (l *lane) config() chain.Config {
 func (l *lane) step(sel int) string {
 	l.out = l.out[:0]
 	l.budget = 1
+	if !l.released && !l.parentsDone() {
+		return joinNotes(l.out)
+	}
 	if l.s.lease != nil {
 		l.s.caller = l.w.owner()
 		defer func() { l.s.caller = "" }()
@@ -163,6 +171,38 @@ func (l *lane) step(sel int) string {
 }
 
 func joinNotes(out []string) string { return strings.Join(out, "; ") }
+
+// parentsDone is the parents-first gate the input keeps: a child of a
+// split is not read (no lease, no load, no fetch) while
+// membership.Waiting names a parent, from the stored membership record
+// and every checkpoint of the scope. The check costs the step; once the
+// parents are done (completion is permanent, and a parent that left is
+// never added back) the lane is released for good.
+func (l *lane) parentsDone() bool {
+	if len(l.p.parents) == 0 || l.s.variant == ChildrenFirst {
+		l.released = true
+		return true
+	}
+	m, err := l.st().LoadMembership(bg, l.s.scope)
+	if err != nil {
+		l.note("cannot read the membership: %v", err)
+		return false
+	}
+	cps, err := l.st().ListCheckpoints(bg, l.s.scope)
+	if err != nil {
+		l.note("cannot read the checkpoints: %v", err)
+		return false
+	}
+	if w := membership.Waiting(m, l.p.name, cps); len(w) > 0 {
+		l.s.stats.LineageWaits++
+		l.note("waiting for parents %v to complete", w)
+		return false
+	}
+	l.released = true
+	l.s.stats.ChildrenReleased++
+	l.note("parents %v done: reading", l.p.parents)
+	return false
+}
 
 // feed steps the machine with in and handles what it asks.
 func (l *lane) feed(in chain.Input) {
