@@ -1,6 +1,8 @@
 // Package sim is tidemark's deterministic simulator: it drives the real
-// pure core (internal/witness, internal/frontier) and the real in-memory
-// store (store.MemStore, with store.ResolvePromotion) through seeded
+// pure core (internal/witness, internal/frontier), the partition machine
+// (internal/chain), the membership decisions and the frontier publisher
+// (internal/membership) and the real in-memory store (store.MemStore,
+// with store.ResolvePromotion) through seeded
 // schedules of concurrent workers, crashes, store faults, provider
 // misbehaviour and membership changes, and checks an oracle after every
 // step. It imports only the core and the ports; nothing in it sleeps, reads
@@ -41,12 +43,27 @@
 //   - The sink stands for the pipeline and output: it acknowledges or nacks
 //     batches in any order; a crashed worker's batches may still be
 //     acknowledged, only the callback is lost.
-//   - Publishers keep the published frontier with frontier.Tracker,
-//     frontier.NextPublication and one PublishFrontier compare-and-swap.
-//   - A coordinator changes the membership with frontier.PlanChange and
-//     SwapMembership: partitions appear (new, or old with a backlog), are
+//   - Publishers (one or two; one to three with discovery) are the
+//     product's membership.Publisher over the faulty store: one step runs
+//     Prepare (the membership record, every checkpoint, the published
+//     record, frontier.NextPublication), the publisher's next step Commit
+//     (one PublishFrontier compare-and-swap), so other actors interleave.
+//   - In a third of the schedules (discovery) the provider's partition
+//     list changes: partitions appear, and a partition whose profile
+//     completes with a watermark may split: it is sealed at its current
+//     end and two children (b1, b2) appear, listed with their parent,
+//     whose positions follow the provider's highest. The discoverer runs
+//     membership.Read and membership.Decide on the provider's list
+//     (lineage included, FreshFromStart: lanes read from the start) at one
+//     step and SwapMembership at its next. A lane of a child reads nothing
+//     while membership.Waiting names a parent (parents first); a complete
+//     parent leaves sealed although still listed.
+//   - In the other schedules an operator coordinator changes the
+//     membership with frontier.PlanChange and SwapMembership (the ops add
+//     and remove): partitions appear (new, or old with a backlog), are
 //     added with proof (replay, coverage) or without, removed with proof of
-//     sealing or without.
+//     sealing or without. It offers proofs discovery never does, so it is
+//     kept beside the discoverer rather than folded into it.
 //   - An operator unparks parked partitions and restarts them from the
 //     provider's boundary (`tidemark unpark`, `tidemark restart`).
 //   - Faults wraps the store: throttling (no effect, an error) and lost
@@ -74,6 +91,8 @@
 //	remove b seal    remove b with proof (seal|none)
 //	unpark b         clear b's parked reason;  restart b: restart a parked b
 //	pause w1         (lease mode) freeze worker 1;  resume w1: it continues, maybe a zombie
+//	split b          (discovery) b is sealed; children b1, b2 appear with parent b
+//	discover         step the discoverer: decide from the provider's list, then write
 //
 // Ops never refer to state, only to actors and partitions, so any op list
 // can be replayed (Config.Ops). Each history line is the op and what it
@@ -99,11 +118,18 @@
 //     has a terminal outcome; restarts change neither watermark nor applied
 //     boundary.
 //   - monotone (c): durable watermarks and applied boundaries never
-//     decrease; the published frontier never decreases within an epoch,
-//     never withdraws its scalar, never goes back an epoch; a published
-//     scalar never exceeds the durable watermark of any partition of its
-//     epoch, and every event at or below it in those partitions (and in
-//     partitions removed with proof) has a terminal outcome.
+//     decrease; the published frontier never decreases within an epoch
+//     (neither its scalar nor any vector entry), never withdraws its
+//     scalar, never goes back an epoch; a published scalar never exceeds
+//     the durable watermark of any partition of its epoch (children of a
+//     split included), and every event at or below it in those partitions
+//     (and in partitions removed with proof, sealed parents included) has
+//     a terminal outcome; a published vector entry never exceeds its
+//     partition's durable watermark, nor has an event at or below it
+//     without a terminal outcome.
+//   - lineage: no event of a split's child leaves the input while a
+//     parent of it that is a member of the stored membership is not
+//     durably complete.
 //   - membership (d): no scalar in an epoch whose membership change is
 //     unproven; the vector names exactly the epoch's partitions.
 //   - malformed: a partition parks for malformed pages only once its
@@ -111,7 +137,11 @@
 //     the attempts, the partition and the page it parked at.
 //   - liveness (Config.Liveness, -liveness): after the faults stop, every
 //     partition a worker reads catches up (liveness.go); the persistently
-//     malformed one ends parked for it instead.
+//     malformed one ends parked for it instead. Then the scope settles:
+//     the published record is what a publisher reading every checkpoint
+//     of the epoch would publish, with discovery the membership is what
+//     the provider's list asks for, and a schedule with a split ends in a
+//     proven epoch without its split parents.
 //
 // # Leases
 //
@@ -127,7 +157,8 @@
 //
 // Variant injects one broken behaviour (PromoteOtherSuccessor,
 // MaxFrontier, BareEmptyPage, UnconditionalWrite, IgnoreLease,
-// AnyWatermarkCovers, ParkOnMalformed, RetryMalformedForever);
+// AnyWatermarkCovers, ParkOnMalformed, RetryMalformedForever, PartialView,
+// ChildrenFirst);
 // TestVariantsAreCaught fails unless each is caught
 // within a few schedules by the check that guards its invariant. The
 // lanes' variants are applied to the real machine (variant.go): to its
@@ -136,8 +167,15 @@
 // watermark is classified a shifted page; ParkOnMalformed and
 // RetryMalformedForever: no retry of a malformed answer, or no bound on
 // them) or to the store calls it asks
-// for (PromoteOtherSuccessor); the others wrap the store or break the
-// publisher.
+// for (PromoteOtherSuccessor); ChildrenFirst skips the parents-first
+// gate; the others wrap the store or break the publisher (MaxFrontier
+// raises the prepared scalar to the vector's maximum; PartialView sets the
+// publisher's View hook, which the product never sets, to the checkpoints
+// of half the partitions, as if each instance published from its own).
+// PartialView publishes nothing unsafe: the real tracker withholds the
+// scalar while a member has no watermark in its view, and the publication
+// rule refuses to lower an entry another publisher wrote; it is caught by
+// liveness, the published frontier never catching up.
 //
 // # Tests
 //
