@@ -96,8 +96,10 @@ func (p Plan) String() string {
 //     is fresh (no checkpoint, or a checkpoint never promoted, at the
 //     provider's start) and FreshFromStart.
 //   - A member that is not wanted leaves; it is proven when its checkpoint
-//     is Complete, through its watermark (frontier.PlanChange checks that
-//     against the cutover).
+//     is Complete: sealed through its watermark, and through the cutover
+//     when that is later or of another kind (nothing of a complete
+//     partition follows its watermark, so frontier.PlanChange's check
+//     against the cutover holds for it whatever the cutover).
 //   - A partition of an earlier unproven change is offered its proof again
 //     (a former member that completed since settles its removal).
 //   - The lineage recorded is that of the members: from Want, else kept
