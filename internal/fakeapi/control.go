@@ -20,6 +20,7 @@ type Control struct {
 	mu         sync.Mutex
 	latency    time.Duration
 	limitUntil time.Time            // requests before it get the rate-limit answer
+	limitNext  time.Duration        // RateLimit armed: the window opens at the next request
 	notBefore  map[string]time.Time // by path: the latest time a rate-limit answer named
 	throttled  int
 	early      int
@@ -44,6 +45,9 @@ func start(t testing.TB, h http.Handler, limited limitAnswer) *Control {
 		c.requests++
 		lat := c.latency
 		now := time.Now()
+		if c.limitNext > 0 {
+			c.limitUntil, c.limitNext = now.Add(c.limitNext), 0
+		}
 		if now.Before(c.limitUntil) {
 			c.throttled++
 			if now.Before(c.notBefore[r.URL.Path]) {
@@ -83,14 +87,15 @@ func (c *Control) SetLatency(d time.Duration) {
 	c.latency = d
 }
 
-// RateLimit answers every request for the next window with the API's
-// rate-limit answer (see each fake). Answers that name a time to come back
-// name the end of the window, rounded up to the whole second the API's
-// header carries.
+// RateLimit answers every request for a window with the API's rate-limit
+// answer (see each fake). The window opens at the next request that
+// arrives (however long the client takes to start) and lasts window.
+// Answers that name a time to come back name the end of the window, rounded
+// up to the whole second the API's header carries.
 func (c *Control) RateLimit(window time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.limitUntil = time.Now().Add(window)
+	c.limitNext = window
 }
 
 // OnRequest calls fn with every request that is not rate-limited, before

@@ -44,8 +44,9 @@ func get(t *testing.T, url string, headers ...string) answer {
 func rateLimitCase(t *testing.T, c *Control, url string, want string, names bool, headers ...string) {
 	t.Helper()
 	c.RateLimit(300 * time.Millisecond)
-	end := time.Now().Add(300 * time.Millisecond)
 	a := get(t, url, headers...)
+	// The window opened when that request arrived, before it returned.
+	end := time.Now().Add(300 * time.Millisecond)
 	require.Equal(t, http.StatusTooManyRequests, a.status, "%s", a.body)
 	require.Contains(t, string(a.body), want)
 	second := get(t, url, headers...) // at once: before the time named
