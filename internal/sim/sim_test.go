@@ -174,7 +174,7 @@ func assertCoverage(t *testing.T, s Stats) {
 		"zombie promotions fenced by the lease": s.ZombieFenced,
 		"pages without a successor":             s.NoSuccessor, "retries repeating the boundary event": s.BoundaryRepeats,
 		"pages with tied positions": s.Ties, "durably completed partitions": s.Completions,
-		"lanes ended by exit_when_complete": s.Exits,
+		"lanes ended by exit_when_complete": s.Exits, "coalesced promotions": s.Coalesced,
 	} {
 		if got == 0 {
 			t.Errorf("coverage: no %s in any schedule", name)
