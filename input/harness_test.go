@@ -559,8 +559,9 @@ func (r *recorder) requireChain(t *testing.T, scope string, parts []string, n in
 				t.Fatalf("%s: promotion %d (%s) from generation %d cursor %q, but the chain is at generation %d cursor %q: a skipped or out-of-order promotion",
 					part, i, p.WitnessID, p.FromGeneration, p.FromCursor, gen, cur)
 			}
-			if pr.after.Generation != gen+1 || !bytes.Equal(pr.after.Cursor, p.To) {
-				t.Fatalf("%s: promotion from generation %d returned generation %d cursor %q, want %d %q", part, gen, pr.after.Generation, pr.after.Cursor, gen+1, p.To)
+			pages := max(p.Pages, 1)
+			if pr.after.Generation != gen+pages || !bytes.Equal(pr.after.Cursor, p.To) {
+				t.Fatalf("%s: promotion from generation %d returned generation %d cursor %q, want %d %q", part, gen, pr.after.Generation, pr.after.Cursor, gen+pages, p.To)
 			}
 			if strings.HasPrefix(p.WitnessID, "restart:") {
 				next := int64(1)
@@ -574,26 +575,35 @@ func (r *recorder) requireChain(t *testing.T, scope string, parts []string, n in
 					t.Fatalf("%s: restart at generation %d after watermark %s but applied boundary %d", part, gen, wm, applied)
 				}
 			} else {
-				w, ok := r.witnesses[p.WitnessID]
-				if !ok {
-					t.Fatalf("%s: promotion from generation %d names witness %s that never became durable", part, gen, p.WitnessID)
-				}
-				if w.Generation != gen || !bytes.Equal(w.InputCursor, cur) || !bytes.Equal(w.Successor, p.To) {
-					t.Fatalf("%s: promotion from generation %d cursor %q to %q uses witness %s of generation %d cursor %q successor %q (binding)",
-						part, gen, cur, p.To, w.AttemptID, w.Generation, w.InputCursor, w.Successor)
-				}
-				for j, e := range w.Events {
-					want := applied + 1 + int64(j)
-					if !hasApplied {
-						want = 1 + int64(j)
+				var ws []witness.Witness
+				if pages == 1 {
+					w, ok := r.witnesses[p.WitnessID]
+					if !ok {
+						t.Fatalf("%s: promotion from generation %d names witness %s that never became durable", part, gen, p.WitnessID)
 					}
-					if e.Position.Int != want {
-						t.Fatalf("%s: promoted witness %s of generation %d has position %d at index %d, want %d: a gap after the applied boundary %d",
-							part, w.AttemptID, gen, e.Position.Int, j, want, applied)
+					if w.Generation != gen || !bytes.Equal(w.InputCursor, cur) || !bytes.Equal(w.Successor, p.To) {
+						t.Fatalf("%s: promotion from generation %d cursor %q to %q uses witness %s of generation %d cursor %q successor %q (binding)",
+							part, gen, cur, p.To, w.AttemptID, w.Generation, w.InputCursor, w.Successor)
 					}
+					ws = []witness.Witness{w}
+				} else if ws = r.chainOf(k, gen, cur, pages, p.WitnessID, p.To); ws == nil {
+					t.Fatalf("%s: promotion of %d pages from generation %d cursor %q to %q (witness %s): no chain of durable witnesses, each fetched from its predecessor's successor, leads there (binding)",
+						part, pages, gen, cur, p.To, p.WitnessID)
 				}
-				if len(w.Events) > 0 {
-					applied, hasApplied = w.Events[len(w.Events)-1].Position.Int, true
+				for _, w := range ws {
+					for j, e := range w.Events {
+						want := applied + 1 + int64(j)
+						if !hasApplied {
+							want = 1 + int64(j)
+						}
+						if e.Position.Int != want {
+							t.Fatalf("%s: promoted witness %s of generation %d has position %d at index %d, want %d: a gap after the applied boundary %d",
+								part, w.AttemptID, w.Generation, e.Position.Int, j, want, applied)
+						}
+					}
+					if len(w.Events) > 0 {
+						applied, hasApplied = w.Events[len(w.Events)-1].Position.Int, true
+					}
 				}
 			}
 			if pr.after.HasApplied != hasApplied || (hasApplied && pr.after.Applied.Int != applied) {
@@ -605,12 +615,34 @@ func (r *recorder) requireChain(t *testing.T, scope string, parts []string, n in
 				}
 			}
 			wm = pr.after.Watermark
-			cur, gen = p.To, gen+1
+			cur, gen = p.To, gen+pages
 		}
 		if wm != coord.Integer(n) || applied != n {
 			t.Fatalf("%s: the recorded chain ends at generation %d, watermark %s, applied %d; want %d", part, gen, wm, applied, n)
 		}
 	}
+}
+
+// chainOf finds the durable witnesses a coalesced promotion of pages pages
+// from (gen, cur) to "to" stands for: one per generation, each fetched from
+// its predecessor's successor, the last one last with successor to. nil
+// when there is none. Requires r.mu.
+func (r *recorder) chainOf(k store.Key, gen uint64, cur []byte, pages uint64, last string, to []byte) []witness.Witness {
+	for _, w := range r.witnesses {
+		if w.Scope != k.Scope || w.Partition != k.Partition || w.Generation != gen || !bytes.Equal(w.InputCursor, cur) {
+			continue
+		}
+		if pages == 1 {
+			if w.AttemptID == last && bytes.Equal(w.Successor, to) {
+				return []witness.Witness{w}
+			}
+			continue
+		}
+		if rest := r.chainOf(k, gen+1, w.Successor, pages-1, last, to); rest != nil {
+			return append([]witness.Witness{w}, rest...)
+		}
+	}
+	return nil
 }
 
 // spyStore records what its Store made durable.

@@ -32,7 +32,10 @@ type Config struct {
 	// and on request only).
 	DiscoveryInterval time.Duration
 	// UnorderedLineage reads children without waiting for their parents.
-	UnorderedLineage  bool
+	UnorderedLineage bool
+	// NoCoalescing promotes every page with its own write (the default
+	// coalesces consecutive delivered pages into one).
+	NoCoalescing      bool
 	StartCursor       []byte
 	MaxPagesInFlight  int
 	MaxBatchSize      int

@@ -11,6 +11,9 @@ import (
 // inputMetrics are the input's counters; every name starts with tidemark_.
 type inputMetrics struct {
 	pagesFetched *service.MetricCounter
+	// promotionWrites counts the conditional writes that promoted pages
+	// (fewer than tidemark_promotions when coalesced).
+	promotionWrites *service.MetricCounter
 	// membershipChanges counts epochs this input wrote.
 	membershipChanges *service.MetricCounter
 	eventsEmitted     *service.MetricCounter
@@ -41,6 +44,7 @@ func newInputMetrics(m *service.Metrics) *inputMetrics {
 	im := &inputMetrics{
 		pagesFetched:      m.NewCounter("tidemark_pages_fetched"),
 		membershipChanges: m.NewCounter("tidemark_membership_changes"),
+		promotionWrites:   m.NewCounter("tidemark_promotion_writes"),
 		eventsEmitted:     m.NewCounter("tidemark_events_emitted"),
 		promotions:        m.NewCounter("tidemark_promotions"),
 		casConflicts:      m.NewCounter("tidemark_cas_conflicts"),
@@ -76,6 +80,7 @@ func (m *inputMetrics) count(c chain.Count) {
 		m.eventsEmitted.Incr(c.N)
 	case chain.MetricPromotions:
 		m.promotions.Incr(c.N)
+		m.promotionWrites.Incr(1)
 	case chain.MetricCASConflicts:
 		m.casConflicts.Incr(c.N)
 	case chain.MetricFetchErrors:

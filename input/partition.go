@@ -92,7 +92,7 @@ func (p *partition) machineConfig() chain.Config {
 		MaxPagesInFlight: cfg.MaxPagesInFlight, MaxBatchSize: cfg.MaxBatchSize,
 		PollInterval: cfg.PollInterval, ParkCheckInterval: cfg.ParkCheckInterval, StoreBackoff: cfg.StoreBackoff,
 		FetchRetries: cfg.FetchRetries, FetchBackoff: cfg.FetchBackoff, Jitter: equalJitter,
-		ExitWhenComplete: cfg.ExitWhenComplete,
+		ExitWhenComplete: cfg.ExitWhenComplete, CoalescePromotions: !cfg.NoCoalescing,
 	}
 }
 

@@ -21,6 +21,7 @@ const (
 	ppFieldDiscover          = "discover"
 	ppFieldDiscoveryInterval = "discovery_interval"
 	ppFieldLineage           = "lineage"
+	ppFieldCoalesce          = "coalesce_promotions"
 	ppFieldStartCursor       = "start_cursor"
 	ppFieldMaxPagesInFlight  = "max_pages_in_flight"
 	ppFieldMaxBatchSize      = "max_batch_size"
@@ -106,6 +107,9 @@ Exactly one of `+"`http`"+` and `+"`simulated`"+` must be set.`).
 			service.NewDurationField(ppFieldFetchBackoff).
 				Description("First back-off between two attempts of one fetch (after a transient failure or a malformed answer); it doubles on every further attempt up to 10s (or up to `fetch_backoff` itself when that is longer), and each wait is drawn between half of it and all of it (jitter). Shutdown interrupts it.").
 				Default("100ms").Example("500ms").Advanced(),
+			service.NewBoolField(ppFieldCoalesce).
+				Description("Promote consecutive delivered pages of a partition with one conditional write. While a promotion is in flight, the pages delivered behind it are promoted together by the next write: from the first page's cursor and generation to the last page's successor, the generation moving by the number of pages, each page's successor still the one its own witness recorded. Each page is still checked as if promoted alone. false: one write per page.").
+				Default(true).Example(false).Advanced(),
 			service.NewBoolField(ppFieldExitWhenComplete).
 				Description("End the input once every partition is complete or caught up. Complete is durable and survives restarts: the provider sealed the partition, or the last page of a finite traversal (no successor, under the http contract's `missing_successor: end_of_traversal`) was promoted. Caught up: every page was promoted and an empty page proved there is nothing more, by evidence bound to it (`empty_page` semantics or a snapshot marker) or by a mapped `has_more` that is false. A transient empty page without evidence never ends the input. Useful for exports and the demo.").
 				Default(false).Example(true),
@@ -194,6 +198,11 @@ func FromParsed(conf *service.ParsedConfig, mgr *service.Resources) (service.Bat
 		return nil, err
 	}
 	c.UnorderedLineage = lin == lineageUnordered
+	var coalesce bool
+	if coalesce, err = conf.FieldBool(ppFieldCoalesce); err != nil {
+		return nil, err
+	}
+	c.NoCoalescing = !coalesce
 	var start string
 	if start, err = conf.FieldString(ppFieldStartCursor); err != nil {
 		return nil, err

@@ -420,7 +420,19 @@ func TestStreamOutOfOrderAcks(t *testing.T) {
 				}
 				h.requireAllDelivered()
 				h.requireCompleteCheckpoints()
-				t.Logf("%d out-of-order ack pairs, %d nacks", inv, nacks)
+				writes, pages := 0, uint64(0)
+				for _, p := range h.parts {
+					for _, pr := range h.rec.promotionsOf(store.Key{Scope: h.scope, Partition: p}) {
+						writes++
+						pages += max(pr.p.Pages, 1)
+					}
+				}
+				if o.name == "reversed" && pages <= uint64(writes) {
+					// A head page acknowledged after the pages behind it is
+					// promoted together with them.
+					t.Fatalf("%d promotion writes for %d pages: reversed acks were never coalesced", writes, pages)
+				}
+				t.Logf("%d out-of-order ack pairs, %d nacks, %d promotion writes for %d pages", inv, nacks, writes, pages)
 			})
 		})
 	}

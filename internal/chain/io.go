@@ -317,11 +317,13 @@ type Log struct {
 const (
 	MetricPagesFetched  = "tidemark_pages_fetched"
 	MetricEventsEmitted = "tidemark_events_emitted"
-	MetricPromotions    = "tidemark_promotions"
-	MetricCASConflicts  = "tidemark_cas_conflicts"
-	MetricFetchErrors   = "tidemark_fetch_errors"
-	MetricParks         = "tidemark_parks"
-	MetricRestarts      = "tidemark_restarts"
+	// MetricPromotions is counted once per promotion write, with N the
+	// pages it promoted (more than one when coalesced).
+	MetricPromotions   = "tidemark_promotions"
+	MetricCASConflicts = "tidemark_cas_conflicts"
+	MetricFetchErrors  = "tidemark_fetch_errors"
+	MetricParks        = "tidemark_parks"
+	MetricRestarts     = "tidemark_restarts"
 	// MetricRetries is counted for every class, first_response included,
 	// with the class as Label (the input exports every class but
 	// first_response).
@@ -487,6 +489,9 @@ func describePromotion(p store.Promotion) string {
 	}
 	if p.Complete {
 		b.WriteString(" complete")
+	}
+	if p.Pages > 1 {
+		fmt.Fprintf(&b, " (%d pages, to g%d)", p.Pages, p.ToGeneration())
 	}
 	return b.String()
 }

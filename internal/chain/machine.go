@@ -54,6 +54,11 @@ type Config struct {
 	// ExitWhenComplete: the partition completes once it is caught up on
 	// evidence bound to its last page (caughtUp).
 	ExitWhenComplete bool
+	// CoalescePromotions: when the head page is promoted, the delivered
+	// pages after it that the core would promote one by one from the
+	// checkpoints in between are promoted with it, in one conditional
+	// write (coalesce.go).
+	CoalescePromotions bool
 	// Classify replaces witness.Classify (nil: witness.Classify). Only the
 	// simulator's broken variants set it.
 	Classify func(witness.ClassifyInput) (witness.Verdict, error)
@@ -80,6 +85,9 @@ type page struct {
 	v          verdict
 	events     []witness.Event // the response's events (ids, payloads)
 	decision   witness.Promotion
+	// coalesced are the pages after this one promoted with it in one
+	// write (coalesce.go); set when its promotion is built.
+	coalesced []*page
 
 	spans     []span // emitted batches: event index ranges
 	spanAcked []bool
@@ -258,6 +266,38 @@ func external(in Input) bool {
 	return false
 }
 
+// queuedOutcomes takes the delivery outcomes at the head of the queue as
+// one list when promotions coalesce: they are then applied together, so
+// that the promotion they allow covers every page they complete. (Without
+// coalescing each is applied on its own, as it arrived.)
+func (m *Machine) queuedOutcomes() []Ack {
+	if !m.cfg.CoalescePromotions {
+		return nil
+	}
+	var acks []Ack
+	n := 0
+	for _, in := range m.queue {
+		switch in := in.(type) {
+		case Acked:
+			acks = append(acks, Ack{Batch: in.Batch})
+		case Nacked:
+			err := in.Err
+			if err == nil {
+				err = errors.New("delivery failed")
+			}
+			acks = append(acks, Ack{Batch: in.Batch, Err: err})
+		case Delivered:
+			acks = append(acks, in.Acks...)
+		default:
+			m.queue = m.queue[n:]
+			return acks
+		}
+		n++
+	}
+	m.queue = m.queue[n:]
+	return acks
+}
+
 func (m *Machine) busy() bool { return m.await != nil || m.sleep != nil }
 
 // settle runs what the input's loop runs between two events: the queued
@@ -265,6 +305,10 @@ func (m *Machine) busy() bool { return m.await != nil || m.sleep != nil }
 // earliest deadline.
 func (m *Machine) settle() {
 	for !m.busy() && len(m.queue) > 0 {
+		if acks := m.queuedOutcomes(); len(acks) > 0 {
+			m.onAcks(acks)
+			continue
+		}
 		in := m.queue[0]
 		m.queue = m.queue[1:]
 		m.external(in)
@@ -717,9 +761,11 @@ func (m *Machine) promoteHead() {
 		return
 	}
 	pg.decision = d.Promotion
-	m.promote(pg, m.storePromotion(pg, pg.decision), func() {
-		m.chain = m.chain[1:]
-		if m.ended(pg) {
+	pg.coalesced = m.coalesce(pg)
+	last := pg.last()
+	m.promote(pg, m.groupPromotion(pg), func() {
+		m.chain = m.chain[1+len(pg.coalesced):]
+		if m.ended(last) {
 			m.done = true
 			m.chain = nil
 			return
@@ -829,21 +875,32 @@ func (m *Machine) restartAfterLoss(winner *store.Checkpoint, pg *page) {
 
 func (m *Machine) promoted(pg *page, cp store.Checkpoint, then func()) {
 	m.cp = cp
-	m.promotedEvents = pg.w.Events
+	m.promotedEvents = pg.last().w.Events
 	m.restarts = 0
-	pg.w.Disposition = witness.Promoted
-	m.rememberWitness(pg.w)
-	m.count(MetricPromotions, "", 1)
+	// One Count per conditional write, N pages.
+	m.count(MetricPromotions, "", int64(1+len(pg.coalesced)))
 	m.emit(Observe{Checkpoint: cp})
-	// Other pending witnesses of the same (cursor, generation) lost.
-	var others []string
-	for _, w := range m.prior[pg.fromGen] {
-		if w.AttemptID != pg.w.AttemptID && w.Disposition == witness.Pending && string(w.InputCursor) == string(pg.fromCursor) {
-			others = append(others, w.AttemptID)
+	pages := append([]*page{pg}, pg.coalesced...)
+	var settle func(i int)
+	settle = func(i int) {
+		if i == len(pages) {
+			then()
+			return
 		}
+		p := pages[i]
+		p.w.Disposition = witness.Promoted
+		m.rememberWitness(p.w)
+		// Other pending witnesses of the same (cursor, generation) lost.
+		var others []string
+		for _, w := range m.prior[p.fromGen] {
+			if w.AttemptID != p.w.AttemptID && w.Disposition == witness.Pending && string(w.InputCursor) == string(p.fromCursor) {
+				others = append(others, w.AttemptID)
+			}
+		}
+		delete(m.prior, p.fromGen)
+		m.abandonAll(p.fromGen, others, func() { settle(i + 1) })
 	}
-	delete(m.prior, pg.fromGen)
-	m.abandonAll(pg.fromGen, others, then)
+	settle(0)
 }
 
 func (m *Machine) onFetchError(f *fetchRec, r Fetched) {

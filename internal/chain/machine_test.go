@@ -252,6 +252,8 @@ func (h *harness) config(d *datadriven.TestData) {
 			cfg.MaxBatchSize, _ = strconv.Atoi(val)
 		case "exit":
 			cfg.ExitWhenComplete = true
+		case "coalesce":
+			cfg.CoalescePromotions = true
 		case "start":
 			cfg.StartCursor = []byte(val)
 		case "retries":

@@ -176,7 +176,9 @@ func witnessCheckpoint(cp store.Checkpoint) witness.Checkpoint {
 
 // storePromotion turns the core's decision for pg into the store's one
 // conditional write.
-func (m *Machine) storePromotion(pg *page, d witness.Promotion) store.Promotion {
+// cp is the checkpoint it is written over (m.cp, or for a coalesced page
+// the checkpoint the pages before it leave).
+func (m *Machine) storePromotion(pg *page, d witness.Promotion, cp store.Checkpoint) store.Promotion {
 	return store.Promotion{
 		Key:            m.cfg.Key,
 		FromCursor:     d.FromCursor,
@@ -186,10 +188,10 @@ func (m *Machine) storePromotion(pg *page, d witness.Promotion) store.Promotion 
 		Watermark:      d.Watermark,
 		Applied:        d.Applied,
 		HasApplied:     d.HasApplied,
-		AppliedID:      m.appliedID(pg, d),
+		AppliedID:      appliedID(pg, d, cp),
 		Complete:       d.Complete,
 		Epoch:          m.cfg.Epoch,
-		Lease:          m.cp.Lease,
+		Lease:          cp.Lease,
 	}
 }
 
@@ -197,13 +199,13 @@ func (m *Machine) storePromotion(pg *page, d witness.Promotion) store.Promotion 
 // the last event of pg at that position, or, when pg has none there (its
 // positions lie below the durable boundary), the checkpoint's own. An id
 // longer than store.MaxAppliedIDBytes is not recorded.
-func (m *Machine) appliedID(pg *page, d witness.Promotion) string {
+func appliedID(pg *page, d witness.Promotion, cp store.Checkpoint) string {
 	if !d.HasApplied {
 		return ""
 	}
 	id := ""
-	if m.cp.HasApplied && m.cp.Applied == d.Applied {
-		id = m.cp.AppliedID
+	if cp.HasApplied && cp.Applied == d.Applied {
+		id = cp.AppliedID
 	}
 	for i := len(pg.w.Events) - 1; i >= 0; i-- {
 		if pg.w.Events[i].Position == d.Applied && i < len(pg.events) {

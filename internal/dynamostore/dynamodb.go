@@ -231,7 +231,7 @@ func (s *DynamoStore) indexPartition(ctx context.Context, k store.Key) error {
 
 // Promote implements store.Store with ONE UpdateItem on the checkpoint item:
 //
-//	SET cur = :to, gen = :g + 1, ep = :ep, wid = :wid [, wmk = :k, wm = :w] [, app = :a, appid = :id] [, done = true]
+//	SET cur = :to, gen = :g + pages, ep = :ep, wid = :wid [, wmk = :k, wm = :w] [, app = :a, appid = :id] [, done = true]
 //	[REMOVE done] [REMOVE appid]
 //	IF  cur = :from AND gen = :g AND attribute_not_exists(park)
 //	    [AND lo = :lo AND lc = :lc]
@@ -251,7 +251,7 @@ func (s *DynamoStore) Promote(ctx context.Context, p store.Promotion) (store.Che
 	}
 	set := []string{
 		e.n(attrCursor) + " = " + e.v("to", avB(p.To)),
-		e.n(attrGeneration) + " = " + e.v("next", avU(p.FromGeneration+1)),
+		e.n(attrGeneration) + " = " + e.v("next", avU(p.ToGeneration())),
 		e.n(attrEpoch) + " = " + e.v("ep", avU(p.Epoch)),
 	}
 	var remove []string

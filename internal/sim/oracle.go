@@ -304,8 +304,11 @@ func (o *oracle) checkpoint(p *part, cp store.Checkpoint) {
 			o.violate(CheckBinding, "partition %s: checkpoint changed at generation %d: %s -> %s", p.name, cp.Generation, curString(last.Cursor), curString(cp.Cursor))
 		}
 		return
-	case cp.Generation != last.Generation+1:
-		o.violate(CheckBinding, "partition %s: generation went from %d to %d in one step", p.name, last.Generation, cp.Generation)
+	case cp.Generation < last.Generation:
+		o.violate(CheckBinding, "partition %s: generation went back from %d to %d", p.name, last.Generation, cp.Generation)
+		return
+	case cp.Generation > last.Generation+1:
+		o.coalesced(p, last, cp)
 		return
 	}
 	o.s.stats.Transitions++
@@ -353,6 +356,60 @@ func (o *oracle) checkpoint(p *part, cp store.Checkpoint) {
 	}
 	o.promoted[r] = true
 	o.truth(CheckBinding, fmt.Sprintf("promotion of witness %s into g%d", w.AttemptID, cp.Generation), p.name, w.Events, len(w.Events))
+}
+
+// coalesced checks a promotion that moved several generations in one write
+// (coalescing): a chain of durable witnesses, one per generation from
+// last's, each fetched from the successor of the one before (the first from
+// last's cursor), the last one named by cp and holding cp's cursor as its
+// successor, every event of each with a terminal outcome. Each page's
+// successor must be bound to its own witness.
+func (o *oracle) coalesced(p *part, last, cp store.Checkpoint) {
+	k := cp.Generation - last.Generation
+	if strings.Contains(cp.PromotedWitness, ":") {
+		o.violate(CheckBinding, "partition %s: restart or repair %s moved %d generations", p.name, cp.PromotedWitness, k)
+		return
+	}
+	var find func(gen uint64, cursor []byte) []*witness.Witness
+	find = func(gen uint64, cursor []byte) []*witness.Witness {
+		for ref, w := range o.witnesses {
+			if ref.part != p.name || ref.gen != gen || !bytes.Equal(w.InputCursor, cursor) {
+				continue
+			}
+			if gen == cp.Generation-1 {
+				// The last page: its successor is the new cursor, or it is
+				// the last page of a finite traversal and the partition
+				// completes at its own cursor.
+				ends := len(w.Successor) == 0 && cp.Complete && bytes.Equal(cp.Cursor, w.InputCursor)
+				if ref.attempt == cp.PromotedWitness && (bytes.Equal(w.Successor, cp.Cursor) || ends) {
+					return []*witness.Witness{w}
+				}
+				continue
+			}
+			if len(w.Successor) == 0 {
+				continue
+			}
+			if rest := find(gen+1, w.Successor); rest != nil {
+				return append([]*witness.Witness{w}, rest...)
+			}
+		}
+		return nil
+	}
+	chain := find(last.Generation, last.Cursor)
+	if chain == nil {
+		o.violate(CheckBinding, "partition %s: one write moved from g%d (%s) to g%d (%s, witness %s), and no chain of durable witnesses, each fetched from its predecessor's successor, leads there",
+			p.name, last.Generation, curString(last.Cursor), cp.Generation, curString(cp.Cursor), cp.PromotedWitness)
+		return
+	}
+	o.s.stats.Transitions += int(k)
+	o.s.stats.Coalesced++
+	if cp.Complete && !last.Complete {
+		o.s.stats.Completions++
+	}
+	for _, w := range chain {
+		o.promoted[wref{p.name, w.Generation, w.AttemptID}] = true
+		o.truth(CheckBinding, fmt.Sprintf("coalesced promotion of witness %s into g%d", w.AttemptID, cp.Generation), p.name, w.Events, len(w.Events))
+	}
 }
 
 func (o *oracle) membership() {

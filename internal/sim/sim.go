@@ -210,6 +210,8 @@ type Stats struct {
 	Epochs, UnprovenEpochs                                        int
 	DispositionConflicts, SharedPartitions                        int
 	NoopPromotions, NoopUnsealed                                  int
+	// Coalesced counts writes that promoted several pages.
+	Coalesced int
 	// Pages without a successor, retries repeating the boundary event,
 	// pages with tied positions, durably completed partitions.
 	NoSuccessor, BoundaryRepeats, Ties, Completions int
@@ -293,6 +295,8 @@ type setup struct {
 	// exit: the lanes run with exit_when_complete (schedules without
 	// leases only): a lane caught up on evidence ends.
 	exit bool
+	// coalesce: the machines coalesce promotions (the input's default).
+	coalesce bool
 	// broken names the partition whose answers turn persistently
 	// malformed (empty: none).
 	broken string
@@ -428,7 +432,8 @@ func newSim(cfg Config) *sim {
 		initial:    2 + r.IntN(3),
 		assign:     map[string][]int{},
 		// From its own hash, so that the other choices of a seed stay.
-		exit: partSeed(cfg.Seed, "exit_when_complete")%4 == 0,
+		exit:     partSeed(cfg.Seed, "exit_when_complete")%4 == 0,
+		coalesce: partSeed(cfg.Seed, "coalesce_promotions")%2 == 0,
 		// A third of the schedules run discovery, with one to three
 		// publishers (from its own hash too).
 		discovery: partSeed(cfg.Seed, "discovery")%3 == 0,
@@ -519,8 +524,8 @@ func newSim(cfg Config) *sim {
 	}
 	s.oracle.membership()
 	s.syncLanes()
-	s.desc = fmt.Sprintf("seed=%d variant=%s workers=%d publishers=%d depth=%d batch=%d %s %s parts=%s",
-		cfg.Seed, cfg.Variant, su.workers, su.publishers, su.depth, su.batch, s.faults, s.lease, strings.Join(desc, ","))
+	s.desc = fmt.Sprintf("seed=%d variant=%s workers=%d publishers=%d depth=%d batch=%d coalesce=%v %s %s parts=%s",
+		cfg.Seed, cfg.Variant, su.workers, su.publishers, su.depth, su.batch, su.coalesce, s.faults, s.lease, strings.Join(desc, ","))
 	if su.discovery {
 		s.desc += " discovery"
 	}

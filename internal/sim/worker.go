@@ -107,6 +107,7 @@ func (l *lane) config() chain.Config {
 		FetchRetries: simFetchRetries, FetchBackoff: 100 * time.Millisecond,
 	}
 	cfg.ExitWhenComplete = l.s.setup.exit && l.s.lease == nil
+	cfg.CoalescePromotions = l.s.setup.coalesce
 	l.s.variant.configure(&cfg)
 	return cfg
 }

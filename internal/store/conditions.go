@@ -42,8 +42,33 @@ func PromotionConflict(p Promotion, stored *Checkpoint) string {
 	return ""
 }
 
+// MaxPromotionPages bounds the pages one coalesced promotion may cover.
+const MaxPromotionPages = 1024
+
+// ToGeneration is the generation p writes: FromGeneration plus the pages it
+// promotes (at least one).
+func (p Promotion) ToGeneration() uint64 { return p.FromGeneration + max(p.Pages, 1) }
+
+// Apply returns c as p leaves it when p's condition holds on c: the
+// checkpoint every store writes (and the one a coalescing machine reasons
+// from between the pages of one write).
+func (p Promotion) Apply(c Checkpoint) Checkpoint {
+	c.Cursor = bytes.Clone(p.To)
+	c.Generation = p.ToGeneration()
+	c.PromotedWitness = p.WitnessID
+	c.Epoch = p.Epoch
+	if !p.Watermark.IsZero() {
+		c.Watermark = NormalizeWatermark(p.Watermark)
+	}
+	if p.HasApplied {
+		c.Applied, c.HasApplied, c.AppliedID = p.Applied, true, p.AppliedID
+	}
+	c.Complete = p.Complete
+	return c
+}
+
 // PromotionApplied reports whether the stored checkpoint is exactly the
-// result of p: generation FromGeneration+1, cursor To, promoted witness
+// result of p: generation ToGeneration(), cursor To, promoted witness
 // WitnessID (and p's watermark, when p carries one), under p's lease when p
 // carries one. A promotion without a WitnessID can never be recognised and
 // always reports false.
@@ -56,7 +81,7 @@ func PromotionConflict(p Promotion, stored *Checkpoint) string {
 // former holder's late promotion of it must still be fenced.
 func PromotionApplied(p Promotion, stored Checkpoint) bool {
 	return p.WitnessID != "" &&
-		stored.Generation == p.FromGeneration+1 &&
+		stored.Generation == p.ToGeneration() &&
 		stored.PromotedWitness == p.WitnessID &&
 		bytes.Equal(stored.Cursor, p.To) &&
 		(p.Watermark.IsZero() || SameWatermark(stored.Watermark, p.Watermark)) &&

@@ -98,18 +98,7 @@ func (s *MemStore) Promote(_ context.Context, p Promotion) (Checkpoint, error) {
 		}
 		return Checkpoint{}, &FenceError{Key: p.Key, Op: "promote", Reason: reason, WantGeneration: p.FromGeneration, Winner: stored}
 	}
-	next := *stored
-	next.Cursor = cloneBytes(p.To)
-	next.Generation = p.FromGeneration + 1
-	next.PromotedWitness = p.WitnessID
-	next.Epoch = p.Epoch
-	if !p.Watermark.IsZero() {
-		next.Watermark = NormalizeWatermark(p.Watermark)
-	}
-	if p.HasApplied {
-		next.Applied, next.HasApplied, next.AppliedID = p.Applied, true, p.AppliedID
-	}
-	next.Complete = p.Complete
+	next := p.Apply(*stored)
 	s.checkpoints[p.Key] = next
 	return cloneCheckpoint(next), nil
 }

@@ -139,6 +139,13 @@ type Promotion struct {
 	// and counter); a lease without an owner imposes no condition
 	// (Lease.Fence). Every instance of a scope must use leases, or none.
 	Lease Lease
+	// Pages is how many consecutive pages this one write promotes (0 and
+	// 1: one). Coalescing: pages fetched ahead, each bound to its own
+	// witness at its own generation (FromGeneration, FromGeneration+1, …),
+	// all delivered; To and WitnessID are the last page's successor and
+	// witness, Watermark, Applied and Complete its state. The new
+	// generation is ToGeneration().
+	Pages uint64
 }
 
 // Membership is the record naming the partitions of one membership epoch.
@@ -199,7 +206,8 @@ type Store interface {
 	// *FenceError with the winner.
 	CreateCheckpoint(ctx context.Context, c Checkpoint) (Checkpoint, error)
 	// Promote performs the one conditional write of a promotion and returns
-	// the new checkpoint (generation FromGeneration+1). A failed condition
+	// the new checkpoint (generation ToGeneration(): FromGeneration+1, or
+	// +Pages for a coalesced promotion). A failed condition
 	// returns *FenceError with the winner (PromotionConflict says which
 	// part failed); a parked checkpoint refuses every promotion. A repeat of
 	// a promotion that is already applied (PromotionApplied: same WitnessID,

@@ -152,6 +152,9 @@ func (p Promotion) Validate() error {
 	if p.FromGeneration == 0 || p.FromGeneration == ^uint64(0) {
 		return fmt.Errorf("%w: promotion from generation %d", ErrInvalid, p.FromGeneration)
 	}
+	if p.Pages > MaxPromotionPages || p.FromGeneration > ^uint64(0)-MaxPromotionPages {
+		return fmt.Errorf("%w: promotion of %d pages from generation %d (at most %d)", ErrInvalid, p.Pages, p.FromGeneration, MaxPromotionPages)
+	}
 	if p.WitnessID != "" {
 		if err := CheckName("witness id", p.WitnessID); err != nil {
 			return err

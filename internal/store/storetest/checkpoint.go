@@ -833,3 +833,37 @@ func testCompletionIsDurable(t *testing.T, s store.Store) {
 	require.NoError(t, err)
 	require.False(t, loaded.Complete)
 }
+
+// One conditional write promotes three consecutive pages: the generation
+// moves by three, the checkpoint names the last page's witness and holds
+// its successor and watermark; its repeat is recognised as applied; the
+// promotion of the first page alone, by a slower writer, is fenced with
+// the coalesced winner, which the loser then reads.
+func testCoalescedPromotion(t *testing.T, s store.Store) {
+	cp := create(t, s, key, "c1")
+	p := promotion(cp, "c4", "w3")
+	p.Pages = 3
+	p.Watermark = integer(30)
+	got := promote(t, s, p)
+	require.Equal(t, uint64(4), got.Generation)
+	require.Equal(t, []byte("c4"), got.Cursor)
+	require.Equal(t, "w3", got.PromotedWitness)
+	require.True(t, store.SameWatermark(got.Watermark, integer(30)))
+
+	again, err := s.Promote(ctx(t), p)
+	require.NoError(t, err, "the repeat of an applied coalesced promotion")
+	require.Equal(t, got, again)
+
+	single := promotion(cp, "c2", "w1")
+	fe := requireFence(t, firstErr(s.Promote(ctx(t), single)))
+	require.NotNil(t, fe.Winner)
+	require.Equal(t, uint64(4), fe.Winner.Generation, "the loser learns the winner")
+	loaded, err := s.LoadCheckpoint(ctx(t), key)
+	require.NoError(t, err)
+	require.Equal(t, got, loaded)
+
+	tooMany := promotion(loaded, "c9", "w9")
+	tooMany.Pages = store.MaxPromotionPages + 1
+	_, err = s.Promote(ctx(t), tooMany)
+	require.ErrorIs(t, err, store.ErrInvalid)
+}

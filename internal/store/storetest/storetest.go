@@ -48,6 +48,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"DecimalWatermarkAndAppliedPosition", testDecimalWatermarkAndAppliedPosition},
 		{"AppliedIDTravelsWithTheAppliedPosition", testAppliedIDTravelsWithTheAppliedPosition},
 		{"ReplayedPromotion", testReplayedPromotion},
+		{"CoalescedPromotion", testCoalescedPromotion},
 		{"CompletionIsDurable", testCompletionIsDurable},
 		{"SetParkedConditional", testSetParkedConditional},
 		{"LeaseFencing", testLeaseFencing},
@@ -110,7 +111,7 @@ func promote(t *testing.T, s store.Store, p store.Promotion) store.Checkpoint {
 	t.Helper()
 	cp, err := s.Promote(ctx(t), p)
 	require.NoError(t, err)
-	require.Equal(t, p.FromGeneration+1, cp.Generation)
+	require.Equal(t, p.ToGeneration(), cp.Generation)
 	return cp
 }
 
