@@ -33,6 +33,10 @@ type Config struct {
 	DiscoveryInterval time.Duration
 	// UnorderedLineage reads children without waiting for their parents.
 	UnorderedLineage bool
+	// PruneEvery: after this many promoted generations of a partition, the
+	// witnesses below its checkpoint's generation are deleted (0: never;
+	// storeconfig.PruneEvery).
+	PruneEvery uint64
 	// NoCoalescing promotes every page with its own write (the default
 	// coalesces consecutive delivered pages into one).
 	NoCoalescing      bool
@@ -127,6 +131,9 @@ type paginatedInput struct {
 	workers   map[string]context.CancelFunc
 	completed map[string]bool
 	allClosed bool
+	// pruned is, per partition, the generation witnesses were last pruned
+	// below (and whether a prune is in flight).
+	pruned map[string]pruneState
 	// checkEvery is membershipCheckInterval, read at New.
 	checkEvery time.Duration
 	attemptSeq atomic.Uint64
@@ -157,6 +164,7 @@ func New(cfg Config, prov provider.Provider, st store.Store, closeStore func(con
 		workers:     map[string]context.CancelFunc{},
 		checkEvery:  membershipCheckInterval,
 		completed:   map[string]bool{},
+		pruned:      map[string]pruneState{},
 		attemptBase: hex.EncodeToString(b[:]),
 	}
 	if cfg.Leases != nil {
@@ -285,6 +293,7 @@ func (in *paginatedInput) partitionStopped(*partition) {}
 // observeCheckpoint is called with every checkpoint a partition loads or
 // promotes.
 func (in *paginatedInput) observeCheckpoint(cp store.Checkpoint) {
+	in.maybePrune(cp)
 	in.metrics.generation.Set(int64(cp.Generation), cp.Partition)
 	if k := cp.Watermark.Kind; k == coord.KindInteger || k == coord.KindTimestamp {
 		in.metrics.watermark.Set(cp.Watermark.Int, cp.Partition)
@@ -354,4 +363,44 @@ var _ = simulated.EventID
 // partition_frontier processors in this process.
 func publishCheckpoint(cp store.Checkpoint) {
 	feed.Publish(cp.Scope, cp.Partition, cp.Watermark)
+}
+
+type pruneState struct {
+	below    uint64
+	inFlight bool
+}
+
+// maybePrune deletes, every PruneEvery generations, the witnesses below the
+// durable checkpoint cp's generation: nothing reads them again
+// (store.Store.PruneWitnesses). It runs beside the partition's worker and
+// never delays it; a failure is logged and retried at the next round.
+func (in *paginatedInput) maybePrune(cp store.Checkpoint) {
+	if in.cfg.PruneEvery == 0 {
+		return
+	}
+	in.mu.Lock()
+	st := in.pruned[cp.Partition]
+	if st.inFlight || cp.Generation < st.below+in.cfg.PruneEvery || in.wctx == nil || in.wctx.Err() != nil {
+		in.mu.Unlock()
+		return
+	}
+	in.pruned[cp.Partition] = pruneState{below: st.below, inFlight: true}
+	ctx := in.wctx
+	in.wg.Add(1)
+	in.mu.Unlock()
+	go func() {
+		defer in.wg.Done()
+		n, err := in.store.PruneWitnesses(ctx, cp.Key, cp.Generation)
+		in.mu.Lock()
+		defer in.mu.Unlock()
+		if err != nil {
+			if ctx.Err() == nil {
+				in.log.Warnf("Partition %s: deleting the witnesses below generation %d failed (retried later): %v", cp.Partition, cp.Generation, err)
+			}
+			in.pruned[cp.Partition] = pruneState{below: st.below}
+			return
+		}
+		in.metrics.witnessesPruned.Incr(int64(n))
+		in.pruned[cp.Partition] = pruneState{below: cp.Generation}
+	}()
 }

@@ -14,6 +14,8 @@ type inputMetrics struct {
 	// promotionWrites counts the conditional writes that promoted pages
 	// (fewer than tidemark_promotions when coalesced).
 	promotionWrites *service.MetricCounter
+	// witnessesPruned counts witnesses deleted below durable checkpoints.
+	witnessesPruned *service.MetricCounter
 	// membershipChanges counts epochs this input wrote.
 	membershipChanges *service.MetricCounter
 	eventsEmitted     *service.MetricCounter
@@ -45,6 +47,7 @@ func newInputMetrics(m *service.Metrics) *inputMetrics {
 		pagesFetched:      m.NewCounter("tidemark_pages_fetched"),
 		membershipChanges: m.NewCounter("tidemark_membership_changes"),
 		promotionWrites:   m.NewCounter("tidemark_promotion_writes"),
+		witnessesPruned:   m.NewCounter("tidemark_witnesses_pruned"),
 		eventsEmitted:     m.NewCounter("tidemark_events_emitted"),
 		promotions:        m.NewCounter("tidemark_promotions"),
 		casConflicts:      m.NewCounter("tidemark_cas_conflicts"),

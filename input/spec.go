@@ -203,6 +203,9 @@ func FromParsed(conf *service.ParsedConfig, mgr *service.Resources) (service.Bat
 		return nil, err
 	}
 	c.NoCoalescing = !coalesce
+	if c.PruneEvery, err = storeconfig.PruneEvery(conf.Namespace(ppFieldCheckpoint)); err != nil {
+		return nil, err
+	}
 	var start string
 	if start, err = conf.FieldString(ppFieldStartCursor); err != nil {
 		return nil, err

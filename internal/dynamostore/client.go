@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -41,6 +42,12 @@ type DynamoConfig struct {
 	MaxRetries int
 	// MaxBackoff caps one back-off delay. Default (0): 2s.
 	MaxBackoff time.Duration
+	// WitnessTTL, when positive, writes on every witness an expiry
+	// attribute `exp` (epoch seconds: the write time plus WitnessTTL) for
+	// DynamoDB's time to live, and EnsureTable enables TTL on `exp` (best
+	// effort: local servers without TTL keep the items). Default 0: no
+	// expiry attribute.
+	WitnessTTL time.Duration
 	// ClientOptions are applied last to the client's options (tests and
 	// benchmarks use them for a RequestCounter or a fault-injecting HTTP
 	// client). Default none.
@@ -155,6 +162,23 @@ func EnsureTable(ctx context.Context, client *dynamodb.Client, table string) err
 		return fmt.Errorf("dynamostore: waiting for table %s to become ACTIVE: %w", table, err)
 	}
 	return nil
+}
+
+// EnableWitnessTTL turns on DynamoDB's time to live on the witnesses'
+// expiry attribute `exp`. It returns the error of UpdateTimeToLive, nil
+// when TTL is on (or was already).
+func EnableWitnessTTL(ctx context.Context, client *dynamodb.Client, table string) error {
+	_, err := client.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+		TableName: aws.String(table),
+		TimeToLiveSpecification: &types.TimeToLiveSpecification{
+			AttributeName: aws.String(attrExpires),
+			Enabled:       aws.Bool(true),
+		},
+	})
+	if err != nil && strings.Contains(err.Error(), "already enabled") {
+		return nil
+	}
+	return err
 }
 
 func checkKeySchema(table string, d *types.TableDescription) error {

@@ -37,7 +37,17 @@ import (
 type DynamoStore struct {
 	client *dynamodb.Client
 	table  string
+	ttl    time.Duration // witness expiry (DynamoConfig.WitnessTTL)
+	now    func() time.Time
+	// ttlEnabled is the outcome of enabling TTL at creation (nil: enabled
+	// or not attempted).
+	ttlEnabled error
 }
+
+// TTLError is why enabling DynamoDB TTL on the table failed when the store
+// created it with a WitnessTTL (nil when it did not fail): dynalite has no
+// TTL, so its witnesses only leave by PruneWitnesses.
+func (s *DynamoStore) TTLError() error { return s.ttlEnabled }
 
 var _ store.Store = (*DynamoStore)(nil)
 
@@ -52,9 +62,13 @@ func NewDynamoStore(ctx context.Context, cfg DynamoConfig) (*DynamoStore, error)
 		return nil, err
 	}
 	s := NewDynamoStoreWithClient(client, cfg.Table)
+	s.ttl = cfg.WitnessTTL
 	if cfg.Create {
 		if err := s.EnsureTable(ctx); err != nil {
 			return nil, err
+		}
+		if s.ttl > 0 {
+			s.ttlEnabled = EnableWitnessTTL(ctx, client, cfg.Table)
 		}
 	}
 	return s, nil
@@ -63,7 +77,7 @@ func NewDynamoStore(ctx context.Context, cfg DynamoConfig) (*DynamoStore, error)
 // NewDynamoStoreWithClient returns a store over an existing client and
 // table (the client's retry policy is the caller's).
 func NewDynamoStoreWithClient(client *dynamodb.Client, table string) *DynamoStore {
-	return &DynamoStore{client: client, table: table}
+	return &DynamoStore{client: client, table: table, now: time.Now}
 }
 
 // Client returns the underlying DynamoDB client.
@@ -450,6 +464,9 @@ func (s *DynamoStore) PutWitness(ctx context.Context, w witness.Witness) error {
 	}
 	k := store.Key{Scope: w.Scope, Partition: w.Partition}
 	it := witnessItem(w)
+	if s.ttl > 0 {
+		it[attrExpires] = avU(uint64(s.now().Add(s.ttl).Unix()))
+	}
 	if n := ItemSize(it); n > maxItemBytes {
 		return fmt.Errorf("%w: witness %s is a %d-byte item, over DynamoDB's %d-byte limit; it is refused, never cut", store.ErrInvalid, w.AttemptID, n, maxItemBytes)
 	}

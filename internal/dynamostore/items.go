@@ -58,6 +58,7 @@ const (
 	attrSealed    = "seal"
 	attrDisp      = "disp"
 	attrAcked     = "ack"
+	attrExpires   = "exp" // DynamoDB TTL (epoch seconds), with WitnessTTL
 
 	// membership and frontier records (attrEpoch, attrWMKind/attrWM too)
 	attrParts   = "parts"

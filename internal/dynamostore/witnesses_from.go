@@ -3,7 +3,12 @@ package dynamostore
 import (
 	"context"
 	"fmt"
+	"slices"
+	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/witness"
 )
@@ -24,4 +29,62 @@ func (s *DynamoStore) WitnessesFrom(ctx context.Context, k store.Key, fromGenera
 	}
 	store.SortByGenerationAttempt(out)
 	return out, nil
+}
+
+// PruneWitnesses implements store.Store: one consistent Query of the keys
+// of the witnesses of k below generation below (sk BETWEEN "witness#0…" and
+// the prefix of below), then BatchWriteItem deletes of 25 keys at a time.
+// Each deleted witness costs a write unit; with witness_ttl DynamoDB's TTL
+// deletes them for free instead.
+func (s *DynamoStore) PruneWitnesses(ctx context.Context, k store.Key, below uint64) (int, error) {
+	if err := k.Validate(); err != nil {
+		return 0, err
+	}
+	if below <= 1 {
+		return 0, nil
+	}
+	e := newExpr()
+	cond := fmt.Sprintf("%s = %s AND %s BETWEEN %s AND %s", e.n(attrPK), e.v("pk", avS(checkpointPK(k))), e.n(attrSK),
+		e.v("lo", avS(witnessPrefix(0))), e.v("hi", avS(witnessPrefix(below-1)+"~")))
+	pages := dynamodb.NewQueryPaginator(s.client, &dynamodb.QueryInput{
+		TableName:                 aws.String(s.table),
+		KeyConditionExpression:    aws.String(cond),
+		ExpressionAttributeNames:  e.names,
+		ExpressionAttributeValues: e.vals(),
+		ProjectionExpression:      aws.String(e.n(attrPK) + ", " + e.n(attrSK)),
+		ConsistentRead:            aws.Bool(true),
+	})
+	var keys []item
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return 0, s.wrap("list witnesses to prune of", k, err)
+		}
+		for _, it := range page.Items {
+			keys = append(keys, item{attrPK: it[attrPK], attrSK: it[attrSK]})
+		}
+	}
+	n := 0
+	for chunk := range slices.Chunk(keys, 25) {
+		reqs := make([]types.WriteRequest, len(chunk))
+		for i, key := range chunk {
+			reqs[i] = types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: key}}
+		}
+		pending := map[string][]types.WriteRequest{s.table: reqs}
+		for try := 0; len(pending[s.table]) > 0; try++ {
+			if try > 8 {
+				return n, fmt.Errorf("dynamostore: pruning witnesses of %s: %d deletes left unprocessed", k, len(pending[s.table]))
+			}
+			out, err := s.client.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: pending})
+			if err != nil {
+				return n, s.wrap("prune witnesses of", k, err)
+			}
+			n += len(pending[s.table]) - len(out.UnprocessedItems[s.table])
+			pending = out.UnprocessedItems
+			if len(pending[s.table]) > 0 {
+				time.Sleep(time.Duration(10<<try) * time.Millisecond)
+			}
+		}
+	}
+	return n, nil
 }

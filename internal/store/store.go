@@ -270,6 +270,14 @@ type Store interface {
 	// SwapMembership writes next if the stored epoch equals prevEpoch (0:
 	// none stored). next.Epoch must be greater than prevEpoch.
 	SwapMembership(ctx context.Context, prevEpoch uint64, next Membership) (Membership, error)
+	// PruneWitnesses deletes the witnesses of k at generations below
+	// below and returns how many it deleted. Callers pass at most the
+	// generation of a durable checkpoint: classification, receipts and
+	// promotion only ever read witnesses at or above the checkpoint's
+	// generation (generations never go back), so nothing pruned can be
+	// needed again.
+	PruneWitnesses(ctx context.Context, k Key, below uint64) (int, error)
+
 	// RequestDiscovery asks the running inputs of scope to discover their
 	// partitions now: it increments the scope's discovery request counter
 	// (creating it at 1) and returns the new value. It is a request, not

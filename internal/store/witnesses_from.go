@@ -35,3 +35,20 @@ func (s *MemStore) WitnessesFrom(_ context.Context, k Key, fromGeneration uint64
 	SortByGenerationAttempt(out)
 	return out, nil
 }
+
+// PruneWitnesses implements Store.
+func (s *MemStore) PruneWitnesses(_ context.Context, k Key, below uint64) (int, error) {
+	if err := k.Validate(); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for ref := range s.witnesses {
+		if ref.key == k && ref.generation < below {
+			delete(s.witnesses, ref)
+			n++
+		}
+	}
+	return n, nil
+}

@@ -30,8 +30,17 @@ const (
 	dynFieldMaxRetries = "max_retries"
 	dynFieldMaxBackoff = "max_backoff"
 
-	fieldBackend  = "backend"
-	fieldDynamoDB = "dynamodb"
+	fieldBackend    = "backend"
+	fieldDynamoDB   = "dynamodb"
+	fieldWitnessTTL = "witness_ttl"
+	fieldCleanup    = "witness_cleanup"
+)
+
+// Values of witness_cleanup.
+const (
+	CleanupAuto  = "auto"
+	CleanupPrune = "prune"
+	CleanupKeep  = "keep"
 )
 
 // DynamoFields are the config fields of a DynamoDB connection (table,
@@ -116,7 +125,40 @@ func CheckpointFields() []*service.ConfigField {
 			Default("dynamodb").Example("memory"),
 		service.NewObjectField(fieldDynamoDB, DynamoFields()...).
 			Description("The DynamoDB table (used when `backend: dynamodb`). Credentials come from the AWS SDK's default chain."),
+		service.NewDurationField(fieldWitnessTTL).
+			Description("With `backend: dynamodb`, every witness carries an expiry attribute `exp` (epoch seconds: its write time plus this) for DynamoDB's time to live, which deletes expired items at no write cost; `create: true` enables TTL on `exp` (enable it yourself on an existing table). A witness is needed only until its generation is promoted, or, for a parked partition, until it is unparked: a witness that expired before an unpark makes the next answer a first response again (its events are delivered again, never skipped). 0s: no expiry attribute.").
+			Default("168h").Example("24h").Advanced(),
+		service.NewStringAnnotatedEnumField(fieldCleanup, map[string]string{
+			CleanupAuto:  "The memory backend deletes the witnesses of generations below each promoted checkpoint at once (its memory stays flat however long it runs); DynamoDB leaves them to `witness_ttl` (no write cost).",
+			CleanupPrune: "Also on DynamoDB, delete the witnesses below the promoted checkpoint's generation explicitly (one write unit per witness, every 16 generations), for tables without TTL (dynalite, DynamoDB Local).",
+			CleanupKeep:  "Keep every witness (an audit trail; storage grows with the run).",
+		}).
+			Description("What happens to the witnesses of generations below the durable checkpoint, which classification, receipts and promotion never read again.").
+			Default(CleanupAuto).Example(CleanupPrune).Advanced(),
 	}
+}
+
+// PruneEvery returns, for a `checkpoint` object, after how many promoted
+// generations the input deletes the witnesses below its checkpoint's (0:
+// never).
+func PruneEvery(conf *service.ParsedConfig) (uint64, error) {
+	mode, err := conf.FieldString(fieldCleanup)
+	if err != nil {
+		return 0, err
+	}
+	backend, err := conf.FieldString(fieldBackend)
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case mode == CleanupKeep:
+		return 0, nil
+	case backend == "memory":
+		return 1, nil
+	case mode == CleanupPrune:
+		return 16, nil
+	}
+	return 0, nil
 }
 
 // StoreFromParsed builds the checkpoint store of a `checkpoint` object.
@@ -134,9 +176,17 @@ func StoreFromParsed(ctx context.Context, conf *service.ParsedConfig, mgr *servi
 		if err != nil {
 			return nil, nil, err
 		}
+		if conf.Contains(fieldWitnessTTL) {
+			if dc.WitnessTTL, err = conf.FieldDuration(fieldWitnessTTL); err != nil {
+				return nil, nil, err
+			}
+		}
 		ds, err := dynamostore.NewDynamoStore(ctx, dc)
 		if err != nil {
 			return nil, nil, err
+		}
+		if err := ds.TTLError(); err != nil {
+			mgr.Logger().Infof("DynamoDB time to live on the witnesses' exp attribute is not enabled on table %s (%v): witnesses then leave only with witness_cleanup: prune", dc.Table, err)
 		}
 		return ds, nil, nil
 	}

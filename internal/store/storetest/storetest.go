@@ -67,6 +67,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Disposition", testDisposition},
 		{"WitnessTooLarge", testWitnessTooLarge},
 		{"WitnessesFrom", testWitnessesFrom},
+		{"PruneWitnessesBelowAGeneration", testPruneWitnessesBelowAGeneration},
 		// Membership and frontier (invariants 3, 7, 8).
 		{"MembershipCAS", testMembershipCAS},
 		{"MembershipLineageRoundTrip", testMembershipLineageRoundTrip},

@@ -188,3 +188,32 @@ func testWitnessTooLarge(t *testing.T, s store.Store) {
 
 	require.Len(t, witnesses(t, s, key, 1), 1)
 }
+
+// PruneWitnesses deletes exactly the witnesses of one partition below a
+// generation (every attempt of them, generation 10 not taken for 1), and
+// nothing of another partition; pruning again deletes nothing.
+func testPruneWitnessesBelowAGeneration(t *testing.T, s store.Store) {
+	other := store.Key{Scope: key.Scope, Partition: key.Partition + "0"}
+	for _, gen := range []uint64{1, 2, 3, 10, 30} {
+		for _, a := range []string{"a", "b"} {
+			require.NoError(t, s.PutWitness(ctx(t), newWitness(key, gen, fmt.Sprintf("%s%d", a, gen), page(1, 1), "N")))
+		}
+		require.NoError(t, s.PutWitness(ctx(t), newWitness(other, gen, fmt.Sprintf("o%d", gen), nil, "")))
+	}
+	n, err := s.PruneWitnesses(ctx(t), key, 10)
+	require.NoError(t, err)
+	require.Equal(t, 6, n, "generations 1, 2 and 3, two attempts each")
+	ws, err := s.WitnessesFrom(ctx(t), key, 0)
+	require.NoError(t, err)
+	var left []string
+	for _, w := range ws {
+		left = append(left, w.AttemptID)
+	}
+	require.Equal(t, []string{"a10", "b10", "a30", "b30"}, left)
+	kept, err := s.WitnessesFrom(ctx(t), other, 0)
+	require.NoError(t, err)
+	require.Len(t, kept, 5, "another partition's witnesses stay")
+	n, err = s.PruneWitnesses(ctx(t), key, 10)
+	require.NoError(t, err)
+	require.Zero(t, n)
+}
