@@ -14,9 +14,12 @@ package e2e
 //     epoch) afterwards;
 //  3. the process holding the most partitions is killed with SIGKILL: the
 //     survivors take its partitions over;
-//  4. a partition with a backlog (its pages answered slowly) splits: its
-//     two children are not read before it is read to its end, and it
-//     leaves the membership, proven, though the source still lists it.
+//  4. a partition with a backlog splits; its pages are held until its
+//     children have joined the membership and an operator's second
+//     advance-epoch has been adopted, then answered slowly: the children
+//     keep their lineage through that epoch and are not read before their
+//     parent is read to its end, and the parent leaves the membership,
+//     proven, though the source still lists it.
 //
 // Throughout, a sampler reads the membership and the published frontier
 // records every 100ms: epochs never go back, an epoch's partitions never
@@ -25,7 +28,8 @@ package e2e
 // outputs (one JSON line per message, stamped with now() by the pipeline,
 // the same machine clock for every process): every event the source ever
 // held is delivered (duplicates allowed); the parent's last line is
-// earlier than the children's first; and no message carries a frontier F
+// earlier than the children's first; every epoch holding a child records
+// its parent; and no message carries a frontier F
 // (in epoch E, at time t) while some event at a position <= F of a member
 // of E (a key of the attached vector) had not yet been delivered before t.
 //
@@ -415,6 +419,28 @@ func memberConnect(t *testing.T, args ...string) string {
 	}
 }
 
+// memberCutover is the cutover an operator can vouch for from `connect
+// tidemark status --json`: the combined frontier, or, while it is withheld,
+// the lowest complete-through watermark of the members that have one (no
+// member is behind it).
+func memberCutover(t *testing.T, storeFlags []string) string {
+	t.Helper()
+	out := memberConnect(t, append([]string{"tidemark", "status", "--json"}, storeFlags...)...)
+	var s ops.Status
+	require.NoError(t, json.Unmarshal([]byte(out), &s), "status --json: %s", out)
+	if s.Frontier != nil {
+		return *s.Frontier
+	}
+	lowest := int64(-1)
+	for _, w := range s.Vector {
+		if n, err := strconv.ParseInt(w, 10, 64); err == nil && (lowest < 0 || n < lowest) {
+			lowest = n
+		}
+	}
+	require.GreaterOrEqual(t, lowest, int64(0), "status --json shows no member watermark: %s", out)
+	return strconv.FormatInt(lowest, 10)
+}
+
 func TestMembershipLiveAcrossThreeProcesses(t *testing.T) {
 	tb := dynalitetest.NewTable(t)
 	ctx := t.Context()
@@ -493,7 +519,7 @@ func TestMembershipLiveAcrossThreeProcesses(t *testing.T) {
 	before, err := st.LoadMembership(ctx, memberScope)
 	require.NoError(t, err)
 	advancedAt := time.Now()
-	out := memberConnect(t, append([]string{"tidemark", "advance-epoch", "--yes", "--cutover", strconv.FormatInt(src.Head(), 10)}, storeFlags...)...)
+	out := memberConnect(t, append([]string{"tidemark", "advance-epoch", "--yes", "--cutover", memberCutover(t, storeFlags)}, storeFlags...)...)
 	t.Logf("advance-epoch: %s", strings.TrimSpace(out))
 	adv, err := st.LoadMembership(ctx, memberScope)
 	require.NoError(t, err)
@@ -537,18 +563,54 @@ func TestMembershipLiveAcrossThreeProcesses(t *testing.T) {
 		}
 	}
 
-	// 4. The split of a partition with a backlog: its pages answer
-	// slowly, so it is still being read when its children are listed.
+	// 4. The split of a partition with a backlog. Its pages are held
+	// until the children have joined and an operator's epoch has been
+	// adopted on top of that, then answered slowly: the children are
+	// members, waiting, while their parent still has most of its events
+	// to deliver.
+	gate := make(chan struct{})
+	var gateOnce sync.Once
+	openGate := func() { gateOnce.Do(func() { close(gate) }) }
+	t.Cleanup(openGate) // before the fake stops: it waits for held requests
 	src.OnRequest(func(r *http.Request) {
-		if r.URL.Path == "/partitions/"+splitting {
-			time.Sleep(memberSlowPage)
+		if r.URL.Path != "/partitions/"+splitting {
+			return
 		}
+		select {
+		case <-gate:
+		case <-r.Context().Done():
+			return
+		}
+		time.Sleep(memberSlowPage)
 	})
 	_, err = src.Append(splitting, 60)
 	require.NoError(t, err)
 	splitAt := time.Now()
 	children, err := src.Split(splitting)
 	require.NoError(t, err)
+	e2etest.WaitFor(t, e2etest.Patience, fmt.Sprintf("%v to join while %s is a member", children, splitting), func() (bool, string) {
+		smp := sampler.latest()
+		m := smp.membership
+		return smp.hasMember && slices.Contains(m.Partitions, splitting) &&
+			slices.Contains(m.Partitions, children[0]) && slices.Contains(m.Partitions, children[1]), smp.describe()
+	}, alive(survivors)...)
+	// The operator's epoch while the children wait: they go on waiting.
+	advancedAt = time.Now()
+	out = memberConnect(t, append([]string{"tidemark", "advance-epoch", "--yes", "--cutover", memberCutover(t, storeFlags)}, storeFlags...)...)
+	t.Logf("advance-epoch while %v wait for %s: %s", children, splitting, strings.TrimSpace(out))
+	adv2, err := st.LoadMembership(ctx, memberScope)
+	require.NoError(t, err)
+	for _, p := range survivors {
+		e2etest.WaitFor(t, e2etest.Patience, fmt.Sprintf("%s to emit messages of epoch %d (or later)", p.id, adv2.Epoch), func() (bool, string) {
+			for _, l := range slices.Backward(p.lines(t)) {
+				if l.At > advancedAt.UnixNano() && l.Epoch >= adv2.Epoch {
+					return true, ""
+				}
+			}
+			return false, sampler.latest().describe()
+		}, alive(survivors)...)
+	}
+	openGate()
 	e2etest.WaitFor(t, e2etest.Patience, fmt.Sprintf("a proven epoch with %v and without %s", children, splitting), func() (bool, string) {
 		smp := sampler.latest()
 		m := smp.membership
@@ -626,6 +688,14 @@ func TestMembershipLiveAcrossThreeProcesses(t *testing.T) {
 	}
 	t.Logf("split of %s: %d of its lines after the split; its last line %s before the first child line; a sample showed the children as members while it was one: %t",
 		splitting, parentAfterSplit, time.Duration(childFirst-parentLast), bothMembers)
+	for _, smp := range samples {
+		m := smp.membership
+		for _, c := range children {
+			if smp.hasMember && slices.Contains(m.Partitions, c) {
+				require.Equal(t, []string{splitting}, m.Parents[c], "epoch %d lost the lineage of %s", m.Epoch, c)
+			}
+		}
+	}
 	last := samples[len(samples)-1].membership
 	require.True(t, last.Proven, "the final epoch %d is unproven: %s", last.Epoch, last.Reason)
 	require.Empty(t, last.Unproven, "the final epoch %d", last.Epoch)
