@@ -30,6 +30,7 @@ func TestMembershipOraclesCatchViolations(t *testing.T) {
 		outs      map[string][]memberLine
 		frontier  string // violation substring of memberFrontierOracle ("" none)
 		monotone  string
+		epochBack int
 		lineage   string
 		checked   int
 		withError int
@@ -87,11 +88,19 @@ func TestMembershipOraclesCatchViolations(t *testing.T) {
 			checked: 2, withError: 1,
 		},
 		{
-			name: "the frontier epoch going back",
+			name: "a message of the epoch before the current one",
 			outs: map[string][]memberLine{
 				"i1": {line("a:1", "a", 10, nil, 2), line("b:2", "b", 20, nil, 1)},
 			},
-			monotone: "went back from 2 to 1",
+			epochBack: 1,
+		},
+		{
+			name: "a frontier lowered within an epoch, across a newer epoch's line",
+			outs: map[string][]memberLine{
+				"i1": {line("a:1", "a", 10, nil, 1), line("b:2", "b", 20, nil, 1), line("a:3", "a", 30, memberInt(2), 1),
+					line("a:3", "a", 35, memberInt(3), 2), line("a:3", "a", 40, memberInt(1), 1)},
+			},
+			monotone: "the frontier of epoch 1 went down from 2 to 1", checked: 3, epochBack: 1,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -103,11 +112,13 @@ func TestMembershipOraclesCatchViolations(t *testing.T) {
 			}
 			require.Equal(t, tc.checked, checked)
 			require.Equal(t, tc.withError, withError)
+			mv, back := memberMonotoneOracle(tc.outs)
 			if tc.monotone == "" {
-				require.Empty(t, memberMonotoneOracle(tc.outs))
+				require.Empty(t, mv)
 			} else {
-				require.Contains(t, memberMonotoneOracle(tc.outs), tc.monotone)
+				require.Contains(t, mv, tc.monotone)
 			}
+			require.Equal(t, tc.epochBack, back)
 		})
 	}
 
