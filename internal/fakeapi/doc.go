@@ -29,4 +29,10 @@
 // All methods are safe for concurrent use. Timestamps come from the host
 // clock (the fakes run in the test process, next to the process under
 // test).
+//
+// Shards is the fakes' one API of their own: a sharded event stream with
+// one global integer position sequence whose partitions are added and
+// split while it is read (GET /partitions lists them with their parents),
+// for the end-to-end test of live membership. Its doc comment says what it
+// models.
 package fakeapi

@@ -396,6 +396,24 @@ func TestPlanAdvanceEpoch(t *testing.T) {
 	assert.True(t, s.Proven)
 }
 
+// An operator's epoch keeps the lineage of the members: a split's children
+// still wait for their parent.
+func TestPlanAdvanceEpochKeepsLineage(t *testing.T) {
+	ctx := context.Background()
+	st := store.NewMemStore()
+	split := store.Membership{Scope: scope, Epoch: 4, Partitions: []string{"p0", "p0.1", "p0.2"}, Proven: true,
+		Parents: map[string][]string{"p0.1": {"p0"}, "p0.2": {"p0"}}}
+	_, err := st.SwapMembership(ctx, 0, split)
+	require.NoError(t, err)
+	r, err := PlanAdvanceEpoch(ctx, st, scope, coord.Integer(120))
+	require.NoError(t, err)
+	require.NoError(t, r.Apply(ctx))
+	m, err := st.LoadMembership(ctx, scope)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(5), m.Epoch)
+	assert.Equal(t, split.Parents, m.Parents)
+}
+
 func TestPlanAdvanceEpochLosesWhenMembershipChanged(t *testing.T) {
 	ctx := context.Background()
 	st := store.NewMemStore()

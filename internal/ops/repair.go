@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/tidemark/tidemark/internal/coord"
@@ -78,13 +79,16 @@ func PlanRestart(ctx context.Context, st store.Store, k store.Key, cursor []byte
 // PlanAdvanceEpoch records, as a new membership epoch, the operator's proof
 // that the current partition set's change is complete (added partitions
 // covered, removed ones sealed) through cutover. One compare-and-swap on the
-// membership epoch read now.
+// membership epoch read now. The new epoch keeps the members' lineage: it
+// is the provider's fact, not a proof, and a child still waits for its
+// parents.
 func PlanAdvanceEpoch(ctx context.Context, st store.Store, scope string, cutover coord.Watermark) (Repair, error) {
 	m, err := st.LoadMembership(ctx, scope)
 	if err != nil {
 		return Repair{}, err
 	}
-	next := store.Membership{Scope: scope, Epoch: m.Epoch + 1, Partitions: slices.Clone(m.Partitions), Cutover: cutover, Proven: true}
+	next := store.Membership{Scope: scope, Epoch: m.Epoch + 1, Partitions: slices.Clone(m.Partitions), Cutover: cutover, Proven: true,
+		Parents: maps.Clone(m.Parents)}
 	return Repair{
 		Describe: fmt.Sprintf("advance membership of %s from epoch %d (proven %t) to epoch %d, proven through cutover %s, partitions %v",
 			scope, m.Epoch, m.Proven, next.Epoch, cutover, next.Partitions),
