@@ -147,8 +147,9 @@
 //
 // In a seeded quarter of the schedules (lease.go) every lane holds its
 // partition's lease: it claims a free lease, or steals one whose (owner,
-// counter) has not moved for a period of its own worker's clock, renews it
-// every few steps and states it on every Promote and SetParked. A paused
+// counter) has not moved for a period of its own worker's clock (the
+// input's own lease.Tracker and lease.Balance decide, on that clock),
+// renews it every few steps and states it on every Promote and SetParked. A paused
 // worker resumes as a zombie whose writes the store fences; it gives the
 // partition up. CheckLease (oracle): a lane's promotion or park takes
 // effect only while the stored lease names that lane's worker.

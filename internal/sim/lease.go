@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"time"
 
+	"github.com/tidemark/tidemark/internal/lease"
 	"github.com/tidemark/tidemark/internal/store"
 )
 
@@ -17,7 +19,8 @@ import (
 //     none exists) and claims an unowned lease, or steals a held one whose
 //     (owner, counter) has not moved for leases.period ticks of its OWN
 //     worker's clock (a worker's clock counts its lane steps; clocks of
-//     different workers are never compared);
+//     different workers are never compared), decided by the input's own
+//     lease.Tracker and lease.Balance on that clock;
 //   - a holder renews every leases.renew lane steps and passes its lease on
 //     every Promote and SetParked (Promotion.Lease);
 //   - "pause w1" freezes a worker (its lanes are not stepped and its clock
@@ -194,7 +197,7 @@ func (l *lane) leaseStep() bool {
 				l.note("claimed lease %s", l.lease)
 			}
 		case errors.As(err, &fe):
-			l.claim, l.seenOK = nil, false
+			l.claim = nil
 			l.note("claim of lease %s lost: %s", from, fe.Reason)
 		default:
 			// Maybe applied: claiming again is recognised by the store.
@@ -213,23 +216,30 @@ func (l *lane) leaseStep() bool {
 		return true
 	}
 	cur := cp.Lease
-	switch {
-	case !cur.Held():
-		l.claim = &cur
-		l.note("lease %s is free", cur)
-	case cur.Owner == l.w.owner():
+	if cur.Held() && cur.Owner == l.w.owner() {
 		// This incarnation holds it (a renewal whose response was lost).
 		l.lease, l.sinceRenew, l.renewAt = cur, 0, lm.renew
 		l.note("holds lease %s", cur)
-	case !l.seenOK || cur != l.seen:
-		l.seen, l.seenAt, l.seenOK = cur, l.w.ticks, true
-		l.note("lease held: %s (tick %d)", cur, l.w.ticks)
-	case l.w.ticks-l.seenAt >= lm.period:
-		l.claim = &cur
-		l.note("lease %s unchanged for %d ticks: steal it", cur, l.w.ticks-l.seenAt)
-	default:
-		l.note("lease held: %s, unchanged for %d ticks", cur, l.w.ticks-l.seenAt)
+		return true
 	}
+	// The input's own rules decide (internal/lease): expiry on this
+	// worker's clock since it first saw the pair, claims of free and
+	// expired leases. A worker's tick is a millisecond of its clock.
+	now := time.Unix(0, 0).Add(time.Duration(l.w.ticks) * time.Millisecond)
+	views := l.tracker.Observe([]store.Checkpoint{cp}, []string{l.key.Partition}, now)
+	plan := lease.Balance(lease.BalanceInput{
+		Self: l.w.owner(), Now: now, Period: time.Duration(lm.period) * time.Millisecond,
+		Held: map[string]store.Lease{}, Leases: views,
+	})
+	for _, c := range plan.Claims {
+		if c.Partition == l.key.Partition {
+			expect := c.Expect
+			l.claim = &expect
+			l.note("lease %s: claim it (%s)", expect, c.Kind)
+			return true
+		}
+	}
+	l.note("lease held: %s (%s)", cur, plan)
 	return true
 }
 

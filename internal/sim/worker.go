@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/chain/chainstore"
+	"github.com/tidemark/tidemark/internal/lease"
 	"github.com/tidemark/tidemark/internal/membership"
 	"github.com/tidemark/tidemark/internal/store"
 )
@@ -61,14 +62,13 @@ type lane struct {
 	// Lease mode (lease.go): the lease the lane holds, the lease it last
 	// saw held by another and its worker's tick then, a claim to make, a
 	// checkpoint to create, lane steps since the last renewal.
-	lease, seen store.Lease
+	lease store.Lease
 	// exited: the machine completed under exit_when_complete;
 	// emptyFinal is the model's finality clock T when it last answered
 	// this lane with an honest empty page (what "caught up" claims).
 	exited     bool
 	emptyFinal int64
-	seenAt     int
-	seenOK     bool
+	tracker    lease.Tracker // the lane's lease observations (internal/lease)
 	claim      *store.Lease
 	create     bool
 	sinceRenew int
