@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -36,6 +37,7 @@ type meter struct {
 	calls      map[string]int64         // kind -> calls (retries included in one call)
 	latency    map[string]time.Duration // kind -> summed call latency
 	itemBytes  map[string]int64         // kind -> summed PutItem item sizes
+	pages      int64                    // pages moved by successful promotions
 }
 
 func newMeter() *meter {
@@ -77,7 +79,9 @@ func (m *meter) register(stack *middleware.Stack) error {
 			m.mu.Unlock()
 			if err == nil {
 				cu, ok := consumed(out.Result)
+				pages := promotedPages(in.Parameters)
 				m.mu.Lock()
+				m.pages += pages
 				if ok {
 					m.units[kind] += cu
 				} else {
@@ -134,6 +138,26 @@ func skOf(key map[string]types.AttributeValue) string {
 
 func namesHave(names map[string]string, attr string) bool {
 	return slices.Contains(slices.Collect(maps.Values(names)), attr)
+}
+
+// promotedPages is the number of generations a promotion request moves
+// (":next" - ":g" of its UpdateItem), 0 for any other request.
+func promotedPages(params any) int64 {
+	p, ok := params.(*dynamodb.UpdateItemInput)
+	if !ok || skOf(p.Key) != "checkpoint" {
+		return 0
+	}
+	g, ok1 := p.ExpressionAttributeValues[":g"].(*types.AttributeValueMemberN)
+	next, ok2 := p.ExpressionAttributeValues[":next"].(*types.AttributeValueMemberN)
+	if !ok1 || !ok2 {
+		return 0
+	}
+	a, err1 := strconv.ParseInt(g.Value, 10, 64)
+	b, err2 := strconv.ParseInt(next.Value, 10, 64)
+	if err1 != nil || err2 != nil || b <= a {
+		return 0
+	}
+	return b - a
 }
 
 func classify(op string, params any) string {
@@ -242,7 +266,10 @@ func consumed(result any) (float64, bool) {
 
 // costs is a snapshot of a meter.
 type costs struct {
-	at         time.Time
+	at time.Time
+	// pages is how many pages the successful promotions moved (a
+	// coalesced promotion moves several generations).
+	pages      int64
 	byOp       map[string]int64 // RequestCounter: attempts by operation
 	attempts   map[string]int64
 	units      map[string]float64
@@ -257,7 +284,7 @@ func (m *meter) snapshot() costs {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return costs{
-		at: time.Now(), byOp: m.rc.Snapshot(), attempts: maps.Clone(m.attempts), units: maps.Clone(m.units),
+		at: time.Now(), pages: m.pages, byOp: m.rc.Snapshot(), attempts: maps.Clone(m.attempts), units: maps.Clone(m.units),
 		sizedUnits: maps.Clone(m.sizedUnits), noCapacity: maps.Clone(m.noCapacity),
 		calls: maps.Clone(m.calls), latency: maps.Clone(m.latency), itemBytes: maps.Clone(m.itemBytes),
 	}
@@ -274,11 +301,12 @@ func (m *meter) reset() {
 	clear(m.calls)
 	clear(m.latency)
 	clear(m.itemBytes)
+	m.pages = 0
 }
 
 // sub returns c - base.
 func (c costs) sub(base costs) costs {
-	out := costs{at: c.at, byOp: maps.Clone(c.byOp), attempts: maps.Clone(c.attempts), units: maps.Clone(c.units), sizedUnits: maps.Clone(c.sizedUnits), noCapacity: maps.Clone(c.noCapacity), calls: maps.Clone(c.calls), latency: maps.Clone(c.latency), itemBytes: maps.Clone(c.itemBytes)}
+	out := costs{at: c.at, pages: c.pages - base.pages, byOp: maps.Clone(c.byOp), attempts: maps.Clone(c.attempts), units: maps.Clone(c.units), sizedUnits: maps.Clone(c.sizedUnits), noCapacity: maps.Clone(c.noCapacity), calls: maps.Clone(c.calls), latency: maps.Clone(c.latency), itemBytes: maps.Clone(c.itemBytes)}
 	for k, v := range base.byOp {
 		out.byOp[k] -= v
 	}

@@ -60,8 +60,12 @@ func BenchmarkStoreCost(b *testing.B) {
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			r := loop(b, func() runResult { return runPipeline(b, c.spec) })
-			// Pages of the window: its promotions (one per page).
-			pages := float64(r.Costs.attempts[kPromotion])
+			// Pages of the window: the generations its promotions moved (a
+			// coalesced promotion moves several).
+			pages := float64(r.Costs.pages)
+			if pages == 0 {
+				b.Fatalf("no page was promoted in the steady-state window")
+			}
 			reportCosts(b, pages, r.Costs.at.Sub(r.Startup.at), *r.Costs)
 			b.ReportMetric(float64(r.Startup.writes()+r.Startup.reads())/float64(c.spec.Partitions), "startup-requests/partition")
 			b.ReportMetric(float64(r.Nacks)/(float64(r.Events)/float64(c.spec.PageSize)), "nacks/page")
