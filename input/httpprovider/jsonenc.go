@@ -39,7 +39,8 @@ func appendJSON(b []byte, v any) ([]byte, bool) {
 		}
 		return append(b, ']'), true
 	case map[string]any:
-		keys := make([]string, 0, len(t))
+		var small [16]string
+		keys := small[:0]
 		for k := range t {
 			keys = append(keys, k)
 		}
