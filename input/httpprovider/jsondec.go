@@ -26,7 +26,19 @@ type pageDecoder struct {
 	stack []any
 	keys  []string
 	names map[string]string
+	// values are boxed short string values seen before: a page repeats
+	// them (types, states, names), and a boxed string costs two
+	// allocations.
+	values map[string]any
 }
+
+// Bounds of the interning: the most keys and values kept, the longest
+// value interned.
+const (
+	maxNames      = 4096
+	maxValues     = 4096
+	maxValueBytes = 32
+)
 
 // maxFastDepth bounds the nesting the fast decoder follows (encoding/json
 // refuses beyond 10000; deeper documents go to it).
@@ -38,6 +50,10 @@ func (d *pageDecoder) decode(b []byte) (v any, ok bool) {
 	d.stack, d.keys = d.stack[:0], d.keys[:0]
 	if d.names == nil {
 		d.names = make(map[string]string, 32)
+		d.values = make(map[string]any, 256)
+	}
+	if len(d.values) >= maxValues {
+		clear(d.values)
 	}
 	d.skipSpace()
 	v, ok = d.value()
@@ -189,12 +205,20 @@ func (d *pageDecoder) str(key bool) (any, bool) {
 			return s, true
 		}
 		s := string(raw)
-		if len(d.names) < 4096 {
+		if len(d.names) < maxNames {
 			d.names[s] = s
 		}
 		return s, true
 	}
-	return string(raw), true
+	if len(raw) > maxValueBytes {
+		return string(raw), true
+	}
+	if v, ok := d.values[string(raw)]; ok {
+		return v, true
+	}
+	var v any = string(raw)
+	d.values[v.(string)] = v
+	return v, true
 }
 
 func (d *pageDecoder) object() (any, bool) {
