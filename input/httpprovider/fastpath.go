@@ -175,6 +175,9 @@ func (pp *plainPath) payload(arena *[]byte, v any) ([]byte, bool) {
 		return nil, false
 	}
 	b := *arena
+	if b == nil {
+		b = make([]byte, 0, 512) // an empty string's payload is empty, not nil
+	}
 	start := len(b)
 	switch t := x.(type) {
 	case string:

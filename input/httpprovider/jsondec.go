@@ -2,6 +2,8 @@ package httpprovider
 
 import (
 	"encoding/json"
+	"slices"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -19,6 +21,11 @@ import (
 // deep nesting) it reports false and the caller runs decodeJSON, which gives
 // encoding/json's own result or error. TestPageDecoderMatchesEncodingJSON
 // pins the equality.
+//
+// Given the field path of the events array (decodeEvents), it also writes
+// each element of that array as appendJSON would encode it (the payload of
+// the default `root = this`), while decoding it: TestPageDecoderEncodesEvents
+// pins the equality.
 type pageDecoder struct {
 	b     []byte
 	i     int
@@ -30,6 +37,25 @@ type pageDecoder struct {
 	// them (types, states, names), and a boxed string costs two
 	// allocations.
 	values map[string]any
+
+	// The events array: its path, whether the decoder is inside one of its
+	// elements (encoding), the encoding of what is being encoded, the
+	// members of the objects being encoded, and for the array found last
+	// at the path, the array and the end of each element's encoding in out.
+	track    bool
+	want     []string
+	encoding bool
+	out      []byte
+	members  []encMember
+	events   []any
+	ends     []int
+}
+
+// encMember is a member of an object being encoded: its key and where its
+// value's encoding lies in out.
+type encMember struct {
+	key        string
+	start, end int
 }
 
 // Bounds of the interning: the most keys and values kept, the longest
@@ -46,8 +72,16 @@ const maxFastDepth = 1000
 
 // decode parses b. ok is false when the caller must use decodeJSON.
 func (d *pageDecoder) decode(b []byte) (v any, ok bool) {
+	return d.decodeEvents(b, false, nil)
+}
+
+// decodeEvents parses b and, with track, encodes the elements of the array
+// at the field path want (empty: the document itself); payloads gives
+// them.
+func (d *pageDecoder) decodeEvents(b []byte, track bool, want []string) (v any, ok bool) {
 	d.b, d.i, d.depth = b, 0, 0
 	d.stack, d.keys = d.stack[:0], d.keys[:0]
+	d.track, d.want, d.encoding, d.out, d.members, d.events, d.ends = track, want, false, d.out[:0], d.members[:0], nil, d.ends[:0]
 	if d.names == nil {
 		d.names = make(map[string]string, 32)
 		d.values = make(map[string]any, 256)
@@ -56,7 +90,11 @@ func (d *pageDecoder) decode(b []byte) (v any, ok bool) {
 		clear(d.values)
 	}
 	d.skipSpace()
-	v, ok = d.value()
+	at := -1
+	if track {
+		at = 0
+	}
+	v, ok = d.value(at)
 	if !ok {
 		return nil, false
 	}
@@ -67,9 +105,33 @@ func (d *pageDecoder) decode(b []byte) (v any, ok bool) {
 	return v, true
 }
 
-// release drops the decoder's reference to the body (the decoder goes back
-// to a pool).
-func (d *pageDecoder) release() { d.b = nil }
+// payloads returns the encodings of the elements of arr, when arr is the
+// array the decoder found last at its events path; each is cut to its
+// length. The buffer holding them becomes theirs (the decoder takes a new
+// one).
+func (d *pageDecoder) payloads(arr []any) ([][]byte, bool) {
+	if !d.track || len(arr) != len(d.events) || len(arr) == 0 || &arr[0] != &d.events[0] {
+		return nil, false
+	}
+	buf := d.out
+	d.out = make([]byte, 0, cap(buf))
+	out := make([][]byte, len(arr))
+	start := 0
+	for i, end := range d.ends {
+		out[i] = buf[start:end:end]
+		start = end
+	}
+	return out, true
+}
+
+// release drops the decoder's references to the body and the values (the
+// decoder goes back to a pool).
+func (d *pageDecoder) release() {
+	d.b, d.events, d.want, d.track = nil, nil, nil, false
+	if cap(d.out) > 1<<20 {
+		d.out = nil
+	}
+}
 
 func (d *pageDecoder) skipSpace() {
 	for d.i < len(d.b) {
@@ -82,14 +144,19 @@ func (d *pageDecoder) skipSpace() {
 	}
 }
 
-func (d *pageDecoder) value() (any, bool) {
+// value decodes the value at d.i; at is how many steps of the events path
+// lead to it (-1: it is off the path).
+func (d *pageDecoder) value(at int) (any, bool) {
 	if d.i >= len(d.b) {
 		return nil, false
 	}
 	switch c := d.b[d.i]; {
 	case c == '{':
-		return d.object()
+		return d.object(at)
 	case c == '[':
+		if d.track && at == len(d.want) && !d.encoding {
+			return d.eventsArray()
+		}
 		return d.array()
 	case c == '"':
 		return d.str(false)
@@ -110,7 +177,59 @@ func (d *pageDecoder) literal(lit string) bool {
 		return false
 	}
 	d.i += len(lit)
+	if d.encoding {
+		d.out = append(d.out, lit...)
+	}
 	return true
+}
+
+// eventsArray decodes the array at the events path, encoding each element
+// into d.out, one after the other (their ends in d.ends). A later array at
+// the same path (a repeated key) replaces it, as in the decoded document.
+func (d *pageDecoder) eventsArray() (any, bool) {
+	if d.depth++; d.depth > maxFastDepth {
+		return nil, false
+	}
+	d.i++ // [
+	base := len(d.stack)
+	d.out, d.ends, d.events = d.out[:0], d.ends[:0], nil
+	d.skipSpace()
+	if d.i < len(d.b) && d.b[d.i] == ']' {
+		d.i++
+		d.depth--
+		return []any{}, true
+	}
+	d.encoding = true
+	defer func() { d.encoding = false }()
+	for {
+		v, ok := d.value(-1)
+		if !ok {
+			return nil, false
+		}
+		d.ends = append(d.ends, len(d.out))
+		d.stack = append(d.stack, v)
+		d.skipSpace()
+		if d.i >= len(d.b) {
+			return nil, false
+		}
+		if d.b[d.i] == ',' {
+			d.i++
+			d.skipSpace()
+			continue
+		}
+		if d.b[d.i] != ']' {
+			return nil, false
+		}
+		d.i++
+		break
+	}
+	arr := make([]any, len(d.stack)-base)
+	copy(arr, d.stack[base:])
+	clear(d.stack[base:])
+	d.stack = d.stack[:base]
+	d.events = arr
+	d.depth--
+	return arr, true
 }
 
 // number scans a number literal: the JSON grammar, as encoding/json's
@@ -156,13 +275,26 @@ func (d *pageDecoder) number() (any, bool) {
 		}
 	}
 	d.i = i
+	if d.encoding {
+		d.out = append(d.out, b[start:i]...)
+	}
 	return json.Number(b[start:i]), true
 }
 
-// str scans a string. Without escapes, valid UTF-8 without control
+// str scans a string (see scanStr) and, inside an events element, encodes
+// it (keys are encoded by their object).
+func (d *pageDecoder) str(key bool) (any, bool) {
+	v, ok := d.scanStr(key)
+	if ok && d.encoding && !key {
+		d.out = appendJSONString(d.out, v.(string))
+	}
+	return v, ok
+}
+
+// scanStr scans a string. Without escapes, valid UTF-8 without control
 // characters is the string itself; with escapes, encoding/json unquotes it.
 // Keys are interned.
-func (d *pageDecoder) str(key bool) (any, bool) {
+func (d *pageDecoder) scanStr(key bool) (any, bool) {
 	b := d.b
 	start := d.i + 1
 	i := start
@@ -221,38 +353,50 @@ func (d *pageDecoder) str(key bool) (any, bool) {
 	return v, true
 }
 
-func (d *pageDecoder) object() (any, bool) {
+func (d *pageDecoder) object(at int) (any, bool) {
 	if d.depth++; d.depth > maxFastDepth {
 		return nil, false
 	}
 	d.i++ // {
-	base, kbase := len(d.stack), len(d.keys)
+	base, kbase, mbase, obase := len(d.stack), len(d.keys), len(d.members), len(d.out)
 	d.skipSpace()
 	if d.i < len(d.b) && d.b[d.i] == '}' {
 		d.i++
 		d.depth--
+		if d.encoding {
+			d.out = append(d.out, "{}"...)
+		}
 		return map[string]any{}, true
 	}
 	for {
 		if d.i >= len(d.b) || d.b[d.i] != '"' {
 			return nil, false
 		}
-		k, ok := d.str(true)
+		kv, ok := d.str(true)
 		if !ok {
 			return nil, false
 		}
+		k := kv.(string)
 		d.skipSpace()
 		if d.i >= len(d.b) || d.b[d.i] != ':' {
 			return nil, false
 		}
 		d.i++
 		d.skipSpace()
-		v, ok := d.value()
+		next := -1
+		if at >= 0 && at < len(d.want) && k == d.want[at] {
+			next = at + 1
+		}
+		vstart := len(d.out)
+		v, ok := d.value(next)
 		if !ok {
 			return nil, false
 		}
-		d.keys = append(d.keys, k.(string))
+		d.keys = append(d.keys, k)
 		d.stack = append(d.stack, v)
+		if d.encoding {
+			d.members = append(d.members, encMember{k, vstart, len(d.out)})
+		}
 		d.skipSpace()
 		if d.i >= len(d.b) {
 			return nil, false
@@ -274,8 +418,38 @@ func (d *pageDecoder) object() (any, bool) {
 	}
 	clear(d.stack[base:])
 	d.stack, d.keys = d.stack[:base], d.keys[:kbase]
+	if d.encoding {
+		d.encodeObject(mbase, obase)
+	}
 	d.depth--
 	return m, true
+}
+
+// encodeObject replaces the encodings of an object's member values
+// (d.out[obase:], in document order, d.members[mbase:]) by the object's
+// encoding: members sorted by key, a repeated key once with its last value.
+func (d *pageDecoder) encodeObject(mbase, obase int) {
+	ms := d.members[mbase:]
+	slices.SortStableFunc(ms, func(x, y encMember) int { return strings.Compare(x.key, y.key) })
+	tmp := len(d.out)
+	d.out = append(d.out, '{')
+	first := true
+	for j, m := range ms {
+		if j+1 < len(ms) && ms[j+1].key == m.key {
+			continue // the last of equal keys wins
+		}
+		if !first {
+			d.out = append(d.out, ',')
+		}
+		first = false
+		d.out = appendJSONString(d.out, m.key)
+		d.out = append(d.out, ':')
+		d.out = append(d.out, d.out[m.start:m.end]...)
+	}
+	d.out = append(d.out, '}')
+	n := copy(d.out[obase:], d.out[tmp:])
+	d.out = d.out[:obase+n]
+	d.members = d.members[:mbase]
 }
 
 func (d *pageDecoder) array() (any, bool) {
@@ -288,10 +462,16 @@ func (d *pageDecoder) array() (any, bool) {
 	if d.i < len(d.b) && d.b[d.i] == ']' {
 		d.i++
 		d.depth--
+		if d.encoding {
+			d.out = append(d.out, "[]"...)
+		}
 		return []any{}, true
 	}
+	if d.encoding {
+		d.out = append(d.out, '[')
+	}
 	for {
-		v, ok := d.value()
+		v, ok := d.value(-1)
 		if !ok {
 			return nil, false
 		}
@@ -303,6 +483,9 @@ func (d *pageDecoder) array() (any, bool) {
 		if d.b[d.i] == ',' {
 			d.i++
 			d.skipSpace()
+			if d.encoding {
+				d.out = append(d.out, ',')
+			}
 			continue
 		}
 		if d.b[d.i] != ']' {
@@ -310,6 +493,9 @@ func (d *pageDecoder) array() (any, bool) {
 		}
 		d.i++
 		break
+	}
+	if d.encoding {
+		d.out = append(d.out, ']')
 	}
 	arr := make([]any, len(d.stack)-base)
 	copy(arr, d.stack[base:])

@@ -94,3 +94,98 @@ func BenchmarkDecodePage(b *testing.B) {
 		}
 	})
 }
+
+// The payloads the decoder encodes while parsing are exactly appendJSON's
+// encoding of the events it decoded, wherever the events array is (the
+// document itself, a field, a nested field), whatever the events are, with
+// whitespace, escapes and repeated keys; an array at the path that a
+// repeated key overrides is not taken for the events.
+func TestPageDecoderEncodesEvents(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	var d pageDecoder
+	checked := 0
+	for i := range 5000 {
+		var events []string
+		for range r.IntN(5) {
+			b, err := json.Marshal(randomValue(r, 0))
+			require.NoError(t, err)
+			events = append(events, mutate(r, string(b)))
+		}
+		arr := "[" + strings.Join(events, " , ") + "]"
+		var body string
+		var want []string
+		switch i % 4 {
+		case 0:
+			body = arr
+		case 1:
+			body, want = `{"next":"n","items":`+arr+`}`, []string{"items"}
+		case 2:
+			body, want = `{"data":{"x":1,"items":`+arr+`},"n":2}`, []string{"data", "items"}
+		case 3: // a repeated key: the second array wins
+			body, want = `{"items":[1,2],"items":`+arr+`}`, []string{"items"}
+		}
+		doc, ok := d.decodeEvents([]byte(body), true, want)
+		if !ok {
+			continue
+		}
+		got, _ := (&plainPath{path: want}).lookup(doc)
+		evs, isArr := got.([]any)
+		require.True(t, isArr, "body %q", body)
+		payloads, found := d.payloads(evs)
+		if len(evs) == 0 {
+			require.False(t, found)
+			continue
+		}
+		require.True(t, found, "body %q", body)
+		for j, e := range evs {
+			enc, ok := appendJSON(nil, e)
+			require.True(t, ok)
+			require.Equal(t, string(enc), string(payloads[j]), "body %q, event %d", body, j)
+			require.Equal(t, len(payloads[j]), cap(payloads[j]), "each payload is cut to its length")
+		}
+		checked++
+	}
+	require.Greater(t, checked, 1000)
+
+	doc, ok := d.decodeEvents([]byte(`{"a":{"items":[{"x":1}]},"a":{"items":"no"}}`), true, []string{"a", "items"})
+	require.True(t, ok)
+	_, found := d.payloads([]any{doc})
+	require.False(t, found, "an array the document no longer holds is not the events array")
+}
+
+// Events of every JSON type (strings are their own bytes, not their JSON
+// encoding) map alike with the payloads encoded while parsing and with the
+// mappings run on the message.
+func TestPrePayloadsMatchBloblang(t *testing.T) {
+	cfg := `
+http:
+  url: http://127.0.0.1:1/p
+  events: root = this.items
+  event_id: root = "x"
+  event_position: root = 1
+  successor: root = deleted()
+  contract:
+    empty_page: no_evidence
+    recovery: park
+`
+	fast, err := tryParseProvider(cfg, nil, nil)
+	require.NoError(t, err)
+	slow, err := tryParseProvider(cfg, nil, nil)
+	require.NoError(t, err)
+	slow.fast = fastMappings{}
+	r := rand.New(rand.NewPCG(9, 10))
+	for i := range 2000 {
+		var items []string
+		for range 1 + r.IntN(4) {
+			b, err := json.Marshal(randomValue(r, 0))
+			require.NoError(t, err)
+			items = append(items, string(b))
+		}
+		page := []byte(`{"items":[` + strings.Join(items, ",") + `]}`)
+		rq := &builtRequest{partition: "p"}
+		want, werr := slow.mapResponse(rq, &httpResult{status: 200, body: page})
+		got, gerr := fast.mapResponse(rq, &httpResult{status: 200, body: page})
+		require.Equal(t, werr == nil, gerr == nil, "page %d %s: slow %v, fast %v", i, page, werr, gerr)
+		require.Equal(t, want, got, "page %d: %s", i, page)
+	}
+}

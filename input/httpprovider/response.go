@@ -20,28 +20,68 @@ import (
 // run against: the JSON (or XML) document with the response headers, the request
 // metadata and the status as metadata (later keys win).
 func (p *Provider) responseMessage(rq *builtRequest, res *httpResult) (*service.Message, error) {
+	msg, _, err := p.parsePage(rq, res, false)
+	return msg, err
+}
+
+// prePayloads are the payloads of a page's events encoded while the page
+// was parsed (the default `root = this` payload of events found at a field
+// path): the events array they belong to, and each element's encoding.
+type prePayloads struct {
+	events   []any
+	payloads [][]byte
+}
+
+// of returns the payloads when events is the array they were encoded for.
+func (pp *prePayloads) of(events []any) ([][]byte, bool) {
+	if pp == nil || len(events) == 0 || len(events) != len(pp.events) || &events[0] != &pp.events[0] {
+		return nil, false
+	}
+	return pp.payloads, true
+}
+
+// pageMessage is responseMessage for a page of events: with a field-path
+// events mapping and the `root = this` payload, the payloads are encoded
+// while the body is parsed.
+func (p *Provider) pageMessage(rq *builtRequest, res *httpResult) (*service.Message, *prePayloads, error) {
+	return p.parsePage(rq, res, true)
+}
+
+func (p *Provider) parsePage(rq *builtRequest, res *httpResult, page bool) (*service.Message, *prePayloads, error) {
 	if res.tooLarge {
-		return nil, rq.malformed(fmt.Sprintf("HTTP %d body is larger than max_response_bytes (%d)", res.status, p.cfg.MaxResponseBytes), nil)
+		return nil, nil, rq.malformed(fmt.Sprintf("HTTP %d body is larger than max_response_bytes (%d)", res.status, p.cfg.MaxResponseBytes), nil)
 	}
 	if len(bytes.TrimSpace(res.body)) == 0 {
-		return nil, rq.malformed(fmt.Sprintf("HTTP %d with an empty body", res.status), nil)
+		return nil, nil, rq.malformed(fmt.Sprintf("HTTP %d with an empty body", res.status), nil)
 	}
+	var pre *prePayloads
 	var doc any
 	var err error
 	switch p.cfg.Format {
 	case formatXML:
 		if doc, err = xmlmap.Parse(res.body, false); err != nil {
-			return nil, rq.malformed(fmt.Sprintf("HTTP %d body is not one XML document", res.status), err)
+			return nil, nil, rq.malformed(fmt.Sprintf("HTTP %d body is not one XML document", res.status), err)
 		}
 	default:
 		d := decoders.Get().(*pageDecoder)
+		ev, pl := p.fast.events, p.fast.payload
+		track := page && ev != nil && !ev.str && pl != nil && len(pl.path) == 0 && !pl.str
 		var ok bool
-		doc, ok = d.decode(res.body)
+		if track {
+			doc, ok = d.decodeEvents(res.body, true, ev.path)
+		} else {
+			doc, ok = d.decode(res.body)
+		}
+		if ok && track && len(d.events) > 0 {
+			if payloads, found := d.payloads(d.events); found {
+				pre = &prePayloads{events: d.events, payloads: payloads}
+			}
+		}
 		d.release()
 		decoders.Put(d)
 		if !ok {
 			if doc, err = decodeJSON(res.body); err != nil {
-				return nil, rq.malformed(fmt.Sprintf("HTTP %d body is not one JSON document", res.status), err)
+				return nil, nil, rq.malformed(fmt.Sprintf("HTTP %d body is not one JSON document", res.status), err)
 			}
 		}
 	}
@@ -54,7 +94,7 @@ func (p *Provider) responseMessage(rq *builtRequest, res *httpResult) (*service.
 		msg.MetaSetMut(kv[0], kv[1])
 	}
 	msg.MetaSetMut(metaStatus, int64(res.status))
-	return msg, nil
+	return msg, pre, nil
 }
 
 // decoders are the fast JSON decoders of responses (pageDecoder).
@@ -205,16 +245,16 @@ func encodeLikeBenthos(v any) []byte {
 // mapResponse maps a 2xx response to a witness.Response. Every failure is a
 // *provider.MalformedError naming what was wrong.
 func (p *Provider) mapResponse(rq *builtRequest, res *httpResult) (witness.Response, error) {
-	msg, err := p.responseMessage(rq, res)
+	msg, pre, err := p.pageMessage(rq, res)
 	if err != nil {
 		return witness.Response{}, err
 	}
-	return p.mapPage(rq, msg)
+	return p.mapPage(rq, msg, pre)
 }
 
-// mapPage maps the message of a 2xx page (responseMessage) to a
-// witness.Response.
-func (p *Provider) mapPage(rq *builtRequest, msg *service.Message) (witness.Response, error) {
+// mapPage maps the message of a 2xx page (pageMessage) to a
+// witness.Response; pre are the payloads encoded with the page (nil: none).
+func (p *Provider) mapPage(rq *builtRequest, msg *service.Message, pre *prePayloads) (witness.Response, error) {
 	var out witness.Response
 	var err error
 	m := p.cfg.Mappings
@@ -239,7 +279,8 @@ func (p *Provider) mapPage(rq *builtRequest, msg *service.Message) (witness.Resp
 	}
 	out.Events = make([]witness.Event, 0, len(events))
 	ec := eventContext{page: msg}
-	if n := len(events); n > 0 && (p.fast.payload != nil || p.fast.valuePayload) {
+	ec.pre, _ = pre.of(events)
+	if n := len(events); n > 0 && ec.pre == nil && (p.fast.payload != nil || p.fast.valuePayload) {
 		// One buffer for the page's encoded payloads, about the body's size.
 		ec.arena = make([]byte, 0, p.arenaHint(n))
 	}
@@ -314,6 +355,9 @@ type eventContext struct {
 	// arena holds the page's encoded payloads and projections, each cut to
 	// its length.
 	arena []byte
+	// pre are the payloads encoded while the page was parsed, by event
+	// (nil: none).
+	pre [][]byte
 }
 
 func (ec *eventContext) message() *service.Message {
@@ -357,7 +401,10 @@ func (p *Provider) mapEvent(ec *eventContext, i int) (witness.Event, error) {
 		}
 	}
 	fastPayload := false
-	if f := p.fast.payload; f != nil {
+	if _, isString := ec.raw.(string); ec.pre != nil && !isString {
+		// A string event is its own bytes, not its JSON encoding.
+		ev.Payload, fastPayload = ec.pre[i], true
+	} else if f := p.fast.payload; f != nil {
 		ev.Payload, fastPayload = f.payload(&ec.arena, ec.raw)
 	}
 	if !fastPayload {
