@@ -42,7 +42,10 @@ var configTemplates = template.New("").Funcs(template.FuncMap{"join": strings.Jo
 
 // vsConfig is what the two templates are rendered with.
 type vsConfig struct {
-	URL        string
+	URL string
+	// Scope: tidemark's scope; the memory backend is one store per process,
+	// so runs in one process need scopes of their own.
+	Scope      string
 	Partitions []string
 	Backend    string // tidemark: memory or dynamodb
 	Endpoint   string
@@ -207,7 +210,8 @@ func TestVsPlainPipelinesReadEveryPageOnce(t *testing.T) {
 			srv := newPageServer(t, 3, 5, 0)
 			parts := partitionNames(2)
 			sb := service.NewStreamBuilder()
-			require.NoError(t, sb.SetYAML(renderConfig(t, c.name, c.text, vsConfig{URL: srv.URL, Partitions: parts, Backend: "memory"})))
+			scope := fmt.Sprintf("vsplain-test-%d", envSeq.Add(1))
+			require.NoError(t, sb.SetYAML(renderConfig(t, c.name, c.text, vsConfig{URL: srv.URL, Scope: scope, Partitions: parts, Backend: "memory"})))
 			stream, err := sb.Build()
 			require.NoError(t, err)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -312,7 +316,7 @@ func BenchmarkVsPlain(b *testing.B) {
 				for b.Loop() {
 					srv := newPageServer(b, vsPages(p), benchPageSize, benchLatency)
 					parts := partitionNames(p)
-					c := vsConfig{URL: srv.URL, Partitions: parts}
+					c := vsConfig{URL: srv.URL, Scope: "vsplain", Partitions: parts}
 					var cfg string
 					switch pipe {
 					case "plain":
