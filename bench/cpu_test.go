@@ -96,6 +96,29 @@ func procCPU(pid int) float64 {
 	return t / clockTicks
 }
 
+// ownCPU is the user+system time of this process alone (not of its
+// waited-for children), in seconds; 0 when unknown.
+func ownCPU() float64 {
+	b, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	var t float64
+	for _, k := range []int{11, 12} {
+		if k < len(f) {
+			n, _ := strconv.ParseFloat(f[k], 64)
+			t += n
+		}
+	}
+	return t / clockTicks
+}
+
 var dynalitePIDCache = map[string]int{}
 
 // dynalitePID finds the dynalite serving TIDEMARK_DYNAMODB_ENDPOINT (the

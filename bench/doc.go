@@ -19,6 +19,13 @@
 //     steady state and during retries.
 //   - BenchmarkPeakRSS: peak RSS of bin/connect (TIDEMARK_BENCH_BIN) over
 //     1,000,000 and 4,000,000 events of 64 partitions.
+//   - BenchmarkVsPlain: bin/connect running the http provider
+//     (tidemark_http.yaml; memory store, and DynamoDB on dynalite) against
+//     a plain Redpanda Connect pipeline reading the same pages without
+//     witness or checkpoint (plain_http.yaml: read_until over generate,
+//     the http processor, the next cursor in a memory cache), one local
+//     page server (100 events a page, 20 ms a page, JSON), output drop,
+//     P = 1, 16, 64: wall time and CPU per event, and their ratios.
 //
 // Frontier updates come from internal/frontier's BenchmarkTrackerUpdate.
 //

@@ -1,7 +1,6 @@
 package httpprovider
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -10,17 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 )
-
-// encodeLikeBenthos is how Benthos encodes a structured message.
-func encodeLikeBenthos(v any) []byte {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil
-	}
-	return buf.Bytes()[:buf.Len()-1]
-}
 
 var oddStrings = []string{"", "plain", `q"uote`, `back\slash`, "<tag>&amp;", "tab\tnew\nline\r", "\x00\x01\x1f\x7f", "é ü 漢字 🎉", "\u2028\u2029", "bad\xffutf8", "\xed\xa0\x80", "a/b"}
 
@@ -65,10 +53,11 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 	require.False(t, ok, "an invalid number literal is left to encoding/json (which refuses it)")
 }
 
-// The fast path gives exactly the events the Bloblang mappings give, for
-// pages of odd events (numeric, missing and empty ids; numeric, string,
-// fractional and missing positions; nested payloads), and fails where they
-// fail.
+// The fast path, and the mappings run on the event's value alone, give
+// exactly the events the Bloblang mappings run on the event's message give,
+// for pages of odd events (numeric, boolean, missing and empty ids;
+// numeric, string, fractional and missing positions; nested payloads;
+// payloads of every JSON type), and fail where they fail.
 func TestFastPathMatchesBloblang(t *testing.T) {
 	config := func(extra string) string {
 		return `
@@ -81,18 +70,31 @@ http:
     recovery: park
 `
 	}
-	for _, extra := range []string{
-		"",
-		"  event_id: root = this.id\n  event_position: root = this.position\n",
-		"  event_id: root = this.meta.key.string()\n  event_position: root = this.meta.seq\n  event_payload: root = this.body\n  event_semantic: root = this.body\n",
-		"  event_position: root = this.position\n  coordinate: timestamp\n",
+	for _, tc := range []struct {
+		extra string
+		// plain: the id mapping takes the fast path; value: the payload
+		// mapping reads nothing but the event (plain paths do not either).
+		plain, value bool
+	}{
+		{"", true, true},
+		{"  event_id: root = this.id\n  event_position: root = this.position\n", true, true},
+		{"  event_id: root = this.meta.key.string()\n  event_position: root = this.meta.seq\n  event_payload: root = this.body\n  event_semantic: root = this.body\n", true, true},
+		{"  event_position: root = this.position\n  coordinate: timestamp\n", true, true},
+		{"  event_payload: root = this.position\n  event_semantic: root = this.id.string()\n", true, true},
+		{"  event_payload: root = this.body.string()\n  event_semantic: root = this.meta\n", true, true},
+		{"  event_payload: root = this.body.or(@status)\n  event_semantic: 'root = this.body.or(metadata(\"status\"))'\n", true, false},
+		{"  event_id: root = this.id.string().uppercase()\n  event_position: root = this.position + 0\n  event_payload: root = this.without(\"body\")\n", false, true},
+		{"  event_id: 'root = this.id.or(\"x\")'\n  event_payload: 'root = if this.id == \"a\" { \"A\" }'\n  event_semantic: root = this.body.not_null()\n", false, true},
+		{"  event_position: root = this.position.number()\n  event_payload: root = this.body.type()\n  event_semantic: 'root = if this.id == 7 { deleted() } else { this.position }'\n", true, true},
 	} {
+		extra := tc.extra
 		fast, err := tryParseProvider(config(extra), nil, nil)
 		require.NoError(t, err)
 		slow, err := tryParseProvider(config(extra), nil, nil)
 		require.NoError(t, err)
 		slow.fast = fastMappings{}
-		require.NotNil(t, fast.fast.id, "the fast path is selected for %q", extra)
+		require.Equal(t, tc.plain, fast.fast.id != nil, "the fast path is selected for %q", extra)
+		require.Equal(t, tc.value, fast.fast.valuePayload, "the payload mapping runs on the value alone for %q", extra)
 
 		r := rand.New(rand.NewPCG(3, 4))
 		ids := []any{"a", "", 7, 12.5, nil, true, "x\"y"}

@@ -280,7 +280,7 @@ func (p *Provider) attempt(ctx context.Context, rq *builtRequest) (*httpResult, 
 	}
 	defer resp.Body.Close()
 	limit := p.cfg.MaxResponseBytes
-	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	b, err := readBody(resp.Body, resp.ContentLength, limit+1)
 	if err != nil {
 		return nil, p.transportError(ctx, rq, fmt.Sprintf("reading the body of HTTP %d: ", resp.StatusCode), err)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -39,26 +40,35 @@ func appendJSON(b []byte, v any) ([]byte, bool) {
 		}
 		return append(b, ']'), true
 	case map[string]any:
-		keys := make([]string, 0, len(t))
-		for k := range t {
-			keys = append(keys, k)
+		// The members sorted by key, gathered in one pass (no lookup per
+		// key afterwards).
+		var small [16]member
+		ms := small[:0]
+		for k, e := range t {
+			ms = append(ms, member{k, e})
 		}
-		slices.Sort(keys)
+		slices.SortFunc(ms, func(x, y member) int { return strings.Compare(x.k, y.k) })
 		b = append(b, '{')
-		for i, k := range keys {
+		for i, m := range ms {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, k)
+			b = appendJSONString(b, m.k)
 			b = append(b, ':')
 			var ok bool
-			if b, ok = appendJSON(b, t[k]); !ok {
+			if b, ok = appendJSON(b, m.v); !ok {
 				return b, false
 			}
 		}
 		return append(b, '}'), true
 	}
 	return b, false
+}
+
+// member is a key and value of an object being encoded.
+type member struct {
+	k string
+	v any
 }
 
 const hexDigits = "0123456789abcdef"

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 
@@ -21,7 +22,10 @@ type Provider struct {
 	client  *http.Client
 	auth    *authenticator
 	fast    fastMappings
-	log     *service.Logger
+	// arenaSize is the size of the last page's payload buffer (the hint
+	// for the next).
+	arenaSize atomic.Int64
+	log       *service.Logger
 	// checked: partitions whose stored cursor needs no validation.
 	checked checked
 }

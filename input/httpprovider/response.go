@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 
 	"github.com/redpanda-data/benthos/v4/public/bloblang"
 	"github.com/redpanda-data/benthos/v4/public/service"
@@ -19,22 +20,69 @@ import (
 // run against: the JSON (or XML) document with the response headers, the request
 // metadata and the status as metadata (later keys win).
 func (p *Provider) responseMessage(rq *builtRequest, res *httpResult) (*service.Message, error) {
+	msg, _, err := p.parsePage(rq, res, false)
+	return msg, err
+}
+
+// prePayloads are the payloads of a page's events encoded while the page
+// was parsed (the default `root = this` payload of events found at a field
+// path): the events array they belong to, and each element's encoding.
+type prePayloads struct {
+	events   []any
+	payloads [][]byte
+}
+
+// of returns the payloads when events is the array they were encoded for.
+func (pp *prePayloads) of(events []any) ([][]byte, bool) {
+	if pp == nil || len(events) == 0 || len(events) != len(pp.events) || &events[0] != &pp.events[0] {
+		return nil, false
+	}
+	return pp.payloads, true
+}
+
+// pageMessage is responseMessage for a page of events: with a field-path
+// events mapping and the `root = this` payload, the payloads are encoded
+// while the body is parsed.
+func (p *Provider) pageMessage(rq *builtRequest, res *httpResult) (*service.Message, *prePayloads, error) {
+	return p.parsePage(rq, res, true)
+}
+
+func (p *Provider) parsePage(rq *builtRequest, res *httpResult, page bool) (*service.Message, *prePayloads, error) {
 	if res.tooLarge {
-		return nil, rq.malformed(fmt.Sprintf("HTTP %d body is larger than max_response_bytes (%d)", res.status, p.cfg.MaxResponseBytes), nil)
+		return nil, nil, rq.malformed(fmt.Sprintf("HTTP %d body is larger than max_response_bytes (%d)", res.status, p.cfg.MaxResponseBytes), nil)
 	}
 	if len(bytes.TrimSpace(res.body)) == 0 {
-		return nil, rq.malformed(fmt.Sprintf("HTTP %d with an empty body", res.status), nil)
+		return nil, nil, rq.malformed(fmt.Sprintf("HTTP %d with an empty body", res.status), nil)
 	}
+	var pre *prePayloads
 	var doc any
 	var err error
 	switch p.cfg.Format {
 	case formatXML:
 		if doc, err = xmlmap.Parse(res.body, false); err != nil {
-			return nil, rq.malformed(fmt.Sprintf("HTTP %d body is not one XML document", res.status), err)
+			return nil, nil, rq.malformed(fmt.Sprintf("HTTP %d body is not one XML document", res.status), err)
 		}
 	default:
-		if doc, err = decodeJSON(res.body); err != nil {
-			return nil, rq.malformed(fmt.Sprintf("HTTP %d body is not one JSON document", res.status), err)
+		d := decoders.Get().(*pageDecoder)
+		ev, pl := p.fast.events, p.fast.payload
+		track := page && ev != nil && !ev.str && pl != nil && len(pl.path) == 0 && !pl.str
+		var ok bool
+		if track {
+			doc, ok = d.decodeEvents(res.body, true, ev.path)
+		} else {
+			doc, ok = d.decode(res.body)
+		}
+		if ok && track && len(d.events) > 0 {
+			if payloads, found := d.payloads(d.events); found {
+				pre = &prePayloads{events: d.events, payloads: payloads}
+			}
+		}
+		d.release()
+		decoders.Put(d)
+		if !ok {
+			if doc, err = decodeJSON(res.body); err != nil {
+				return nil, nil, rq.malformed(fmt.Sprintf("HTTP %d body is not one JSON document", res.status), err)
+			}
 		}
 	}
 	msg := service.NewMessage(nil)
@@ -46,8 +94,11 @@ func (p *Provider) responseMessage(rq *builtRequest, res *httpResult) (*service.
 		msg.MetaSetMut(kv[0], kv[1])
 	}
 	msg.MetaSetMut(metaStatus, int64(res.status))
-	return msg, nil
+	return msg, pre, nil
 }
+
+// decoders are the fast JSON decoders of responses (pageDecoder).
+var decoders = sync.Pool{New: func() any { return new(pageDecoder) }}
 
 // decodeJSON reads exactly one JSON document, keeping numbers exact
 // (json.Number), as Benthos itself does.
@@ -114,19 +165,96 @@ func runMappingBytes(msg *service.Message, exec *bloblang.Executor) (b []byte, p
 	return b, true, nil
 }
 
+// runValueMapping runs a per-event mapping that reads only its value
+// (valueOnly) with Executor.Query on the event's value, giving what
+// runMapping gives on the event's message: a string as []byte, null (and
+// the string "null") absent, a mapping that does not assign the root the
+// event itself. A failing query runs again on the message, for the
+// message's own error.
+func runValueMapping(ec *eventContext, exec *bloblang.Executor) (v any, present bool, err error) {
+	res, err := exec.Query(ec.raw)
+	if err != nil {
+		if errors.Is(err, bloblang.ErrRootDeleted) {
+			return nil, false, nil
+		}
+		return runMapping(ec.message(), exec)
+	}
+	switch t := res.(type) {
+	case nil:
+		return nil, false, nil
+	case string:
+		if t == "null" {
+			return nil, false, nil
+		}
+		return []byte(t), true, nil
+	case []byte:
+		if string(t) == "null" {
+			return nil, false, nil
+		}
+		return t, true, nil
+	}
+	return res, true, nil
+}
+
+// runValueMappingBytes is runMappingBytes for a per-event mapping that
+// reads only its value: a string as is, anything else encoded as Benthos
+// encodes a structured message (appendJSON where it can, encoding/json
+// otherwise), into ec's arena. A failing query, a nil []byte and a value
+// encoding/json refuses run again on the message, for its own result.
+func runValueMappingBytes(ec *eventContext, exec *bloblang.Executor) (b []byte, present bool, err error) {
+	res, err := exec.Query(ec.raw)
+	if err != nil {
+		if errors.Is(err, bloblang.ErrRootDeleted) {
+			return nil, false, nil
+		}
+		return runMappingBytes(ec.message(), exec)
+	}
+	switch t := res.(type) {
+	case string:
+		return []byte(t), true, nil
+	case []byte:
+		if t != nil {
+			return t, true, nil
+		}
+	default:
+		start := len(ec.arena)
+		if out, ok := appendJSON(ec.arena, res); ok {
+			ec.arena = out
+			return out[start:len(out):len(out)], true, nil
+		}
+		if out := encodeLikeBenthos(res); out != nil {
+			return out, true, nil
+		}
+	}
+	return runMappingBytes(ec.message(), exec)
+}
+
+// encodeLikeBenthos encodes v as Benthos encodes a structured message: JSON
+// without HTML escaping and without the trailing newline; nil when
+// encoding/json refuses v.
+func encodeLikeBenthos(v any) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil || buf.Len() <= 1 {
+		return nil
+	}
+	return buf.Bytes()[:buf.Len()-1]
+}
+
 // mapResponse maps a 2xx response to a witness.Response. Every failure is a
 // *provider.MalformedError naming what was wrong.
 func (p *Provider) mapResponse(rq *builtRequest, res *httpResult) (witness.Response, error) {
-	msg, err := p.responseMessage(rq, res)
+	msg, pre, err := p.pageMessage(rq, res)
 	if err != nil {
 		return witness.Response{}, err
 	}
-	return p.mapPage(rq, msg)
+	return p.mapPage(rq, msg, pre)
 }
 
-// mapPage maps the message of a 2xx page (responseMessage) to a
-// witness.Response.
-func (p *Provider) mapPage(rq *builtRequest, msg *service.Message) (witness.Response, error) {
+// mapPage maps the message of a 2xx page (pageMessage) to a
+// witness.Response; pre are the payloads encoded with the page (nil: none).
+func (p *Provider) mapPage(rq *builtRequest, msg *service.Message, pre *prePayloads) (witness.Response, error) {
 	var out witness.Response
 	var err error
 	m := p.cfg.Mappings
@@ -151,6 +279,11 @@ func (p *Provider) mapPage(rq *builtRequest, msg *service.Message) (witness.Resp
 	}
 	out.Events = make([]witness.Event, 0, len(events))
 	ec := eventContext{page: msg}
+	ec.pre, _ = pre.of(events)
+	if n := len(events); n > 0 && ec.pre == nil && (p.fast.payload != nil || p.fast.valuePayload) {
+		// One buffer for the page's encoded payloads, about the body's size.
+		ec.arena = make([]byte, 0, p.arenaHint(n))
+	}
 	for i, raw := range events {
 		ec.raw, ec.set = raw, false
 		ev, err := p.mapEvent(&ec, i)
@@ -158,6 +291,9 @@ func (p *Provider) mapPage(rq *builtRequest, msg *service.Message) (witness.Resp
 			return witness.Response{}, rq.malformed(err.Error(), errors.Unwrap(err))
 		}
 		out.Events = append(out.Events, ev)
+	}
+	if len(ec.arena) > 0 {
+		p.arenaSize.Store(int64(len(ec.arena)))
 	}
 
 	if v, present, err = runMapping(msg, m.Successor); err != nil {
@@ -216,7 +352,12 @@ type eventContext struct {
 	raw  any
 	msg  *service.Message
 	set  bool
-	buf  bytes.Buffer
+	// arena holds the page's encoded payloads and projections, each cut to
+	// its length.
+	arena []byte
+	// pre are the payloads encoded while the page was parsed, by event
+	// (nil: none).
+	pre [][]byte
 }
 
 func (ec *eventContext) message() *service.Message {
@@ -239,7 +380,7 @@ func (p *Provider) mapEvent(ec *eventContext, i int) (witness.Event, error) {
 		}
 	}
 	if ev.ID == "" {
-		if err := p.mapID(ec.message(), i, &ev); err != nil {
+		if err := p.mapID(ec, i, &ev); err != nil {
 			return ev, err
 		}
 	}
@@ -248,7 +389,7 @@ func (p *Provider) mapEvent(ec *eventContext, i int) (witness.Event, error) {
 		ev.Position, fastPos = f.position(p.cfg.Contract.PositionKind, ec.raw)
 	}
 	if !fastPos {
-		v, present, err := runMapping(ec.message(), m.EventPosition)
+		v, present, err := p.runEvent(ec, m.EventPosition, p.fast.valuePosition)
 		if err != nil {
 			return ev, &mappingError{fmt.Sprintf("event %d: event_position mapping failed", i), err}
 		}
@@ -260,13 +401,16 @@ func (p *Provider) mapEvent(ec *eventContext, i int) (witness.Event, error) {
 		}
 	}
 	fastPayload := false
-	if f := p.fast.payload; f != nil {
-		ev.Payload, fastPayload = f.payload(&ec.buf, ec.raw)
+	if _, isString := ec.raw.(string); ec.pre != nil && !isString {
+		// A string event is its own bytes, not its JSON encoding.
+		ev.Payload, fastPayload = ec.pre[i], true
+	} else if f := p.fast.payload; f != nil {
+		ev.Payload, fastPayload = f.payload(&ec.arena, ec.raw)
 	}
 	if !fastPayload {
 		var present bool
 		var err error
-		if ev.Payload, present, err = runMappingBytes(ec.message(), m.EventPayload); err != nil {
+		if ev.Payload, present, err = p.runEventBytes(ec, m.EventPayload, p.fast.valuePayload); err != nil {
 			return ev, &mappingError{fmt.Sprintf("event %d: event_payload mapping failed", i), err}
 		} else if !present {
 			return ev, &mappingError{fmt.Sprintf("event %d: event_payload mapping deleted the payload", i), nil}
@@ -275,12 +419,12 @@ func (p *Provider) mapEvent(ec *eventContext, i int) (witness.Event, error) {
 	if m.EventSemantic != nil {
 		fastSem := false
 		if f := p.fast.semantic; f != nil {
-			ev.Semantic, fastSem = f.payload(&ec.buf, ec.raw)
+			ev.Semantic, fastSem = f.payload(&ec.arena, ec.raw)
 		}
 		if !fastSem {
 			var present bool
 			var err error
-			if ev.Semantic, present, err = runMappingBytes(ec.message(), m.EventSemantic); err != nil {
+			if ev.Semantic, present, err = p.runEventBytes(ec, m.EventSemantic, p.fast.valueSemantic); err != nil {
 				return ev, &mappingError{fmt.Sprintf("event %d: event_semantic mapping failed", i), err}
 			} else if !present {
 				return ev, &mappingError{fmt.Sprintf("event %d: event_semantic mapping deleted the projection", i), nil}
@@ -290,9 +434,35 @@ func (p *Provider) mapEvent(ec *eventContext, i int) (witness.Event, error) {
 	return ev, nil
 }
 
+// runEvent runs a per-event mapping: on the event's value when it reads
+// only that, on the event's message otherwise.
+func (p *Provider) runEvent(ec *eventContext, exec *bloblang.Executor, valueOnly bool) (any, bool, error) {
+	if valueOnly {
+		return runValueMapping(ec, exec)
+	}
+	return runMapping(ec.message(), exec)
+}
+
+// runEventBytes is runEvent for the payload and projection mappings.
+func (p *Provider) runEventBytes(ec *eventContext, exec *bloblang.Executor, valueOnly bool) ([]byte, bool, error) {
+	if valueOnly {
+		return runValueMappingBytes(ec, exec)
+	}
+	return runMappingBytes(ec.message(), exec)
+}
+
+// arenaHint is the initial size of a page's payload buffer: the page's
+// previous total, or 512 bytes an event.
+func (p *Provider) arenaHint(events int) int {
+	if h := int(p.arenaSize.Load()); h > 0 {
+		return h + h/8
+	}
+	return 512 * events
+}
+
 // mapID runs the event_id mapping.
-func (p *Provider) mapID(msg *service.Message, i int, ev *witness.Event) error {
-	v, present, err := runMapping(msg, p.cfg.Mappings.EventID)
+func (p *Provider) mapID(ec *eventContext, i int, ev *witness.Event) error {
+	v, present, err := p.runEvent(ec, p.cfg.Mappings.EventID, p.fast.valueID)
 	if err != nil {
 		return &mappingError{fmt.Sprintf("event %d: event_id mapping failed", i), err}
 	}

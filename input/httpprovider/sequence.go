@@ -273,7 +273,7 @@ func (p *Provider) fetchPage(ctx context.Context, req provider.Request, token []
 	if err != nil {
 		return witness.Response{}, nil, err
 	}
-	msg, err := p.responseMessage(rq, res)
+	msg, pre, err := p.pageMessage(rq, res)
 	if err != nil {
 		return witness.Response{}, nil, err
 	}
@@ -285,7 +285,7 @@ func (p *Provider) fetchPage(ctx context.Context, req provider.Request, token []
 			msg.MetaSetMut(kv[0], kv[1])
 		}
 	}
-	resp, err := p.mapPage(rq, msg)
+	resp, err := p.mapPage(rq, msg, pre)
 	if err != nil {
 		return witness.Response{}, nil, err
 	}

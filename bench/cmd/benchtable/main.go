@@ -99,6 +99,23 @@ func (r *results) get(name, unit string) (float64, bool) {
 	return median(s[unit]), true
 }
 
+// pairedRatio is the median of a/b over the samples of two benchmarks
+// run alternately (sample i of each from the same round of -count), or the
+// ratio of their medians when the counts differ.
+func (r *results) pairedRatio(a, b, unit string) float64 {
+	va, vb := r.bench[a][unit], r.bench[b][unit]
+	if len(va) == 0 || len(va) != len(vb) {
+		x, _ := r.get(a, unit)
+		y, _ := r.get(b, unit)
+		return x / y
+	}
+	q := make([]float64, len(va))
+	for i := range va {
+		q[i] = va[i] / vb[i]
+	}
+	return median(q)
+}
+
 func (r *results) n(name string) int {
 	s := r.bench[name]
 	m := 0
@@ -167,6 +184,15 @@ func (r *results) machine(names ...string) string {
 		parts = append(parts, fmt.Sprintf("others %s", f2(median(others))))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// excess formats how far a ratio is over its target ("< 0.01" when it
+// would round to zero).
+func excess(d float64) string {
+	if d < 0.005 {
+		return "< 0.01"
+	}
+	return f2(d)
 }
 
 type row struct{ num, measure, config, result, target, machine string }
@@ -346,6 +372,38 @@ func main() {
 		rows = append(rows, row{"5", "peak RSS of bin/connect", fmt.Sprintf("64 partitions, no latency, default max_pages_in_flight, output drop, %s backend", backend),
 			fmt.Sprintf("1M events: **%s MB** (%s events/s); 4M events: **%s MB** (%s events/s), x%s; 4M run by halves: %s MB then %s MB", f2(ra), thousands(ea), f2(rb), thousands(eb), f2(growth), f2(h1), f2(h2)),
 			target, res.machine(a, b)})
+	}
+
+	// 6. The http provider against a plain Benthos pipeline.
+	for _, p := range []int{1, 16, 64} {
+		plain := fmt.Sprintf("BenchmarkVsPlain/P=%d/pipeline=plain", p)
+		pw, ok := res.get(plain, "wall-s")
+		if !ok {
+			continue
+		}
+		pc, _ := res.get(plain, "cpu-us/event")
+		pe, _ := res.get(plain, "events/s")
+		lim, _ := res.get(plain, "limit-events/s")
+		parts := []string{fmt.Sprintf("plain: %s s wall, %s CPU-µs/event, %s events/s of %s", f2(pw), f2(pc), thousands(pe), thousands(lim))}
+		names := []string{plain}
+		target := "-"
+		for _, st := range []string{"memory", "dynamodb"} {
+			name := fmt.Sprintf("BenchmarkVsPlain/P=%d/pipeline=tidemark-%s", p, st)
+			tw, ok := res.get(name, "wall-s")
+			if !ok {
+				continue
+			}
+			names = append(names, name)
+			tc, _ := res.get(name, "cpu-us/event")
+			wr, cr := res.pairedRatio(name, plain, "wall-s"), res.pairedRatio(name, plain, "cpu-us/event")
+			parts = append(parts, fmt.Sprintf("tidemark, %s store: %s s, %s CPU-µs/event: wall **x%s**, CPU/event **x%s**", st, f2(tw), f2(tc), f2(wr), f2(cr)))
+			if st == "memory" && p >= 16 {
+				target = fmt.Sprintf("memory store: CPU/event <= x1.20: %s; wall <= x1.05: %s",
+					verdict(cr <= 1.20, "by "+excess(cr-1.20)), verdict(wr <= 1.05, "by "+excess(wr-1.05)))
+			}
+		}
+		rows = append(rows, row{"6", "http provider vs plain Benthos", fmt.Sprintf("P=%d, one local page server (100 events/page, 20 ms/page, JSON), output drop; plain = bench/plain_http.yaml, tidemark = bench/tidemark_http.yaml", p),
+			strings.Join(parts, "; "), target, res.machine(names...)})
 	}
 
 	fmt.Println("| # | measure | configuration | result | target | machine (CPU cores: bench, dynalite, other sessions) |")
