@@ -392,6 +392,11 @@ func (m *Machine) wait(d time.Duration, then func()) {
 
 func (m *Machine) part() string { return m.cfg.Key.Partition }
 
+// Tracked reports what the machine keeps of its chain: pages not yet
+// promoted and emitted batches still awaiting an outcome. Both are bounded
+// by max_pages_in_flight, however long the chain runs.
+func (m *Machine) Tracked() (pages, batches int) { return len(m.chain), len(m.batches) }
+
 // ---------------------------------------------------------------------------
 // Loading and parking.
 
@@ -672,6 +677,9 @@ func (m *Machine) onAcks(acks []Ack) {
 	}
 	for _, a := range acks {
 		ref, ok := m.batches[a.Batch]
+		// A batch has one outcome: forget it, so that the pages of a long
+		// chain are not kept alive by the batches they emitted.
+		delete(m.batches, a.Batch)
 		if !ok || ref.pg.chain != m.chainID {
 			continue
 		}

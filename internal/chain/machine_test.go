@@ -161,6 +161,9 @@ func (h *harness) run(d *datadriven.TestData) string {
 		return h.writer(d)
 	case "store":
 		return h.dump()
+	case "tracked":
+		pages, batches := h.m.Tracked()
+		return fmt.Sprintf("pages %d, batches awaiting an outcome %d\n", pages, batches)
 	default:
 		d.Fatalf(h.t, "unknown command %s", d.Cmd)
 	}
