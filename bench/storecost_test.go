@@ -46,6 +46,8 @@ func reportCosts(b *testing.B, pages float64, window time.Duration, c costs) {
 // dynamostore.RequestCounter, by kind with the bench meter) and the write units
 // dynalite reports (ConsumedCapacity) per 100-event page, after start-up:
 //   - steady: no faults;
+//   - load-p64: no faults, 64 partitions at 20 ms a page (dynalite's
+//     ceiling: promotions coalesce);
 //   - retries: rotating tokens, shifted retries (shift_rate 0.5) and every
 //     10th delivered batch nacked, so 10% of the pages are fetched again and
 //     classified against their witness.
@@ -55,6 +57,9 @@ func BenchmarkStoreCost(b *testing.B) {
 		spec runSpec
 	}{
 		{"steady", runSpec{Partitions: 4, Pages: 200, PageSize: benchPageSize, Latency: 5 * time.Millisecond, Store: "dynamodb"}},
+		// Under load: 64 partitions against dynalite's ceiling, where
+		// acknowledgements run ahead of promotions and coalesce.
+		{"load-p64", runSpec{Partitions: 64, Pages: 40, PageSize: benchPageSize, Latency: 20 * time.Millisecond, Store: "dynamodb"}},
 		{"retries", runSpec{Partitions: 4, Pages: 200, PageSize: benchPageSize, Latency: 5 * time.Millisecond, Store: "dynamodb", RotateTokens: true, ShiftRate: 0.5, NackEvery: 10}},
 	}
 	for _, c := range cases {

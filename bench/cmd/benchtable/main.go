@@ -297,6 +297,7 @@ func main() {
 	// 3. Store cost.
 	for _, c := range []struct{ name, label string }{
 		{"BenchmarkStoreCost/steady", "steady state: P=4, 200 pages each, 5 ms/fetch, no faults (counted between the last partition's first fetch and the first end of data)"},
+		{"BenchmarkStoreCost/load-p64", "under load: P=64, 40 pages each, 20 ms/fetch, no faults, against dynalite's ceiling (acknowledgements run ahead of promotions, which coalesce)"},
 		{"BenchmarkStoreCost/retries", "during retries: the same with rotating tokens, shift_rate 0.5 and every 10th batch nacked (each nack re-fetches the page and classifies the retry)"},
 	} {
 		w, ok := res.get(c.name, "page-writes/page")
@@ -326,9 +327,9 @@ func main() {
 			extra = append(extra, fmt.Sprintf("start-up %s requests/partition", f2(v)))
 		}
 		target := "-"
-		if strings.HasSuffix(c.name, "steady") {
-			target = fmt.Sprintf("writes <= 2: %s; WCU <= 2: %s; reads 0: %s",
-				verdict(w <= 2.005, fmt.Sprintf("by %s", f2(w-2))), verdict(wcu <= 2.005, fmt.Sprintf("by %s", f2(wcu-2))), verdict(rd < 0.005, fmt.Sprintf("(%s)", f2(rd))))
+		if strings.HasSuffix(c.name, "load-p64") {
+			target = fmt.Sprintf("writes <= 1.2: %s; WCU <= 2: %s; reads 0: %s",
+				verdict(w <= 1.205, fmt.Sprintf("by %s", f2(w-1.2))), verdict(wcu <= 2.005, fmt.Sprintf("by %s", f2(wcu-2))), verdict(rd < 0.005, fmt.Sprintf("(%s)", f2(rd))))
 		}
 		rows = append(rows, row{"3", "DynamoDB cost per 100-event page", c.label,
 			fmt.Sprintf("**%s writes, %s WCU, %s reads** (%s); %s", f2(w), f2(wcu), f2(rd), strings.Join(kinds, ", "), strings.Join(extra, "; ")),
