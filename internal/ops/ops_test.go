@@ -35,6 +35,9 @@ func promote(t *testing.T, st store.Store, part string, wm int64) store.Checkpoi
 		Applied: coord.IntPosition(wm), HasApplied: wm != 0,
 	}
 	if wm != 0 {
+		p.AppliedID = fmt.Sprintf("%s-ev%d", part, wm)
+	}
+	if wm != 0 {
 		p.Watermark = coord.Integer(wm)
 	}
 	next, err := st.Promote(ctx, p)
@@ -113,13 +116,13 @@ func TestReadStatus(t *testing.T) {
 	assert.Equal(t, str("90 (epoch 1)"), s.Published)
 
 	want := []PartitionStatus{
-		{Partition: "p0", Generation: 3, Watermark: "150", Applied: "150", CursorHash: witness.CursorHash([]byte("p0-3")),
+		{Partition: "p0", AppliedID: "p0-ev150", Generation: 3, Watermark: "150", Applied: "150", CursorHash: witness.CursorHash([]byte("p0-3")),
 			PromotedWitness: "w-p0-2", LeaseOwner: "worker-a", LeaseCounter: 3, Lag: i64(0), Member: true},
-		{Partition: "p1", Generation: 2, Watermark: "90", Applied: "90", CursorHash: witness.CursorHash([]byte("p1-2")),
+		{Partition: "p1", AppliedID: "p1-ev90", Generation: 2, Watermark: "90", Applied: "90", CursorHash: witness.CursorHash([]byte("p1-2")),
 			PromotedWitness: "w-p1-1", Parked: parkReason, Lag: i64(60), Member: true},
-		{Partition: "p2", Generation: 2, Watermark: "120", Applied: "120", CursorHash: witness.CursorHash([]byte("p2-2")),
+		{Partition: "p2", AppliedID: "p2-ev120", Generation: 2, Watermark: "120", Applied: "120", CursorHash: witness.CursorHash([]byte("p2-2")),
 			PromotedWitness: "w-p2-1", PendingWitness: 1, Lag: i64(30), Member: true},
-		{Partition: "p9", Generation: 2, Watermark: "10", Applied: "10", CursorHash: witness.CursorHash([]byte("p9-2")),
+		{Partition: "p9", AppliedID: "p9-ev10", Generation: 2, Watermark: "10", Applied: "10", CursorHash: witness.CursorHash([]byte("p9-2")),
 			PromotedWitness: "w-p9-1", Lag: i64(140), Member: false},
 	}
 	assert.Equal(t, want, s.Partitions)
@@ -146,7 +149,7 @@ func TestStatusJSON(t *testing.T) {
 	require.Len(t, parts, 4)
 	p1 := parts[1].(map[string]any)
 	assert.Equal(t, map[string]any{
-		"partition": "p1", "generation": float64(2), "watermark": "90", "applied": "90",
+		"partition": "p1", "generation": float64(2), "watermark": "90", "applied": "90", "applied_id": "p1-ev90",
 		"cursor_hash": witness.CursorHash([]byte("p1-2")), "promoted_witness": "w-p1-1",
 		"pending_witnesses": float64(0), "parked": parkReason, "lag": float64(60), "member": true, "complete": false,
 	}, p1)

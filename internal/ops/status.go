@@ -28,10 +28,13 @@ import (
 
 // PartitionStatus is one row of the status table.
 type PartitionStatus struct {
-	Partition       string `json:"partition"`
-	Generation      uint64 `json:"generation"`
-	Watermark       string `json:"watermark"`
-	Applied         string `json:"applied,omitempty"`
+	Partition  string `json:"partition"`
+	Generation uint64 `json:"generation"`
+	Watermark  string `json:"watermark"`
+	Applied    string `json:"applied,omitempty"`
+	// AppliedID is the id of the event at Applied (what restart_cursor
+	// sees as applied_id), when recorded.
+	AppliedID       string `json:"applied_id,omitempty"`
 	CursorHash      string `json:"cursor_hash"`
 	PromotedWitness string `json:"promoted_witness,omitempty"`
 	PendingWitness  int    `json:"pending_witnesses"`
@@ -119,7 +122,7 @@ func ReadStatus(ctx context.Context, st store.Store, scope string) (Status, erro
 			Member: slices.Contains(m.Partitions, cp.Partition),
 		}
 		if cp.HasApplied {
-			ps.Applied = cp.Applied.String()
+			ps.Applied, ps.AppliedID = cp.Applied.String(), cp.AppliedID
 		}
 		if k := top.Kind; (k == coord.KindInteger || k == coord.KindTimestamp) && cp.Watermark.Kind == k {
 			lag := top.Int - cp.Watermark.Int
