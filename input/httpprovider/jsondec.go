@@ -208,20 +208,13 @@ func (d *pageDecoder) eventsArray() (any, bool) {
 		}
 		d.ends = append(d.ends, len(d.out))
 		d.stack = append(d.stack, v)
-		d.skipSpace()
-		if d.i >= len(d.b) {
+		more, ok := d.afterElement(']')
+		if !ok {
 			return nil, false
 		}
-		if d.b[d.i] == ',' {
-			d.i++
-			d.skipSpace()
-			continue
+		if !more {
+			break
 		}
-		if d.b[d.i] != ']' {
-			return nil, false
-		}
-		d.i++
-		break
 	}
 	arr := make([]any, len(d.stack)-base)
 	copy(arr, d.stack[base:])
@@ -397,20 +390,13 @@ func (d *pageDecoder) object(at int) (any, bool) {
 		if d.encoding {
 			d.members = append(d.members, encMember{k, vstart, len(d.out)})
 		}
-		d.skipSpace()
-		if d.i >= len(d.b) {
+		more, ok := d.afterElement('}')
+		if !ok {
 			return nil, false
 		}
-		if d.b[d.i] == ',' {
-			d.i++
-			d.skipSpace()
-			continue
+		if !more {
+			break
 		}
-		if d.b[d.i] != '}' {
-			return nil, false
-		}
-		d.i++
-		break
 	}
 	m := make(map[string]any, len(d.keys)-kbase)
 	for j, k := range d.keys[kbase:] {
@@ -476,23 +462,16 @@ func (d *pageDecoder) array() (any, bool) {
 			return nil, false
 		}
 		d.stack = append(d.stack, v)
-		d.skipSpace()
-		if d.i >= len(d.b) {
+		more, ok := d.afterElement(']')
+		if !ok {
 			return nil, false
 		}
-		if d.b[d.i] == ',' {
-			d.i++
-			d.skipSpace()
-			if d.encoding {
-				d.out = append(d.out, ',')
-			}
-			continue
+		if !more {
+			break
 		}
-		if d.b[d.i] != ']' {
-			return nil, false
+		if d.encoding {
+			d.out = append(d.out, ',')
 		}
-		d.i++
-		break
 	}
 	if d.encoding {
 		d.out = append(d.out, ']')
@@ -503,4 +482,25 @@ func (d *pageDecoder) array() (any, bool) {
 	d.stack = d.stack[:base]
 	d.depth--
 	return arr, true
+}
+
+// afterElement reads what follows an array element or an object member:
+// a comma (more follows; the spaces after it are skipped too) or the
+// closing byte close (the end). Anything else, or the end of the input, is
+// not ok.
+func (d *pageDecoder) afterElement(close byte) (more, ok bool) {
+	d.skipSpace()
+	if d.i >= len(d.b) {
+		return false, false
+	}
+	switch d.b[d.i] {
+	case ',':
+		d.i++
+		d.skipSpace()
+		return true, true
+	case close:
+		d.i++
+		return false, true
+	}
+	return false, false
 }
