@@ -260,30 +260,7 @@ func TestJSONServerShiftedPage(t *testing.T) {
 	}
 }
 
-func startEtcd(t *testing.T) *servertest.Server {
-	etcd := servertest.Binary(t, "etcd")
-	dataDir := filepath.Join(t.TempDir(), "etcd")
-	return servertest.Start(t, servertest.Config{
-		Name:  "etcd",
-		Ports: 2, // client, peer
-		Command: func(ports []int) []string {
-			client := "http://127.0.0.1:" + strconv.Itoa(ports[0])
-			peer := "http://127.0.0.1:" + strconv.Itoa(ports[1])
-			return []string{etcd,
-				"--name", "tidemark-test",
-				"--data-dir", dataDir,
-				"--listen-client-urls", client,
-				"--advertise-client-urls", client,
-				"--listen-peer-urls", peer,
-				"--initial-advertise-peer-urls", peer,
-				"--initial-cluster", "tidemark-test=" + peer,
-				"--logger", "zap",
-				"--log-level", "error",
-			}
-		},
-		Ready: servertest.HTTPProbe(http.MethodGet, "/health", "", http.StatusOK),
-	})
-}
+func startEtcd(t *testing.T) *servertest.Server { return servertest.StartEtcd(t, "tidemark-test") }
 
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
 

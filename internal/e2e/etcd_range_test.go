@@ -33,30 +33,7 @@ import (
 
 // startEtcd starts Debian's etcd on 127.0.0.1 (client and peer ports free)
 // with its data in a temporary directory.
-func startEtcd(t *testing.T) *servertest.Server {
-	etcd := servertest.Binary(t, "etcd")
-	dataDir := filepath.Join(t.TempDir(), "etcd")
-	return servertest.Start(t, servertest.Config{
-		Name:  "etcd",
-		Ports: 2, // client, peer
-		Command: func(ports []int) []string {
-			client := "http://127.0.0.1:" + strconv.Itoa(ports[0])
-			peer := "http://127.0.0.1:" + strconv.Itoa(ports[1])
-			return []string{etcd,
-				"--name", "tidemark-e2e",
-				"--data-dir", dataDir,
-				"--listen-client-urls", client,
-				"--advertise-client-urls", client,
-				"--listen-peer-urls", peer,
-				"--initial-advertise-peer-urls", peer,
-				"--initial-cluster", "tidemark-e2e=" + peer,
-				"--logger", "zap",
-				"--log-level", "error",
-			}
-		},
-		Ready: servertest.HTTPProbe(http.MethodGet, "/health", "", http.StatusOK),
-	})
-}
+func startEtcd(t *testing.T) *servertest.Server { return servertest.StartEtcd(t, "tidemark-e2e") }
 
 // etcdClient writes keys through etcd's JSON gateway and keeps the history
 // of every write (one writer at a time), so the test knows each key's value

@@ -10,7 +10,6 @@ package e2e
 // declares.
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,34 +40,13 @@ const fakeLatency = 40 * time.Millisecond
 // names the id of a line) and the number of torn lines (a kill mid-write).
 func readIDs(t *testing.T, path string, idOf func(map[string]any) string) (map[string]int, int) {
 	t.Helper()
-	f, err := os.Open(path)
-	if os.IsNotExist(err) {
-		return map[string]int{}, 0
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	ids, torn := map[string]int{}, 0
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
+	return countLines(t, path, func(line []byte) string {
 		var m map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			torn++
-			continue
+		if err := json.Unmarshal(line, &m); err != nil {
+			return ""
 		}
-		id := idOf(m)
-		if id == "" {
-			torn++
-			continue
-		}
-		ids[id]++
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return ids, torn
+		return idOf(m)
+	})
 }
 
 // runExample starts one run of an example with its stdout in a file.

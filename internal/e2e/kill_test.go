@@ -146,6 +146,7 @@ func countLines(t *testing.T, path string, keyOf func(line []byte) string) (map[
 	defer f.Close()
 	got, torn := map[string]int{}, 0
 	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20) // a line as long as a page's payload
 	for sc.Scan() {
 		k := keyOf(sc.Bytes())
 		if k == "" {
