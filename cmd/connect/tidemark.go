@@ -36,8 +36,9 @@ func tidemarkCommand() *cli.Command {
 	partitionFlag := &cli.StringFlag{Name: "partition", Required: true, Usage: "the partition to repair"}
 	return &cli.Command{
 		Name:  "tidemark",
-		Usage: "Inspect and repair tidemark checkpoints, witnesses, membership and frontier",
+		Usage: "Inspect and repair tidemark checkpoints, witnesses, membership and frontier; probe a source's contract",
 		Subcommands: []*cli.Command{
+			probeCommand(),
 			{
 				Name:  "docs",
 				Usage: "Write the Markdown reference of tidemark's components (generated from their config specs)",

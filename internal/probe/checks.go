@@ -1,0 +1,731 @@
+package probe
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/tidemark/tidemark/input/provider"
+	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/witness"
+)
+
+// Check judges one declared field.
+type Check struct {
+	// Field is the contract field, mapping or request judged, as the
+	// config spells it.
+	Field string
+	// Declared renders the declared value.
+	Declared func(Declared) string
+	// Applies, when not nil, says whether the check runs for d.
+	Applies func(Declared) bool
+	// Judge gives the verdict and its evidence.
+	Judge func(Declared, *Facts) (Verdict, string)
+}
+
+// Checks are the checks Evaluate runs, in the order findings are printed.
+// A check for a new contract field is one more entry.
+var Checks = []Check{
+	{Field: "response", Declared: func(Declared) string { return "the mappings" }, Judge: judgeResponse},
+	{Field: "position_type", Declared: func(d Declared) string { return positionKind(d).String() }, Judge: judgePositionType},
+	{Field: "positions", Declared: positionsValue, Judge: judgePositions},
+	{Field: "coordinate", Declared: func(d Declared) string { return d.Coordinate.String() },
+		Applies: func(d Declared) bool { return d.CompleteThrough }, Judge: judgeCoordinate},
+	{Field: "complete_through", Declared: completeThroughValue, Judge: judgeCompleteThrough},
+	{Field: "watermark_covers_positions", Declared: func(d Declared) string { return fmt.Sprint(d.Contract.WatermarkCoversPositions) }, Judge: judgeCoverage},
+	{Field: "empty_page", Declared: func(d Declared) string { return d.Contract.EmptyPage.String() }, Judge: judgeEmptyPage},
+	{Field: "missing_successor", Declared: func(d Declared) string { return d.Contract.MissingSuccessor.String() }, Judge: judgeMissingSuccessor},
+	{Field: "has_more", Declared: func(Declared) string { return "mapped" },
+		Applies: func(d Declared) bool { return d.HasMore }, Judge: judgeHasMore},
+	{Field: "tokens_may_rotate", Declared: func(d Declared) string { return fmt.Sprint(d.Contract.TokensMayRotate) }, Judge: judgeRotation},
+	{Field: "snapshot_marker", Declared: func(d Declared) string { return fmt.Sprint(d.Contract.SnapshotMarker) }, Judge: judgeSnapshot},
+	{Field: "exclusive_boundary", Declared: func(d Declared) string { return fmt.Sprint(d.Contract.ExclusiveBoundary) }, Judge: judgeExclusive},
+	{Field: "pagination", Declared: paginationValue, Judge: judgePagination},
+	{Field: "retries", Declared: func(d Declared) string { return "recovery " + recovery(d).String() }, Judge: judgeRetries},
+	{Field: "validate", Declared: func(d Declared) string { return configured(d.Validate) }, Judge: judgeValidate},
+}
+
+func configured(b bool) string {
+	if b {
+		return "configured"
+	}
+	return "not configured"
+}
+
+func positionKind(d Declared) coord.Kind {
+	if d.Contract.PositionKind == coord.KindNone {
+		return coord.KindInteger
+	}
+	return d.Contract.PositionKind
+}
+
+func recovery(d Declared) witness.Recovery {
+	if d.Contract.Recovery == 0 {
+		return witness.RecoveryPark
+	}
+	return d.Contract.Recovery
+}
+
+func positionsValue(d Declared) string {
+	switch {
+	case d.Contract.DensePositions:
+		return "dense"
+	case d.Contract.OrderedPositions:
+		return "ordered"
+	}
+	return "unordered"
+}
+
+func completeThroughValue(d Declared) string {
+	s := "not mapped"
+	if d.CompleteThrough {
+		s = "mapped"
+	}
+	if d.Finality != "" {
+		s += ", finality " + d.Finality
+	}
+	return s
+}
+
+func paginationValue(d Declared) string {
+	if d.Pagination == "" {
+		return "not declared"
+	}
+	return d.Pagination
+}
+
+// finalityAsserted: the contract asserts a watermark's finality (an
+// append-only writer, a lag) instead of having the source certify it.
+func finalityAsserted(d Declared) bool {
+	return d.Finality != "" && d.Finality != "source"
+}
+
+func hash(b []byte) string { return witness.CursorHash(b) }
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+func judgeResponse(_ Declared, fx *Facts) (Verdict, string) {
+	for _, b := range fx.Bad {
+		var ke *witness.KindError
+		if errors.As(b.Err, &ke) || errors.Is(b.Err, witness.ErrOutOfOrder) {
+			continue // judged by position_type and positions
+		}
+		return Contradicted, fmt.Sprintf("%s: %v (the input fetches a malformed page fetch_retries more times, then parks the partition)", b.Label, b.Err)
+	}
+	if fx.Fetched == 0 {
+		return CannotTell, "no page was answered: " + walkEnd(fx.Obs.First)
+	}
+	return Supported, fmt.Sprintf("%s mapped to events and evidence", plural(fx.Fetched, "answer", "answers"))
+}
+
+func walkEnd(w Walk) string {
+	if w.End == EndError && w.Err != nil {
+		return w.Err.Error()
+	}
+	return "walk 1 ended at " + w.End.String()
+}
+
+func countEvents(fx *Facts) int {
+	n := 0
+	for _, p := range fx.allPages() {
+		n += len(p.Response.Events)
+	}
+	return n
+}
+
+func judgePositionType(d Declared, fx *Facts) (Verdict, string) {
+	for _, b := range fx.Bad {
+		var ke *witness.KindError
+		if errors.As(b.Err, &ke) {
+			return Contradicted, fmt.Sprintf("%s: %v", b.Label, b.Err)
+		}
+	}
+	n := countEvents(fx)
+	if n == 0 {
+		return CannotTell, "no event was answered"
+	}
+	return Supported, fmt.Sprintf("%s read as %s", plural(n, "position", "positions"), positionKind(d))
+}
+
+func judgeCoordinate(d Declared, fx *Facts) (Verdict, string) {
+	n, example := 0, ""
+	for _, p := range fx.allPages() {
+		if !p.Response.CompleteThrough.IsZero() {
+			if n == 0 {
+				example = fmt.Sprintf("%s: %s", p.Label, p.Response.CompleteThrough)
+			}
+			n++
+		}
+	}
+	if n == 0 {
+		return CannotTell, "no page carried a complete_through"
+	}
+	return Supported, fmt.Sprintf("complete_through read as %s on %s (%s)", d.Coordinate, plural(n, "page", "pages"), example)
+}
+
+// judgePositions checks the declared order and density along each walk:
+// within a page (witness.Build) and across its pages.
+func judgePositions(d Declared, fx *Facts) (Verdict, string) {
+	for _, b := range fx.Bad {
+		if errors.Is(b.Err, witness.ErrOutOfOrder) {
+			return Contradicted, fmt.Sprintf("%s: %v", b.Label, b.Err)
+		}
+	}
+	c := d.Contract
+	events, gaps, increasing := 0, 0, true
+	largest := ""
+	for wi := range fx.Walks {
+		var prev coord.Position
+		var prevLabel string
+		started := false
+		for _, p := range fx.Walks[wi] {
+			for _, e := range p.Response.Events {
+				events++
+				if started {
+					if e.Position.Compare(prev) <= 0 {
+						increasing = false
+						if c.OrderedPositions || c.DensePositions {
+							return Contradicted, fmt.Sprintf("%s has position %s after position %s of %s: positions do not strictly increase along the partition", p.Label, e.Position, prev, prevLabel)
+						}
+					} else if next, ok := prev.Next(); ok && next != e.Position {
+						gaps++
+						largest = fmt.Sprintf("%s after %s", e.Position, prev)
+						if c.DensePositions && !coveredGap(c, p, e.Position) {
+							return Contradicted, fmt.Sprintf("%s has position %s after %s (%s): position %s is missing, and no complete_through of the page covers it", p.Label, e.Position, prev, prevLabel, next)
+						}
+					}
+				}
+				prev, prevLabel, started = e.Position, p.Label, true
+			}
+		}
+	}
+	if events == 0 {
+		return CannotTell, "no event was answered"
+	}
+	density := ""
+	if coord.HasSuccessorArithmetic(positionKind(d)) && increasing {
+		density = fmt.Sprintf("; %s between consecutive positions", plural(gaps, "gap", "gaps"))
+		if gaps > 0 {
+			density += " (e.g. " + largest + ")"
+		}
+	}
+	switch {
+	case c.OrderedPositions || c.DensePositions:
+		return Supported, fmt.Sprintf("%s strictly increasing along each walk%s", plural(events, "position", "positions"), density)
+	case increasing:
+		return Supported, fmt.Sprintf("claims no order (%s happened to increase along each walk%s)", plural(events, "position", "positions"), density)
+	}
+	return Supported, fmt.Sprintf("claims no order (%s, not increasing along the walks)", plural(events, "position", "positions"))
+}
+
+// coveredGap: the page's own complete_through, in the positions'
+// coordinate, covers every position before pos (the input accepts such a
+// gap under dense positions).
+func coveredGap(c witness.Contract, p PageFacts, pos coord.Position) bool {
+	prev, ok := pos.Prev()
+	ct := p.Response.CompleteThrough
+	return ok && c.WatermarkCoversPositions && !ct.IsZero() && ct.Kind == prev.Kind && prev.Compare(coord.Position(ct)) <= 0
+}
+
+// selfCertified reports whether every page that carried a complete_through
+// had events and a complete_through equal to its own last (or greatest)
+// position, with the number of such pages and one example; independent
+// names a page whose watermark is not its own last position.
+func selfCertified(fx *Facts) (self bool, n int, example, independent string) {
+	for _, p := range fx.allPages() {
+		ct := p.Response.CompleteThrough
+		if ct.IsZero() {
+			continue
+		}
+		n++
+		last, ok := p.Last()
+		hi, _ := p.Max()
+		switch {
+		case !ok:
+			independent = fmt.Sprintf("%s had no events and carried complete_through %s", p.Label, ct)
+		case coord.Position(ct) != last && coord.Position(ct) != hi:
+			independent = fmt.Sprintf("%s carried complete_through %s, not its last position %s", p.Label, ct, last)
+		case example == "":
+			example = fmt.Sprintf("%s: %s", p.Label, ct)
+		}
+		if independent != "" {
+			return false, n, example, independent
+		}
+	}
+	return n > 0, n, example, ""
+}
+
+const selfCertifiedNote = "a page's own last position certifies nothing: an event written later below it sits behind the watermark and is never read"
+
+func judgeCompleteThrough(d Declared, fx *Facts) (Verdict, string) {
+	if !d.CompleteThrough {
+		return Supported, "not mapped: the partition publishes no scalar watermark (the frontier is the vector)"
+	}
+	for wi := range fx.Walks {
+		var prev coord.Watermark
+		prevLabel := ""
+		for _, p := range fx.Walks[wi] {
+			ct := p.Response.CompleteThrough
+			if ct.IsZero() {
+				continue
+			}
+			if ct.Less(prev) {
+				return Contradicted, fmt.Sprintf("%s carried complete_through %s, below %s of %s: a certified watermark never goes back", p.Label, ct, prev, prevLabel)
+			}
+			prev, prevLabel = ct, p.Label
+		}
+	}
+	self, n, example, independent := selfCertified(fx)
+	switch {
+	case n == 0:
+		return CannotTell, "no page carried a complete_through"
+	case !self:
+		return Supported, independent + ": the source states it apart from the page's events"
+	case finalityAsserted(d):
+		return CannotTell, fmt.Sprintf("complete_through was the page's own last position on each of the %s that carried one (%s); the contract asserts finality (%s), which no answer can show", plural(n, "page", "pages"), example, d.Finality)
+	}
+	return Contradicted, fmt.Sprintf("complete_through was the page's own last position on each of the %s that carried one (%s): %s", plural(n, "page", "pages"), example, selfCertifiedNote)
+}
+
+// judgeCoverage: under watermark_covers_positions, no later answer shows an
+// event at or below a complete_through an earlier answer gave, unless it
+// was shown before.
+func judgeCoverage(d Declared, fx *Facts) (Verdict, string) {
+	if !d.Contract.WatermarkCoversPositions {
+		return Supported, "false: a watermark proves nothing about positions"
+	}
+	type certified struct {
+		label string
+		wm    coord.Watermark
+	}
+	n := 0
+	// Along each walk, and from walk 1 to walk 2 and the retries.
+	var walk1 []certified
+	seen1 := map[uint64]bool{}
+	for wi := range fx.Walks {
+		var certs []certified
+		seen := map[uint64]bool{}
+		for _, p := range fx.Walks[wi] {
+			for _, e := range p.Witness.Events {
+				if seen[e.IDHash] || (wi == 1 && seen1[e.IDHash]) {
+					continue
+				}
+				against := certs
+				if wi == 1 {
+					against = append(append([]certified(nil), walk1...), certs...)
+				}
+				for _, c := range against {
+					if c.wm.Kind == e.Position.Kind && e.Position.Compare(coord.Position(c.wm)) <= 0 {
+						return Contradicted, fmt.Sprintf("%s has an event at position %s, at or below complete_through %s of %s, which had not shown it", p.Label, e.Position, c.wm, c.label)
+					}
+				}
+			}
+			for _, e := range p.Witness.Events {
+				seen[e.IDHash] = true
+			}
+			if ct := p.Response.CompleteThrough; !ct.IsZero() {
+				certs = append(certs, certified{p.Label, ct})
+				n++
+			}
+		}
+		if wi == 0 {
+			walk1, seen1 = certs, seen
+		}
+	}
+	for _, pr := range fx.Pairs {
+		ct := pr.First.Response.CompleteThrough
+		if ct.IsZero() {
+			continue
+		}
+		known := map[uint64]bool{}
+		for _, e := range pr.First.Witness.Events {
+			known[e.IDHash] = true
+		}
+		for _, e := range pr.Second.Witness.Events {
+			if !known[e.IDHash] && !seen1[e.IDHash] && ct.Kind == e.Position.Kind && e.Position.Compare(coord.Position(ct)) <= 0 {
+				return Contradicted, fmt.Sprintf("%s has an event at position %s, at or below the complete_through %s the first answer gave", pr.Label, e.Position, ct)
+			}
+		}
+	}
+	if n == 0 {
+		return CannotTell, "no page carried a complete_through"
+	}
+	if self, _, example, _ := selfCertified(fx); self && !finalityAsserted(d) {
+		return Contradicted, fmt.Sprintf("the coverage it claims rests on complete_through, which was each page's own last position (%s): %s", example, selfCertifiedNote)
+	}
+	return Supported, fmt.Sprintf("%s carried a complete_through; no later answer showed an event at or below one", plural(n, "page", "pages"))
+}
+
+// nextInWalk is the page after p in its walk (ok false when p is last).
+func nextInWalk(fx *Facts, p PageFacts) (PageFacts, bool) {
+	for wi := range fx.Walks {
+		for i, q := range fx.Walks[wi] {
+			if q.Label == p.Label && i+1 < len(fx.Walks[wi]) {
+				return fx.Walks[wi][i+1], true
+			}
+		}
+	}
+	return PageFacts{}, false
+}
+
+func judgeEmptyPage(d Declared, fx *Facts) (Verdict, string) {
+	var empty []PageFacts
+	for _, p := range fx.allPages() {
+		if p.Empty() {
+			empty = append(empty, p)
+		}
+	}
+	if len(empty) == 0 {
+		return CannotTell, "no answer was empty; " + walkEnd(fx.Obs.First)
+	}
+	switch d.Contract.EmptyPage {
+	case witness.EmptyNoEvidence:
+		return Supported, fmt.Sprintf("claims nothing for an empty page (%s seen, e.g. %s)", plural(len(empty), "empty answer", "empty answers"), empty[0].Label)
+	case witness.EmptyEndOfData:
+		for _, p := range empty {
+			if p.Response.HasMoreKnown && p.Response.HasMore {
+				return Contradicted, fmt.Sprintf("%s was empty and its has_more is true: an empty page was not the end of the data", p.Label)
+			}
+			if next, ok := nextInWalk(fx, p); ok && !next.Empty() {
+				return Contradicted, fmt.Sprintf("%s was empty, and its successor's page (%s) had %s: an empty page was not the end of the data", p.Label, next.Label, plural(len(next.Response.Events), "event", "events"))
+			}
+		}
+		return Supported, fmt.Sprintf("%s, none followed by more events (e.g. %s, successor %s)", plural(len(empty), "empty answer", "empty answers"), empty[0].Label, hash(empty[0].Response.Successor))
+	default:
+		for _, p := range empty {
+			if ct := p.Response.CompleteThrough; !ct.IsZero() {
+				return Supported, fmt.Sprintf("%s was empty and carried complete_through %s", p.Label, ct)
+			}
+		}
+		return CannotTell, fmt.Sprintf("%s, none with a complete_through (an empty page without one proves nothing, e.g. %s)", plural(len(empty), "empty answer", "empty answers"), empty[0].Label)
+	}
+}
+
+func judgeMissingSuccessor(d Declared, fx *Facts) (Verdict, string) {
+	var last []PageFacts
+	for _, p := range fx.allPages() {
+		if len(p.Response.Successor) == 0 {
+			last = append(last, p)
+		}
+	}
+	for _, pr := range fx.Pairs {
+		if len(pr.First.Response.Successor) == 0 && len(pr.Second.Response.Successor) > 0 && d.Contract.MissingSuccessor == witness.MissingSuccessorEndsTraversal {
+			return Contradicted, fmt.Sprintf("%s: the same cursor answered without a successor, then with one (%s): the traversal had not ended", pr.Label, hash(pr.Second.Response.Successor))
+		}
+	}
+	if len(last) == 0 {
+		return CannotTell, "every answer had a successor; " + walkEnd(fx.Obs.First)
+	}
+	if d.Contract.MissingSuccessor == witness.MissingSuccessorEndsTraversal {
+		for _, p := range last {
+			if p.Response.HasMoreKnown && p.Response.HasMore {
+				return Contradicted, fmt.Sprintf("%s has no successor but its has_more is true: the traversal had not ended", p.Label)
+			}
+		}
+		return Supported, fmt.Sprintf("%s without a successor ended the traversal (%s)", plural(len(last), "answer", "answers"), last[0].Label)
+	}
+	return Supported, fmt.Sprintf("%s without a successor: the input polls that cursor again (%s)", plural(len(last), "answer", "answers"), last[0].Label)
+}
+
+func judgeHasMore(_ Declared, fx *Facts) (Verdict, string) {
+	n := 0
+	for _, p := range fx.allPages() {
+		r := p.Response
+		if !r.HasMoreKnown {
+			continue
+		}
+		n++
+		if r.HasMore && len(r.Successor) == 0 {
+			return Contradicted, fmt.Sprintf("%s: has_more is true but the page has no successor", p.Label)
+		}
+		if next, ok := nextInWalk(fx, p); ok && !r.HasMore && !next.Empty() {
+			return Contradicted, fmt.Sprintf("%s: has_more is false, yet its successor's page (%s) had %s", p.Label, next.Label, plural(len(next.Response.Events), "event", "events"))
+		}
+	}
+	if n == 0 {
+		return CannotTell, "no page stated has_more"
+	}
+	return Supported, fmt.Sprintf("%s: has_more agreed with the successor and the next page", plural(n, "page", "pages"))
+}
+
+// usable are the pairs whose two answers were both classified or compared.
+func usable(fx *Facts) []Pair {
+	var out []Pair
+	for _, p := range fx.Pairs {
+		if !p.Idle && p.Err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func judgeRotation(d Declared, fx *Facts) (Verdict, string) {
+	pairs := usable(fx)
+	same, rotated := 0, 0
+	for _, p := range pairs {
+		switch {
+		case p.Rotated():
+			if !d.Contract.TokensMayRotate {
+				return Contradicted, fmt.Sprintf("%s: the same %s, successor %s then %s (the input parks or restarts on such a retry: %s)",
+					p.Label, plural(len(p.First.Witness.Events), "event", "events"), hash(p.First.Response.Successor), hash(p.Second.Response.Successor), p.Verdict.Class)
+			}
+			rotated++
+		case p.SameEvents():
+			same++
+		}
+	}
+	switch {
+	case rotated > 0:
+		return Supported, fmt.Sprintf("%s of the same cursor returned the same events with another successor", plural(rotated, "second answer", "second answers"))
+	case same > 0 && d.Contract.TokensMayRotate:
+		return Supported, fmt.Sprintf("%s of the same cursor returned the same successor (the permission was not needed)", plural(same, "second answer", "second answers"))
+	case same > 0:
+		return Supported, fmt.Sprintf("%s of the same cursor returned the same events and the same successor", plural(same, "second answer", "second answers"))
+	}
+	return CannotTell, "no cursor was answered twice with the same events"
+}
+
+func judgeSnapshot(d Declared, fx *Facts) (Verdict, string) {
+	if !d.Contract.SnapshotMarker {
+		return Supported, "false: a marker proves nothing"
+	}
+	marked := 0
+	for _, p := range fx.allPages() {
+		if len(p.Response.Marker) > 0 {
+			marked++
+		}
+	}
+	stable := 0
+	for _, p := range usable(fx) {
+		m1, m2 := p.First.Response.Marker, p.Second.Response.Marker
+		if len(m1) == 0 || !bytes.Equal(m1, m2) {
+			continue
+		}
+		if !p.SameEvents() {
+			return Contradicted, fmt.Sprintf("%s: both answers carried marker %s, yet their events differ (%d then %d events): the snapshot is not stable",
+				p.Label, hash(m1), len(p.First.Witness.Events), len(p.Second.Witness.Events))
+		}
+		stable++
+	}
+	switch {
+	case marked == 0:
+		return CannotTell, "no page carried a marker: the claim has no evidence to stand on"
+	case stable == 0:
+		return CannotTell, fmt.Sprintf("%s carried a marker, but no cursor was answered twice under one marker", plural(marked, "page", "pages"))
+	}
+	return Supported, fmt.Sprintf("%s of the same cursor under the same marker had the same events (%s carried a marker)", plural(stable, "second answer", "second answers"), plural(marked, "page", "pages"))
+}
+
+// judgeExclusive: a page fetched from its predecessor's successor repeats
+// no event at or below the applied boundary (under ordered positions), or
+// no event of an earlier page (otherwise).
+func judgeExclusive(d Declared, fx *Facts) (Verdict, string) {
+	ordered := d.Contract.OrderedPositions || d.Contract.DensePositions
+	checked, repeat := 0, ""
+	for wi := range fx.Walks {
+		seen := map[uint64]string{}
+		for _, p := range fx.Walks[wi] {
+			if p.HasApplied && !p.Empty() {
+				checked++
+			}
+			for _, e := range p.Witness.Events {
+				switch {
+				case repeat != "":
+				case ordered && p.HasApplied && e.Position.Compare(p.Applied) <= 0:
+					repeat = fmt.Sprintf("%s repeats position %s, at or below the applied boundary %s of the pages before it", p.Label, e.Position, p.Applied)
+				case !ordered && seen[e.IDHash] != "":
+					repeat = fmt.Sprintf("%s repeats the event at position %s that %s showed", p.Label, e.Position, seen[e.IDHash])
+				}
+			}
+			for _, e := range p.Witness.Events {
+				if seen[e.IDHash] == "" {
+					seen[e.IDHash] = p.Label
+				}
+			}
+		}
+	}
+	switch {
+	case repeat != "" && d.Contract.ExclusiveBoundary:
+		return Contradicted, repeat + ": the source resumes at its boundary, not strictly after it"
+	case repeat != "":
+		return Supported, "false: " + repeat + " (an inclusive boundary, as declared)"
+	case checked == 0:
+		return CannotTell, "no walk reached a second page with events"
+	case d.Contract.ExclusiveBoundary:
+		return Supported, fmt.Sprintf("%s after the first: none repeated an event at or below the boundary", plural(checked, "page", "pages"))
+	}
+	return Supported, fmt.Sprintf("false (claims nothing); %s after the first repeated no earlier event", plural(checked, "page", "pages"))
+}
+
+// offsetParams are query parameters that carry an offset or page number.
+var offsetParams = []string{"offset", "page", "skip", "start", "from", "page_number", "pagenumber", "pageindex", "startindex"}
+
+// offsetValue reads a token as a small non-negative integer: the token
+// itself, or an offset-like query parameter of a URL token.
+func offsetValue(tok []byte) (int64, bool) {
+	s := string(tok)
+	if n, ok := smallInt(s); ok {
+		return n, true
+	}
+	_, query, found := strings.Cut(s, "?")
+	if !found {
+		return 0, false
+	}
+	for _, kv := range strings.Split(query, "&") {
+		k, v, _ := strings.Cut(kv, "=")
+		for _, name := range offsetParams {
+			if strings.EqualFold(k, name) {
+				if n, ok := smallInt(v); ok {
+					return n, true
+				}
+			}
+		}
+	}
+	return 0, false
+}
+
+func smallInt(s string) (int64, bool) {
+	if s == "" || len(s) > 12 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
+}
+
+// keyset reports whether the page's successor token names its own last
+// position or last event id.
+func keyset(p PageFacts) bool {
+	evs := p.Response.Events
+	if len(evs) == 0 || len(p.Token) == 0 {
+		return false
+	}
+	last := evs[len(evs)-1]
+	t := string(p.Token)
+	return t == last.Position.String() || t == last.ID
+}
+
+// judgePagination looks for offset or page-number successors: integers
+// (or URLs with an offset-like parameter) that grow by each page's event
+// count, or by one per page, and do not name the page's last position.
+func judgePagination(d Declared, fx *Facts) (Verdict, string) {
+	pages := fx.Walks[0]
+	withToken, keysetN := 0, 0
+	var deltas []string
+	offsets, numbers, pairs := true, true, 0
+	for i, p := range pages {
+		if len(p.Token) == 0 {
+			continue
+		}
+		if !p.Empty() {
+			withToken++
+		}
+		if keyset(p) {
+			keysetN++
+		}
+		if i+1 >= len(pages) || len(pages[i+1].Token) == 0 || pages[i+1].Empty() {
+			continue
+		}
+		a, ok1 := offsetValue(p.Token)
+		b, ok2 := offsetValue(pages[i+1].Token)
+		if !ok1 || !ok2 {
+			offsets, numbers = false, false
+			continue
+		}
+		pairs++
+		n := int64(len(pages[i+1].Response.Events))
+		deltas = append(deltas, fmt.Sprint(b-a))
+		offsets = offsets && b-a == n
+		numbers = numbers && b-a == 1 && n > 1
+	}
+	offsetLike := pairs > 0 && keysetN == 0 && (offsets || numbers)
+	style := "offsets (each grew by the next page's event count"
+	if !offsets {
+		style = "page numbers (each grew by one"
+	}
+	switch {
+	case offsetLike && (d.Contract.DensePositions || d.Pagination == "offset" || d.Pagination == "page_number"):
+		return Supported, fmt.Sprintf("successors look like %s: %s); %s", style, strings.Join(deltas, ", "), denseNote(d))
+	case offsetLike:
+		return Contradicted, fmt.Sprintf("successors look like %s: %s), and positions are not declared dense: a delete on an earlier page slides an event onto a page already read, and nothing in the next answer shows it", style, strings.Join(deltas, ", "))
+	case withToken == 0:
+		return CannotTell, "no page had a successor"
+	case keysetN == withToken:
+		return Supported, fmt.Sprintf("each of the %s names its page's last position or id (keyset)", plural(withToken, "successor", "successors"))
+	}
+	return CannotTell, fmt.Sprintf("%s: opaque tokens, not offsets or page numbers the probe can read", plural(withToken, "successor", "successors"))
+}
+
+func denseNote(d Declared) string {
+	if d.Contract.DensePositions {
+		return "dense positions show an event that slid onto a page already read as a gap"
+	}
+	return "declared " + d.Pagination
+}
+
+// judgeRetries reports how the input classifies a second answer to the
+// same cursor. Divergence for a token rotation or an unstable snapshot is
+// judged by tokens_may_rotate and snapshot_marker.
+func judgeRetries(d Declared, fx *Facts) (Verdict, string) {
+	classes := map[witness.RetryClass]int{}
+	var order []witness.RetryClass
+	idle := 0
+	for _, p := range fx.Pairs {
+		switch {
+		case p.Err != nil:
+			return Contradicted, fmt.Sprintf("%s: the input cannot reconcile the two answers: %v", p.Label, p.Err)
+		case p.Idle:
+			idle++
+			continue
+		}
+		c := p.Verdict.Class
+		if c == witness.UnprovableDivergence {
+			rotation := p.Rotated() && !d.Contract.TokensMayRotate
+			unstable := d.Contract.SnapshotMarker && len(p.First.Response.Marker) > 0 && bytes.Equal(p.First.Response.Marker, p.Second.Response.Marker) && !p.SameEvents()
+			if !rotation && !unstable {
+				return Contradicted, fmt.Sprintf("%s: %s: the input would %s on such a retry", p.Label, p.Verdict.Reason, recovery(d))
+			}
+		}
+		if classes[c] == 0 {
+			order = append(order, c)
+		}
+		classes[c]++
+	}
+	if len(order) == 0 && idle == 0 {
+		return CannotTell, "no cursor was answered twice"
+	}
+	var parts []string
+	for _, c := range order {
+		parts = append(parts, fmt.Sprintf("%s ×%d", c, classes[c]))
+	}
+	if idle > 0 {
+		parts = append(parts, fmt.Sprintf("empty without evidence (polled again) ×%d", idle))
+	}
+	return Supported, "second answers to the same cursor: " + strings.Join(parts, ", ")
+}
+
+func judgeValidate(d Declared, fx *Facts) (Verdict, string) {
+	v := fx.Obs.Validation
+	switch {
+	case !d.Validate:
+		return CannotTell, "no validate request: a stored cursor is fetched without checking that the source is the one that issued it"
+	case !v.Ran:
+		return CannotTell, "no cursor to validate (the first page had no successor)"
+	case v.Err == nil:
+		return Supported, fmt.Sprintf("accepted cursor %s, issued moments before; whether it rejects a recreated source cannot be told without recreating one", hash(v.Cursor))
+	case errors.Is(v.Err, provider.ErrExpired):
+		return Contradicted, fmt.Sprintf("declared cursor %s, issued moments before, invalid: every start-up would treat its stored cursor as expired and %s", hash(v.Cursor), recovery(d))
+	}
+	return CannotTell, fmt.Sprintf("the validate request failed: %v", v.Err)
+}

@@ -1,0 +1,205 @@
+package probe
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/tidemark/tidemark/input/provider"
+	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/witness"
+)
+
+// Facts are what the checks judge: the observation with every page's
+// witness built by the core, and the pairs of answers to one cursor
+// classified by it.
+type Facts struct {
+	Obs Observation
+	// Walks are the first and the second walk.
+	Walks [2][]PageFacts
+	// Pairs are the cursors answered twice: each retry with the first
+	// walk's page, and each page of the second walk whose cursor is the
+	// first walk's at the same step.
+	Pairs []Pair
+	// Bad are the answers the input could not use (a malformed page, a
+	// position of another kind, positions out of order, a duplicate id).
+	Bad []BadAnswer
+	// Fetched counts the pages answered.
+	Fetched int
+}
+
+// PageFacts is one page of a walk.
+type PageFacts struct {
+	Page
+	// Label names the page in evidence ("walk 1 page 2").
+	Label string
+	// Witness is the page's witness as the input builds it (zero when
+	// BuildErr is set).
+	Witness  witness.Witness
+	BuildErr error
+	// Applied and HasApplied are the applied boundary before the page: the
+	// greatest position of the walk's earlier pages, as the input keeps it.
+	Applied    coord.Position
+	HasApplied bool
+}
+
+// Empty reports whether the page has no events.
+func (p PageFacts) Empty() bool { return len(p.Response.Events) == 0 }
+
+// Last is the position of the page's last event (ok false when empty).
+func (p PageFacts) Last() (coord.Position, bool) {
+	if p.Empty() {
+		return coord.Position{}, false
+	}
+	return p.Response.Events[len(p.Response.Events)-1].Position, true
+}
+
+// Max is the greatest position of the page (ok false when empty).
+func (p PageFacts) Max() (coord.Position, bool) {
+	if p.Empty() {
+		return coord.Position{}, false
+	}
+	m := p.Response.Events[0].Position
+	for _, e := range p.Response.Events[1:] {
+		m = coord.MaxPosition(m, e.Position)
+	}
+	return m, true
+}
+
+// Pair is one cursor answered twice, classified as the input classifies a
+// retry: the first answer is the earlier witness of (cursor, generation),
+// all of its events delivered; the second is the retry.
+type Pair struct {
+	// Label names the pair ("walk 1 page 1 fetched again").
+	Label         string
+	First, Second PageFacts
+	// Class is the core's verdict on the second answer (zero when Idle or
+	// Err).
+	Verdict witness.Verdict
+	// Idle: the second answer was empty without evidence (the input polls
+	// again; nothing is classified).
+	Idle bool
+	Err  error
+	// inWalk: Second is a page of the second walk (not a retry).
+	inWalk bool
+}
+
+// SameEvents reports whether both answers have the same ordered event
+// witness.
+func (p Pair) SameEvents() bool { return slices.Equal(p.First.Witness.Events, p.Second.Witness.Events) }
+
+// Rotated reports whether both answers have the same events and another
+// successor.
+func (p Pair) Rotated() bool {
+	return p.SameEvents() && !bytes.Equal(p.First.Witness.Successor, p.Second.Witness.Successor)
+}
+
+// BadAnswer is an answer the input could not use.
+type BadAnswer struct {
+	Label string
+	Err   error
+}
+
+const scope, attempt1, attempt2 = "probe", "first", "again"
+
+// Derive builds the facts of an observation.
+func Derive(d Declared, o Observation) *Facts {
+	fx := &Facts{Obs: o}
+	for wi, w := range []Walk{o.First, o.Second} {
+		var applied coord.Position
+		has := false
+		for i, p := range w.Pages {
+			pf := buildPage(d, fmt.Sprintf("walk %d page %d", wi+1, i+1), p, attempt1)
+			pf.Applied, pf.HasApplied = applied, has
+			if pf.BuildErr != nil && !errors.Is(pf.BuildErr, witness.ErrLoop) {
+				fx.Bad = append(fx.Bad, BadAnswer{pf.Label, pf.BuildErr})
+			}
+			if m, ok := pf.Max(); ok {
+				if has {
+					m = coord.MaxPosition(m, applied)
+				}
+				applied, has = m, true
+			}
+			fx.Walks[wi] = append(fx.Walks[wi], pf)
+			fx.Fetched++
+		}
+		if errors.Is(w.Err, provider.ErrMalformed) {
+			fx.Bad = append(fx.Bad, BadAnswer{fmt.Sprintf("walk %d page %d", wi+1, len(w.Pages)+1), w.Err})
+		}
+	}
+	first := fx.Walks[0]
+	for _, r := range o.Retries {
+		if r.Of < 0 || r.Of >= len(first) {
+			continue
+		}
+		label := first[r.Of].Label + " fetched again"
+		if r.Err != nil {
+			if errors.Is(r.Err, provider.ErrMalformed) {
+				fx.Bad = append(fx.Bad, BadAnswer{label, r.Err})
+			}
+			continue
+		}
+		fx.Fetched++
+		fx.Pairs = append(fx.Pairs, pairOf(d, label, first[r.Of], r.Page))
+	}
+	for i, s := range fx.Walks[1] {
+		if i < len(first) && bytes.Equal(s.Cursor, first[i].Cursor) {
+			p := pairOf(d, fmt.Sprintf("walk 2 page %d (the cursor of walk 1 page %d)", i+1, i+1), first[i], s.Page)
+			p.inWalk = true
+			fx.Pairs = append(fx.Pairs, p)
+		}
+	}
+	return fx
+}
+
+func buildPage(d Declared, label string, p Page, attempt string) PageFacts {
+	w, err := witness.Build(witness.BuildInput{
+		Scope: scope, Partition: "p", InputCursor: p.Cursor, AttemptID: attempt,
+		Response: p.Response, Contract: d.Contract,
+	})
+	return PageFacts{Page: p, Label: label, Witness: w, BuildErr: err}
+}
+
+// pairOf classifies again, a second answer to first's cursor, the way the
+// input's chain does (internal/chain reconcile): an empty answer without
+// evidence is no answer; otherwise witness.Classify against the first
+// answer, whose events all have a durable outcome.
+func pairOf(d Declared, label string, first PageFacts, again Page) Pair {
+	s := buildPage(d, label, again, attempt2)
+	s.Applied, s.HasApplied = first.Applied, first.HasApplied
+	p := Pair{Label: label, First: first, Second: s}
+	switch {
+	case first.BuildErr != nil:
+		p.Err = first.BuildErr
+		return p
+	case errors.Is(s.BuildErr, witness.ErrLoop):
+		p.Idle = true
+		return p
+	case s.BuildErr != nil:
+		p.Err = s.BuildErr
+		return p
+	case len(s.Witness.Events) == 0 && !witness.CanPromote(d.Contract, s.Witness).Complete:
+		p.Idle = true
+		return p
+	}
+	prior := first.Witness.Clone()
+	prior.AckedThrough = len(prior.Events)
+	v, err := witness.Classify(witness.ClassifyInput{
+		Contract: d.Contract, Applied: first.Applied, HasApplied: first.HasApplied,
+		Prior: []witness.Witness{prior}, Witness: s.Witness,
+	})
+	p.Verdict, p.Err = v, err
+	return p
+}
+
+// allPages are the pages of both walks and the retries' second answers.
+func (fx *Facts) allPages() []PageFacts {
+	out := append(append([]PageFacts(nil), fx.Walks[0]...), fx.Walks[1]...)
+	for _, p := range fx.Pairs {
+		if !p.inWalk {
+			out = append(out, p.Second)
+		}
+	}
+	return out
+}

@@ -1,0 +1,431 @@
+package probe
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tidemark/tidemark/input/provider"
+	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/witness"
+)
+
+// Contracts of the tests.
+var (
+	ordered = witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, Recovery: witness.RecoveryRestartFromBoundary}
+	dense   = with(ordered, func(c *witness.Contract) { c.DensePositions = true })
+)
+
+func with(c witness.Contract, f func(*witness.Contract)) witness.Contract { f(&c); return c }
+
+func declared(c witness.Contract, f ...func(*Declared)) Declared {
+	d := Declared{Contract: c, Coordinate: coord.KindInteger}
+	for _, g := range f {
+		g(&d)
+	}
+	return d
+}
+
+func ev(pos int64) witness.Event {
+	return witness.Event{ID: fmt.Sprintf("e%d", pos), Position: coord.IntPosition(pos), Payload: []byte(fmt.Sprintf("payload %d", pos))}
+}
+
+// pg is a page fetched with cursor, answering successor and events.
+func pg(cursor, successor string, events ...witness.Event) Page {
+	var s []byte
+	if successor != "" {
+		s = []byte(successor)
+	}
+	return Page{Cursor: []byte(cursor), Token: s, Response: witness.Response{Successor: s, Events: events}}
+}
+
+// ct sets a page's complete_through.
+func ct(p Page, w int64) Page { p.Response.CompleteThrough = coord.Integer(w); return p }
+
+func marker(p Page, m string) Page { p.Response.Marker = []byte(m); return p }
+
+func hasMore(p Page, more bool) Page {
+	p.Response.HasMore, p.Response.HasMoreKnown = more, true
+	return p
+}
+
+func evs(from, to int64) []witness.Event {
+	var out []witness.Event
+	for i := from; i <= to; i++ {
+		out = append(out, ev(i))
+	}
+	return out
+}
+
+// walkOf ends the way its last page says: no successor, its own cursor, or
+// the limit.
+func walkOf(pages ...Page) Walk {
+	w := Walk{Pages: pages, End: EndLimit}
+	if n := len(pages); n > 0 {
+		last := pages[n-1]
+		switch {
+		case len(last.Response.Successor) == 0:
+			w.End = EndNoSuccessor
+		case bytes.Equal(last.Response.Successor, last.Cursor):
+			w.End = EndHead
+		}
+	}
+	return w
+}
+
+func obs(first Walk, retries ...Retry) Observation {
+	return Observation{Partition: "p", Limit: 5, First: first, Retries: retries}
+}
+
+func finding(t *testing.T, fs []Finding, field string) Finding {
+	t.Helper()
+	for _, f := range fs {
+		if f.Field == field {
+			return f
+		}
+	}
+	t.Fatalf("no finding for %s in %v", field, fs)
+	return Finding{}
+}
+
+// A listing: keys as positions, each page's complete_through its own last
+// key, as http_s3_listing.yaml maps it.
+func listing() Observation {
+	key := func(k string) witness.Event {
+		return witness.Event{ID: k, Position: coord.StringPosition(k), Payload: []byte(k)}
+	}
+	p1 := pg("", "t1", key("a"), key("b"))
+	p1.Response.CompleteThrough = coord.String("b")
+	p2 := pg("t1", "", key("c"), key("d"))
+	p2.Response.CompleteThrough = coord.String("d")
+	return obs(walkOf(p1, p2))
+}
+
+func listingDeclared(f ...func(*Declared)) Declared {
+	c := with(ordered, func(c *witness.Contract) {
+		c.PositionKind, c.WatermarkCoversPositions, c.MissingSuccessor = coord.KindString, true, witness.MissingSuccessorEndsTraversal
+	})
+	d := Declared{Contract: c, Coordinate: coord.KindString, CompleteThrough: true}
+	for _, g := range f {
+		g(&d)
+	}
+	return d
+}
+
+func TestFindings(t *testing.T) {
+	withCT := func(d *Declared) { d.CompleteThrough = true }
+	tests := []struct {
+		name     string
+		d        Declared
+		o        Observation
+		field    string
+		want     Verdict
+		evidence string
+	}{
+		{
+			name: "tokens that rotate contradict tokens_may_rotate false",
+			d:    declared(ordered), field: "tokens_may_rotate", want: Contradicted, evidence: "the same 2 events, successor",
+			o: obs(walkOf(pg("", "c1", ev(1), ev(2))), Retry{Of: 0, Page: pg("", "c1-rotated", ev(1), ev(2))}),
+		},
+		{
+			name: "tokens that rotate support tokens_may_rotate true",
+			d:    declared(with(ordered, func(c *witness.Contract) { c.TokensMayRotate = true })), field: "tokens_may_rotate", want: Supported, evidence: "another successor",
+			o: obs(walkOf(pg("", "c1", ev(1), ev(2))), Retry{Of: 0, Page: pg("", "c1-rotated", ev(1), ev(2))}),
+		},
+		{
+			name: "the same successor twice supports tokens_may_rotate false",
+			d:    declared(ordered), field: "tokens_may_rotate", want: Supported, evidence: "the same successor",
+			o: obs(walkOf(pg("", "c1", ev(1), ev(2))), Retry{Of: 0, Page: pg("", "c1", ev(1), ev(2))}),
+		},
+		{
+			name: "no cursor answered twice cannot tell tokens_may_rotate",
+			d:    declared(ordered), field: "tokens_may_rotate", want: CannotTell,
+			o: obs(walkOf(pg("", "c1", ev(1), ev(2)))),
+		},
+		{
+			name: "a gap between pages contradicts dense positions",
+			d:    declared(dense), field: "positions", want: Contradicted, evidence: "position 4 is missing",
+			o: obs(walkOf(pg("", "c1", ev(1), ev(2), ev(3)), pg("c1", "c2", ev(5), ev(6)))),
+		},
+		{
+			name: "a gap within a page contradicts dense positions",
+			d:    declared(dense), field: "positions", want: Contradicted, evidence: "position 2 is missing",
+			o: obs(walkOf(pg("", "c1", ev(1), ev(3)))),
+		},
+		{
+			name: "a gap the page's own watermark covers is accepted under dense positions",
+			d: declared(with(dense, func(c *witness.Contract) { c.WatermarkCoversPositions = true }), withCT), field: "positions", want: Supported,
+			o: obs(walkOf(ct(pg("", "c1", ev(1), ev(3)), 3))),
+		},
+		{
+			name: "consecutive positions support dense",
+			d:    declared(dense), field: "positions", want: Supported, evidence: "0 gaps",
+			o: obs(walkOf(pg("", "c1", evs(1, 3)...), pg("c1", "c2", evs(4, 6)...))),
+		},
+		{
+			name: "ordered positions with gaps are supported and their density reported",
+			d:    declared(ordered), field: "positions", want: Supported, evidence: "1 gap",
+			o: obs(walkOf(pg("", "c1", ev(1), ev(2)), pg("c1", "c2", ev(7)))),
+		},
+		{
+			name: "a page starting below the previous one contradicts ordered positions",
+			d:    declared(ordered), field: "positions", want: Contradicted, evidence: "position 2 after position 3",
+			o: obs(walkOf(pg("", "c1", ev(1), ev(3)), pg("c1", "c2", ev(2)))),
+		},
+		{
+			name: "positions out of order within a page contradict ordered positions",
+			d:    declared(ordered), field: "positions", want: Contradicted, evidence: "does not follow position 2",
+			o: obs(walkOf(pg("", "c1", ev(2), ev(1)))),
+		},
+		{
+			name: "a position of another kind contradicts position_type",
+			d:    declared(ordered), field: "position_type", want: Contradicted, evidence: "walk 1 page 1",
+			o: obs(walkOf(pg("", "c1", witness.Event{ID: "k", Position: coord.StringPosition("k"), Payload: []byte("k")}))),
+		},
+		{
+			name: "a page's own last position as complete_through contradicts the watermark's certification",
+			d:    listingDeclared(), o: listing(), field: "complete_through", want: Contradicted, evidence: "a page's own last position certifies nothing",
+		},
+		{
+			name: "a page's own last position as complete_through contradicts watermark_covers_positions",
+			d:    listingDeclared(), o: listing(), field: "watermark_covers_positions", want: Contradicted, evidence: "a page's own last position certifies nothing",
+		},
+		{
+			name: "a self-computed watermark under asserted finality cannot be told",
+			d:    listingDeclared(func(d *Declared) { d.Finality = "append_only_writer" }), o: listing(), field: "complete_through", want: CannotTell, evidence: "append_only_writer",
+		},
+		{
+			name: "a complete_through on an empty page is the source's own",
+			d:    declared(ordered, withCT), field: "complete_through", want: Supported, evidence: "walk 1 page 2 had no events and carried complete_through 8",
+			o: obs(walkOf(ct(pg("", "3", evs(1, 3)...), 3), ct(pg("3", "3"), 8))),
+		},
+		{
+			name: "a complete_through apart from the page's last position is the source's own",
+			d:    declared(ordered, withCT), field: "complete_through", want: Supported, evidence: "not its last position 3",
+			o: obs(walkOf(ct(pg("", "c1", evs(1, 3)...), 9))),
+		},
+		{
+			name: "a complete_through that goes back contradicts it",
+			d:    declared(ordered, withCT), field: "complete_through", want: Contradicted, evidence: "below 9",
+			o: obs(walkOf(ct(pg("", "c1", evs(1, 3)...), 9), ct(pg("c1", "c2", evs(4, 5)...), 7))),
+		},
+		{
+			name: "an unmapped complete_through claims nothing",
+			d:    declared(ordered), field: "complete_through", want: Supported, evidence: "not mapped",
+			o: obs(walkOf(pg("", "c1", evs(1, 3)...))),
+		},
+		{
+			name: "a later event at or below a certified watermark contradicts watermark_covers_positions",
+			d:    declared(with(ordered, func(c *witness.Contract) { c.WatermarkCoversPositions = true }), withCT), field: "watermark_covers_positions", want: Contradicted, evidence: "position 4, at or below complete_through 6",
+			o: obs(walkOf(ct(pg("", "c1", evs(1, 3)...), 6), pg("c1", "c2", ev(4), ev(7)))),
+		},
+		{
+			name: "an event below a watermark in the second walk contradicts watermark_covers_positions",
+			d:    declared(with(ordered, func(c *witness.Contract) { c.WatermarkCoversPositions = true }), withCT), field: "watermark_covers_positions", want: Contradicted, evidence: "walk 2 page 1 has an event at position 2",
+			o: func() Observation {
+				o := obs(walkOf(ct(pg("", "c1", ev(1), ev(3)), 9)))
+				o.Second = walkOf(ct(pg("", "c1", evs(1, 3)...), 9))
+				return o
+			}(),
+		},
+		{
+			name: "an empty page followed by events contradicts end_of_data",
+			d:    declared(with(ordered, func(c *witness.Contract) { c.EmptyPage = witness.EmptyEndOfData })), field: "empty_page", want: Contradicted, evidence: "not the end of the data",
+			o: obs(walkOf(pg("", "c1", ev(1)), pg("c1", "c2"), pg("c2", "c3", ev(2)))),
+		},
+		{
+			name: "an empty page with has_more contradicts end_of_data",
+			d:    declared(with(ordered, func(c *witness.Contract) { c.EmptyPage = witness.EmptyEndOfData })), field: "empty_page", want: Contradicted, evidence: "has_more is true",
+			o: obs(walkOf(hasMore(pg("", "c1"), true))),
+		},
+		{
+			name: "an empty last page supports end_of_data",
+			d:    declared(with(ordered, func(c *witness.Contract) { c.EmptyPage = witness.EmptyEndOfData })), field: "empty_page", want: Supported,
+			o: obs(walkOf(pg("", "c1", ev(1)), pg("c1", ""))),
+		},
+		{
+			name: "an empty page with a watermark supports final_through_watermark",
+			d:    declared(with(ordered, func(c *witness.Contract) { c.EmptyPage = witness.EmptyFinalThroughWatermark }), withCT), field: "empty_page", want: Supported, evidence: "carried complete_through 1",
+			o: obs(walkOf(ct(pg("", "1", ev(1)), 1), ct(pg("1", "1"), 1))),
+		},
+		{
+			name: "an empty page without a watermark cannot tell final_through_watermark",
+			d:    declared(with(ordered, func(c *witness.Contract) { c.EmptyPage = witness.EmptyFinalThroughWatermark }), withCT), field: "empty_page", want: CannotTell,
+			o: obs(walkOf(pg("", "1", ev(1)), pg("1", "1"))),
+		},
+		{
+			name: "no empty page cannot tell empty_page",
+			d:    declared(ordered), field: "empty_page", want: CannotTell, evidence: "no answer was empty",
+			o: obs(walkOf(pg("", "c1", ev(1)))),
+		},
+		{
+			name: "a page without successor but with has_more contradicts end_of_traversal",
+			d:    declared(with(ordered, func(c *witness.Contract) { c.MissingSuccessor = witness.MissingSuccessorEndsTraversal })), field: "missing_successor", want: Contradicted, evidence: "has_more is true",
+			o: obs(walkOf(hasMore(pg("", "", ev(1)), true))),
+		},
+		{
+			name: "a cursor answered without and then with a successor contradicts end_of_traversal",
+			d:    declared(with(ordered, func(c *witness.Contract) { c.MissingSuccessor = witness.MissingSuccessorEndsTraversal })), field: "missing_successor", want: Contradicted, evidence: "had not ended",
+			o: obs(walkOf(pg("", "", ev(1))), Retry{Of: 0, Page: pg("", "c2", ev(1), ev(2))}),
+		},
+		{
+			name: "has_more false before a page of events contradicts has_more",
+			d:    declared(ordered, func(d *Declared) { d.HasMore = true }), field: "has_more", want: Contradicted, evidence: "has_more is false",
+			o: obs(walkOf(hasMore(pg("", "c1", ev(1)), false), hasMore(pg("c1", "", ev(2)), false))),
+		},
+		{
+			name: "has_more true without a successor contradicts has_more",
+			d:    declared(ordered, func(d *Declared) { d.HasMore = true }), field: "has_more", want: Contradicted, evidence: "no successor",
+			o: obs(walkOf(hasMore(pg("", "", ev(1)), true))),
+		},
+		{
+			name: "a page repeating the boundary contradicts exclusive_boundary",
+			d:    declared(with(ordered, func(c *witness.Contract) { c.ExclusiveBoundary = true })), field: "exclusive_boundary", want: Contradicted, evidence: "repeats position 2",
+			o: obs(walkOf(pg("", "c1", ev(1), ev(2)), pg("c1", "c2", ev(2), ev(3)))),
+		},
+		{
+			name: "a page repeating the boundary is inclusive, as declared",
+			d:    declared(ordered), field: "exclusive_boundary", want: Supported, evidence: "inclusive boundary",
+			o: obs(walkOf(pg("", "c1", ev(1), ev(2)), pg("c1", "c2", ev(2), ev(3)))),
+		},
+		{
+			name: "pages starting after the boundary support exclusive_boundary",
+			d:    declared(with(ordered, func(c *witness.Contract) { c.ExclusiveBoundary = true })), field: "exclusive_boundary", want: Supported,
+			o: obs(walkOf(pg("", "c1", ev(1), ev(2)), pg("c1", "c2", ev(3)))),
+		},
+		{
+			name: "the same marker with other events contradicts snapshot_marker",
+			d:    declared(with(ordered, func(c *witness.Contract) { c.SnapshotMarker = true })), field: "snapshot_marker", want: Contradicted, evidence: "not stable",
+			o: obs(walkOf(marker(pg("", "c1", ev(1), ev(3)), "r7")), Retry{Of: 0, Page: marker(pg("", "c1", ev(1), ev(2), ev(3)), "r7")}),
+		},
+		{
+			name: "the same marker with the same events supports snapshot_marker",
+			d:    declared(with(ordered, func(c *witness.Contract) { c.SnapshotMarker = true })), field: "snapshot_marker", want: Supported,
+			o: obs(walkOf(marker(pg("", "c1", ev(1)), "r7")), Retry{Of: 0, Page: marker(pg("", "c1", ev(1)), "r7")}),
+		},
+		{
+			name: "no marker cannot tell snapshot_marker",
+			d:    declared(with(ordered, func(c *witness.Contract) { c.SnapshotMarker = true })), field: "snapshot_marker", want: CannotTell, evidence: "no page carried a marker",
+			o: obs(walkOf(pg("", "c1", ev(1)))),
+		},
+		{
+			name: "successors growing by the page size contradict sparse positions",
+			d:    declared(ordered), field: "pagination", want: Contradicted, evidence: "offsets",
+			o: obs(walkOf(pg("", "2", ev(10), ev(20)), pg("2", "4", ev(30), ev(40)), pg("4", "6", ev(50), ev(60)))),
+		},
+		{
+			name: "URL successors with a growing page parameter contradict sparse positions",
+			d:    declared(ordered), field: "pagination", want: Contradicted, evidence: "page numbers",
+			o: obs(walkOf(pg("", "https://api/x?page=2", ev(10), ev(20)), pg("https://api/x?page=2", "https://api/x?page=3", ev(30), ev(40)), pg("https://api/x?page=3", "https://api/x?page=4", ev(50), ev(60)))),
+		},
+		{
+			name: "offset successors under dense positions are supported",
+			d:    declared(dense), field: "pagination", want: Supported, evidence: "gap",
+			o: obs(walkOf(pg("", "2", ev(10), ev(11)), pg("2", "4", ev(12), ev(13)), pg("4", "6", ev(14), ev(15)))),
+		},
+		{
+			name: "successors naming the page's last position are keyset",
+			d:    declared(ordered), field: "pagination", want: Supported, evidence: "keyset",
+			o: obs(walkOf(pg("", "2", ev(1), ev(2)), pg("2", "4", ev(3), ev(4)))),
+		},
+		{
+			name: "opaque successors cannot tell the pagination",
+			d:    declared(ordered), field: "pagination", want: CannotTell, evidence: "opaque",
+			o: obs(walkOf(pg("", "tokA", ev(1), ev(2)), pg("tokA", "tokB", ev(3), ev(4)))),
+		},
+		{
+			name: "a retry omitting an event is divergence the contract cannot explain",
+			d:    declared(ordered), field: "retries", want: Contradicted, evidence: "omits it",
+			o: obs(walkOf(pg("", "c1", ev(1), ev(2), ev(3)), pg("c1", "c2", ev(4))), Retry{Of: 1, Page: pg("c1", "c2b", ev(5))}),
+		},
+		{
+			name: "exact replays are supported retries",
+			d:    declared(ordered), field: "retries", want: Supported, evidence: "exact_replay ×1",
+			o: obs(walkOf(pg("", "c1", ev(1))), Retry{Of: 0, Page: pg("", "c1", ev(1))}),
+		},
+		{
+			name: "a rotation under tokens_may_rotate false is judged by tokens_may_rotate, not retries",
+			d:    declared(ordered), field: "retries", want: Supported,
+			o: obs(walkOf(pg("", "c1", ev(1))), Retry{Of: 0, Page: pg("", "c2", ev(1))}),
+		},
+		{
+			name: "a validate request refusing a fresh cursor contradicts it",
+			d:    declared(ordered, func(d *Declared) { d.Validate = true }), field: "validate", want: Contradicted, evidence: "invalid",
+			o: func() Observation {
+				o := obs(walkOf(pg("", "c1", ev(1))))
+				o.Validation = Validation{Ran: true, Cursor: []byte("c1"), Err: &provider.ExpiredError{Partition: "p", Reason: "validate.valid is false"}}
+				return o
+			}(),
+		},
+		{
+			name: "a validate request accepting a fresh cursor is supported",
+			d:    declared(ordered, func(d *Declared) { d.Validate = true }), field: "validate", want: Supported, evidence: "cannot be told without recreating one",
+			o: func() Observation {
+				o := obs(walkOf(pg("", "c1", ev(1))))
+				o.Validation = Validation{Ran: true, Cursor: []byte("c1")}
+				return o
+			}(),
+		},
+		{
+			name: "no validate request cannot tell",
+			d:    declared(ordered), field: "validate", want: CannotTell, evidence: "no validate request",
+			o: obs(walkOf(pg("", "c1", ev(1)))),
+		},
+		{
+			name: "a malformed page contradicts the mappings",
+			d:    declared(ordered), field: "response", want: Contradicted, evidence: "no events array",
+			o: obs(Walk{End: EndError, Err: &provider.MalformedError{Partition: "p", Reason: "no events array"}}),
+		},
+		{
+			name: "a transport failure cannot tell the mappings",
+			d:    declared(ordered), field: "response", want: CannotTell, evidence: "connection refused",
+			o: obs(Walk{End: EndError, Err: errors.New("connection refused")}),
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := finding(t, Evaluate(tc.d, tc.o), tc.field)
+			assert.Equal(t, tc.want, f.Verdict, "evidence: %s", f.Evidence)
+			assert.Contains(t, f.Evidence, tc.evidence)
+		})
+	}
+}
+
+// TestCursorsOnlyAsHashes: no finding quotes a cursor or successor; they
+// appear as witness.CursorHash.
+func TestCursorsOnlyAsHashes(t *testing.T) {
+	secret := "SECRET-token-"
+	o := obs(walkOf(pg("", secret+"1", ev(1), ev(2))), Retry{Of: 0, Page: pg("", secret+"2", ev(1), ev(2))})
+	o.Validation = Validation{Ran: true, Cursor: []byte(secret + "1")}
+	fs := Evaluate(declared(ordered, func(d *Declared) { d.Validate = true }), o)
+	var b strings.Builder
+	require.NoError(t, Write(&b, o, fs))
+	assert.NotContains(t, b.String(), secret)
+	assert.Contains(t, b.String(), witness.CursorHash([]byte(secret+"1")))
+}
+
+// TestEvaluateRunsEveryApplicableCheckOnce: one finding per check whose
+// field the config declares, in table order, each field once.
+func TestEvaluateRunsEveryApplicableCheckOnce(t *testing.T) {
+	seen := map[string]bool{}
+	for _, c := range Checks {
+		require.False(t, seen[c.Field], "two checks for %s", c.Field)
+		seen[c.Field] = true
+	}
+	fs := Evaluate(declared(ordered), obs(walkOf(pg("", "c1", ev(1)))))
+	var fields []string
+	for _, f := range fs {
+		fields = append(fields, f.Field)
+		require.NotZero(t, f.Verdict, f.Field)
+	}
+	assert.NotContains(t, fields, "has_more")
+	assert.NotContains(t, fields, "coordinate")
+	all := Evaluate(declared(ordered, func(d *Declared) { d.HasMore, d.CompleteThrough = true, true }), obs(walkOf(pg("", "c1", ev(1)))))
+	assert.Len(t, all, len(Checks))
+	assert.False(t, AnyContradicted(fs))
+}
