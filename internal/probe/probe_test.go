@@ -159,7 +159,7 @@ func TestFindings(t *testing.T) {
 		},
 		{
 			name: "a gap the page's own watermark covers is accepted under dense positions",
-			d: declared(with(dense, func(c *witness.Contract) { c.WatermarkCoversPositions = true }), withCT), field: "positions", want: Supported,
+			d:    declared(with(dense, func(c *witness.Contract) { c.WatermarkCoversPositions = true }), withCT), field: "positions", want: Supported,
 			o: obs(walkOf(ct(pg("", "c1", ev(1), ev(3)), 3))),
 		},
 		{
