@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
@@ -32,30 +35,28 @@ func probeCommand() *cli.Command {
 			&cli.DurationFlag{Name: "timeout", Value: 2 * time.Minute, Usage: "deadline of the whole probe (each request also has the provider's own timeout)"},
 		},
 		Action: func(c *cli.Context) error {
-			if c.NArg() != 1 {
-				return cli.Exit("usage: connect tidemark probe CONFIG [--partition P] [--pages N]", probeExitFailed)
+			opts, err := probeOptions(c)
+			if err != nil {
+				return cli.Exit(fmt.Sprintf("%v\nusage: connect tidemark probe CONFIG [--partition P] [--pages N] [--timeout D]", err), probeExitFailed)
 			}
-			if c.Int("pages") < 1 {
-				return cli.Exit("--pages must be at least 1", probeExitFailed)
-			}
-			ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
+			ctx, cancel := context.WithTimeout(c.Context, opts.timeout)
 			defer cancel()
 			logger := slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: slog.LevelWarn}))
-			t, err := live.Load(c.Args().First(), logger)
+			t, err := live.Load(opts.config, logger)
 			if err != nil {
 				return cli.Exit(fmt.Sprintf("probe: %v", err), probeExitFailed)
 			}
 			defer func() { _ = t.Close(context.Background()) }()
-			parts, err := t.PartitionsToProbe(ctx, c.StringSlice("partition"))
+			parts, err := t.PartitionsToProbe(ctx, opts.partitions)
 			if err != nil {
 				return cli.Exit(fmt.Sprintf("probe: %v", err), probeExitFailed)
 			}
 			out := c.App.Writer
 			fmt.Fprintf(out, "probe %s: scope %s, %d partition(s), at most %d pages per walk (read-only: no checkpoint store, nothing emitted)\n",
-				c.Args().First(), t.Scope, len(parts), c.Int("pages"))
+				opts.config, t.Scope, len(parts), opts.pages)
 			contradicted, answered := false, false
 			for _, p := range parts {
-				o := t.Probe(ctx, p, c.Int("pages"))
+				o := t.Probe(ctx, p, opts.pages)
 				fs := probe.Evaluate(t.Declared, o)
 				if err := probe.Write(out, o, fs); err != nil {
 					return err
@@ -72,4 +73,38 @@ func probeCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+type probeOpts struct {
+	config     string
+	partitions []string
+	pages      int
+	timeout    time.Duration
+}
+
+// probeOptions reads the flags given before CONFIG (parsed by cli) and
+// after it (urfave/cli stops at the first argument, so they are parsed
+// here, with the same names).
+func probeOptions(c *cli.Context) (probeOpts, error) {
+	o := probeOpts{partitions: c.StringSlice("partition"), pages: c.Int("pages"), timeout: c.Duration("timeout")}
+	args := c.Args().Slice()
+	if len(args) == 0 {
+		return o, errors.New("probe: CONFIG is missing")
+	}
+	o.config = args[0]
+	fs := flag.NewFlagSet("probe", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Func("partition", "", func(s string) error { o.partitions = append(o.partitions, s); return nil })
+	fs.IntVar(&o.pages, "pages", o.pages, "")
+	fs.DurationVar(&o.timeout, "timeout", o.timeout, "")
+	if err := fs.Parse(args[1:]); err != nil {
+		return o, fmt.Errorf("probe: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("probe: one CONFIG only, got also %q", fs.Args())
+	}
+	if o.pages < 1 {
+		return o, errors.New("probe: --pages must be at least 1")
+	}
+	return o, nil
 }
