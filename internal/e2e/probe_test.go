@@ -1,0 +1,259 @@
+//go:build unix
+
+package e2e
+
+// `connect tidemark probe` run on every config/examples/http_*.yaml against
+// its local server (pouchdb-server, s3rver, etcd, kinesalite, the
+// Kubernetes fake of internal/fakeapi), started here on 127.0.0.1: the exit
+// status and the key findings of each. The probe needs no DynamoDB: the
+// checkpoint endpoint points where nothing listens.
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tidemark/tidemark/internal/e2etest"
+	"github.com/tidemark/tidemark/internal/fakeapi"
+)
+
+// noDynamoDB is a DynamoDB endpoint nothing listens on.
+const noDynamoDB = "TIDEMARK_DYNAMODB_ENDPOINT=http://127.0.0.1:1"
+
+// probeFinding is one finding as the probe prints it.
+type probeFinding struct{ declared, verdict, evidence string }
+
+// runProbe runs the probe on an example and returns its findings by field
+// (the first partition's), its output and its exit code.
+func runProbe(t *testing.T, example string, env []string, args ...string) (map[string]probeFinding, string, int) {
+	t.Helper()
+	cmd := exec.Command(e2etest.Connect(t), append([]string{"tidemark", "probe", examplePath(t, example)}, args...)...)
+	cmd.Env = append(env, noDynamoDB)
+	res := e2etest.Run(t, e2etest.Patience, cmd)
+	t.Logf("connect tidemark probe %s: exit %d\n%s", example, res.Code, res.Output)
+	return parseProbe(t, res.Stdout), res.Stdout, res.Code
+}
+
+// parseProbe reads the findings of the first partition: a line
+// "  <verdict>  <field>: <declared>" followed by its evidence line.
+func parseProbe(t *testing.T, out string) map[string]probeFinding {
+	t.Helper()
+	fs := map[string]probeFinding{}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	var last string
+	partitions := 0
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "partition ") && strings.Contains(line, "walk 1:") {
+			partitions++
+			continue
+		}
+		if partitions != 1 || !strings.HasPrefix(line, "  ") {
+			continue
+		}
+		trimmed := strings.TrimSpace(line)
+		for _, v := range []string{"supported", "contradicted", "cannot tell"} {
+			if rest, ok := strings.CutPrefix(trimmed, v+" "); ok && strings.HasPrefix(line, "  "+v) {
+				field, declared, _ := strings.Cut(strings.TrimSpace(rest), ": ")
+				fs[field] = probeFinding{declared: declared, verdict: v}
+				last = field
+				trimmed = ""
+				break
+			}
+		}
+		if trimmed != "" && last != "" {
+			f := fs[last]
+			f.evidence = trimmed
+			fs[last] = f
+			last = ""
+		}
+	}
+	if len(fs) == 0 {
+		t.Fatalf("no finding in the probe's output:\n%s", out)
+	}
+	return fs
+}
+
+// expectFindings checks verdicts (and an evidence fragment after a "|").
+func expectFindings(t *testing.T, fs map[string]probeFinding, want map[string]string) {
+	t.Helper()
+	for field, w := range want {
+		verdict, evidence, _ := strings.Cut(w, "|")
+		f, ok := fs[field]
+		if !ok {
+			t.Errorf("no finding for %s", field)
+			continue
+		}
+		if f.verdict != verdict || !strings.Contains(f.evidence, evidence) {
+			t.Errorf("%s (%s): %s, %q; want %s with %q", field, f.declared, f.verdict, f.evidence, verdict, evidence)
+		}
+	}
+}
+
+// expectExit: exit 1 exactly when a finding is contradicted, else 0.
+func expectExit(t *testing.T, fs map[string]probeFinding, code int) {
+	t.Helper()
+	want := 0
+	for _, f := range fs {
+		if f.verdict == "contradicted" {
+			want = 1
+		}
+	}
+	if code != want {
+		t.Errorf("exit code %d, want %d", code, want)
+	}
+}
+
+// selfCertifiedRule is for a listing whose complete_through, when mapped,
+// is each page's own last key: mapped without an asserted finality it is
+// contradicted, and so is watermark_covers_positions when it rests on it;
+// not mapped, or under an asserted finality, it is not.
+func selfCertifiedRule(t *testing.T, fs map[string]probeFinding) {
+	t.Helper()
+	ct := fs["complete_through"]
+	if ct.declared == "mapped" {
+		expectFindings(t, fs, map[string]string{"complete_through": "contradicted|a page's own last position certifies nothing"})
+		if fs["watermark_covers_positions"].declared == "true" {
+			expectFindings(t, fs, map[string]string{"watermark_covers_positions": "contradicted|a page's own last position certifies nothing"})
+		}
+	} else if ct.verdict == "contradicted" {
+		t.Errorf("complete_through (%s) contradicted: %s", ct.declared, ct.evidence)
+	}
+}
+
+// TestProbeCoversEveryHTTPExample: each config/examples/http_*.yaml has a
+// probe test below.
+func TestProbeCoversEveryHTTPExample(t *testing.T) {
+	covered := map[string]bool{"http_couchdb_changes": true, "http_s3_listing": true, "http_etcd_range": true, "http_kinesis_shard": true, "http_kubernetes_list": true}
+	files, err := filepath.Glob(filepath.Join(e2etest.ModuleRoot(t), "config", "examples", "http_*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
+		if strings.HasSuffix(name, "_benthos_test") {
+			continue
+		}
+		if !covered[name] {
+			t.Errorf("%s has no probe test in probe_test.go", name)
+		}
+	}
+}
+
+// TestProbeCouchDBChanges: a database of 8 changes read in pages of 3 up to
+// its head: last_seq on the empty head page is the source's own watermark,
+// the same cursor answers the same page.
+func TestProbeCouchDBChanges(t *testing.T) {
+	srv := startPouchDB(t)
+	couch(t, http.MethodPut, srv.URL+"/orders", "")
+	var docs []string
+	for i := 1; i <= 8; i++ {
+		docs = append(docs, fmt.Sprintf(`{"_id":"orders-%d","n":%d}`, i, i))
+	}
+	couch(t, http.MethodPost, srv.URL+"/orders/_bulk_docs", `{"docs":[`+strings.Join(docs, ",")+`]}`)
+	fs, out, code := runProbe(t, "http_couchdb_changes", e2etest.Env("COUCHDB_URL="+srv.URL, "COUCHDB_DATABASES=orders", "COUCHDB_PAGE_SIZE=3"))
+	expectExit(t, fs, code)
+	if !strings.Contains(out, "8 events, ended at the head") {
+		t.Errorf("walk 1 did not read the 8 changes to the head")
+	}
+	expectFindings(t, fs, map[string]string{
+		"response":          "supported|",
+		"positions":         "supported|strictly increasing",
+		"complete_through":  "supported|had no events and carried complete_through 8",
+		"empty_page":        "supported|was empty and carried complete_through 8",
+		"tokens_may_rotate": "supported|the same successor",
+		"retries":           "supported|exact_replay",
+		"pagination":        "supported|keyset",
+	})
+}
+
+// TestProbeS3Listing: a bucket of 12 objects listed in pages of 5 with
+// s3rver's rotating continuation tokens; a complete_through mapped from the
+// page's own last key is reported as certifying nothing.
+func TestProbeS3Listing(t *testing.T) {
+	srv := startS3rver(t)
+	s3Put(t, srv.URL, "photos", "", "")
+	for i := 1; i <= 12; i++ {
+		key := fmt.Sprintf("2026/img-%02d.jpg", i)
+		s3Put(t, srv.URL, "photos", key, "object "+key)
+	}
+	fs, _, code := runProbe(t, "http_s3_listing", e2etest.Env("S3_ENDPOINT="+srv.URL, "S3_BUCKETS=photos", "S3_PAGE_SIZE=5",
+		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=S3RVER", "AWS_SECRET_ACCESS_KEY=S3RVER"))
+	expectExit(t, fs, code)
+	expectFindings(t, fs, map[string]string{
+		"response":          "supported|",
+		"position_type":     "supported|as string",
+		"positions":         "supported|strictly increasing",
+		"tokens_may_rotate": "supported|another successor",
+		"missing_successor": "supported|ended the traversal",
+	})
+	selfCertifiedRule(t, fs)
+}
+
+// TestProbeEtcdRange: 10 keys of one prefix read in pages of 3 at one
+// pinned revision: the marker is stable, the validate request accepts a
+// fresh cursor, the last page ends the traversal.
+func TestProbeEtcdRange(t *testing.T) {
+	srv := startEtcd(t)
+	c := &etcdClient{t: t, base: srv.URL}
+	for i := 1; i <= 10; i++ {
+		c.put(fmt.Sprintf("config/key-%02d", i), fmt.Sprintf("value %d", i))
+	}
+	fs, _, code := runProbe(t, "http_etcd_range", e2etest.Env("ETCD_URL="+srv.URL, "ETCD_PREFIXES=config", "ETCD_PAGE_SIZE=3"))
+	expectExit(t, fs, code)
+	expectFindings(t, fs, map[string]string{
+		"response":          "supported|",
+		"snapshot_marker":   "supported|under the same marker had the same events",
+		"missing_successor": "supported|ended the traversal",
+		"has_more":          "supported|",
+		"validate":          "supported|accepted cursor sha256:",
+		"retries":           "supported|",
+	})
+}
+
+// TestProbeKinesisShard: a shard of 10 records read in pages of 4 from
+// TRIM_HORIZON through the bootstrap: every GetRecords answer hands out a
+// new iterator, and the empty pages at the head prove nothing.
+func TestProbeKinesisShard(t *testing.T) {
+	k := startKinesalite(t)
+	const stream = "audit"
+	k.call("CreateStream", fmt.Sprintf(`{"StreamName":%q,"ShardCount":1}`, stream))
+	e2etest.WaitFor(t, e2etest.Patience, "the stream is active", func() (bool, string) {
+		b := k.call("DescribeStreamSummary", fmt.Sprintf(`{"StreamName":%q}`, stream))
+		return bytes.Contains(b, []byte(`"StreamStatus":"ACTIVE"`)), string(b)
+	})
+	k.put(stream, 0, 10)
+	fs, _, code := runProbe(t, "http_kinesis_shard", e2etest.Env("KINESIS_ENDPOINT="+k.URL, "KINESIS_STREAM="+stream, "KINESIS_PAGE_SIZE=4",
+		"KINESIS_READS_PER_SECOND=1000", "AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local"))
+	expectExit(t, fs, code)
+	expectFindings(t, fs, map[string]string{
+		"response":          "supported|",
+		"position_type":     "supported|as decimal",
+		"positions":         "supported|strictly increasing",
+		"tokens_may_rotate": "supported|another successor",
+		"empty_page":        "supported|claims nothing",
+		"complete_through":  "supported|not mapped",
+	})
+}
+
+// TestProbeKubernetesList: a namespace of 12 ConfigMaps listed in chunks of
+// 5 from one snapshot (resourceVersion): the marker is stable and the last
+// chunk ends the traversal.
+func TestProbeKubernetesList(t *testing.T) {
+	k := fakeapi.NewKubernetes(t, "k8s-token")
+	k.Create("team-a", "cm", 12)
+	fs, _, code := runProbe(t, "http_kubernetes_list", e2etest.Env("KUBERNETES_URL="+k.URL(), "KUBERNETES_TOKEN=k8s-token",
+		"KUBERNETES_NAMESPACES=team-a", "KUBERNETES_PAGE_SIZE=5"))
+	expectExit(t, fs, code)
+	expectFindings(t, fs, map[string]string{
+		"response":          "supported|",
+		"snapshot_marker":   "supported|under the same marker had the same events",
+		"missing_successor": "supported|ended the traversal",
+		"complete_through":  "supported|not mapped",
+	})
+}
