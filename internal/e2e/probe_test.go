@@ -169,6 +169,7 @@ func TestProbeCouchDBChanges(t *testing.T) {
 		"tokens_may_rotate": "supported|the same successor",
 		"retries":           "supported|exact_replay",
 		"pagination":        "supported|keyset",
+		"restart_cursor":    "supported|answered from position 4",
 	})
 }
 
@@ -191,6 +192,7 @@ func TestProbeS3Listing(t *testing.T) {
 		"positions":         "supported|strictly increasing",
 		"tokens_may_rotate": "supported|another successor",
 		"missing_successor": "supported|ended the traversal",
+		"restart_cursor":    "supported|answered from position 2026/img-06.jpg",
 	})
 	selfCertifiedRule(t, fs)
 }
@@ -213,6 +215,7 @@ func TestProbeEtcdRange(t *testing.T) {
 		"has_more":          "supported|",
 		"validate":          "supported|accepted cursor sha256:",
 		"retries":           "supported|",
+		"restart_cursor":    "supported|the partition's start",
 	})
 }
 
@@ -238,6 +241,7 @@ func TestProbeKinesisShard(t *testing.T) {
 		"tokens_may_rotate": "supported|another successor",
 		"empty_page":        "supported|claims nothing",
 		"complete_through":  "supported|not mapped",
+		"restart_cursor":    "supported|none of the 4 events",
 	})
 }
 
@@ -255,5 +259,6 @@ func TestProbeKubernetesList(t *testing.T) {
 		"snapshot_marker":   "supported|under the same marker had the same events",
 		"missing_successor": "supported|ended the traversal",
 		"complete_through":  "supported|not mapped",
+		"restart_cursor":    "supported|the partition's start",
 	})
 }

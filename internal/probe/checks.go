@@ -43,6 +43,7 @@ var Checks = []Check{
 	{Field: "exclusive_boundary", Declared: func(d Declared) string { return fmt.Sprint(d.Contract.ExclusiveBoundary) }, Judge: judgeExclusive},
 	{Field: "pagination", Declared: paginationValue, Judge: judgePagination},
 	{Field: "retries", Declared: func(d Declared) string { return "recovery " + recovery(d).String() }, Judge: judgeRetries},
+	{Field: "restart_cursor", Declared: func(d Declared) string { return "recovery " + recovery(d).String() }, Judge: judgeRestart},
 	{Field: "validate", Declared: func(d Declared) string { return configured(d.Validate) }, Judge: judgeValidate},
 }
 
@@ -728,4 +729,58 @@ func judgeValidate(d Declared, fx *Facts) (Verdict, string) {
 		return Contradicted, fmt.Sprintf("declared cursor %s, issued moments before, invalid: every start-up would treat its stored cursor as expired and %s", hash(v.Cursor), recovery(d))
 	}
 	return CannotTell, fmt.Sprintf("the validate request failed: %v", v.Err)
+}
+
+// judgeRestart: a restart from the boundary after the first walk's first
+// page skips nothing the first walk showed after that boundary (under
+// ordered positions: every such event up to the restart page's greatest
+// position is on the restart page).
+func judgeRestart(d Declared, fx *Facts) (Verdict, string) {
+	r := fx.Obs.Restart
+	switch {
+	case recovery(d) == witness.RecoveryPark:
+		return Supported, "recovery park: a partition that cannot advance waits for an operator; no restart cursor is used"
+	case r == nil:
+		return CannotTell, "no restart was probed (it needs a first walk of two pages or more, the first with events)"
+	case r.Err != nil && (errors.Is(r.Err, provider.ErrExpired) || errors.Is(r.Err, provider.ErrMalformed)):
+		return Contradicted, fmt.Sprintf("the restart cursor after walk 1 page %d (applied position %s) was refused: %v: a restart would fail the same way", r.After+1, r.Applied, r.Err)
+	case r.Err != nil:
+		return CannotTell, fmt.Sprintf("the restart after walk 1 page %d failed: %v", r.After+1, r.Err)
+	case len(r.Cursor) == 0:
+		return Supported, "the restart cursor is the partition's start: a restart replays it whole (duplicates, never a gap)"
+	}
+	page := buildPage(d, "the restart page", r.Page, attempt1)
+	if page.BuildErr != nil {
+		return Contradicted, fmt.Sprintf("the restart page cannot be used: %v", page.BuildErr)
+	}
+	hi, ok := page.Max()
+	if !ok {
+		return CannotTell, fmt.Sprintf("the page of restart cursor %s (after walk 1 page %d, applied position %s) was empty", hash(r.Cursor), r.After+1, r.Applied)
+	}
+	if !d.Contract.OrderedPositions && !d.Contract.DensePositions {
+		return CannotTell, "positions are unordered: the restart page cannot be lined up with the first walk"
+	}
+	on := map[uint64]bool{}
+	for _, e := range page.Witness.Events {
+		on[e.IDHash] = true
+	}
+	compared := 0
+	first := fx.Walks[0]
+	for _, p := range first[min(r.After+1, len(first)):] {
+		for _, e := range p.Witness.Events {
+			if e.Position.Compare(r.Applied) <= 0 || e.Position.Compare(hi) > 0 {
+				continue
+			}
+			if !on[e.IDHash] {
+				return Contradicted, fmt.Sprintf("restart cursor %s (after walk 1 page %d: applied position %s, watermark %s) answered positions %s..%s without position %s that %s showed: a restart would skip it",
+					hash(r.Cursor), r.After+1, r.Applied, r.Watermark, page.Response.Events[0].Position, hi, e.Position, p.Label)
+			}
+			compared++
+		}
+	}
+	if compared == 0 {
+		return CannotTell, fmt.Sprintf("the restart page (positions %s..%s) shares no position with what walk 1 showed after its boundary %s", page.Response.Events[0].Position, hi, r.Applied)
+	}
+	return Supported, fmt.Sprintf("restart cursor %s (after walk 1 page %d, applied position %s) answered from position %s: none of the %s walk 1 showed after the boundary up to %s was skipped",
+		hash(r.Cursor), r.After+1, r.Applied, page.Response.Events[0].Position, plural(compared, "event", "events"), hi)
 }

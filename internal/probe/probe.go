@@ -127,6 +127,24 @@ type Validation struct {
 	Err error
 }
 
+// Restart is a restart of the partition probed: the provider's restart
+// cursor for the boundary after the first walk's first page (as the input
+// asks for it after divergence), and the page fetched from it.
+type Restart struct {
+	// After is the index of the first walk's page the boundary follows.
+	After int
+	// Applied is the boundary's applied position (the greatest position of
+	// the pages up to After) and Watermark its complete_through (zero when
+	// none).
+	Applied   coord.Position
+	Watermark coord.Watermark
+	// Cursor is the restart cursor (empty: the partition's start).
+	Cursor []byte
+	Page   Page
+	// Err is the failure of the restart cursor or of its fetch.
+	Err error
+}
+
 // Observation is everything the probe fetched for one partition.
 type Observation struct {
 	Partition string
@@ -138,6 +156,9 @@ type Observation struct {
 	// Validation is the validate request's outcome (Ran false when none is
 	// configured or there was no cursor to validate).
 	Validation Validation
+	// Restart is the restart probed (nil when none was: the recovery is
+	// park, or the first walk had fewer than two pages).
+	Restart *Restart
 }
 
 // Finding is the verdict on one declared field for one partition.

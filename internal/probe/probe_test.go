@@ -82,6 +82,14 @@ func obs(first Walk, retries ...Retry) Observation {
 	return Observation{Partition: "p", Limit: 5, First: first, Retries: retries}
 }
 
+// withRestart is a walk of positions 1..3 then 4..6 and the restart r
+// after its first page.
+func withRestart(r Restart) Observation {
+	o := obs(walkOf(pg("", "c1", evs(1, 3)...), pg("c1", "c2", evs(4, 6)...)))
+	o.Restart = &r
+	return o
+}
+
 func finding(t *testing.T, fs []Finding, field string) Finding {
 	t.Helper()
 	for _, f := range fs {
@@ -352,6 +360,36 @@ func TestFindings(t *testing.T) {
 			name: "a rotation under tokens_may_rotate false is judged by tokens_may_rotate, not retries",
 			d:    declared(ordered), field: "retries", want: Supported,
 			o: obs(walkOf(pg("", "c1", ev(1))), Retry{Of: 0, Page: pg("", "c2", ev(1))}),
+		},
+		{
+			name: "a restart cursor that skips an event the walk showed contradicts restart_cursor",
+			d:    declared(ordered), field: "restart_cursor", want: Contradicted, evidence: "without position 4 that walk 1 page 2 showed",
+			o: withRestart(Restart{Applied: coord.IntPosition(3), Cursor: []byte("r"), Page: pg("r", "x", ev(5), ev(6))}),
+		},
+		{
+			name: "a restart cursor that resumes right after the boundary supports restart_cursor",
+			d:    declared(ordered), field: "restart_cursor", want: Supported, evidence: "answered from position 4",
+			o: withRestart(Restart{Applied: coord.IntPosition(3), Cursor: []byte("r"), Page: pg("r", "x", ev(4), ev(5))}),
+		},
+		{
+			name: "a restart cursor that replays from before the boundary supports restart_cursor",
+			d:    declared(ordered), field: "restart_cursor", want: Supported, evidence: "none of the 3 events",
+			o: withRestart(Restart{Applied: coord.IntPosition(3), Cursor: []byte("r"), Page: pg("r", "x", evs(2, 6)...)}),
+		},
+		{
+			name: "a restart from the partition's start skips nothing",
+			d:    declared(ordered), field: "restart_cursor", want: Supported, evidence: "partition's start",
+			o: withRestart(Restart{Applied: coord.IntPosition(3)}),
+		},
+		{
+			name: "a restart cursor the source refuses contradicts restart_cursor",
+			d:    declared(ordered), field: "restart_cursor", want: Contradicted, evidence: "was refused",
+			o: withRestart(Restart{Applied: coord.IntPosition(3), Cursor: []byte("r"), Err: &provider.ExpiredError{Partition: "p", Reason: "HTTP 400"}}),
+		},
+		{
+			name: "recovery park uses no restart cursor",
+			d:    declared(with(ordered, func(c *witness.Contract) { c.Recovery = witness.RecoveryPark })), field: "restart_cursor", want: Supported, evidence: "recovery park",
+			o: obs(walkOf(pg("", "c1", ev(1)))),
 		},
 		{
 			name: "a validate request refusing a fresh cursor contradicts it",

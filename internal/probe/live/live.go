@@ -23,6 +23,7 @@ import (
 	"github.com/tidemark/tidemark/input/provider"
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/probe"
+	"github.com/tidemark/tidemark/internal/witness"
 )
 
 // Target is the source a config reads, ready to probe.
@@ -212,8 +213,43 @@ func (t *Target) Probe(ctx context.Context, partition string, pages int) probe.O
 		if s := o.First.Pages[0].Response.Successor; len(s) > 0 && t.Declared.Validate {
 			o.Validation = probe.Validation{Ran: true, Cursor: s, Err: t.Provider.ValidateCursor(ctx, partition, s)}
 		}
+		o.Restart = t.restart(ctx, partition, o.First)
 	}
 	return o
+}
+
+// restart asks the provider for the restart cursor of the boundary after
+// the walk's first page (its greatest position and the id of its last
+// event, its complete_through), as the input does after divergence, and
+// fetches one page from it. nil when the recovery is park or the walk is
+// too short to compare.
+func (t *Target) restart(ctx context.Context, partition string, w probe.Walk) *probe.Restart {
+	if t.Declared.Contract.Recovery == witness.RecoveryPark || len(w.Pages) < 2 {
+		return nil
+	}
+	first := w.Pages[0].Response
+	if len(first.Events) == 0 {
+		return nil
+	}
+	applied := first.Events[0].Position
+	for _, e := range first.Events[1:] {
+		applied = coord.MaxPosition(applied, e.Position)
+	}
+	r := &probe.Restart{After: 0, Applied: applied, Watermark: first.CompleteThrough}
+	cursor, err := t.Provider.RestartCursor(ctx, provider.Boundary{
+		Partition: partition, Watermark: first.CompleteThrough,
+		Applied: applied, HasApplied: true, AppliedID: first.Events[len(first.Events)-1].ID,
+	})
+	if err != nil {
+		r.Err = err
+		return r
+	}
+	r.Cursor = cursor
+	if len(cursor) == 0 {
+		return r
+	}
+	r.Page, r.Err = t.fetch(ctx, partition, cursor, first.CompleteThrough, 0)
+	return r
 }
 
 func (t *Target) fetch(ctx context.Context, partition string, cursor []byte, wm coord.Watermark, attempt int) (probe.Page, error) {
