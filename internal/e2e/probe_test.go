@@ -32,7 +32,8 @@ type probeFinding struct{ declared, verdict, evidence string }
 // (the first partition's), its output and its exit code.
 func runProbe(t *testing.T, example string, env []string, args ...string) (map[string]probeFinding, string, int) {
 	t.Helper()
-	cmd := exec.Command(e2etest.Connect(t), append([]string{"tidemark", "probe", examplePath(t, example)}, args...)...)
+	cmd := exec.Command(e2etest.Connect(t), append([]string{"tidemark", "probe", filepath.Join("config", "examples", example+".yaml")}, args...)...)
+	cmd.Dir = e2etest.ModuleRoot(t)
 	cmd.Env = append(env, noDynamoDB)
 	res := e2etest.Run(t, e2etest.Patience, cmd)
 	t.Logf("connect tidemark probe %s: exit %d\n%s", example, res.Code, res.Output)

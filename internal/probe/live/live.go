@@ -68,7 +68,8 @@ func Load(path string, logger *slog.Logger) (*Target, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: no input: %w", path, err)
 	}
-	pp, ok := in.(map[string]any)["paginated_partitions"]
+	inMap, _ := in.(map[string]any)
+	pp, ok := inMap["paginated_partitions"]
 	if !ok {
 		return nil, fmt.Errorf("%s: the input is not paginated_partitions", path)
 	}
