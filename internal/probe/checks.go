@@ -684,11 +684,13 @@ func judgeRetries(d Declared, fx *Facts) (Verdict, string) {
 	idle := 0
 	for _, p := range fx.Pairs {
 		switch {
-		case p.Err != nil:
-			return Contradicted, fmt.Sprintf("%s: the input cannot reconcile the two answers: %v", p.Label, p.Err)
 		case p.Idle:
 			idle++
 			continue
+		case p.Err != nil && p.classified:
+			return Contradicted, fmt.Sprintf("%s: the input cannot reconcile the two answers: %v", p.Label, p.Err)
+		case p.Err != nil:
+			continue // an answer the input cannot use: judged by response, positions, position_type
 		}
 		c := p.Verdict.Class
 		if c == witness.UnprovableDivergence {

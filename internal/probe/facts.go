@@ -83,6 +83,8 @@ type Pair struct {
 	Err  error
 	// inWalk: Second is a page of the second walk (not a retry).
 	inWalk bool
+	// classified: Classify ran (Err, when set, is its error).
+	classified bool
 }
 
 // SameEvents reports whether both answers have the same ordered event
@@ -141,7 +143,11 @@ func Derive(d Declared, o Observation) *Facts {
 			continue
 		}
 		fx.Fetched++
-		fx.Pairs = append(fx.Pairs, pairOf(d, label, first[r.Of], r.Page))
+		p := pairOf(d, label, first[r.Of], r.Page)
+		if err := p.Second.BuildErr; err != nil && !errors.Is(err, witness.ErrLoop) {
+			fx.Bad = append(fx.Bad, BadAnswer{label, err})
+		}
+		fx.Pairs = append(fx.Pairs, p)
 	}
 	for i, s := range fx.Walks[1] {
 		if i < len(first) && bytes.Equal(s.Cursor, first[i].Cursor) {
@@ -163,24 +169,28 @@ func buildPage(d Declared, label string, p Page, attempt string) PageFacts {
 
 // pairOf classifies again, a second answer to first's cursor, the way the
 // input's chain does (internal/chain reconcile): an empty answer without
-// evidence is no answer; otherwise witness.Classify against the first
-// answer, whose events all have a durable outcome.
+// evidence is no answer (the input records nothing for it and polls
+// again), so a pair with one is Idle; otherwise witness.Classify against
+// the first answer, whose events all have a durable outcome. An answer
+// that cannot be built is reported by Derive (Bad), and the pair is not
+// classified (Err).
 func pairOf(d Declared, label string, first PageFacts, again Page) Pair {
 	s := buildPage(d, label, again, attempt2)
 	s.Applied, s.HasApplied = first.Applied, first.HasApplied
 	p := Pair{Label: label, First: first, Second: s}
+	noAnswer := func(pf PageFacts) bool {
+		return errors.Is(pf.BuildErr, witness.ErrLoop) ||
+			(pf.BuildErr == nil && len(pf.Witness.Events) == 0 && !witness.CanPromote(d.Contract, pf.Witness).Complete)
+	}
 	switch {
+	case noAnswer(first) || noAnswer(s):
+		p.Idle = true
+		return p
 	case first.BuildErr != nil:
 		p.Err = first.BuildErr
 		return p
-	case errors.Is(s.BuildErr, witness.ErrLoop):
-		p.Idle = true
-		return p
 	case s.BuildErr != nil:
 		p.Err = s.BuildErr
-		return p
-	case len(s.Witness.Events) == 0 && !witness.CanPromote(d.Contract, s.Witness).Complete:
-		p.Idle = true
 		return p
 	}
 	prior := first.Witness.Clone()
@@ -189,7 +199,7 @@ func pairOf(d Declared, label string, first PageFacts, again Page) Pair {
 		Contract: d.Contract, Applied: first.Applied, HasApplied: first.HasApplied,
 		Prior: []witness.Witness{prior}, Witness: s.Witness,
 	})
-	p.Verdict, p.Err = v, err
+	p.Verdict, p.Err, p.classified = v, err, true
 	return p
 }
 

@@ -352,6 +352,21 @@ func TestFindings(t *testing.T) {
 			o: obs(walkOf(pg("", "c1", ev(1), ev(2), ev(3)), pg("c1", "c2", ev(4))), Retry{Of: 1, Page: pg("c1", "c2b", ev(5))}),
 		},
 		{
+			name: "an empty head page fetched again is no answer, not divergence",
+			d:    declared(ordered), field: "retries", want: Supported, evidence: "empty without evidence (polled again) ×1",
+			o: obs(walkOf(pg("", "c1", ev(1)), pg("c1", "c1")), Retry{Of: 1, Page: pg("c1", "c1")}),
+		},
+		{
+			name: "a retry that moves an event is an answer the input cannot reconcile",
+			d:    declared(ordered), field: "retries", want: Contradicted, evidence: "cannot reconcile",
+			o: obs(walkOf(pg("", "c1", ev(1), ev(2))), Retry{Of: 0, Page: pg("", "c1", ev(1), witness.Event{ID: "e2", Position: coord.IntPosition(3), Payload: []byte("payload 2")})}),
+		},
+		{
+			name: "a malformed retry is judged by positions, not retries",
+			d:    declared(ordered), field: "positions", want: Contradicted, evidence: "walk 1 page 1 fetched again",
+			o: obs(walkOf(pg("", "c1", ev(1), ev(2))), Retry{Of: 0, Page: pg("", "c1", ev(2), ev(1))}),
+		},
+		{
 			name: "exact replays are supported retries",
 			d:    declared(ordered), field: "retries", want: Supported, evidence: "exact_replay ×1",
 			o: obs(walkOf(pg("", "c1", ev(1))), Retry{Of: 0, Page: pg("", "c1", ev(1))}),
