@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"strings"
@@ -16,6 +17,9 @@ func Summary(o Observation) string {
 	if len(o.Retries) > 0 {
 		fmt.Fprintf(&b, "; %s fetched again", plural(len(o.Retries), "cursor", "cursors"))
 	}
+	if n := len(o.First.Pages); n > 0 {
+		fmt.Fprintf(&b, "\n  last page of walk 1 (page %d): %s", n, carries(o.First.Pages[n-1]))
+	}
 	if o.First.End == EndError && o.First.Err != nil {
 		fmt.Fprintf(&b, "\n  walk 1 failed: %v", o.First.Err)
 	}
@@ -28,6 +32,33 @@ func Summary(o Observation) string {
 		}
 	}
 	return b.String()
+}
+
+// carries says what a page carries besides its events.
+func carries(p Page) string {
+	r := p.Response
+	parts := []string{plural(len(r.Events), "event", "events")}
+	switch {
+	case len(r.Successor) == 0:
+		parts = append(parts, "no successor")
+	case bytes.Equal(r.Successor, p.Cursor):
+		parts = append(parts, "successor = its own cursor")
+	default:
+		parts = append(parts, "successor "+hash(r.Successor))
+	}
+	if r.HasMoreKnown {
+		parts = append(parts, fmt.Sprintf("has_more %t", r.HasMore))
+	}
+	if !r.CompleteThrough.IsZero() {
+		parts = append(parts, "complete_through "+r.CompleteThrough.String())
+	}
+	if len(r.Marker) > 0 {
+		parts = append(parts, "marker "+hash(r.Marker))
+	}
+	if r.Sealed {
+		parts = append(parts, "sealed")
+	}
+	return strings.Join(parts, ", ")
 }
 
 func events(w Walk) int {
