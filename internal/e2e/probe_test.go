@@ -13,13 +13,16 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/tidemark/tidemark/internal/e2etest"
 	"github.com/tidemark/tidemark/internal/fakeapi"
+	"github.com/tidemark/tidemark/internal/servertest"
 )
 
 // noDynamoDB is a DynamoDB endpoint nothing listens on.
@@ -262,4 +265,59 @@ func TestProbeKubernetesList(t *testing.T) {
 		"complete_through":  "supported|not mapped",
 		"restart_cursor":    "supported|the partition's start",
 	})
+}
+
+// TestProbeFindsPageNumberPagination: json-server paged by page number
+// (`_page`, the next page from the Link header) over sparse ids, with the
+// contract of input/httpprovider/testdata/json_server_pages.yaml
+// (positions ordered, not dense): the successors are page numbers, which
+// the probe reports as contradicting the contract (a delete on an earlier
+// page would slide an event onto a page already read, unseen), exit 1.
+func TestProbeFindsPageNumberPagination(t *testing.T) {
+	node, script := servertest.NodeScript(t, "json-server", "lib/cli/bin.js")
+	dir := t.TempDir()
+	var items []string
+	for id := 10; id <= 120; id += 10 {
+		items = append(items, fmt.Sprintf(`{"id":%d}`, id))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "db.json"), []byte(`{"items":[`+strings.Join(items, ",")+`]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := servertest.Start(t, servertest.Config{
+		Name: "json-server",
+		Dir:  dir,
+		Command: func(ports []int) []string {
+			return []string{node, script, "--host", "127.0.0.1", "--port", strconv.Itoa(ports[0]), "--quiet", "db.json"}
+		},
+		Ready: servertest.HTTPProbe(http.MethodGet, "/db", "", http.StatusOK),
+	})
+	httpObject, err := os.ReadFile(filepath.Join(e2etest.ModuleRoot(t), "input", "httpprovider", "testdata", "json_server_pages.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var indented []string
+	for _, l := range strings.Split(string(httpObject), "\n") {
+		if !strings.HasPrefix(l, "#") {
+			indented = append(indented, "    "+l)
+		}
+	}
+	cfg := "input:\n  paginated_partitions:\n    scope: json-server\n    partitions: [ items ]\n    checkpoint: { backend: memory }\n" +
+		strings.Join(indented, "\n") + "\noutput:\n  drop: {}\n"
+	path := filepath.Join(dir, "pages.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(e2etest.Connect(t), "tidemark", "probe", path)
+	cmd.Env = e2etest.Env("JSON_SERVER_URL=" + srv.URL)
+	res := e2etest.Run(t, e2etest.Patience, cmd)
+	t.Logf("connect tidemark probe (json-server): exit %d\n%s", res.Code, res.Output)
+	fs := parseProbe(t, res.Stdout)
+	expectExit(t, fs, res.Code)
+	expectFindings(t, fs, map[string]string{
+		"pagination": "contradicted|page numbers (each grew by one",
+		"positions":  "supported|strictly increasing",
+	})
+	if res.Code != 1 {
+		t.Errorf("exit %d, want 1", res.Code)
+	}
 }
