@@ -287,7 +287,7 @@ func judgeCompleteThrough(d Declared, fx *Facts) (Verdict, string) {
 	case n == 0:
 		return CannotTell, "no page carried a complete_through"
 	case !self:
-		return Supported, independent + ": the source states it apart from the page's events"
+		return Supported, independent + ": not the page's own last position (that the source certifies it complete and final is for its documentation to say)"
 	case finalityAsserted(d):
 		return CannotTell, fmt.Sprintf("complete_through was the page's own last position on each of the %s that carried one (%s); the contract asserts finality (%s), which no answer can show", plural(n, "page", "pages"), example, d.Finality)
 	}
@@ -483,11 +483,11 @@ func judgeRotation(d Declared, fx *Facts) (Verdict, string) {
 	}
 	switch {
 	case rotated > 0:
-		return Supported, fmt.Sprintf("%s of the same cursor returned the same events with another successor", plural(rotated, "second answer", "second answers"))
+		return Supported, fmt.Sprintf("%s to the same cursor returned the same events with another successor", plural(rotated, "second answer", "second answers"))
 	case same > 0 && d.Contract.TokensMayRotate:
-		return Supported, fmt.Sprintf("%s of the same cursor returned the same successor (the permission was not needed)", plural(same, "second answer", "second answers"))
+		return Supported, fmt.Sprintf("%s to the same cursor returned the same successor (the permission was not needed)", plural(same, "second answer", "second answers"))
 	case same > 0:
-		return Supported, fmt.Sprintf("%s of the same cursor returned the same events and the same successor", plural(same, "second answer", "second answers"))
+		return Supported, fmt.Sprintf("%s to the same cursor returned the same events and the same successor", plural(same, "second answer", "second answers"))
 	}
 	return CannotTell, "no cursor was answered twice with the same events"
 }
@@ -520,7 +520,7 @@ func judgeSnapshot(d Declared, fx *Facts) (Verdict, string) {
 	case stable == 0:
 		return CannotTell, fmt.Sprintf("%s carried a marker, but no cursor was answered twice under one marker", plural(marked, "page", "pages"))
 	}
-	return Supported, fmt.Sprintf("%s of the same cursor under the same marker had the same events (%s carried a marker)", plural(stable, "second answer", "second answers"), plural(marked, "page", "pages"))
+	return Supported, fmt.Sprintf("%s to the same cursor under the same marker had the same events (%s carried a marker)", plural(stable, "second answer", "second answers"), plural(marked, "page", "pages"))
 }
 
 // judgeExclusive: a page fetched from its predecessor's successor repeats
