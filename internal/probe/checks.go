@@ -751,7 +751,7 @@ func judgeRestart(d Declared, fx *Facts) (Verdict, string) {
 	case len(r.Cursor) == 0:
 		return Supported, "the restart cursor is the partition's start: a restart replays it whole (duplicates, never a gap)"
 	}
-	page := buildPage(d, "the restart page", r.Page, attempt1)
+	page := buildPage(d, fx.Obs.Partition, "the restart page", r.Page, attempt1)
 	if page.BuildErr != nil {
 		return Contradicted, fmt.Sprintf("the restart page cannot be used: %v", page.BuildErr)
 	}

@@ -112,7 +112,7 @@ func Derive(d Declared, o Observation) *Facts {
 		var applied coord.Position
 		has := false
 		for i, p := range w.Pages {
-			pf := buildPage(d, fmt.Sprintf("walk %d page %d", wi+1, i+1), p, attempt1)
+			pf := buildPage(d, o.Partition, fmt.Sprintf("walk %d page %d", wi+1, i+1), p, attempt1)
 			pf.Applied, pf.HasApplied = applied, has
 			if pf.BuildErr != nil && !errors.Is(pf.BuildErr, witness.ErrLoop) {
 				fx.Bad = append(fx.Bad, BadAnswer{pf.Label, pf.BuildErr})
@@ -143,7 +143,7 @@ func Derive(d Declared, o Observation) *Facts {
 			continue
 		}
 		fx.Fetched++
-		p := pairOf(d, label, first[r.Of], r.Page)
+		p := pairOf(d, o.Partition, label, first[r.Of], r.Page)
 		if err := p.Second.BuildErr; err != nil && !errors.Is(err, witness.ErrLoop) {
 			fx.Bad = append(fx.Bad, BadAnswer{label, err})
 		}
@@ -151,7 +151,7 @@ func Derive(d Declared, o Observation) *Facts {
 	}
 	for i, s := range fx.Walks[1] {
 		if i < len(first) && bytes.Equal(s.Cursor, first[i].Cursor) {
-			p := pairOf(d, fmt.Sprintf("walk 2 page %d (the cursor of walk 1 page %d)", i+1, i+1), first[i], s.Page)
+			p := pairOf(d, o.Partition, fmt.Sprintf("walk 2 page %d (the cursor of walk 1 page %d)", i+1, i+1), first[i], s.Page)
 			p.inWalk = true
 			fx.Pairs = append(fx.Pairs, p)
 		}
@@ -159,9 +159,12 @@ func Derive(d Declared, o Observation) *Facts {
 	return fx
 }
 
-func buildPage(d Declared, label string, p Page, attempt string) PageFacts {
+func buildPage(d Declared, partition, label string, p Page, attempt string) PageFacts {
+	if partition == "" {
+		partition = "(unnamed)"
+	}
 	w, err := witness.Build(witness.BuildInput{
-		Scope: scope, Partition: "p", InputCursor: p.Cursor, AttemptID: attempt,
+		Scope: scope, Partition: partition, InputCursor: p.Cursor, AttemptID: attempt,
 		Response: p.Response, Contract: d.Contract,
 	})
 	return PageFacts{Page: p, Label: label, Witness: w, BuildErr: err}
@@ -174,8 +177,8 @@ func buildPage(d Declared, label string, p Page, attempt string) PageFacts {
 // the first answer, whose events all have a durable outcome. An answer
 // that cannot be built is reported by Derive (Bad), and the pair is not
 // classified (Err).
-func pairOf(d Declared, label string, first PageFacts, again Page) Pair {
-	s := buildPage(d, label, again, attempt2)
+func pairOf(d Declared, partition, label string, first PageFacts, again Page) Pair {
+	s := buildPage(d, partition, label, again, attempt2)
 	s.Applied, s.HasApplied = first.Applied, first.HasApplied
 	p := Pair{Label: label, First: first, Second: s}
 	noAnswer := func(pf PageFacts) bool {
