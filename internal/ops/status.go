@@ -57,20 +57,20 @@ type PartitionStatus struct {
 
 // Status is the whole view of a scope.
 type Status struct {
-	Scope      string            `json:"scope"`
-	Epoch      uint64            `json:"epoch"`
-	Proven     bool              `json:"membership_proven"`
-	Membership []string          `json:"membership"`
-	Frontier   *string           `json:"frontier"`
-	HeldBy     []string          `json:"held_by"`
-	Reason     string            `json:"reason,omitempty"`
+	Scope      string   `json:"scope"`
+	Epoch      uint64   `json:"epoch"`
+	Proven     bool     `json:"membership_proven"`
+	Membership []string `json:"membership"`
+	Frontier   *string  `json:"frontier"`
+	HeldBy     []string `json:"held_by"`
+	Reason     string   `json:"reason,omitempty"`
 	// FrontierFinality names the members the frontier rests on whose
 	// watermark is an append-only writer assertion or a lag
 	// (frontier.FinalityNote).
-	FrontierFinality string `json:"frontier_finality,omitempty"`
-	Vector     map[string]string `json:"vector"`
-	Published  *string           `json:"published_frontier"`
-	Partitions []PartitionStatus `json:"partitions"`
+	FrontierFinality string            `json:"frontier_finality,omitempty"`
+	Vector           map[string]string `json:"vector"`
+	Published        *string           `json:"published_frontier"`
+	Partitions       []PartitionStatus `json:"partitions"`
 }
 
 // ReadStatus reads the durable state of a scope.
