@@ -142,7 +142,8 @@ type frontierProcessor struct {
 	// date for messages an input emitted before it adopted the new epoch.
 	prev *frontier.Tracker
 	// bases is each partition's watermark finality basis, as its stored
-	// checkpoint records it (read with the checkpoints from the store).
+	// checkpoint records it (read with the checkpoints from the store, and
+	// from the feed with source: feed).
 	bases       map[string]string
 	sub         *feed.Subscription
 	lastStore   time.Time
@@ -177,6 +178,9 @@ func (p *frontierProcessor) refresh(ctx context.Context, now time.Time) error {
 		// adds every other instance's, every refresh_interval.
 		for _, u := range p.sub.Drain() {
 			p.apply(u.Partition, u.Watermark) // unknown partitions belong to another epoch
+		}
+		for part, basis := range feed.Finalities(p.cfg.Scope) {
+			p.bases[part] = basis
 		}
 	}
 	if now.Sub(p.lastStore) < p.cfg.Refresh && !p.lastStore.IsZero() {
