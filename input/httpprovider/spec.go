@@ -243,7 +243,7 @@ func Fields() []*service.ConfigField {
 			service.NewStringAnnotatedEnumField(hpFieldEmptyPage, map[string]string{
 				witness.EmptyNoEvidence.String():            "An empty page proves nothing (polling APIs such as Okta's System Log, Kinesis).",
 				witness.EmptyEndOfData.String():             "An empty page means the partition is complete up to its successor (Slack, S3 listings without a token).",
-				witness.EmptyFinalThroughWatermark.String(): "An empty page is final through its `complete_through` watermark (Graph deltaLink, CouchDB `last_seq`); without one it proves nothing.",
+				witness.EmptyFinalThroughWatermark.String(): "An empty page is final through its `complete_through` watermark (CouchDB `last_seq`); without one it proves nothing. Requires `finality: source`.",
 			}).
 				Description("What an empty response proves.").
 				Default(witness.EmptyNoEvidence.String()).

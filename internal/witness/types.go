@@ -128,8 +128,8 @@ const (
 	// the successor (Slack, S3 listing without token).
 	EmptyEndOfData
 	// EmptyFinalThroughWatermark: an empty page is final through the
-	// response's CompleteThrough watermark (Graph deltaLink, CouchDB
-	// last_seq); without one it proves nothing.
+	// response's CompleteThrough watermark (CouchDB last_seq); without one
+	// it proves nothing. Requires FinalitySource.
 	EmptyFinalThroughWatermark
 )
 
