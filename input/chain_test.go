@@ -272,7 +272,7 @@ func TestTransientEmptyPageDoesNotCompleteAPartition(t *testing.T) {
 // hold when its cursor is durable, not the one durable at the time of the
 // fetch: every fetch of one (cursor, generation) sees one watermark.
 func TestFetchAheadCarriesTheWatermarkOfItsGeneration(t *testing.T) {
-	c := witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, OrderedPositions: true, DensePositions: true, WatermarkCoversPositions: true, MissingSuccessor: witness.MissingSuccessorEndsTraversal, Recovery: witness.RecoveryPark}
+	c := witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, OrderedPositions: true, DensePositions: true, WatermarkCoversPositions: true, MissingSuccessor: witness.MissingSuccessorEndsTraversal, Recovery: witness.RecoveryPark, Finality: witness.FinalitySource}
 	answers := map[string][]answer{}
 	want := map[string]coord.Watermark{"": {}}
 	for i := int64(0); i < 6; i++ {
@@ -305,7 +305,7 @@ func TestFetchAheadCarriesTheWatermarkOfItsGeneration(t *testing.T) {
 // which covers nothing above 500. The partition parks: N8 is never
 // promoted, so 502 is never skipped.
 func TestOmittedEventRetryWithLaggingWatermarkParks(t *testing.T) {
-	c := witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, OrderedPositions: true, DensePositions: true, WatermarkCoversPositions: true, Recovery: witness.RecoveryPark}
+	c := witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, OrderedPositions: true, DensePositions: true, WatermarkCoversPositions: true, Recovery: witness.RecoveryPark, Finality: witness.FinalitySource}
 	retry := resp("N8", event("e501", 501), event("e503", 503))
 	retry.CompleteThrough = coord.Integer(500)
 	first := resp("N7", event("e501", 501), event("e502", 502), event("e503", 503))

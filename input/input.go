@@ -362,6 +362,8 @@ var _ = simulated.EventID
 // publishCheckpoint hands a durable checkpoint's watermark to
 // partition_frontier processors in this process.
 func publishCheckpoint(cp store.Checkpoint) {
+	// The basis first: a view that drains the watermark finds its basis.
+	feed.PublishFinality(cp.Scope, cp.Partition, cp.Finality)
 	feed.Publish(cp.Scope, cp.Partition, cp.Watermark)
 }
 

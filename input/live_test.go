@@ -140,7 +140,7 @@ func (s *shardSource) Fetch(ctx context.Context, req provider.Request) (witness.
 }
 
 func (s *shardSource) Contract() witness.Contract {
-	return witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, OrderedPositions: true, WatermarkCoversPositions: true, Recovery: witness.RecoveryPark}
+	return witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, OrderedPositions: true, WatermarkCoversPositions: true, Recovery: witness.RecoveryPark, Finality: witness.FinalitySource}
 }
 
 func (s *shardSource) Close(context.Context) error { return nil }

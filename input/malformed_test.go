@@ -153,6 +153,7 @@ func TestStreamMalformedAnswersRetriedThenGood(t *testing.T) {
       empty_page: final_through_watermark
       positions: dense
       watermark_covers_positions: true
+      finality: source
       recovery: park
 `, h.scope, strings.Join(h.parts, ", "), indent(h.ckYAML, "    "), srv.URL)
 		r := h.start(h.buildYAML(yaml, consume, nil, ""))

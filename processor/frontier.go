@@ -54,7 +54,8 @@ Metadata set on every message:
 - `+"`tidemark_frontier_epoch`"+`: the membership epoch the frontier belongs to: the message's own `+"`tidemark_epoch`"+` when it has one (a message of an epoch newer than this processor knows makes it re-read the membership at once; one of the epoch just before the current one gets that epoch's frontier), else the current epoch;
 - `+"`tidemark_frontier_vector`"+`: JSON object of every partition's complete-through watermark (`+"`null`"+` where a partition has none);
 - `+"`tidemark_frontier_held_by`"+`: comma-separated partitions holding the frontier back;
-- `+"`tidemark_frontier_reason`"+`: why the scalar is withheld, when it is.
+- `+"`tidemark_frontier_reason`"+`: why the scalar is withheld, when it is;
+- `+"`tidemark_frontier_finality`"+`: when the scalar rests on a member whose watermark is not certified by its source, which ones and on what: `+"`append_only_writer assertion (photos); lag 5m0s (p1)`"+` (the contract's `+"`finality`"+`, recorded with each checkpoint and read from the store).
 
 The frontier is computed from durable checkpoints only: read from the checkpoint store every `+"`refresh_interval`"+` (so every instance's partitions count), and with `+"`source: feed`"+` also from the paginated_partitions input running in the same process as its writes succeed. A stale view may lag, never lead.`).
 		Fields(
@@ -139,7 +140,11 @@ type frontierProcessor struct {
 	membership store.Membership
 	// prev is the tracker of the epoch before membership's, kept up to
 	// date for messages an input emitted before it adopted the new epoch.
-	prev        *frontier.Tracker
+	prev *frontier.Tracker
+	// bases is each partition's watermark finality basis, as its stored
+	// checkpoint records it (read with the checkpoints from the store, and
+	// from the feed with source: feed).
+	bases       map[string]string
 	sub         *feed.Subscription
 	lastStore   time.Time
 	lastMembers time.Time
@@ -153,7 +158,7 @@ func NewView(cfg ViewConfig, st store.Store, closeSt func(context.Context) error
 	if cfg.Refresh <= 0 {
 		return nil, errors.New("partition_frontier: refresh_interval must be positive")
 	}
-	p := &frontierProcessor{cfg: cfg, st: st, closeSt: closeSt}
+	p := &frontierProcessor{cfg: cfg, st: st, closeSt: closeSt, bases: map[string]string{}}
 	if cfg.FromFeed {
 		p.sub = feed.Subscribe(cfg.Scope)
 	}
@@ -174,6 +179,9 @@ func (p *frontierProcessor) refresh(ctx context.Context, now time.Time) error {
 		for _, u := range p.sub.Drain() {
 			p.apply(u.Partition, u.Watermark) // unknown partitions belong to another epoch
 		}
+		for part, basis := range feed.Finalities(p.cfg.Scope) {
+			p.bases[part] = basis
+		}
 	}
 	if now.Sub(p.lastStore) < p.cfg.Refresh && !p.lastStore.IsZero() {
 		return nil
@@ -184,6 +192,7 @@ func (p *frontierProcessor) refresh(ctx context.Context, now time.Time) error {
 	}
 	for _, cp := range cps {
 		p.apply(cp.Partition, cp.Watermark)
+		p.bases[cp.Partition] = cp.Finality
 	}
 	p.lastStore = now
 	return nil
@@ -225,6 +234,7 @@ func (p *frontierProcessor) refreshMembership(ctx context.Context) error {
 	}
 	for _, cp := range cps {
 		_, _ = t.Apply(cp.Partition, cp.Watermark)
+		p.bases[cp.Partition] = cp.Finality
 	}
 	if p.tracker != nil && m.Epoch == p.membership.Epoch+1 {
 		p.prev = p.tracker
@@ -254,22 +264,23 @@ func (p *frontierProcessor) Snapshot(ctx context.Context) (frontier.Snapshot, er
 // attached; so is it for a message older than that (an input that has not
 // read the store for several epochs), whose tidemark_frontier_epoch then
 // differs.
-func (p *frontierProcessor) snapshotFor(ctx context.Context, epoch uint64) (frontier.Snapshot, error) {
+func (p *frontierProcessor) snapshotFor(ctx context.Context, epoch uint64) (frontier.Snapshot, string, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err := p.refresh(ctx, time.Now()); err != nil {
-		return frontier.Snapshot{}, err
+		return frontier.Snapshot{}, "", err
 	}
 	if epoch > p.membership.Epoch {
 		if err := p.refreshMembership(ctx); err != nil {
-			return frontier.Snapshot{}, err
+			return frontier.Snapshot{}, "", err
 		}
 		p.lastMembers = time.Now()
 	}
+	snap := p.tracker.Frontier()
 	if p.prev != nil && epoch == p.prev.Epoch() {
-		return p.prev.Frontier(), nil
+		snap = p.prev.Frontier()
 	}
-	return p.tracker.Frontier(), nil
+	return snap, frontier.FinalityNote(snap, p.bases), nil
 }
 
 func (p *frontierProcessor) Process(ctx context.Context, msg *service.Message) (service.MessageBatch, error) {
@@ -277,11 +288,12 @@ func (p *frontierProcessor) Process(ctx context.Context, msg *service.Message) (
 	if e, ok := msg.MetaGet(metaEpoch); ok {
 		epoch, _ = strconv.ParseUint(e, 10, 64)
 	}
-	snap, err := p.snapshotFor(ctx, epoch)
+	snap, note, err := p.snapshotFor(ctx, epoch)
 	if err != nil {
 		return nil, err
 	}
 	frontiermeta.Set(msg, snap)
+	frontiermeta.SetFinality(msg, note)
 	return service.MessageBatch{msg}, nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/frontiermeta"
 	"github.com/tidemark/tidemark/internal/store"
 )
 
@@ -487,4 +488,40 @@ func TestPartitionFrontierAttachesTheFrontierOfTheMessagesEpoch(t *testing.T) {
 	w.promote("B", 90)
 	assert.Equal(t, meta{Frontier: "90", HasFrontier: true, Epoch: "1", Vector: `{"A":100,"B":90}`, HeldBy: "B"}, withEpoch("1"))
 	assert.Equal(t, "2", process(t, p).Epoch, "a message without an epoch gets the current frontier")
+}
+
+// A frontier that rests on a member whose watermark is an append-only
+// writer assertion (or a lag) says so in tidemark_frontier_finality; one
+// resting on source-certified watermarks only carries no such key.
+func TestPartitionFrontierNamesTheFinalityItRestsOn(t *testing.T) {
+	st := store.NewMemStore()
+	scope := newScope(t)
+	w := writer{t: t, st: st, scope: scope}
+	for part, basis := range map[string]string{"A": "append_only_writer assertion", "B": "source"} {
+		cp := w.create(part)
+		p := w.promotion(cp, 50)
+		p.Finality = basis
+		_, err := w.tryPromote(p)
+		require.NoError(t, err)
+	}
+	p, err := NewView(ViewConfig{Scope: scope, Partitions: []string{"A", "B"}, Refresh: time.Hour}, st, nil)
+	require.NoError(t, err)
+	msg := service.NewMessage([]byte(`{}`))
+	msg.MetaSetMut(frontiermeta.FrontierFinality, "stale-upstream-value")
+	batch, err := p.Process(context.Background(), msg)
+	require.NoError(t, err)
+	got, ok := batch[0].MetaGet(frontiermeta.FrontierFinality)
+	require.True(t, ok)
+	assert.Equal(t, "append_only_writer assertion (A)", got)
+
+	st2 := store.NewMemStore()
+	w2 := writer{t: t, st: st2, scope: newScope(t)}
+	w2.create("A")
+	w2.promote("A", 5)
+	p2, err := NewView(ViewConfig{Scope: w2.scope, Partitions: []string{"A"}, Refresh: time.Hour}, st2, nil)
+	require.NoError(t, err)
+	batch, err = p2.Process(context.Background(), msg)
+	require.NoError(t, err)
+	_, ok = batch[0].MetaGet(frontiermeta.FrontierFinality)
+	assert.False(t, ok, "no note when no member rests on an assertion or a lag")
 }

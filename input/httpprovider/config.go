@@ -82,7 +82,9 @@ type Config struct {
 
 	// Contract is the declared contract. EmptyPage and Recovery must be set
 	// (their zero values are invalid); DensePositions implies
-	// OrderedPositions.
+	// OrderedPositions. Finality must be set when Mappings.CompleteThrough
+	// is (witness.FinalityNone records the watermark without a frontier);
+	// FinalityLag is in the Coordinate's units (nanoseconds for timestamps).
 	Contract witness.Contract
 	// Coordinate is the kind of complete_through (and of positions, for
 	// KindTimestamp). Required.
@@ -252,6 +254,7 @@ func (c Config) validate() error {
 	if c.Contract.WatermarkCoversPositions && c.Contract.PositionKind != c.Coordinate {
 		bad("contract.watermark_covers_positions needs positions in the watermark's coordinate: position_type is %s, coordinate %s", c.Contract.PositionKind, c.Coordinate)
 	}
+	c.validateFinality(bad)
 	if c.Contract.EventsMayBeWithdrawn && !c.Contract.WatermarkCoversPositions {
 		bad("contract.events_may_be_withdrawn needs watermark_covers_positions: a withdrawn event is accepted only when the retry's watermark covers its position")
 	}
@@ -286,6 +289,41 @@ func (c Config) validate() error {
 		return fmt.Errorf("httpprovider: invalid config: %w", err)
 	}
 	return nil
+}
+
+// finalityChoices is what an error about an undeclared finality offers.
+const finalityChoices = "declare contract.finality: source (the source certifies it with finality: a provider watermark or coverage marker, nothing can later appear at or below it), " +
+	"append_only_writer (your assertion that positions are only ever created above every existing one: one writer with time-ordered keys, a log) " +
+	"or lag (with contract.finality_lag, a documented bound on late arrival); or finality: none to record it in the witness without ever advancing the frontier"
+
+// validateFinality reports a finality the input cannot honour: a mapped
+// complete_through without a declared finality, coverage fields without
+// source finality, and a lag that does not fit the coordinate.
+func (c Config) validateFinality(bad func(string, ...any)) {
+	f := c.Contract.Finality
+	switch {
+	case f > witness.FinalityLag:
+		bad("contract.finality %s is not none, source, append_only_writer or lag", f)
+		return
+	case f == 0 && c.Mappings.CompleteThrough != nil:
+		bad("complete_through is mapped but contract.finality is not declared: a page's own last position or key, or the request's time, certifies nothing; %s", finalityChoices)
+	}
+	if f != witness.FinalitySource {
+		if c.Contract.WatermarkCoversPositions {
+			bad("contract.watermark_covers_positions needs finality: source, not %s: only a watermark the source certifies proves that no event of a page's range was skipped (an asserted or lagged watermark advances the frontier but never covers a gap)", f)
+		}
+		if c.Contract.EmptyPage == witness.EmptyFinalThroughWatermark {
+			bad("contract.empty_page final_through_watermark needs finality: source, not %s: only a watermark the source certifies makes an empty page evidence", f)
+		}
+	}
+	switch {
+	case f == witness.FinalityLag && c.Coordinate == coord.KindString:
+		bad("contract.finality lag needs an integer, decimal or timestamp coordinate, not string: a string has no arithmetic to subtract a lag from")
+	case f == witness.FinalityLag && c.Contract.FinalityLag <= 0:
+		bad("contract.finality lag needs a positive contract.finality_lag (a duration for a timestamp coordinate, an integer otherwise)")
+	case f != witness.FinalityLag && c.Contract.FinalityLag != 0:
+		bad("contract.finality_lag is set but contract.finality is %s, not lag", f)
+	}
 }
 
 // validToken reports whether s is an RFC 9110 token (methods, header names).

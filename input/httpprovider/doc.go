@@ -72,4 +72,12 @@
 // Unix seconds) as Unix nanoseconds; byte-ordered strings from strings
 // only. complete_through is read in the coordinate the same way, so a
 // position and a watermark of one kind compare (watermark_covers_positions).
+//
+// Finality. A mapped complete_through needs contract.finality (New refuses
+// it otherwise): source, append_only_writer, lag (with finality_lag, in the
+// coordinate's units: a duration for timestamps) or none. The core decides
+// what it becomes (witness.Contract.Final); only source makes it coverage
+// evidence, so watermark_covers_positions and final_through_watermark need
+// it. ObjectLint is the lint rule of the http object that says the same at
+// lint time.
 package httpprovider

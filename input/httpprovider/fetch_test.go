@@ -68,6 +68,7 @@ http:
   contract:
     empty_page: final_through_watermark
     positions: dense
+    finality: source
 `, map[string]string{"BASE": srv.URL, "TOKEN": "s3cr3t-token"}), nil, nil)
 
 	resp, err := p.Fetch(context.Background(), provider.Request{
@@ -177,6 +178,7 @@ http:
   complete_through: root = this.through
   contract:
     coordinate: timestamp
+    finality: source
 `, nil, nil)
 	resp := fetch(t, p, "p", "")
 	t0 := time.Date(2026, 12, 3, 6, 0, 0, 5e8, time.UTC).UnixNano()
@@ -484,7 +486,7 @@ func TestFetchMalformed(t *testing.T) {
 		"object successor":        {`[]`, "  successor: root = {\"a\":1}\n", "successor is an object"},
 		"has_more not a boolean":  {`[]`, "  has_more: root = \"yes\"\n", "has_more is the string"},
 		"sealed not a boolean":    {`[]`, "  sealed: root = 1\n", "sealed is"},
-		"bad complete_through":    {`[]`, "  complete_through: root = \"soon\"\n", "complete_through"},
+		"bad complete_through":    {`[]`, "  complete_through: root = \"soon\"\n  contract:\n    finality: source\n", "complete_through"},
 		"array marker":            {`[]`, "  marker: root = [1]\n", "marker is an array"},
 		"throwing mapping":        {`[{"id":"a","position":1}]`, "  event_id: root = throw(\"bad event\")\n", "bad event"},
 		"body over max":           {huge, "  max_response_bytes: 100\n", "larger than max_response_bytes"},
@@ -534,6 +536,8 @@ http:
   complete_through: root = this.through
   marker: root = this.marker
   sealed: root = this.sealed
+  contract:
+    finality: source
 `, nil)
 	if err != nil {
 		f.Fatal(err)

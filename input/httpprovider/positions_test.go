@@ -80,7 +80,8 @@ http:
   contract:
     positions: ordered
     coordinate: decimal
-    watermark_covers_positions: true
+    # The page's own last position certifies nothing: recorded, never final.
+    finality: none
 `, srv.URL, mapping), nil, nil)
 			resp := fetch(t, p, "shardId-000000000000", "it-1")
 			require.Len(t, resp.Events, 3)

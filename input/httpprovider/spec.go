@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/bloblang"
 	"github.com/redpanda-data/benthos/v4/public/service"
@@ -67,6 +68,8 @@ const (
 	hpFieldExpiredBodyContains = "expired_body_contains"
 	hpFieldRecovery            = "recovery"
 	hpFieldRestartCursor       = "restart_cursor"
+	hpFieldFinality            = "finality"
+	hpFieldFinalityLag         = "finality_lag"
 
 	hpFieldPartitionsURL     = "partitions_url"
 	hpFieldPartitionsMapping = "partitions_mapping"
@@ -223,7 +226,7 @@ func Fields() []*service.ConfigField {
 			Optional().
 			Example(`root = this.more | false`),
 		service.NewBloblangField(hpFieldCompleteThrough).
-			Description("Optional mapping to the complete-through watermark the response certifies, in the contract's `coordinate`. Only map a value the source documents as complete and final; `deleted()` or null means none.").
+			Description("Optional mapping to the complete-through watermark the response certifies, in the contract's `coordinate`; `deleted()` or null means none. It needs `contract.finality`, which says where its finality comes from: what the source certifies (a provider watermark or coverage marker such as CouchDB's `last_seq`, a snapshot's own revision), an append-only writer you assert, or a documented lag. Never map a value computed from the page's own events (its last position or key, the greatest timestamp in it): a page only lists what it found, so an event created or made visible later below that value is missed and the frontier claims it. Never map the request's time or a `Date` header either: a source that makes changes visible with a delay has not enumerated everything up to the moment it answered. See docs/design.md#what-may-justify-a-complete-through.").
 			Optional().
 			Example(`root = this.last_seq`),
 		service.NewBloblangField(hpFieldMarker).
@@ -240,7 +243,7 @@ func Fields() []*service.ConfigField {
 			service.NewStringAnnotatedEnumField(hpFieldEmptyPage, map[string]string{
 				witness.EmptyNoEvidence.String():            "An empty page proves nothing (polling APIs such as Okta's System Log, Kinesis).",
 				witness.EmptyEndOfData.String():             "An empty page means the partition is complete up to its successor (Slack, S3 listings without a token).",
-				witness.EmptyFinalThroughWatermark.String(): "An empty page is final through its `complete_through` watermark (Graph deltaLink, CouchDB `last_seq`); without one it proves nothing.",
+				witness.EmptyFinalThroughWatermark.String(): "An empty page is final through its `complete_through` watermark (CouchDB `last_seq`); without one it proves nothing. Requires `finality: source`.",
 			}).
 				Description("What an empty response proves.").
 				Default(witness.EmptyNoEvidence.String()).
@@ -314,6 +317,19 @@ func Fields() []*service.ConfigField {
 				Description("What to do on unprovable divergence or an expired cursor.").
 				Default(witness.RecoveryPark.String()).
 				Example(witness.RecoveryFreshSnapshot.String()),
+			service.NewStringAnnotatedEnumField(hpFieldFinality, map[string]string{
+				witness.FinalityNone.String():             "The watermark is recorded in each response witness but never becomes the partition's durable watermark and never advances the frontier.",
+				witness.FinalitySource.String():           "The source certifies it with finality: nothing can later appear at or below it in the frontier's coordinate (CouchDB 1.x `last_seq`, a snapshot's revision in the revision's coordinate). The only finality that is also coverage evidence (`watermark_covers_positions`, `events_may_be_withdrawn`, empty pages under `final_through_watermark`).",
+				witness.FinalityAppendOnlyWriter.String(): "Your assertion that positions are only ever created above every existing one (one writer with time-ordered keys, a log). The watermark advances the frontier, named as this assertion in `status` and the frontier's reason, but never covers a gap. When the assertion is wrong, an event created below it is missed and the frontier claims it.",
+				witness.FinalityLag.String():              "The source documents a bound on late arrival: the durable watermark is the mapped one minus `finality_lag`. It advances the frontier, named with its lag, but never covers a gap.",
+			}).
+				Description("Where the finality of `complete_through` comes from. Required when `complete_through` is mapped (a config that maps it without `finality` is refused at lint and at run). A page's own last position or key, and the request's time, are never a basis.").
+				Optional().
+				Example(witness.FinalitySource.String()),
+			service.NewStringField(hpFieldFinalityLag).
+				Description("With `finality: lag`, the documented bound on late arrival subtracted from every `complete_through`: a duration (`5m`) under a timestamp `coordinate`, a positive integer under an integer or decimal one. Refused under a string coordinate and with any other finality.").
+				Optional().
+				Example("5m"),
 			service.NewInterpolatedStringField(hpFieldRestartCursor).
 				Description("Cursor of the stable boundary to restart a partition from (recovery `restart_from_boundary` or `fresh_snapshot`), interpolated with metadata `partition`, `watermark` (the durable complete-through watermark, empty when none), `applied` (the durable applied position: the greatest position of an event with a durable outcome, empty when none; for sources that resume after a sequence number), `applied_id` (the id of the event at the applied position, as `event_id` mapped it, empty when unknown; for sources that resume after an event id), `cursor` (empty), `scope` (empty) and `attempt` (0). The empty string is the partition's start; with a `bootstrap` it is the bootstrap (reason `expired` after an expired or invalid cursor, `resume` otherwise) from the durable applied position. A traversal from a restart cursor pins its `pin` values anew.").
 				Default("").
@@ -518,6 +534,9 @@ func FromParsed(conf *service.ParsedConfig, res *service.Resources, logger *serv
 	if c.RestartCursor, err = cc.FieldInterpolatedString(hpFieldRestartCursor); err != nil {
 		return nil, err
 	}
+	if err := finalityFromParsed(cc, &c); err != nil {
+		return nil, err
+	}
 
 	if err := sequenceFromParsed(conf, &c); err != nil {
 		return nil, err
@@ -539,6 +558,44 @@ func FromParsed(conf *service.ParsedConfig, res *service.Resources, logger *serv
 	c.Resources = res
 	c.Logger = logger
 	return New(c)
+}
+
+// finalityFromParsed reads contract.finality (left zero, undeclared, when
+// absent) and contract.finality_lag in the coordinate's units.
+func finalityFromParsed(cc *service.ParsedConfig, c *Config) error {
+	if cc.Contains(hpFieldFinality) {
+		s, err := cc.FieldString(hpFieldFinality)
+		if err != nil {
+			return err
+		}
+		if c.Contract.Finality, err = witness.ParseFinality(s); err != nil {
+			return fmt.Errorf("httpprovider: contract.finality: %q is not one of none, source, append_only_writer, lag", s)
+		}
+	}
+	if !cc.Contains(hpFieldFinalityLag) {
+		return nil
+	}
+	s, err := cc.FieldString(hpFieldFinalityLag)
+	if err != nil {
+		return err
+	}
+	switch c.Coordinate {
+	case coord.KindTimestamp:
+		d, err := time.ParseDuration(strings.TrimSpace(s))
+		if err != nil {
+			return fmt.Errorf("httpprovider: contract.finality_lag: %q is not a duration (the coordinate is timestamp)", s)
+		}
+		c.Contract.FinalityLag = int64(d)
+	case coord.KindInteger, coord.KindDecimal:
+		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		if err != nil {
+			return fmt.Errorf("httpprovider: contract.finality_lag: %q is not an integer (the coordinate is %s)", s, c.Coordinate)
+		}
+		c.Contract.FinalityLag = n
+	default:
+		return fmt.Errorf("httpprovider: contract.finality_lag: a %s coordinate has no arithmetic to subtract a lag from", c.Coordinate)
+	}
+	return nil
 }
 
 func parseEmptyPage(s string) (witness.EmptyPage, error) {
@@ -571,6 +628,7 @@ func contractEnums() [][2]any {
 		{hpFieldCoordinate, kinds},
 		{hpFieldPositionType, kinds},
 		{hpFieldRecovery, []string{witness.RecoveryPark.String(), witness.RecoveryRestartFromBoundary.String(), witness.RecoveryFreshSnapshot.String()}},
+		{hpFieldFinality, []string{witness.FinalityNone.String(), witness.FinalitySource.String(), witness.FinalityAppendOnlyWriter.String(), witness.FinalityLag.String()}},
 	}
 }
 
@@ -589,6 +647,29 @@ func contractEnumLint() string {
 		fmt.Fprintf(&b, "  if this.%s.type() == \"string\" && ![%s].contains(this.%s) { \"contract.%s: %%q is not one of %s\".format(this.%s) },\n",
 			field, strings.Join(quoted, ", "), field, field, strings.Join(values, ", "), field)
 	}
+	// Coverage needs a watermark the source certifies.
+	b.WriteString(`  if this.watermark_covers_positions == true && this.finality.or("none") != "source" { "contract.watermark_covers_positions needs finality: source, not %s: only a watermark the source certifies proves that no event of a page's range was skipped".format(this.finality.or("none")) },` + "\n")
+	b.WriteString(`  if this.empty_page == "final_through_watermark" && this.finality.or("none") != "source" { "contract.empty_page final_through_watermark needs finality: source, not %s: only a watermark the source certifies makes an empty page evidence".format(this.finality.or("none")) },` + "\n")
+	b.WriteString(`  if this.finality == "lag" && this.finality_lag.or("") == "" { "contract.finality lag needs contract.finality_lag (a duration for a timestamp coordinate, an integer otherwise)" },` + "\n")
+	b.WriteString(`  if this.finality_lag != null && this.finality != "lag" { "contract.finality_lag is set but contract.finality is %s, not lag".format(this.finality.or("none")) },` + "\n")
+	b.WriteString(`  if this.finality_lag != null && this.coordinate == "string" { "contract.finality_lag: a string coordinate has no arithmetic to subtract a lag from" },` + "\n")
 	b.WriteString("].filter(m -> m != null)")
 	return b.String()
+}
+
+// ObjectLint is the Bloblang lint rule of the http object (this is the
+// object): complete_through mapped without a declared contract.finality,
+// and, best effort, a complete_through that reads the field the
+// event_position mapping reads from the page's last event (or its
+// maximum) under finality: source, where it would certify the page by
+// itself. Benthos lint rules are errors; under other finalities such a
+// mapping is the declared assertion or lag, so it is not flagged.
+func ObjectLint() string {
+	return `let fin = this.contract.finality.or("")
+let pos = this.event_position.or("").re_find_object("""this\.(?P<f>[A-Za-z_][A-Za-z0-9_]*)\s*$""").f.or("")
+let ct = this.complete_through.or("")
+root = [
+  if this.complete_through != null && $fin == "" { "complete_through is mapped but contract.finality is not declared: ` + finalityChoices + `" },
+  if $fin == "source" && $pos != "" && $ct.re_match("""(index\(\s*-1\s*\)|last\(\))\s*\.\s*""" + $pos + """\b|\b""" + $pos + """\b[^|]*\.max\(\)""") { "complete_through reads ` + "`%s`" + ` of the page's own last event, as event_position does: a page's own last position certifies nothing (an event created or made visible later below it is missed), so it is not finality: source; map a watermark the source certifies, or declare finality: append_only_writer if positions are only ever created above every existing one".format($pos) },
+].filter(m -> m != null)`
 }

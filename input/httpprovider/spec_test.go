@@ -74,16 +74,36 @@ func TestSpecContract(t *testing.T) {
     missing_successor: end_of_traversal
     coordinate: decimal
     position_type: decimal
+    finality: source
     recovery: fresh_snapshot`,
 			witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, TokensMayRotate: true, OrderedPositions: true,
 				PositionKind: coord.KindDecimal, DensePositions: true, ExclusiveBoundary: true, SnapshotMarker: true, WatermarkCoversPositions: true, EventsMayBeWithdrawn: true,
-				MissingSuccessor: witness.MissingSuccessorEndsTraversal, Recovery: witness.RecoveryFreshSnapshot},
+				MissingSuccessor: witness.MissingSuccessorEndsTraversal, Recovery: witness.RecoveryFreshSnapshot, Finality: witness.FinalitySource},
 			coord.KindDecimal},
 		{`
     watermark_covers_positions: true
+    finality: source
     coordinate: timestamp`,
-			witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, PositionKind: coord.KindTimestamp, WatermarkCoversPositions: true, Recovery: witness.RecoveryPark},
+			witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, PositionKind: coord.KindTimestamp, WatermarkCoversPositions: true, Recovery: witness.RecoveryPark, Finality: witness.FinalitySource},
 			coord.KindTimestamp},
+		{`
+    finality: lag
+    finality_lag: 5m
+    coordinate: timestamp`,
+			witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, PositionKind: coord.KindTimestamp, Recovery: witness.RecoveryPark, Finality: witness.FinalityLag, FinalityLag: int64(5 * time.Minute)},
+			coord.KindTimestamp},
+		{`
+    finality: lag
+    finality_lag: "100"
+    coordinate: decimal`,
+			witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, PositionKind: coord.KindDecimal, Recovery: witness.RecoveryPark, Finality: witness.FinalityLag, FinalityLag: 100},
+			coord.KindDecimal},
+		{`
+    finality: append_only_writer
+    coordinate: string
+    position_type: string`,
+			witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, PositionKind: coord.KindString, Recovery: witness.RecoveryPark, Finality: witness.FinalityAppendOnlyWriter},
+			coord.KindString},
 		{`
     positions: ordered
     coordinate: string
@@ -158,6 +178,8 @@ func TestFieldsDocumented(t *testing.T) {
 		"complete_through": true, "marker": true, "sealed": true, "partitions_url": true,
 		"partitions_body": true, "partitions_successor": true,
 		"contract.position_type": true, // not set: follows coordinate
+		"contract.finality":      true, // not set: required when complete_through is mapped
+		"contract.finality_lag":  true, // only with finality: lag
 		"pin":                    true, // not set: nothing pinned
 		// Required inside their optional objects, or not set: no body.
 		"bootstrap.url": true, "bootstrap.body": true, "bootstrap.cursor": true,
@@ -289,4 +311,70 @@ func TestLintListsTheValuesOfEnumeratedContractFields(t *testing.T) {
 	}
 	b := env.NewStreamBuilder()
 	require.NoError(t, b.SetYAML("input:\n  tm_lint_probe:\n    http:\n      url: http://127.0.0.1:1/\n      successor: root = deleted()\n      contract:\n        positions: dense\n        position_type: decimal\n        coordinate: decimal\noutput:\n  drop: {}\n"), "valid values lint clean")
+}
+
+// A config is refused at run (New) when it maps complete_through without
+// declaring its finality, declares coverage without source finality, or
+// declares a lag that does not fit its coordinate; each error names the
+// field and what to declare instead.
+func TestSpecRefusesUndeclaredOrUnfitFinality(t *testing.T) {
+	base := "http:\n  url: http://127.0.0.1:1/items\n  successor: root = this.next\n"
+	ct := base + "  complete_through: root = this.through\n"
+	for name, tc := range map[string]struct{ yaml, want string }{
+		"complete_through without finality":      {ct, "complete_through is mapped but contract.finality is not declared"},
+		"the error offers the three choices":     {ct, "source (the source certifies it"},
+		"covers under append_only_writer":        {ct + "  contract:\n    finality: append_only_writer\n    watermark_covers_positions: true\n", "watermark_covers_positions needs finality: source, not append_only_writer"},
+		"final-through empty pages under a lag":  {ct + "  contract:\n    finality: lag\n    finality_lag: \"5\"\n    empty_page: final_through_watermark\n", "final_through_watermark needs finality: source, not lag"},
+		"lag without finality_lag":               {ct + "  contract:\n    finality: lag\n", "positive contract.finality_lag"},
+		"lag under a string coordinate":          {ct + "  contract:\n    finality: lag\n    finality_lag: \"5\"\n    coordinate: string\n", "a string coordinate has no arithmetic"},
+		"a duration under an integer coordinate": {ct + "  contract:\n    finality: lag\n    finality_lag: 5m\n", "not an integer"},
+		"finality_lag without lag":               {ct + "  contract:\n    finality: source\n    finality_lag: \"5\"\n", "finality_lag is set but contract.finality is source"},
+		"unknown finality":                       {ct + "  contract:\n    finality: trust_me\n", "finality"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			conf, err := testSpec().ParseYAML(tc.yaml, nil)
+			if err == nil {
+				_, err = FromParsed(conf.Namespace("http"), service.MockResources(), nil)
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+	p := parseProvider(t, ct+"  contract:\n    finality: none\n", nil, nil)
+	assert.Equal(t, witness.FinalityNone, p.Contract().Finality, "finality: none declares that the watermark is only recorded")
+}
+
+// Lint refuses complete_through without a declared finality, coverage
+// without source finality, and (best effort) a complete_through under
+// finality: source that reads the field event_position reads from the
+// page's own last event.
+func TestLintFinality(t *testing.T) {
+	env := service.GlobalEnvironment().Clone()
+	require.NoError(t, env.RegisterInput("tm_lint_probe", service.NewConfigSpec().Field(service.NewObjectField("http", Fields()...).LintRule(ObjectLint())),
+		func(*service.ParsedConfig, *service.Resources) (service.Input, error) { return nil, nil }))
+	yaml := func(body string) string {
+		return "input:\n  tm_lint_probe:\n    http:\n      url: http://127.0.0.1:1/\n      successor: root = deleted()\n" + body + "output:\n  drop: {}\n"
+	}
+	for name, tc := range map[string]struct{ body, want string }{
+		"complete_through without finality":        {"      complete_through: root = this.last_seq\n", "complete_through is mapped but contract.finality is not declared"},
+		"covers without source":                    {"      contract:\n        watermark_covers_positions: true\n", "watermark_covers_positions needs finality: source, not none"},
+		"final-through empty pages without source": {"      complete_through: root = this.t\n      contract:\n        finality: append_only_writer\n        empty_page: final_through_watermark\n", "final_through_watermark needs finality: source, not append_only_writer"},
+		"lag without finality_lag":                 {"      complete_through: root = this.t\n      contract:\n        finality: lag\n", "finality lag needs contract.finality_lag"},
+		"a listing's last key as source":           {"      event_position: root = this.Key\n      complete_through: root = this.Contents.index(-1).Key\n      contract:\n        finality: source\n", "complete_through reads `Key` of the page's own last event"},
+		"the greatest position as source":          {"      event_position: root = this.seq\n      complete_through: root = this.results.map_each(r -> r.seq).max()\n      contract:\n        finality: source\n", "certifies nothing"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := env.NewStreamBuilder().SetYAML(yaml(tc.body))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+	for name, body := range map[string]string{
+		"a source watermark":                "      event_position: root = this.seq\n      complete_through: root = this.last_seq\n      contract:\n        finality: source\n        empty_page: final_through_watermark\n",
+		"the last key as a named assertion": "      event_position: root = this.Key\n      complete_through: root = this.Contents.index(-1).Key\n      contract:\n        finality: append_only_writer\n",
+		"a lag":                             "      complete_through: root = this.t\n      contract:\n        coordinate: timestamp\n        finality: lag\n        finality_lag: 5m\n",
+		"recorded only":                     "      complete_through: root = this.t\n      contract:\n        finality: none\n",
+	} {
+		assert.NoError(t, env.NewStreamBuilder().SetYAML(yaml(body)), name)
+	}
 }

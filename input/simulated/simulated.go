@@ -157,6 +157,9 @@ func (p *Provider) Contract() witness.Contract {
 		// Its watermarks are event positions.
 		WatermarkCoversPositions: true,
 		Recovery:                 witness.RecoveryRestartFromBoundary,
+		// The simulated source certifies its watermarks: it appends above
+		// every event it holds and says how far it has written.
+		Finality: witness.FinalitySource,
 	}
 }
 

@@ -93,7 +93,7 @@ func (m *Machine) groupPromotion(pg *page) store.Promotion {
 		} else {
 			out.To, out.WitnessID, out.Complete = sp.To, sp.WitnessID, sp.Complete
 			if !sp.Watermark.IsZero() {
-				out.Watermark = sp.Watermark
+				out.Watermark, out.Finality = sp.Watermark, sp.Finality
 			}
 			if sp.HasApplied {
 				out.Applied, out.HasApplied, out.AppliedID = sp.Applied, true, sp.AppliedID

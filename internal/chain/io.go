@@ -410,6 +410,15 @@ func positions(evs []witness.EventWitness) string {
 	return b.String()
 }
 
+// basisNote renders a watermark's finality basis when it is not the
+// source's own certification (the common case, left unsaid): " (lag 1)".
+func basisNote(f string) string {
+	if f == "" || f == "source" {
+		return ""
+	}
+	return " (" + f + ")"
+}
+
 // DescribeCheckpoint renders a checkpoint on one line.
 func DescribeCheckpoint(cp store.Checkpoint) string {
 	var b strings.Builder
@@ -418,7 +427,7 @@ func DescribeCheckpoint(cp store.Checkpoint) string {
 		fmt.Fprintf(&b, " applied %s", cp.Applied)
 	}
 	if !cp.Watermark.IsZero() {
-		fmt.Fprintf(&b, " watermark %s", cp.Watermark)
+		fmt.Fprintf(&b, " watermark %s%s", cp.Watermark, basisNote(cp.Finality))
 	}
 	if cp.PromotedWitness != "" {
 		fmt.Fprintf(&b, " wid %s", cp.PromotedWitness)
@@ -482,7 +491,7 @@ func describePromotion(p store.Promotion) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "g%d %s -> %s witness %s", p.FromGeneration, Cursor(p.FromCursor), Cursor(p.To), p.WitnessID)
 	if !p.Watermark.IsZero() {
-		fmt.Fprintf(&b, " watermark %s", p.Watermark)
+		fmt.Fprintf(&b, " watermark %s%s", p.Watermark, basisNote(p.Finality))
 	}
 	if p.HasApplied {
 		fmt.Fprintf(&b, " applied %s", p.Applied)

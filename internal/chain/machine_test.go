@@ -232,6 +232,18 @@ func (h *harness) config(d *datadriven.TestData) {
 			c.OrderedPositions, c.DensePositions = val != "unordered", val == "dense"
 		case "covers":
 			c.WatermarkCoversPositions = true
+		case "finality":
+			f, err := witness.ParseFinality(val)
+			if err != nil {
+				h.t.Fatal(err)
+			}
+			c.Finality = f
+		case "lag":
+			n, err := strconv.ParseInt(val, 10, 64)
+			if err != nil {
+				h.t.Fatal(err)
+			}
+			c.FinalityLag = n
 		case "withdrawn":
 			c.EventsMayBeWithdrawn = true
 		case "rotate":

@@ -186,6 +186,7 @@ func (m *Machine) storePromotion(pg *page, d witness.Promotion, cp store.Checkpo
 		To:             d.To,
 		WitnessID:      d.WitnessID,
 		Watermark:      d.Watermark,
+		Finality:       d.Finality,
 		Applied:        d.Applied,
 		HasApplied:     d.HasApplied,
 		AppliedID:      appliedID(pg, d, cp),

@@ -16,6 +16,8 @@ package coord
 import (
 	"errors"
 	"fmt"
+	"math"
+	"math/big"
 	"strconv"
 	"strings"
 	"time"
@@ -173,4 +175,32 @@ func Parse(k Kind, s string) (Watermark, error) {
 		return Decimal(s)
 	}
 	return Watermark{}, fmt.Errorf("coord: cannot parse a watermark of kind %s", k)
+}
+
+// Minus returns w lowered by n (n >= 0): an integer or decimal watermark by
+// n units, a timestamp by n nanoseconds. It returns false when w has no
+// arithmetic (string, none), n is negative, or the result would fall below
+// the kind's range (an integer underflow, a decimal below zero).
+func (w Watermark) Minus(n int64) (Watermark, bool) {
+	if n < 0 {
+		return Watermark{}, false
+	}
+	switch w.Kind {
+	case KindInteger, KindTimestamp:
+		if w.Int < math.MinInt64+n {
+			return Watermark{}, false
+		}
+		return Watermark{Kind: w.Kind, Int: w.Int - n}, true
+	case KindDecimal:
+		d, ok := new(big.Int).SetString(w.Str, 10)
+		if !ok {
+			return Watermark{}, false
+		}
+		d.Sub(d, big.NewInt(n))
+		if d.Sign() < 0 {
+			return Watermark{}, false
+		}
+		return Watermark{Kind: KindDecimal, Str: d.String()}, true
+	}
+	return Watermark{}, false
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -119,4 +120,34 @@ func TestDecimalWatermarkParseAndString(t *testing.T) {
 	d7, _ := Decimal("7")
 	_, err = d7.Compare(Integer(7))
 	assert.ErrorIs(t, err, ErrIncomparable, "a decimal and an integer watermark never compare")
+}
+
+func TestWatermarkMinusLowersByTheLagOrRefuses(t *testing.T) {
+	ts := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	big, err := Decimal("49590338271490256608559692538361571095921575989136588898")
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name string
+		w    Watermark
+		n    int64
+		want Watermark
+		ok   bool
+	}{
+		{"integer", Integer(300), 10, Integer(290), true},
+		{"integer below zero is still an integer", Integer(3), 10, Integer(-7), true},
+		{"integer underflow", Integer(math.MinInt64 + 5), 10, Watermark{}, false},
+		{"timestamp by nanoseconds", Timestamp(ts), int64(5 * time.Minute), Timestamp(ts.Add(-5 * time.Minute)), true},
+		{"decimal borrows across digits", Watermark{Kind: KindDecimal, Str: "1000"}, 1, Watermark{Kind: KindDecimal, Str: "999"}, true},
+		{"long decimal", big, 98, Watermark{Kind: KindDecimal, Str: "49590338271490256608559692538361571095921575989136588800"}, true},
+		{"decimal below zero", Watermark{Kind: KindDecimal, Str: "5"}, 6, Watermark{}, false},
+		{"string has no arithmetic", String("k"), 1, Watermark{}, false},
+		{"none", Watermark{}, 1, Watermark{}, false},
+		{"negative lag", Integer(5), -1, Watermark{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := tc.w.Minus(tc.n)
+			require.Equal(t, tc.ok, ok)
+			require.Equal(t, tc.want, got)
+		})
+	}
 }

@@ -245,8 +245,8 @@ func (s *DynamoStore) indexPartition(ctx context.Context, k store.Key) error {
 
 // Promote implements store.Store with ONE UpdateItem on the checkpoint item:
 //
-//	SET cur = :to, gen = :g + pages, ep = :ep, wid = :wid [, wmk = :k, wm = :w] [, app = :a, appid = :id] [, done = true]
-//	[REMOVE done] [REMOVE appid]
+//	SET cur = :to, gen = :g + pages, ep = :ep, wid = :wid [, wmk = :k, wm = :w, fin = :f] [, app = :a, appid = :id] [, done = true]
+//	[REMOVE done] [REMOVE appid] [REMOVE fin]
 //	IF  cur = :from AND gen = :g AND attribute_not_exists(park)
 //	    [AND lo = :lo AND lc = :lc]
 //	    [AND (attribute_not_exists(wmk) OR (wmk = :k AND wm <= :w))]
@@ -283,6 +283,11 @@ func (s *DynamoStore) Promote(ctx context.Context, p store.Promotion) (store.Che
 		k, w := e.v("wmk", avU(uint64(p.Watermark.Kind))), e.v("wm", watermarkValue(p.Watermark))
 		cond = append(cond, fmt.Sprintf("(attribute_not_exists(%s) OR (%s = %s AND %s <= %s))", e.n(attrWMKind), e.n(attrWMKind), k, e.n(attrWM), w))
 		set = append(set, e.n(attrWMKind)+" = "+k, e.n(attrWM)+" = "+w)
+		if p.Finality != "" {
+			set = append(set, e.n(attrFinality)+" = "+e.v("fin", avS(p.Finality)))
+		} else {
+			remove = append(remove, e.n(attrFinality))
+		}
 	}
 	if p.HasApplied {
 		set = append(set, e.n(attrApplied)+" = "+e.v("app", watermarkValue(p.Applied.AsWatermark())))

@@ -40,6 +40,7 @@ const (
 	attrApplied      = "app"
 	attrAppliedKind  = "appk"
 	attrAppliedID    = "appid"
+	attrFinality     = "fin"
 	attrEpoch        = "ep"
 	attrWitnessID    = "wid"
 	attrParked       = "park"
@@ -369,6 +370,9 @@ func checkpointItem(c store.Checkpoint) item {
 	it[attrGeneration] = avU(c.Generation)
 	it[attrEpoch] = avU(c.Epoch)
 	putWatermark(it, attrWMKind, attrWM, c.Watermark)
+	if c.Finality != "" && !c.Watermark.IsZero() {
+		it[attrFinality] = avS(c.Finality)
+	}
 	if c.HasApplied {
 		putPosition(it, attrAppliedKind, attrApplied, c.Applied)
 		if c.AppliedID != "" {
@@ -407,6 +411,8 @@ func decodeCheckpoint(k store.Key, it item) (store.Checkpoint, error) {
 	c.Epoch, _, err = getU(it, attrEpoch)
 	add(err)
 	c.Watermark, err = getWatermark(it, attrWMKind, attrWM)
+	add(err)
+	c.Finality, err = getS(it, attrFinality)
 	add(err)
 	c.Applied, c.HasApplied, err = getPosition(it, attrAppliedKind, attrApplied)
 	add(err)

@@ -102,6 +102,7 @@ input:
       successor: root = this.next | deleted()
       complete_through: root = this.complete_through | deleted()
       contract:
+        finality: source
 %s
 pipeline:
   processors:

@@ -126,6 +126,7 @@ input:
       sealed: root = this.sealed
       contract:
         empty_page: final_through_watermark
+        finality: source
         positions: ordered
         coordinate: integer
         watermark_covers_positions: true

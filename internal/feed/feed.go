@@ -22,7 +22,10 @@ type Update struct {
 
 type scopeFeed struct {
 	latest map[string]coord.Watermark
-	subs   map[*Subscription]struct{}
+	// bases is the finality basis of each partition's latest watermark
+	// (store.Checkpoint.Finality), when known.
+	bases map[string]string
+	subs  map[*Subscription]struct{}
 }
 
 var (
@@ -33,7 +36,7 @@ var (
 func scopeOf(scope string) *scopeFeed {
 	f := scopes[scope]
 	if f == nil {
-		f = &scopeFeed{latest: map[string]coord.Watermark{}, subs: map[*Subscription]struct{}{}}
+		f = &scopeFeed{latest: map[string]coord.Watermark{}, bases: map[string]string{}, subs: map[*Subscription]struct{}{}}
 		scopes[scope] = f
 	}
 	return f
@@ -52,6 +55,29 @@ func Publish(scope, partition string, w coord.Watermark) {
 		default:
 		}
 	}
+}
+
+// PublishFinality records the finality basis of the durable watermark of
+// (scope, partition), as its checkpoint records it ("" is ignored: unknown).
+// Subscribers read it with Finalities; it changes no watermark.
+func PublishFinality(scope, partition, basis string) {
+	if basis == "" {
+		return
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	scopeOf(scope).bases[partition] = basis
+}
+
+// Finalities returns a copy of the finality bases published in scope.
+func Finalities(scope string) map[string]string {
+	mu.Lock()
+	defer mu.Unlock()
+	out := make(map[string]string, len(scopeOf(scope).bases))
+	for p, b := range scopeOf(scope).bases {
+		out[p] = b
+	}
+	return out
 }
 
 // Subscription receives the updates of one scope.

@@ -117,3 +117,13 @@ func TestSnapshot_String(t *testing.T) {
 	assert.Equal(t, "epoch 12 frontier 90 held by b vector a=120 b=90 c=95", tr.Frontier().String())
 	assert.Equal(t, "epoch 0 frontier withheld vector", Snapshot{}.String())
 }
+
+func TestFinalityNoteNamesMembersRestingOnAnAssertionOrALag(t *testing.T) {
+	proven := Snapshot{Epoch: 1, Proven: true, Scalar: coord.Integer(5), Vector: map[string]coord.Watermark{"a": coord.Integer(5), "b": coord.Integer(9), "c": coord.Integer(7), "d": coord.Integer(8)}}
+	bases := map[string]string{"a": "append_only_writer assertion", "b": "source", "c": "lag 5m0s", "d": "append_only_writer assertion", "x": "lag 1"}
+	assert.Equal(t, "append_only_writer assertion (a, d); lag 5m0s (c)", FinalityNote(proven, bases))
+	assert.Empty(t, FinalityNote(proven, map[string]string{"a": "source", "b": ""}), "source and unknown bases need no note")
+	withheld := proven
+	withheld.Proven, withheld.Scalar = false, coord.Watermark{}
+	assert.Empty(t, FinalityNote(withheld, bases), "no note without a scalar")
+}

@@ -24,6 +24,10 @@ const (
 	FrontierVector = "tidemark_frontier_vector"
 	FrontierHeldBy = "tidemark_frontier_held_by"
 	FrontierReason = "tidemark_frontier_reason"
+	// FrontierFinality names the members whose watermark rests on an
+	// append-only writer assertion or a lag (frontier.FinalityNote), when
+	// the scalar is proven and some member's does.
+	FrontierFinality = "tidemark_frontier_finality"
 )
 
 // Set writes snap into msg's metadata (and deletes the keys snap leaves
@@ -41,5 +45,15 @@ func Set(msg *service.Message, snap frontier.Snapshot) {
 		msg.MetaSetMut(FrontierReason, snap.Reason)
 	} else {
 		msg.MetaDelete(FrontierReason)
+	}
+}
+
+// SetFinality writes the frontier's finality note (frontier.FinalityNote)
+// into msg's metadata, or deletes the key when note is empty.
+func SetFinality(msg *service.Message, note string) {
+	if note != "" {
+		msg.MetaSetMut(FrontierFinality, note)
+	} else {
+		msg.MetaDelete(FrontierFinality)
 	}
 }

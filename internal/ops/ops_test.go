@@ -38,7 +38,12 @@ func promote(t *testing.T, st store.Store, part string, wm int64) store.Checkpoi
 		p.AppliedID = fmt.Sprintf("%s-ev%d", part, wm)
 	}
 	if wm != 0 {
-		p.Watermark = coord.Integer(wm)
+		// p0's watermark rests on an append-only writer assertion, the
+		// others' on their source.
+		p.Watermark, p.Finality = coord.Integer(wm), "source"
+		if part == "p0" {
+			p.Finality = "append_only_writer assertion"
+		}
 	}
 	next, err := st.Promote(ctx, p)
 	require.NoError(t, err)
@@ -112,17 +117,18 @@ func TestReadStatus(t *testing.T) {
 	assert.Equal(t, str("90"), s.Frontier)
 	assert.Equal(t, []string{"p1"}, s.HeldBy)
 	assert.Empty(t, s.Reason)
+	assert.Equal(t, "append_only_writer assertion (p0)", s.FrontierFinality, "the frontier names the assertion it rests on")
 	assert.Equal(t, map[string]string{"p0": "150", "p1": "90", "p2": "120"}, s.Vector)
 	assert.Equal(t, str("90 (epoch 1)"), s.Published)
 
 	want := []PartitionStatus{
-		{Partition: "p0", AppliedID: "p0-ev150", Generation: 3, Watermark: "150", Applied: "150", CursorHash: witness.CursorHash([]byte("p0-3")),
+		{Partition: "p0", AppliedID: "p0-ev150", Generation: 3, Watermark: "150", Finality: "append_only_writer assertion", Applied: "150", CursorHash: witness.CursorHash([]byte("p0-3")),
 			PromotedWitness: "w-p0-2", LeaseOwner: "worker-a", LeaseCounter: 3, Lag: i64(0), Member: true},
-		{Partition: "p1", AppliedID: "p1-ev90", Generation: 2, Watermark: "90", Applied: "90", CursorHash: witness.CursorHash([]byte("p1-2")),
+		{Partition: "p1", AppliedID: "p1-ev90", Generation: 2, Watermark: "90", Finality: "source", Applied: "90", CursorHash: witness.CursorHash([]byte("p1-2")),
 			PromotedWitness: "w-p1-1", Parked: parkReason, Lag: i64(60), Member: true},
-		{Partition: "p2", AppliedID: "p2-ev120", Generation: 2, Watermark: "120", Applied: "120", CursorHash: witness.CursorHash([]byte("p2-2")),
+		{Partition: "p2", AppliedID: "p2-ev120", Generation: 2, Watermark: "120", Finality: "source", Applied: "120", CursorHash: witness.CursorHash([]byte("p2-2")),
 			PromotedWitness: "w-p2-1", PendingWitness: 1, Lag: i64(30), Member: true},
-		{Partition: "p9", AppliedID: "p9-ev10", Generation: 2, Watermark: "10", Applied: "10", CursorHash: witness.CursorHash([]byte("p9-2")),
+		{Partition: "p9", AppliedID: "p9-ev10", Generation: 2, Watermark: "10", Finality: "source", Applied: "10", CursorHash: witness.CursorHash([]byte("p9-2")),
 			PromotedWitness: "w-p9-1", Lag: i64(140), Member: false},
 	}
 	assert.Equal(t, want, s.Partitions)
@@ -144,12 +150,13 @@ func TestStatusJSON(t *testing.T) {
 	assert.Equal(t, "90", got["frontier"])
 	assert.Equal(t, []any{"p1"}, got["held_by"])
 	assert.Equal(t, "90 (epoch 1)", got["published_frontier"])
+	assert.Equal(t, "append_only_writer assertion (p0)", got["frontier_finality"])
 	assert.Equal(t, map[string]any{"p0": "150", "p1": "90", "p2": "120"}, got["vector"])
 	parts := got["partitions"].([]any)
 	require.Len(t, parts, 4)
 	p1 := parts[1].(map[string]any)
 	assert.Equal(t, map[string]any{
-		"partition": "p1", "generation": float64(2), "watermark": "90", "applied": "90", "applied_id": "p1-ev90",
+		"partition": "p1", "generation": float64(2), "watermark": "90", "finality": "source", "applied": "90", "applied_id": "p1-ev90",
 		"cursor_hash": witness.CursorHash([]byte("p1-2")), "promoted_witness": "w-p1-1",
 		"pending_witnesses": float64(0), "parked": parkReason, "lag": float64(60), "member": true, "complete": false,
 	}, p1)
@@ -175,12 +182,12 @@ func TestStatusTable(t *testing.T) {
 	require.NoError(t, WriteTable(&buf, s))
 	lines := strings.Split(strings.TrimRight(buf.String(), "\n"), "\n")
 	require.Len(t, lines, 6, buf.String())
-	assert.Equal(t, "scope ops  epoch 1 (proven true)  frontier 90  held by p1  published 90 (epoch 1)", lines[0])
-	assert.Equal(t, []string{"PARTITION", "GENERATION", "WATERMARK", "LAG", "CURSOR", "PENDING", "LEASE", "PARKED"}, strings.Fields(lines[1]))
-	assert.Equal(t, []string{"p0", "3", "150", "0", witness.CursorHash([]byte("p0-3")), "0", "worker-a#3", "-"}, strings.Fields(lines[2]))
-	assert.Equal(t, append([]string{"p1", "2", "90", "60", witness.CursorHash([]byte("p1-2")), "0", "-"}, strings.Fields(parkReason)...), strings.Fields(lines[3]))
-	assert.Equal(t, []string{"p2", "2", "120", "30", witness.CursorHash([]byte("p2-2")), "1", "-", "-"}, strings.Fields(lines[4]))
-	assert.Equal(t, []string{"p9", "(not", "a", "member)", "2", "10", "140", witness.CursorHash([]byte("p9-2")), "0", "-", "-"}, strings.Fields(lines[5]))
+	assert.Equal(t, "scope ops  epoch 1 (proven true)  frontier 90  held by p1  resting on append_only_writer assertion (p0)  published 90 (epoch 1)", lines[0])
+	assert.Equal(t, []string{"PARTITION", "GENERATION", "WATERMARK", "FINALITY", "LAG", "CURSOR", "PENDING", "LEASE", "PARKED"}, strings.Fields(lines[1]))
+	assert.Equal(t, []string{"p0", "3", "150", "append_only_writer_assertion", "0", witness.CursorHash([]byte("p0-3")), "0", "worker-a#3", "-"}, strings.Fields(lines[2]))
+	assert.Equal(t, append([]string{"p1", "2", "90", "source", "60", witness.CursorHash([]byte("p1-2")), "0", "-"}, strings.Fields(parkReason)...), strings.Fields(lines[3]))
+	assert.Equal(t, []string{"p2", "2", "120", "source", "30", witness.CursorHash([]byte("p2-2")), "1", "-", "-"}, strings.Fields(lines[4]))
+	assert.Equal(t, []string{"p9", "(not", "a", "member)", "2", "10", "source", "140", witness.CursorHash([]byte("p9-2")), "0", "-", "-"}, strings.Fields(lines[5]))
 	// Columns line up: every row's generation starts where the header's does.
 	col := strings.Index(lines[1], "GENERATION")
 	for _, l := range lines[2:] {

@@ -31,7 +31,11 @@ type PartitionStatus struct {
 	Partition  string `json:"partition"`
 	Generation uint64 `json:"generation"`
 	Watermark  string `json:"watermark"`
-	Applied    string `json:"applied,omitempty"`
+	// Finality is what the watermark's finality rests on, as the contract
+	// declared it when it was written ("source", "append_only_writer
+	// assertion", "lag 5m0s"); empty when unknown or without a watermark.
+	Finality string `json:"finality,omitempty"`
+	Applied  string `json:"applied,omitempty"`
 	// AppliedID is the id of the event at Applied (what restart_cursor
 	// sees as applied_id), when recorded.
 	AppliedID       string `json:"applied_id,omitempty"`
@@ -53,16 +57,20 @@ type PartitionStatus struct {
 
 // Status is the whole view of a scope.
 type Status struct {
-	Scope      string            `json:"scope"`
-	Epoch      uint64            `json:"epoch"`
-	Proven     bool              `json:"membership_proven"`
-	Membership []string          `json:"membership"`
-	Frontier   *string           `json:"frontier"`
-	HeldBy     []string          `json:"held_by"`
-	Reason     string            `json:"reason,omitempty"`
-	Vector     map[string]string `json:"vector"`
-	Published  *string           `json:"published_frontier"`
-	Partitions []PartitionStatus `json:"partitions"`
+	Scope      string   `json:"scope"`
+	Epoch      uint64   `json:"epoch"`
+	Proven     bool     `json:"membership_proven"`
+	Membership []string `json:"membership"`
+	Frontier   *string  `json:"frontier"`
+	HeldBy     []string `json:"held_by"`
+	Reason     string   `json:"reason,omitempty"`
+	// FrontierFinality names the members the frontier rests on whose
+	// watermark is an append-only writer assertion or a lag
+	// (frontier.FinalityNote).
+	FrontierFinality string            `json:"frontier_finality,omitempty"`
+	Vector           map[string]string `json:"vector"`
+	Published        *string           `json:"published_frontier"`
+	Partitions       []PartitionStatus `json:"partitions"`
 }
 
 // ReadStatus reads the durable state of a scope.
@@ -98,6 +106,11 @@ func ReadStatus(ctx context.Context, st store.Store, scope string) (Status, erro
 			s.Frontier = &v
 		}
 		s.HeldBy, s.Reason = snap.HeldBy, snap.Reason
+		bases := map[string]string{}
+		for _, cp := range cps {
+			bases[cp.Partition] = cp.Finality
+		}
+		s.FrontierFinality = frontier.FinalityNote(snap, bases)
 		for p, w := range snap.Vector {
 			s.Vector[p] = w.String()
 		}
@@ -116,7 +129,7 @@ func ReadStatus(ctx context.Context, st store.Store, scope string) (Status, erro
 	}
 	for _, cp := range cps {
 		ps := PartitionStatus{
-			Partition: cp.Partition, Generation: cp.Generation, Watermark: cp.Watermark.String(),
+			Partition: cp.Partition, Generation: cp.Generation, Watermark: cp.Watermark.String(), Finality: cp.Finality,
 			CursorHash: witness.CursorHash(cp.Cursor), PromotedWitness: cp.PromotedWitness,
 			Parked: cp.Parked, Complete: cp.Complete, LeaseOwner: cp.Lease.Owner, LeaseCounter: cp.Lease.Counter,
 			Member: slices.Contains(m.Partitions, cp.Partition),
@@ -155,12 +168,15 @@ func WriteTable(w io.Writer, s Status) error {
 	if s.Reason != "" {
 		fmt.Fprintf(w, "  (%s)", s.Reason)
 	}
+	if s.FrontierFinality != "" {
+		fmt.Fprintf(w, "  resting on %s", s.FrontierFinality)
+	}
 	if s.Published != nil {
 		fmt.Fprintf(w, "  published %s", *s.Published)
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PARTITION\tGENERATION\tWATERMARK\tLAG\tCURSOR\tPENDING\tLEASE\tPARKED")
+	fmt.Fprintln(tw, "PARTITION\tGENERATION\tWATERMARK\tFINALITY\tLAG\tCURSOR\tPENDING\tLEASE\tPARKED")
 	for _, p := range s.Partitions {
 		lag := "-"
 		if p.Lag != nil {
@@ -181,7 +197,11 @@ func WriteTable(w io.Writer, s Status) error {
 		if p.Complete {
 			name += " (complete)"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%d\t%s\t%s\n", name, p.Generation, p.Watermark, lag, p.CursorHash, p.PendingWitness, lease, parked)
+		finality := "-"
+		if p.Finality != "" {
+			finality = strings.ReplaceAll(p.Finality, " ", "_")
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", name, p.Generation, p.Watermark, finality, lag, p.CursorHash, p.PendingWitness, lease, parked)
 	}
 	return tw.Flush()
 }

@@ -39,7 +39,13 @@
 //     the schedules, one partition whose answers turn persistently malformed
 //     after a few fetches (it must park). It is honest wherever its
 //     contract makes a promise, so any event lost below durable progress is
-//     the consumer's fault.
+//     the consumer's fault. In a third of the schedules partition a is a
+//     listing that is not a snapshot (late-listing): an appended key may
+//     stay invisible until the next append, by then below positions
+//     already served, and each page maps its own last key as its
+//     complete-through under finality none. Such late keys are exempt from
+//     the cursor, applied-boundary and completion rules (a listing cannot
+//     see them), never from a watermark or a published frontier.
 //   - The sink stands for the pipeline and output: it acknowledges or nacks
 //     batches in any order; a crashed worker's batches may still be
 //     acknowledged, only the callback is lost.
@@ -159,7 +165,9 @@
 // Variant injects one broken behaviour (PromoteOtherSuccessor,
 // MaxFrontier, BareEmptyPage, UnconditionalWrite, IgnoreLease,
 // AnyWatermarkCovers, ParkOnMalformed, RetryMalformedForever, PartialView,
-// ChildrenFirst);
+// ChildrenFirst, SelfCertifiedWatermark: finality none read as source, so
+// the late listing's own last key becomes a durable watermark above a key
+// that appears below it);
 // TestVariantsAreCaught fails unless each is caught
 // within a few schedules by the check that guards its invariant. The
 // lanes' variants are applied to the real machine (variant.go): to its

@@ -447,6 +447,7 @@ func (e *e2eEnv) writeConfig(t *testing.T, name, provider, sink string, exit boo
       complete_through: root = this.last
       contract:
         empty_page: final_through_watermark
+        finality: source
         positions: dense
         coordinate: integer
         tokens_may_rotate: false

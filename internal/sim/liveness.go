@@ -53,6 +53,9 @@ func (s *sim) quiesce(step *int) {
 		p.prof.transient, p.prof.glitch, p.prof.quiet, p.prof.omit, p.prof.lag, p.prof.rogue, p.prof.shift, p.prof.garbage = 0, 0, 0, 0, 0, 0, 0, 0
 		p.prof.malformed = 0 // the persistent fault (part.broken) stays
 		p.stall = 0
+		for i := range p.events {
+			p.events[i].hidden = false // every writer has finished: late keys are visible
+		}
 	}
 	for _, w := range s.workers {
 		w.paused = false
@@ -291,7 +294,7 @@ func (s *sim) caughtUp() string {
 			}
 			return fmt.Sprintf("partition %s answers only malformed pages after %d fetches (%d made) but is not parked for it (checkpoint g%d %s%s)", p.name, p.brokenAfter, p.fetches, cp.Generation, curString(cp.Cursor), parked(cp))
 		}
-		if e, ok := p.ackedBelow(p.final + 1); !ok {
+		if e, ok := p.ackedBelowOnTime(p.final + 1); !ok {
 			return fmt.Sprintf("partition %s: event %s has no terminal outcome (checkpoint g%d %s%s)", p.name, e.id, cp.Generation, curString(cp.Cursor), parked(cp))
 		}
 		if cp.Complete {

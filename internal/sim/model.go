@@ -103,6 +103,19 @@ type profile struct {
 	// empty_page: end_of_data map it: their quiet pages are honest only
 	// because they say more follows.
 	hasMore bool
+	// selfCT: responses carry the page's own last position (T on an empty
+	// page) as their complete-through: a value the page computes from its
+	// own events, which certifies nothing (an object listing's last key).
+	// Its contract declares no finality, so it is only recorded.
+	selfCT bool
+	// hidden: probability that an appended event is not visible yet (a
+	// key whose writer has not finished, or a listing that is not a
+	// snapshot): fetches skip it until the next append reveals it, by then
+	// below positions already served. Such an event is late: a faithful
+	// consumer of a listing cannot see it below its progress, so the
+	// oracle exempts it from the cursor and applied-boundary rules, never
+	// from a watermark or a published frontier.
+	hidden float64
 	// kind is the position kind the provider states positions and
 	// watermarks in (integer when zero). The model numbers events with
 	// int64 ordinals; at and ord translate, preserving order and successor
@@ -147,10 +160,10 @@ func (p *part) ord(w coord.Watermark) (n int64, ok bool) {
 
 var (
 	denseCT = profile{name: "dense-ct", hasMore: true,
-		contract: witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, OrderedPositions: true, DensePositions: true, WatermarkCoversPositions: true, Recovery: witness.RecoveryRestartFromBoundary},
+		contract: witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, OrderedPositions: true, DensePositions: true, WatermarkCoversPositions: true, Finality: witness.FinalitySource, Recovery: witness.RecoveryRestartFromBoundary},
 		ct:       true, lag: .1, glitch: .05, quiet: .05, shift: .25, transient: .04, garbage: .003, malformed: .02, pageSize: 3}
 	denseCTRotate = profile{name: "dense-ct-rotate",
-		contract: witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, TokensMayRotate: true, OrderedPositions: true, DensePositions: true, WatermarkCoversPositions: true, Recovery: witness.RecoveryRestartFromBoundary},
+		contract: witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, TokensMayRotate: true, OrderedPositions: true, DensePositions: true, WatermarkCoversPositions: true, Finality: witness.FinalitySource, Recovery: witness.RecoveryRestartFromBoundary},
 		ct:       true, lag: .1, rotate: true, glitch: .05, quiet: .05, shift: .25, transient: .04, garbage: .003, malformed: .02, pageSize: 3}
 	denseOmit = profile{name: "dense-omit",
 		contract: witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, DensePositions: true, Recovery: witness.RecoveryRestartFromBoundary},
@@ -159,10 +172,10 @@ var (
 		contract: witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, DensePositions: true, Recovery: witness.RecoveryPark},
 		omit:     .06, rogue: .02, glitch: .04, quiet: .05, shift: .2, transient: .04, garbage: .003, malformed: .02, pageSize: 3}
 	sparseCT = profile{name: "sparse-ct", hasMore: true,
-		contract: witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, OrderedPositions: true, WatermarkCoversPositions: true, Recovery: witness.RecoveryRestartFromBoundary},
+		contract: witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, OrderedPositions: true, WatermarkCoversPositions: true, Finality: witness.FinalitySource, Recovery: witness.RecoveryRestartFromBoundary},
 		ct:       true, glitch: .05, quiet: .05, shift: .25, transient: .04, garbage: .003, malformed: .02, gap: 3, pageSize: 3}
 	sparseMarker = profile{name: "sparse-marker",
-		contract: witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, SnapshotMarker: true, WatermarkCoversPositions: true, Recovery: witness.RecoveryFreshSnapshot},
+		contract: witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, SnapshotMarker: true, WatermarkCoversPositions: true, Finality: witness.FinalitySource, Recovery: witness.RecoveryFreshSnapshot},
 		ct:       true, marker: true, glitch: .05, quiet: .05, transient: .04, garbage: .003, malformed: .02, gap: 2, pageSize: 3}
 	sparseMarkerRotate = profile{name: "sparse-marker-rotate",
 		contract: witness.Contract{EmptyPage: witness.EmptyNoEvidence, TokensMayRotate: true, OrderedPositions: true, SnapshotMarker: true, Recovery: witness.RecoveryFreshSnapshot},
@@ -181,7 +194,7 @@ var (
 	// boundary, yet retries repeat the boundary event (its receipt matches)
 	// and restarts go to just after the durable watermark.
 	denseExclusive = profile{name: "dense-exclusive",
-		contract: witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, OrderedPositions: true, DensePositions: true, WatermarkCoversPositions: true, ExclusiveBoundary: true, Recovery: witness.RecoveryRestartFromBoundary},
+		contract: witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, OrderedPositions: true, DensePositions: true, WatermarkCoversPositions: true, ExclusiveBoundary: true, Finality: witness.FinalitySource, Recovery: witness.RecoveryRestartFromBoundary},
 		ct:       true, overlap: .15, lag: .05, glitch: .04, quiet: .05, shift: .25, transient: .04, garbage: .003, malformed: .02, pageSize: 3}
 	// finiteList: a finite traversal (an object listing) whose last page has
 	// no successor once the partition is sealed.
@@ -193,6 +206,13 @@ var (
 		contract: witness.Contract{EmptyPage: witness.EmptyNoEvidence, Recovery: witness.RecoveryRestartFromBoundary},
 		ties:     .3, quiet: .05, transient: .04, garbage: .003, malformed: .02, pageSize: 3}
 )
+
+// lateListing: a listing that is not a snapshot (keys may become visible
+// below its progress) whose pages' own last keys are mapped as
+// complete_through under finality none: recorded, never durable.
+var lateListing = profile{name: "late-listing",
+	contract: witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, Recovery: witness.RecoveryRestartFromBoundary},
+	selfCT:   true, hidden: .3, glitch: .04, quiet: .05, shift: .2, transient: .04, garbage: .003, malformed: .02, gap: 2, pageSize: 3}
 
 // Profiles whose positions and watermarks are of other kinds: a shard of
 // a stream whose sequence numbers are 56-digit decimals, resuming strictly
@@ -268,6 +288,9 @@ type event struct {
 	idHash  uint64
 	digest  uint64
 	acked   bool
+	// hidden: not served yet (profile.hidden); late: it was created
+	// hidden, so it may become visible below positions already served.
+	hidden, late bool
 }
 
 // part is one partition of the model provider, with its own PRNG.
@@ -337,6 +360,9 @@ func (p *part) appendEvents(n int) (int64, int64) {
 	if p.sealed || n <= 0 {
 		return 0, 0
 	}
+	for i := range p.events {
+		p.events[i].hidden = false // the keys written before are visible now
+	}
 	var first int64
 	for i := 0; i < n; i++ {
 		pos := p.final + 1
@@ -352,7 +378,8 @@ func (p *part) appendEvents(n int) (int64, int64) {
 			id = p.name + "-" + strconv.FormatInt(pos, 10) + "-" + strconv.Itoa(len(p.events))
 		}
 		payload := []byte(fmt.Sprintf(`{"p":%q,"pos":%d,"r":%d}`, p.name, pos, p.rng.IntN(1000)))
-		p.events = append(p.events, event{pos: pos, id: id, payload: payload, idHash: witness.HashID(id), digest: witness.HashPayload(payload)})
+		hide := p.chance(p.prof.hidden)
+		p.events = append(p.events, event{pos: pos, id: id, payload: payload, idHash: witness.HashID(id), digest: witness.HashPayload(payload), hidden: hide, late: hide})
 		p.final = pos
 		if i == 0 {
 			first = pos
@@ -401,6 +428,22 @@ func (p *part) find(e witness.EventWitness) int {
 
 // ackedBelow reports whether every event at a position below pos has a
 // terminal outcome, and otherwise the first one that does not.
+// ackedBelowOnTime is ackedBelow for the cursor and applied-boundary
+// rules: late events (profile.hidden) are exempt, a listing that is not a
+// snapshot never shows them below its progress.
+func (p *part) ackedBelowOnTime(pos int64) (event, bool) {
+	e, ok := p.ackedBelow(pos)
+	if ok || !e.late {
+		return e, ok
+	}
+	for i := p.firstUnacked; i < len(p.events) && p.events[i].pos < pos; i++ {
+		if !p.events[i].acked && !p.events[i].late {
+			return p.events[i], false
+		}
+	}
+	return event{}, true
+}
+
 func (p *part) ackedBelow(pos int64) (event, bool) {
 	for p.firstUnacked < len(p.events) && p.events[p.firstUnacked].acked {
 		p.firstUnacked++
@@ -550,7 +593,7 @@ func (p *part) answer(reader string, cur []byte) (witness.Response, fetchNote, e
 		next := max(c.next, p.final+1)
 		r.Successor = cursor{next: next, session: session, nonce: rotated()}.bytes()
 		r.Sealed = p.sealed
-		if p.prof.ct {
+		if p.prof.ct || p.prof.selfCT {
 			r.CompleteThrough = p.wm(p.final)
 		}
 		return r, "empty", nil
@@ -570,7 +613,7 @@ func (p *part) answer(reader string, cur []byte) (witness.Response, fetchNote, e
 		note, lagging = "lag", true
 	}
 	for k, e := range evs {
-		if k == drop {
+		if k == drop || e.hidden {
 			continue
 		}
 		r.Events = append(r.Events, witness.Event{ID: e.id, Position: p.at(e.pos), Payload: e.payload})
@@ -586,7 +629,7 @@ func (p *part) answer(reader string, cur []byte) (witness.Response, fetchNote, e
 			}
 		}
 	}
-	if streak < maxMalformedStreak && p.chance(p.prof.garbage) {
+	if len(r.Events) > 0 && streak < maxMalformedStreak && p.chance(p.prof.garbage) {
 		e := r.Events[len(r.Events)-1]
 		r.Events = append(r.Events, e)
 		note = "garbage"
@@ -608,7 +651,7 @@ func (p *part) answer(reader string, cur []byte) (witness.Response, fetchNote, e
 			note = "nosucc"
 		}
 	}
-	if p.prof.ct {
+	if p.prof.ct || p.prof.selfCT {
 		switch {
 		case lagging:
 			r.CompleteThrough = p.wm(min(c.next-1, p.final))

@@ -224,6 +224,15 @@ func (o *oracle) below(p *part, pos int64, format string, a ...any) {
 	}
 }
 
+// belowOnTime is below for the cursor and applied-boundary rules: a late
+// event (a listing that is not a snapshot) may lie below them undelivered;
+// it may never lie at or below a watermark or a published frontier.
+func (o *oracle) belowOnTime(p *part, pos int64, format string, a ...any) {
+	if e, ok := p.ackedBelowOnTime(pos); !ok {
+		o.violate(CheckNoLoss, "partition %s: %s, yet event %s (position %d) has no terminal outcome at the sink", p.name, fmt.Sprintf(format, a...), e.id, e.pos)
+	}
+}
+
 // check runs every state check after a step.
 func (o *oracle) check() {
 	s := o.s
@@ -261,10 +270,10 @@ func (o *oracle) checkpoint(p *part, cp store.Checkpoint) {
 		o.violate(CheckModel, "partition %s: checkpoint cursor: %v", p.name, err)
 		return
 	}
-	o.below(p, c.next, "the durable cursor %s (g%d) resumes at position %d", curString(cp.Cursor), cp.Generation, c.next)
+	o.belowOnTime(p, c.next, "the durable cursor %s (g%d) resumes at position %d", curString(cp.Cursor), cp.Generation, c.next)
 	if cp.HasApplied {
 		if n, ok := p.ord(cp.Applied.AsWatermark()); ok {
-			o.below(p, n+1, "the durable applied boundary is %s (g%d)", cp.Applied, cp.Generation)
+			o.belowOnTime(p, n+1, "the durable applied boundary is %s (g%d)", cp.Applied, cp.Generation)
 		} else {
 			o.violate(CheckModel, "partition %s: the durable applied boundary %s is not a position the provider issued", p.name, cp.Applied)
 		}
@@ -278,7 +287,10 @@ func (o *oracle) checkpoint(p *part, cp store.Checkpoint) {
 		if !p.sealed {
 			o.violate(CheckBinding, "partition %s: checkpoint g%d is complete, yet the provider never sealed it", p.name, cp.Generation)
 		}
-		o.below(p, math.MaxInt64, "the checkpoint is complete (g%d)", cp.Generation)
+		// A finite traversal that is not a snapshot ends without the
+		// events that appeared below its progress (late): complete is no
+		// claim about them, only a watermark would be.
+		o.belowOnTime(p, math.MaxInt64, "the checkpoint is complete (g%d)", cp.Generation)
 	}
 	last, seen := o.last[p.name]
 	o.last[p.name] = cp

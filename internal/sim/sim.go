@@ -62,9 +62,15 @@ const (
 	// waiting for their parents to complete (breaks parents-first,
 	// CheckLineage).
 	ChildrenFirst
+	// SelfCertifiedWatermark: workers accept a complete-through the
+	// contract declares no finality for (finality none read as source), so
+	// a listing's own last key becomes its durable watermark although a
+	// key may still appear below it (breaks "finality is declared, never
+	// inferred": CheckNoLoss, CheckMonotone).
+	SelfCertifiedWatermark
 )
 
-var variantNames = [...]string{"faithful", "promote-other-successor", "max-frontier", "bare-empty-page", "unconditional-write", "ignore-lease", "any-watermark-covers", "park-on-malformed", "retry-malformed-forever", "partial-view", "children-first"}
+var variantNames = [...]string{"faithful", "promote-other-successor", "max-frontier", "bare-empty-page", "unconditional-write", "ignore-lease", "any-watermark-covers", "park-on-malformed", "retry-malformed-forever", "partial-view", "children-first", "self-certified-watermark"}
 
 func (v Variant) String() string {
 	if int(v) < len(variantNames) {
@@ -85,7 +91,7 @@ func ParseVariant(s string) (Variant, error) {
 
 // Variants lists the broken variants (every Variant but Faithful).
 func Variants() []Variant {
-	return []Variant{PromoteOtherSuccessor, MaxFrontier, BareEmptyPage, UnconditionalWrite, IgnoreLease, AnyWatermarkCovers, ParkOnMalformed, RetryMalformedForever, PartialView, ChildrenFirst}
+	return []Variant{PromoteOtherSuccessor, MaxFrontier, BareEmptyPage, UnconditionalWrite, IgnoreLease, AnyWatermarkCovers, ParkOnMalformed, RetryMalformedForever, PartialView, ChildrenFirst, SelfCertifiedWatermark}
 }
 
 // DefaultSteps is the length of a schedule when Config.Steps is zero.
@@ -457,6 +463,12 @@ func newSim(cfg Config) *sim {
 			prof = scalarProfiles[r.IntN(len(scalarProfiles))]
 		} else {
 			prof = append(slices.Clone(scalarProfiles), otherProfiles...)[r.IntN(len(scalarProfiles)+len(otherProfiles))]
+		}
+		if i == 0 && partSeed(cfg.Seed, "late_listing")%3 == 0 {
+			// A third of the schedules list one partition that is not a
+			// snapshot, its pages' own last keys mapped as complete_through
+			// under finality none.
+			prof = lateListing
 		}
 		p := newPart(name, rand.New(rand.NewPCG(partSeed(cfg.Seed, name), 0x9a27)), prof, 1)
 		ws := []int{r.IntN(su.workers)}

@@ -16,6 +16,7 @@ import (
 // BareEmptyPage declares every empty page the end of the data;
 // ParkOnMalformed gives a malformed answer no retry, RetryMalformedForever
 // endless ones;
+// SelfCertifiedWatermark reads finality none as source;
 // AnyWatermarkCovers classifies as usual, then calls a divergent response
 // that carries any complete-through watermark a shifted page, as if a
 // watermark covered every position, also the ones above it.
@@ -27,6 +28,10 @@ func (v Variant) configure(cfg *chain.Config) {
 		cfg.FetchRetries = 0
 	case RetryMalformedForever:
 		cfg.FetchRetries = math.MaxInt32
+	case SelfCertifiedWatermark:
+		if cfg.Contract.Finality <= witness.FinalityNone {
+			cfg.Contract.Finality = witness.FinalitySource
+		}
 	case AnyWatermarkCovers:
 		cfg.Classify = func(in witness.ClassifyInput) (witness.Verdict, error) {
 			v, err := witness.Classify(in)

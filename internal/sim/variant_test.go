@@ -49,6 +49,10 @@ func TestVariantsAreCaught(t *testing.T) {
 		// Parents first: a child's events leave the input while its
 		// parent, still a member, is not complete.
 		ChildrenFirst: {CheckLineage},
+		// Finality is declared, never inferred: a listing's own last key,
+		// read as certified, becomes a durable watermark above a key that
+		// appears later below the listing's progress.
+		SelfCertifiedWatermark: {CheckNoLoss, CheckMonotone},
 	}
 	// Variants whose breakage only shows once the faults stop.
 	liveness := map[Variant]bool{RetryMalformedForever: true, PartialView: true}

@@ -58,7 +58,7 @@ func (p Promotion) Apply(c Checkpoint) Checkpoint {
 	c.PromotedWitness = p.WitnessID
 	c.Epoch = p.Epoch
 	if !p.Watermark.IsZero() {
-		c.Watermark = NormalizeWatermark(p.Watermark)
+		c.Watermark, c.Finality = NormalizeWatermark(p.Watermark), p.Finality
 	}
 	if p.HasApplied {
 		c.Applied, c.HasApplied, c.AppliedID = p.Applied, true, p.AppliedID

@@ -114,7 +114,24 @@ func (c Checkpoint) Validate() error {
 	if err := checkApplied(c.Applied, c.HasApplied, c.AppliedID); err != nil {
 		return err
 	}
+	if err := checkFinality(c.Finality, c.Watermark); err != nil {
+		return err
+	}
 	return checkWatermark("watermark", c.Watermark)
+}
+
+// checkFinality checks a watermark's finality basis: valid UTF-8 within
+// MaxFinalityBytes, and only with a watermark.
+func checkFinality(f string, w coord.Watermark) error {
+	switch {
+	case f == "":
+		return nil
+	case len(f) > MaxFinalityBytes || !utf8.ValidString(f):
+		return fmt.Errorf("%w: watermark finality must be valid UTF-8 of at most %d bytes", ErrInvalid, MaxFinalityBytes)
+	case w.IsZero():
+		return fmt.Errorf("%w: a watermark finality without a watermark", ErrInvalid)
+	}
+	return nil
 }
 
 // checkApplied checks an applied position as a watermark of its kind: a
@@ -164,6 +181,9 @@ func (p Promotion) Validate() error {
 		return err
 	}
 	if err := checkApplied(p.Applied, p.HasApplied, p.AppliedID); err != nil {
+		return err
+	}
+	if err := checkFinality(p.Finality, p.Watermark); err != nil {
 		return err
 	}
 	return checkWatermark("watermark", p.Watermark)

@@ -48,8 +48,10 @@ func CursorHash(cursor []byte) string {
 }
 
 // Validate reports a contract the core cannot use: an EmptyPage that is not
-// one of the declared values (the zero value included), or an unknown
-// Recovery. A zero Recovery is allowed and means RecoveryPark.
+// one of the declared values (the zero value included), an unknown
+// Recovery, or a finality the core cannot use (see validateFinality). A zero
+// Recovery is allowed and means RecoveryPark; a zero Finality means
+// FinalityNone.
 func (c Contract) Validate() error {
 	if c.EmptyPage < EmptyNoEvidence || c.EmptyPage > EmptyFinalThroughWatermark {
 		return fmt.Errorf("%w: contract empty page %s", ErrInvalid, c.EmptyPage)
@@ -57,7 +59,7 @@ func (c Contract) Validate() error {
 	if c.Recovery > RecoveryFreshSnapshot {
 		return fmt.Errorf("%w: contract recovery %s", ErrInvalid, c.Recovery)
 	}
-	return nil
+	return c.validateFinality()
 }
 
 func (c Contract) ordered() bool { return c.OrderedPositions || c.DensePositions }
@@ -184,7 +186,7 @@ func checkEvents(c Contract, w Witness) error {
 // response promote under contract c, or returns "" when there is none.
 func emptyEvidence(c Contract, w Witness) string {
 	switch {
-	case c.EmptyPage == EmptyFinalThroughWatermark && !w.CompleteThrough.IsZero():
+	case c.EmptyPage == EmptyFinalThroughWatermark && c.certifies() && !w.CompleteThrough.IsZero():
 		return "complete-through watermark " + w.CompleteThrough.String() + " (the contract makes empty pages final through it)"
 	case c.SnapshotMarker && len(w.Marker) > 0:
 		return "snapshot marker " + CursorHash(w.Marker)
@@ -197,10 +199,11 @@ func emptyEvidence(c Contract, w Witness) string {
 // coveredThrough returns the greatest position w's own evidence proves
 // covered (every required event at or below it was delivered), and whether
 // it proves any: only a complete-through watermark in the positions'
-// coordinate (Contract.WatermarkCoversPositions) does. A watermark is never
-// evidence for a position above its value.
+// coordinate (Contract.WatermarkCoversPositions) that the source certifies
+// (FinalitySource) does. A watermark is never evidence for a position above
+// its value.
 func coveredThrough(c Contract, w Witness) (coord.Position, bool) {
-	if !c.WatermarkCoversPositions || w.CompleteThrough.IsZero() {
+	if !c.WatermarkCoversPositions || !c.certifies() || w.CompleteThrough.IsZero() {
 		return coord.Position{}, false
 	}
 	return coord.Position(w.CompleteThrough), true

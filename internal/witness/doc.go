@@ -67,6 +67,12 @@
 //   - Watermarks come only from a response's own CompleteThrough, never from
 //     the largest position seen, and a promotion never lowers the durable
 //     one (invariant 3). The applied boundary only rises.
+//   - Finality is declared, never inferred: a CompleteThrough becomes a
+//     durable watermark only as the contract's Finality makes it final
+//     (Contract.Final: source, an append-only writer assertion, or less a
+//     declared lag; under FinalityNone it stays in the witness), and only
+//     FinalitySource makes it coverage evidence (a gap, a shifted page, a
+//     withdrawn event, an empty page).
 //   - Bad input is an error naming the partition and the positions: a
 //     missing id or position, a duplicate id in one response, positions out
 //     of order under an ordered contract, the same id at two positions, a

@@ -15,11 +15,11 @@ const (
 // Contracts used throughout the tests.
 var (
 	// dense: consecutive positions, no snapshot markers, tokens fixed.
-	dense = Contract{EmptyPage: EmptyNoEvidence, OrderedPositions: true, DensePositions: true, Recovery: RecoveryRestartFromBoundary}
+	dense = Contract{EmptyPage: EmptyNoEvidence, OrderedPositions: true, DensePositions: true, Recovery: RecoveryRestartFromBoundary, Finality: FinalitySource}
 	// sparse: ordered positions with gaps, nothing else.
-	sparse = Contract{EmptyPage: EmptyNoEvidence, OrderedPositions: true, Recovery: RecoveryFreshSnapshot}
+	sparse = Contract{EmptyPage: EmptyNoEvidence, OrderedPositions: true, Recovery: RecoveryFreshSnapshot, Finality: FinalitySource}
 	// snap: sparse positions and stable snapshot markers.
-	snap = Contract{EmptyPage: EmptyNoEvidence, OrderedPositions: true, SnapshotMarker: true, Recovery: RecoveryFreshSnapshot}
+	snap = Contract{EmptyPage: EmptyNoEvidence, OrderedPositions: true, SnapshotMarker: true, Recovery: RecoveryFreshSnapshot, Finality: FinalitySource}
 )
 
 func with(c Contract, f func(*Contract)) Contract { f(&c); return c }

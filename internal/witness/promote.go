@@ -45,9 +45,15 @@ type Completion struct {
 	Complete bool
 	// Reason names the evidence, or what is missing.
 	Reason string
-	// Watermark is the response's own CompleteThrough (zero: none). It is
-	// never derived from event positions.
+	// Watermark is what the response's own CompleteThrough may become under
+	// the contract's finality (Contract.Final; zero: none). It is never
+	// derived from event positions.
 	Watermark coord.Watermark
+	// Basis names the finality Watermark rests on (Contract.Basis).
+	Basis string
+	// NotFinal, when not empty, says why the response's CompleteThrough
+	// does not become a durable watermark.
+	NotFinal string
 	// Applied is the greatest event position (the last event's, positions
 	// being ordered); HasApplied is false for an empty response.
 	Applied    coord.Position
@@ -62,7 +68,8 @@ type Completion struct {
 // EmptyEndOfData contract; otherwise its witness stays pending. A seal flag
 // or the absence of events is never evidence.
 func CanPromote(c Contract, w Witness) Completion {
-	comp := Completion{Watermark: w.CompleteThrough}
+	fin := c.Final(w.CompleteThrough)
+	comp := Completion{Watermark: fin.Watermark, Basis: fin.Basis, NotFinal: fin.Reason}
 	if n := len(w.Events); n > 0 {
 		comp.Applied, comp.HasApplied = top(w)
 		if w.AckedThrough >= n {
@@ -118,9 +125,13 @@ type Promotion struct {
 	// partition's last response).
 	To        []byte
 	WitnessID string
-	// Watermark is the response's CompleteThrough when it does not lower the
+	// Watermark is the response's CompleteThrough, as the contract's
+	// finality makes it final (Contract.Final), when it does not lower the
 	// durable one; zero keeps the stored watermark.
 	Watermark coord.Watermark
+	// Finality, with a Watermark, names the finality it rests on
+	// (Contract.Basis: "source", "append_only_writer assertion", "lag 5m0s").
+	Finality string
 	// Applied, when HasApplied, is the new durable applied boundary: the
 	// greatest of the response's last position and the current boundary.
 	Applied    coord.Position
@@ -166,7 +177,8 @@ type PromotionInput struct {
 // evidence (CanPromote), when the response returned no successor, and when
 // promoting would change nothing. Otherwise it returns the Promotion: from
 // (C, G) to the witness's own successor, with the witness's own
-// complete-through watermark and applied boundary.
+// complete-through watermark as the contract's finality makes it final
+// (Contract.Final: none under FinalityNone) and applied boundary.
 func DecidePromotion(in PromotionInput) Decision {
 	c, cp, w, v := in.Contract, in.Checkpoint, in.Witness, in.Verdict
 	refuse := func(format string, a ...any) Decision {
@@ -228,11 +240,14 @@ func DecidePromotion(in PromotionInput) Decision {
 		reason += "; the partition is complete"
 	}
 	rises := false
+	if comp.NotFinal != "" {
+		reason += "; its " + comp.NotFinal
+	}
 	if wm := comp.Watermark; !wm.IsZero() {
 		cmp, err := wm.Compare(cp.Watermark)
 		switch {
 		case cp.Watermark.IsZero() || (err == nil && cmp >= 0):
-			p.Watermark, rises = wm, cp.Watermark.IsZero() || cmp > 0
+			p.Watermark, p.Finality, rises = wm, comp.Basis, cp.Watermark.IsZero() || cmp > 0
 		default:
 			reason += fmt.Sprintf("; its watermark %s does not rise above the durable %s and is not written", wm, cp.Watermark)
 		}

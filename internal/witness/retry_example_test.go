@@ -206,9 +206,13 @@ func TestRetryExample_EmptyResponseAtBoundary700_WithCoverageMarker_Promotes(t *
 			require.True(t, comp.Complete, comp.Reason)
 			d := decide(tc.contract, cp, w, v, append(prior, w)...)
 			require.Equal(t, Promote, d.Action, d.Reason)
+			basis := ""
+			if !tc.mark.IsZero() {
+				basis = "source"
+			}
 			assert.Equal(t, Promotion{
 				Scope: scope, Partition: part, FromCursor: []byte("C41"), FromGeneration: 4,
-				To: []byte("N9"), WitnessID: "b1", Watermark: tc.mark,
+				To: []byte("N9"), WitnessID: "b1", Watermark: tc.mark, Finality: basis,
 			}, d.Promotion, "the applied boundary stays at 700: HasApplied is false")
 
 			// "A later retry of C41 could still return position 701": once

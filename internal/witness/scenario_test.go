@@ -152,6 +152,7 @@ func runScenario(ch chooser) (stats, []string, error) {
 		ExclusiveBoundary: ch.IntN(2) == 0,
 		SnapshotMarker:    ch.IntN(2) == 0,
 		Recovery:          Recovery(ch.IntN(4)),
+		Finality:          FinalitySource,
 	}
 	has := ch.IntN(4) != 0
 	s.cp = Checkpoint{Scope: scope, Partition: part, Cursor: []byte("C41"), Generation: 9, PromotedWitness: "z0"}

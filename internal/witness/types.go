@@ -128,8 +128,8 @@ const (
 	// the successor (Slack, S3 listing without token).
 	EmptyEndOfData
 	// EmptyFinalThroughWatermark: an empty page is final through the
-	// response's CompleteThrough watermark (Graph deltaLink, CouchDB
-	// last_seq); without one it proves nothing.
+	// response's CompleteThrough watermark (CouchDB last_seq); without one
+	// it proves nothing. Requires FinalitySource.
 	EmptyFinalThroughWatermark
 )
 
@@ -254,4 +254,14 @@ type Contract struct {
 	MissingSuccessor MissingSuccessor
 	// Recovery is what to do on unprovable divergence or an expired cursor.
 	Recovery Recovery
+	// Finality says where the finality of a response's CompleteThrough
+	// comes from (FinalityNone when zero: the watermark is recorded in the
+	// witness only). Only FinalitySource makes it coverage evidence, so
+	// WatermarkCoversPositions and EmptyFinalThroughWatermark require it.
+	Finality Finality
+	// FinalityLag, under FinalityLag only, is subtracted from every
+	// CompleteThrough before it becomes durable: nanoseconds for a timestamp
+	// watermark, units for an integer or decimal one (a string watermark has
+	// no arithmetic and never becomes durable under a lag). Positive.
+	FinalityLag int64
 }

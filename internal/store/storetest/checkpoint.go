@@ -304,6 +304,47 @@ func testAppliedIDTravelsWithTheAppliedPosition(t *testing.T, s store.Store) {
 	requireStored(t, s, cp)
 }
 
+// The finality basis of the watermark is written with the watermark, kept
+// by a promotion without one, replaced (or removed, when unknown) by the
+// next watermark; a basis without a watermark, or over MaxFinalityBytes, is
+// refused.
+func testFinalityTravelsWithTheWatermark(t *testing.T, s store.Store) {
+	cp := create(t, s, key, "C0")
+	require.Empty(t, cp.Finality)
+	p := promotion(cp, "C1", "w1")
+	p.Watermark, p.Finality = coord.Integer(10), "append_only_writer assertion"
+	cp = promote(t, s, p)
+	require.Equal(t, "append_only_writer assertion", cp.Finality)
+	requireStored(t, s, cp)
+
+	cp = promote(t, s, promotion(cp, "C2", "w2"))
+	require.Equal(t, coord.Integer(10), cp.Watermark)
+	require.Equal(t, "append_only_writer assertion", cp.Finality, "a promotion without a watermark keeps its finality")
+	requireStored(t, s, cp)
+
+	p = promotion(cp, "C3", "w3")
+	p.Watermark, p.Finality = coord.Integer(20), "lag 5"
+	cp = promote(t, s, p)
+	require.Equal(t, "lag 5", cp.Finality)
+	requireStored(t, s, cp)
+
+	p = promotion(cp, "C4", "w4")
+	p.Watermark = coord.Integer(30)
+	cp = promote(t, s, p)
+	require.Empty(t, cp.Finality, "a new watermark without a basis removes the old basis")
+	requireStored(t, s, cp)
+
+	for _, bad := range []store.Promotion{
+		{Key: key, FromCursor: cp.Cursor, FromGeneration: cp.Generation, To: []byte("C5"), WitnessID: "w5", Finality: "source"},
+		{Key: key, FromCursor: cp.Cursor, FromGeneration: cp.Generation, To: []byte("C5"), WitnessID: "w5",
+			Watermark: coord.Integer(40), Finality: strings.Repeat("x", store.MaxFinalityBytes+1)},
+	} {
+		_, err := s.Promote(ctx(t), bad)
+		require.ErrorIs(t, err, store.ErrInvalid)
+	}
+	requireStored(t, s, cp)
+}
+
 // A promotion repeated with the same witness (the SDK's retry after a lost
 // response) finds its own write and succeeds without a second generation.
 // Without a witness id it cannot be recognised and is fenced.
