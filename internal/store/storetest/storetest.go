@@ -47,6 +47,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"StringWatermarkByteOrder", testStringWatermarkByteOrder},
 		{"DecimalWatermarkAndAppliedPosition", testDecimalWatermarkAndAppliedPosition},
 		{"AppliedIDTravelsWithTheAppliedPosition", testAppliedIDTravelsWithTheAppliedPosition},
+		{"ViolationCountsTravelWithPromotions", testViolationCountsTravelWithPromotions},
 		{"ReplayedPromotion", testReplayedPromotion},
 		{"CoalescedPromotion", testCoalescedPromotion},
 		{"CompletionIsDurable", testCompletionIsDurable},
