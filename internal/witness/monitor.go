@@ -85,7 +85,9 @@ type MonitorInput struct {
 	HasApplied bool
 	// Replay is set when the response may legitimately re-read a range
 	// already certified: the checkpoint holds a restart or repair cursor.
-	// The watermark monitor then stays silent.
+	// An empty response with a lower watermark is then no regression.
+	// (A response whose events all lie at or below the applied boundary is
+	// a replay in any case; an event above it is new whatever the cursor.)
 	Replay bool
 	// Prior, Receipts and Pending are the classification's (ClassifyInput):
 	// an event that matches one of them was delivered (or is being
@@ -126,7 +128,7 @@ func Monitor(in MonitorInput) []Violation {
 			}
 		}
 	}
-	if d := in.Durable; !d.IsZero() && !in.Replay {
+	if d := in.Durable; !d.IsZero() {
 		if e, ok := late(in); ok {
 			add(LatePosition, "generation %d cursor %s: attempt %s has an event at position %s (%s), at or below the durable complete-through watermark %s and above the applied boundary %s, never delivered before",
 				w.Generation, CursorHash(w.InputCursor), w.AttemptID, e.Position, idLabel("", e.IDHash), d, boundary{in.Applied, in.HasApplied})
@@ -172,9 +174,13 @@ func late(in MonitorInput) (EventWitness, bool) {
 }
 
 // fresh reports whether in.Witness is not merely a replay of delivered
-// positions: it is empty or has an event above the applied boundary.
+// positions: it has an event above the applied boundary, or it is empty
+// and not read from a restart cursor.
 func fresh(in MonitorInput) bool {
-	if !in.HasApplied || len(in.Witness.Events) == 0 {
+	if len(in.Witness.Events) == 0 {
+		return !in.Replay
+	}
+	if !in.HasApplied {
 		return true
 	}
 	for _, e := range in.Witness.Events {

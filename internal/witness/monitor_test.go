@@ -38,12 +38,13 @@ func TestMonitor(t *testing.T) {
 		{name: "a late position is only comparable in the watermark's coordinate", contract: sparse, durable: 510, applied: 505, retry: resp("N9", ev("late", 507), ev("e511", 511))},
 		{name: "a repeat at or below the applied boundary is no late arrival", contract: covered, durable: 510, applied: 505, retry: resp("N9", ev("e505", 505), ev("e511", 511))},
 		{name: "a repeat of a receipt is no late arrival", contract: covered, durable: 510, applied: 505, receipts: []EventWitness{EventOf(ev("e507", 507))}, retry: resp("N9", ev("e507", 507), ev("e511", 511))},
-		{name: "a replay after a restart is no late arrival", contract: covered, durable: 510, applied: 505, replay: true, retry: resp("N9", ev("late", 507))},
+		{name: "a late arrival after a restart is late all the same", contract: covered, durable: 510, applied: 505, replay: true, retry: resp("N9", ev("late", 507)), want: []ViolationKind{LatePosition}},
 		{name: "a watermark below the durable one", contract: sparse, durable: 510, applied: 510, retry: ct(resp("N9", ev("e511", 511)), 505), want: []ViolationKind{WatermarkRegressed},
 			evidence: "certifies complete through 505, below the durable complete-through watermark 510"},
 		{name: "an empty page with a watermark below the durable one", contract: with(sparse, func(c *Contract) { c.EmptyPage = EmptyFinalThroughWatermark }), durable: 510, applied: 510, retry: ct(resp("N9"), 505), want: []ViolationKind{WatermarkRegressed}},
 		{name: "a replayed page may certify less", contract: sparse, durable: 510, applied: 510, retry: ct(resp("N9", ev("e505", 505)), 505)},
-		{name: "a replay after a restart may certify less", contract: sparse, durable: 510, applied: 510, replay: true, retry: ct(resp("N9", ev("e511", 511)), 505)},
+		{name: "an empty page read from a restart cursor may certify less", contract: with(sparse, func(c *Contract) { c.EmptyPage = EmptyFinalThroughWatermark }), durable: 510, applied: 510, replay: true, retry: ct(resp("N9"), 505)},
+		{name: "new events after a restart certify no less", contract: sparse, durable: 510, applied: 510, replay: true, retry: ct(resp("N9", ev("e511", 511)), 505), want: []ViolationKind{WatermarkRegressed}},
 		{name: "both claims broken at once", contract: covered, durable: 510, applied: 505, retry: ct(resp("N9", ev("late", 507)), 507), want: []ViolationKind{LatePosition, WatermarkRegressed}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
