@@ -112,6 +112,9 @@ type fetchRec struct {
 	chain  uint64
 	cursor []byte
 	gen    uint64
+	// wm is the watermark the checkpoint holds once generation gen is
+	// durable (tail.wm): what the pages before this fetch certify.
+	wm coord.Watermark
 }
 
 // tail is where the chain's next fetch starts: the cursor and generation
@@ -539,7 +542,7 @@ func (m *Machine) maybeFetch() {
 	}
 	m.pollAt = time.Time{}
 	m.nextFetch++
-	m.fetch = &fetchRec{id: m.nextFetch, chain: m.chainID, cursor: m.tail.cur, gen: m.tail.gen}
+	m.fetch = &fetchRec{id: m.nextFetch, chain: m.chainID, cursor: m.tail.cur, gen: m.tail.gen, wm: m.tail.wm}
 	m.emit(Fetch{
 		ID: m.nextFetch, Cursor: m.tail.cur, Generation: m.tail.gen, Watermark: m.tail.wm,
 		Attempt: len(m.prior[m.tail.gen]), Ahead: len(m.chain) > 0,

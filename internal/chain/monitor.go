@@ -34,11 +34,14 @@ type monitorState struct {
 	recoverDrained string
 }
 
-// monitorResponse returns what the witness w of a response fetched from f
-// shows against the contract (the classification's inputs in in).
-func (m *Machine) monitorResponse(in witness.ClassifyInput, class witness.RetryClass) []witness.Violation {
+// monitorResponse returns what the witness of a response fetched by f
+// shows against the contract (the classification's inputs in in). The
+// watermark it is held against is the one the checkpoint holds once f's
+// generation is durable: the pages before it are promoted first, so their
+// claim is published before this page's.
+func (m *Machine) monitorResponse(f *fetchRec, in witness.ClassifyInput, class witness.RetryClass) []witness.Violation {
 	vs := witness.Monitor(witness.MonitorInput{
-		Contract: in.Contract, Durable: m.cp.Watermark,
+		Contract: in.Contract, Durable: f.wm,
 		Applied: in.Applied, HasApplied: in.HasApplied,
 		Replay: in.Witness.Generation == m.cp.Generation && restarted(m.cp.PromotedWitness),
 		Prior:  in.Prior, Receipts: in.Receipts, Pending: in.Pending, Witness: in.Witness,

@@ -69,7 +69,7 @@ func (m *Machine) reconcile(f *fetchRec, r Fetched) (verdict, error) {
 	if err != nil {
 		return verdict{}, err
 	}
-	v := verdict{class: cv.Class.String(), core: cv, reason: cv.Reason, violations: m.monitorResponse(in, cv.Class)}
+	v := verdict{class: cv.Class.String(), core: cv, reason: cv.Reason, violations: m.monitorResponse(f, in, cv.Class)}
 	if !cv.Advances() {
 		v.diverged = true
 		return v, nil

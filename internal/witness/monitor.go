@@ -76,8 +76,9 @@ func (v Violation) String() string {
 // partition.
 type MonitorInput struct {
 	Contract Contract
-	// Durable is the checkpoint's durable complete-through watermark (zero:
-	// none).
+	// Durable is the checkpoint's complete-through watermark once the
+	// response's generation is durable (zero: none): what the pages before
+	// it certified, published before it can be.
 	Durable coord.Watermark
 	// Applied and HasApplied are the applied boundary the response was
 	// classified against (ClassifyInput).
