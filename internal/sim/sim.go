@@ -232,6 +232,14 @@ type Stats struct {
 	DiscoveryRuns, ThreePublisherRuns, Splits, DiscoveryEpochs int
 	ParentsRetired, LineageWaits, ChildrenReleased             int
 	SplitRunsSettled                                           int
+	// HeadGrowths: retries that only grew at the head (head_growth).
+	// Contract violations the machines' monitors reported
+	// (docs/design.md#contract-monitors): tokens rotated though declared
+	// stable (the model's rogue rotations), a watermark equal to the
+	// last position page after page (the model's own watermarks: a hint,
+	// not a fault), and any other kind, which the model never commits: a
+	// false alarm (TestSim fails on one).
+	HeadGrowths, RogueRotationsSeen, SelfCertifiedSeen, FalseAlarms int
 }
 
 // Add adds o to s.
@@ -279,6 +287,8 @@ func (s *Stats) class(c string) {
 		s.Rotations++
 	case "shifted_page":
 		s.ShiftedPages++
+	case "head_growth":
+		s.HeadGrowths++
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/tidemark/tidemark/internal/lease"
 	"github.com/tidemark/tidemark/internal/membership"
 	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/witness"
 )
 
 // A worker stands for one process running the paginated_partitions input:
@@ -396,6 +397,15 @@ func (s *Stats) count(c chain.Count) {
 		s.MalformedAnswers++
 	case chain.MetricRestarts:
 		s.Restarts++
+	case chain.MetricViolations:
+		switch c.Label {
+		case witness.TokensRotated.String():
+			s.RogueRotationsSeen++
+		case witness.SelfCertified.String():
+			s.SelfCertifiedSeen++
+		default:
+			s.FalseAlarms++
+		}
 	}
 }
 
