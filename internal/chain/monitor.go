@@ -97,7 +97,13 @@ func (m *Machine) report(vs []witness.Violation, then func()) {
 		if v.Kind.BreaksClaim() {
 			also = "; it breaks the complete-through claim: the scope's scalar frontier is withdrawn"
 		}
-		m.logf(Warn, "Partition %s: %s (logged once per partition and kind; counted in %s{kind=%q} and by connect tidemark status)%s",
+		// A watermark equal to the last position page after page is a
+		// hint (an honest source may certify exactly that): info.
+		level := Warn
+		if v.Kind == witness.SelfCertified {
+			level = Info
+		}
+		m.logf(level, "Partition %s: %s (logged once per partition and kind; counted in %s{kind=%q} and by connect tidemark status)%s",
 			m.part(), v, MetricViolations, kind, also)
 	}
 	next := func() { m.report(vs[1:], then) }
