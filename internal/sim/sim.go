@@ -240,6 +240,10 @@ type Stats struct {
 	// not a fault), and any other kind, which the model never commits: a
 	// false alarm (TestSim fails on one).
 	HeadGrowths, RogueRotationsSeen, SelfCertifiedSeen, FalseAlarms int
+	// Regressing watermarks: schedules with the fault, pages that carried
+	// one, reports of it (watermark_regressed), withdrawals of the scalar
+	// frontier written.
+	RegressRuns, Regressions, RegressionsSeen, Withdrawals int
 }
 
 // Add adds o to s.
@@ -271,6 +275,8 @@ func (s *Stats) note(n fetchNote) {
 		s.BoundaryRepeats++
 	case "tie":
 		s.Ties++
+	case "regress":
+		s.Regressions++
 	}
 	if strings.HasPrefix(string(n), "stall") {
 		s.Stalls++
@@ -310,6 +316,8 @@ type setup struct {
 	// broken names the partition whose answers turn persistently
 	// malformed (empty: none).
 	broken string
+	// regress names the partition whose watermarks sometimes regress.
+	regress string
 	// discovery: the discoverer owns the membership (ops "discover" and
 	// "split" instead of the operator's "add" and "remove").
 	discovery bool
@@ -382,6 +390,9 @@ func Run(cfg Config) Result {
 	i--
 	if s.oracle.fail == nil && cfg.Liveness {
 		s.quiesce(&i)
+	}
+	if s.oracle.fail == nil {
+		s.checkMonitors()
 	}
 	if v := s.oracle.fail; v != nil {
 		tail := s.hist
@@ -458,6 +469,12 @@ func newSim(cfg Config) *sim {
 	// In an eighth of the schedules one initial partition's answers turn
 	// persistently malformed after a few fetches (from its own hash too).
 	broken := partSeed(cfg.Seed, "persistent_malformed")
+	// In a sixteenth, one partition's watermarks sometimes regress (a
+	// contract violation, docs/design.md#contract-monitors). Not under
+	// exclusive_boundary: a durable watermark left below the applied
+	// boundary makes every restart from it replay applied positions that
+	// rule (a) refuses (see docs/design.md#known-gaps).
+	regress := partSeed(cfg.Seed, "regressing_watermark")
 	total := su.initial + r.IntN(3)
 	scalarRun := r.IntN(10) < 7
 	var desc []string
@@ -479,6 +496,11 @@ func newSim(cfg Config) *sim {
 			p.broken, p.brokenAfter = true, int((broken>>8)%20)
 			su.broken = name
 			s.stats.BrokenRuns++
+		}
+		if regress%16 == 0 && uint64(i) == (regress>>4)%uint64(total) && prof.ct && !prof.contract.ExclusiveBoundary {
+			p.regress = .05
+			su.regress = name
+			s.stats.RegressRuns++
 		}
 		if i < su.initial {
 			p.appeared = true
@@ -541,6 +563,9 @@ func newSim(cfg Config) *sim {
 	}
 	if su.broken != "" {
 		s.desc += fmt.Sprintf(" malformed=%s(after %d fetches)", su.broken, s.byName[su.broken].brokenAfter)
+	}
+	if su.regress != "" {
+		s.desc += " regressing-watermark=" + su.regress
 	}
 	return s
 }

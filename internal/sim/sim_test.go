@@ -166,6 +166,7 @@ func assertCoverage(t *testing.T, s Stats) {
 		"throttled calls": s.Throttled, "crashes": s.Crashes, "exact replays": s.ExactReplays,
 		"token rotations": s.Rotations, "shifted pages": s.ShiftedPages, "divergences": s.Divergences,
 		"retries that grew at the head": s.HeadGrowths, "rogue rotations reported by the monitors": s.RogueRotationsSeen,
+		"regressing watermarks reported by the monitors": s.RegressionsSeen, "frontiers withdrawn": s.Withdrawals,
 		"restarts": s.Restarts, "parks": s.Parks, "unparks": s.Unparks, "expiries": s.Expired,
 		"glitch pages": s.Glitches, "omissions": s.Omissions, "lagging retries": s.Lags, "stalls": s.Stalls, "holds": s.Holds,
 		"nacks": s.Nacks, "scalars published": s.ScalarsPublished, "membership epochs": s.Epochs,

@@ -310,6 +310,10 @@ func (l *lane) perform(a chain.Action) {
 		default:
 			l.s.stats.ResolvedRetry++
 		}
+	case chain.Withdrawn:
+		if r.Err == nil && r.Changed {
+			l.s.stats.Withdrawals++
+		}
 	case chain.Parked:
 		if l.leaseFenced(r.Err, "park") {
 			return
@@ -403,6 +407,8 @@ func (s *Stats) count(c chain.Count) {
 			s.RogueRotationsSeen++
 		case witness.SelfCertified.String():
 			s.SelfCertifiedSeen++
+		case witness.WatermarkRegressed.String():
+			s.RegressionsSeen++
 		default:
 			s.FalseAlarms++
 		}
