@@ -26,11 +26,14 @@ type inputMetrics struct {
 	parks             *service.MetricCounter
 	restarts          *service.MetricCounter
 	retries           *service.MetricCounter
-	parked            *service.MetricGauge
-	watermark         *service.MetricGauge
-	generation        *service.MetricGauge
-	frontier          *service.MetricGauge
-	lag               *service.MetricGauge
+	// violations counts contract violations by kind
+	// (docs/design.md#contract-monitors).
+	violations *service.MetricCounter
+	parked     *service.MetricGauge
+	watermark  *service.MetricGauge
+	generation *service.MetricGauge
+	frontier   *service.MetricGauge
+	lag        *service.MetricGauge
 
 	parkedCount atomic.Int64
 }
@@ -56,6 +59,7 @@ func newInputMetrics(m *service.Metrics) *inputMetrics {
 		parks:             m.NewCounter("tidemark_parks"),
 		restarts:          m.NewCounter("tidemark_restarts"),
 		retries:           m.NewCounter("tidemark_retries", "class"),
+		violations:        m.NewCounter(chain.MetricViolations, "kind"),
 		parked:            m.NewGauge("tidemark_parked_partitions"),
 		watermark:         m.NewGauge("tidemark_partition_watermark", "partition"),
 		generation:        m.NewGauge("tidemark_partition_generation", "partition"),
@@ -98,5 +102,7 @@ func (m *inputMetrics) count(c chain.Count) {
 		m.retryClass(c.Label)
 	case chain.MetricParked:
 		m.setParked(c.N)
+	case chain.MetricViolations:
+		m.violations.Incr(c.N, c.Label)
 	}
 }

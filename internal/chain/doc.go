@@ -44,6 +44,13 @@
 //     loaded complete reads nothing; a held page (no successor, poll)
 //     records its receipts so it is never emitted again; a promotion that
 //     completes the partition ends the machine (Completed).
+//   - Contract monitors (monitor.go, docs/design.md#contract-monitors):
+//     every response is also held against the contract (witness.Monitor):
+//     each observation is counted (MetricViolations, and the checkpoint's
+//     counts with the next promotion) and the first of a kind logged; one
+//     that breaks a published claim withdraws the scope's scalar frontier
+//     (Withdraw: a new, unproven membership epoch), its page is delivered
+//     and promoted, and then the partition recovers as the contract says.
 //   - One call at a time: a batch of actions holds at most one call, last;
 //     until it is answered the machine queues fetch results and delivery
 //     outcomes. At most one fetch is in flight; a fetch of an ended chain

@@ -2,6 +2,8 @@ package chain
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -153,6 +155,15 @@ type Nacked struct {
 // after all of them.
 type Delivered struct{ Acks []Ack }
 
+// Withdrawn answers Withdraw: Changed when this call wrote the new epoch
+// Epoch (false: the scalar was already withheld on the partition's
+// account, or the scope has no membership record).
+type Withdrawn struct {
+	Changed bool
+	Epoch   uint64
+	Err     error
+}
+
 func (Start) isInput()              {}
 func (Stop) isInput()               {}
 func (Tick) isInput()               {}
@@ -169,6 +180,7 @@ func (RestartCursorFound) isInput() {}
 func (Acked) isInput()              {}
 func (Nacked) isInput()             {}
 func (Delivered) isInput()          {}
+func (Withdrawn) isInput()          {}
 
 // ---------------------------------------------------------------------------
 // Actions.
@@ -282,6 +294,15 @@ type RestartCursor struct {
 	Expired bool
 }
 
+// Withdraw: withdraw the scalar frontier of Key's scope because Key's
+// partition broke a claim it may have published (Reason names the kind
+// and the evidence): a new, unproven membership epoch naming the
+// partition (membership.Withdraw). Answer: Withdrawn.
+type Withdraw struct {
+	Key    store.Key
+	Reason string
+}
+
 // Wait: step Tick at Until (or later). The latest Wait replaces the
 // earlier ones: it is the machine's earliest deadline.
 type Wait struct{ Until time.Time }
@@ -342,6 +363,10 @@ const (
 	MetricMalformed = "tidemark_malformed_responses"
 )
 
+// MetricViolations counts contract violations, with the kind
+// (witness.ViolationKind) as Label (docs/design.md#contract-monitors).
+const MetricViolations = "tidemark_contract_violations"
+
 // Count: add N to Metric (with Label, for labelled metrics).
 type Count struct {
 	Metric string
@@ -374,6 +399,7 @@ func (Log) isAction()           {}
 func (Count) isAction()         {}
 func (Observe) isAction()       {}
 func (Completed) isAction()     {}
+func (Withdraw) isAction()      {}
 
 // ---------------------------------------------------------------------------
 // Descriptions, for traces and golden tests.
@@ -440,6 +466,12 @@ func DescribeCheckpoint(cp store.Checkpoint) string {
 	}
 	if cp.Lease.Owner != "" || cp.Lease.Counter != 0 {
 		fmt.Fprintf(&b, " lease %s/%d", cp.Lease.Owner, cp.Lease.Counter)
+	}
+	if len(cp.Violations) > 0 {
+		b.WriteString(" violations")
+		for _, k := range slices.Sorted(maps.Keys(cp.Violations)) {
+			fmt.Fprintf(&b, " %s=%d", k, cp.Violations[k])
+		}
 	}
 	return b.String()
 }
@@ -532,6 +564,18 @@ func (a RestartCursor) String() string {
 		s += " (expired)"
 	}
 	return s
+}
+
+func (a Withdraw) String() string { return "withdraw the frontier of " + a.Key.Scope + ": " + a.Reason }
+
+func (w Withdrawn) String() string {
+	switch {
+	case w.Err != nil:
+		return "withdrawn: " + errText(w.Err)
+	case w.Changed:
+		return fmt.Sprintf("withdrawn: epoch %d", w.Epoch)
+	}
+	return "withdrawn: already withheld"
 }
 
 func (a Wait) String() string { return "wait until " + a.Until.UTC().Format("15:04:05.000") }

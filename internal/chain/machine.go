@@ -112,6 +112,9 @@ type fetchRec struct {
 	chain  uint64
 	cursor []byte
 	gen    uint64
+	// wm is the watermark the checkpoint holds once generation gen is
+	// durable (tail.wm): what the pages before this fetch certify.
+	wm coord.Watermark
 }
 
 // tail is where the chain's next fetch starts: the cursor and generation
@@ -181,6 +184,8 @@ type Machine struct {
 	// a malformed page to be promoted (malformed.go).
 	malformed   malformedRun
 	parkDrained string
+	// mon is the state of the contract monitors (monitor.go).
+	mon monitorState
 }
 
 // idleRun is a run of answers that prove nothing (empty pages without
@@ -508,6 +513,7 @@ func (m *Machine) setAbandoned(gen uint64, attempt string, then func()) {
 func (m *Machine) startChain() {
 	m.phase = phaseChain
 	m.parkDrained = ""
+	m.mon.recoverDrained = ""
 	m.chainID++
 	m.chain = nil
 	clear(m.batches)
@@ -519,6 +525,7 @@ func (m *Machine) startChain() {
 // restartChain ends the chain; the checkpoint is loaded again.
 func (m *Machine) restartChain() {
 	m.parkDrained = ""
+	m.mon.recoverDrained = ""
 	m.emit(EndChain{Chain: m.chainID})
 	m.chain = nil
 	clear(m.batches)
@@ -535,7 +542,7 @@ func (m *Machine) maybeFetch() {
 	}
 	m.pollAt = time.Time{}
 	m.nextFetch++
-	m.fetch = &fetchRec{id: m.nextFetch, chain: m.chainID, cursor: m.tail.cur, gen: m.tail.gen}
+	m.fetch = &fetchRec{id: m.nextFetch, chain: m.chainID, cursor: m.tail.cur, gen: m.tail.gen, wm: m.tail.wm}
 	m.emit(Fetch{
 		ID: m.nextFetch, Cursor: m.tail.cur, Generation: m.tail.gen, Watermark: m.tail.wm,
 		Attempt: len(m.prior[m.tail.gen]), Ahead: len(m.chain) > 0,
@@ -556,7 +563,11 @@ func (m *Machine) onFetched(f *fetchRec, r Fetched) {
 	var mp malformedPage
 	switch {
 	case errors.As(err, &mp):
-		m.onMalformed(f, mp.Error())
+		var vs []witness.Violation
+		if bv, ok := witness.BuildViolation(mp.err); ok {
+			vs = append(vs, bv)
+		}
+		m.report(vs, func() { m.onMalformed(f, mp.Error()) })
 		return
 	case err != nil:
 		// The response contradicts what is durable (a receipt, an earlier
@@ -566,6 +577,19 @@ func (m *Machine) onFetched(f *fetchRec, r Fetched) {
 		m.park(fmt.Sprintf("%s at generation %d cursor %s: %v", rejectionClass(err), f.gen, witness.CursorHash(f.cursor), err))
 		return
 	}
+	// The first observation of a kind that breaks a claim makes the
+	// partition recover once the page is promoted; later ones are counted.
+	recoverWith := ""
+	if b, ok := claimBroken(v.violations); ok && !v.diverged && !m.mon.withdrawn[b.Kind] {
+		recoverWith = recoverAfter(f.gen, f.cursor, b)
+	}
+	m.report(v.violations, func() { m.onReconciled(f, r, v, recoverWith) })
+}
+
+// onReconciled goes on with a reconciled response once its contract
+// violations are reported. recoverWith, when not empty, is the reason to
+// recover with once the page is delivered and promoted.
+func (m *Machine) onReconciled(f *fetchRec, r Fetched, v verdict, recoverWith string) {
 	m.malformedDone()
 	m.count(MetricRetries, v.class, 1)
 	if !v.idle {
@@ -599,8 +623,15 @@ func (m *Machine) onFetched(f *fetchRec, r Fetched) {
 	pg := &page{chain: m.chainID, fromCursor: f.cursor, fromGen: f.gen, w: v.w, v: v, events: r.Response.Events, ackedUpTo: v.w.AckedThrough, receiptAt: v.w.AckedThrough}
 	m.chain = append(m.chain, pg)
 	m.count(MetricPagesFetched, "", 1)
+	breaks := recoverWith != ""
+	if breaks {
+		// The page is delivered and promoted like any other (its events
+		// are never skipped); then the partition recovers as the contract
+		// says. Nothing is fetched past it meanwhile.
+		m.mon.recoverDrained = recoverWith
+	}
 
-	if v.promotable && !v.final && len(pg.w.Successor) > 0 && !bytes.Equal(pg.w.Successor, f.cursor) {
+	if v.promotable && !v.final && !breaks && len(pg.w.Successor) > 0 && !bytes.Equal(pg.w.Successor, f.cursor) {
 		// The successor may follow this page: fetch ahead, before the
 		// witness write below, so the store's latency is not on the
 		// fetch path (a fetch of a chain that then fails is discarded).
@@ -752,6 +783,14 @@ func (m *Machine) promoteHead() {
 				m.done = true
 				return
 			}
+			if r := m.mon.recoverDrained; r != "" {
+				m.mon.recoverDrained = ""
+				if len(m.chain) == 0 {
+					// The held page broke the claim: recover now.
+					m.recover(false, r)
+					return
+				}
+			}
 			m.logf(Debug, "Partition %s holds at generation %d: %s", m.part(), pg.fromGen, d.Reason)
 			m.tail = tailOf(m.cp)
 			if len(m.chain) > 0 {
@@ -771,11 +810,19 @@ func (m *Machine) promoteHead() {
 	pg.decision = d.Promotion
 	pg.coalesced = m.coalesce(pg)
 	last := pg.last()
-	m.promote(pg, m.groupPromotion(pg), func() {
+	prom := m.groupPromotion(pg)
+	prom.Violations = m.violationTotals()
+	m.promote(pg, prom, func() {
 		m.chain = m.chain[1+len(pg.coalesced):]
 		if m.ended(last) {
 			m.done = true
 			m.chain = nil
+			return
+		}
+		if r := m.mon.recoverDrained; len(m.chain) == 0 && r != "" {
+			// The page that broke a claim is delivered and promoted.
+			m.mon.recoverDrained = ""
+			m.recover(false, r)
 			return
 		}
 		if len(m.chain) == 0 && m.parkDrained != "" {
@@ -883,6 +930,7 @@ func (m *Machine) restartAfterLoss(winner *store.Checkpoint, pg *page) {
 
 func (m *Machine) promoted(pg *page, cp store.Checkpoint, then func()) {
 	m.cp = cp
+	m.countsWritten()
 	m.promotedEvents = pg.last().w.Events
 	m.restarts = 0
 	// One Count per conditional write, N pages.
@@ -959,10 +1007,14 @@ func (m *Machine) recover(expired bool, reason string) {
 			prom := store.Promotion{
 				Key: m.cfg.Key, FromCursor: m.cp.Cursor, FromGeneration: m.cp.Generation,
 				To: r.Cursor, WitnessID: "restart:" + recovery.String(), Epoch: m.cfg.Epoch, Lease: m.cp.Lease,
+				Violations: m.violationTotals(),
 			}
 			ask(m, Promote{Promotion: prom, Restart: true}, func(r Promoted) {
 				if r.Err != nil && !errors.Is(r.Err, store.ErrFenced) {
 					m.logf(Warn, "Partition %s: restart write has an unknown outcome, re-reading: %v", m.part(), r.Err)
+				}
+				if r.Err == nil {
+					m.countsWritten()
 				}
 				m.restartChain()
 			})

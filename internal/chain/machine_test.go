@@ -7,7 +7,8 @@ package chain_test
 //	config <contract and options>     a new machine over a new in-memory store
 //	                                  (fetch retries 2, fetch back-off 100ms unless
 //	                                  retries=N, backoff=D);
-//	                                  input lines: "checkpoint k=v ...", "witness k=v ..."
+//	                                  input lines: "checkpoint k=v ...", "witness k=v ...",
+//	                                  "membership partitions=a,b" (epoch 1, proven)
 //	start | crash                     Start (crash: a new machine over the same store)
 //	fetched [attempt=ID]              answer the fetch in flight; input: the response
 //	fetch-error kind=K [detail=D]     fail it
@@ -300,6 +301,11 @@ func (h *harness) config(d *datadriven.TestData) {
 			h.seedCheckpoint(d, kv)
 		case "witness":
 			h.seedWitness(d, kv)
+		case "membership":
+			// membership partitions=a,b: epoch 1, proven.
+			if _, err := h.mem.SwapMembership(ctx, 0, store.Membership{Scope: key.Scope, Epoch: 1, Partitions: strings.Split(kv["partitions"], ","), Proven: true}); err != nil {
+				d.Fatalf(h.t, "%v", err)
+			}
 		default:
 			d.Fatalf(h.t, "unknown setup line %q", line)
 		}
@@ -480,6 +486,13 @@ func (h *harness) dump() string {
 	ws, _ := h.mem.WitnessesFrom(ctx, key, 1)
 	for _, w := range ws {
 		fmt.Fprintf(&b, "witness %s\n", chain.DescribeWitness(w))
+	}
+	if m, err := h.mem.LoadMembership(ctx, key.Scope); err == nil {
+		fmt.Fprintf(&b, "membership epoch %d %v proven=%v unproven=%v", m.Epoch, m.Partitions, m.Proven, m.Unproven)
+		if m.Reason != "" {
+			fmt.Fprintf(&b, ": %s", m.Reason)
+		}
+		b.WriteString("\n")
 	}
 	return b.String()
 }

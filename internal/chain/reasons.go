@@ -33,4 +33,10 @@ const (
 	// ReasonUnstorableWitness: a page's witness can never be stored (too
 	// large for the store).
 	ReasonUnstorableWitness = "unstorable witness"
+	// ReasonContractViolation: a response broke a claim the partition may
+	// have published (an event at or below its durable complete-through
+	// watermark, a watermark below it; docs/design.md#contract-monitors),
+	// under recovery park. The page that showed it was delivered and
+	// promoted first.
+	ReasonContractViolation = "contract violation"
 )

@@ -22,6 +22,9 @@ type verdict struct {
 	promotable bool
 	// final: the partition is caught up for exit_when_complete (caughtUp).
 	final bool
+	// violations are the contract violations the response shows
+	// (monitor.go).
+	violations []witness.Violation
 }
 
 // reconcile builds the witness of a fetched response and classifies it
@@ -58,14 +61,15 @@ func (m *Machine) reconcile(f *fetchRec, r Fetched) (verdict, error) {
 	if classify == nil {
 		classify = witness.Classify
 	}
-	cv, err := classify(witness.ClassifyInput{
+	in := witness.ClassifyInput{
 		Contract: contract, Applied: m.tail.applied, HasApplied: m.tail.hasApplied,
 		Prior: m.priorWitnesses(f.cursor, f.gen), Receipts: m.receiptsFor(f.gen), Pending: m.pendingFor(f.gen), Witness: w,
-	})
+	}
+	cv, err := classify(in)
 	if err != nil {
 		return verdict{}, err
 	}
-	v := verdict{class: cv.Class.String(), core: cv, reason: cv.Reason}
+	v := verdict{class: cv.Class.String(), core: cv, reason: cv.Reason, violations: m.monitorResponse(f, in, cv.Class)}
 	if !cv.Advances() {
 		v.diverged = true
 		return v, nil

@@ -61,6 +61,7 @@
 //	            park       S     parked reason (absent: not parked)
 //	            done       BOOL  the partition is complete (sealed, or a finite traversal ended; absent: not)
 //	            lo, lc     S, N  lease owner and counter (absent: no lease)
+//	            cv         M     contract violations by kind -> N (absent: none recorded)
 //	witness     in         B     input cursor
 //	            succ       B     exact successor cursor
 //	            mk         B     snapshot / coverage marker (absent: none)

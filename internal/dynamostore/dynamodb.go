@@ -307,6 +307,9 @@ func (s *DynamoStore) Promote(ctx context.Context, p store.Promotion) (store.Che
 	} else {
 		remove = append(remove, e.n(attrComplete))
 	}
+	if p.Violations != nil {
+		set = append(set, e.n(attrViolations)+" = "+e.v("cv", avCounts(p.Violations)))
+	}
 	update := "SET " + strings.Join(set, ", ")
 	if len(remove) > 0 {
 		update += " REMOVE " + strings.Join(remove, ", ")

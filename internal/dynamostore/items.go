@@ -47,6 +47,7 @@ const (
 	attrComplete     = "done"
 	attrLeaseOwner   = "lo"
 	attrLeaseCounter = "lc"
+	attrViolations   = "cv"
 
 	// witness
 	attrInput     = "in"
@@ -392,7 +393,41 @@ func checkpointItem(c store.Checkpoint) item {
 		it[attrLeaseOwner] = avS(c.Lease.Owner)
 		it[attrLeaseCounter] = avU(c.Lease.Counter)
 	}
+	if len(c.Violations) > 0 {
+		it[attrViolations] = avCounts(c.Violations)
+	}
 	return it
+}
+
+// avCounts is a map of counts (contract violations by kind).
+func avCounts(m map[string]uint64) types.AttributeValue {
+	v := make(map[string]types.AttributeValue, len(m))
+	for k, n := range m {
+		v[k] = avU(n)
+	}
+	return &types.AttributeValueMemberM{Value: v}
+}
+
+// getCounts reads a map of counts (nil when absent or empty).
+func getCounts(it item, name string) (map[string]uint64, error) {
+	switch v := it[name].(type) {
+	case nil:
+		return nil, nil
+	case *types.AttributeValueMemberM:
+		var out map[string]uint64
+		for k := range v.Value {
+			n, _, err := getU(v.Value, k)
+			if err != nil {
+				return nil, err
+			}
+			if out == nil {
+				out = make(map[string]uint64, len(v.Value))
+			}
+			out[k] = n
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("%w: attribute %s is not a map", errMalformed, name)
 }
 
 func decodeCheckpoint(k store.Key, it item) (store.Checkpoint, error) {
@@ -430,6 +465,8 @@ func decodeCheckpoint(k store.Key, it item) (store.Checkpoint, error) {
 	c.Lease.Owner, err = getS(it, attrLeaseOwner)
 	add(err)
 	c.Lease.Counter, _, err = getU(it, attrLeaseCounter)
+	add(err)
+	c.Violations, err = getCounts(it, attrViolations)
 	add(err)
 	if err := errors.Join(errs...); err != nil {
 		return store.Checkpoint{}, fmt.Errorf("dynamostore: checkpoint %s: %w", k, err)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/membership"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/witness"
 )
@@ -467,4 +468,44 @@ func TestStatusShowsDurableCompletion(t *testing.T) {
 	var b strings.Builder
 	require.NoError(t, WriteTable(&b, s))
 	assert.Contains(t, b.String(), "p0 (complete)")
+}
+
+// A partition's contract violation counts (written with its promotions)
+// and a withdrawal of the scalar frontier on its account are shown by
+// status: the counts per partition and kind in the table and the JSON, the
+// withdrawal as the unproven epoch's reason.
+func TestStatusShowsContractViolationsAndTheWithdrawal(t *testing.T) {
+	ctx := context.Background()
+	st := fixture(t)
+	cp := load(t, st, "p2")
+	_, err := st.Promote(ctx, store.Promotion{Key: cp.Key, FromCursor: cp.Cursor, FromGeneration: cp.Generation, To: []byte("p2-3"), WitnessID: "w-p2-2", Epoch: 1,
+		Violations: map[string]uint64{"late_position": 1, "self_certified_watermark": 2}})
+	require.NoError(t, err)
+	_, wrote, err := membership.Withdraw(ctx, st, scope, "p2", "contract violation late_position: partition p2: an event at position 110, at or below 120")
+	require.NoError(t, err)
+	require.True(t, wrote)
+
+	s, err := ReadStatus(ctx, st, scope)
+	require.NoError(t, err)
+	assert.Nil(t, s.Frontier, "the scalar is withdrawn")
+	assert.False(t, s.Proven)
+	assert.Contains(t, s.Reason, "withdrawn: partition p2: contract violation late_position")
+	assert.Equal(t, map[string]uint64{"late_position": 1, "self_certified_watermark": 2}, s.Partitions[2].Violations)
+	assert.Nil(t, s.Partitions[0].Violations)
+
+	var buf bytes.Buffer
+	require.NoError(t, WriteTable(&buf, s))
+	assert.Contains(t, buf.String(), "frontier withheld")
+	assert.Contains(t, buf.String(), "withdrawn: partition p2: contract violation late_position")
+	assert.Contains(t, buf.String(), "\ncontract violations of p2: late_position=1, self_certified_watermark=2\n")
+	assert.Equal(t, 1, strings.Count(buf.String(), "contract violations of"))
+
+	buf.Reset()
+	require.NoError(t, WriteJSON(&buf, s))
+	var got map[string]any
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &got))
+	parts := got["partitions"].([]any)
+	assert.Equal(t, map[string]any{"late_position": float64(1), "self_certified_watermark": float64(2)}, parts[2].(map[string]any)["contract_violations"])
+	_, has := parts[0].(map[string]any)["contract_violations"]
+	assert.False(t, has, "no violations, no field")
 }

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -53,6 +54,10 @@ type PartitionStatus struct {
 	Lag *int64 `json:"lag,omitempty"`
 	// Member is false for a checkpoint outside the membership epoch.
 	Member bool `json:"member"`
+	// Violations counts the contract violations the partition's workers
+	// observed, by kind, as of its last promotion
+	// (docs/design.md#contract-monitors).
+	Violations map[string]uint64 `json:"contract_violations,omitempty"`
 }
 
 // Status is the whole view of a scope.
@@ -132,7 +137,8 @@ func ReadStatus(ctx context.Context, st store.Store, scope string) (Status, erro
 			Partition: cp.Partition, Generation: cp.Generation, Watermark: cp.Watermark.String(), Finality: cp.Finality,
 			CursorHash: witness.CursorHash(cp.Cursor), PromotedWitness: cp.PromotedWitness,
 			Parked: cp.Parked, Complete: cp.Complete, LeaseOwner: cp.Lease.Owner, LeaseCounter: cp.Lease.Counter,
-			Member: slices.Contains(m.Partitions, cp.Partition),
+			Member:     slices.Contains(m.Partitions, cp.Partition),
+			Violations: cp.Violations,
 		}
 		if cp.HasApplied {
 			ps.Applied, ps.AppliedID = cp.Applied.String(), cp.AppliedID
@@ -203,7 +209,28 @@ func WriteTable(w io.Writer, s Status) error {
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", name, p.Generation, p.Watermark, finality, lag, p.CursorHash, p.PendingWitness, lease, parked)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return writeViolations(w, s.Partitions)
+}
+
+// writeViolations lists the partitions with contract violations, one line
+// each: "contract violations of P: kind=n, ...".
+func writeViolations(w io.Writer, ps []PartitionStatus) error {
+	for _, p := range ps {
+		if len(p.Violations) == 0 {
+			continue
+		}
+		var kinds []string
+		for _, k := range slices.Sorted(maps.Keys(p.Violations)) {
+			kinds = append(kinds, fmt.Sprintf("%s=%d", k, p.Violations[k]))
+		}
+		if _, err := fmt.Fprintf(w, "contract violations of %s: %s\n", p.Partition, strings.Join(kinds, ", ")); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // WriteJSON renders s as indented JSON.

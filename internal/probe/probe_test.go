@@ -167,7 +167,7 @@ func TestFindings(t *testing.T) {
 		},
 		{
 			name: "a gap the page's own watermark covers is accepted under dense positions",
-			d:    declared(with(dense, func(c *witness.Contract) { c.WatermarkCoversPositions = true }), withCT), field: "positions", want: Supported,
+			d:    declared(with(dense, func(c *witness.Contract) { c.WatermarkCoversPositions = true; c.Finality = witness.FinalitySource }), withCT), field: "positions", want: Supported,
 			o: obs(walkOf(ct(pg("", "c1", ev(1), ev(3)), 3))),
 		},
 		{
@@ -229,12 +229,12 @@ func TestFindings(t *testing.T) {
 		},
 		{
 			name: "a later event at or below a certified watermark contradicts watermark_covers_positions",
-			d:    declared(with(ordered, func(c *witness.Contract) { c.WatermarkCoversPositions = true }), withCT), field: "watermark_covers_positions", want: Contradicted, evidence: "position 4, at or below complete_through 6",
+			d:    declared(with(ordered, func(c *witness.Contract) { c.WatermarkCoversPositions = true; c.Finality = witness.FinalitySource }), withCT), field: "watermark_covers_positions", want: Contradicted, evidence: "position 4, at or below complete_through 6",
 			o: obs(walkOf(ct(pg("", "c1", evs(1, 3)...), 6), pg("c1", "c2", ev(4), ev(7)))),
 		},
 		{
 			name: "an event below a watermark in the second walk contradicts watermark_covers_positions",
-			d:    declared(with(ordered, func(c *witness.Contract) { c.WatermarkCoversPositions = true }), withCT), field: "watermark_covers_positions", want: Contradicted, evidence: "walk 2 page 1 has an event at position 2",
+			d:    declared(with(ordered, func(c *witness.Contract) { c.WatermarkCoversPositions = true; c.Finality = witness.FinalitySource }), withCT), field: "watermark_covers_positions", want: Contradicted, evidence: "walk 2 page 1 has an event at position 2",
 			o: func() Observation {
 				o := obs(walkOf(ct(pg("", "c1", ev(1), ev(3)), 9)))
 				o.Second = walkOf(ct(pg("", "c1", evs(1, 3)...), 9))

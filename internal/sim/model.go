@@ -317,8 +317,13 @@ type part struct {
 	// brokenAfter fetches, every answer is malformed (it must park).
 	broken      bool
 	brokenAfter int
-	fetches     int
-	sealed      bool
+	// regress: the probability that a page with events certifies a
+	// watermark below the one the page before certified (a contract
+	// violation: the monitors must report it, withdraw the scalar and
+	// recover; nothing may be lost). Set in a few schedules only.
+	regress float64
+	fetches int
+	sealed  bool
 	// created is the first position the partition can hold (its coverage
 	// starts there).
 	created int64
@@ -653,6 +658,11 @@ func (p *part) answer(reader string, cur []byte) (witness.Response, fetchNote, e
 	}
 	if p.prof.ct || p.prof.selfCT {
 		switch {
+		case !lagging && c.next > 2 && p.chance(p.regress):
+			// Still true (complete through a lower point), but below what
+			// the page before certified.
+			r.CompleteThrough = p.wm(c.next - 2)
+			note = "regress"
 		case lagging:
 			r.CompleteThrough = p.wm(min(c.next-1, p.final))
 		case exhausted:

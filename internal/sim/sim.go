@@ -238,6 +238,18 @@ type Stats struct {
 	DiscoveryRuns, ThreePublisherRuns, Splits, DiscoveryEpochs int
 	ParentsRetired, LineageWaits, ChildrenReleased             int
 	SplitRunsSettled                                           int
+	// HeadGrowths: retries that only grew at the head (head_growth).
+	// Contract violations the machines' monitors reported
+	// (docs/design.md#contract-monitors): tokens rotated though declared
+	// stable (the model's rogue rotations), a watermark equal to the
+	// last position page after page (the model's own watermarks: a hint,
+	// not a fault), and any other kind, which the model never commits: a
+	// false alarm (TestSim fails on one).
+	HeadGrowths, RogueRotationsSeen, SelfCertifiedSeen, FalseAlarms int
+	// Regressing watermarks: schedules with the fault, pages that carried
+	// one, reports of it (watermark_regressed), withdrawals of the scalar
+	// frontier written.
+	RegressRuns, Regressions, RegressionsSeen, Withdrawals int
 }
 
 // Add adds o to s.
@@ -269,6 +281,8 @@ func (s *Stats) note(n fetchNote) {
 		s.BoundaryRepeats++
 	case "tie":
 		s.Ties++
+	case "regress":
+		s.Regressions++
 	}
 	if strings.HasPrefix(string(n), "stall") {
 		s.Stalls++
@@ -285,6 +299,8 @@ func (s *Stats) class(c string) {
 		s.Rotations++
 	case "shifted_page":
 		s.ShiftedPages++
+	case "head_growth":
+		s.HeadGrowths++
 	}
 }
 
@@ -306,6 +322,8 @@ type setup struct {
 	// broken names the partition whose answers turn persistently
 	// malformed (empty: none).
 	broken string
+	// regress names the partition whose watermarks sometimes regress.
+	regress string
 	// discovery: the discoverer owns the membership (ops "discover" and
 	// "split" instead of the operator's "add" and "remove").
 	discovery bool
@@ -378,6 +396,9 @@ func Run(cfg Config) Result {
 	i--
 	if s.oracle.fail == nil && cfg.Liveness {
 		s.quiesce(&i)
+	}
+	if s.oracle.fail == nil {
+		s.checkMonitors()
 	}
 	if v := s.oracle.fail; v != nil {
 		tail := s.hist
@@ -454,6 +475,12 @@ func newSim(cfg Config) *sim {
 	// In an eighth of the schedules one initial partition's answers turn
 	// persistently malformed after a few fetches (from its own hash too).
 	broken := partSeed(cfg.Seed, "persistent_malformed")
+	// In a sixteenth, one partition's watermarks sometimes regress (a
+	// contract violation, docs/design.md#contract-monitors). Not under
+	// exclusive_boundary: a durable watermark left below the applied
+	// boundary makes every restart from it replay applied positions that
+	// rule (a) refuses (see docs/design.md#known-gaps).
+	regress := partSeed(cfg.Seed, "regressing_watermark")
 	total := su.initial + r.IntN(3)
 	scalarRun := r.IntN(10) < 7
 	var desc []string
@@ -481,6 +508,11 @@ func newSim(cfg Config) *sim {
 			p.broken, p.brokenAfter = true, int((broken>>8)%20)
 			su.broken = name
 			s.stats.BrokenRuns++
+		}
+		if regress%16 == 0 && uint64(i) == (regress>>4)%uint64(total) && prof.ct && !prof.contract.ExclusiveBoundary {
+			p.regress = .05
+			su.regress = name
+			s.stats.RegressRuns++
 		}
 		if i < su.initial {
 			p.appeared = true
@@ -543,6 +575,9 @@ func newSim(cfg Config) *sim {
 	}
 	if su.broken != "" {
 		s.desc += fmt.Sprintf(" malformed=%s(after %d fetches)", su.broken, s.byName[su.broken].brokenAfter)
+	}
+	if su.regress != "" {
+		s.desc += " regressing-watermark=" + su.regress
 	}
 	return s
 }

@@ -116,6 +116,9 @@ func TestSim(t *testing.T) {
 	elapsed := time.Since(start)
 	t.Logf("%d schedules (seeds %d..%d, %d steps) in %s, %d failed", n, *flagBase, *flagBase+uint64(n)-1, total.Steps, elapsed.Round(time.Millisecond), len(failures))
 	t.Logf("stats: %+v", total)
+	if v == Faithful && total.FalseAlarms > 0 {
+		t.Errorf("the contract monitors reported %d violations of kinds the model never commits (only rogue token rotations and its own watermarks)", total.FalseAlarms)
+	}
 	if len(failures) > 0 {
 		seeds := make([]uint64, 0, len(failures))
 		for _, f := range failures {
@@ -162,6 +165,8 @@ func assertCoverage(t *testing.T, s Stats) {
 		"lost responses": s.LostResponses, "resolved lost promotions": s.ResolvedApplied,
 		"throttled calls": s.Throttled, "crashes": s.Crashes, "exact replays": s.ExactReplays,
 		"token rotations": s.Rotations, "shifted pages": s.ShiftedPages, "divergences": s.Divergences,
+		"retries that grew at the head": s.HeadGrowths, "rogue rotations reported by the monitors": s.RogueRotationsSeen,
+		"regressing watermarks reported by the monitors": s.RegressionsSeen, "frontiers withdrawn": s.Withdrawals,
 		"restarts": s.Restarts, "parks": s.Parks, "unparks": s.Unparks, "expiries": s.Expired,
 		"glitch pages": s.Glitches, "omissions": s.Omissions, "lagging retries": s.Lags, "stalls": s.Stalls, "holds": s.Holds,
 		"nacks": s.Nacks, "scalars published": s.ScalarsPublished, "membership epochs": s.Epochs,

@@ -13,6 +13,7 @@ import (
 	"github.com/tidemark/tidemark/internal/lease"
 	"github.com/tidemark/tidemark/internal/membership"
 	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/witness"
 )
 
 // A worker stands for one process running the paginated_partitions input:
@@ -309,6 +310,10 @@ func (l *lane) perform(a chain.Action) {
 		default:
 			l.s.stats.ResolvedRetry++
 		}
+	case chain.Withdrawn:
+		if r.Err == nil && r.Changed {
+			l.s.stats.Withdrawals++
+		}
 	case chain.Parked:
 		if l.leaseFenced(r.Err, "park") {
 			return
@@ -396,6 +401,17 @@ func (s *Stats) count(c chain.Count) {
 		s.MalformedAnswers++
 	case chain.MetricRestarts:
 		s.Restarts++
+	case chain.MetricViolations:
+		switch c.Label {
+		case witness.TokensRotated.String():
+			s.RogueRotationsSeen++
+		case witness.SelfCertified.String():
+			s.SelfCertifiedSeen++
+		case witness.WatermarkRegressed.String():
+			s.RegressionsSeen++
+		default:
+			s.FalseAlarms++
+		}
 	}
 }
 

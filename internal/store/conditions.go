@@ -64,6 +64,9 @@ func (p Promotion) Apply(c Checkpoint) Checkpoint {
 		c.Applied, c.HasApplied, c.AppliedID = p.Applied, true, p.AppliedID
 	}
 	c.Complete = p.Complete
+	if p.Violations != nil {
+		c.Violations = maps.Clone(p.Violations)
+	}
 	return c
 }
 

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -410,6 +411,11 @@ func cloneCheckpoint(c Checkpoint) Checkpoint {
 		c.Applied, c.AppliedID = coord.Position{}, ""
 	}
 	c.Parked = CleanReason(c.Parked)
+	if len(c.Violations) == 0 {
+		c.Violations = nil
+	} else {
+		c.Violations = maps.Clone(c.Violations)
+	}
 	return c
 }
 

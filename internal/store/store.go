@@ -115,6 +115,11 @@ type Checkpoint struct {
 	// Lease is the current owner of the partition, if leases are used
 	// ({"", n} once released: unowned, counter n).
 	Lease Lease
+	// Violations counts the contract violations the partition's workers
+	// observed, by kind (witness.ViolationKind.String), as of the last
+	// promotion that wrote them (docs/design.md#contract-monitors). nil:
+	// none recorded.
+	Violations map[string]uint64
 }
 
 // Promotion asks the store to replace From (cursor and generation) by the
@@ -157,6 +162,11 @@ type Promotion struct {
 	// witness, Watermark, Applied and Complete its state. The new
 	// generation is ToGeneration().
 	Pages uint64
+	// Violations, when not nil, replaces the checkpoint's contract
+	// violation counts (the writer's totals: the stored counts it read
+	// plus what it observed since); nil keeps the stored ones. The write's
+	// condition makes the totals exact.
+	Violations map[string]uint64
 }
 
 // Membership is the record naming the partitions of one membership epoch.

@@ -184,7 +184,7 @@ func TestEnumStrings(t *testing.T) {
 	assert.Equal(t, "fresh_snapshot", RecoveryFreshSnapshot.String())
 	for c, want := range map[RetryClass]string{
 		0: "retry_class(0)", FirstResponse: "first_response", ExactReplay: "exact_replay", TokenRotation: "token_rotation",
-		ShiftedPage: "shifted_page", UnprovableDivergence: "unprovable_divergence", 6: "retry_class(6)",
+		ShiftedPage: "shifted_page", UnprovableDivergence: "unprovable_divergence", HeadGrowth: "head_growth", 7: "retry_class(7)",
 	} {
 		assert.Equal(t, want, c.String())
 	}

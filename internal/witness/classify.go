@@ -31,12 +31,23 @@ const (
 	// UnprovableDivergence: none of the above can be proven. Stop advancing
 	// and recover as the contract allows (Verdict.Recovery).
 	UnprovableDivergence
+	// HeadGrowth: the page only grew at the head. Every earlier response
+	// for (C, G) was a head answer (empty on its own evidence, or without a
+	// successor under missing_successor: poll) and is an exact prefix of
+	// this one (same identities, positions and digests, in order), positions
+	// are ordered, and every event past each prefix lies above the durable
+	// applied boundary (and above the prefix's own watermark when that is
+	// in the positions' coordinate). A distinct response: its own witness,
+	// its own successor; the receipts of the prefix satisfy its leading
+	// events. It is normal growth of a polled feed, not divergence
+	// (docs/design.md#retry-classification).
+	HeadGrowth
 )
 
-var classNames = [...]string{"", "first_response", "exact_replay", "token_rotation", "shifted_page", "unprovable_divergence"}
+var classNames = [...]string{"", "first_response", "exact_replay", "token_rotation", "shifted_page", "unprovable_divergence", "head_growth"}
 
 func (c RetryClass) String() string {
-	if c >= FirstResponse && c <= UnprovableDivergence {
+	if c >= FirstResponse && c <= HeadGrowth {
 		return classNames[c]
 	}
 	return fmt.Sprintf("retry_class(%d)", uint8(c))
@@ -99,7 +110,7 @@ type Verdict struct {
 // Advances reports whether the verdict lets the successor of Attempt be
 // promoted once its response is complete (CanPromote).
 func (v Verdict) Advances() bool {
-	return v.Class >= FirstResponse && v.Class < UnprovableDivergence
+	return v.Class >= FirstResponse && v.Class <= HeadGrowth && v.Class != UnprovableDivergence
 }
 
 func (v Verdict) String() string {
@@ -118,6 +129,10 @@ func (v Verdict) String() string {
 //   - shifted page: events differ; every overlap with a durable receipt must
 //     match it, and the response must prove it covers the next required
 //     portion of the stream;
+//   - grew at the head: every earlier response was a head answer that is an
+//     exact prefix of this one, and what it adds lies above the durable
+//     applied boundary (grewAtHead); a distinct response, bound to its own
+//     successor;
 //   - unprovable divergence: anything that cannot be proven.
 //
 // Whatever the class, the response may not advance when (a) it repeats an
@@ -199,6 +214,10 @@ func Classify(in ClassifyInput) (Verdict, error) {
 		v.Class = FirstResponse
 		v.Reason = "first response for this cursor and generation"
 	default:
+		if why := grewAtHead(c, b, in.Prior, w); why != "" {
+			v.Class, v.Reason = HeadGrowth, why
+			break
+		}
 		shifted = true
 		v.Class = ShiftedPage
 	}
@@ -316,6 +335,62 @@ func unsafe(c Contract, b boundary, h history, prior []Witness, w Witness, shift
 			w.Partition, hi, b.rangeOf(w))
 	}
 	return ""
+}
+
+// grewAtHead returns why w only grew at the head of the prior responses of
+// (C, G), or "" when it did not (docs/design.md#retry-classification,
+// head_growth). It holds when positions are ordered and every prior
+// response p
+//
+//   - is a head answer: not sealed, and either empty (recorded on evidence
+//     bound to it: nothing followed C when it was fetched) or without a
+//     successor under MissingSuccessorPoll (the feed's head, polled again);
+//   - is an exact prefix of w (same identities, positions and digests, in
+//     order; shorter, since a prior with w's very events is a replay or a
+//     rotation);
+//   - leaves in w only events above the durable applied boundary and, when
+//     p's watermark is in the positions' coordinate, above that watermark.
+//
+// Then w differs from each prior only by what the source appended after
+// it: nothing a prior showed is omitted, moved or changed, and nothing
+// appeared inside a range a prior enumerated.
+func grewAtHead(c Contract, b boundary, prior []Witness, w Witness) string {
+	if !c.ordered() || len(prior) == 0 {
+		return ""
+	}
+	shortest := len(w.Events)
+	head := ""
+	for _, p := range prior {
+		n := len(p.Events)
+		switch {
+		case p.Sealed, n >= len(w.Events), !slices.Equal(p.Events, w.Events[:n]):
+			return ""
+		case n == 0 && emptyEvidence(c, p) != "":
+			head = "empty"
+		case len(p.Successor) == 0 && c.MissingSuccessor == MissingSuccessorPoll:
+			head = "without a successor (polled)"
+		default:
+			return ""
+		}
+		if ct, ok := coveredThrough(c, p); ok && ct.Kind == w.Events[n].Position.Kind && w.Events[n].Position.Compare(ct) <= 0 {
+			return ""
+		}
+		shortest = min(shortest, n)
+	}
+	added := w.Events[shortest:]
+	if b.has && added[0].Position.Compare(b.applied) <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("grew at the head: %d earlier head answer(s) (the last %s, %d events) are exact prefixes of this response; its %d new events at positions %s..%s lie above the durable applied boundary %s; a distinct response bound to its own successor",
+		len(prior), head, len(prior[len(prior)-1].Events), len(added), added[0].Position, added[len(added)-1].Position, b.String())
+}
+
+// String renders the boundary ("none" when nothing is applied).
+func (b boundary) String() string {
+	if !b.has {
+		return "none"
+	}
+	return b.applied.String()
 }
 
 // boundary is the durable applied boundary.

@@ -25,6 +25,19 @@ func TestClassify_Classes(t *testing.T) {
 	denseCT := with(dense, func(c *Contract) { c.WatermarkCoversPositions = true })
 	sparseCT := with(sparse, func(c *Contract) { c.WatermarkCoversPositions = true })
 	n7 := resp("N7", ev("e501", 501), ev("e502", 502))
+	// couch: a changes feed (CouchDB last_seq): empty pages final through
+	// their watermark, ordered sparse positions; quiet: its empty head page
+	// at C41 (successor C41 itself, last_seq 500).
+	couch := with(sparse, func(c *Contract) { c.EmptyPage = EmptyFinalThroughWatermark })
+	couchCT := with(couch, func(c *Contract) { c.WatermarkCoversPositions = true })
+	quiet := Response{Successor: []byte("C41"), CompleteThrough: coord.Integer(500)}
+	grown := func(succ string, events ...Event) Response {
+		r := resp(succ, events...)
+		r.CompleteThrough = coord.Integer(events[len(events)-1].Position.Int)
+		return r
+	}
+	ends := with(sparse, func(c *Contract) { c.MissingSuccessor = MissingSuccessorEndsTraversal })
+	unordered := with(sparse, func(c *Contract) { c.OrderedPositions = false })
 	for _, tc := range []struct {
 		name      string
 		contract  Contract
@@ -79,6 +92,24 @@ func TestClassify_Classes(t *testing.T) {
 		{name: "empty retry omits what an earlier fetch showed", contract: snap, applied: 500, prior: []fetched{{r: n7}}, retry: resp("N8"), class: UnprovableDivergence, reason: "range (500, successor]"},
 		{name: "empty retry with a new snapshot marker omits what an earlier fetch showed", contract: snap, applied: 500, prior: []fetched{{r: n7}}, retry: marked(resp("N8"), "rv"), class: UnprovableDivergence, reason: "showed position 501"},
 		{name: "omission below the boundary is not a gap", contract: dense, applied: 501, prior: []fetched{{r: n7, acked: 1}}, retry: resp("N8", ev("e502", 502)), class: ShiftedPage},
+
+		// Grew at the head.
+		{name: "grew at the head: appends after a quiet page", contract: couch, applied: 500, prior: []fetched{{r: quiet}}, retry: grown("503", ev("e501", 501), ev("e503", 503)), class: HeadGrowth, reason: "grew at the head: 1 earlier head answer(s) (the last empty, 0 events) are exact prefixes of this response; its 2 new events at positions 501..503 lie above the durable applied boundary 500"},
+		{name: "grew at the head: appends after a quiet page, nothing applied yet", contract: couch, applied: -1, prior: []fetched{{r: Response{Successor: []byte("C41"), CompleteThrough: coord.Integer(7)}}}, retry: grown("9", ev("a", 9)), class: HeadGrowth, reason: "above the durable applied boundary none"},
+		{name: "grew at the head: a polled page without a successor", contract: sparse, applied: 500, prior: []fetched{{r: resp("", ev("e501", 501), ev("e502", 502)), acked: 2}}, retry: resp("", ev("e501", 501), ev("e502", 502), ev("e509", 509)), class: HeadGrowth, satisfied: 2, reason: "(the last without a successor (polled), 2 events)"},
+		{name: "grew at the head twice", contract: couch, applied: 500, prior: []fetched{{r: quiet}, {r: resp("", ev("e501", 501)), acked: 1}}, retry: grown("509", ev("e501", 501), ev("e509", 509)), class: HeadGrowth, satisfied: 1, reason: "its 2 new events at positions 501..509"},
+		{name: "grew at the head: a new snapshot after an empty one", contract: with(snap, func(c *Contract) { c.EmptyPage = EmptyFinalThroughWatermark }), applied: 500, prior: []fetched{{r: marked(quiet, "rv1")}}, retry: marked(resp("N8", ev("e501", 501)), "rv2"), class: HeadGrowth},
+		{name: "not head growth: the same snapshot grew", contract: with(snap, func(c *Contract) { c.EmptyPage = EmptyFinalThroughWatermark }), applied: 500, prior: []fetched{{r: marked(quiet, "rv1")}}, retry: marked(resp("N8", ev("e501", 501)), "rv1"), class: UnprovableDivergence, reason: "the snapshot is not stable"},
+		{name: "not head growth: the earlier page had a successor (a middle page)", contract: sparse, applied: 500, prior: []fetched{{r: n7}}, retry: resp("", ev("e501", 501), ev("e502", 502), ev("e509", 509)), class: UnprovableDivergence, reason: "the page shifted"},
+		{name: "not head growth: a prefix event's payload changed", contract: sparse, applied: 500, prior: []fetched{{r: resp("", ev("e501", 501), ev("e502", 502))}}, retry: resp("", ev("e501", 501), evp("e502", 502, "v2"), ev("e509", 509)), class: UnprovableDivergence, reason: "the page shifted"},
+		{name: "not head growth: an event appeared inside the earlier range", contract: sparse, applied: 500, prior: []fetched{{r: resp("", ev("e501", 501), ev("e505", 505))}}, retry: resp("", ev("e501", 501), ev("e503", 503), ev("e505", 505), ev("e509", 509)), class: UnprovableDivergence, reason: "the page shifted"},
+		{name: "not head growth: a new event at the applied boundary", contract: couch, applied: 500, prior: []fetched{{r: quiet}}, retry: grown("501", ev("e500", 500), ev("e501", 501)), class: UnprovableDivergence, reason: "the page shifted"},
+		{name: "not head growth: a new event at or below the earlier page's watermark", contract: couchCT, applied: 490, prior: []fetched{{r: quiet}}, retry: resp("503", ev("e495", 495), ev("e503", 503)), class: UnprovableDivergence, reason: "the page shifted"},
+		{name: "not head growth: the last page of a finite traversal", contract: ends, applied: 500, prior: []fetched{{r: resp("", ev("e501", 501))}}, retry: resp("", ev("e501", 501), ev("e502", 502)), class: UnprovableDivergence, reason: "the page shifted"},
+		{name: "not head growth: unordered positions", contract: unordered, applied: 500, prior: []fetched{{r: resp("", ev("e501", 501))}}, retry: resp("", ev("e501", 501), ev("e502", 502)), class: UnprovableDivergence, reason: "the page shifted"},
+		{name: "not head growth: the earlier page was sealed", contract: sparse, applied: 500, prior: []fetched{{r: Response{Events: []Event{ev("e501", 501)}, Sealed: true}}}, retry: resp("", ev("e501", 501), ev("e502", 502)), class: UnprovableDivergence, reason: "the page shifted"},
+		{name: "head growth under dense positions still needs the next position", contract: dense, applied: 500, prior: []fetched{{r: resp("", ev("e501", 501))}}, retry: resp("", ev("e501", 501), ev("e503", 503)), class: UnprovableDivergence, reason: "503 follows 501"},
+		{name: "head growth under dense positions", contract: dense, applied: 500, prior: []fetched{{r: resp("", ev("e501", 501))}}, retry: resp("", ev("e501", 501), ev("e502", 502)), class: HeadGrowth},
 
 		// Coverage rule (a): at or below the durable applied boundary.
 		{name: "(a) exclusive boundary, repeated event without receipt", contract: exclusive, applied: 500, prior: []fetched{{r: n7}}, retry: resp("N8", ev("e500", 500), ev("e501", 501), ev("e502", 502)), class: UnprovableDivergence, reason: "coverage rule (a): partition p1: position 500 (id#"},

@@ -41,7 +41,7 @@ func TestProperty_RetriesNeverSkipAnEvent(t *testing.T) {
 		assert.Greater(t, total.promotions, 1000)
 		assert.Greater(t, total.errors, 100)
 		assert.Greater(t, total.replays, 500)
-		for c := FirstResponse; c <= UnprovableDivergence; c++ {
+		for c := FirstResponse; c <= HeadGrowth; c++ {
 			assert.Greater(t, total.classes[c], 100, c.String())
 		}
 	}

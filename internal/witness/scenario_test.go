@@ -14,7 +14,8 @@ import (
 // A scenario retries one input cursor (C41 at generation 9) a few times
 // against a provider that shifts its pages at random: it replays, rotates
 // tokens, drops, inserts and renumbers events, changes payloads, truncates,
-// extends, empties pages and adds or removes coverage evidence. Each fetch
+// extends, grows at the head, empties pages and adds or removes coverage
+// evidence. Each fetch
 // goes through the caller's duties (Build, persist, Classify, record
 // receipts); after each one every witness with a verdict is offered to
 // DecidePromotion, and every promotion is checked by an oracle written
@@ -138,7 +139,14 @@ func (s *scenario) fail(format string, a ...any) {
 
 func (s *scenario) newID() string { s.nextID++; return fmt.Sprintf("e%d", s.nextID) }
 
-func (s *scenario) successor() string { return fmt.Sprintf("N%d", s.ch.IntN(4)) }
+// successor draws a successor: "" (a head page, polled again under
+// missing_successor: poll) one time in five, else one of four tokens.
+func (s *scenario) successor() string {
+	if n := s.ch.IntN(5); n < 4 {
+		return fmt.Sprintf("N%d", n)
+	}
+	return ""
+}
 
 // runScenario plays one scenario and returns the first violation, with the
 // scenario's log.
@@ -211,7 +219,7 @@ func (s *scenario) mutate() (page, string) {
 			p.ct = top + int64(ch.IntN(3))
 		}
 	}
-	switch op := ch.IntN(9); op {
+	switch op := ch.IntN(10); op {
 	case 0:
 		return p, "replay"
 	case 1:
@@ -275,6 +283,21 @@ func (s *scenario) mutate() (page, string) {
 			p.ct = top
 		}
 		return p, "evidence"
+	case 8:
+		// Growth at the head: the source appended after the page, which
+		// stays a head page (no successor) or gets one.
+		for range 1 + ch.IntN(2) {
+			top += 1 + int64(ch.IntN(2))
+			if s.c.DensePositions {
+				top = max(top, s.cp.Applied.Int+1)
+			}
+			p.events = append(p.events, pageEvent{s.newID(), top, "p"})
+		}
+		p.successor = ""
+		if ch.IntN(3) == 0 {
+			p.successor = s.successor()
+		}
+		return p, "grow"
 	default:
 		if s.cp.HasApplied && (n == 0 || p.events[0].pos > s.cp.Applied.Int) {
 			b := s.boundary

@@ -9,6 +9,7 @@ import (
 	"errors"
 
 	"github.com/tidemark/tidemark/internal/chain"
+	"github.com/tidemark/tidemark/internal/membership"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/witness"
 )
@@ -53,6 +54,9 @@ func Do(ctx context.Context, st store.Store, a chain.Action) (in chain.Input, ok
 	case chain.WaitUnparked:
 		cp, err := st.LoadCheckpoint(ctx, a.Key)
 		return chain.ParkChecked{Checkpoint: cp, Err: err}, true
+	case chain.Withdraw:
+		m, changed, err := membership.Withdraw(ctx, st, a.Key.Scope, a.Key.Partition, a.Reason)
+		return chain.Withdrawn{Changed: changed, Epoch: m.Epoch, Err: err}, true
 	}
 	return nil, false
 }

@@ -71,6 +71,7 @@ input:
         empty_page: no_evidence
         positions: dense
         coordinate: integer
+        finality: source
         missing_successor: end_of_traversal
         recovery: park
 rate_limit_resources:

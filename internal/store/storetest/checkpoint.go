@@ -345,6 +345,30 @@ func testFinalityTravelsWithTheWatermark(t *testing.T, s store.Store) {
 	requireStored(t, s, cp)
 }
 
+// The contract violation counts are written with a promotion (the writer's
+// totals) and kept by a promotion without them; parking keeps them too.
+func testViolationCountsTravelWithPromotions(t *testing.T, s store.Store) {
+	cp := create(t, s, key, "C0")
+	require.Nil(t, cp.Violations)
+	p := promotion(cp, "C1", "w1")
+	p.Violations = map[string]uint64{"late_position": 1, "self_certified_watermark": 2}
+	cp = promote(t, s, p)
+	require.Equal(t, map[string]uint64{"late_position": 1, "self_certified_watermark": 2}, cp.Violations)
+	requireStored(t, s, cp)
+
+	cp = promote(t, s, promotion(cp, "C2", "w2"))
+	require.Equal(t, map[string]uint64{"late_position": 1, "self_certified_watermark": 2}, cp.Violations, "a promotion without counts keeps them")
+	requireStored(t, s, cp)
+
+	p = promotion(cp, "C3", "w3")
+	p.Violations = map[string]uint64{"late_position": 3, "self_certified_watermark": 2}
+	cp = promote(t, s, p)
+	parked, err := s.SetParked(ctx(t), key, cp.Cursor, cp.Generation, store.Lease{}, "contract violation")
+	require.NoError(t, err)
+	require.Equal(t, map[string]uint64{"late_position": 3, "self_certified_watermark": 2}, parked.Violations)
+	requireStored(t, s, parked)
+}
+
 // A promotion repeated with the same witness (the SDK's retry after a lost
 // response) finds its own write and succeeds without a second generation.
 // Without a witness id it cannot be recognised and is fenced.

@@ -48,6 +48,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"DecimalWatermarkAndAppliedPosition", testDecimalWatermarkAndAppliedPosition},
 		{"AppliedIDTravelsWithTheAppliedPosition", testAppliedIDTravelsWithTheAppliedPosition},
 		{"FinalityTravelsWithTheWatermark", testFinalityTravelsWithTheWatermark},
+		{"ViolationCountsTravelWithPromotions", testViolationCountsTravelWithPromotions},
 		{"ReplayedPromotion", testReplayedPromotion},
 		{"CoalescedPromotion", testCoalescedPromotion},
 		{"CompletionIsDurable", testCompletionIsDurable},

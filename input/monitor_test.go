@@ -1,0 +1,122 @@
+package input
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tidemark/tidemark/input/simulated"
+	"github.com/tidemark/tidemark/internal/e2etest"
+	"github.com/tidemark/tidemark/internal/store"
+)
+
+// regressingPages serves a partition's dense events 1..n in pages of 10
+// after the cursor, each page complete through its last position, except
+// that every page after the first certifies 5: a watermark below the one
+// its predecessor certified.
+func regressingPages(n int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		part := strings.TrimPrefix(r.URL.Path, "/events/")
+		after, err := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
+		if err != nil {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		evs := []flakyEvent{}
+		for pos := after + 1; pos <= n && len(evs) < 10; pos++ {
+			evs = append(evs, flakyEvent{ID: simulated.EventID(part, pos), Pos: pos, V: "v"})
+		}
+		top := after
+		if len(evs) > 0 {
+			top = evs[len(evs)-1].Pos
+		}
+		through := top
+		if after > 0 {
+			through = 5
+		}
+		w.Header().Set("Content-Type", "application/json")
+		b, _ := json.Marshal(map[string]any{"events": evs, "next": strconv.FormatInt(top, 10), "through": through})
+		_, _ = w.Write(b)
+	})
+}
+
+// TestStreamContractViolationWithdrawsTheFrontierAndParks: a source whose
+// certified watermark goes backwards (10, then 5) breaks the claim the
+// partition published. The input counts it in
+// tidemark_contract_violations{watermark_regressed}, logs it once at warn
+// with the partition and the evidence (no raw cursor), withdraws the
+// scope's scalar frontier (a new, unproven membership epoch naming the
+// partition and the kind), delivers the page that showed it and promotes
+// it with the counts, then parks the partition (recovery: park). No event
+// is skipped on the way.
+func TestStreamContractViolationWithdrawsTheFrontierAndParks(t *testing.T) {
+	const n = 20
+	srv := httptest.NewServer(regressingPages(n))
+	t.Cleanup(srv.Close)
+	forEachBackend(t, func(t *testing.T, b backend) {
+		h := newHarness(t, b, []string{"p0"}, n)
+		yaml := fmt.Sprintf(`paginated_partitions:
+  scope: %s
+  partitions: [ p0 ]
+  poll_interval: 5ms
+  park_check_interval: 20ms
+  store_backoff: 10ms
+  checkpoint:
+%s
+  http:
+    url: '%s/events/${! @partition }?after=${! if @cursor == "" { "0" } else { @cursor } }'
+    events: root = this.events
+    event_position: root = this.pos
+    successor: root = this.next
+    complete_through: root = this.through
+    contract:
+      empty_page: final_through_watermark
+      positions: ordered
+      watermark_covers_positions: true
+      recovery: park
+`, h.scope, indent(h.ckYAML, "    "), srv.URL)
+		r := h.start(h.buildYAML(yaml, nil, nil, ""))
+		ctx := context.Background()
+		key := store.Key{Scope: h.scope, Partition: "p0"}
+		var cp store.Checkpoint
+		e2etest.WaitFor(t, e2etest.Patience, "p0 parked on the contract violation", func() (bool, string) {
+			var err error
+			cp, err = h.st.LoadCheckpoint(ctx, key)
+			if err != nil {
+				return false, err.Error()
+			}
+			return cp.Parked != "", fmt.Sprintf("generation %d, watermark %s", cp.Generation, cp.Watermark)
+		})
+		require.False(t, r.finished())
+
+		assert.True(t, strings.HasPrefix(cp.Parked, "contract violation at generation 2 cursor sha256:"), cp.Parked)
+		assert.Contains(t, cp.Parked, "certifies complete through 5, below the durable complete-through watermark 10")
+		assert.Equal(t, map[string]uint64{"watermark_regressed": 1}, cp.Violations, "the count rode on the promotion of the page that showed it")
+		assert.Equal(t, uint64(3), cp.Generation, "the page that showed it was promoted before the park")
+		assert.Equal(t, "10", cp.Watermark.String(), "the durable watermark never goes down")
+		h.mu.Lock()
+		for pos := int64(1); pos <= n; pos++ {
+			assert.Positive(t, h.delivered[simulated.EventID("p0", pos)], "event %d delivered", pos)
+		}
+		h.mu.Unlock()
+
+		m, err := h.st.LoadMembership(ctx, h.scope)
+		require.NoError(t, err)
+		assert.False(t, m.Proven, "the scalar frontier is withdrawn")
+		assert.Equal(t, []string{"p0"}, m.Unproven)
+		assert.Contains(t, m.Reason, "withdrawn: partition p0: contract violation watermark_regressed")
+
+		assert.Equal(t, int64(1), h.metrics.get("tidemark_contract_violations{watermark_regressed}"))
+		logs := h.logs.String()
+		assert.Equal(t, 1, countWarn(logs, "Partition p0: contract violation watermark_regressed: partition p0:"), "logged once, at warn")
+		assert.NotContains(t, logs, "after=10", "cursors appear only as hashes")
+	})
+}

@@ -1,0 +1,172 @@
+package chain
+
+import (
+	"fmt"
+	"maps"
+	"strings"
+
+	"github.com/tidemark/tidemark/internal/witness"
+)
+
+// Contract monitors (docs/design.md#contract-monitors): the core decides
+// what a response shows (witness.Monitor, witness.BuildViolation,
+// witness.SelfCertifyRun); the machine counts each observation
+// (MetricViolations{kind}, and the checkpoint's counts, written with the
+// next promotion), logs the first of each kind, and for an observation
+// that breaks a claim the partition may have published withdraws the
+// scope's scalar frontier (Withdraw) and, once the page that showed it is
+// delivered and promoted, recovers as the contract says.
+
+// monitorState is the machine's part of the monitors.
+type monitorState struct {
+	selfRun witness.SelfCertifyRun
+	// pending counts the observations since the counts were last written
+	// (with a promotion); nil when none. inflight is the part of pending
+	// the promotion in flight carries.
+	pending, inflight map[string]uint64
+	// logged and withdrawn: the kinds already logged, and already
+	// withdrawn (the write succeeded or found it withheld), by this
+	// machine.
+	logged    map[witness.ViolationKind]bool
+	withdrawn map[witness.ViolationKind]bool
+	// recoverDrained is the reason to recover with once the chain has
+	// drained through the page that broke a claim ("" when none).
+	recoverDrained string
+}
+
+// monitorResponse returns what the witness of a response fetched by f
+// shows against the contract (the classification's inputs in in). The
+// watermark it is held against is the one the checkpoint holds once f's
+// generation is durable: the pages before it are promoted first, so their
+// claim is published before this page's.
+func (m *Machine) monitorResponse(f *fetchRec, in witness.ClassifyInput, class witness.RetryClass) []witness.Violation {
+	vs := witness.Monitor(witness.MonitorInput{
+		Contract: in.Contract, Durable: f.wm,
+		Applied: in.Applied, HasApplied: in.HasApplied,
+		Replay: in.Witness.Generation == m.cp.Generation && restarted(m.cp.PromotedWitness),
+		Prior:  in.Prior, Receipts: in.Receipts, Pending: in.Pending, Witness: in.Witness,
+	})
+	// Only a watermark the contract says the source certifies is a claim
+	// a self-certifying source contradicts: an append_only_writer or lag
+	// basis is the page's own position by declaration, and finality none
+	// claims nothing.
+	if class != witness.ExactReplay && in.Contract.Finality == witness.FinalitySource {
+		var v witness.Violation
+		var ok bool
+		if m.mon.selfRun, v, ok = m.mon.selfRun.Observe(in.Witness); ok {
+			vs = append(vs, v)
+		}
+	}
+	return vs
+}
+
+// restarted reports whether a checkpoint's promoted witness id names a
+// restart from a boundary or an operator's restart: its cursor may
+// legitimately re-read a range already certified.
+func restarted(wid string) bool {
+	return strings.HasPrefix(wid, "restart:") || strings.HasPrefix(wid, "repair:")
+}
+
+// claimBroken returns the first violation of vs that breaks a claim (one
+// per kind: Monitor reports each kind once).
+func claimBroken(vs []witness.Violation) (witness.Violation, bool) {
+	for _, v := range vs {
+		if v.Kind.BreaksClaim() {
+			return v, true
+		}
+	}
+	return witness.Violation{}, false
+}
+
+// report counts and logs vs, withdraws the scalar frontier for those that
+// break a claim (once per kind, unless the write failed), then runs then.
+func (m *Machine) report(vs []witness.Violation, then func()) {
+	if len(vs) == 0 {
+		then()
+		return
+	}
+	v := vs[0]
+	kind := v.Kind.String()
+	m.count(MetricViolations, kind, 1)
+	if m.mon.pending == nil {
+		m.mon.pending = map[string]uint64{}
+	}
+	m.mon.pending[kind]++
+	if m.mon.logged == nil {
+		m.mon.logged = map[witness.ViolationKind]bool{}
+	}
+	if !m.mon.logged[v.Kind] {
+		m.mon.logged[v.Kind] = true
+		also := ""
+		if v.Kind.BreaksClaim() {
+			also = "; it breaks the complete-through claim: the scope's scalar frontier is withdrawn"
+		}
+		// A watermark equal to the last position page after page is a
+		// hint (an honest source may certify exactly that): info.
+		level := Warn
+		if v.Kind == witness.SelfCertified {
+			level = Info
+		}
+		m.logf(level, "Partition %s: %s (logged once per partition and kind; counted in %s{kind=%q} and by connect tidemark status)%s",
+			m.part(), v, MetricViolations, kind, also)
+	}
+	next := func() { m.report(vs[1:], then) }
+	if !v.Kind.BreaksClaim() || m.mon.withdrawn[v.Kind] {
+		next()
+		return
+	}
+	if m.mon.withdrawn == nil {
+		m.mon.withdrawn = map[witness.ViolationKind]bool{}
+	}
+	m.mon.withdrawn[v.Kind] = true
+	ask(m, Withdraw{Key: m.cfg.Key, Reason: v.String()}, func(r Withdrawn) {
+		switch {
+		case r.Err != nil:
+			m.mon.withdrawn[v.Kind] = false // try again on the next observation
+			m.logf(Error, "Partition %s: cannot withdraw the scalar frontier of scope %s after %s: %v", m.part(), m.cfg.Key.Scope, kind, r.Err)
+		case r.Changed:
+			m.logf(Warn, "Partition %s: the scalar frontier of scope %s is withdrawn: membership epoch %d is unproven on its account (%s) until an operator proves a cutover (connect tidemark advance-epoch)",
+				m.part(), m.cfg.Key.Scope, r.Epoch, kind)
+		}
+		next()
+	})
+}
+
+// violationTotals returns the counts a promotion writes: the durable ones
+// plus those observed since, or nil (keep the stored counts) when nothing
+// was observed since.
+func (m *Machine) violationTotals() map[string]uint64 {
+	m.mon.inflight = nil
+	if len(m.mon.pending) == 0 {
+		return nil
+	}
+	m.mon.inflight = maps.Clone(m.mon.pending)
+	out := maps.Clone(m.cp.Violations)
+	if out == nil {
+		out = map[string]uint64{}
+	}
+	for k, n := range m.mon.pending {
+		out[k] += n
+	}
+	return out
+}
+
+// countsWritten forgets the pending counts the promotion that succeeded
+// carried (observations made while it was in flight stay pending).
+func (m *Machine) countsWritten() {
+	for k, n := range m.mon.inflight {
+		if m.mon.pending[k] <= n {
+			delete(m.mon.pending, k)
+		} else {
+			m.mon.pending[k] -= n
+		}
+	}
+	m.mon.inflight = nil
+}
+
+// recoverAfter is the reason the machine recovers with once the page that
+// broke a claim (at generation gen, from cursor) is promoted.
+func recoverAfter(gen uint64, cursor []byte, v witness.Violation) string {
+	return fmt.Sprintf("%s at generation %d cursor %s: %s (the page that showed it was delivered and promoted)",
+		ReasonContractViolation, gen, witness.CursorHash(cursor), v)
+}
