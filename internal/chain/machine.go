@@ -608,7 +608,7 @@ func (m *Machine) onFetched(f *fetchRec, r Fetched) {
 		for _, e := range pg.w.Events {
 			m.tail.applied, m.tail.hasApplied = coord.MaxPosition(e.Position, m.tail.applied), true
 		}
-		if ct := pg.w.CompleteThrough; !ct.IsZero() && (m.tail.wm.IsZero() || m.tail.wm.Less(ct)) {
+		if ct := pg.w.CompleteThrough; !ct.IsZero() && !v.followOnly && (m.tail.wm.IsZero() || m.tail.wm.Less(ct)) {
 			m.tail.wm = ct
 		}
 		m.maybeFetch()

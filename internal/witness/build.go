@@ -51,7 +51,7 @@ func CursorHash(cursor []byte) string {
 // one of the declared values (the zero value included), or an unknown
 // Recovery. A zero Recovery is allowed and means RecoveryPark.
 func (c Contract) Validate() error {
-	if c.EmptyPage < EmptyNoEvidence || c.EmptyPage > EmptyFinalThroughWatermark {
+	if c.EmptyPage < EmptyNoEvidence || c.EmptyPage > EmptyFollowsSuccessor {
 		return fmt.Errorf("%w: contract empty page %s", ErrInvalid, c.EmptyPage)
 	}
 	if c.Recovery > RecoveryFreshSnapshot {
@@ -190,8 +190,21 @@ func emptyEvidence(c Contract, w Witness) string {
 		return "snapshot marker " + CursorHash(w.Marker)
 	case c.EmptyPage == EmptyEndOfData:
 		return "the contract's empty-page semantics (end of data)"
+	case followsOnly(c, w):
+		return "the contract's empty-page semantics (follow the successor: the source continues the traversal after the range this page read; nothing is claimed)"
 	}
 	return ""
+}
+
+// followsOnly reports whether an empty response w may promote only because
+// the contract says its successor continues the traversal
+// (EmptyFollowsSuccessor): a successor other than its own cursor, and no
+// other evidence. Such a promotion claims nothing: no watermark, no
+// applied boundary, not caught up.
+func followsOnly(c Contract, w Witness) bool {
+	return c.EmptyPage == EmptyFollowsSuccessor && len(w.Events) == 0 &&
+		len(w.Successor) > 0 && !bytes.Equal(w.Successor, w.InputCursor) &&
+		!(c.SnapshotMarker && len(w.Marker) > 0)
 }
 
 // coveredThrough returns the greatest position w's own evidence proves
