@@ -600,7 +600,11 @@ func (m *Machine) onFetched(f *fetchRec, r Fetched) {
 	m.chain = append(m.chain, pg)
 	m.count(MetricPagesFetched, "", 1)
 
-	if v.promotable && !v.final && len(pg.w.Successor) > 0 && !bytes.Equal(pg.w.Successor, f.cursor) {
+	// A page followed only because the contract says its successor
+	// continues (empty_page follow_successor) is not fetched past at once:
+	// it brought no data, so its successor is polled once it is promoted,
+	// after poll_interval, like a head (no tight loop at a quiet head).
+	if v.promotable && !v.final && !v.followOnly && len(pg.w.Successor) > 0 && !bytes.Equal(pg.w.Successor, f.cursor) {
 		// The successor may follow this page: fetch ahead, before the
 		// witness write below, so the store's latency is not on the
 		// fetch path (a fetch of a chain that then fails is discarded).
