@@ -33,7 +33,9 @@ import (
 type kinesalite struct {
 	*servertest.Server
 	t        *testing.T
-	expiries int // clock moves so far
+	expiries int               // clock moves so far
+	trims    int               // 25-hour clock moves so far
+	shardOf  map[string]string // data -> the shard PutRecords put it in
 }
 
 func startKinesalite(t *testing.T) *kinesalite {
@@ -49,7 +51,47 @@ func startKinesalite(t *testing.T) *kinesalite {
 			return err
 		},
 	})
-	return &kinesalite{Server: srv, t: t}
+	return &kinesalite{Server: srv, t: t, shardOf: map[string]string{}}
+}
+
+// createStream creates a stream of n shards and waits until it is active.
+func (k *kinesalite) createStream(stream string, n int) {
+	k.t.Helper()
+	k.call("CreateStream", fmt.Sprintf(`{"StreamName":%q,"ShardCount":%d}`, stream, n))
+	k.waitActive(stream)
+}
+
+func (k *kinesalite) waitActive(stream string) {
+	k.t.Helper()
+	e2etest.WaitFor(k.t, e2etest.Patience, "the stream is active", func() (bool, string) {
+		b := k.call("DescribeStreamSummary", fmt.Sprintf(`{"StreamName":%q}`, stream))
+		return bytes.Contains(b, []byte(`"StreamStatus":"ACTIVE"`)), string(b)
+	})
+}
+
+// trimAll moves kinesalite's clock 25 hours on: every record put so far is
+// past the retention (read as absent), every iterator expired.
+func (k *kinesalite) trimAll() {
+	k.t.Helper()
+	if err := k.Signal(syscall.SIGHUP); err != nil {
+		k.t.Fatal(err)
+	}
+	e2etest.WaitFor(k.t, e2etest.Patience, "kinesalite moved its clock 25 hours", func() (bool, string) {
+		n := strings.Count(k.Output(), "clock moved forward 25 hours")
+		return n > k.trims, fmt.Sprintf("%d moves", n)
+	})
+	k.trims++
+}
+
+// kinesisEnv is the example's environment against endpoint, with pages of
+// 10 records and a discovery every second.
+func kinesisEnv(t *testing.T, tb dynalitetest.Table, endpoint, stream, out string) []string {
+	return e2etest.Env(
+		"KINESIS_ENDPOINT="+endpoint, "KINESIS_STREAM="+stream, "KINESIS_PAGE_SIZE=10", "KINESIS_OUTPUT="+out,
+		"KINESIS_POLL_INTERVAL=50ms", "KINESIS_READS_PER_SECOND=1000", "KINESIS_DISCOVERY_INTERVAL=1s",
+		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
+		"TIDEMARK_TABLE="+tb.Name, "TIDEMARK_CREATE_TABLE=true", "TIDEMARK_DYNAMODB_ENDPOINT="+dynaliteShield(t, tb.Endpoint),
+	)
 }
 
 // kinesisCall makes one Kinesis API call. kinesalite requires an
@@ -108,6 +150,7 @@ func (k *kinesalite) put(stream string, from, to int) map[string]string {
 		}
 		for i, r := range out.Records {
 			seqs[datas[i]] = r.SequenceNumber
+			k.shardOf[datas[i]] = r.ShardId
 		}
 	}
 	return seqs
@@ -156,11 +199,7 @@ func TestExampleKinesisShardSurvivesKill9AndExpiredIterators(t *testing.T) {
 	tb := dynalitetest.NewTable(t)
 	k := startKinesalite(t)
 	const stream = "audit"
-	k.call("CreateStream", fmt.Sprintf(`{"StreamName":%q,"ShardCount":1}`, stream))
-	e2etest.WaitFor(t, e2etest.Patience, "the stream is active", func() (bool, string) {
-		b := k.call("DescribeStreamSummary", fmt.Sprintf(`{"StreamName":%q}`, stream))
-		return bytes.Contains(b, []byte(`"StreamStatus":"ACTIVE"`)), string(b)
-	})
+	k.createStream(stream, 1)
 	seqs := k.put(stream, 0, 300)
 	for d, s := range seqs {
 		if len(s) < 56 {
@@ -287,4 +326,140 @@ func TestExampleKinesisShardSurvivesKill9AndExpiredIterators(t *testing.T) {
 		t.Errorf("checkpoint applied %s (id %q) parked %q; want the last record %s", cp.Applied, cp.AppliedID, cp.Parked, last)
 	}
 	t.Logf("run 1 printed %d records before the kill (durable through %s); %d lines in all", len(afterKill), durable, sum(printed()))
+}
+
+// TestExampleKinesisShardFollowsEmptyPagesOverATrimmedRange runs
+// http_kinesis_shard.yaml against a shard whose first 40 records are past
+// the retention (kinesalite's clock moved 25 hours on), followed by 30 live
+// ones. GetRecords from TRIM_HORIZON in pages of 10 answers empty pages
+// with a NextShardIterator behind the head; AWS: "It might take multiple
+// calls to get to a portion of the shard that contains records". The
+// example follows them (empty_page: follow_successor) and prints every
+// live record; re-polling the same iterator (no_evidence) never got past
+// the first empty page.
+func TestExampleKinesisShardFollowsEmptyPagesOverATrimmedRange(t *testing.T) {
+	tb := dynalitetest.NewTable(t)
+	k := startKinesalite(t)
+	const stream = "trimmed"
+	k.createStream(stream, 1)
+	k.put(stream, 0, 40)
+	k.trimAll()
+	live := k.put(stream, 40, 70)
+
+	out := filepath.Join(t.TempDir(), "records.jsonl")
+	cmd := exec.Command(e2etest.Connect(t), "run", "--log.level", "warn", examplePath(t, "http_kinesis_shard"))
+	cmd.Env = kinesisEnv(t, tb, k.URL, stream, out)
+	run := e2etest.Start(t, "run", cmd)
+	printed := func() map[string]int {
+		ls, _ := kinesisLines(t, out)
+		got := map[string]int{}
+		for _, l := range ls {
+			got[l.Data]++
+		}
+		return got
+	}
+	e2etest.WaitFor(t, e2etest.Patience, "every live record printed", func() (bool, string) {
+		got := printed()
+		n := 0
+		for d := range live {
+			if got[d] > 0 {
+				n++
+			}
+		}
+		return n == len(live), fmt.Sprintf("%d of %d live records", n, len(live))
+	}, run.Running)
+	st, err := dynamostore.NewDynamoStore(context.Background(), dynamostore.DynamoConfig{Table: tb.Name, Endpoint: tb.Endpoint})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := store.Key{Scope: "kinesis-shards", Partition: "shardId-000000000000"}
+	e2etest.WaitFor(t, e2etest.Patience, "the last live record is durably applied", func() (bool, string) {
+		cp, err := st.LoadCheckpoint(context.Background(), key)
+		return err == nil && cp.AppliedID == live["data-0069"], fmt.Sprintf("applied %s (id %q), %v", cp.Applied, cp.AppliedID, err)
+	}, run.Running)
+	if !run.Stop(10 * time.Second) {
+		t.Log("the run did not stop gracefully; killed")
+	}
+	for d, n := range printed() {
+		if live[d] == "" {
+			t.Errorf("record %s printed %d times: it is past the retention", d, n)
+		}
+	}
+	if n := run.Out.Count("ExpiredIteratorException"); n != 0 {
+		t.Logf("%d expired iterators met", n)
+	}
+}
+
+// TestExampleKinesisShardSplitReadsChildrenAfterParent runs
+// http_kinesis_shard.yaml (discovery every second, lineage parents_first)
+// against a stream of one shard with 100 records. Mid-run the shard is
+// split (SplitShard at the middle of the hash key range) and 100 more
+// records are put, into the two children. Every record of the parent and
+// of the children is printed, and every parent record before any child
+// record: the children are discovered and read only once the parent is
+// read to its end (sealed: no NextShardIterator).
+func TestExampleKinesisShardSplitReadsChildrenAfterParent(t *testing.T) {
+	tb := dynalitetest.NewTable(t)
+	k := startKinesalite(t)
+	const stream = "split"
+	k.createStream(stream, 1)
+	seqs := k.put(stream, 0, 100)
+
+	_, link := newGate(t, k.URL, 10*time.Millisecond)
+	out := filepath.Join(t.TempDir(), "records.jsonl")
+	cmd := exec.Command(e2etest.Connect(t), "run", "--log.level", "warn", examplePath(t, "http_kinesis_shard"))
+	cmd.Env = kinesisEnv(t, tb, link, stream, out)
+	run := e2etest.Start(t, "run", cmd)
+	lines := func() []kinesisLine {
+		ls, _ := kinesisLines(t, out)
+		return ls
+	}
+	e2etest.WaitFor(t, e2etest.Patience, "the parent's first records printed", func() (bool, string) {
+		return len(lines()) >= 30, fmt.Sprintf("%d lines", len(lines()))
+	}, run.Running)
+
+	const parent = "shardId-000000000000"
+	k.call("SplitShard", fmt.Sprintf(`{"StreamName":%q,"ShardToSplit":%q,"NewStartingHashKey":"170141183460469231731687303715884105728"}`, stream, parent))
+	k.waitActive(stream)
+	for d, s := range k.put(stream, 100, 200) {
+		seqs[d] = s
+	}
+	children := map[string]bool{}
+	for i := 100; i < 200; i++ {
+		sh := k.shardOf[fmt.Sprintf("data-%04d", i)]
+		if sh == parent {
+			t.Fatalf("record %d went to the parent after the split", i)
+		}
+		children[sh] = true
+	}
+	if len(children) != 2 {
+		t.Fatalf("the records after the split went to shards %v; want the two children", children)
+	}
+
+	e2etest.WaitFor(t, e2etest.Patience, "every record printed", func() (bool, string) {
+		seen := map[string]bool{}
+		for _, l := range lines() {
+			seen[l.Data] = true
+		}
+		return len(seen) == 200, fmt.Sprintf("%d of 200 records", len(seen))
+	}, run.Running)
+	if !run.Stop(10 * time.Second) {
+		t.Log("the run did not stop gracefully; killed")
+	}
+
+	lastParent, firstChild := -1, -1
+	for i, l := range lines() {
+		if want := k.shardOf[l.Data]; l.Shard != want || seqs[l.Data] != l.SequenceNumber {
+			t.Fatalf("line %d %+v: record %s is in shard %s with sequence number %s", i, l, l.Data, want, seqs[l.Data])
+		}
+		if l.Shard == parent {
+			lastParent = i
+		} else if firstChild < 0 {
+			firstChild = i
+		}
+	}
+	if firstChild < 0 || lastParent > firstChild {
+		t.Fatalf("the last parent record is line %d, the first child record line %d: the children must be read after the parent", lastParent, firstChild)
+	}
+	t.Logf("parent records on lines 0-%d, children's from line %d; %d lines", lastParent, firstChild, len(lines()))
 }

@@ -198,13 +198,19 @@ func emptyEvidence(c Contract, w Witness) string {
 
 // followsOnly reports whether an empty response w may promote only because
 // the contract says its successor continues the traversal
-// (EmptyFollowsSuccessor): a successor other than its own cursor, and no
-// other evidence. Such a promotion claims nothing: no watermark, no
-// applied boundary, not caught up.
+// (EmptyFollowsSuccessor), with no other evidence: a successor other than
+// its own cursor, or none on a sealed response (the source documents that a
+// closed partition answers without successor: Kinesis "returns null in
+// NextShardIterator"; the traversal ends there). Such a promotion claims
+// nothing: no watermark, no applied boundary, not caught up.
 func followsOnly(c Contract, w Witness) bool {
-	return c.EmptyPage == EmptyFollowsSuccessor && len(w.Events) == 0 &&
-		len(w.Successor) > 0 && !bytes.Equal(w.Successor, w.InputCursor) &&
-		!(c.SnapshotMarker && len(w.Marker) > 0)
+	if c.EmptyPage != EmptyFollowsSuccessor || len(w.Events) > 0 || (c.SnapshotMarker && len(w.Marker) > 0) {
+		return false
+	}
+	if len(w.Successor) == 0 {
+		return w.Sealed
+	}
+	return !bytes.Equal(w.Successor, w.InputCursor)
 }
 
 // coveredThrough returns the greatest position w's own evidence proves

@@ -264,6 +264,7 @@ func TestCanPromote_FollowSuccessorClaimsNothing(t *testing.T) {
 		{"another successor", follow, resp("N8"), true, true, "followed to its successor"},
 		{"another successor and a watermark", follow, Response{Successor: []byte("N8"), CompleteThrough: coord.Integer(9)}, true, true, "followed to its successor"},
 		{"no successor", follow, resp(""), false, false, "stays pending"},
+		{"sealed without successor ends the partition", follow, Response{Sealed: true}, true, true, "followed to its successor"},
 		{"a snapshot marker is evidence of its own", followSnap, marked(resp("N8"), "rv"), true, false, "snapshot marker"},
 		{"events are not followed but delivered", follow, resp("N8", ev("a", 501)), true, false, "all 1 events"},
 	} {

@@ -139,7 +139,10 @@ const (
 	// traversal moves on, with no watermark (a CompleteThrough on it is not
 	// written), no change of the applied boundary, and it never says the
 	// partition is caught up. A successor equal to the page's own cursor is
-	// no progress and proves nothing.
+	// no progress and proves nothing. A sealed empty page without successor
+	// ends the partition: the source documents that a closed partition
+	// answers so (Kinesis: "If the shard has been closed ... GetRecords
+	// returns null in NextShardIterator").
 	EmptyFollowsSuccessor
 )
 
