@@ -125,6 +125,31 @@ http:
 	}
 }
 
+// TestFetchMappingsReadHyphenatedHeaders: successor, has_more and
+// complete_through read response headers as lowercased metadata; a header
+// name with a hyphen is read with a quoted name (@"x-next-token") or
+// metadata("..."), as their field docs say.
+func TestFetchMappingsReadHyphenatedHeaders(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Next-Token", "tok-2")
+		w.Header().Set("X-Has-More", "true")
+		w.Header().Set("X-Complete-Through", "41")
+		fmt.Fprint(w, `[{"id":"a","position":41}]`)
+	}))
+	defer srv.Close()
+	p := parseProvider(t, `
+http:
+  url: `+srv.URL+`/
+  successor: root = @"x-next-token" | deleted()
+  has_more: root = metadata("x-has-more") == "true"
+  complete_through: root = @"x-complete-through".number()
+`, nil, nil)
+	r := fetch(t, p, "p", "")
+	assert.Equal(t, "tok-2", string(r.Successor))
+	assert.True(t, r.HasMore)
+	assert.Equal(t, coord.Integer(41), r.CompleteThrough)
+}
+
 // TestFetchSuccessorFromLinkHeader maps the successor from response
 // metadata: the Link header (as @link) and the status.
 func TestFetchSuccessorFromLinkHeader(t *testing.T) {

@@ -222,15 +222,17 @@ func Fields() []*service.ConfigField {
 			Optional().
 			Example(`root = this.without("fetched_at", "etag")`),
 		service.NewBloblangField(hpFieldSuccessor).
-			Description("Mapping from the body to the successor cursor (a string, kept opaque). `deleted()` or null means the response has no successor; a source with a single page maps `root = deleted()`. Required: how a source paginates is always stated.").
+			Description("Mapping from the body to the successor cursor (a string, kept opaque). `deleted()` or null means the response has no successor; a source with a single page maps `root = deleted()`. Required: how a source paginates is always stated. Like every response mapping it runs against the parsed body (`this`) with the response headers as metadata, lowercased: read a header with a hyphen as `@\"x-next-token\"` or `metadata(\"x-next-token\")` (`@x-next-token` parses as a subtraction).").
 			Example(`root = this.last_seq.string()`).
-			Example(`root = this.next_page_token | deleted()`),
+			Example(`root = this.next_page_token | deleted()`).
+			Example(`root = @"x-next-token" | deleted()`),
 		service.NewBloblangField(hpFieldHasMore).
-			Description("Optional mapping to the source's own \"more pages\" flag (a boolean).").
+			Description("Optional mapping to the source's own \"more pages\" flag (a boolean). Like every response mapping it runs against the parsed body (`this`) with the response headers as metadata, lowercased: read a header with a hyphen as `@\"x-next-token\"` or `metadata(\"x-next-token\")` (`@x-next-token` parses as a subtraction).").
 			Optional().
-			Example(`root = this.more | false`),
+			Example(`root = this.more | false`).
+			Example(`root = @"x-has-more" == "true"`),
 		service.NewBloblangField(hpFieldCompleteThrough).
-			Description("Optional mapping to the complete-through watermark the response certifies, in the contract's `coordinate`. Only map a value the source documents as complete and final; `deleted()` or null means none.").
+			Description("Optional mapping to the complete-through watermark the response certifies, in the contract's `coordinate`. Only map a value the source documents as complete and final; `deleted()` or null means none. Like every response mapping it runs against the parsed body (`this`) with the response headers as metadata, lowercased: read a header with a hyphen as `@\"x-next-token\"` or `metadata(\"x-next-token\")` (`@x-next-token` parses as a subtraction).").
 			Optional().
 			Example(`root = this.last_seq`),
 		service.NewBloblangField(hpFieldMarker).

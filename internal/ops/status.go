@@ -160,7 +160,7 @@ func WriteTable(w io.Writer, s Status) error {
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PARTITION\tGENERATION\tWATERMARK\tLAG\tCURSOR\tPENDING\tLEASE\tPARKED")
+	fmt.Fprintln(tw, "PARTITION\tGENERATION\tWATERMARK\tAPPLIED\tAPPLIED_ID\tLAG\tCURSOR\tPENDING\tLEASE\tPARKED")
 	for _, p := range s.Partitions {
 		lag := "-"
 		if p.Lag != nil {
@@ -181,7 +181,17 @@ func WriteTable(w io.Writer, s Status) error {
 		if p.Complete {
 			name += " (complete)"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%d\t%s\t%s\n", name, p.Generation, p.Watermark, lag, p.CursorHash, p.PendingWitness, lease, parked)
+		// The applied position and its event id are what a restart
+		// cursor is built from (restart --cursor, restart_cursor's
+		// @applied and @applied_id).
+		applied, appliedID := "-", "-"
+		if p.Applied != "" {
+			applied = p.Applied
+		}
+		if p.AppliedID != "" {
+			appliedID = p.AppliedID
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", name, p.Generation, p.Watermark, applied, appliedID, lag, p.CursorHash, p.PendingWitness, lease, parked)
 	}
 	return tw.Flush()
 }
