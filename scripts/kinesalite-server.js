@@ -13,6 +13,12 @@
 // than that; iterators issued afterwards are valid for 5 minutes as usual.
 // Tests use it to expire iterators without waiting.
 //
+// SIGHUP moves the clock forward by 25 hours, past the shortest retention
+// period (24 hours): every record put before the signal is trimmed
+// (kinesalite skips records older than the retention when it reads, so a
+// GetRecords over them answers an empty page with a NextShardIterator
+// behind the head), and every earlier iterator is expired.
+//
 // kinesalite 3.3.3, like dynalite, throws from a request's 'error' handler
 // (index.js: req.on('error', function(err) { throw err })), so a client
 // killed mid-request would take the server down with "Error: aborted".
@@ -39,6 +45,11 @@ Date.now = function () { return realNow() + offset }
 process.on('SIGUSR2', function () {
   offset += 5 * 60 * 1000 + 1000
   console.log('kinesalite-server: clock moved forward to %s: earlier shard iterators are expired', new Date(Date.now()).toISOString())
+})
+
+process.on('SIGHUP', function () {
+  offset += 25 * 60 * 60 * 1000
+  console.log('kinesalite-server: clock moved forward 25 hours to %s: earlier records are past the retention', new Date(Date.now()).toISOString())
 })
 
 const host = argv.host || '127.0.0.1'

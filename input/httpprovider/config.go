@@ -72,6 +72,11 @@ type Config struct {
 	MaxRetries int
 	// Backoff between retries.
 	Backoff Backoff
+	// TransientBodyContains are substrings of a non-2xx body (matched
+	// case-insensitively) that make its status transient: retried like a
+	// 429 or 5xx, never parking the partition (Kinesis answers throttling,
+	// ProvisionedThroughputExceededException, with HTTP 400).
+	TransientBodyContains []string
 	// MaxResponseBytes bounds the body read (zero: 64 MiB).
 	MaxResponseBytes int64
 	// Format is how a 2xx body is read: "json" (zero: json) or "xml".
@@ -92,7 +97,7 @@ type Config struct {
 	// ExpiredStatusCodes are statuses that mean "cursor expired".
 	ExpiredStatusCodes []int
 	// ExpiredBodyContains are substrings of a non-2xx body that mean "cursor
-	// expired".
+	// expired", matched case-insensitively.
 	ExpiredBodyContains []string
 	// RestartCursor, when not nil, gives the stable-boundary cursor for
 	// RestartCursor (nil: the empty cursor, the partition's start).
@@ -118,6 +123,9 @@ type Config struct {
 	// PartitionsBody, when not nil, its body.
 	PartitionsVerb string
 	PartitionsBody *service.InterpolatedString
+	// PartitionsHeaders, when not nil, are the list request's headers
+	// (only these are sent); nil: Headers, the page request's.
+	PartitionsHeaders map[string]*service.InterpolatedString
 	// PartitionsSuccessor, when not nil, maps a list body to the cursor of
 	// the list's next page (deleted or null: the list is complete).
 	PartitionsSuccessor *bloblang.Executor
@@ -218,6 +226,11 @@ func (c Config) validate() error {
 			bad("header name %q is not a valid HTTP header name", name)
 		}
 	}
+	for name := range c.PartitionsHeaders {
+		if !validToken(name) {
+			bad("partitions_headers: header name %q is not a valid HTTP header name", name)
+		}
+	}
 	if c.Timeout < 0 {
 		bad("timeout %s is negative", c.Timeout)
 	}
@@ -234,7 +247,7 @@ func (c Config) validate() error {
 		bad("successor mapping is required")
 	}
 	switch c.Contract.EmptyPage {
-	case witness.EmptyNoEvidence, witness.EmptyEndOfData, witness.EmptyFinalThroughWatermark:
+	case witness.EmptyNoEvidence, witness.EmptyEndOfData, witness.EmptyFinalThroughWatermark, witness.EmptyFollowsSuccessor:
 	default:
 		bad("contract.empty_page %s is not set", c.Contract.EmptyPage)
 	}
@@ -278,6 +291,11 @@ func (c Config) validate() error {
 	for _, s := range c.ExpiredBodyContains {
 		if s == "" {
 			bad("contract.expired_body_contains: an empty string would match every body")
+		}
+	}
+	for _, s := range c.TransientBodyContains {
+		if s == "" {
+			bad("transient_body_contains: an empty string would match every body")
 		}
 	}
 	if c.RateLimit != "" {

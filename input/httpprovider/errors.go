@@ -35,12 +35,15 @@ type StatusError struct {
 	Body string
 	// Attempts is how many requests were made (retries included).
 	Attempts int
+	// TransientBody: the body matched transient_body_contains, so a status
+	// that is otherwise permanent (a 400) is transient.
+	TransientBody bool
 }
 
-// Permanent reports whether retrying cannot help: every status except 429
-// and 5xx (those are retried max_retries times first and then returned as a
-// transient StatusError).
-func (e *StatusError) Permanent() bool { return !retryableStatus(e.Status) }
+// Permanent reports whether retrying cannot help: every status except 429,
+// 5xx and one whose body matched transient_body_contains (those are retried
+// max_retries times first and then returned as a transient StatusError).
+func (e *StatusError) Permanent() bool { return !retryableStatus(e.Status) && !e.TransientBody }
 
 func (e *StatusError) Error() string {
 	kind := "transient"

@@ -162,15 +162,16 @@ func (p *Provider) do(ctx context.Context, rq *builtRequest) (*httpResult, error
 				Reason: fmt.Sprintf("HTTP %d %s: %q", res.status, http.StatusText(res.status), rq.red.quote(res.body))}
 		}
 		if res.status < 200 || res.status > 299 {
-			for _, s := range p.cfg.ExpiredBodyContains {
-				if bytes.Contains(res.body, []byte(s)) {
-					return nil, &provider.ExpiredError{Partition: rq.partition,
-						Reason: fmt.Sprintf("HTTP %d response body contains %q", res.status, s)}
-				}
+			if s, ok := containsFold(res.body, p.cfg.ExpiredBodyContains); ok {
+				return nil, &provider.ExpiredError{Partition: rq.partition,
+					Reason: fmt.Sprintf("HTTP %d response body contains %q", res.status, s)}
 			}
 			serr := &StatusError{Partition: rq.partition, Method: rq.method, Host: rq.host,
 				Status: res.status, Body: rq.red.quote(res.body), Attempts: attempt + 1}
-			if !retryableStatus(res.status) || attempt >= p.cfg.MaxRetries {
+			if !retryableStatus(res.status) {
+				_, serr.TransientBody = containsFold(res.body, p.cfg.TransientBodyContains)
+			}
+			if serr.Permanent() || attempt >= p.cfg.MaxRetries {
 				return nil, serr
 			}
 			retryAfter := parseRetryAfter(res.header.Get("Retry-After"), time.Now())
@@ -333,4 +334,21 @@ func (p *Provider) waitRateLimit(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
+}
+
+// containsFold returns the first of subs that body contains, compared
+// case-insensitively (ASCII and Unicode simple folding, as
+// strings.EqualFold): vendors spell the same error code in more than one
+// case (Microsoft Graph's SyncStateNotFound and syncStateNotFound).
+func containsFold(body []byte, subs []string) (string, bool) {
+	if len(subs) == 0 {
+		return "", false
+	}
+	lower := bytes.ToLower(body)
+	for _, s := range subs {
+		if bytes.Contains(lower, []byte(strings.ToLower(s))) {
+			return s, true
+		}
+	}
+	return "", false
 }

@@ -126,6 +126,33 @@ http:
 	}
 }
 
+// TestFetchMappingsReadHyphenatedHeaders: successor, has_more and
+// complete_through read response headers as lowercased metadata; a header
+// name with a hyphen is read with a quoted name (@"x-next-token") or
+// metadata("..."), as their field docs say.
+func TestFetchMappingsReadHyphenatedHeaders(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Next-Token", "tok-2")
+		w.Header().Set("X-Has-More", "true")
+		w.Header().Set("X-Complete-Through", "41")
+		fmt.Fprint(w, `[{"id":"a","position":41}]`)
+	}))
+	defer srv.Close()
+	p := parseProvider(t, `
+http:
+  url: `+srv.URL+`/
+  successor: root = @"x-next-token" | deleted()
+  has_more: root = metadata("x-has-more") == "true"
+  complete_through: root = @"x-complete-through".number()
+  contract:
+    finality: source
+`, nil, nil)
+	r := fetch(t, p, "p", "")
+	assert.Equal(t, "tok-2", string(r.Successor))
+	assert.True(t, r.HasMore)
+	assert.Equal(t, coord.Integer(41), r.CompleteThrough)
+}
+
 // TestFetchSuccessorFromLinkHeader maps the successor from response
 // metadata: the Link header (as @link) and the status.
 func TestFetchSuccessorFromLinkHeader(t *testing.T) {
@@ -204,6 +231,8 @@ func TestFetchExpired(t *testing.T) {
 			"    expired_body_contains: [\"required revision has been compacted\"]\n", "required revision has been compacted"},
 		"body match on 500": {http.StatusInternalServerError, `{"error":{"code":"syncStateNotFound"}}`,
 			"    expired_body_contains: [\"syncStateNotFound\"]\n", "syncStateNotFound"},
+		"body match ignores case": {http.StatusBadRequest, `{"error":{"code":"SyncStateNotFound"}}`,
+			"    expired_body_contains: [\"syncStateNotFound\"]\n", "syncStateNotFound"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var calls atomic.Int32
@@ -239,6 +268,49 @@ func TestFetchExpiredBodyOnlyOnErrors(t *testing.T) {
 	p := parseProvider(t, "http:\n  url: "+srv.URL+"\n  successor: root = deleted()\n  contract:\n    expired_body_contains: [\"required revision has been compacted\"]\n", nil, nil)
 	if resp := fetch(t, p, "p", "c"); len(resp.Events) != 1 {
 		t.Fatalf("got %+v", resp)
+	}
+}
+
+// TestFetchTransientBodyIsRetried: a 400 whose body names throttling
+// (Kinesis's ProvisionedThroughputExceededException, in any case) is
+// retried with back-off like a 429 and never returned as permanent; a 400
+// with another body stays permanent (one request), and so does a listed
+// text on a 2xx-less status when transient_body_contains is empty.
+func TestFetchTransientBodyIsRetried(t *testing.T) {
+	const throttled = `{"__type":"ProvisionedThroughputExceededException","message":"Rate exceeded for shard shardId-000000000000"}`
+	for name, tc := range map[string]struct {
+		bodies    []string // answers before a good page
+		extra     string
+		wantCalls int32
+		permanent bool
+	}{
+		"throttling retried":        {[]string{throttled, throttled}, "  transient_body_contains: [ProvisionedThroughputExceededException]\n", 3, false},
+		"match ignores case":        {[]string{throttled}, "  transient_body_contains: [provisionedthroughputexceededexception]\n", 2, false},
+		"other 400 stays permanent": {[]string{`{"__type":"InvalidArgumentException"}`}, "  transient_body_contains: [ProvisionedThroughputExceededException]\n", 1, true},
+		"not configured: permanent": {[]string{throttled}, "", 1, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var calls atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				n := int(calls.Add(1))
+				if n <= len(tc.bodies) {
+					w.WriteHeader(http.StatusBadRequest)
+					fmt.Fprint(w, tc.bodies[n-1])
+					return
+				}
+				fmt.Fprint(w, `[{"id":"a","position":1}]`)
+			}))
+			defer srv.Close()
+			p := parseProvider(t, "http:\n  url: "+srv.URL+"\n  successor: root = deleted()\n"+fastRetries+tc.extra, nil, nil)
+			resp, err := p.Fetch(context.Background(), provider.Request{Partition: "p", Cursor: []byte("c")})
+			assert.Equal(t, tc.wantCalls, calls.Load())
+			if tc.permanent {
+				require.ErrorIs(t, err, provider.ErrPermanent)
+				return
+			}
+			require.NoError(t, err)
+			assert.Len(t, resp.Events, 1)
+		})
 	}
 }
 
@@ -684,6 +756,39 @@ http:
 			t.Errorf("Partitions on %s: %v, want malformed", bad, err)
 		}
 	}
+}
+
+// TestPartitionsOwnHeaders: with partitions_headers the list request sends
+// only those (Kinesis's ListShards target), never the page request's
+// headers, whose interpolation of an empty partition would fail or lie.
+func TestPartitionsOwnHeaders(t *testing.T) {
+	var targets []string
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		targets = append(targets, r.Header.Get("X-Amz-Target")+"|"+r.Header.Get("X-Page-Only"))
+		mu.Unlock()
+		fmt.Fprint(w, `{"Shards":[{"ShardId":"s0"}]}`)
+	}))
+	defer srv.Close()
+	p := parseProvider(t, `
+http:
+  url: `+srv.URL+`/
+  verb: POST
+  headers:
+    X-Amz-Target: Kinesis_20131202.GetRecords
+    X-Page-Only: '${! @partition }'
+  successor: root = deleted()
+  partitions_url: `+srv.URL+`/
+  partitions_verb: POST
+  partitions_headers:
+    X-Amz-Target: Kinesis_20131202.ListShards
+  partitions_mapping: root = this.Shards.map_each(s -> s.ShardId)
+`, nil, nil)
+	got, err := p.Partitions(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, []provider.Partition{{Name: "s0"}}, got)
+	assert.Equal(t, []string{"Kinesis_20131202.ListShards|"}, targets, "the list request sends partitions_headers only")
 }
 
 // A split's children name their parent: entries may be objects with a name

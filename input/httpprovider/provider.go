@@ -126,7 +126,11 @@ func (p *Provider) Partitions(ctx context.Context) ([]provider.Partition, error)
 			return nil, &provider.MalformedError{Partition: discoveryLabel, Reason: fmt.Sprintf("the partition list has more than %d pages", maxPartitionPages)}
 		}
 		meta := requestMeta("", "", cursor, coord.Watermark{}, 0)
-		rq, err := p.build(discoveryLabel, cursor, meta, callSpec{verb: p.cfg.PartitionsVerb, url: p.cfg.PartitionsURL, headers: p.cfg.Headers, body: p.cfg.PartitionsBody})
+		headers := p.cfg.Headers
+		if p.cfg.PartitionsHeaders != nil {
+			headers = p.cfg.PartitionsHeaders
+		}
+		rq, err := p.build(discoveryLabel, cursor, meta, callSpec{field: "partitions_", verb: p.cfg.PartitionsVerb, url: p.cfg.PartitionsURL, headers: headers, body: p.cfg.PartitionsBody})
 		if err != nil {
 			return nil, err
 		}

@@ -23,6 +23,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
 	"github.com/tidemark/tidemark/input/provider"
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/servertest"
@@ -447,5 +448,59 @@ func TestEtcdRecreatedClusterInvalidatesAStoredCursor(t *testing.T) {
 	}
 	if want := []string{"tm/k1=new", "tm/k2=new", "tm/k3=new", "tm/k4=new"}; !slices.Equal(values, want) {
 		t.Fatalf("fresh snapshot of the recreated cluster: %v, want %v", values, want)
+	}
+}
+
+// TestEtcdClusterRecreatedWithTheSameTokenInvalidatesAStoredCursor: etcd
+// derives the cluster id from the members and the initial-cluster-token,
+// so a cluster recreated at the same address with the same name and token
+// keeps its cluster id (checked here: the premise). The stored cursor's
+// pinned revision is above the recreated cluster's current revision (its
+// history restarted at 1), so `validate` declares the cursor invalid, an
+// expired cursor, instead of reading the new cluster at a revision of the
+// old one. The testdata's validation is the shipped example's.
+func TestEtcdClusterRecreatedWithTheSameTokenInvalidatesAStoredCursor(t *testing.T) {
+	example, err := os.ReadFile(filepath.Join("..", "..", "config", "examples", "http_etcd_range.yaml"))
+	require.NoError(t, err)
+	testdata := loadTestdata(t, "etcd_range.yaml", map[string]string{"ETCD_URL": "http://unused"})
+	for _, line := range []string{"valid: ", "pin: "} {
+		i := strings.Index(testdata, line)
+		require.GreaterOrEqual(t, i, 0, line)
+		want := strings.TrimSpace(testdata[i : i+strings.IndexByte(testdata[i:], '\n')])
+		require.Contains(t, string(example), want, "the testdata's %s must be the shipped example's", line)
+	}
+
+	old := servertest.StartEtcdAt(t, "tidemark-test", nil)
+	for i := 1; i <= 6; i++ {
+		etcdPut(t, old.URL, fmt.Sprintf("tm/k%d", i), "old")
+	}
+	cfg := loadTestdata(t, "etcd_range.yaml", map[string]string{"ETCD_URL": old.URL})
+	page1 := fetch(t, parseProvider(t, cfg, nil, nil), "tm", "")
+	stored := string(page1.Successor)
+	clusterID := func(base string) string {
+		var st struct {
+			Header struct {
+				ClusterID string `json:"cluster_id"`
+			}
+		}
+		require.NoError(t, json.Unmarshal(call(t, http.MethodPost, base+"/v3/maintenance/status", `{}`), &st))
+		return st.Header.ClusterID
+	}
+	oldID := clusterID(old.URL)
+
+	// Recreated: the same name, ports and token, a fresh data directory.
+	ports := old.Ports
+	old.Stop()
+	recreated := servertest.StartEtcdAt(t, "tidemark-test", ports)
+	require.Equal(t, old.URL, recreated.URL)
+	require.Equal(t, oldID, clusterID(recreated.URL), "a cluster recreated with the same members and token keeps its cluster id: the premise")
+	etcdPut(t, recreated.URL, "tm/k1", "new")
+	etcdPut(t, recreated.URL, "tm/k2", "new")
+
+	p := parseProvider(t, cfg, nil, nil)
+	_, err = p.Fetch(context.Background(), provider.Request{Scope: "test", Partition: "tm", Cursor: []byte(stored)})
+	var exp *provider.ExpiredError
+	if !errors.As(err, &exp) || !strings.Contains(exp.Reason, "validation request declared the stored cursor invalid") {
+		t.Fatalf("fetch of the old cluster's cursor from the recreated one (same cluster id): %v; want it declared invalid (expired)", err)
 	}
 }

@@ -40,6 +40,7 @@ const (
 	hpFieldBackoffInitial   = "initial_interval"
 	hpFieldBackoffMax       = "max_interval"
 	hpFieldMaxResponseBytes = "max_response_bytes"
+	hpFieldTransientBody    = "transient_body_contains"
 	hpFieldFormat           = "format"
 
 	hpFieldEvents          = "events"
@@ -76,6 +77,7 @@ const (
 	hpFieldPartitionsVerb    = "partitions_verb"
 	hpFieldPartitionsBody    = "partitions_body"
 	hpFieldPartitionsNext    = "partitions_successor"
+	hpFieldPartitionsHeaders = "partitions_headers"
 )
 
 // Values of the contract's positions field.
@@ -180,6 +182,11 @@ func Fields() []*service.ConfigField {
 			Description("Exponential back-off with jitter between retries of transient failures.").
 			Advanced().
 			Example(map[string]any{hpFieldBackoffInitial: "1s", hpFieldBackoffMax: "1m"}),
+		service.NewStringListField(hpFieldTransientBody).
+			Description("Substrings of a non-2xx response body, matched case-insensitively, that make an otherwise permanent status (a 4xx other than 429) transient: retried with `backoff` like a 429 or 5xx (`max_retries` times, then polled again), never parking the partition. For sources that answer throttling with a 400: Kinesis's `ProvisionedThroughputExceededException`, DynamoDB's `ThrottlingException`. `expired_body_contains` is checked first.").
+			Default([]any{}).
+			Advanced().
+			Example([]any{"ProvisionedThroughputExceededException", "LimitExceededException"}),
 		service.NewIntField(hpFieldMaxResponseBytes).
 			Description("Largest response body read; a larger 2xx body is a malformed response.").
 			Default(defaultMaxResponseBytes).
@@ -218,15 +225,17 @@ func Fields() []*service.ConfigField {
 			Optional().
 			Example(`root = this.without("fetched_at", "etag")`),
 		service.NewBloblangField(hpFieldSuccessor).
-			Description("Mapping from the body to the successor cursor (a string, kept opaque). `deleted()` or null means the response has no successor; a source with a single page maps `root = deleted()`. Required: how a source paginates is always stated.").
+			Description("Mapping from the body to the successor cursor (a string, kept opaque). `deleted()` or null means the response has no successor; a source with a single page maps `root = deleted()`. Required: how a source paginates is always stated. Like every response mapping it runs against the parsed body (`this`) with the response headers as metadata, lowercased: read a header with a hyphen as `@\"x-next-token\"` or `metadata(\"x-next-token\")` (`@x-next-token` parses as a subtraction).").
 			Example(`root = this.last_seq.string()`).
-			Example(`root = this.next_page_token | deleted()`),
+			Example(`root = this.next_page_token | deleted()`).
+			Example(`root = @"x-next-token" | deleted()`),
 		service.NewBloblangField(hpFieldHasMore).
-			Description("Optional mapping to the source's own \"more pages\" flag (a boolean).").
+			Description("Optional mapping to the source's own \"more pages\" flag (a boolean). Like every response mapping it runs against the parsed body (`this`) with the response headers as metadata, lowercased: read a header with a hyphen as `@\"x-next-token\"` or `metadata(\"x-next-token\")` (`@x-next-token` parses as a subtraction).").
 			Optional().
-			Example(`root = this.more | false`),
+			Example(`root = this.more | false`).
+			Example(`root = @"x-has-more" == "true"`),
 		service.NewBloblangField(hpFieldCompleteThrough).
-			Description("Optional mapping to the complete-through watermark the response certifies, in the contract's `coordinate`; `deleted()` or null means none. It needs `contract.finality`, which says where its finality comes from: what the source certifies (a provider watermark or coverage marker such as CouchDB's `last_seq`, a snapshot's own revision), an append-only writer you assert, or a documented lag. Never map a value computed from the page's own events (its last position or key, the greatest timestamp in it): a page only lists what it found, so an event created or made visible later below that value is missed and the frontier claims it. Never map the request's time or a `Date` header either: a source that makes changes visible with a delay has not enumerated everything up to the moment it answered. See docs/design.md#what-may-justify-a-complete-through.").
+			Description("Optional mapping to the complete-through watermark the response certifies, in the contract's `coordinate`; `deleted()` or null means none. It needs `contract.finality`, which says where its finality comes from: what the source certifies (a provider watermark or coverage marker such as CouchDB's `last_seq`, a snapshot's own revision), an append-only writer you assert, or a documented lag. Never map a value computed from the page's own events (its last position or key, the greatest timestamp in it): a page only lists what it found, so an event created or made visible later below that value is missed and the frontier claims it. Never map the request's time or a `Date` header either: a source that makes changes visible with a delay has not enumerated everything up to the moment it answered. Like every response mapping it runs against the parsed body (`this`) with the response headers as metadata, lowercased: read a header with a hyphen as `@\"x-next-token\"` or `metadata(\"x-next-token\")` (`@x-next-token` parses as a subtraction). See docs/design.md#what-may-justify-a-complete-through.").
 			Optional().
 			Example(`root = this.last_seq`),
 		service.NewBloblangField(hpFieldMarker).
@@ -244,6 +253,7 @@ func Fields() []*service.ConfigField {
 				witness.EmptyNoEvidence.String():            "An empty page proves nothing (polling APIs such as Okta's System Log, Kinesis).",
 				witness.EmptyEndOfData.String():             "An empty page means the partition is complete up to its successor (Slack, S3 listings without a token).",
 				witness.EmptyFinalThroughWatermark.String(): "An empty page is final through its `complete_through` watermark (CouchDB `last_seq`); without one it proves nothing. Requires `finality: source`.",
+				witness.EmptyFollowsSuccessor.String():      "An empty page proves nothing (no watermark, not the end of the data), but the source documents that its successor continues the traversal after the range it read, so the successor is promoted and read next (Kinesis GetRecords behind the head of a shard: \"It might take multiple calls to get to a portion of the shard that contains records\"). A `complete_through` on such a page is not written, and it never counts as caught up. A successor equal to the page's own cursor is polled again like `no_evidence`; map the successor to `deleted()` where the source says the page is the head (polled, not followed).",
 			}).
 				Description("What an empty response proves.").
 				Default(witness.EmptyNoEvidence.String()).
@@ -306,7 +316,7 @@ func Fields() []*service.ConfigField {
 				Default([]any{410}).
 				Example([]any{410, 404}),
 			service.NewStringListField(hpFieldExpiredBodyContains).
-				Description("Substrings of a non-2xx response body that mean the cursor has expired, whatever the status.").
+				Description("Substrings of a non-2xx response body that mean the cursor has expired, whatever the status. Matched case-insensitively (`syncStateNotFound` matches a body with `SyncStateNotFound`).").
 				Default([]any{}).
 				Example([]any{"required revision has been compacted", "syncStateNotFound"}),
 			service.NewStringAnnotatedEnumField(hpFieldRecovery, map[string]string{
@@ -364,6 +374,11 @@ func Fields() []*service.ConfigField {
 			Description("Body of the partition list request (interpolated with metadata `cursor`), e.g. a JSON query of an API that lists with POST. No body is sent when it is not set.").
 			Optional().
 			Example(`${! {"StreamName": "audit", "NextToken": if @cursor == "" { null } else { @cursor }}.format_json(no_indent: true) }`),
+		service.NewInterpolatedStringMapField(hpFieldPartitionsHeaders).
+			Description("Headers of the partition list request, interpolated with metadata `cursor`. When set (not empty), only these are sent (the page request's `headers` are not), for APIs whose list and page requests differ in a header (Kinesis's `X-Amz-Target: Kinesis_20131202.ListShards` against `GetRecords`); when not set, `headers`. The request authentication signs it either way.").
+			Optional().
+			Advanced().
+			Example(map[string]any{"Content-Type": "application/x-amz-json-1.1", "X-Amz-Target": "Kinesis_20131202.ListShards"}),
 		service.NewBloblangField(hpFieldPartitionsNext).
 			Description("Optional mapping from a body of the partition list to the cursor of its next page; `deleted()` or null means the list is complete. Each page's names are added in order (a name listed twice is a malformed list). Without it the list is one page.").
 			Optional().
@@ -401,6 +416,9 @@ func FromParsed(conf *service.ParsedConfig, res *service.Resources, logger *serv
 		return nil, err
 	}
 	if c.MaxRetries, err = conf.FieldInt(hpFieldMaxRetries); err != nil {
+		return nil, err
+	}
+	if c.TransientBodyContains, err = conf.FieldStringList(hpFieldTransientBody); err != nil {
 		return nil, err
 	}
 	if c.Backoff.Initial, err = conf.FieldDuration(hpFieldBackoff, hpFieldBackoffInitial); err != nil {
@@ -550,6 +568,14 @@ func FromParsed(conf *service.ParsedConfig, res *service.Resources, logger *serv
 	if c.PartitionsVerb, err = conf.FieldString(hpFieldPartitionsVerb); err != nil {
 		return nil, err
 	}
+	if conf.Contains(hpFieldPartitionsHeaders) {
+		if c.PartitionsHeaders, err = conf.FieldInterpolatedStringMap(hpFieldPartitionsHeaders); err != nil {
+			return nil, err
+		}
+		if len(c.PartitionsHeaders) == 0 {
+			c.PartitionsHeaders = nil // an optional map reads as empty when absent
+		}
+	}
 	if conf.Contains(hpFieldPartitionsBody) {
 		if c.PartitionsBody, err = conf.FieldInterpolatedString(hpFieldPartitionsBody); err != nil {
 			return nil, err
@@ -599,12 +625,12 @@ func finalityFromParsed(cc *service.ParsedConfig, c *Config) error {
 }
 
 func parseEmptyPage(s string) (witness.EmptyPage, error) {
-	for _, e := range []witness.EmptyPage{witness.EmptyNoEvidence, witness.EmptyEndOfData, witness.EmptyFinalThroughWatermark} {
+	for _, e := range []witness.EmptyPage{witness.EmptyNoEvidence, witness.EmptyEndOfData, witness.EmptyFinalThroughWatermark, witness.EmptyFollowsSuccessor} {
 		if e.String() == s {
 			return e, nil
 		}
 	}
-	return 0, fmt.Errorf("httpprovider: contract.empty_page: unknown value %q (want no_evidence, end_of_data or final_through_watermark)", s)
+	return 0, fmt.Errorf("httpprovider: contract.empty_page: unknown value %q (want no_evidence, end_of_data, final_through_watermark or follow_successor)", s)
 }
 
 func parseRecovery(s string) (witness.Recovery, error) {
@@ -622,7 +648,7 @@ func parseRecovery(s string) (witness.Recovery, error) {
 func contractEnums() [][2]any {
 	kinds := []string{coord.KindInteger.String(), coord.KindDecimal.String(), coord.KindTimestamp.String(), coord.KindString.String()}
 	return [][2]any{
-		{hpFieldEmptyPage, []string{witness.EmptyNoEvidence.String(), witness.EmptyEndOfData.String(), witness.EmptyFinalThroughWatermark.String()}},
+		{hpFieldEmptyPage, []string{witness.EmptyNoEvidence.String(), witness.EmptyEndOfData.String(), witness.EmptyFinalThroughWatermark.String(), witness.EmptyFollowsSuccessor.String()}},
 		{hpFieldPositions, []string{positionsUnordered, positionsOrdered, positionsDense}},
 		{hpFieldMissingSuccessor, []string{witness.MissingSuccessorPoll.String(), witness.MissingSuccessorEndsTraversal.String()}},
 		{hpFieldCoordinate, kinds},

@@ -631,7 +631,11 @@ func (m *Machine) onReconciled(f *fetchRec, r Fetched, v verdict, recoverWith st
 		m.mon.recoverDrained = recoverWith
 	}
 
-	if v.promotable && !v.final && !breaks && len(pg.w.Successor) > 0 && !bytes.Equal(pg.w.Successor, f.cursor) {
+	// A page followed only because the contract says its successor
+	// continues (empty_page follow_successor) is not fetched past at once:
+	// it brought no data, so its successor is polled once it is promoted,
+	// after poll_interval, like a head (no tight loop at a quiet head).
+	if v.promotable && !v.final && !v.followOnly && !breaks && len(pg.w.Successor) > 0 && !bytes.Equal(pg.w.Successor, f.cursor) {
 		// The successor may follow this page: fetch ahead, before the
 		// witness write below, so the store's latency is not on the
 		// fetch path (a fetch of a chain that then fails is discarded).
@@ -639,7 +643,7 @@ func (m *Machine) onReconciled(f *fetchRec, r Fetched, v verdict, recoverWith st
 		for _, e := range pg.w.Events {
 			m.tail.applied, m.tail.hasApplied = coord.MaxPosition(e.Position, m.tail.applied), true
 		}
-		if ct := m.cfg.Contract.Final(pg.w.CompleteThrough).Watermark; !ct.IsZero() && (m.tail.wm.IsZero() || m.tail.wm.Less(ct)) {
+		if ct := m.cfg.Contract.Final(pg.w.CompleteThrough).Watermark; !ct.IsZero() && !v.followOnly && (m.tail.wm.IsZero() || m.tail.wm.Less(ct)) {
 			m.tail.wm = ct
 		}
 		m.maybeFetch()

@@ -228,7 +228,7 @@ func (h *harness) config(d *datadriven.TestData) {
 		}
 		switch arg.Key {
 		case "empty":
-			c.EmptyPage = map[string]witness.EmptyPage{"no_evidence": witness.EmptyNoEvidence, "end_of_data": witness.EmptyEndOfData, "final_through_watermark": witness.EmptyFinalThroughWatermark}[val]
+			c.EmptyPage = map[string]witness.EmptyPage{"no_evidence": witness.EmptyNoEvidence, "end_of_data": witness.EmptyEndOfData, "final_through_watermark": witness.EmptyFinalThroughWatermark, "follow_successor": witness.EmptyFollowsSuccessor}[val]
 		case "positions":
 			c.OrderedPositions, c.DensePositions = val != "unordered", val == "dense"
 		case "covers":

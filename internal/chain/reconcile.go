@@ -25,6 +25,9 @@ type verdict struct {
 	// violations are the contract violations the response shows
 	// (monitor.go).
 	violations []witness.Violation
+	// followOnly: an empty response promotable only to follow its successor
+	// (empty_page follow_successor): it claims nothing, no watermark.
+	followOnly bool
 }
 
 // reconcile builds the witness of a fetched response and classifies it
@@ -83,8 +86,11 @@ func (m *Machine) reconcile(f *fetchRec, r Fetched) (verdict, error) {
 	}
 	all := v.w
 	all.AckedThrough = len(all.Events)
-	v.promotable = witness.CanPromote(contract, all).Complete
-	v.final = caughtUp(r.Response, v.promotable)
+	comp := witness.CanPromote(contract, all)
+	v.promotable, v.followOnly = comp.Complete, comp.FollowOnly
+	// An empty page followed to its successor (follow_successor) is not
+	// evidence that the partition is caught up: only its has_more can say so.
+	v.final = caughtUp(r.Response, v.promotable && !comp.FollowOnly)
 	return v, nil
 }
 

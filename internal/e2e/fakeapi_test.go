@@ -389,7 +389,7 @@ func TestExampleStripeEvents(t *testing.T) {
 	testPollingExample(t, pollingExample{
 		example: "stripe_events", scope: "stripe-events", partition: account,
 		env: []string{"STRIPE_API_URL=" + s.URL(), "STRIPE_API_KEY=sk_test_fake", "STRIPE_ACCOUNT=" + account,
-			"STRIPE_PAGE_SIZE=5", "STRIPE_POLL_INTERVAL=50ms"},
+			"STRIPE_PAGE_SIZE=5", "STRIPE_POLL_INTERVAL=50ms", "STRIPE_VISIBILITY_LAG=1"},
 		control: s.Control, add: func(n int) []string { return s.Append(account, n) }, idOf: stringField("id"),
 		namesRetryTime:     false,
 		restarts:           func() int { return s.Served(fakeapi.StripeCreatedFilter) },
@@ -404,6 +404,60 @@ func TestExampleStripeEvents(t *testing.T) {
 				fmt.Sprintf("%d resource_missing answers, then %d requests with created[gte]", now["expired"]-before["expired"], now["created"]-before["created"])
 		},
 	})
+}
+
+// TestExampleStripeEventsReadsALateVisibleEvent runs stripe_events.yaml
+// (visibility lag 30 s) against the Stripe fake. Once the account is read
+// to its head, events keep arriving, and one event becomes visible late:
+// its `created` lies 10 s in the past, so it sorts before newer events
+// already read. A cursor at the newest event seen (ending_before it) never
+// lists it; the example's anchor stays behind the lag, so the late event is
+// read, and so is every other event. The events re-read on each poll are
+// recognised by their receipts: the history and the two events put before
+// the late one (re-read on every poll while younger than the lag) are
+// printed once; those after the late event in the list may repeat once.
+func TestExampleStripeEventsReadsALateVisibleEvent(t *testing.T) {
+	tb := dynalitetest.NewTable(t)
+	s := fakeapi.NewStripe(t, "sk_test_fake")
+	const account = "acct_1Late"
+	var want []string // a history older than the lag
+	for range 12 {
+		want = append(want, s.AppendLate(account, 2*time.Minute))
+	}
+	env := e2etest.Env("STRIPE_API_URL="+s.URL(), "STRIPE_API_KEY=sk_test_fake", "STRIPE_ACCOUNT="+account,
+		"STRIPE_PAGE_SIZE=5", "STRIPE_POLL_INTERVAL=50ms", "STRIPE_VISIBILITY_LAG=30",
+		"TIDEMARK_TABLE="+tb.Name, "TIDEMARK_CREATE_TABLE=true", "TIDEMARK_DYNAMODB_ENDPOINT="+dynaliteShield(t, tb.Endpoint))
+	out := filepath.Join(t.TempDir(), "events.jsonl")
+	p := runExample(t, "run", "stripe_events", env, out)
+	seen := func() map[string]int { ids, _ := readIDs(t, out, stringField("id")); return ids }
+	waitAll := func(what string, ids []string) {
+		t.Helper()
+		e2etest.WaitFor(t, e2etest.Patience, what, func() (bool, string) {
+			m := missing(seen(), ids)
+			return len(m) == 0, fmt.Sprintf("%d of %d missing, e.g. %v", len(m), len(ids), m[:min(3, len(m))])
+		}, p.Running)
+	}
+	waitAll("the account read to its head", want)
+	polls := s.Served(fakeapi.StripeEndingBefore)
+	e2etest.WaitFor(t, e2etest.Patience, "forward polls at the head", func() (bool, string) {
+		return s.Served(fakeapi.StripeEndingBefore) >= polls+2, fmt.Sprintf("%d polls", s.Served(fakeapi.StripeEndingBefore)-polls)
+	}, p.Running)
+	want = append(want, s.Append(account, 2)...)
+	waitAll("the newer events read", want)
+	late := s.AppendLate(account, 10*time.Second)
+	want = append(want, late)
+	want = append(want, s.Append(account, 2)...)
+	waitAll("the late event and the newer ones read", want)
+	if !p.Stop(e2etest.Patience) {
+		t.Log("the run did not stop gracefully")
+	}
+	got := seen()
+	for _, id := range want[:12] {
+		if got[id] != 1 {
+			t.Errorf("event %s printed %d times; want once (re-read events are recognised by their receipts)", id, got[id])
+		}
+	}
+	t.Logf("%d events, %d lines; %d forward polls", len(want), sum(got), s.Served(fakeapi.StripeEndingBefore))
 }
 
 // TestExampleKubernetesList runs http_kubernetes_list.yaml against the

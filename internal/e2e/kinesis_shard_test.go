@@ -10,10 +10,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -33,7 +37,8 @@ import (
 type kinesalite struct {
 	*servertest.Server
 	t        *testing.T
-	expiries int // clock moves so far
+	expiries int               // clock moves so far
+	shardOf  map[string]string // data -> the shard PutRecords put it in
 }
 
 func startKinesalite(t *testing.T) *kinesalite {
@@ -49,7 +54,33 @@ func startKinesalite(t *testing.T) *kinesalite {
 			return err
 		},
 	})
-	return &kinesalite{Server: srv, t: t}
+	return &kinesalite{Server: srv, t: t, shardOf: map[string]string{}}
+}
+
+// createStream creates a stream of n shards and waits until it is active.
+func (k *kinesalite) createStream(stream string, n int) {
+	k.t.Helper()
+	k.call("CreateStream", fmt.Sprintf(`{"StreamName":%q,"ShardCount":%d}`, stream, n))
+	k.waitActive(stream)
+}
+
+func (k *kinesalite) waitActive(stream string) {
+	k.t.Helper()
+	e2etest.WaitFor(k.t, e2etest.Patience, "the stream is active", func() (bool, string) {
+		b := k.call("DescribeStreamSummary", fmt.Sprintf(`{"StreamName":%q}`, stream))
+		return bytes.Contains(b, []byte(`"StreamStatus":"ACTIVE"`)), string(b)
+	})
+}
+
+// kinesisEnv is the example's environment against endpoint, with pages of
+// 10 records and a discovery every second.
+func kinesisEnv(t *testing.T, tb dynalitetest.Table, endpoint, stream, out string) []string {
+	return e2etest.Env(
+		"KINESIS_ENDPOINT="+endpoint, "KINESIS_STREAM="+stream, "KINESIS_PAGE_SIZE=10", "KINESIS_OUTPUT="+out,
+		"KINESIS_POLL_INTERVAL=50ms", "KINESIS_READS_PER_SECOND=1000", "KINESIS_DISCOVERY_INTERVAL=1s",
+		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
+		"TIDEMARK_TABLE="+tb.Name, "TIDEMARK_CREATE_TABLE=true", "TIDEMARK_DYNAMODB_ENDPOINT="+dynaliteShield(t, tb.Endpoint),
+	)
 }
 
 // kinesisCall makes one Kinesis API call. kinesalite requires an
@@ -108,6 +139,7 @@ func (k *kinesalite) put(stream string, from, to int) map[string]string {
 		}
 		for i, r := range out.Records {
 			seqs[datas[i]] = r.SequenceNumber
+			k.shardOf[datas[i]] = r.ShardId
 		}
 	}
 	return seqs
@@ -156,11 +188,7 @@ func TestExampleKinesisShardSurvivesKill9AndExpiredIterators(t *testing.T) {
 	tb := dynalitetest.NewTable(t)
 	k := startKinesalite(t)
 	const stream = "audit"
-	k.call("CreateStream", fmt.Sprintf(`{"StreamName":%q,"ShardCount":1}`, stream))
-	e2etest.WaitFor(t, e2etest.Patience, "the stream is active", func() (bool, string) {
-		b := k.call("DescribeStreamSummary", fmt.Sprintf(`{"StreamName":%q}`, stream))
-		return bytes.Contains(b, []byte(`"StreamStatus":"ACTIVE"`)), string(b)
-	})
+	k.createStream(stream, 1)
 	seqs := k.put(stream, 0, 300)
 	for d, s := range seqs {
 		if len(s) < 56 {
@@ -287,4 +315,173 @@ func TestExampleKinesisShardSurvivesKill9AndExpiredIterators(t *testing.T) {
 		t.Errorf("checkpoint applied %s (id %q) parked %q; want the last record %s", cp.Applied, cp.AppliedID, cp.Parked, last)
 	}
 	t.Logf("run 1 printed %d records before the kill (durable through %s); %d lines in all", len(afterKill), durable, sum(printed()))
+}
+
+// sparseShards is a proxy in front of kinesalite that answers GetRecords
+// the way AWS documents it may for a sparse range of a shard: "If there are
+// no records available in the portion of the shard that the iterator
+// points to, GetRecords returns an empty list. It might take multiple calls
+// to get to a portion of the shard that contains records." Every iterator
+// kinesalite hands out first answers an empty page, behind the head
+// (MillisBehindLatest 1000), whose NextShardIterator ("sparse:" and the
+// iterator) leads on to kinesalite's own answer. The same iterator asked
+// again answers the same empty page: only following NextShardIterator
+// reaches the records.
+func sparseShards(t *testing.T, upstream string) (string, *atomic.Int64) {
+	target, err := url.Parse(upstream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var empties atomic.Int64
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		var req struct{ ShardIterator string }
+		if r.Header.Get("X-Amz-Target") == "Kinesis_20131202.GetRecords" && json.Unmarshal(body, &req) == nil {
+			if rest, ok := strings.CutPrefix(req.ShardIterator, "sparse:"); ok {
+				// Past the sparse portion: kinesalite's own answer.
+				body = bytes.Replace(body, []byte(req.ShardIterator), []byte(rest), 1)
+			} else {
+				empties.Add(1)
+				w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+				fmt.Fprintf(w, `{"Records":[],"NextShardIterator":%q,"MillisBehindLatest":1000}`, "sparse:"+req.ShardIterator)
+				return
+			}
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, &empties
+}
+
+// TestExampleKinesisShardFollowsEmptyPagesBehindTheHead runs
+// http_kinesis_shard.yaml against a shard of 60 records behind a proxy that
+// answers every iterator's first GetRecords with an empty page behind the
+// head (sparseShards). The example follows each empty page's
+// NextShardIterator (empty_page: follow_successor) and prints every record
+// once; re-polling the same iterator (empty_page: no_evidence) printed none.
+func TestExampleKinesisShardFollowsEmptyPagesBehindTheHead(t *testing.T) {
+	tb := dynalitetest.NewTable(t)
+	k := startKinesalite(t)
+	const stream = "sparse"
+	k.createStream(stream, 1)
+	seqs := k.put(stream, 0, 60)
+	link, empties := sparseShards(t, k.URL)
+
+	out := filepath.Join(t.TempDir(), "records.jsonl")
+	cmd := exec.Command(e2etest.Connect(t), "run", "--log.level", "warn", examplePath(t, "http_kinesis_shard"))
+	cmd.Env = kinesisEnv(t, tb, link, stream, out)
+	run := e2etest.Start(t, "run", cmd)
+	printed := func() map[string]int {
+		ls, _ := kinesisLines(t, out)
+		got := map[string]int{}
+		for _, l := range ls {
+			got[l.Data]++
+		}
+		return got
+	}
+	e2etest.WaitFor(t, e2etest.Patience, "every record printed", func() (bool, string) {
+		return len(printed()) == len(seqs), fmt.Sprintf("%d of %d records", len(printed()), len(seqs))
+	}, run.Running)
+	st, err := dynamostore.NewDynamoStore(context.Background(), dynamostore.DynamoConfig{Table: tb.Name, Endpoint: tb.Endpoint})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := store.Key{Scope: "kinesis-shards", Partition: "shardId-000000000000"}
+	e2etest.WaitFor(t, e2etest.Patience, "the last record is durably applied", func() (bool, string) {
+		cp, err := st.LoadCheckpoint(context.Background(), key)
+		return err == nil && cp.AppliedID == seqs["data-0059"], fmt.Sprintf("applied %s (id %q), %v", cp.Applied, cp.AppliedID, err)
+	}, run.Running)
+	if !run.Stop(10 * time.Second) {
+		t.Log("the run did not stop gracefully; killed")
+	}
+	for d, n := range printed() {
+		if seqs[d] == "" || n != 1 {
+			t.Errorf("record %s printed %d times; want once", d, n)
+		}
+	}
+	if empties.Load() < 6 {
+		t.Fatalf("the proxy answered %d empty pages; want one before each of the 6 pages at least: the test proved nothing", empties.Load())
+	}
+	t.Logf("%d empty pages behind the head followed", empties.Load())
+}
+
+// TestExampleKinesisShardSplitReadsChildrenAfterParent runs
+// http_kinesis_shard.yaml (discovery every second, lineage parents_first)
+// against a stream of one shard with 100 records. Mid-run the shard is
+// split (SplitShard at the middle of the hash key range) and 100 more
+// records are put, into the two children. Every record of the parent and
+// of the children is printed, and every parent record before any child
+// record: the children are discovered and read only once the parent is
+// read to its end (sealed: no NextShardIterator).
+func TestExampleKinesisShardSplitReadsChildrenAfterParent(t *testing.T) {
+	tb := dynalitetest.NewTable(t)
+	k := startKinesalite(t)
+	const stream = "split"
+	k.createStream(stream, 1)
+	seqs := k.put(stream, 0, 100)
+
+	_, link := newGate(t, k.URL, 10*time.Millisecond)
+	out := filepath.Join(t.TempDir(), "records.jsonl")
+	cmd := exec.Command(e2etest.Connect(t), "run", "--log.level", "warn", examplePath(t, "http_kinesis_shard"))
+	cmd.Env = kinesisEnv(t, tb, link, stream, out)
+	run := e2etest.Start(t, "run", cmd)
+	lines := func() []kinesisLine {
+		ls, _ := kinesisLines(t, out)
+		return ls
+	}
+	e2etest.WaitFor(t, e2etest.Patience, "the parent's first records printed", func() (bool, string) {
+		return len(lines()) >= 30, fmt.Sprintf("%d lines", len(lines()))
+	}, run.Running)
+
+	const parent = "shardId-000000000000"
+	k.call("SplitShard", fmt.Sprintf(`{"StreamName":%q,"ShardToSplit":%q,"NewStartingHashKey":"170141183460469231731687303715884105728"}`, stream, parent))
+	k.waitActive(stream)
+	for d, s := range k.put(stream, 100, 200) {
+		seqs[d] = s
+	}
+	children := map[string]bool{}
+	for i := 100; i < 200; i++ {
+		sh := k.shardOf[fmt.Sprintf("data-%04d", i)]
+		if sh == parent {
+			t.Fatalf("record %d went to the parent after the split", i)
+		}
+		children[sh] = true
+	}
+	if len(children) != 2 {
+		t.Fatalf("the records after the split went to shards %v; want the two children", children)
+	}
+
+	e2etest.WaitFor(t, e2etest.Patience, "every record printed", func() (bool, string) {
+		seen := map[string]bool{}
+		for _, l := range lines() {
+			seen[l.Data] = true
+		}
+		return len(seen) == 200, fmt.Sprintf("%d of 200 records", len(seen))
+	}, run.Running)
+	if !run.Stop(10 * time.Second) {
+		t.Log("the run did not stop gracefully; killed")
+	}
+
+	lastParent, firstChild := -1, -1
+	for i, l := range lines() {
+		if want := k.shardOf[l.Data]; l.Shard != want || seqs[l.Data] != l.SequenceNumber {
+			t.Fatalf("line %d %+v: record %s is in shard %s with sequence number %s", i, l, l.Data, want, seqs[l.Data])
+		}
+		if l.Shard == parent {
+			lastParent = i
+		} else if firstChild < 0 {
+			firstChild = i
+		}
+	}
+	if firstChild < 0 || lastParent > firstChild {
+		t.Fatalf("the last parent record is line %d, the first child record line %d: the children must be read after the parent", lastParent, firstChild)
+	}
+	t.Logf("parent records on lines 0-%d, children's from line %d; %d lines", lastParent, firstChild, len(lines()))
 }

@@ -3,6 +3,7 @@ package fakeapi
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -117,6 +118,34 @@ func (s *Stripe) Append(account string, n int) []string {
 		out = append(out, ev.id)
 	}
 	return out
+}
+
+// AppendLate creates one event in account whose `created` lies age in the
+// past, visible only from now on: an event that becomes visible late and
+// sorts before newer events already listed (Stripe documents no bound on
+// when an event becomes visible). It takes its place in the list by
+// `created`, after the events of the same second. It returns its id.
+func (s *Stripe) AppendLate(account string, age time.Duration) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.accounts[account]
+	if a == nil {
+		a = &stripeAccount{purged: map[string]bool{}}
+		s.accounts[account] = a
+	}
+	s.next++
+	ev := stripeEvent{
+		id:      fmt.Sprintf("evt_1Fake%019d", s.next),
+		created: time.Now().Add(-age).Unix(),
+		object:  fmt.Sprintf("ch_3Fake%019d", s.next),
+		kind:    "charge.succeeded",
+	}
+	i := len(a.events)
+	for i > 0 && a.events[i-1].created > ev.created {
+		i--
+	}
+	a.events = slices.Insert(a.events, i, ev)
+	return ev.id
 }
 
 // Expire removes every event account holds so far, as the 30-day

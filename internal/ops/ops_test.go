@@ -184,11 +184,11 @@ func TestStatusTable(t *testing.T) {
 	lines := strings.Split(strings.TrimRight(buf.String(), "\n"), "\n")
 	require.Len(t, lines, 6, buf.String())
 	assert.Equal(t, "scope ops  epoch 1 (proven true)  frontier 90  held by p1  resting on append_only_writer assertion (p0)  published 90 (epoch 1)", lines[0])
-	assert.Equal(t, []string{"PARTITION", "GENERATION", "WATERMARK", "FINALITY", "LAG", "CURSOR", "PENDING", "LEASE", "PARKED"}, strings.Fields(lines[1]))
-	assert.Equal(t, []string{"p0", "3", "150", "append_only_writer_assertion", "0", witness.CursorHash([]byte("p0-3")), "0", "worker-a#3", "-"}, strings.Fields(lines[2]))
-	assert.Equal(t, append([]string{"p1", "2", "90", "source", "60", witness.CursorHash([]byte("p1-2")), "0", "-"}, strings.Fields(parkReason)...), strings.Fields(lines[3]))
-	assert.Equal(t, []string{"p2", "2", "120", "source", "30", witness.CursorHash([]byte("p2-2")), "1", "-", "-"}, strings.Fields(lines[4]))
-	assert.Equal(t, []string{"p9", "(not", "a", "member)", "2", "10", "source", "140", witness.CursorHash([]byte("p9-2")), "0", "-", "-"}, strings.Fields(lines[5]))
+	assert.Equal(t, []string{"PARTITION", "GENERATION", "WATERMARK", "FINALITY", "APPLIED", "APPLIED_ID", "LAG", "CURSOR", "PENDING", "LEASE", "PARKED"}, strings.Fields(lines[1]))
+	assert.Equal(t, []string{"p0", "3", "150", "append_only_writer_assertion", "150", "p0-ev150", "0", witness.CursorHash([]byte("p0-3")), "0", "worker-a#3", "-"}, strings.Fields(lines[2]))
+	assert.Equal(t, append([]string{"p1", "2", "90", "source", "90", "p1-ev90", "60", witness.CursorHash([]byte("p1-2")), "0", "-"}, strings.Fields(parkReason)...), strings.Fields(lines[3]))
+	assert.Equal(t, []string{"p2", "2", "120", "source", "120", "p2-ev120", "30", witness.CursorHash([]byte("p2-2")), "1", "-", "-"}, strings.Fields(lines[4]))
+	assert.Equal(t, []string{"p9", "(not", "a", "member)", "2", "10", "source", "10", "p9-ev10", "140", witness.CursorHash([]byte("p9-2")), "0", "-", "-"}, strings.Fields(lines[5]))
 	// Columns line up: every row's generation starts where the header's does.
 	col := strings.Index(lines[1], "GENERATION")
 	for _, l := range lines[2:] {

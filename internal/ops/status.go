@@ -182,7 +182,7 @@ func WriteTable(w io.Writer, s Status) error {
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PARTITION\tGENERATION\tWATERMARK\tFINALITY\tLAG\tCURSOR\tPENDING\tLEASE\tPARKED")
+	fmt.Fprintln(tw, "PARTITION\tGENERATION\tWATERMARK\tFINALITY\tAPPLIED\tAPPLIED_ID\tLAG\tCURSOR\tPENDING\tLEASE\tPARKED")
 	for _, p := range s.Partitions {
 		lag := "-"
 		if p.Lag != nil {
@@ -207,7 +207,17 @@ func WriteTable(w io.Writer, s Status) error {
 		if p.Finality != "" {
 			finality = strings.ReplaceAll(p.Finality, " ", "_")
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", name, p.Generation, p.Watermark, finality, lag, p.CursorHash, p.PendingWitness, lease, parked)
+		// The applied position and its event id are what a restart
+		// cursor is built from (restart --cursor, restart_cursor's
+		// @applied and @applied_id).
+		applied, appliedID := "-", "-"
+		if p.Applied != "" {
+			applied = p.Applied
+		}
+		if p.AppliedID != "" {
+			appliedID = p.AppliedID
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", name, p.Generation, p.Watermark, finality, applied, appliedID, lag, p.CursorHash, p.PendingWitness, lease, parked)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

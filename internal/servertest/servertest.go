@@ -178,6 +178,10 @@ type Config struct {
 	// Ports is how many free ports to allocate (zero: 1). Ports[0] is the
 	// one URL and Ready use.
 	Ports int
+	// At, when set, are the ports to use instead of allocating them (a
+	// server recreated at the address of an earlier one); Start then tries
+	// once.
+	At []int
 	// Dir is the working directory (zero: a fresh t.TempDir()). Servers that
 	// write files next to themselves (pouchdb-server's log.txt and
 	// config.json) write them there.
@@ -231,7 +235,7 @@ func Start(t testing.TB, cfg Config) *Server {
 			return s
 		}
 		lastErr = err
-		if !errors.Is(err, errExited) || attempt == startAttempts-1 {
+		if !errors.Is(err, errExited) || attempt == startAttempts-1 || cfg.At != nil {
 			break
 		}
 		t.Logf("servertest: %s exited before it was ready, retrying with new ports: %v", cfg.Name, err)
@@ -243,7 +247,10 @@ func Start(t testing.TB, cfg Config) *Server {
 var errExited = errors.New("server exited")
 
 func start(t testing.TB, cfg Config) (*Server, error) {
-	ports := FreePorts(t, cfg.Ports)
+	ports := cfg.At
+	if ports == nil {
+		ports = FreePorts(t, cfg.Ports)
+	}
 	argv := cfg.Command(ports)
 	s := &Server{
 		Name:  cfg.Name,

@@ -53,7 +53,7 @@ func CursorHash(cursor []byte) string {
 // Recovery is allowed and means RecoveryPark; a zero Finality means
 // FinalityNone.
 func (c Contract) Validate() error {
-	if c.EmptyPage < EmptyNoEvidence || c.EmptyPage > EmptyFinalThroughWatermark {
+	if c.EmptyPage < EmptyNoEvidence || c.EmptyPage > EmptyFollowsSuccessor {
 		return fmt.Errorf("%w: contract empty page %s", ErrInvalid, c.EmptyPage)
 	}
 	if c.Recovery > RecoveryFreshSnapshot {
@@ -192,8 +192,27 @@ func emptyEvidence(c Contract, w Witness) string {
 		return "snapshot marker " + CursorHash(w.Marker)
 	case c.EmptyPage == EmptyEndOfData:
 		return "the contract's empty-page semantics (end of data)"
+	case followsOnly(c, w):
+		return "the contract's empty-page semantics (follow the successor: the source continues the traversal after the range this page read; nothing is claimed)"
 	}
 	return ""
+}
+
+// followsOnly reports whether an empty response w may promote only because
+// the contract says its successor continues the traversal
+// (EmptyFollowsSuccessor), with no other evidence: a successor other than
+// its own cursor, or none on a sealed response (the source documents that a
+// closed partition answers without successor: Kinesis "returns null in
+// NextShardIterator"; the traversal ends there). Such a promotion claims
+// nothing: no watermark, no applied boundary, not caught up.
+func followsOnly(c Contract, w Witness) bool {
+	if c.EmptyPage != EmptyFollowsSuccessor || len(w.Events) > 0 || (c.SnapshotMarker && len(w.Marker) > 0) {
+		return false
+	}
+	if len(w.Successor) == 0 {
+		return w.Sealed
+	}
+	return !bytes.Equal(w.Successor, w.InputCursor)
 }
 
 // coveredThrough returns the greatest position w's own evidence proves

@@ -141,7 +141,8 @@ func TestBuild_EmptyResponseIsNoLoopWithEvidence(t *testing.T) {
 func TestContract_Validate(t *testing.T) {
 	assert.NoError(t, dense.Validate())
 	assert.NoError(t, with(dense, func(c *Contract) { c.Recovery = 0 }).Validate(), "zero recovery means park")
-	assert.ErrorIs(t, with(dense, func(c *Contract) { c.EmptyPage = 4 }).Validate(), ErrInvalid)
+	assert.ErrorIs(t, with(dense, func(c *Contract) { c.EmptyPage = EmptyFollowsSuccessor + 1 }).Validate(), ErrInvalid)
+	assert.NoError(t, with(dense, func(c *Contract) { c.EmptyPage = EmptyFollowsSuccessor }).Validate())
 	assert.Equal(t, RecoveryPark, Contract{}.recovery())
 }
 

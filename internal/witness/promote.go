@@ -58,6 +58,11 @@ type Completion struct {
 	// being ordered); HasApplied is false for an empty response.
 	Applied    coord.Position
 	HasApplied bool
+	// FollowOnly: an empty response complete only because the contract
+	// says its successor continues the traversal (EmptyFollowsSuccessor).
+	// It proves no completeness: Watermark is zero and the response never
+	// says the partition is caught up.
+	FollowOnly bool
 }
 
 // CanPromote reports whether w carries completion evidence for its own
@@ -65,8 +70,10 @@ type Completion struct {
 // durable terminal outcome (AckedThrough >= len(Events)). An empty response
 // is complete only with evidence bound to it: a CompleteThrough under
 // EmptyFinalThroughWatermark, a marker under SnapshotMarker, or the
-// EmptyEndOfData contract; otherwise its witness stays pending. A seal flag
-// or the absence of events is never evidence.
+// EmptyEndOfData contract, or a successor other than its own cursor under
+// EmptyFollowsSuccessor (FollowOnly: promoted to move on, claiming nothing);
+// otherwise its witness stays pending. A seal flag or the absence of events
+// is never evidence.
 func CanPromote(c Contract, w Witness) Completion {
 	fin := c.Final(w.CompleteThrough)
 	comp := Completion{Watermark: fin.Watermark, Basis: fin.Basis, NotFinal: fin.Reason}
@@ -83,6 +90,11 @@ func CanPromote(c Contract, w Witness) Completion {
 	if ev := emptyEvidence(c, w); ev != "" {
 		comp.Complete = true
 		comp.Reason = "empty response with evidence bound to it: " + ev
+		if followsOnly(c, w) {
+			// Followed, not proven: a watermark on it is not written.
+			comp.FollowOnly, comp.Watermark = true, coord.Watermark{}
+			comp.Reason = "empty response followed to its successor: " + ev
+		}
 		return comp
 	}
 	comp.Reason = "empty response without evidence bound to it (coverage watermark, snapshot marker or empty-page contract): its witness stays pending"

@@ -244,3 +244,46 @@ func TestAbandon(t *testing.T) {
 		})
 	}
 }
+
+// An empty page under empty_page follow_successor is promoted only to move
+// on to another cursor: it carries no watermark (even one the response
+// maps), no applied position, and is marked FollowOnly so the machine
+// never takes it for caught up. A successor equal to its own cursor, or
+// none, is no progress.
+func TestCanPromote_FollowSuccessorClaimsNothing(t *testing.T) {
+	follow := with(sparse, func(c *Contract) { c.EmptyPage = EmptyFollowsSuccessor })
+	followSnap := with(snap, func(c *Contract) { c.EmptyPage = EmptyFollowsSuccessor })
+	for _, tc := range []struct {
+		name       string
+		contract   Contract
+		r          Response
+		complete   bool
+		followOnly bool
+		reason     string
+	}{
+		{"another successor", follow, resp("N8"), true, true, "followed to its successor"},
+		{"another successor and a watermark", follow, Response{Successor: []byte("N8"), CompleteThrough: coord.Integer(9)}, true, true, "followed to its successor"},
+		{"no successor", follow, resp(""), false, false, "stays pending"},
+		{"sealed without successor ends the partition", follow, Response{Sealed: true}, true, true, "followed to its successor"},
+		{"a snapshot marker is evidence of its own", followSnap, marked(resp("N8"), "rv"), true, false, "snapshot marker"},
+		{"events are not followed but delivered", follow, resp("N8", ev("a", 501)), true, false, "all 1 events"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := acked(build(t, tc.contract, "C41", 9, "a1", tc.r), len(tc.r.Events))
+			c := CanPromote(tc.contract, w)
+			assert.Equal(t, tc.complete, c.Complete)
+			assert.Equal(t, tc.followOnly, c.FollowOnly)
+			assert.Contains(t, c.Reason, tc.reason)
+			if tc.followOnly {
+				assert.True(t, c.Watermark.IsZero(), "a followed empty page claims no watermark")
+				assert.False(t, c.HasApplied)
+			}
+		})
+	}
+}
+
+func TestBuild_FollowedEmptyPageLoopingToItsCursorIsNoProgress(t *testing.T) {
+	follow := with(sparse, func(c *Contract) { c.EmptyPage = EmptyFollowsSuccessor })
+	_, err := Build(BuildInput{Scope: "s", Partition: "p", Generation: 9, InputCursor: []byte("C41"), AttemptID: "a1", Response: resp("C41"), Contract: follow})
+	assert.ErrorIs(t, err, ErrLoop)
+}

@@ -131,6 +131,19 @@ const (
 	// response's CompleteThrough watermark (CouchDB last_seq); without one
 	// it proves nothing. Requires FinalitySource.
 	EmptyFinalThroughWatermark
+	// EmptyFollowsSuccessor: an empty page is neither the end of the data
+	// nor evidence of completeness, but the source documents that its
+	// successor continues the traversal right after the range the page read
+	// (Kinesis GetRecords: "It might take multiple calls to get to a portion
+	// of the shard that contains records"). Its successor is promoted so the
+	// traversal moves on, with no watermark (a CompleteThrough on it is not
+	// written), no change of the applied boundary, and it never says the
+	// partition is caught up. A successor equal to the page's own cursor is
+	// no progress and proves nothing. A sealed empty page without successor
+	// ends the partition: the source documents that a closed partition
+	// answers so (Kinesis: "If the shard has been closed ... GetRecords
+	// returns null in NextShardIterator").
+	EmptyFollowsSuccessor
 )
 
 func (e EmptyPage) String() string {
@@ -141,6 +154,8 @@ func (e EmptyPage) String() string {
 		return "end_of_data"
 	case EmptyFinalThroughWatermark:
 		return "final_through_watermark"
+	case EmptyFollowsSuccessor:
+		return "follow_successor"
 	}
 	return fmt.Sprintf("empty_page(%d)", uint8(e))
 }
