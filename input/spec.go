@@ -119,7 +119,7 @@ Exactly one of `+"`http`"+` and `+"`simulated`"+` must be set.`).
 			service.NewObjectField(ppFieldCheckpoint, storeconfig.CheckpointFields()...).
 				Description("The checkpoint store."),
 			service.NewObjectField(ppFieldHTTP, httpprovider.Fields()...).
-				Description("Fetch pages from an HTTP API.").Optional(),
+				Description("Fetch pages from an HTTP API.").Optional().LintRule(httpprovider.ObjectLint),
 			service.NewObjectField(ppFieldSimulated, simulated.Fields()...).
 				Description("An embedded deterministic source with injectable faults, for demos, tests and benchmarks.").Optional(),
 			service.NewObjectField(ppFieldLeases, LeaseFields()...).

@@ -48,8 +48,9 @@ func CursorHash(cursor []byte) string {
 }
 
 // Validate reports a contract the core cannot use: an EmptyPage that is not
-// one of the declared values (the zero value included), or an unknown
-// Recovery. A zero Recovery is allowed and means RecoveryPark.
+// one of the declared values (the zero value included), an unknown
+// Recovery, or a pagination contract that cannot keep its promise (see
+// validatePagination). A zero Recovery is allowed and means RecoveryPark.
 func (c Contract) Validate() error {
 	if c.EmptyPage < EmptyNoEvidence || c.EmptyPage > EmptyFinalThroughWatermark {
 		return fmt.Errorf("%w: contract empty page %s", ErrInvalid, c.EmptyPage)
@@ -57,7 +58,7 @@ func (c Contract) Validate() error {
 	if c.Recovery > RecoveryFreshSnapshot {
 		return fmt.Errorf("%w: contract recovery %s", ErrInvalid, c.Recovery)
 	}
-	return nil
+	return c.validatePagination()
 }
 
 func (c Contract) ordered() bool { return c.OrderedPositions || c.DensePositions }
@@ -156,6 +157,10 @@ func Build(in BuildInput) (Witness, error) {
 		CompleteThrough: r.CompleteThrough,
 		Sealed:          r.Sealed,
 		Disposition:     Pending,
+	}
+	if in.Contract.OffsetUnproven {
+		// The contract claims no completeness: a watermark would be a claim.
+		w.CompleteThrough = coord.Watermark{}
 	}
 	if len(events) == 0 && bytes.Equal(w.Successor, w.InputCursor) && emptyEvidence(in.Contract, w) == "" {
 		return Witness{}, &LoopError{Partition: in.Partition, Generation: in.Generation, Cursor: CursorHash(in.InputCursor)}

@@ -63,6 +63,10 @@ type Completion struct {
 // or the absence of events is never evidence.
 func CanPromote(c Contract, w Witness) Completion {
 	comp := Completion{Watermark: w.CompleteThrough}
+	if c.OffsetUnproven {
+		// No completeness is claimed (Build records no watermark either).
+		comp.Watermark = coord.Watermark{}
+	}
 	if n := len(w.Events); n > 0 {
 		comp.Applied, comp.HasApplied = top(w)
 		if w.AckedThrough >= n {
