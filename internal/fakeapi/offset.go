@@ -217,4 +217,3 @@ func (o *Offset) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, page)
 }
-
