@@ -37,7 +37,7 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 lint-configs: build
-	$(BIN) lint $(CONFIGS)
+	$(BIN) lint $(CONFIGS) $(wildcard config/pagination/*.yaml)
 	$(BIN) test ./config/examples/...
 
 ## sim: the full simulator run (2,000 schedules; under -race above it runs
@@ -51,7 +51,7 @@ fuzz:
 ## docs: regenerate the component reference under docs/ (a test fails when
 ## it is stale). docs/design.md is written by hand and kept.
 docs: build
-	mkdir -p docs && find docs -mindepth 1 -maxdepth 1 ! -name design.md -exec rm -rf {} +
+	mkdir -p docs && find docs -mindepth 1 -maxdepth 1 ! -name design.md ! -name pagination.md -exec rm -rf {} +
 	$(BIN) tidemark docs --out docs
 
 bench: build

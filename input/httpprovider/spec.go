@@ -326,7 +326,7 @@ func Fields() []*service.ConfigField {
 				witness.PaginationKeyset.String(): "The successor is built from the page's last position (`after_id`, `id_gte`, `start-after`); positions must be ordered. A delete or an insert on an earlier page moves nothing.",
 				witness.PaginationOffset.String(): "The successor counts rows to skip (`?offset=N`, `?page=N`, a `Link: rel=\"next\"` header built from them). A delete on an earlier page slides an event onto a page already read, so unless positions are `dense` the contract needs `offset_overlap` (checked) or `offset_unproven` (no completeness claimed); `connect lint` refuses anything else.",
 			}).
-				Description("How the source's pages follow one another; see docs/pagination.md for each style, what the input can prove and a worked config. Behaviour changes only under `offset`.").
+				Description("How the source's pages follow one another. [Pagination styles](pagination.md) (docs/pagination.md) takes each style in turn (token, keyset, offset and page number, time window, changes feed, snapshot listing): what the input can prove, the contract to declare and a worked config. Behaviour changes only under `offset`.").
 				Default(witness.PaginationToken.String()).
 				Example(witness.PaginationOffset.String()),
 			service.NewBoolField(hpFieldOffsetOverlap).
