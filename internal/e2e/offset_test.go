@@ -157,14 +157,6 @@ func (r *offsetRun) requireNoScalarFrontier(t *testing.T) {
 	assert.True(t, f.Scalar.IsZero(), "no scalar frontier: %+v", f)
 }
 
-func ids(from, to, step int64) []int64 {
-	var out []int64
-	for id := from; id <= to; id += step {
-		out = append(out, id)
-	}
-	return out
-}
-
 // Offset pages with the overlap check: the delete of 20 (page 1) when page
 // 3 is requested, and the insert of 15 (page 1) when a later page is, each
 // shift the page being requested; the check sees it and the partition

@@ -52,6 +52,7 @@ func (s *sim) quiesce(step *int) {
 	for _, p := range s.parts {
 		p.prof.transient, p.prof.glitch, p.prof.quiet, p.prof.omit, p.prof.lag, p.prof.rogue, p.prof.shift, p.prof.garbage = 0, 0, 0, 0, 0, 0, 0, 0
 		p.prof.malformed = 0 // the persistent fault (part.broken) stays
+		p.prof.offsetShift = 0
 		p.stall = 0
 	}
 	for _, w := range s.workers {

@@ -62,9 +62,15 @@ const (
 	// waiting for their parents to complete (breaks parents-first,
 	// CheckLineage).
 	ChildrenFirst
+	// IgnoreOffsetOverlap: workers of an offset-paged partition skip the
+	// overlap check (its contract is read as offset_unproven), so a page
+	// that begins one event late after a delete on an earlier page is
+	// accepted and the event that slid onto a page already read is lost
+	// (docs/design.md#offset-pagination, CheckNoLoss).
+	IgnoreOffsetOverlap
 )
 
-var variantNames = [...]string{"faithful", "promote-other-successor", "max-frontier", "bare-empty-page", "unconditional-write", "ignore-lease", "any-watermark-covers", "park-on-malformed", "retry-malformed-forever", "partial-view", "children-first"}
+var variantNames = [...]string{"faithful", "promote-other-successor", "max-frontier", "bare-empty-page", "unconditional-write", "ignore-lease", "any-watermark-covers", "park-on-malformed", "retry-malformed-forever", "partial-view", "children-first", "ignore-offset-overlap"}
 
 func (v Variant) String() string {
 	if int(v) < len(variantNames) {
@@ -85,7 +91,7 @@ func ParseVariant(s string) (Variant, error) {
 
 // Variants lists the broken variants (every Variant but Faithful).
 func Variants() []Variant {
-	return []Variant{PromoteOtherSuccessor, MaxFrontier, BareEmptyPage, UnconditionalWrite, IgnoreLease, AnyWatermarkCovers, ParkOnMalformed, RetryMalformedForever, PartialView, ChildrenFirst}
+	return []Variant{PromoteOtherSuccessor, MaxFrontier, BareEmptyPage, UnconditionalWrite, IgnoreLease, AnyWatermarkCovers, ParkOnMalformed, RetryMalformedForever, PartialView, ChildrenFirst, IgnoreOffsetOverlap}
 }
 
 // DefaultSteps is the length of a schedule when Config.Steps is zero.
@@ -457,6 +463,9 @@ func newSim(cfg Config) *sim {
 			prof = scalarProfiles[r.IntN(len(scalarProfiles))]
 		} else {
 			prof = append(slices.Clone(scalarProfiles), otherProfiles...)[r.IntN(len(scalarProfiles)+len(otherProfiles))]
+		}
+		if cfg.Variant == IgnoreOffsetOverlap && i == 0 {
+			prof = offsetOverlap // the variant only shows on an offset partition
 		}
 		p := newPart(name, rand.New(rand.NewPCG(partSeed(cfg.Seed, name), 0x9a27)), prof, 1)
 		ws := []int{r.IntN(su.workers)}

@@ -18,7 +18,9 @@ import (
 // endless ones;
 // AnyWatermarkCovers classifies as usual, then calls a divergent response
 // that carries any complete-through watermark a shifted page, as if a
-// watermark covered every position, also the ones above it.
+// watermark covered every position, also the ones above it;
+// IgnoreOffsetOverlap reads an offset partition's overlap check as
+// offset_unproven (no check).
 func (v Variant) configure(cfg *chain.Config) {
 	switch v {
 	case BareEmptyPage:
@@ -27,6 +29,10 @@ func (v Variant) configure(cfg *chain.Config) {
 		cfg.FetchRetries = 0
 	case RetryMalformedForever:
 		cfg.FetchRetries = math.MaxInt32
+	case IgnoreOffsetOverlap:
+		if cfg.Contract.OffsetOverlap {
+			cfg.Contract.OffsetOverlap, cfg.Contract.OffsetUnproven = false, true
+		}
 	case AnyWatermarkCovers:
 		cfg.Classify = func(in witness.ClassifyInput) (witness.Verdict, error) {
 			v, err := witness.Classify(in)
