@@ -242,14 +242,18 @@ func TestOffsetKeysetDeliversEveryRowAndClaimsNothingBelowItsProgress(t *testing
 // Offset pages through the server's Link header, declared offset_unproven:
 // the delete of 20 (page 1) when page 3 is requested slides 210 onto page
 // 2, already read, and 210 is never delivered: the loss the declaration
-// admits. The run says so at start, writes no watermark, publishes no
-// scalar frontier and never completes.
+// admits; 15, inserted on page 1 when page 6 is requested, is not either.
+// The run says so at start, writes no watermark, publishes no scalar
+// frontier and never completes.
 func TestOffsetUnprovenSaysItCannotProveCompletenessAndClaimsNone(t *testing.T) {
 	fake := fakeapi.NewOffset(t, 10)
 	original := fake.Append(offsetRows)
 	run := startOffsetRun(t, "offset_unproven", fake, fakeapi.OffsetByOffset, func(n int) {
-		if n == 3 {
+		switch n {
+		case 3:
 			fake.Delete(20)
+		case 6:
+			fake.Insert(15) // slides 510 back onto page 6: a duplicate
 		}
 	})
 	var rest []int64
@@ -267,7 +271,9 @@ func TestOffsetUnprovenSaysItCannotProveCompletenessAndClaimsNone(t *testing.T) 
 	log := run.proc.Out.String()
 	assert.Contains(t, log, "Partition items cannot prove completeness")
 	assert.Contains(t, log, "offset_unproven")
-	assert.Zero(t, run.delivered(t)[210], "210 slid onto page 2 after it was read: the declared loss")
+	seen := run.delivered(t)
+	assert.Zero(t, seen[210], "210 slid onto page 2 after it was read: the declared loss")
+	assert.Zero(t, seen[15], "15 was inserted on a page already read")
 	cp := run.checkpoint(t)
 	assert.False(t, cp.Complete)
 	assert.True(t, cp.Watermark.IsZero(), "no watermark: %s", cp.Watermark)
