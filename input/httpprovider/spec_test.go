@@ -328,4 +328,3 @@ func TestLintRefusesOffsetPaginationThatCannotProveContinuity(t *testing.T) {
 		})
 	}
 }
-
