@@ -37,7 +37,7 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 lint-configs: build
-	$(BIN) lint $(CONFIGS)
+	$(BIN) lint $(CONFIGS) $(wildcard config/pagination/*.yaml)
 	$(BIN) test ./config/examples/...
 
 ## sim: the full simulator run (2,000 schedules; under -race above it runs

@@ -271,6 +271,12 @@ func (c Config) validate() error {
 	if c.Contract.EventsMayBeWithdrawn && !c.Contract.WatermarkCoversPositions {
 		bad("contract.events_may_be_withdrawn needs watermark_covers_positions: a withdrawn event is accepted only when the retry's watermark covers its position")
 	}
+	if err := c.Contract.Validate(); err != nil && errs == nil {
+		bad("contract.pagination: %v", err)
+	}
+	if c.Contract.OffsetUnproven && c.Mappings.CompleteThrough != nil {
+		bad("contract.offset_unproven claims no completeness: complete_through cannot be mapped")
+	}
 	if b := c.Bootstrap; b != nil {
 		b.Call.validate("bootstrap", bad)
 		if b.Cursor == nil {

@@ -504,3 +504,54 @@ func TestEtcdClusterRecreatedWithTheSameTokenInvalidatesAStoredCursor(t *testing
 		t.Fatalf("fetch of the old cluster's cursor from the recreated one (same cluster id): %v; want it declared invalid (expired)", err)
 	}
 }
+
+// TestJSONServerOffsetOverlap: a real server paged by offset with the
+// overlap check. The page after the first begins with the first page's
+// last row, and CheckContinuity accepts it; after a delete on the first
+// page the same request begins with another row (30 slid onto page 1, 40
+// would be skipped), and CheckContinuity refuses it.
+func TestJSONServerOffsetOverlap(t *testing.T) {
+	srv := startJSONServer(t, `{"items":[{"id":10},{"id":20},{"id":30},{"id":40},{"id":50},{"id":60},{"id":70}]}`)
+	p := parseProvider(t, loadTestdata(t, "json_server_offset.yaml", map[string]string{"JSON_SERVER_URL": srv.URL}), nil, nil)
+	contract := p.Contract()
+	build := func(gen uint64, cursor, attempt string, r witness.Response) witness.Witness {
+		t.Helper()
+		w, err := witness.Build(witness.BuildInput{Scope: "test", Partition: "items", Generation: gen,
+			InputCursor: []byte(cursor), AttemptID: attempt, Response: r, Contract: contract})
+		if err != nil {
+			t.Fatalf("witness.Build(%s): %v", attempt, err)
+		}
+		return w
+	}
+
+	page1 := fetch(t, p, "items", "")
+	if !slices.Equal(ids(page1), []string{"10", "20", "30"}) || string(page1.Successor) != "2" {
+		t.Fatalf("page 1: %v successor %q", ids(page1), page1.Successor)
+	}
+	w1 := build(1, "", "g1-a1", page1)
+	last := w1.Events[len(w1.Events)-1]
+	start := witness.CheckContinuity(witness.ContinuityInput{Contract: contract, Boundary: true, Witness: w1})
+	if !start.Continues {
+		t.Fatalf("page 1 from the start: %+v", start)
+	}
+
+	page2 := fetch(t, p, "items", "2")
+	if !slices.Equal(ids(page2), []string{"30", "40", "50"}) {
+		t.Fatalf("page 2: %v, want it to begin with page 1's last row", ids(page2))
+	}
+	ok := witness.CheckContinuity(witness.ContinuityInput{Contract: contract, Previous: last, HasPrevious: true, Witness: build(2, "2", "g2-a1", page2)})
+	if !ok.Continues || ok.Overlap != 1 {
+		t.Fatalf("page 2 continues page 1: %+v", ok)
+	}
+
+	call(t, http.MethodDelete, srv.URL+"/items/20", "")
+	shifted := fetch(t, p, "items", "2")
+	if !slices.Equal(ids(shifted), []string{"40", "50", "60"}) {
+		t.Fatalf("page 2 after the delete: %v", ids(shifted))
+	}
+	got := witness.CheckContinuity(witness.ContinuityInput{Contract: contract, Previous: last, HasPrevious: true, Witness: build(2, "2", "g2-a2", shifted)})
+	t.Logf("after the delete: %s", got.Reason)
+	if got.Continues || !strings.Contains(got.Reason, "the page shifted") {
+		t.Fatalf("page 2 after a delete on page 1: %+v; want it refused", got)
+	}
+}

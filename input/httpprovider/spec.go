@@ -71,6 +71,9 @@ const (
 	hpFieldRestartCursor       = "restart_cursor"
 	hpFieldFinality            = "finality"
 	hpFieldFinalityLag         = "finality_lag"
+	hpFieldPagination          = "pagination"
+	hpFieldOffsetOverlap       = "offset_overlap"
+	hpFieldOffsetUnproven      = "offset_unproven"
 
 	hpFieldPartitionsURL     = "partitions_url"
 	hpFieldPartitionsMapping = "partitions_mapping"
@@ -344,9 +347,25 @@ func Fields() []*service.ConfigField {
 				Description("Cursor of the stable boundary to restart a partition from (recovery `restart_from_boundary` or `fresh_snapshot`), interpolated with metadata `partition`, `watermark` (the durable complete-through watermark, empty when none), `applied` (the durable applied position: the greatest position of an event with a durable outcome, empty when none; for sources that resume after a sequence number), `applied_id` (the id of the event at the applied position, as `event_id` mapped it, empty when unknown; for sources that resume after an event id), `cursor` (empty), `scope` (empty) and `attempt` (0). The empty string is the partition's start; with a `bootstrap` it is the bootstrap (reason `expired` after an expired or invalid cursor, `resume` otherwise) from the durable applied position. A traversal from a restart cursor pins its `pin` values anew.").
 				Default("").
 				Example(`${! @watermark }`),
+			service.NewStringAnnotatedEnumField(hpFieldPagination, map[string]string{
+				witness.PaginationToken.String():  "The successor is a token or position the source issues with the page (a continuation token, a change feed's sequence, a delta link): a delete or an insert on an earlier page cannot move it.",
+				witness.PaginationKeyset.String(): "The successor is built from the page's last position (`after_id`, `id_gte`, `start-after`); positions must be ordered. A delete or an insert on an earlier page moves nothing.",
+				witness.PaginationOffset.String(): "The successor counts rows to skip (`?offset=N`, `?page=N`, a `Link: rel=\"next\"` header built from them). A delete on an earlier page slides an event onto a page already read, so unless positions are `dense` the contract needs `offset_overlap` (checked) or `offset_unproven` (no completeness claimed); `connect lint` refuses anything else.",
+			}).
+				Description("How the source's pages follow one another. [Pagination styles](pagination.md) (docs/pagination.md) takes each style in turn (token, keyset, offset and page number, time window, changes feed, snapshot listing): what the input can prove, the contract to declare and a worked config. Behaviour changes only under `offset`.").
+				Default(witness.PaginationToken.String()).
+				Example(witness.PaginationOffset.String()),
+			service.NewBoolField(hpFieldOffsetOverlap).
+				Description("With `pagination: offset`: every page after the first of a traversal is requested one event early (the successor is the previous offset plus the page's length minus one), so it must begin with the previous page's last event (identity, position and payload digest). When it does not, the page shifted (an event on an earlier page was deleted or inserted) and the partition recovers as `recovery` says, restarting from `restart_cursor`, instead of skipping the event that slid onto a page already read. The repeated event is not emitted again once its page is promoted. A response to the partition's start or to a restart cursor continues nothing and is not checked.").
+				Default(false).
+				Example(true),
+			service.NewBoolField(hpFieldOffsetUnproven).
+				Description("With `pagination: offset` over positions that are not dense and without `offset_overlap`: an explicit declaration that nothing proves a page continues the previous one. The partition reads on and logs at warn level, once, that an event can be skipped unnoticed; it claims no completeness: `complete_through` cannot be mapped, `missing_successor` must be `poll`, no watermark is written, so the frontier stays vector-only.").
+				Default(false).
+				Example(true),
 		).
 			Description("The source's declared pagination contract. Classification trusts only what is declared here.").
-			LintRule(contractEnumLint()).
+			LintRule(contractLint()).
 			Example(map[string]any{
 				hpFieldEmptyPage:          witness.EmptyFinalThroughWatermark.String(),
 				hpFieldPositions:          positionsOrdered,
@@ -556,6 +575,20 @@ func FromParsed(conf *service.ParsedConfig, res *service.Resources, logger *serv
 		return nil, err
 	}
 
+	pagination, err := cc.FieldString(hpFieldPagination)
+	if err != nil {
+		return nil, err
+	}
+	if c.Contract.Pagination, err = parsePagination(pagination); err != nil {
+		return nil, err
+	}
+	if c.Contract.OffsetOverlap, err = cc.FieldBool(hpFieldOffsetOverlap); err != nil {
+		return nil, err
+	}
+	if c.Contract.OffsetUnproven, err = cc.FieldBool(hpFieldOffsetUnproven); err != nil {
+		return nil, err
+	}
+
 	if err := sequenceFromParsed(conf, &c); err != nil {
 		return nil, err
 	}
@@ -633,6 +666,15 @@ func parseEmptyPage(s string) (witness.EmptyPage, error) {
 	return 0, fmt.Errorf("httpprovider: contract.empty_page: unknown value %q (want no_evidence, end_of_data, final_through_watermark or follow_successor)", s)
 }
 
+func parsePagination(s string) (witness.Pagination, error) {
+	for _, p := range []witness.Pagination{witness.PaginationToken, witness.PaginationKeyset, witness.PaginationOffset} {
+		if p.String() == s {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("httpprovider: contract.pagination: unknown value %q (want token, keyset or offset)", s)
+}
+
 func parseRecovery(s string) (witness.Recovery, error) {
 	for _, r := range []witness.Recovery{witness.RecoveryPark, witness.RecoveryRestartFromBoundary, witness.RecoveryFreshSnapshot} {
 		if r.String() == s {
@@ -655,7 +697,26 @@ func contractEnums() [][2]any {
 		{hpFieldPositionType, kinds},
 		{hpFieldRecovery, []string{witness.RecoveryPark.String(), witness.RecoveryRestartFromBoundary.String(), witness.RecoveryFreshSnapshot.String()}},
 		{hpFieldFinality, []string{witness.FinalityNone.String(), witness.FinalitySource.String(), witness.FinalityAppendOnlyWriter.String(), witness.FinalityLag.String()}},
+		{hpFieldPagination, []string{witness.PaginationToken.String(), witness.PaginationKeyset.String(), witness.PaginationOffset.String()}},
 	}
+}
+
+// offsetLint is the lint of offset pagination over the contract object
+// (witness.Contract.Validate says the same at start-up): positions that
+// are not dense need the overlap check or the explicit offset_unproven,
+// which claims no completeness.
+const offsetLint = `  if this.pagination.or("token") == "offset" && this.positions.or("ordered") != "dense" && !this.offset_overlap.or(false) && !this.offset_unproven.or(false) { "contract.pagination: offset over positions that are not dense cannot prove that a page continues the previous one (a delete on an earlier page slides an event onto a page already read, and it is skipped silently): page by keyset (pagination: keyset), request each page one event early (offset_overlap: true), or declare offset_unproven: true and claim no completeness (see docs/pagination.md)" },
+  if this.offset_unproven.or(false) && this.missing_successor.or("poll") == "end_of_traversal" { "contract.offset_unproven claims no completeness: missing_successor must be poll, not end_of_traversal" },
+  if this.offset_unproven.or(false) && (this.empty_page.or("") == "final_through_watermark" || this.watermark_covers_positions.or(false)) { "contract.offset_unproven claims no completeness: no watermark can be final (empty_page: final_through_watermark, watermark_covers_positions)" },
+  if this.pagination.or("token") != "offset" && (this.offset_overlap.or(false) || this.offset_unproven.or(false)) { "contract.offset_overlap and offset_unproven need pagination: offset" },
+  if this.offset_overlap.or(false) && this.offset_unproven.or(false) { "contract.offset_overlap proves continuity and offset_unproven says nothing does: declare one" },
+  if this.pagination.or("token") == "keyset" && this.positions.or("ordered") == "unordered" { "contract.pagination: keyset needs ordered (or dense) positions: the successor is built from the last position" },
+`
+
+// contractLint is contractEnumLint and offsetLint.
+func contractLint() string {
+	s := contractEnumLint()
+	return strings.Replace(s, "].filter(", offsetLint+"].filter(", 1)
 }
 
 // contractEnumLint is a Bloblang lint rule over the contract object: for
@@ -689,7 +750,9 @@ func contractEnumLint() string {
 // event_position mapping reads from the page's last event (or its
 // maximum) under finality: source, where it would certify the page by
 // itself. Benthos lint rules are errors; under other finalities such a
-// mapping is the declared assertion or lag, so it is not flagged.
+// mapping is the declared assertion or lag, so it is not flagged. Also:
+// offset_unproven claims no completeness, so complete_through cannot be
+// mapped.
 func ObjectLint() string {
 	return `let fin = this.contract.finality.or("")
 let pos = this.event_position.or("").re_find_object("""this\.(?P<f>[A-Za-z_][A-Za-z0-9_]*)\s*$""").f.or("")
@@ -697,5 +760,6 @@ let ct = this.complete_through.or("")
 root = [
   if this.complete_through != null && $fin == "" { "complete_through is mapped but contract.finality is not declared: ` + finalityChoices + `" },
   if $fin == "source" && $pos != "" && $ct.re_match("""(index\(\s*-1\s*\)|last\(\))\s*\.\s*""" + $pos + """\b|\b""" + $pos + """\b[^|]*\.max\(\)""") { "complete_through reads ` + "`%s`" + ` of the page's own last event, as event_position does: a page's own last position certifies nothing (an event created or made visible later below it is missed), so it is not finality: source; map a watermark the source certifies, or declare finality: append_only_writer if positions are only ever created above every existing one".format($pos) },
+  if this.contract.offset_unproven.or(false) && this.complete_through != null { "contract.offset_unproven claims no completeness: complete_through cannot be mapped" },
 ].filter(m -> m != null)`
 }

@@ -378,3 +378,41 @@ func TestLintFinality(t *testing.T) {
 		assert.NoError(t, env.NewStreamBuilder().SetYAML(yaml(body)), name)
 	}
 }
+
+// Lint refuses offset pagination that cannot prove a page continues the
+// previous one (positions not dense, no overlap check, no explicit
+// offset_unproven) and anything with which offset_unproven would claim
+// completeness; New refuses the same at start-up.
+func TestLintRefusesOffsetPaginationThatCannotProveContinuity(t *testing.T) {
+	env := service.GlobalEnvironment().Clone()
+	require.NoError(t, env.RegisterInput("tm_lint_offset", service.NewConfigSpec().Field(service.NewObjectField("http", Fields()...).LintRule(ObjectLint())),
+		func(*service.ParsedConfig, *service.Resources) (service.Input, error) { return nil, nil }))
+	const head = "http:\n  url: http://127.0.0.1:1/\n  successor: root = deleted()\n"
+	for _, tc := range []struct {
+		name, http, lint string // lint "": lints clean
+	}{
+		{"offset over ordered positions", head + "  contract:\n    pagination: offset\n", "contract.pagination: offset over positions that are not dense"},
+		{"offset over dense positions", head + "  contract:\n    pagination: offset\n    positions: dense\n", ""},
+		{"offset with the overlap check", head + "  contract:\n    pagination: offset\n    offset_overlap: true\n    missing_successor: end_of_traversal\n", ""},
+		{"offset declared unproven", head + "  contract:\n    pagination: offset\n    offset_unproven: true\n", ""},
+		{"unproven ending a traversal", head + "  contract:\n    pagination: offset\n    offset_unproven: true\n    missing_successor: end_of_traversal\n", "missing_successor must be poll"},
+		{"unproven with complete_through", head + "  complete_through: root = this.last\n  contract:\n    pagination: offset\n    offset_unproven: true\n", "complete_through cannot be mapped"},
+		{"overlap without offset", head + "  contract:\n    offset_overlap: true\n", "need pagination: offset"},
+		{"keyset over unordered positions", head + "  contract:\n    pagination: keyset\n    positions: unordered\n", "keyset needs ordered"},
+		{"unknown pagination", head + "  contract:\n    pagination: cursor\n", `contract.pagination: "cursor" is not one of token, keyset, offset`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			yaml := "input:\n  tm_lint_offset:\n" + indent(tc.http, "    ") + "\noutput:\n  drop: {}\n"
+			err := env.NewStreamBuilder().SetYAML(yaml)
+			_, newErr := tryParseProvider(tc.http, nil, nil)
+			if tc.lint == "" {
+				require.NoError(t, err)
+				require.NoError(t, newErr)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.lint)
+			require.Error(t, newErr, "New refuses what lint refuses")
+		})
+	}
+}

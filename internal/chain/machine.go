@@ -186,6 +186,9 @@ type Machine struct {
 	parkDrained string
 	// mon is the state of the contract monitors (monitor.go).
 	mon monitorState
+	// unprovenSaid: the machine has logged that its contract proves no
+	// continuity of offset pages (witness.Contract.OffsetUnproven).
+	unprovenSaid bool
 }
 
 // idleRun is a run of answers that prove nothing (empty pages without
@@ -520,6 +523,13 @@ func (m *Machine) startChain() {
 	m.tail = tailOf(m.cp)
 	m.extend = true
 	m.pollAt = time.Time{}
+	if !m.unprovenSaid {
+		ct := witness.CheckContinuity(witness.ContinuityInput{Contract: m.cfg.Contract, Boundary: true, Witness: witness.Witness{Partition: m.part()}})
+		if ct.Unproven {
+			m.unprovenSaid = true
+			m.logf(Warn, "Partition %s cannot prove completeness: %s", m.part(), ct.Reason)
+		}
+	}
 }
 
 // restartChain ends the chain; the checkpoint is loaded again.
@@ -1010,7 +1020,7 @@ func (m *Machine) recover(expired bool, reason string) {
 			m.count(MetricRestarts, "", 1)
 			prom := store.Promotion{
 				Key: m.cfg.Key, FromCursor: m.cp.Cursor, FromGeneration: m.cp.Generation,
-				To: r.Cursor, WitnessID: "restart:" + recovery.String(), Epoch: m.cfg.Epoch, Lease: m.cp.Lease,
+				To: r.Cursor, WitnessID: RestartWitnessPrefix + recovery.String(), Epoch: m.cfg.Epoch, Lease: m.cp.Lease,
 				Violations: m.violationTotals(),
 			}
 			ask(m, Promote{Promotion: prom, Restart: true}, func(r Promoted) {

@@ -260,6 +260,12 @@ func (h *harness) config(d *datadriven.TestData) {
 		case "recovery":
 			c.Recovery = map[string]witness.Recovery{"park": witness.RecoveryPark, "restart_from_boundary": witness.RecoveryRestartFromBoundary, "fresh_snapshot": witness.RecoveryFreshSnapshot}[val]
 			cfg.Restarter = true
+		case "pagination":
+			c.Pagination = map[string]witness.Pagination{"token": witness.PaginationToken, "keyset": witness.PaginationKeyset, "offset": witness.PaginationOffset}[val]
+		case "overlap":
+			c.OffsetOverlap = true
+		case "unproven":
+			c.OffsetUnproven = true
 		case "restart":
 			h.restart = []byte(val)
 		case "depth":

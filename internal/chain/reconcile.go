@@ -2,6 +2,7 @@ package chain
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/witness"
@@ -51,6 +52,13 @@ func (m *Machine) reconcile(f *fetchRec, r Fetched) (verdict, error) {
 	}
 	if err != nil {
 		return verdict{}, err
+	}
+	if contract.Pagination == witness.PaginationOffset {
+		// Before anything else, an empty page included: under the overlap
+		// check an empty answer to a successor says the page shifted.
+		if ct := witness.CheckContinuity(m.continuityInput(f, w)); !ct.Continues {
+			return verdict{class: witness.UnprovableDivergence.String(), diverged: true, reason: ct.Reason}, nil
+		}
 	}
 	if len(w.Events) == 0 && !witness.CanPromote(contract, w).Complete {
 		// An empty response without evidence bound to it proves nothing
@@ -235,4 +243,46 @@ func appliedID(pg *page, d witness.Promotion, cp store.Checkpoint) string {
 // very next generation and names another witness.
 func lostTo(winner *store.Checkpoint, pg *page) bool {
 	return winner != nil && winner.Generation == pg.fromGen+1 && winner.PromotedWitness != pg.w.AttemptID
+}
+
+// The witness ids of promotions that no response made: a restart from a
+// boundary (the machine's) and an operator's repair (internal/ops). The
+// cursor they write is a boundary, not a successor.
+const (
+	RestartWitnessPrefix = "restart:"
+	RepairWitnessPrefix  = "repair:"
+)
+
+// continuityInput is what the machine knows of the page a response to f
+// must continue (witness.CheckContinuity): for a page fetched ahead, the
+// chain page whose successor f's cursor is; otherwise the witness promoted
+// into the durable checkpoint, or failing that (its witness is gone) the
+// checkpoint's applied position and id. A checkpoint that no response
+// promoted (the start, a restart or repair) is a boundary.
+func (m *Machine) continuityInput(f *fetchRec, w witness.Witness) witness.ContinuityInput {
+	in := witness.ContinuityInput{Contract: m.cfg.Contract, Witness: w}
+	last := func(evs []witness.EventWitness) {
+		if n := len(evs); n > 0 {
+			in.Previous, in.HasPrevious = evs[n-1], true
+		}
+	}
+	if f.gen != m.cp.Generation {
+		for _, pg := range m.chain {
+			if pg.fromGen+1 == f.gen {
+				last(pg.w.Events)
+			}
+		}
+		return in
+	}
+	id := m.cp.PromotedWitness
+	if id == "" || strings.HasPrefix(id, RestartWitnessPrefix) || strings.HasPrefix(id, RepairWitnessPrefix) {
+		in.Boundary = true
+		return in
+	}
+	last(m.promotedEvents)
+	if !in.HasPrevious && m.cp.HasApplied && m.cp.AppliedID != "" {
+		in.Previous = witness.EventWitness{IDHash: witness.HashID(m.cp.AppliedID), Position: m.cp.Applied}
+		in.HasPrevious, in.PreviousIDOnly = true, true
+	}
+	return in
 }

@@ -35,4 +35,9 @@
 // split while it is read (GET /partitions lists them with their parents),
 // for the end-to-end test of live membership. Its doc comment says what it
 // models.
+//
+// Offset is a REST collection paged by page number, by offset or by keyset
+// (`Link: rel="next"`), with sparse row ids and Delete and Insert between
+// requests, for the end-to-end tests of the configurations of
+// docs/pagination.md.
 package fakeapi

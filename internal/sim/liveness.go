@@ -53,6 +53,7 @@ func (s *sim) quiesce(step *int) {
 		p.prof.transient, p.prof.glitch, p.prof.quiet, p.prof.omit, p.prof.lag, p.prof.rogue, p.prof.shift, p.prof.garbage = 0, 0, 0, 0, 0, 0, 0, 0
 		p.prof.malformed = 0 // the persistent fault (part.broken) stays
 		p.regress = 0
+		p.prof.offsetShift = 0
 		p.stall = 0
 		for i := range p.events {
 			p.events[i].hidden = false // every writer has finished: late keys are visible

@@ -122,6 +122,10 @@ type profile struct {
 	// arithmetic (decimal), so the core sees Kinesis-like 56-digit sequence
 	// numbers or object keys while the oracle reasons in ordinals.
 	kind coord.Kind
+	// offsetShift: probability that an earlier page of an offset-paged
+	// profile (Contract.OffsetOverlap) lost or gained a row, so the page
+	// does not begin with the previous page's last event (offsetPage).
+	offsetShift float64
 }
 
 // at is the position of ordinal n in p's kind.
@@ -587,6 +591,10 @@ func (p *part) answer(reader string, cur []byte) (witness.Response, fetchNote, e
 		i-- // repeat the boundary event
 		overlap = true
 	}
+	var offsetNote fetchNote
+	if p.prof.contract.OffsetOverlap {
+		i, j, offsetNote = p.offsetPage(i, j)
+	}
 	session := p.session
 	r := witness.Response{}
 	if p.prof.marker {
@@ -625,6 +633,9 @@ func (p *part) answer(reader string, cur []byte) (witness.Response, fetchNote, e
 	}
 	if overlap && note == "" {
 		note = "overlap"
+	}
+	if offsetNote != "" && note == "" {
+		note = offsetNote
 	}
 	if note == "" {
 		for k := 1; k < len(r.Events); k++ {

@@ -19,7 +19,9 @@ import (
 // SelfCertifiedWatermark reads finality none as source;
 // AnyWatermarkCovers classifies as usual, then calls a divergent response
 // that carries any complete-through watermark a shifted page, as if a
-// watermark covered every position, also the ones above it.
+// watermark covered every position, also the ones above it;
+// IgnoreOffsetOverlap reads an offset partition's overlap check as
+// offset_unproven (no check).
 func (v Variant) configure(cfg *chain.Config) {
 	switch v {
 	case BareEmptyPage:
@@ -31,6 +33,10 @@ func (v Variant) configure(cfg *chain.Config) {
 	case SelfCertifiedWatermark:
 		if cfg.Contract.Finality <= witness.FinalityNone {
 			cfg.Contract.Finality = witness.FinalitySource
+		}
+	case IgnoreOffsetOverlap:
+		if cfg.Contract.OffsetOverlap {
+			cfg.Contract.OffsetOverlap, cfg.Contract.OffsetUnproven = false, true
 		}
 	case AnyWatermarkCovers:
 		cfg.Classify = func(in witness.ClassifyInput) (witness.Verdict, error) {

@@ -53,6 +53,9 @@ func TestVariantsAreCaught(t *testing.T) {
 		// read as certified, becomes a durable watermark above a key that
 		// appears later below the listing's progress.
 		SelfCertifiedWatermark: {CheckNoLoss, CheckMonotone},
+		// Offset pagination: without the overlap check a page that begins
+		// one event late is accepted, and the event is lost.
+		IgnoreOffsetOverlap: {CheckNoLoss},
 	}
 	// Variants whose breakage only shows once the faults stop.
 	liveness := map[Variant]bool{RetryMalformedForever: true, PartialView: true}
@@ -111,10 +114,10 @@ func TestDeterministic(t *testing.T) {
 // TestShrink: a caught variant shrinks to a much shorter schedule that
 // still fails the same check.
 func TestShrink(t *testing.T) {
-	cfg := Config{Seed: 1, Variant: MaxFrontier}
+	cfg := Config{Seed: 3, Variant: MaxFrontier}
 	f := Run(cfg).Failure
 	if f == nil {
-		t.Fatal("seed 1 no longer catches max-frontier; pick another seed")
+		t.Fatal("seed 3 no longer catches max-frontier; pick another seed")
 	}
 	ops, g := Shrink(cfg, f, 300)
 	if g.Check != f.Check || len(ops) >= len(f.Ops) {

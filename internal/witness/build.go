@@ -49,9 +49,10 @@ func CursorHash(cursor []byte) string {
 
 // Validate reports a contract the core cannot use: an EmptyPage that is not
 // one of the declared values (the zero value included), an unknown
-// Recovery, or a finality the core cannot use (see validateFinality). A zero
-// Recovery is allowed and means RecoveryPark; a zero Finality means
-// FinalityNone.
+// Recovery, a finality the core cannot use (see validateFinality), or a
+// pagination contract that cannot keep its promise (see
+// validatePagination). A zero Recovery is allowed and means RecoveryPark; a
+// zero Finality means FinalityNone.
 func (c Contract) Validate() error {
 	if c.EmptyPage < EmptyNoEvidence || c.EmptyPage > EmptyFollowsSuccessor {
 		return fmt.Errorf("%w: contract empty page %s", ErrInvalid, c.EmptyPage)
@@ -59,7 +60,10 @@ func (c Contract) Validate() error {
 	if c.Recovery > RecoveryFreshSnapshot {
 		return fmt.Errorf("%w: contract recovery %s", ErrInvalid, c.Recovery)
 	}
-	return c.validateFinality()
+	if err := c.validateFinality(); err != nil {
+		return err
+	}
+	return c.validatePagination()
 }
 
 func (c Contract) ordered() bool { return c.OrderedPositions || c.DensePositions }
@@ -158,6 +162,10 @@ func Build(in BuildInput) (Witness, error) {
 		CompleteThrough: r.CompleteThrough,
 		Sealed:          r.Sealed,
 		Disposition:     Pending,
+	}
+	if in.Contract.OffsetUnproven {
+		// The contract claims no completeness: a watermark would be a claim.
+		w.CompleteThrough = coord.Watermark{}
 	}
 	if len(events) == 0 && bytes.Equal(w.Successor, w.InputCursor) && emptyEvidence(in.Contract, w) == "" {
 		return Witness{}, &LoopError{Partition: in.Partition, Generation: in.Generation, Cursor: CursorHash(in.InputCursor)}

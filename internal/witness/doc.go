@@ -105,7 +105,11 @@
 //  2. Persist the witness before, or transactionally with, the first
 //     durable event outcome attributed to the response (invariant 4,
 //     witness first).
-//  3. Load every witness for (C, G) and Classify the new one against the
+//  3. Under offset pagination (Contract.Pagination), first ask
+//     CheckContinuity whether the response continues the page before it
+//     (the overlap check); when it does not, treat it as unprovable
+//     divergence and recover as Contract.Recovery says.
+//     Load every witness for (C, G) and Classify the new one against the
 //     others, with the checkpoint's applied boundary (and, optionally, the
 //     receipts of the witness promoted into the checkpoint). On an error or
 //     UnprovableDivergence, stop: park the partition with the error or

@@ -77,6 +77,10 @@ type Completion struct {
 func CanPromote(c Contract, w Witness) Completion {
 	fin := c.Final(w.CompleteThrough)
 	comp := Completion{Watermark: fin.Watermark, Basis: fin.Basis, NotFinal: fin.Reason}
+	if c.OffsetUnproven {
+		// No completeness is claimed (Build records no watermark either).
+		comp.Watermark, comp.Basis = coord.Watermark{}, ""
+	}
 	if n := len(w.Events); n > 0 {
 		comp.Applied, comp.HasApplied = top(w)
 		if w.AckedThrough >= n {

@@ -279,4 +279,16 @@ type Contract struct {
 	// watermark, units for an integer or decimal one (a string watermark has
 	// no arithmetic and never becomes durable under a lag). Positive.
 	FinalityLag int64
+	// Pagination is how pages follow one another (token, keyset, offset);
+	// see CheckContinuity and docs/pagination.md.
+	Pagination Pagination
+	// OffsetOverlap (offset pagination): every page after the first of a
+	// traversal is requested one event early and must begin with the
+	// previous page's last event; otherwise it shifted (CheckContinuity).
+	OffsetOverlap bool
+	// OffsetUnproven (offset pagination): the contract declares that
+	// nothing proves a page continues the previous one. The partition reads
+	// on, says so in its log, and claims no completeness: no watermark is
+	// written and no traversal ends complete.
+	OffsetUnproven bool
 }
