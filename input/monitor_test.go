@@ -81,6 +81,7 @@ func TestStreamContractViolationWithdrawsTheFrontierAndParks(t *testing.T) {
       empty_page: final_through_watermark
       positions: ordered
       watermark_covers_positions: true
+      finality: source
       recovery: park
 `, h.scope, indent(h.ckYAML, "    "), srv.URL)
 		r := h.start(h.buildYAML(yaml, nil, nil, ""))
