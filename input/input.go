@@ -19,6 +19,7 @@ import (
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/feed"
 	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/storeconfig"
 	"github.com/tidemark/tidemark/internal/witness"
 )
 
@@ -192,6 +193,12 @@ func (in *paginatedInput) Connect(ctx context.Context) error {
 	defer in.mu.Unlock()
 	if in.started {
 		return nil
+	}
+	// A store that is down (or hangs: every call has a deadline) fails
+	// this Connect with the reason; Benthos logs it and connects again
+	// with back-off.
+	if err := storeconfig.Prepare(ctx, in.store, in.log); err != nil {
+		return fmt.Errorf("paginated_partitions: %w", err)
 	}
 	m, err := in.reconcile(ctx)
 	if err != nil {
