@@ -71,10 +71,10 @@ func (c *Config) validate() error {
 	seen := map[string]bool{}
 	for _, p := range c.Partitions {
 		if p == "" {
-			return errors.New("partition names must not be empty")
+			return errors.New("partitions: partition names must not be empty")
 		}
 		if seen[p] {
-			return fmt.Errorf("partition %q is listed twice", p)
+			return fmt.Errorf("partitions: partition %q is listed twice", p)
 		}
 		seen[p] = true
 	}
@@ -91,10 +91,18 @@ func (c *Config) validate() error {
 		return fmt.Errorf("fetch_retries must not be negative, got %d", c.FetchRetries)
 	}
 	if c.DiscoveryInterval < 0 {
-		return errors.New("discovery_interval must not be negative")
+		return fmt.Errorf("discovery_interval must not be negative, got %s", c.DiscoveryInterval)
 	}
-	if c.PollInterval <= 0 || c.ParkCheckInterval <= 0 || c.StoreBackoff <= 0 || c.FetchBackoff <= 0 {
-		return errors.New("poll_interval, park_check_interval, store_backoff and fetch_backoff must be positive")
+	if c.FrontierPublishInterval < 0 {
+		return fmt.Errorf("frontier_publish_interval must not be negative (0s disables publishing), got %s", c.FrontierPublishInterval)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"poll_interval", c.PollInterval}, {"park_check_interval", c.ParkCheckInterval}, {"store_backoff", c.StoreBackoff}, {"fetch_backoff", c.FetchBackoff}} {
+		if d.v <= 0 {
+			return fmt.Errorf("%s must be positive, got %s", d.name, d.v)
+		}
 	}
 	if c.Epoch == 0 {
 		c.Epoch = 1

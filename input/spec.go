@@ -126,11 +126,7 @@ Exactly one of `+"`http`"+` and `+"`simulated`"+` must be set.`).
 				Description("Share the partitions with the other instances of this scope through leases on the checkpoint records (across processes with the `dynamodb` backend; the `memory` backend only shares within one process). Absent: this instance reads every partition. Every instance of a scope must use leases, or none. `exit_when_complete` cannot be combined with it.").
 				Optional().Default(leaseObjectDefault()),
 		).
-		LintRule(`root = match {
-  this.discover.or(false) != true && (this.partitions.type() != "array" || this.partitions.length() == 0) => ["either partitions or discover: true is required"],
-  this.exists("http") && this.exists("simulated") => ["exactly one of http or simulated must be set"],
-  !this.exists("http") && !this.exists("simulated") => ["exactly one of http or simulated must be set"],
-}`).
+		LintRule(lintRule).
 		Example("Simulated source into stdout", "Reads three simulated partitions with token rotation and shifted pages, checkpointing in memory.", `
 input:
   paginated_partitions:
@@ -179,88 +175,116 @@ func init() {
 
 // FromParsed reads the spec and builds the input.
 func FromParsed(conf *service.ParsedConfig, mgr *service.Resources) (service.BatchInput, error) {
+	c, prov, err := configFromParsed(conf, mgr)
+	if err != nil {
+		return nil, fmt.Errorf("paginated_partitions: %w", err)
+	}
+	st, closeSt, err := storeconfig.StoreFromParsed(context.Background(), conf.Namespace(ppFieldCheckpoint), mgr)
+	if err != nil {
+		_ = prov.Close(context.Background())
+		return nil, fmt.Errorf("paginated_partitions: checkpoint: %w", err)
+	}
+	return New(c, prov, st, closeSt, mgr)
+}
+
+// configFromParsed reads and checks every field: the input's own (Config
+// and its validate), the checkpoint object's (storeconfig.ValidateCheckpoint)
+// and the provider's (built, which validates it; nothing is sent). The run
+// path (FromParsed) and the lint rule (lint.go) share it, so `connect lint`
+// reports everything `connect run` rejects. Errors name the field's path.
+func configFromParsed(conf *service.ParsedConfig, mgr *service.Resources) (Config, provider.Provider, error) {
+	c, err := readConfig(conf)
+	if err != nil {
+		return c, nil, err
+	}
+	check := c
+	if err := check.validate(); err != nil {
+		return c, nil, err
+	}
+	if err := storeconfig.ValidateCheckpoint(conf.Namespace(ppFieldCheckpoint)); err != nil {
+		return c, nil, fmt.Errorf("%s: %w", ppFieldCheckpoint, err)
+	}
+	switch {
+	case conf.Contains(ppFieldHTTP) && conf.Contains(ppFieldSimulated):
+		return c, nil, errors.New("exactly one of http or simulated must be set")
+	case conf.Contains(ppFieldHTTP):
+		hp, err := httpprovider.FromParsed(conf.Namespace(ppFieldHTTP), mgr, mgr.Logger())
+		if err != nil {
+			return c, nil, fmt.Errorf("%s: %w", ppFieldHTTP, err)
+		}
+		return c, hp, nil
+	case conf.Contains(ppFieldSimulated):
+		sp, err := simulated.FromParsed(conf.Namespace(ppFieldSimulated), c.Partitions)
+		if err != nil {
+			return c, nil, fmt.Errorf("%s: %w", ppFieldSimulated, err)
+		}
+		return c, sp, nil
+	}
+	return c, nil, errors.New("exactly one of http or simulated must be set")
+}
+
+// readConfig reads the input's own fields into Config.
+func readConfig(conf *service.ParsedConfig) (Config, error) {
 	var c Config
 	var err error
 	if c.Scope, err = conf.FieldString(ppFieldScope); err != nil {
-		return nil, err
+		return c, err
 	}
 	if c.Partitions, err = conf.FieldStringList(ppFieldPartitions); err != nil {
-		return nil, err
+		return c, err
 	}
 	if c.Discover, err = conf.FieldBool(ppFieldDiscover); err != nil {
-		return nil, err
+		return c, err
 	}
 	if c.DiscoveryInterval, err = conf.FieldDuration(ppFieldDiscoveryInterval); err != nil {
-		return nil, err
+		return c, err
 	}
 	var lin string
 	if lin, err = conf.FieldString(ppFieldLineage); err != nil {
-		return nil, err
+		return c, err
 	}
 	c.UnorderedLineage = lin == lineageUnordered
 	var coalesce bool
 	if coalesce, err = conf.FieldBool(ppFieldCoalesce); err != nil {
-		return nil, err
+		return c, err
 	}
 	c.NoCoalescing = !coalesce
 	if c.PruneEvery, err = storeconfig.PruneEvery(conf.Namespace(ppFieldCheckpoint)); err != nil {
-		return nil, err
+		return c, err
 	}
 	var start string
 	if start, err = conf.FieldString(ppFieldStartCursor); err != nil {
-		return nil, err
+		return c, err
 	}
 	if start != "" {
 		c.StartCursor = []byte(start)
 	}
 	if c.MaxPagesInFlight, err = conf.FieldInt(ppFieldMaxPagesInFlight); err != nil {
-		return nil, err
+		return c, err
 	}
 	if c.MaxBatchSize, err = conf.FieldInt(ppFieldMaxBatchSize); err != nil {
-		return nil, err
+		return c, err
 	}
-	for fld, dst := range map[string]*time.Duration{
-		ppFieldPollInterval: &c.PollInterval, ppFieldParkCheckInterval: &c.ParkCheckInterval,
-		ppFieldStoreBackoff: &c.StoreBackoff, ppFieldFetchBackoff: &c.FetchBackoff,
-		ppFieldFrontierPublish: &c.FrontierPublishInterval,
+	for _, fd := range []struct {
+		fld string
+		dst *time.Duration
+	}{
+		{ppFieldPollInterval, &c.PollInterval}, {ppFieldParkCheckInterval, &c.ParkCheckInterval},
+		{ppFieldStoreBackoff, &c.StoreBackoff}, {ppFieldFetchBackoff, &c.FetchBackoff},
+		{ppFieldFrontierPublish, &c.FrontierPublishInterval},
 	} {
-		if *dst, err = conf.FieldDuration(fld); err != nil {
-			return nil, err
+		if *fd.dst, err = conf.FieldDuration(fd.fld); err != nil {
+			return c, err
 		}
 	}
 	if c.FetchRetries, err = conf.FieldInt(ppFieldFetchRetries); err != nil {
-		return nil, err
+		return c, err
 	}
 	if c.ExitWhenComplete, err = conf.FieldBool(ppFieldExitWhenComplete); err != nil {
-		return nil, err
+		return c, err
 	}
 	if c.Leases, err = leaseConfigFromParsed(conf.Namespace(ppFieldLeases)); err != nil {
-		return nil, err
+		return c, err
 	}
-
-	var prov provider.Provider
-	switch {
-	case conf.Contains(ppFieldHTTP) && conf.Contains(ppFieldSimulated):
-		return nil, errors.New("paginated_partitions: exactly one of http or simulated must be set")
-	case conf.Contains(ppFieldHTTP):
-		hp, err := httpprovider.FromParsed(conf.Namespace(ppFieldHTTP), mgr, mgr.Logger())
-		if err != nil {
-			return nil, fmt.Errorf("paginated_partitions: http: %w", err)
-		}
-		prov = hp
-	case conf.Contains(ppFieldSimulated):
-		sp, err := simulated.FromParsed(conf.Namespace(ppFieldSimulated), c.Partitions)
-		if err != nil {
-			return nil, fmt.Errorf("paginated_partitions: simulated: %w", err)
-		}
-		prov = sp
-	default:
-		return nil, errors.New("paginated_partitions: exactly one of http or simulated must be set")
-	}
-
-	st, closeSt, err := storeconfig.StoreFromParsed(context.Background(), conf.Namespace(ppFieldCheckpoint), mgr)
-	if err != nil {
-		return nil, fmt.Errorf("paginated_partitions: checkpoint: %w", err)
-	}
-	return New(c, prov, st, closeSt, mgr)
+	return c, nil
 }

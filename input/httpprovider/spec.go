@@ -364,6 +364,12 @@ func FromParsed(conf *service.ParsedConfig, res *service.Resources, logger *serv
 	if c.URL, err = conf.FieldInterpolatedString(hpFieldURL); err != nil {
 		return nil, err
 	}
+	if err := checkURLScheme(conf, hpFieldURL); err != nil {
+		return nil, err
+	}
+	if err := checkURLScheme(conf, hpFieldPartitionsURL); err != nil {
+		return nil, err
+	}
 	if c.Verb, err = conf.FieldString(hpFieldVerb); err != nil {
 		return nil, err
 	}
@@ -591,4 +597,24 @@ func contractEnumLint() string {
 	}
 	b.WriteString("].filter(m -> m != null)")
 	return b.String()
+}
+
+// checkURLScheme rejects a URL template (field fld, when set) that does not
+// start with http:// or https:// (a template that starts with an
+// interpolation is checked when it is evaluated): without a scheme every
+// fetch would fail, and the partition park, at its first page.
+func checkURLScheme(conf *service.ParsedConfig, fld string) error {
+	if !conf.Contains(fld) {
+		return nil
+	}
+	raw, err := conf.FieldString(fld)
+	if err != nil {
+		return err
+	}
+	lower := strings.ToLower(strings.TrimSpace(raw))
+	if strings.HasPrefix(lower, "${!") || strings.HasPrefix(lower, "http://") || strings.HasPrefix(lower, "https://") {
+		return nil
+	}
+	// The template is not quoted: it may hold a credential.
+	return fmt.Errorf("%s: the URL template does not start with http:// or https://", fld)
 }
