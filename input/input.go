@@ -18,6 +18,7 @@ import (
 	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/feed"
+	"github.com/tidemark/tidemark/internal/runstatus"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/storeconfig"
 	"github.com/tidemark/tidemark/internal/witness"
@@ -50,6 +51,15 @@ type Config struct {
 	FetchRetries      int
 	FetchBackoff      time.Duration
 	ExitWhenComplete  bool
+	// ExitWhenParkedGrace: with ExitWhenComplete, once every member is
+	// complete or parked and at least one is parked, and that held for this
+	// long, the input ends and the run fails (runstatus) listing the park
+	// reasons. 0: parks never end the input.
+	ExitWhenParkedGrace time.Duration
+	// MaxRestarts is how many restarts from a stable boundary in a row
+	// without progress a partition makes before it parks (0:
+	// chain.MaxRestarts).
+	MaxRestarts int
 	// FrontierPublishInterval is how often the published frontier record
 	// is advanced (0: never).
 	FrontierPublishInterval time.Duration
@@ -104,6 +114,12 @@ func (c *Config) validate() error {
 			return fmt.Errorf("%s must be positive, got %s", d.name, d.v)
 		}
 	}
+	if c.ExitWhenParkedGrace < 0 {
+		return fmt.Errorf("exit_when_parked_grace must not be negative (0s: parked partitions never end the input), got %s", c.ExitWhenParkedGrace)
+	}
+	if c.MaxRestarts < 0 {
+		return fmt.Errorf("max_restarts must be at least 1, got %d", c.MaxRestarts)
+	}
 	if c.Epoch == 0 {
 		c.Epoch = 1
 	}
@@ -139,7 +155,11 @@ type paginatedInput struct {
 	wctx      context.Context
 	workers   map[string]context.CancelFunc
 	completed map[string]bool
-	allClosed bool
+	// parked holds the park reason of every parked partition (observed
+	// checkpoints); parkedTimer ends the input after ExitWhenParkedGrace.
+	parked      map[string]string
+	parkedTimer *time.Timer
+	allClosed   bool
 	// pruned is, per partition, the generation witnesses were last pruned
 	// below (and whether a prune is in flight).
 	pruned map[string]pruneState
@@ -173,6 +193,7 @@ func New(cfg Config, prov provider.Provider, st store.Store, closeStore func(con
 		workers:     map[string]context.CancelFunc{},
 		checkEvery:  membershipCheckInterval,
 		completed:   map[string]bool{},
+		parked:      map[string]string{},
 		pruned:      map[string]pruneState{},
 		attemptBase: hex.EncodeToString(b[:]),
 	}
@@ -289,18 +310,89 @@ func (in *paginatedInput) partitionDone(p *partition) {
 }
 
 // checkAllDoneLocked ends the input (exit_when_complete) once every member
-// is complete. Requires in.mu.
+// is complete; when every member is complete or parked, with at least one
+// parked, it ends it after ExitWhenParkedGrace as a failed run listing the
+// park reasons (an unpark within the grace cancels that). Requires in.mu.
 func (in *paginatedInput) checkAllDoneLocked() {
 	if !in.cfg.ExitWhenComplete || in.allClosed {
 		return
 	}
+	parked := 0
 	for _, name := range in.memberNames() {
-		if !in.completed[name] {
+		switch {
+		case in.completed[name]:
+		case in.parked[name] != "":
+			parked++
+		default:
+			in.stopParkedTimerLocked()
 			return
 		}
 	}
+	if parked == 0 {
+		in.stopParkedTimerLocked()
+		in.allClosed = true
+		close(in.allDone)
+		return
+	}
+	if in.cfg.ExitWhenParkedGrace <= 0 || in.parkedTimer != nil {
+		return
+	}
+	in.log.Warnf("Every partition of scope %s is complete or parked (%d parked): the input ends in %s, as a failed run, unless a partition is unparked", in.cfg.Scope, parked, in.cfg.ExitWhenParkedGrace)
+	in.parkedTimer = time.AfterFunc(in.cfg.ExitWhenParkedGrace, in.endParked)
+}
+
+func (in *paginatedInput) stopParkedTimerLocked() {
+	if in.parkedTimer != nil {
+		in.parkedTimer.Stop()
+		in.parkedTimer = nil
+	}
+}
+
+// endParked ends the input after the grace, if every member is still
+// complete or parked, and records the park reasons as the run's failure.
+func (in *paginatedInput) endParked() {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.allClosed || in.parkedTimer == nil {
+		return
+	}
+	in.parkedTimer = nil
+	var reasons []string
+	for _, name := range in.memberNames() {
+		switch {
+		case in.completed[name]:
+		case in.parked[name] != "":
+			reasons = append(reasons, fmt.Sprintf("partition %s of scope %s is parked: %s", name, in.cfg.Scope, in.parked[name]))
+		default:
+			return // unparked meanwhile
+		}
+	}
+	for _, r := range reasons {
+		in.log.Errorf("exit_when_complete: %s", r)
+		runstatus.Fail(r)
+	}
+	in.log.Errorf("exit_when_complete: %d partitions of scope %s stayed parked for exit_when_parked_grace (%s): the run ends as a failure", len(reasons), in.cfg.Scope, in.cfg.ExitWhenParkedGrace)
 	in.allClosed = true
 	close(in.allDone)
+}
+
+// observePark tracks which partitions are parked, from every checkpoint a
+// partition loads or promotes, for exit_when_complete.
+func (in *paginatedInput) observePark(cp store.Checkpoint) {
+	if !in.cfg.ExitWhenComplete {
+		return
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.parked[cp.Partition] == cp.Parked {
+		return
+	}
+	if cp.Parked == "" {
+		delete(in.parked, cp.Partition)
+	} else {
+		in.parked[cp.Partition] = cp.Parked
+	}
+	in.checkAllDoneLocked()
 }
 
 func (in *paginatedInput) partitionStopped(*partition) {}
@@ -308,6 +400,7 @@ func (in *paginatedInput) partitionStopped(*partition) {}
 // observeCheckpoint is called with every checkpoint a partition loads or
 // promotes.
 func (in *paginatedInput) observeCheckpoint(cp store.Checkpoint) {
+	in.observePark(cp)
 	in.maybePrune(cp)
 	in.metrics.generation.Set(int64(cp.Generation), cp.Partition)
 	if k := cp.Watermark.Kind; k == coord.KindInteger || k == coord.KindTimestamp {

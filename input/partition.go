@@ -16,10 +16,6 @@ import (
 	"github.com/tidemark/tidemark/internal/witness"
 )
 
-// maxRestarts is how many restarts from a boundary in a row, without a
-// response promoted in between, a partition makes before it parks.
-const maxRestarts = chain.MaxRestarts
-
 type fetchResult struct {
 	id   uint64
 	resp witness.Response
@@ -93,6 +89,7 @@ func (p *partition) machineConfig() chain.Config {
 		PollInterval: cfg.PollInterval, ParkCheckInterval: cfg.ParkCheckInterval, StoreBackoff: cfg.StoreBackoff,
 		FetchRetries: cfg.FetchRetries, FetchBackoff: cfg.FetchBackoff, Jitter: equalJitter,
 		ExitWhenComplete: cfg.ExitWhenComplete, CoalescePromotions: !cfg.NoCoalescing,
+		MaxRestarts: cfg.MaxRestarts,
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/tidemark/tidemark/input/httpprovider"
 	"github.com/tidemark/tidemark/input/provider"
 	"github.com/tidemark/tidemark/input/simulated"
+	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/storeconfig"
 )
 
@@ -31,6 +32,8 @@ const (
 	ppFieldFetchRetries      = "fetch_retries"
 	ppFieldFetchBackoff      = "fetch_backoff"
 	ppFieldExitWhenComplete  = "exit_when_complete"
+	ppFieldExitParkedGrace   = "exit_when_parked_grace"
+	ppFieldMaxRestarts       = "max_restarts"
 	ppFieldCheckpoint        = "checkpoint"
 	ppFieldFrontierPublish   = "frontier_publish_interval"
 	ppFieldBackend           = "backend"
@@ -113,6 +116,12 @@ Exactly one of `+"`http`"+` and `+"`simulated`"+` must be set.`).
 			service.NewBoolField(ppFieldExitWhenComplete).
 				Description("End the input once every partition is complete or caught up. Complete is durable and survives restarts: the provider sealed the partition, or the last page of a finite traversal (no successor, under the http contract's `missing_successor: end_of_traversal`) was promoted. Caught up: every page was promoted and an empty page proved there is nothing more, by evidence bound to it (`empty_page` semantics or a snapshot marker) or by a mapped `has_more` that is false. A transient empty page without evidence never ends the input. Useful for exports and the demo.").
 				Default(false).Example(true),
+			service.NewDurationField(ppFieldExitParkedGrace).
+				Description("With `exit_when_complete`: once every partition is complete or parked, and at least one is parked, the input waits this long (an operator may `connect tidemark unpark` meanwhile: the partition resumes and the wait is cancelled), then ends, and the process exits with code 3 after logging and printing every park reason. 0s: a parked partition keeps the process running until it is unparked.").
+				Default("1m").Example("10s").Example("0s"),
+			service.NewIntField(ppFieldMaxRestarts).
+				Description("Under `recovery: restart_from_boundary`, how many restarts from a stable boundary in a row, without a real response promoted in between, a partition makes before it parks; the park reason then says that the restarts never got past the boundary (a permanent hole: the boundary itself keeps failing). The wait before each restart doubles, up to 30s. At least 1.").
+				Default(chain.MaxRestarts).Example(3).Advanced(),
 			service.NewDurationField(ppFieldFrontierPublish).
 				Description("How often the scope's published frontier record (read by the frontier_advances input and the status command) is advanced by compare-and-swap; 0s disables publishing.").
 				Default("1s").Example("10s"),
@@ -282,6 +291,15 @@ func readConfig(conf *service.ParsedConfig) (Config, error) {
 	}
 	if c.ExitWhenComplete, err = conf.FieldBool(ppFieldExitWhenComplete); err != nil {
 		return c, err
+	}
+	if c.ExitWhenParkedGrace, err = conf.FieldDuration(ppFieldExitParkedGrace); err != nil {
+		return c, err
+	}
+	if c.MaxRestarts, err = conf.FieldInt(ppFieldMaxRestarts); err != nil {
+		return c, err
+	}
+	if c.MaxRestarts < 1 {
+		return c, fmt.Errorf("%s must be at least 1, got %d", ppFieldMaxRestarts, c.MaxRestarts)
 	}
 	if c.Leases, err = leaseConfigFromParsed(conf.Namespace(ppFieldLeases)); err != nil {
 		return c, err

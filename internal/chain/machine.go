@@ -11,9 +11,10 @@ import (
 	"github.com/tidemark/tidemark/internal/witness"
 )
 
-// MaxRestarts is how many restarts from a boundary in a row, without a
-// response promoted in between, a partition makes before it parks;
-// MaxRestartBackoff caps the wait before each of them.
+// MaxRestarts is the default of Config.MaxRestarts: how many restarts from
+// a boundary in a row, without a response promoted in between, a partition
+// makes before it parks; MaxRestartBackoff caps the wait before each of
+// them.
 const (
 	MaxRestarts       = 8
 	MaxRestartBackoff = 30 * time.Second
@@ -51,6 +52,10 @@ type Config struct {
 	// result is kept within [0, d]. nil: no jitter (the machine itself
 	// draws no random numbers).
 	Jitter func(d time.Duration) time.Duration
+	// MaxRestarts is how many restarts from a stable boundary in a row,
+	// without a real response promoted in between, the partition makes
+	// before it parks (0: the default, MaxRestarts).
+	MaxRestarts int
 	// ExitWhenComplete: the partition completes once it is caught up on
 	// evidence bound to its last page (caughtUp).
 	ExitWhenComplete bool
@@ -516,6 +521,14 @@ func (m *Machine) startChain() {
 	m.pollAt = time.Time{}
 }
 
+// maxRestarts is Config.MaxRestarts or its default.
+func (m *Machine) maxRestarts() int {
+	if m.cfg.MaxRestarts > 0 {
+		return m.cfg.MaxRestarts
+	}
+	return MaxRestarts
+}
+
 // restartChain ends the chain; the checkpoint is loaded again.
 func (m *Machine) restartChain() {
 	m.parkDrained = ""
@@ -938,8 +951,8 @@ func (m *Machine) recover(expired bool, reason string) {
 		return
 	}
 	m.restarts++
-	if m.restarts > MaxRestarts {
-		m.park(fmt.Sprintf("%s; %d restarts from a stable boundary in a row made no progress", reason, MaxRestarts))
+	if limit := m.maxRestarts(); m.restarts > limit {
+		m.park(fmt.Sprintf("%s; %d restarts from a stable boundary in a row never got past the boundary (max_restarts %d)", reason, limit, limit))
 		return
 	}
 	restart := func() {
