@@ -41,9 +41,12 @@ type Config struct {
 	PruneEvery uint64
 	// NoCoalescing promotes every page with its own write (the default
 	// coalesces consecutive delivered pages into one).
-	NoCoalescing      bool
-	StartCursor       []byte
-	MaxPagesInFlight  int
+	NoCoalescing     bool
+	StartCursor      []byte
+	MaxPagesInFlight int
+	// MaxBytesInFlight caps the bytes the pages in flight of all the
+	// input's partitions hold (byteBudget; 0: DefaultMaxBytesInFlight).
+	MaxBytesInFlight  int64
 	MaxBatchSize      int
 	PollInterval      time.Duration
 	ParkCheckInterval time.Duration
@@ -90,6 +93,9 @@ func (c *Config) validate() error {
 	}
 	if c.MaxPagesInFlight < 1 {
 		return fmt.Errorf("max_pages_in_flight must be at least 1, got %d", c.MaxPagesInFlight)
+	}
+	if c.MaxBytesInFlight < 0 {
+		return fmt.Errorf("max_bytes_in_flight must be positive, got %d", c.MaxBytesInFlight)
 	}
 	if c.MaxBatchSize < 0 {
 		return fmt.Errorf("max_batch_size must not be negative, got %d", c.MaxBatchSize)
@@ -172,6 +178,7 @@ type paginatedInput struct {
 	attemptBase string
 	started     bool
 	leases      *leaseManager // nil without leases
+	budget      *byteBudget
 }
 
 // New builds the input from plain arguments.
@@ -181,6 +188,13 @@ func New(cfg Config, prov provider.Provider, st store.Store, closeStore func(con
 	}
 	if prov == nil || st == nil {
 		return nil, errors.New("paginated_partitions: a provider and a checkpoint store are required")
+	}
+	if cfg.MaxPagesInFlight > MaxPagesInFlightCeiling {
+		res.Logger().Warnf("paginated_partitions: max_pages_in_flight %d is above its ceiling, using %d", cfg.MaxPagesInFlight, MaxPagesInFlightCeiling)
+		cfg.MaxPagesInFlight = MaxPagesInFlightCeiling
+	}
+	if cfg.MaxBytesInFlight == 0 {
+		cfg.MaxBytesInFlight = DefaultMaxBytesInFlight
 	}
 	var b [4]byte
 	_, _ = rand.Read(b[:])
@@ -196,6 +210,7 @@ func New(cfg Config, prov provider.Provider, st store.Store, closeStore func(con
 		parked:      map[string]string{},
 		pruned:      map[string]pruneState{},
 		attemptBase: hex.EncodeToString(b[:]),
+		budget:      newByteBudget(cfg.MaxBytesInFlight),
 	}
 	if cfg.Leases != nil {
 		in.leases = newLeaseManager(in, *cfg.Leases, res)

@@ -25,6 +25,7 @@ const (
 	ppFieldCoalesce          = "coalesce_promotions"
 	ppFieldStartCursor       = "start_cursor"
 	ppFieldMaxPagesInFlight  = "max_pages_in_flight"
+	ppFieldMaxBytesInFlight  = "max_bytes_in_flight"
 	ppFieldMaxBatchSize      = "max_batch_size"
 	ppFieldPollInterval      = "poll_interval"
 	ppFieldParkCheckInterval = "park_check_interval"
@@ -90,8 +91,11 @@ Exactly one of `+"`http`"+` and `+"`simulated`"+` must be set.`).
 				Description("The cursor a partition without a checkpoint starts from; empty means the provider's start.").
 				Default("").Example(""),
 			service.NewIntField(ppFieldMaxPagesInFlight).
-				Description("Pages per partition fetched ahead of promotion. Promotions stay strictly in page order.").
+				Description("Pages per partition fetched ahead of promotion. Promotions stay strictly in page order. At least 1; a value above 1024 (the hard ceiling) is lowered to 1024 with a warning. The bytes those pages hold are capped by `max_bytes_in_flight` as well.").
 				Default(4).Example(8),
+			service.NewIntField(ppFieldMaxBytesInFlight).
+				Description("The most bytes the pages in flight of all this input's partitions hold (event ids and payloads, cursors, about 128 bytes per event besides), from their fetch until their promotion: no page is fetched ahead while they hold this much or more. A partition that holds no page still fetches one, so every partition makes progress: memory for pages stays below `max_bytes_in_flight` plus one page per partition (a page of the http provider is at most `max_response_bytes`), whatever `max_pages_in_flight` says. Default 64 MiB. Must be positive.").
+				Default(DefaultMaxBytesInFlight).Example(16<<20).Advanced(),
 			service.NewIntField(ppFieldMaxBatchSize).
 				Description("Split a page into batches of at most this many events; 0 emits each page as one batch.").
 				Default(0).Example(50),
@@ -274,6 +278,14 @@ func readConfig(conf *service.ParsedConfig) (Config, error) {
 	if c.MaxBatchSize, err = conf.FieldInt(ppFieldMaxBatchSize); err != nil {
 		return c, err
 	}
+	maxBytes, err := conf.FieldInt(ppFieldMaxBytesInFlight)
+	if err != nil {
+		return c, err
+	}
+	if maxBytes <= 0 {
+		return c, fmt.Errorf("%s must be positive, got %d", ppFieldMaxBytesInFlight, maxBytes)
+	}
+	c.MaxBytesInFlight = int64(maxBytes)
 	for _, fd := range []struct {
 		fld string
 		dst *time.Duration

@@ -89,6 +89,7 @@ type page struct {
 	w          witness.Witness
 	v          verdict
 	events     []witness.Event // the response's events (ids, payloads)
+	bytes      int64           // what the page holds: ids, payloads, cursors (PageBytes)
 	decision   witness.Promotion
 	// coalesced are the pages after this one promoted with it in one
 	// write (coalesce.go); set when its promotion is built.
@@ -402,6 +403,29 @@ func (m *Machine) part() string { return m.cfg.Key.Partition }
 // by max_pages_in_flight, however long the chain runs.
 func (m *Machine) Tracked() (pages, batches int) { return len(m.chain), len(m.batches) }
 
+// TrackedBytes is what the pages of the chain hold (PageBytes of each):
+// the memory a driver's byte budget counts, released as pages are promoted
+// or the chain ends.
+func (m *Machine) TrackedBytes() int64 {
+	var n int64
+	for _, pg := range m.chain {
+		n += pg.bytes
+	}
+	return n
+}
+
+// PageBytes estimates the memory one response holds while its page is in
+// the chain: its events' ids and payloads, its cursors and marker, and a
+// fixed overhead per event.
+func PageBytes(r witness.Response) int64 {
+	const perEvent = 128 // the event and witness structs
+	n := int64(len(r.Successor) + len(r.Marker))
+	for _, e := range r.Events {
+		n += int64(len(e.ID)+len(e.Payload)) + perEvent
+	}
+	return n
+}
+
 // ---------------------------------------------------------------------------
 // Loading and parking.
 
@@ -609,7 +633,7 @@ func (m *Machine) onFetched(f *fetchRec, r Fetched) {
 		m.recover(false, fmt.Sprintf("%s at generation %d cursor %s: %s", ReasonDivergence, f.gen, witness.CursorHash(f.cursor), v.reason))
 		return
 	}
-	pg := &page{chain: m.chainID, fromCursor: f.cursor, fromGen: f.gen, w: v.w, v: v, events: r.Response.Events, ackedUpTo: v.w.AckedThrough, receiptAt: v.w.AckedThrough}
+	pg := &page{chain: m.chainID, fromCursor: f.cursor, fromGen: f.gen, w: v.w, v: v, events: r.Response.Events, bytes: PageBytes(r.Response), ackedUpTo: v.w.AckedThrough, receiptAt: v.w.AckedThrough}
 	m.chain = append(m.chain, pg)
 	m.count(MetricPagesFetched, "", 1)
 
