@@ -94,7 +94,7 @@ Exactly one of `+"`http`"+` and `+"`simulated`"+` must be set.`).
 				Description("Pages per partition fetched ahead of promotion. Promotions stay strictly in page order. At least 1; a value above 1024 (the hard ceiling) is lowered to 1024 with a warning. The bytes those pages hold are capped by `max_bytes_in_flight` as well.").
 				Default(4).Example(8),
 			service.NewIntField(ppFieldMaxBytesInFlight).
-				Description("The most bytes the pages in flight of all this input's partitions hold (event ids and payloads, cursors, about 128 bytes per event besides), from their fetch until their promotion: no page is fetched ahead while they hold this much or more. A partition that holds no page still fetches one, so every partition makes progress: memory for pages stays below `max_bytes_in_flight` plus one page per partition (a page of the http provider is at most `max_response_bytes`), whatever `max_pages_in_flight` says. Default 64 MiB. Must be positive.").
+				Description("The most bytes the pages in flight of all this input's partitions hold (event ids and payloads, cursors, and 1 KiB per event besides for the message and its metadata), from their fetch until their promotion: no page is fetched ahead while they hold this much or more. A partition that holds no page still fetches one, so every partition makes progress: memory for pages stays below `max_bytes_in_flight` plus one page per partition (a page of the http provider is at most `max_response_bytes`), whatever `max_pages_in_flight` says. Default 64 MiB. Must be positive.").
 				Default(DefaultMaxBytesInFlight).Example(16<<20).Advanced(),
 			service.NewIntField(ppFieldMaxBatchSize).
 				Description("Split a page into batches of at most this many events; 0 emits each page as one batch.").
