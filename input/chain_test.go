@@ -23,8 +23,10 @@ import (
 
 	"github.com/tidemark/tidemark/input/provider"
 	"github.com/tidemark/tidemark/input/simulated"
+	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/e2etest"
+	"github.com/tidemark/tidemark/internal/runstatus"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/witness"
 )
@@ -122,11 +124,20 @@ type ackPolicy func(id string) (nack bool)
 
 func startChain(t *testing.T, st store.Store, scope string, prov provider.Provider, exit bool, policy ackPolicy) *chainRun {
 	t.Helper()
+	return startChainWith(t, st, scope, prov, exit, policy, nil)
+}
+
+// startChainWith is startChain with a change to the input's Config.
+func startChainWith(t *testing.T, st store.Store, scope string, prov provider.Provider, exit bool, policy ackPolicy, change func(*Config)) *chainRun {
+	t.Helper()
 	cfg := Config{
 		Scope: scope, Partitions: []string{"p"}, MaxPagesInFlight: 4, MaxBatchSize: 1,
 		PollInterval: 2 * time.Millisecond, ParkCheckInterval: 5 * time.Millisecond,
 		StoreBackoff: 5 * time.Millisecond, FetchRetries: 0, FetchBackoff: time.Millisecond,
 		ExitWhenComplete: exit,
+	}
+	if change != nil {
+		change(&cfg)
 	}
 	in, err := New(cfg, prov, st, nil, service.MockResources())
 	require.NoError(t, err)
@@ -339,32 +350,67 @@ func TestOmittedEventRetryWithLaggingWatermarkParks(t *testing.T) {
 }
 
 // With exclusive_boundary and a restart boundary that replays events at or
-// below the applied boundary, every replay diverges. The restarts back off
-// and, after a bounded number without progress, the partition parks with
-// the reason instead of looping for ever.
-func TestRestartLoopBacksOffAndParks(t *testing.T) {
-	c := witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, DensePositions: true, ExclusiveBoundary: true, Recovery: witness.RecoveryRestartFromBoundary}
+// below the applied boundary, every replay diverges (a permanent hole). The
+// restarts back off and, after max_restarts (the default, or the
+// configured bound) without progress, the partition parks with a reason
+// saying the restarts never got past the boundary instead of looping for
+// ever.
+func TestRestartLoopParksAtTheConfiguredBound(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		maxRestarts int
+		want        int
+	}{
+		{"default", 0, chain.MaxRestarts},
+		{"configured", 3, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, DensePositions: true, ExclusiveBoundary: true, Recovery: witness.RecoveryRestartFromBoundary}
+			st := store.NewMemStore()
+			scope := newChainScope(t)
+			key := store.Key{Scope: scope, Partition: "p"}
+			_, err := st.CreateCheckpoint(context.Background(), store.Checkpoint{Key: key, Cursor: []byte("C5"), Generation: 1, Epoch: 1, Applied: coord.IntPosition(5), HasApplied: true})
+			require.NoError(t, err)
+			// C5 first answers with a conflicting boundary event; the restart
+			// cursor "" replays from 1, which the exclusive boundary forbids.
+			prov := newScript(c, map[string][]answer{
+				"C5": {{resp: resp("C9", event("e5", 5), event("e6", 6))}},
+				"":   {{resp: resp("C3", event("e1", 1), event("e2", 2))}},
+			})
+			prov.restart = nil
+			r := startChainWith(t, st, scope, prov, false, nil, func(cfg *Config) { cfg.MaxRestarts = tc.maxRestarts })
+			e2etest.WaitFor(t, e2etest.Patience, "the partition parked", func() (bool, string) {
+				cp := r.checkpoint()
+				return cp.Parked != "", fmt.Sprintf("generation %d, %d restarts fetched", cp.Generation, prov.fetchesOf(""))
+			})
+			cp := r.checkpoint()
+			assert.Contains(t, cp.Parked, fmt.Sprintf("%d restarts from a stable boundary in a row never got past the boundary (max_restarts %d)", tc.want, tc.want))
+			assert.Equal(t, tc.want, prov.fetchesOf(""), "one fetch per restart, and no more after parking")
+			assert.Empty(t, r.deliveries(), "nothing diverging was emitted")
+		})
+	}
+}
+
+// With exit_when_complete, a parked partition ends the input after
+// exit_when_parked_grace, and the run is recorded as failed with the park
+// reason (the binary exits non-zero with it).
+func TestExitWhenCompleteEndsWithParkedPartition(t *testing.T) {
+	c := witness.Contract{EmptyPage: witness.EmptyNoEvidence, Recovery: witness.RecoveryPark}
 	st := store.NewMemStore()
 	scope := newChainScope(t)
-	key := store.Key{Scope: scope, Partition: "p"}
-	_, err := st.CreateCheckpoint(context.Background(), store.Checkpoint{Key: key, Cursor: []byte("C5"), Generation: 1, Epoch: 1, Applied: coord.IntPosition(5), HasApplied: true})
-	require.NoError(t, err)
-	// C5 first answers with a conflicting boundary event; the restart
-	// cursor "" replays from 1, which the exclusive boundary forbids.
 	prov := newScript(c, map[string][]answer{
-		"C5": {{resp: resp("C9", event("e5", 5), event("e6", 6))}},
-		"":   {{resp: resp("C3", event("e1", 1), event("e2", 2))}},
+		"": {{err: fmt.Errorf("%w: 403 forbidden", provider.ErrPermanent)}},
 	})
-	prov.restart = nil
-	r := startChain(t, st, scope, prov, false, nil)
-	e2etest.WaitFor(t, e2etest.Patience, "the partition parked", func() (bool, string) {
-		cp := r.checkpoint()
-		return cp.Parked != "", fmt.Sprintf("generation %d, %d restarts fetched", cp.Generation, prov.fetchesOf(""))
-	})
+	r := startChainWith(t, st, scope, prov, true, nil, func(cfg *Config) { cfg.ExitWhenParkedGrace = 20 * time.Millisecond })
+	select {
+	case err := <-r.ended:
+		require.ErrorIs(t, err, service.ErrEndOfInput)
+	case <-time.After(e2etest.Patience):
+		t.Fatal("the input did not end with its only partition parked")
+	}
 	cp := r.checkpoint()
-	assert.Contains(t, cp.Parked, "restarts from a stable boundary in a row made no progress")
-	assert.Equal(t, maxRestarts, prov.fetchesOf(""), "one fetch per restart, and no more after parking")
-	assert.Empty(t, r.deliveries(), "nothing diverging was emitted")
+	require.NotEmpty(t, cp.Parked)
+	require.Contains(t, runstatus.Failures(), fmt.Sprintf("partition p of scope %s is parked: %s", scope, cp.Parked))
 }
 
 // With a provider whose empty pages prove nothing (empty_page: no_evidence,

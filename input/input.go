@@ -18,7 +18,9 @@ import (
 	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/feed"
+	"github.com/tidemark/tidemark/internal/runstatus"
 	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/storeconfig"
 	"github.com/tidemark/tidemark/internal/witness"
 )
 
@@ -39,9 +41,12 @@ type Config struct {
 	PruneEvery uint64
 	// NoCoalescing promotes every page with its own write (the default
 	// coalesces consecutive delivered pages into one).
-	NoCoalescing      bool
-	StartCursor       []byte
-	MaxPagesInFlight  int
+	NoCoalescing     bool
+	StartCursor      []byte
+	MaxPagesInFlight int
+	// MaxBytesInFlight caps the bytes the pages in flight of all the
+	// input's partitions hold (byteBudget; 0: DefaultMaxBytesInFlight).
+	MaxBytesInFlight  int64
 	MaxBatchSize      int
 	PollInterval      time.Duration
 	ParkCheckInterval time.Duration
@@ -49,6 +54,15 @@ type Config struct {
 	FetchRetries      int
 	FetchBackoff      time.Duration
 	ExitWhenComplete  bool
+	// ExitWhenParkedGrace: with ExitWhenComplete, once every member is
+	// complete or parked and at least one is parked, and that held for this
+	// long, the input ends and the run fails (runstatus) listing the park
+	// reasons. 0: parks never end the input.
+	ExitWhenParkedGrace time.Duration
+	// MaxRestarts is how many restarts from a stable boundary in a row
+	// without progress a partition makes before it parks (0:
+	// chain.MaxRestarts).
+	MaxRestarts int
 	// FrontierPublishInterval is how often the published frontier record
 	// is advanced (0: never).
 	FrontierPublishInterval time.Duration
@@ -70,15 +84,18 @@ func (c *Config) validate() error {
 	seen := map[string]bool{}
 	for _, p := range c.Partitions {
 		if p == "" {
-			return errors.New("partition names must not be empty")
+			return errors.New("partitions: partition names must not be empty")
 		}
 		if seen[p] {
-			return fmt.Errorf("partition %q is listed twice", p)
+			return fmt.Errorf("partitions: partition %q is listed twice", p)
 		}
 		seen[p] = true
 	}
 	if c.MaxPagesInFlight < 1 {
 		return fmt.Errorf("max_pages_in_flight must be at least 1, got %d", c.MaxPagesInFlight)
+	}
+	if c.MaxBytesInFlight < 0 {
+		return fmt.Errorf("max_bytes_in_flight must be positive, got %d", c.MaxBytesInFlight)
 	}
 	if c.MaxBatchSize < 0 {
 		return fmt.Errorf("max_batch_size must not be negative, got %d", c.MaxBatchSize)
@@ -90,10 +107,24 @@ func (c *Config) validate() error {
 		return fmt.Errorf("fetch_retries must not be negative, got %d", c.FetchRetries)
 	}
 	if c.DiscoveryInterval < 0 {
-		return errors.New("discovery_interval must not be negative")
+		return fmt.Errorf("discovery_interval must not be negative, got %s", c.DiscoveryInterval)
 	}
-	if c.PollInterval <= 0 || c.ParkCheckInterval <= 0 || c.StoreBackoff <= 0 || c.FetchBackoff <= 0 {
-		return errors.New("poll_interval, park_check_interval, store_backoff and fetch_backoff must be positive")
+	if c.FrontierPublishInterval < 0 {
+		return fmt.Errorf("frontier_publish_interval must not be negative (0s disables publishing), got %s", c.FrontierPublishInterval)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"poll_interval", c.PollInterval}, {"park_check_interval", c.ParkCheckInterval}, {"store_backoff", c.StoreBackoff}, {"fetch_backoff", c.FetchBackoff}} {
+		if d.v <= 0 {
+			return fmt.Errorf("%s must be positive, got %s", d.name, d.v)
+		}
+	}
+	if c.ExitWhenParkedGrace < 0 {
+		return fmt.Errorf("exit_when_parked_grace must not be negative (0s: parked partitions never end the input), got %s", c.ExitWhenParkedGrace)
+	}
+	if c.MaxRestarts < 0 {
+		return fmt.Errorf("max_restarts must be at least 1, got %d", c.MaxRestarts)
 	}
 	if c.Epoch == 0 {
 		c.Epoch = 1
@@ -130,7 +161,11 @@ type paginatedInput struct {
 	wctx      context.Context
 	workers   map[string]context.CancelFunc
 	completed map[string]bool
-	allClosed bool
+	// parked holds the park reason of every parked partition (observed
+	// checkpoints); parkedTimer ends the input after ExitWhenParkedGrace.
+	parked      map[string]string
+	parkedTimer *time.Timer
+	allClosed   bool
 	// pruned is, per partition, the generation witnesses were last pruned
 	// below (and whether a prune is in flight).
 	pruned map[string]pruneState
@@ -143,6 +178,7 @@ type paginatedInput struct {
 	attemptBase string
 	started     bool
 	leases      *leaseManager // nil without leases
+	budget      *byteBudget
 }
 
 // New builds the input from plain arguments.
@@ -152,6 +188,13 @@ func New(cfg Config, prov provider.Provider, st store.Store, closeStore func(con
 	}
 	if prov == nil || st == nil {
 		return nil, errors.New("paginated_partitions: a provider and a checkpoint store are required")
+	}
+	if cfg.MaxPagesInFlight > MaxPagesInFlightCeiling {
+		res.Logger().Warnf("paginated_partitions: max_pages_in_flight %d is above its ceiling, using %d", cfg.MaxPagesInFlight, MaxPagesInFlightCeiling)
+		cfg.MaxPagesInFlight = MaxPagesInFlightCeiling
+	}
+	if cfg.MaxBytesInFlight == 0 {
+		cfg.MaxBytesInFlight = DefaultMaxBytesInFlight
 	}
 	var b [4]byte
 	_, _ = rand.Read(b[:])
@@ -164,8 +207,10 @@ func New(cfg Config, prov provider.Provider, st store.Store, closeStore func(con
 		workers:     map[string]context.CancelFunc{},
 		checkEvery:  membershipCheckInterval,
 		completed:   map[string]bool{},
+		parked:      map[string]string{},
 		pruned:      map[string]pruneState{},
 		attemptBase: hex.EncodeToString(b[:]),
+		budget:      newByteBudget(cfg.MaxBytesInFlight),
 	}
 	if cfg.Leases != nil {
 		in.leases = newLeaseManager(in, *cfg.Leases, res)
@@ -192,6 +237,12 @@ func (in *paginatedInput) Connect(ctx context.Context) error {
 	defer in.mu.Unlock()
 	if in.started {
 		return nil
+	}
+	// A store that is down (or hangs: every call has a deadline) fails
+	// this Connect with the reason; Benthos logs it and connects again
+	// with back-off.
+	if err := storeconfig.Prepare(ctx, in.store, in.log); err != nil {
+		return fmt.Errorf("paginated_partitions: %w", err)
 	}
 	m, err := in.reconcile(ctx)
 	if err != nil {
@@ -274,18 +325,89 @@ func (in *paginatedInput) partitionDone(p *partition) {
 }
 
 // checkAllDoneLocked ends the input (exit_when_complete) once every member
-// is complete. Requires in.mu.
+// is complete; when every member is complete or parked, with at least one
+// parked, it ends it after ExitWhenParkedGrace as a failed run listing the
+// park reasons (an unpark within the grace cancels that). Requires in.mu.
 func (in *paginatedInput) checkAllDoneLocked() {
 	if !in.cfg.ExitWhenComplete || in.allClosed {
 		return
 	}
+	parked := 0
 	for _, name := range in.memberNames() {
-		if !in.completed[name] {
+		switch {
+		case in.completed[name]:
+		case in.parked[name] != "":
+			parked++
+		default:
+			in.stopParkedTimerLocked()
 			return
 		}
 	}
+	if parked == 0 {
+		in.stopParkedTimerLocked()
+		in.allClosed = true
+		close(in.allDone)
+		return
+	}
+	if in.cfg.ExitWhenParkedGrace <= 0 || in.parkedTimer != nil {
+		return
+	}
+	in.log.Warnf("Every partition of scope %s is complete or parked (%d parked): the input ends in %s, as a failed run, unless a partition is unparked", in.cfg.Scope, parked, in.cfg.ExitWhenParkedGrace)
+	in.parkedTimer = time.AfterFunc(in.cfg.ExitWhenParkedGrace, in.endParked)
+}
+
+func (in *paginatedInput) stopParkedTimerLocked() {
+	if in.parkedTimer != nil {
+		in.parkedTimer.Stop()
+		in.parkedTimer = nil
+	}
+}
+
+// endParked ends the input after the grace, if every member is still
+// complete or parked, and records the park reasons as the run's failure.
+func (in *paginatedInput) endParked() {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.allClosed || in.parkedTimer == nil {
+		return
+	}
+	in.parkedTimer = nil
+	var reasons []string
+	for _, name := range in.memberNames() {
+		switch {
+		case in.completed[name]:
+		case in.parked[name] != "":
+			reasons = append(reasons, fmt.Sprintf("partition %s of scope %s is parked: %s", name, in.cfg.Scope, in.parked[name]))
+		default:
+			return // unparked meanwhile
+		}
+	}
+	for _, r := range reasons {
+		in.log.Errorf("exit_when_complete: %s", r)
+		runstatus.Fail(r)
+	}
+	in.log.Errorf("exit_when_complete: %d partitions of scope %s stayed parked for exit_when_parked_grace (%s): the run ends as a failure", len(reasons), in.cfg.Scope, in.cfg.ExitWhenParkedGrace)
 	in.allClosed = true
 	close(in.allDone)
+}
+
+// observePark tracks which partitions are parked, from every checkpoint a
+// partition loads or promotes, for exit_when_complete.
+func (in *paginatedInput) observePark(cp store.Checkpoint) {
+	if !in.cfg.ExitWhenComplete {
+		return
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.parked[cp.Partition] == cp.Parked {
+		return
+	}
+	if cp.Parked == "" {
+		delete(in.parked, cp.Partition)
+	} else {
+		in.parked[cp.Partition] = cp.Parked
+	}
+	in.checkAllDoneLocked()
 }
 
 func (in *paginatedInput) partitionStopped(*partition) {}
@@ -293,6 +415,7 @@ func (in *paginatedInput) partitionStopped(*partition) {}
 // observeCheckpoint is called with every checkpoint a partition loads or
 // promotes.
 func (in *paginatedInput) observeCheckpoint(cp store.Checkpoint) {
+	in.observePark(cp)
 	in.maybePrune(cp)
 	in.metrics.generation.Set(int64(cp.Generation), cp.Partition)
 	if k := cp.Watermark.Kind; k == coord.KindInteger || k == coord.KindTimestamp {

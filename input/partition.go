@@ -16,10 +16,6 @@ import (
 	"github.com/tidemark/tidemark/internal/witness"
 )
 
-// maxRestarts is how many restarts from a boundary in a row, without a
-// response promoted in between, a partition makes before it parks.
-const maxRestarts = chain.MaxRestarts
-
 type fetchResult struct {
 	id   uint64
 	resp witness.Response
@@ -93,6 +89,7 @@ func (p *partition) machineConfig() chain.Config {
 		PollInterval: cfg.PollInterval, ParkCheckInterval: cfg.ParkCheckInterval, StoreBackoff: cfg.StoreBackoff,
 		FetchRetries: cfg.FetchRetries, FetchBackoff: cfg.FetchBackoff, Jitter: equalJitter,
 		ExitWhenComplete: cfg.ExitWhenComplete, CoalescePromotions: !cfg.NoCoalescing,
+		MaxRestarts: cfg.MaxRestarts,
 	}
 }
 
@@ -107,6 +104,7 @@ func equalJitter(d time.Duration) time.Duration {
 // run drives the partition until ctx ends.
 func (p *partition) run(ctx context.Context) {
 	defer p.in.partitionStopped(p)
+	defer p.in.budget.set(p.key.Partition, 0)
 	p.m = chain.New(p.machineConfig())
 	p.timer = time.NewTimer(time.Hour)
 	p.timer.Stop()
@@ -138,10 +136,12 @@ func (p *partition) run(ctx context.Context) {
 	}
 }
 
-// step tells the machine the time, feeds it in and performs what follows.
+// step tells the machine the time, feeds it in and performs what follows,
+// then tells the input's byte budget what the chain holds.
 func (p *partition) step(ctx context.Context, in chain.Input) {
 	acts := p.m.Step(chain.Tick{Now: time.Now()})
 	p.perform(ctx, append(acts, p.m.Step(in)...))
+	p.in.budget.set(p.key.Partition, p.m.TrackedBytes())
 }
 
 // perform carries out the machine's actions in order; the answer to a call
@@ -221,7 +221,15 @@ func (p *partition) logText(l chain.Log) {
 // startFetch fetches on its own goroutine (fetchWithRetry retries
 // transient failures); the result comes back through p.results.
 func (p *partition) startFetch(ctx context.Context, f chain.Fetch) {
+	// The budget must know the pages the chain holds now, the one just
+	// fetched included, before this fetch checks it.
+	p.in.budget.set(p.key.Partition, p.m.TrackedBytes())
 	go func() {
+		// A fetch ahead waits while the input's pages hold
+		// max_bytes_in_flight (byteBudget).
+		if p.in.budget.wait(ctx, p.key.Partition) != nil {
+			return
+		}
 		resp, err := p.in.fetchWithRetry(ctx, p, provider.Request{
 			Scope: p.key.Scope, Partition: p.key.Partition, Cursor: f.Cursor, Watermark: f.Watermark, Attempt: f.Attempt,
 		})

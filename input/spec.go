@@ -11,6 +11,7 @@ import (
 	"github.com/tidemark/tidemark/input/httpprovider"
 	"github.com/tidemark/tidemark/input/provider"
 	"github.com/tidemark/tidemark/input/simulated"
+	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/storeconfig"
 )
 
@@ -24,6 +25,7 @@ const (
 	ppFieldCoalesce          = "coalesce_promotions"
 	ppFieldStartCursor       = "start_cursor"
 	ppFieldMaxPagesInFlight  = "max_pages_in_flight"
+	ppFieldMaxBytesInFlight  = "max_bytes_in_flight"
 	ppFieldMaxBatchSize      = "max_batch_size"
 	ppFieldPollInterval      = "poll_interval"
 	ppFieldParkCheckInterval = "park_check_interval"
@@ -31,6 +33,8 @@ const (
 	ppFieldFetchRetries      = "fetch_retries"
 	ppFieldFetchBackoff      = "fetch_backoff"
 	ppFieldExitWhenComplete  = "exit_when_complete"
+	ppFieldExitParkedGrace   = "exit_when_parked_grace"
+	ppFieldMaxRestarts       = "max_restarts"
 	ppFieldCheckpoint        = "checkpoint"
 	ppFieldFrontierPublish   = "frontier_publish_interval"
 	ppFieldBackend           = "backend"
@@ -87,8 +91,11 @@ Exactly one of `+"`http`"+` and `+"`simulated`"+` must be set.`).
 				Description("The cursor a partition without a checkpoint starts from; empty means the provider's start.").
 				Default("").Example(""),
 			service.NewIntField(ppFieldMaxPagesInFlight).
-				Description("Pages per partition fetched ahead of promotion. Promotions stay strictly in page order.").
+				Description("Pages per partition fetched ahead of promotion. Promotions stay strictly in page order. At least 1; a value above 1024 (the hard ceiling) is lowered to 1024 with a warning. The bytes those pages hold are capped by `max_bytes_in_flight` as well.").
 				Default(4).Example(8),
+			service.NewIntField(ppFieldMaxBytesInFlight).
+				Description("The most bytes the pages in flight of all this input's partitions hold (event ids and payloads, cursors, and 1 KiB per event besides for the message and its metadata), from their fetch until their promotion: no page is fetched ahead while they hold this much or more. A partition that holds no page still fetches one, so every partition makes progress: memory for pages stays below `max_bytes_in_flight` plus one page per partition (a page of the http provider is at most `max_response_bytes`), whatever `max_pages_in_flight` says. Default 64 MiB. Must be positive.").
+				Default(DefaultMaxBytesInFlight).Example(16<<20).Advanced(),
 			service.NewIntField(ppFieldMaxBatchSize).
 				Description("Split a page into batches of at most this many events; 0 emits each page as one batch.").
 				Default(0).Example(50),
@@ -113,6 +120,12 @@ Exactly one of `+"`http`"+` and `+"`simulated`"+` must be set.`).
 			service.NewBoolField(ppFieldExitWhenComplete).
 				Description("End the input once every partition is complete or caught up. Complete is durable and survives restarts: the provider sealed the partition, or the last page of a finite traversal (no successor, under the http contract's `missing_successor: end_of_traversal`) was promoted. Caught up: every page was promoted and an empty page proved there is nothing more, by evidence bound to it (`empty_page` semantics or a snapshot marker) or by a mapped `has_more` that is false. A transient empty page without evidence never ends the input. Useful for exports and the demo.").
 				Default(false).Example(true),
+			service.NewDurationField(ppFieldExitParkedGrace).
+				Description("With `exit_when_complete`: once every partition is complete or parked, and at least one is parked, the input waits this long (an operator may `connect tidemark unpark` meanwhile: the partition resumes and the wait is cancelled), then ends, and the process exits with code 3 after logging and printing every park reason. 0s: a parked partition keeps the process running until it is unparked.").
+				Default("1m").Example("10s").Example("0s"),
+			service.NewIntField(ppFieldMaxRestarts).
+				Description("Under `recovery: restart_from_boundary`, how many restarts from a stable boundary in a row, without a real response promoted in between, a partition makes before it parks; the park reason then says that the restarts never got past the boundary (a permanent hole: the boundary itself keeps failing). The wait before each restart doubles, up to 30s. At least 1.").
+				Default(chain.MaxRestarts).Example(3).Advanced(),
 			service.NewDurationField(ppFieldFrontierPublish).
 				Description("How often the scope's published frontier record (read by the frontier_advances input and the status command) is advanced by compare-and-swap; 0s disables publishing.").
 				Default("1s").Example("10s"),
@@ -126,11 +139,7 @@ Exactly one of `+"`http`"+` and `+"`simulated`"+` must be set.`).
 				Description("Share the partitions with the other instances of this scope through leases on the checkpoint records (across processes with the `dynamodb` backend; the `memory` backend only shares within one process). Absent: this instance reads every partition. Every instance of a scope must use leases, or none. `exit_when_complete` cannot be combined with it.").
 				Optional().Default(leaseObjectDefault()),
 		).
-		LintRule(`root = match {
-  this.discover.or(false) != true && (this.partitions.type() != "array" || this.partitions.length() == 0) => ["either partitions or discover: true is required"],
-  this.exists("http") && this.exists("simulated") => ["exactly one of http or simulated must be set"],
-  !this.exists("http") && !this.exists("simulated") => ["exactly one of http or simulated must be set"],
-}`).
+		LintRule(lintRule).
 		Example("Simulated source into stdout", "Reads three simulated partitions with token rotation and shifted pages, checkpointing in memory.", `
 input:
   paginated_partitions:
@@ -179,88 +188,133 @@ func init() {
 
 // FromParsed reads the spec and builds the input.
 func FromParsed(conf *service.ParsedConfig, mgr *service.Resources) (service.BatchInput, error) {
+	c, prov, err := configFromParsed(conf, mgr)
+	if err != nil {
+		return nil, fmt.Errorf("paginated_partitions: %w", err)
+	}
+	st, closeSt, err := storeconfig.StoreFromParsed(context.Background(), conf.Namespace(ppFieldCheckpoint), mgr)
+	if err != nil {
+		_ = prov.Close(context.Background())
+		return nil, fmt.Errorf("paginated_partitions: checkpoint: %w", err)
+	}
+	return New(c, prov, st, closeSt, mgr)
+}
+
+// configFromParsed reads and checks every field: the input's own (Config
+// and its validate), the checkpoint object's (storeconfig.ValidateCheckpoint)
+// and the provider's (built, which validates it; nothing is sent). The run
+// path (FromParsed) and the lint rule (lint.go) share it, so `connect lint`
+// reports everything `connect run` rejects. Errors name the field's path.
+func configFromParsed(conf *service.ParsedConfig, mgr *service.Resources) (Config, provider.Provider, error) {
+	c, err := readConfig(conf)
+	if err != nil {
+		return c, nil, err
+	}
+	check := c
+	if err := check.validate(); err != nil {
+		return c, nil, err
+	}
+	if err := storeconfig.ValidateCheckpoint(conf.Namespace(ppFieldCheckpoint)); err != nil {
+		return c, nil, fmt.Errorf("%s: %w", ppFieldCheckpoint, err)
+	}
+	switch {
+	case conf.Contains(ppFieldHTTP) && conf.Contains(ppFieldSimulated):
+		return c, nil, errors.New("exactly one of http or simulated must be set")
+	case conf.Contains(ppFieldHTTP):
+		hp, err := httpprovider.FromParsed(conf.Namespace(ppFieldHTTP), mgr, mgr.Logger())
+		if err != nil {
+			return c, nil, fmt.Errorf("%s: %w", ppFieldHTTP, err)
+		}
+		return c, hp, nil
+	case conf.Contains(ppFieldSimulated):
+		sp, err := simulated.FromParsed(conf.Namespace(ppFieldSimulated), c.Partitions)
+		if err != nil {
+			return c, nil, fmt.Errorf("%s: %w", ppFieldSimulated, err)
+		}
+		return c, sp, nil
+	}
+	return c, nil, errors.New("exactly one of http or simulated must be set")
+}
+
+// readConfig reads the input's own fields into Config.
+func readConfig(conf *service.ParsedConfig) (Config, error) {
 	var c Config
 	var err error
 	if c.Scope, err = conf.FieldString(ppFieldScope); err != nil {
-		return nil, err
+		return c, err
 	}
 	if c.Partitions, err = conf.FieldStringList(ppFieldPartitions); err != nil {
-		return nil, err
+		return c, err
 	}
 	if c.Discover, err = conf.FieldBool(ppFieldDiscover); err != nil {
-		return nil, err
+		return c, err
 	}
 	if c.DiscoveryInterval, err = conf.FieldDuration(ppFieldDiscoveryInterval); err != nil {
-		return nil, err
+		return c, err
 	}
 	var lin string
 	if lin, err = conf.FieldString(ppFieldLineage); err != nil {
-		return nil, err
+		return c, err
 	}
 	c.UnorderedLineage = lin == lineageUnordered
 	var coalesce bool
 	if coalesce, err = conf.FieldBool(ppFieldCoalesce); err != nil {
-		return nil, err
+		return c, err
 	}
 	c.NoCoalescing = !coalesce
 	if c.PruneEvery, err = storeconfig.PruneEvery(conf.Namespace(ppFieldCheckpoint)); err != nil {
-		return nil, err
+		return c, err
 	}
 	var start string
 	if start, err = conf.FieldString(ppFieldStartCursor); err != nil {
-		return nil, err
+		return c, err
 	}
 	if start != "" {
 		c.StartCursor = []byte(start)
 	}
 	if c.MaxPagesInFlight, err = conf.FieldInt(ppFieldMaxPagesInFlight); err != nil {
-		return nil, err
+		return c, err
 	}
 	if c.MaxBatchSize, err = conf.FieldInt(ppFieldMaxBatchSize); err != nil {
-		return nil, err
+		return c, err
 	}
-	for fld, dst := range map[string]*time.Duration{
-		ppFieldPollInterval: &c.PollInterval, ppFieldParkCheckInterval: &c.ParkCheckInterval,
-		ppFieldStoreBackoff: &c.StoreBackoff, ppFieldFetchBackoff: &c.FetchBackoff,
-		ppFieldFrontierPublish: &c.FrontierPublishInterval,
+	maxBytes, err := conf.FieldInt(ppFieldMaxBytesInFlight)
+	if err != nil {
+		return c, err
+	}
+	if maxBytes <= 0 {
+		return c, fmt.Errorf("%s must be positive, got %d", ppFieldMaxBytesInFlight, maxBytes)
+	}
+	c.MaxBytesInFlight = int64(maxBytes)
+	for _, fd := range []struct {
+		fld string
+		dst *time.Duration
+	}{
+		{ppFieldPollInterval, &c.PollInterval}, {ppFieldParkCheckInterval, &c.ParkCheckInterval},
+		{ppFieldStoreBackoff, &c.StoreBackoff}, {ppFieldFetchBackoff, &c.FetchBackoff},
+		{ppFieldFrontierPublish, &c.FrontierPublishInterval},
 	} {
-		if *dst, err = conf.FieldDuration(fld); err != nil {
-			return nil, err
+		if *fd.dst, err = conf.FieldDuration(fd.fld); err != nil {
+			return c, err
 		}
 	}
 	if c.FetchRetries, err = conf.FieldInt(ppFieldFetchRetries); err != nil {
-		return nil, err
+		return c, err
 	}
 	if c.ExitWhenComplete, err = conf.FieldBool(ppFieldExitWhenComplete); err != nil {
-		return nil, err
+		return c, err
+	}
+	if c.ExitWhenParkedGrace, err = conf.FieldDuration(ppFieldExitParkedGrace); err != nil {
+		return c, err
+	}
+	if c.MaxRestarts, err = conf.FieldInt(ppFieldMaxRestarts); err != nil {
+		return c, err
+	}
+	if c.MaxRestarts < 1 {
+		return c, fmt.Errorf("%s must be at least 1, got %d", ppFieldMaxRestarts, c.MaxRestarts)
 	}
 	if c.Leases, err = leaseConfigFromParsed(conf.Namespace(ppFieldLeases)); err != nil {
-		return nil, err
+		return c, err
 	}
-
-	var prov provider.Provider
-	switch {
-	case conf.Contains(ppFieldHTTP) && conf.Contains(ppFieldSimulated):
-		return nil, errors.New("paginated_partitions: exactly one of http or simulated must be set")
-	case conf.Contains(ppFieldHTTP):
-		hp, err := httpprovider.FromParsed(conf.Namespace(ppFieldHTTP), mgr, mgr.Logger())
-		if err != nil {
-			return nil, fmt.Errorf("paginated_partitions: http: %w", err)
-		}
-		prov = hp
-	case conf.Contains(ppFieldSimulated):
-		sp, err := simulated.FromParsed(conf.Namespace(ppFieldSimulated), c.Partitions)
-		if err != nil {
-			return nil, fmt.Errorf("paginated_partitions: simulated: %w", err)
-		}
-		prov = sp
-	default:
-		return nil, errors.New("paginated_partitions: exactly one of http or simulated must be set")
-	}
-
-	st, closeSt, err := storeconfig.StoreFromParsed(context.Background(), conf.Namespace(ppFieldCheckpoint), mgr)
-	if err != nil {
-		return nil, fmt.Errorf("paginated_partitions: checkpoint: %w", err)
-	}
-	return New(c, prov, st, closeSt, mgr)
+	return c, nil
 }

@@ -17,16 +17,33 @@ paginated_partitions:
   checkpoint: { backend: memory }
   simulated: { events_per_partition: 3 }
 `
+	// Discovery needs a provider that lists partitions (the simulated one
+	// cannot: run rejects it, and so does lint).
+	const discovering = `
+paginated_partitions:
+  scope: lint
+  checkpoint: { backend: memory }
+  http:
+    url: 'http://127.0.0.1:1/p/${! @partition }'
+    partitions_url: 'http://127.0.0.1:1/partitions'
+    successor: root = this.next | deleted()
+    contract: { empty_page: end_of_data, positions: ordered, coordinate: integer }
+`
 	for _, tc := range []struct {
 		name, extra, err string
 	}{
 		{name: "discover without partitions", extra: "  discover: true\n"},
+		{name: "discover with the simulated provider", extra: "  discover: true\n", err: "simulated: at least one partition is required"},
 		{name: "partitions", extra: "  partitions: [ a ]\n"},
 		{name: "neither", err: "either partitions or discover: true is required"},
 		{name: "empty partitions", extra: "  partitions: []\n", err: "either partitions or discover: true is required"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := service.NewStreamBuilder().AddInputYAML(base + tc.extra)
+			conf := base
+			if tc.name == "discover without partitions" {
+				conf = discovering
+			}
+			err := service.NewStreamBuilder().AddInputYAML(conf + tc.extra)
 			if tc.err == "" {
 				require.NoError(t, err)
 				return

@@ -167,6 +167,13 @@ func NewView(cfg ViewConfig, st store.Store, closeSt func(context.Context) error
 
 // refresh brings the tracker up to date. Callers hold p.mu.
 func (p *frontierProcessor) refresh(ctx context.Context, now time.Time) error {
+	if p.tracker == nil {
+		// The table (with `create: true`) is created at first use, not at
+		// construction: a store down at start fails messages, not the process.
+		if err := storeconfig.Prepare(ctx, p.st, nil); err != nil {
+			return fmt.Errorf("partition_frontier: %w", err)
+		}
+	}
 	if p.tracker == nil || now.Sub(p.lastMembers) >= p.cfg.Refresh {
 		if err := p.refreshMembership(ctx); err != nil && p.tracker == nil {
 			return err

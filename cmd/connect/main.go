@@ -4,6 +4,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"os"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 
@@ -11,9 +13,24 @@ import (
 	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
 	_ "github.com/redpanda-data/benthos/v4/public/components/pure/extended"
 
+	"github.com/tidemark/tidemark/internal/runstatus"
 	_ "github.com/tidemark/tidemark/plugin"
 )
 
 func main() {
-	service.RunCLI(context.Background(), service.CLIOptAddCommand(tidemarkCommand()))
+	code, err := service.RunCLIToCode(context.Background(), service.CLIOptAddCommand(tidemarkCommand()))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err.Error())
+	}
+	// A run that ended by itself but not well (exit_when_complete with
+	// parked partitions) exits non-zero, with its reasons.
+	if fails := runstatus.Failures(); code == 0 && len(fails) > 0 {
+		for _, f := range fails {
+			fmt.Fprintln(os.Stderr, "tidemark:", f)
+		}
+		code = runstatus.ExitCode
+	}
+	if code != 0 {
+		os.Exit(code)
+	}
 }

@@ -80,7 +80,7 @@ func init() {
 		if scope == "" || every <= 0 {
 			return nil, errors.New("frontier_advances: scope must be set and poll_interval positive")
 		}
-		return service.AutoRetryNacks(&advancesInput{scope: scope, every: every, st: st, closeSt: closeSt}), nil
+		return service.AutoRetryNacks(&advancesInput{scope: scope, every: every, st: st, closeSt: closeSt, log: mgr.Logger()}), nil
 	})
 	if err != nil {
 		panic(err)
@@ -92,11 +92,16 @@ type advancesInput struct {
 	every   time.Duration
 	st      store.Store
 	closeSt func(context.Context) error
+	log     *service.Logger
 	last    frontier.Snapshot
 	started bool
 }
 
-func (a *advancesInput) Connect(context.Context) error { return nil }
+// Connect readies the checkpoint store (creates the table with `create:
+// true`); Benthos retries it with back-off while the store is down.
+func (a *advancesInput) Connect(ctx context.Context) error {
+	return storeconfig.Prepare(ctx, a.st, a.log)
+}
 
 // Advance is the JSON body of a frontier_advances message.
 type Advance struct {

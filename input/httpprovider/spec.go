@@ -414,6 +414,12 @@ func FromParsed(conf *service.ParsedConfig, res *service.Resources, logger *serv
 	if c.URL, err = conf.FieldInterpolatedString(hpFieldURL); err != nil {
 		return nil, err
 	}
+	if err := checkURLScheme(conf, hpFieldURL); err != nil {
+		return nil, err
+	}
+	if err := checkURLScheme(conf, hpFieldPartitionsURL); err != nil {
+		return nil, err
+	}
 	if c.Verb, err = conf.FieldString(hpFieldVerb); err != nil {
 		return nil, err
 	}
@@ -762,4 +768,24 @@ root = [
   if $fin == "source" && $pos != "" && $ct.re_match("""(index\(\s*-1\s*\)|last\(\))\s*\.\s*""" + $pos + """\b|\b""" + $pos + """\b[^|]*\.max\(\)""") { "complete_through reads ` + "`%s`" + ` of the page's own last event, as event_position does: a page's own last position certifies nothing (an event created or made visible later below it is missed), so it is not finality: source; map a watermark the source certifies, or declare finality: append_only_writer if positions are only ever created above every existing one".format($pos) },
   if this.contract.offset_unproven.or(false) && this.complete_through != null { "contract.offset_unproven claims no completeness: complete_through cannot be mapped" },
 ].filter(m -> m != null)`
+}
+
+// checkURLScheme rejects a URL template (field fld, when set) that does not
+// start with http:// or https:// (a template that starts with an
+// interpolation is checked when it is evaluated): without a scheme every
+// fetch would fail, and the partition park, at its first page.
+func checkURLScheme(conf *service.ParsedConfig, fld string) error {
+	if !conf.Contains(fld) {
+		return nil
+	}
+	raw, err := conf.FieldString(fld)
+	if err != nil {
+		return err
+	}
+	lower := strings.ToLower(strings.TrimSpace(raw))
+	if strings.HasPrefix(lower, "${!") || strings.HasPrefix(lower, "http://") || strings.HasPrefix(lower, "https://") {
+		return nil
+	}
+	// The template is not quoted: it may hold a credential.
+	return fmt.Errorf("%s: the URL template does not start with http:// or https://", fld)
 }

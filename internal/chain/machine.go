@@ -11,9 +11,10 @@ import (
 	"github.com/tidemark/tidemark/internal/witness"
 )
 
-// MaxRestarts is how many restarts from a boundary in a row, without a
-// response promoted in between, a partition makes before it parks;
-// MaxRestartBackoff caps the wait before each of them.
+// MaxRestarts is the default of Config.MaxRestarts: how many restarts from
+// a boundary in a row, without a response promoted in between, a partition
+// makes before it parks; MaxRestartBackoff caps the wait before each of
+// them.
 const (
 	MaxRestarts       = 8
 	MaxRestartBackoff = 30 * time.Second
@@ -51,6 +52,10 @@ type Config struct {
 	// result is kept within [0, d]. nil: no jitter (the machine itself
 	// draws no random numbers).
 	Jitter func(d time.Duration) time.Duration
+	// MaxRestarts is how many restarts from a stable boundary in a row,
+	// without a real response promoted in between, the partition makes
+	// before it parks (0: the default, MaxRestarts).
+	MaxRestarts int
 	// ExitWhenComplete: the partition completes once it is caught up on
 	// evidence bound to its last page (caughtUp).
 	ExitWhenComplete bool
@@ -84,6 +89,7 @@ type page struct {
 	w          witness.Witness
 	v          verdict
 	events     []witness.Event // the response's events (ids, payloads)
+	bytes      int64           // what the page holds: ids, payloads, cursors (PageBytes)
 	decision   witness.Promotion
 	// coalesced are the pages after this one promoted with it in one
 	// write (coalesce.go); set when its promotion is built.
@@ -405,6 +411,32 @@ func (m *Machine) part() string { return m.cfg.Key.Partition }
 // by max_pages_in_flight, however long the chain runs.
 func (m *Machine) Tracked() (pages, batches int) { return len(m.chain), len(m.batches) }
 
+// TrackedBytes is what the pages of the chain hold (PageBytes of each):
+// the memory a driver's byte budget counts, released as pages are promoted
+// or the chain ends.
+func (m *Machine) TrackedBytes() int64 {
+	var n int64
+	for _, pg := range m.chain {
+		n += pg.bytes
+	}
+	return n
+}
+
+// PageBytes estimates the memory one response holds while its page is in
+// the chain: its events' ids and payloads, its cursors and marker, and a
+// fixed overhead per event.
+func PageBytes(r witness.Response) int64 {
+	// The event, its witness and the driver's message with its metadata
+	// (about ten entries): measured with the binary at about 1 KiB of live
+	// heap per event of a small payload.
+	const perEvent = 1 << 10
+	n := int64(len(r.Successor) + len(r.Marker))
+	for _, e := range r.Events {
+		n += int64(len(e.ID)+len(e.Payload)) + perEvent
+	}
+	return n
+}
+
 // ---------------------------------------------------------------------------
 // Loading and parking.
 
@@ -532,6 +564,14 @@ func (m *Machine) startChain() {
 	}
 }
 
+// maxRestarts is Config.MaxRestarts or its default.
+func (m *Machine) maxRestarts() int {
+	if m.cfg.MaxRestarts > 0 {
+		return m.cfg.MaxRestarts
+	}
+	return MaxRestarts
+}
+
 // restartChain ends the chain; the checkpoint is loaded again.
 func (m *Machine) restartChain() {
 	m.parkDrained = ""
@@ -630,7 +670,7 @@ func (m *Machine) onReconciled(f *fetchRec, r Fetched, v verdict, recoverWith st
 		m.recover(false, fmt.Sprintf("%s at generation %d cursor %s: %s", ReasonDivergence, f.gen, witness.CursorHash(f.cursor), v.reason))
 		return
 	}
-	pg := &page{chain: m.chainID, fromCursor: f.cursor, fromGen: f.gen, w: v.w, v: v, events: r.Response.Events, ackedUpTo: v.w.AckedThrough, receiptAt: v.w.AckedThrough}
+	pg := &page{chain: m.chainID, fromCursor: f.cursor, fromGen: f.gen, w: v.w, v: v, events: r.Response.Events, bytes: PageBytes(r.Response), ackedUpTo: v.w.AckedThrough, receiptAt: v.w.AckedThrough}
 	m.chain = append(m.chain, pg)
 	m.count(MetricPagesFetched, "", 1)
 	breaks := recoverWith != ""
@@ -1000,8 +1040,8 @@ func (m *Machine) recover(expired bool, reason string) {
 		return
 	}
 	m.restarts++
-	if m.restarts > MaxRestarts {
-		m.park(fmt.Sprintf("%s; %d restarts from a stable boundary in a row made no progress", reason, MaxRestarts))
+	if limit := m.maxRestarts(); m.restarts > limit {
+		m.park(fmt.Sprintf("%s; %d restarts from a stable boundary in a row never got past the boundary (max_restarts %d)", reason, limit, limit))
 		return
 	}
 	restart := func() {

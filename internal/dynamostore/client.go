@@ -42,6 +42,12 @@ type DynamoConfig struct {
 	MaxRetries int
 	// MaxBackoff caps one back-off delay. Default (0): 2s.
 	MaxBackoff time.Duration
+	// CallTimeout is the deadline of one call: all its attempts and
+	// back-offs together. A call without an answer by then fails with
+	// *CallTimeoutError (an unknown outcome for a write), so a hung store
+	// is reported and retried by the caller instead of stalling it.
+	// Default (0): DefaultCallTimeout. Negative: no deadline.
+	CallTimeout time.Duration
 	// WitnessTTL, when positive, writes on every witness an expiry
 	// attribute `exp` (epoch seconds: the write time plus WitnessTTL) for
 	// DynamoDB's time to live, and EnsureTable enables TTL on `exp` (best
@@ -115,6 +121,17 @@ func NewDynamoClient(ctx context.Context, cfg DynamoConfig) (*dynamodb.Client, e
 			// failures.
 			so.RateLimiter = ratelimit.None
 		})
+	}
+	callTimeout := cfg.CallTimeout
+	if callTimeout == 0 {
+		callTimeout = DefaultCallTimeout
+	}
+	if callTimeout > 0 {
+		inner := base
+		base = func(o *dynamodb.Options) {
+			inner(o)
+			o.APIOptions = append(o.APIOptions, withCallTimeout(callTimeout))
+		}
 	}
 	return dynamodb.NewFromConfig(awsCfg, append([]func(*dynamodb.Options){base}, cfg.ClientOptions...)...), nil
 }

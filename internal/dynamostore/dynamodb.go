@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -42,12 +43,20 @@ type DynamoStore struct {
 	// ttlEnabled is the outcome of enabling TTL at creation (nil: enabled
 	// or not attempted).
 	ttlEnabled error
+
+	// prepare is what Prepare still has to do (OpenDynamoStore).
+	prepMu   sync.Mutex
+	prepared bool
+	create   bool
 }
 
 // TTLError is why enabling DynamoDB TTL on the table failed when the store
 // created it with a WitnessTTL (nil when it did not fail): dynalite has no
 // TTL, so its witnesses only leave by PruneWitnesses.
 func (s *DynamoStore) TTLError() error { return s.ttlEnabled }
+
+// ClearTTLError forgets TTLError once it was reported.
+func (s *DynamoStore) ClearTTLError() { s.ttlEnabled = nil }
 
 var _ store.Store = (*DynamoStore)(nil)
 
@@ -72,6 +81,45 @@ func NewDynamoStore(ctx context.Context, cfg DynamoConfig) (*DynamoStore, error)
 		}
 	}
 	return s, nil
+}
+
+// OpenDynamoStore builds the client cfg describes (NewDynamoClient) without
+// any request: the table is checked or created (cfg.Create) by Prepare, which
+// a component calls from its Connect, so a store that is down at start is
+// retried with the component's back-off instead of failing the process.
+func OpenDynamoStore(ctx context.Context, cfg DynamoConfig) (*DynamoStore, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	client, err := NewDynamoClient(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := NewDynamoStoreWithClient(client, cfg.Table)
+	s.ttl = cfg.WitnessTTL
+	s.create = cfg.Create
+	return s, nil
+}
+
+// Prepare readies a store from OpenDynamoStore: with Create, it creates the
+// table when it does not exist, waits until it is ACTIVE and enables TTL
+// (TTLError); without, it checks nothing (the first call reports a missing
+// table). It is safe to call again after a failure (each call is bounded by
+// the call timeout) and does nothing once it succeeded.
+func (s *DynamoStore) Prepare(ctx context.Context) error {
+	s.prepMu.Lock()
+	defer s.prepMu.Unlock()
+	if s.prepared || !s.create {
+		return nil
+	}
+	if err := s.EnsureTable(ctx); err != nil {
+		return err
+	}
+	if s.ttl > 0 {
+		s.ttlEnabled = EnableWitnessTTL(ctx, s.client, s.table)
+	}
+	s.prepared = true
+	return nil
 }
 
 // NewDynamoStoreWithClient returns a store over an existing client and

@@ -1,6 +1,7 @@
 package dynamostore
 
 import (
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -29,6 +30,13 @@ const (
 	throttle
 	// serverError answers HTTP 500 without sending the request.
 	serverError
+	// hang never answers: the request is not sent, the call waits until
+	// its context ends.
+	hang
+	// applyThenHang sends the request (the server applies it) and then
+	// withholds the answer until the call's context ends: a write applied
+	// whose answer came too late.
+	applyThenHang
 )
 
 // faultyHTTP injects scripted faults into the requests of chosen
@@ -80,6 +88,17 @@ func (f *faultyHTTP) Do(req *http.Request) (*http.Response, error) {
 		return jsonError(req, 400, "ProvisionedThroughputExceededException"), nil
 	case serverError:
 		return jsonError(req, 500, "InternalServerError"), nil
+	case hang:
+		<-req.Context().Done()
+		return nil, req.Context().Err()
+	case applyThenHang:
+		resp, err := f.next.Do(req)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+		}
+		<-req.Context().Done()
+		return nil, req.Context().Err()
 	}
 	return f.next.Do(req)
 }
@@ -98,17 +117,17 @@ func jsonError(req *http.Request, status int, code string) *http.Response {
 
 // newFaultyStore returns a store whose requests pass through a faultyHTTP,
 // with fast back-off so retry tests stay quick.
-func newFaultyStore(t *testing.T, maxRetries int) (*DynamoStore, *faultyHTTP) {
+func newFaultyStore(t *testing.T, maxRetries int, opts ...func(*DynamoConfig)) (*DynamoStore, *faultyHTTP) {
 	t.Helper()
 	f := &faultyHTTP{plan: map[string][]fault{}, seen: map[string]int{}}
-	s := newTestStore(t, func(c *DynamoConfig) {
+	s := newTestStore(t, append([]func(*DynamoConfig){func(c *DynamoConfig) {
 		c.MaxRetries = maxRetries
 		c.MaxBackoff = 5 * time.Millisecond
 		c.ClientOptions = append(c.ClientOptions, func(o *dynamodb.Options) {
 			f.next = o.HTTPClient
 			o.HTTPClient = f
 		})
-	})
+	}}, opts...)...)
 	return s, f
 }
 
@@ -194,4 +213,59 @@ func TestConditionFailureNotRetried(t *testing.T) {
 	require.ErrorAs(t, err, &fe)
 	require.Equal(t, cp, *fe.Winner)
 	require.Equal(t, map[string]int64{"UpdateItem": 1, "GetItem": 1}, rc.Snapshot())
+}
+
+// A promotion that gets no answer within the call timeout fails with
+// *CallTimeoutError, an unknown outcome (not a fence): whether the store
+// never applied it or applied it with its answer lost, ResolvePromotion
+// decides by reading, and never writes again.
+func TestTimedOutPromotionIsUnknownOutcome(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		fault   fault
+		applied bool
+	}{
+		{"never applied", hang, false},
+		{"applied, answer too late", applyThenHang, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, f := newFaultyStore(t, 0, func(c *DynamoConfig) { c.CallTimeout = 300 * time.Millisecond })
+			cp := createAt(t, s, faultKey, "C41")
+			f.resetSent()
+			p := store.Promotion{Key: faultKey, FromCursor: cp.Cursor, FromGeneration: 1, To: []byte("N8"), WitnessID: "attempt-2"}
+			f.script("UpdateItem", tc.fault)
+			_, err := s.Promote(t.Context(), p)
+			var te *CallTimeoutError
+			require.ErrorAs(t, err, &te)
+			require.Equal(t, "UpdateItem", te.Operation)
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			require.NotErrorIs(t, err, store.ErrFenced)
+			require.Contains(t, err.Error(), "resolve by reading")
+
+			got, applied, err := store.ResolvePromotion(t.Context(), s, p)
+			require.NoError(t, err)
+			require.Equal(t, tc.applied, applied)
+			require.Equal(t, 1, f.sent("UpdateItem"), "resolving must not write again")
+			if tc.applied {
+				require.Equal(t, uint64(2), got.Generation)
+			} else {
+				require.Equal(t, cp, got)
+			}
+		})
+	}
+}
+
+// Every call is bounded, reads included: a hung GetItem fails after the
+// call timeout, and the next call goes through.
+func TestHungReadFailsAfterCallTimeout(t *testing.T) {
+	s, f := newFaultyStore(t, 3, func(c *DynamoConfig) { c.CallTimeout = 300 * time.Millisecond })
+	cp := createAt(t, s, faultKey, "C0")
+	f.script("GetItem", hang)
+	_, err := s.LoadCheckpoint(t.Context(), faultKey)
+	var te *CallTimeoutError
+	require.ErrorAs(t, err, &te)
+	require.Equal(t, "GetItem", te.Operation)
+	got, err := s.LoadCheckpoint(t.Context(), faultKey)
+	require.NoError(t, err)
+	require.Equal(t, cp, got)
 }

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -57,6 +58,39 @@ type shield struct {
 	url   string
 	mu    sync.Mutex
 	delay time.Duration
+	// gate, when not nil, holds every request until it is closed (hang,
+	// release); held counts the requests it has held.
+	gate chan struct{}
+	held int
+}
+
+// hang makes the store look hung: every request from now on is read whole
+// and held, unanswered, until release. A held request is still performed
+// after release even when its client has given up meanwhile (a write
+// applied late, with nobody waiting for its answer).
+func (s *shield) hang() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gate == nil {
+		s.gate = make(chan struct{})
+	}
+}
+
+// release ends a hang: the held requests go on, new ones pass.
+func (s *shield) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gate != nil {
+		close(s.gate)
+		s.gate = nil
+	}
+}
+
+// heldRequests is how many requests a hang has held so far.
+func (s *shield) heldRequests() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.held
 }
 
 func (s *shield) delayUpdates(d time.Duration) {
@@ -67,16 +101,32 @@ func (s *shield) delayUpdates(d time.Duration) {
 
 func newShield(t testing.TB, endpoint string) *shield {
 	t.Helper()
+	return newShieldAt(t, endpoint, "")
+}
+
+// newShieldAt is newShield listening on addr ("": a free port of
+// 127.0.0.1).
+func newShieldAt(t testing.TB, endpoint, addr string) *shield {
+	t.Helper()
 	target, err := url.Parse(endpoint)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sh := &shield{}
 	transport := &http.Transport{MaxIdleConnsPerHost: 16}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
 			return // the client died mid-request: forward nothing
+		}
+		sh.mu.Lock()
+		gate := sh.gate
+		if gate != nil {
+			sh.held++
+		}
+		sh.mu.Unlock()
+		if gate != nil {
+			<-gate
 		}
 		if strings.HasSuffix(r.Header.Get("X-Amz-Target"), ".UpdateItem") {
 			sh.mu.Lock()
@@ -116,7 +166,17 @@ func newShield(t testing.TB, endpoint string) *shield {
 		w.WriteHeader(resp.StatusCode)
 		_, _ = w.Write(respBody) // the client may be gone: fine
 	}))
+	if addr != "" {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Fatalf("shield: listening on %s: %v", addr, err)
+		}
+		srv.Listener.Close()
+		srv.Listener = ln
+	}
+	srv.Start()
 	t.Cleanup(func() {
+		sh.release()
 		srv.Close()
 		transport.CloseIdleConnections()
 	})

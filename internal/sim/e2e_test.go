@@ -78,6 +78,11 @@ func TestEndToEndFaults(t *testing.T) {
 	stopAppend := prov.appendWhileRunning()
 	for run := 0; run < e2eRuns; run++ {
 		p := env.startConnect(t, faulty, fmt.Sprintf("run%d", run))
+		// The faults below need a run that has started: its table exists
+		// (created by the first run's Connect) and its partitions are being
+		// read. On a loaded machine that takes any time; wait for the state,
+		// not a moment.
+		env.waitReading(t, p)
 		live := time.Duration(500+rng.IntN(2500)) * time.Millisecond
 		if rng.IntN(2) == 0 {
 			// Kill dynalite in the middle of the run and bring it back on
@@ -405,6 +410,19 @@ func (e *e2eEnv) startDynalite(t *testing.T) {
 	}, e.dyn.Running)
 }
 
+// readingMarker is what the input logs (at info) once its Connect
+// succeeded: the table exists and the partitions are being read.
+const readingMarker = "paginated_partitions reading"
+
+// waitReading waits until the run p has connected to its store and
+// started reading its partitions.
+func (e *e2eEnv) waitReading(t *testing.T, p *e2etest.Proc) {
+	t.Helper()
+	e2etest.WaitFor(t, e2etest.Patience, p.Name+" to connect and read", func() (bool, string) {
+		return strings.Contains(p.Out.String(), readingMarker), "not connected yet: " + e2etest.Tail(p.Out.String(), 3)
+	}, p.Running)
+}
+
 // killDynalite kills dynalite with SIGKILL (its data stays in --path).
 func (e *e2eEnv) killDynalite(t *testing.T) {
 	t.Helper()
@@ -467,7 +485,7 @@ output:
     retries: 0
     timeout: 2s
 logger:
-  level: WARN
+  level: INFO
 `, e2eScope, strings.Join(e2eParts, ", "), exit, e2eTable, e.endpoint, provider, e2ePage, sink)
 	path := filepath.Join(e.dir, name)
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {

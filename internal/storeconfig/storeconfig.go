@@ -29,6 +29,7 @@ const (
 	dynFieldCreate     = "create"
 	dynFieldMaxRetries = "max_retries"
 	dynFieldMaxBackoff = "max_backoff"
+	dynFieldCallTO     = "call_timeout"
 
 	fieldBackend    = "backend"
 	fieldDynamoDB   = "dynamodb"
@@ -75,6 +76,11 @@ func DynamoFields() []*service.ConfigField {
 			Default(dynamostore.DefaultMaxBackoff.String()).
 			Example("500ms").
 			Advanced(),
+		service.NewDurationField(dynFieldCallTO).
+			Description("The deadline of one DynamoDB call, all its retries and back-offs included. A call without an answer by then fails (a write's outcome is then unknown, and is resolved by reading it back before anything is decided, never by writing again blindly); the caller logs a warning naming the operation and the partition and tries again after `store_backoff`, so a store that hangs is reported within one deadline and the input resumes by itself when the store answers. Must be positive.").
+			Default(dynamostore.DefaultCallTimeout.String()).
+			Example("2s").
+			Advanced(),
 	}
 }
 
@@ -101,15 +107,24 @@ func DynamoConfigFromParsed(conf *service.ParsedConfig) (dynamostore.DynamoConfi
 	case cfg.MaxRetries == 0:
 		cfg.MaxRetries = -1 // in YAML, 0 means no retries
 	case cfg.MaxRetries < 0:
-		return cfg, fmt.Errorf("dynamodb: negative %s %d", dynFieldMaxRetries, cfg.MaxRetries)
+		return cfg, fmt.Errorf("dynamodb.%s must not be negative, got %d", dynFieldMaxRetries, cfg.MaxRetries)
 	}
 	if cfg.MaxBackoff, err = conf.FieldDuration(dynFieldMaxBackoff); err != nil {
 		return cfg, err
 	}
 	if cfg.MaxBackoff <= 0 {
-		return cfg, fmt.Errorf("dynamodb: %s must be positive", dynFieldMaxBackoff)
+		return cfg, fmt.Errorf("dynamodb.%s must be positive, got %s", dynFieldMaxBackoff, cfg.MaxBackoff)
 	}
-	return cfg, cfg.Validate()
+	if cfg.CallTimeout, err = conf.FieldDuration(dynFieldCallTO); err != nil {
+		return cfg, err
+	}
+	if cfg.CallTimeout <= 0 {
+		return cfg, fmt.Errorf("dynamodb.%s must be positive, got %s", dynFieldCallTO, cfg.CallTimeout)
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("dynamodb.%s: %w", dynFieldTable, err)
+	}
+	return cfg, nil
 }
 
 // CheckpointFields are the fields of the `checkpoint` object of the
@@ -172,25 +187,79 @@ func StoreFromParsed(ctx context.Context, conf *service.ParsedConfig, mgr *servi
 		mgr.Logger().Warn("Checkpoint backend is memory: progress and witnesses are lost on restart. Use it for development only.")
 		return SharedMemStore(), nil, nil
 	case "dynamodb":
-		dc, err := DynamoConfigFromParsed(conf.Namespace(fieldDynamoDB))
+		dc, err := dynamoFromCheckpoint(conf)
 		if err != nil {
 			return nil, nil, err
 		}
-		if conf.Contains(fieldWitnessTTL) {
-			if dc.WitnessTTL, err = conf.FieldDuration(fieldWitnessTTL); err != nil {
-				return nil, nil, err
-			}
-		}
-		ds, err := dynamostore.NewDynamoStore(ctx, dc)
+		// No request here: the table is checked or created by Prepare,
+		// from the component's Connect, which Benthos retries with
+		// back-off while the store is down.
+		ds, err := dynamostore.OpenDynamoStore(ctx, dc)
 		if err != nil {
 			return nil, nil, err
-		}
-		if err := ds.TTLError(); err != nil {
-			mgr.Logger().Infof("DynamoDB time to live on the witnesses' exp attribute is not enabled on table %s (%v): witnesses then leave only with witness_cleanup: prune", dc.Table, err)
 		}
 		return ds, nil, nil
 	}
 	return nil, nil, fmt.Errorf("unknown checkpoint backend %q", backend)
+}
+
+// dynamoFromCheckpoint reads the DynamoDB settings of a `checkpoint`
+// object; errors name the field's path below it.
+func dynamoFromCheckpoint(conf *service.ParsedConfig) (dynamostore.DynamoConfig, error) {
+	dc, err := DynamoConfigFromParsed(conf.Namespace(fieldDynamoDB))
+	if err != nil {
+		return dc, err
+	}
+	if conf.Contains(fieldWitnessTTL) {
+		if dc.WitnessTTL, err = conf.FieldDuration(fieldWitnessTTL); err != nil {
+			return dc, err
+		}
+		if dc.WitnessTTL < 0 {
+			return dc, fmt.Errorf("%s must not be negative (0s: no expiry), got %s", fieldWitnessTTL, dc.WitnessTTL)
+		}
+	}
+	return dc, nil
+}
+
+// ValidateCheckpoint reports what StoreFromParsed would reject in a
+// `checkpoint` object, without building anything (the lint rule and the
+// run path share it). Errors name the field's path below `checkpoint`.
+func ValidateCheckpoint(conf *service.ParsedConfig) error {
+	backend, err := conf.FieldString(fieldBackend)
+	if err != nil {
+		return err
+	}
+	if _, err := PruneEvery(conf); err != nil {
+		return err
+	}
+	switch backend {
+	case "memory":
+		return nil
+	case "dynamodb":
+		_, err := dynamoFromCheckpoint(conf)
+		return err
+	}
+	return fmt.Errorf("%s: unknown checkpoint backend %q", fieldBackend, backend)
+}
+
+// Prepare readies a store StoreFromParsed built, from a component's
+// Connect: with `create: true` it creates the DynamoDB table when missing
+// (dynamostore.DynamoStore.Prepare). An error (a store that is down) is
+// returned for Benthos to retry the Connect with back-off; it is safe to
+// call again and does nothing once it succeeded.
+func Prepare(ctx context.Context, st store.Store, log *service.Logger) error {
+	ds, ok := st.(*dynamostore.DynamoStore)
+	if !ok {
+		return nil
+	}
+	if err := ds.Prepare(ctx); err != nil {
+		return fmt.Errorf("checkpoint store (DynamoDB table %s) is not reachable or not ready, retrying: %w", ds.Table(), err)
+	}
+	if err := ds.TTLError(); err != nil {
+		ds.ClearTTLError()
+		log.Infof("DynamoDB time to live on the witnesses' exp attribute is not enabled on table %s (%v): witnesses then leave only with witness_cleanup: prune", ds.Table(), err)
+	}
+	return nil
 }
 
 var (

@@ -18,12 +18,12 @@ func TestDynamoFieldsParse(t *testing.T) {
 	require.NoError(t, err)
 	cfg, err := DynamoConfigFromParsed(conf.Namespace("dynamodb"))
 	require.NoError(t, err)
-	require.Equal(t, dynamostore.DynamoConfig{Table: dynamostore.DefaultTable, MaxRetries: dynamostore.DefaultMaxRetries, MaxBackoff: dynamostore.DefaultMaxBackoff}, cfg)
-	conf, err = spec.ParseYAML("dynamodb: {table: t-1, max_retries: 0, region: eu-west-1, create: true, endpoint: 'http://h:1', max_backoff: 100ms}", nil)
+	require.Equal(t, dynamostore.DynamoConfig{Table: dynamostore.DefaultTable, MaxRetries: dynamostore.DefaultMaxRetries, MaxBackoff: dynamostore.DefaultMaxBackoff, CallTimeout: dynamostore.DefaultCallTimeout}, cfg)
+	conf, err = spec.ParseYAML("dynamodb: {table: t-1, max_retries: 0, region: eu-west-1, create: true, endpoint: 'http://h:1', max_backoff: 100ms, call_timeout: 2s}", nil)
 	require.NoError(t, err)
 	cfg, err = DynamoConfigFromParsed(conf.Namespace("dynamodb"))
 	require.NoError(t, err)
-	require.Equal(t, dynamostore.DynamoConfig{Table: "t-1", Region: "eu-west-1", Endpoint: "http://h:1", Create: true, MaxRetries: -1, MaxBackoff: 100 * time.Millisecond}, cfg)
+	require.Equal(t, dynamostore.DynamoConfig{Table: "t-1", Region: "eu-west-1", Endpoint: "http://h:1", Create: true, MaxRetries: -1, MaxBackoff: 100 * time.Millisecond, CallTimeout: 2 * time.Second}, cfg)
 
 }
 
