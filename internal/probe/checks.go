@@ -388,6 +388,11 @@ func judgeEmptyPage(d Declared, fx *Facts) (Verdict, string) {
 	switch d.Contract.EmptyPage {
 	case witness.EmptyNoEvidence:
 		return Supported, fmt.Sprintf("claims nothing for an empty page (%s seen, e.g. %s)", plural(len(empty), "empty answer", "empty answers"), empty[0].Label)
+	case witness.EmptyFollowsSuccessor:
+		// Followed, claiming nothing: no watermark, no end. Nothing an
+		// answer shows can contradict that; the claim is the vendor's
+		// that the successor continues the traversal.
+		return Supported, fmt.Sprintf("claims nothing for an empty page and follows its successor (%s seen, e.g. %s, successor %s)", plural(len(empty), "empty answer", "empty answers"), empty[0].Label, hash(empty[0].Response.Successor))
 	case witness.EmptyEndOfData:
 		for _, p := range empty {
 			if p.Response.HasMoreKnown && p.Response.HasMore {

@@ -267,6 +267,11 @@ func TestFindings(t *testing.T) {
 			o: obs(walkOf(pg("", "1", ev(1)), pg("1", "1"))),
 		},
 		{
+			name: "an empty page under follow_successor claims nothing",
+			d:    declared(with(ordered, func(c *witness.Contract) { c.EmptyPage = witness.EmptyFollowsSuccessor })), field: "empty_page", want: Supported, evidence: "follows its successor",
+			o:    obs(walkOf(pg("", "c1", ev(1)), pg("c1", "c2"), pg("c2", "c3", ev(2)))),
+		},
+		{
 			name: "no empty page cannot tell empty_page",
 			d:    declared(ordered), field: "empty_page", want: CannotTell, evidence: "no answer was empty",
 			o: obs(walkOf(pg("", "c1", ev(1)))),
