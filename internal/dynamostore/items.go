@@ -46,6 +46,8 @@ const (
 	attrComplete     = "done"
 	attrLeaseOwner   = "lo"
 	attrLeaseCounter = "lc"
+	attrIncarnation  = "inc"  // S: hash of the source incarnation (absent: none recorded)
+	attrIncEpoch     = "ince" // N: epoch of the reset into it (absent: 0)
 
 	// witness
 	attrInput     = "in"
@@ -388,6 +390,12 @@ func checkpointItem(c store.Checkpoint) item {
 		it[attrLeaseOwner] = avS(c.Lease.Owner)
 		it[attrLeaseCounter] = avU(c.Lease.Counter)
 	}
+	if c.Incarnation != "" {
+		it[attrIncarnation] = avS(c.Incarnation)
+	}
+	if c.IncarnationEpoch != 0 {
+		it[attrIncEpoch] = avU(c.IncarnationEpoch)
+	}
 	return it
 }
 
@@ -424,6 +432,10 @@ func decodeCheckpoint(k store.Key, it item) (store.Checkpoint, error) {
 	c.Lease.Owner, err = getS(it, attrLeaseOwner)
 	add(err)
 	c.Lease.Counter, _, err = getU(it, attrLeaseCounter)
+	add(err)
+	c.Incarnation, err = getS(it, attrIncarnation)
+	add(err)
+	c.IncarnationEpoch, _, err = getU(it, attrIncEpoch)
 	add(err)
 	if err := errors.Join(errs...); err != nil {
 		return store.Checkpoint{}, fmt.Errorf("dynamostore: checkpoint %s: %w", k, err)

@@ -107,6 +107,17 @@ type Checkpoint struct {
 	// Lease is the current owner of the partition, if leases are used
 	// ({"", n} once released: unowned, counter n).
 	Lease Lease
+	// Incarnation is the hash of the source incarnation the checkpoint's
+	// progress belongs to (witness.IncarnationHash of the value the
+	// provider's incarnation check gave; docs/design.md#source-incarnations).
+	// Empty when none was recorded: the provider declares none, or no
+	// promotion has written one yet.
+	Incarnation string
+	// IncarnationEpoch is the membership epoch whose change moved the
+	// checkpoint into its current incarnation (a Reset promotion); 0 when
+	// the checkpoint began in it. membership.Decide reads it as the proof
+	// of the new incarnation's coverage: reset to its start, read since.
+	IncarnationEpoch uint64
 }
 
 // Promotion asks the store to replace From (cursor and generation) by the
@@ -146,6 +157,19 @@ type Promotion struct {
 	// witness, Watermark, Applied and Complete its state. The new
 	// generation is ToGeneration().
 	Pages uint64
+	// Incarnation, when not empty, is written to the checkpoint. The
+	// condition then also requires the stored incarnation to be absent or
+	// equal (IncarnationConflict), unless Reset.
+	Incarnation string
+	// Reset moves the checkpoint into a new source incarnation
+	// (docs/design.md#source-incarnations): the coordinates restart, so the
+	// write clears the watermark, the applied boundary (and its id) and the
+	// complete mark instead of keeping them, and records Incarnation. It
+	// stays fenced by the stored cursor, generation, scope and lease, and
+	// it never lowers a durable watermark within one membership epoch: a
+	// stored watermark is cleared only by a write of a greater Epoch than
+	// the stored checkpoint's.
+	Reset bool
 }
 
 // Membership is the record naming the partitions of one membership epoch.

@@ -114,6 +114,11 @@ func (c Checkpoint) Validate() error {
 	if err := checkApplied(c.Applied, c.HasApplied, c.AppliedID); err != nil {
 		return err
 	}
+	if c.Incarnation != "" {
+		if err := CheckName("incarnation", c.Incarnation); err != nil {
+			return err
+		}
+	}
 	return checkWatermark("watermark", c.Watermark)
 }
 
@@ -165,6 +170,19 @@ func (p Promotion) Validate() error {
 	}
 	if err := checkApplied(p.Applied, p.HasApplied, p.AppliedID); err != nil {
 		return err
+	}
+	if p.Incarnation != "" {
+		if err := CheckName("incarnation", p.Incarnation); err != nil {
+			return err
+		}
+	}
+	if p.Reset {
+		switch {
+		case p.Incarnation == "":
+			return fmt.Errorf("%w: a reset into a new incarnation names no incarnation", ErrInvalid)
+		case p.Pages > 1 || !p.Watermark.IsZero() || p.HasApplied || p.Complete:
+			return fmt.Errorf("%w: a reset into a new incarnation carries no page's progress", ErrInvalid)
+		}
 	}
 	return checkWatermark("watermark", p.Watermark)
 }

@@ -50,6 +50,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"ReplayedPromotion", testReplayedPromotion},
 		{"CoalescedPromotion", testCoalescedPromotion},
 		{"CompletionIsDurable", testCompletionIsDurable},
+		{"IncarnationRecordedAndFenced", testIncarnationRecordedAndFenced},
+		{"IncarnationReset", testIncarnationReset},
 		{"SetParkedConditional", testSetParkedConditional},
 		{"LeaseFencing", testLeaseFencing},
 		{"LostResponse", testLostResponse},
