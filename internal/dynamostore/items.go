@@ -73,6 +73,7 @@ const (
 	attrVector  = "vec"
 	attrHeldBy  = "held"
 	attrLineage = "lin"
+	attrIncs    = "incs" // M: member -> N, the epoch of an unproven incarnation change
 	attrCount   = "n"
 
 	// vector entries
@@ -560,6 +561,13 @@ func membershipItem(m store.Membership) item {
 			it[attrLineage] = &types.AttributeValueMemberM{Value: lin}
 		}
 	}
+	if len(m.Incarnations) > 0 {
+		incs := make(map[string]types.AttributeValue, len(m.Incarnations))
+		for p, e := range m.Incarnations {
+			incs[p] = avU(e)
+		}
+		it[attrIncs] = &types.AttributeValueMemberM{Value: incs}
+	}
 	return it
 }
 
@@ -595,6 +603,18 @@ func decodeMembership(scope string, it item) (store.Membership, error) {
 		}
 	default:
 		add(fmt.Errorf("%w: attribute %s is not a map", errMalformed, attrLineage))
+	}
+	switch v := it[attrIncs].(type) {
+	case nil:
+	case *types.AttributeValueMemberM:
+		m.Incarnations = make(map[string]uint64, len(v.Value))
+		for p := range v.Value {
+			e, _, err := getU(v.Value, p)
+			add(err)
+			m.Incarnations[p] = e
+		}
+	default:
+		add(fmt.Errorf("%w: attribute %s is not a map", errMalformed, attrIncs))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return store.Membership{}, fmt.Errorf("dynamostore: membership of %s: %w", scope, err)

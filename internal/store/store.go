@@ -195,6 +195,13 @@ type Membership struct {
 	// (sealed and drained), unless the input reads lineage unordered.
 	// Parents need not be members any more (a sealed parent leaves).
 	Parents map[string][]string
+	// Incarnations names the members of Unproven whose source was
+	// recreated under the same name, with the epoch that recorded the
+	// change (the epoch their checkpoint's reset writes as its
+	// IncarnationEpoch). Such a member settles when its checkpoint, reset
+	// into the new incarnation by that epoch and read from its start,
+	// certifies a watermark or completes (docs/design.md#source-incarnations).
+	Incarnations map[string]uint64
 }
 
 // Frontier is the published combined frontier of one scope.

@@ -207,6 +207,12 @@ func (m Membership) Validate() error {
 		seen[p] = true
 		size += len(p) + 8
 	}
+	for p := range m.Incarnations {
+		if !seen[p] {
+			return fmt.Errorf("%w: incarnation change of %q, which is not a member of epoch %d", ErrInvalid, p, m.Epoch)
+		}
+		size += len(p) + 8
+	}
 	for c, ps := range m.Parents {
 		if !seen[c] {
 			return fmt.Errorf("%w: lineage of %q, which is not a member of epoch %d", ErrInvalid, c, m.Epoch)

@@ -93,3 +93,30 @@ func testIncarnationReset(t *testing.T, s store.Store) {
 	require.Equal(t, uint64(3), got.IncarnationEpoch, "later promotions keep the epoch of the change")
 	requireStored(t, s, got)
 }
+
+// The members whose incarnation change awaits its proof travel with the
+// membership record, with the epoch that recorded the change; a change of
+// a non-member is refused.
+func testMembershipIncarnationsRoundTrip(t *testing.T, s store.Store) {
+	const scope = "couch"
+	e1 := store.Membership{Scope: scope, Epoch: 1, Partitions: []string{"db1", "db2"}, Proven: true}
+	_, err := s.SwapMembership(ctx(t), 0, e1)
+	require.NoError(t, err)
+	e2 := store.Membership{Scope: scope, Epoch: 2, Partitions: []string{"db1", "db2"}, Unproven: []string{"db1"},
+		Reason: "db1: incarnation changed", Incarnations: map[string]uint64{"db1": 2}}
+	_, err = s.SwapMembership(ctx(t), 1, e2)
+	require.NoError(t, err)
+	loaded, err := s.LoadMembership(ctx(t), scope)
+	require.NoError(t, err)
+	require.Equal(t, map[string]uint64{"db1": 2}, loaded.Incarnations)
+
+	e3 := store.Membership{Scope: scope, Epoch: 3, Partitions: []string{"db1", "db2"}, Proven: true}
+	_, err = s.SwapMembership(ctx(t), 2, e3)
+	require.NoError(t, err)
+	loaded, err = s.LoadMembership(ctx(t), scope)
+	require.NoError(t, err)
+	require.Empty(t, loaded.Incarnations)
+
+	_, err = s.SwapMembership(ctx(t), 3, store.Membership{Scope: scope, Epoch: 4, Partitions: []string{"db1"}, Incarnations: map[string]uint64{"db9": 4}})
+	require.ErrorIs(t, err, store.ErrInvalid, "incarnation change of a non-member")
+}

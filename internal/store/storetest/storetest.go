@@ -73,6 +73,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		// Membership and frontier (invariants 3, 7, 8).
 		{"MembershipCAS", testMembershipCAS},
 		{"MembershipLineageRoundTrip", testMembershipLineageRoundTrip},
+		{"MembershipIncarnationsRoundTrip", testMembershipIncarnationsRoundTrip},
 		{"DiscoveryRequestsCount", testDiscoveryRequestsCount},
 		{"FrontierMonotone", testFrontierMonotone},
 		{"FrontierRoundTrip", testFrontierRoundTrip},
