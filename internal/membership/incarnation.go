@@ -57,8 +57,8 @@ func DecideIncarnation(in PlanInput, ch IncarnationChange) Plan {
 	reasons := dropReasonOf(next.Reason, ch.Partition)
 	reasons = append(reasons, why)
 	return Plan{
-		Changed:    true,
-		Recreated:  []string{ch.Partition},
+		Changed:   true,
+		Recreated: []string{ch.Partition},
 		Next: store.Membership{
 			Scope: in.Scope, Epoch: next.Epoch, Partitions: next.Partitions, Cutover: next.Cutover,
 			Proven: false, Reason: strings.Join(reasons, "; "), Unproven: slices.Compact(unproven),

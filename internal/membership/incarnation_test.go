@@ -16,7 +16,7 @@ import (
 func TestIncarnationChangeIsUnprovenUntilTheNewIncarnationCertifiesAWatermark(t *testing.T) {
 	cur := store.Membership{Scope: "s", Epoch: 2, Partitions: []string{"a", "db"}, Proven: true}
 	in := PlanInput{Scope: "s", Current: cur, HasCurrent: true, FreshFromStart: true,
-		Published: store.Frontier{Scope: "s", Epoch: 2, Scalar: coord.Integer(300)},
+		Published:   store.Frontier{Scope: "s", Epoch: 2, Scalar: coord.Integer(300)},
 		Checkpoints: []store.Checkpoint{cp("a", 5, 500, false), cp("db", 9, 300, false)}}
 	plan := DecideIncarnation(in, IncarnationChange{Partition: "db", From: "sha256:aaaa", To: "sha256:bbbb", Why: "the incarnation request answered another value at 2026-12-04T15:00:00Z"})
 	require.True(t, plan.Changed)

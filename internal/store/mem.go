@@ -1,9 +1,9 @@
 package store
 
 import (
-	"maps"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
