@@ -59,6 +59,15 @@ type Config struct {
 	// checkpoints in between are promoted with it, in one conditional
 	// write (coalesce.go).
 	CoalescePromotions bool
+	// Incarnation: the provider names the incarnation of the partition's
+	// source (CheckIncarnation); it is checked when the partition starts,
+	// before every recovery, on evidence of a recreated source and every
+	// IncarnationInterval while reading (0: only then). incarnation.go.
+	Incarnation         bool
+	IncarnationInterval time.Duration
+	// IgnoreIncarnation makes the machine read on across a changed
+	// incarnation. Only the simulator's broken variant sets it.
+	IgnoreIncarnation bool
 	// Classify replaces witness.Classify (nil: witness.Classify). Only the
 	// simulator's broken variants set it.
 	Classify func(witness.ClassifyInput) (witness.Verdict, error)
@@ -181,6 +190,11 @@ type Machine struct {
 	// a malformed page to be promoted (malformed.go).
 	malformed   malformedRun
 	parkDrained string
+	// incarnation is the hash of the source incarnation the partition
+	// reads (checked, or the checkpoint's); promotions record it.
+	// nextCheck is when the reading partition checks it again.
+	incarnation string
+	nextCheck   time.Time
 }
 
 // idleRun is a run of answers that prove nothing (empty pages without
@@ -313,6 +327,9 @@ func (m *Machine) settle() {
 		m.queue = m.queue[1:]
 		m.external(in)
 	}
+	if !m.busy() && m.phase == phaseChain && m.checkDue() && !m.now.Before(m.nextCheck) {
+		m.checkWhileReading()
+	}
 	if !m.busy() && m.phase == phaseChain {
 		if m.done && len(m.chain) == 0 {
 			m.finish(fmt.Sprintf("Partition %s is complete through %s", m.cfg.Key.Partition, m.cp.Watermark))
@@ -326,6 +343,9 @@ func (m *Machine) settle() {
 	}
 	if m.phase == phaseChain && m.pollAt.After(m.now) && (d.IsZero() || m.pollAt.Before(d)) {
 		d = m.pollAt
+	}
+	if m.phase == phaseChain && m.checkDue() && m.nextCheck.After(m.now) && (d.IsZero() || m.nextCheck.Before(d)) {
+		d = m.nextCheck
 	}
 	if !d.IsZero() && !d.Equal(m.announced) {
 		m.announced = d
@@ -447,7 +467,7 @@ func (m *Machine) loaded(from uint64, cp store.Checkpoint, ws []witness.Witness)
 			m.done = true
 			m.finish(fmt.Sprintf("Partition %s is complete (durably, at generation %d) through %s: nothing is read again", m.part(), cp.Generation, cp.Watermark))
 		default:
-			m.startChain()
+			m.verifyIncarnation("the partition starts", m.startChain)
 		}
 	})
 }
@@ -550,6 +570,10 @@ func (m *Machine) pollLater() { m.pollAt = m.now.Add(m.cfg.PollInterval) }
 func (m *Machine) onFetched(f *fetchRec, r Fetched) {
 	if r.Err != nil {
 		m.onFetchError(f, r)
+		return
+	}
+	if why, ok := m.recreated(f, r.Response); ok {
+		m.onRecreated(f, r.Attempt, why)
 		return
 	}
 	v, err := m.reconcile(f, r)
@@ -932,6 +956,13 @@ func (m *Machine) onFetchError(f *fetchRec, r Fetched) {
 // or a refused promotion: a restart from a provider-supported stable
 // boundary (one conditional write), or parking.
 func (m *Machine) recover(expired bool, reason string) {
+	// A recreated source shows as divergence or an expired cursor first:
+	// check its incarnation before recovering from a boundary of the old
+	// one.
+	m.checkBefore(reason, func() { m.recoverNow(expired, reason) })
+}
+
+func (m *Machine) recoverNow(expired bool, reason string) {
 	recovery := m.cfg.Contract.Recovery
 	if recovery == witness.RecoveryPark || !m.cfg.Restarter {
 		m.park(reason)
@@ -959,6 +990,7 @@ func (m *Machine) recover(expired bool, reason string) {
 			prom := store.Promotion{
 				Key: m.cfg.Key, FromCursor: m.cp.Cursor, FromGeneration: m.cp.Generation,
 				To: r.Cursor, WitnessID: "restart:" + recovery.String(), Epoch: m.cfg.Epoch, Lease: m.cp.Lease,
+				Incarnation: m.incarnation,
 			}
 			ask(m, Promote{Promotion: prom, Restart: true}, func(r Promoted) {
 				if r.Err != nil && !errors.Is(r.Err, store.ErrFenced) {

@@ -1,0 +1,205 @@
+package chain
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/witness"
+)
+
+// Source incarnations (docs/design.md#source-incarnations). A partition
+// whose provider names the incarnation of its source checks it when it
+// starts (every load: start-up, a lease taken, a restart, an unpark),
+// before every recovery, and every IncarnationInterval while it reads. A
+// response whose positions went back where the contract says they never
+// do (witness.Recreated) is evidence of a new incarnation too. A change is
+// never a silent continuation: Reincarnate records it as a membership
+// change (a new, unproven epoch) and resets the checkpoint to the
+// partition's start in the new incarnation, with one conditional write
+// that clears the coordinates (they restart) and carries the new epoch.
+
+// MetricIncarnationChanges counts the incarnation changes a partition
+// recorded (the reset written).
+const MetricIncarnationChanges = "tidemark_incarnation_changes"
+
+// ReasonIncarnation starts the log line of an incarnation change.
+const ReasonIncarnation = "source incarnation changed"
+
+// checkDue reports whether the reading partition checks its incarnation on
+// an interval.
+func (m *Machine) checkDue() bool {
+	return m.cfg.Incarnation && m.cfg.IncarnationInterval > 0 && !m.nextCheck.IsZero()
+}
+
+func (m *Machine) scheduleCheck() {
+	if m.cfg.Incarnation && m.cfg.IncarnationInterval > 0 {
+		m.nextCheck = m.now.Add(m.cfg.IncarnationInterval)
+	}
+}
+
+// verifyIncarnation checks the incarnation before the partition reads:
+// the same (or none recorded yet: it is recorded with the next promotion)
+// runs then; another one is an incarnation change. Until the provider
+// answers, the partition does not read.
+func (m *Machine) verifyIncarnation(why string, then func()) {
+	m.incarnation = m.cp.Incarnation
+	if !m.cfg.Incarnation {
+		then()
+		return
+	}
+	ask(m, CheckIncarnation{Key: m.cfg.Key, Why: why}, func(r IncarnationFound) {
+		if r.Err != nil {
+			m.logf(Warn, "Partition %s cannot check the incarnation of its source, not reading until it can (retrying in %s): %v", m.part(), m.cfg.PollInterval, r.Err)
+			m.wait(m.cfg.PollInterval, func() { m.verifyIncarnation(why, then) })
+			return
+		}
+		h := witness.IncarnationHash(r.Value)
+		m.scheduleCheck()
+		switch {
+		case m.cp.Incarnation == h:
+			then()
+		case m.cp.Incarnation == "":
+			m.logf(Debug, "Partition %s: source incarnation %s, recorded with the next promotion", m.part(), h)
+			m.incarnation = h
+			then()
+		case m.cfg.IgnoreIncarnation:
+			m.incarnation = h
+			then()
+		default:
+			m.reincarnate(m.cp.Incarnation, h, fmt.Sprintf("the incarnation check when %s answered another value at %s", why, m.stamp()))
+		}
+	})
+}
+
+// checkWhileReading is the check every IncarnationInterval: the chain goes
+// on meanwhile (its inputs queue until the answer).
+func (m *Machine) checkWhileReading() {
+	m.nextCheck = time.Time{}
+	m.checkBefore("", func() {})
+}
+
+// checkBefore checks the incarnation before then runs (a recovery, why
+// non-empty) or on the interval (why empty): a change reincarnates
+// instead; a failed check runs then anyway (the partition was checked when
+// it started).
+func (m *Machine) checkBefore(why string, then func()) {
+	if !m.cfg.Incarnation {
+		then()
+		return
+	}
+	what := "the interval check"
+	if why != "" {
+		what = "the check before recovering from " + why
+	}
+	ask(m, CheckIncarnation{Key: m.cfg.Key, Why: what}, func(r IncarnationFound) {
+		if r.Err != nil {
+			m.logf(Warn, "Partition %s cannot check the incarnation of its source (%s): %v", m.part(), what, r.Err)
+			m.nextCheck = m.now.Add(m.cfg.PollInterval)
+			then()
+			return
+		}
+		h := witness.IncarnationHash(r.Value)
+		m.scheduleCheck()
+		if h == m.incarnation || m.incarnation == "" || m.cfg.IgnoreIncarnation {
+			if m.incarnation == "" {
+				m.incarnation = h
+			}
+			then()
+			return
+		}
+		m.reincarnate(m.incarnation, h, fmt.Sprintf("%s answered another value at %s", what, m.stamp()))
+	})
+}
+
+// recreated applies the core's rule to a response of fetch f.
+func (m *Machine) recreated(f *fetchRec, r witness.Response) (string, bool) {
+	if m.cfg.IgnoreIncarnation {
+		return "", false
+	}
+	return witness.Recreated(witness.RecreationInput{
+		Contract: m.cfg.Contract, Applied: m.tail.applied, HasApplied: m.tail.hasApplied, Watermark: m.tail.wm,
+		AfterPage: f.gen > m.cp.Generation || pageWitness(m.cp.PromotedWitness), Response: r,
+	})
+}
+
+// pageWitness reports whether a promoted witness id names a page's witness
+// (whose successor follows the applied boundary), not the configured
+// start, a restart, an operator's repair or a reset.
+func pageWitness(id string) bool {
+	for _, p := range []string{"restart:", "repair:", "incarnation:"} {
+		if strings.HasPrefix(id, p) {
+			return false
+		}
+	}
+	return id != ""
+}
+
+// onRecreated handles a response whose positions went back: checked
+// against the provider's incarnation when it names one (another value is
+// the change; the same value is a source that reuses its incarnation's
+// name, as a recreated etcd cluster keeps its cluster id), it is a new
+// incarnation all the same.
+func (m *Machine) onRecreated(f *fetchRec, attempt, why string) {
+	evidence := fmt.Sprintf("a response of generation %d cursor %s: %s", f.gen, witness.CursorHash(f.cursor), why)
+	if !m.cfg.Incarnation {
+		m.reincarnate(m.incarnation, witness.IncarnationHash("positions-went-back:"+attempt), evidence+" at "+m.stamp())
+		return
+	}
+	ask(m, CheckIncarnation{Key: m.cfg.Key, Why: "evidence: " + why}, func(r IncarnationFound) {
+		to := witness.IncarnationHash(r.Value)
+		if r.Err != nil || to == m.incarnation {
+			to = witness.IncarnationHash("positions-went-back:" + attempt)
+		}
+		m.reincarnate(m.incarnation, to, evidence+" at "+m.stamp())
+	})
+}
+
+func (m *Machine) stamp() string { return m.now.UTC().Format(time.RFC3339) }
+
+// reincarnate ends the chain and asks for the change: the membership
+// epoch that records it, then the reset of the checkpoint to the
+// partition's start in the new incarnation. Pages of the chain are
+// dropped (their events are read again from the new start: duplicates,
+// never gaps).
+func (m *Machine) reincarnate(from, to, why string) {
+	if m.phase == phaseChain {
+		m.emit(EndChain{Chain: m.chainID})
+		m.chain = nil
+		clear(m.batches)
+	}
+	m.phase = phaseLoading
+	m.parkDrained = ""
+	m.nextCheck = time.Time{}
+	shown := from
+	if shown == "" {
+		shown = "none recorded"
+	}
+	m.logf(Warn, "Partition %s: %s from %s to %s (%s); the old incarnation leaves and the new one joins in a new membership epoch, read from the start: the checkpoint at generation %d is reset and the scalar frontier is withheld until the new incarnation certifies a watermark",
+		m.part(), ReasonIncarnation, shown, to, why, m.cp.Generation)
+	reset := store.Promotion{
+		Key: m.cfg.Key, FromCursor: m.cp.Cursor, FromGeneration: m.cp.Generation,
+		To: m.cfg.StartCursor, WitnessID: "incarnation:" + to, Incarnation: to, Reset: true, Lease: m.cp.Lease,
+	}
+	ask(m, Reincarnate{Key: m.cfg.Key, From: from, To: to, Why: why, Reset: reset}, func(r Reincarnated) {
+		switch {
+		case r.Err == nil:
+			m.cfg.Epoch = r.Epoch
+			m.cp = r.Checkpoint
+			m.incarnation = to
+			m.restarts = 0
+			m.count(MetricIncarnationChanges, "", 1)
+			m.emit(Observe{Checkpoint: r.Checkpoint})
+			m.logf(Info, "Partition %s: reset into incarnation %s at generation %d in membership epoch %d; reading it from the start", m.part(), to, r.Checkpoint.Generation, r.Epoch)
+			m.load()
+		case errors.Is(r.Err, store.ErrFenced):
+			m.logf(Warn, "Partition %s: the reset into incarnation %s lost to another writer; re-reading: %v", m.part(), to, r.Err)
+			m.load()
+		default:
+			m.logf(Warn, "Partition %s: the incarnation change to %s could not be written, retrying after %s: %v", m.part(), to, m.cfg.StoreBackoff, r.Err)
+			m.wait(m.cfg.StoreBackoff, m.load)
+		}
+	})
+}
