@@ -3,9 +3,9 @@ package chain
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
+	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/witness"
 )
@@ -121,20 +121,41 @@ func (m *Machine) recreated(f *fetchRec, r witness.Response) (string, bool) {
 	}
 	return witness.Recreated(witness.RecreationInput{
 		Contract: m.cfg.Contract, Applied: m.tail.applied, HasApplied: m.tail.hasApplied, Watermark: m.tail.wm,
-		AfterPage: f.gen > m.cp.Generation || pageWitness(m.cp.PromotedWitness), Response: r,
+		AfterPage: m.followsBoundary(f), Response: r,
 	})
 }
 
-// pageWitness reports whether a promoted witness id names a page's witness
-// (whose successor follows the applied boundary), not the configured
-// start, a restart, an operator's repair or a reset.
-func pageWitness(id string) bool {
-	for _, p := range []string{"restart:", "repair:", "incarnation:"} {
-		if strings.HasPrefix(id, p) {
-			return false
+// followsBoundary reports whether f's cursor is the successor of a page
+// whose greatest position is the applied boundary f is fetched with: the
+// source was asked for what follows that very event. After a restart, a
+// repair or a reset the boundary stays where it was while the pages read
+// again lie below it, so their successors do not count.
+func (m *Machine) followsBoundary(f *fetchRec) bool {
+	if !m.tail.hasApplied {
+		return false
+	}
+	var evs []witness.EventWitness
+	switch {
+	case f.gen == m.cp.Generation:
+		evs = m.promotedEvents
+	default:
+		for _, pg := range m.chain {
+			if pg.fromGen+1 == f.gen {
+				evs = pg.w.Events
+			}
 		}
 	}
-	return id != ""
+	if len(evs) == 0 {
+		return false
+	}
+	top := evs[0].Position
+	for _, e := range evs[1:] {
+		if e.Position.Kind != top.Kind {
+			return false
+		}
+		top = coord.MaxPosition(top, e.Position)
+	}
+	return top == m.tail.applied
 }
 
 // onRecreated handles a response whose positions went back: checked

@@ -49,6 +49,11 @@ type PartitionStatus struct {
 	Lag *int64 `json:"lag,omitempty"`
 	// Member is false for a checkpoint outside the membership epoch.
 	Member bool `json:"member"`
+	// Incarnation is the hash of the source incarnation the checkpoint
+	// belongs to, and IncarnationEpoch the epoch that reset it into it (0:
+	// it began there) (docs/design.md#source-incarnations).
+	Incarnation      string `json:"incarnation,omitempty"`
+	IncarnationEpoch uint64 `json:"incarnation_epoch,omitempty"`
 }
 
 // Status is the whole view of a scope.
@@ -119,7 +124,8 @@ func ReadStatus(ctx context.Context, st store.Store, scope string) (Status, erro
 			Partition: cp.Partition, Generation: cp.Generation, Watermark: cp.Watermark.String(),
 			CursorHash: witness.CursorHash(cp.Cursor), PromotedWitness: cp.PromotedWitness,
 			Parked: cp.Parked, Complete: cp.Complete, LeaseOwner: cp.Lease.Owner, LeaseCounter: cp.Lease.Counter,
-			Member: slices.Contains(m.Partitions, cp.Partition),
+			Member:      slices.Contains(m.Partitions, cp.Partition),
+			Incarnation: cp.Incarnation, IncarnationEpoch: cp.IncarnationEpoch,
 		}
 		if cp.HasApplied {
 			ps.Applied, ps.AppliedID = cp.Applied.String(), cp.AppliedID
