@@ -66,8 +66,8 @@ func (m *Machine) verifyIncarnation(why string, then func()) {
 			m.incarnation = h
 			then()
 		case m.cfg.IgnoreIncarnation:
-			m.incarnation = h
-			then()
+			then() // broken: reads on as the stored incarnation
+
 		default:
 			m.reincarnate(m.cp.Incarnation, h, fmt.Sprintf("the incarnation check when %s answered another value at %s", why, m.stamp()))
 		}
@@ -104,7 +104,8 @@ func (m *Machine) checkBefore(why string, then func()) {
 		h := witness.IncarnationHash(r.Value)
 		m.scheduleCheck()
 		if h == m.incarnation || m.incarnation == "" || m.cfg.IgnoreIncarnation {
-			if m.incarnation == "" {
+			// (IgnoreIncarnation, broken: reads on as the old one.)
+			if m.incarnation == "" && !m.cfg.IgnoreIncarnation {
 				m.incarnation = h
 			}
 			then()

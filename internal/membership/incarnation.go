@@ -38,12 +38,21 @@ type IncarnationChange struct {
 // DecideIncarnation plans the epoch that records ch: the same partitions,
 // ch.Partition unproven (and in Incarnations with the new epoch) besides
 // every earlier unproven change, the cutover the published frontier. It is
-// pure. A partition that is not a member changes nothing.
+// pure. For a partition that is not a member (a worker that has not yet
+// stopped after it left) the epoch changes nothing else: the partition is
+// in no frontier of it, and the epoch only lets its checkpoint be reset
+// (a reset needs an epoch newer than the checkpoint's). Without a record
+// nothing is planned.
 func DecideIncarnation(in PlanInput, ch IncarnationChange) Plan {
-	if !in.HasCurrent || !slices.Contains(in.Current.Partitions, ch.Partition) {
+	if !in.HasCurrent {
 		return Plan{}
 	}
 	cur := in.Current
+	if !slices.Contains(cur.Partitions, ch.Partition) {
+		next := cur
+		next.Epoch = cur.Epoch + 1
+		return Plan{Changed: true, Recreated: []string{ch.Partition}, Next: next}
+	}
 	published := coord.Watermark{}
 	if in.Published.Epoch == cur.Epoch {
 		published = in.Published.Scalar
@@ -146,7 +155,7 @@ func RecordIncarnation(ctx context.Context, st store.Store, scope string, ch Inc
 		}
 		plan := DecideIncarnation(in, ch)
 		if !plan.Changed {
-			return store.Membership{}, fmt.Errorf("recording the incarnation change of %s: it is not a member of scope %s (epoch %d)", ch.Partition, scope, in.Current.Epoch)
+			return store.Membership{}, fmt.Errorf("recording the incarnation change of %s: scope %s has no membership record", ch.Partition, scope)
 		}
 		m, err := st.SwapMembership(ctx, in.Current.Epoch, plan.Next)
 		if errors.Is(err, store.ErrFenced) && try < 5 {

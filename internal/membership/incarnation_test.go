@@ -31,8 +31,14 @@ func TestIncarnationChangeIsUnprovenUntilTheNewIncarnationCertifiesAWatermark(t 
 	assert.Contains(t, next.Reason, "withheld until the new incarnation certifies a complete-through watermark")
 	assert.Contains(t, plan.String(), "source incarnation changed for [db]")
 
-	// Not a member: nothing to record.
-	assert.False(t, DecideIncarnation(in, IncarnationChange{Partition: "zz"}).Changed)
+	// Not a member (its worker has not stopped yet): a new epoch that
+	// changes nothing else, so its checkpoint can be reset.
+	other := DecideIncarnation(in, IncarnationChange{Partition: "zz"})
+	require.True(t, other.Changed)
+	assert.Equal(t, uint64(3), other.Next.Epoch)
+	assert.True(t, other.Next.Proven)
+	assert.Empty(t, other.Next.Incarnations)
+	assert.Equal(t, cur.Partitions, other.Next.Partitions)
 
 	reset := func(wm int64, incEpoch uint64) store.Checkpoint {
 		c := cp("db", 10, wm, false)

@@ -21,6 +21,8 @@ import (
 // watermark covered every position, also the ones above it.
 func (v Variant) configure(cfg *chain.Config) {
 	switch v {
+	case IgnoreIncarnation:
+		cfg.IgnoreIncarnation = true
 	case BareEmptyPage:
 		cfg.Contract.EmptyPage = witness.EmptyEndOfData
 	case ParkOnMalformed:
