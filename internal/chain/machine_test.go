@@ -73,9 +73,9 @@ type harness struct {
 	// incarnation is what CheckIncarnation answers (config
 	// incarnation=V; recreate V changes it).
 	incarnation string
-	pauseOn string   // the action (by its String's first word) to hold
-	held    chain.Action
-	b       strings.Builder
+	pauseOn     string // the action (by its String's first word) to hold
+	held        chain.Action
+	b           strings.Builder
 }
 
 func (h *harness) run(d *datadriven.TestData) string {
