@@ -41,7 +41,7 @@ func (m *Machine) scheduleCheck() {
 }
 
 // verifyIncarnation checks the incarnation before the partition reads:
-// the same (or none recorded yet: it is recorded with the next promotion)
+// the same (or none recorded yet: recordIncarnation writes it first)
 // runs then; another one is an incarnation change. Until the provider
 // answers, the partition does not read.
 func (m *Machine) verifyIncarnation(why string, then func()) {
@@ -62,14 +62,39 @@ func (m *Machine) verifyIncarnation(why string, then func()) {
 		case m.cp.Incarnation == h:
 			then()
 		case m.cp.Incarnation == "":
-			m.logf(Debug, "Partition %s: source incarnation %s, recorded with the next promotion", m.part(), h)
-			m.incarnation = h
-			then()
+			m.recordIncarnation(h)
 		case m.cfg.IgnoreIncarnation:
 			then() // broken: reads on as the stored incarnation
 
 		default:
 			m.reincarnate(m.cp.Incarnation, h, fmt.Sprintf("the incarnation check when %s answered another value at %s", why, m.stamp()))
+		}
+	})
+}
+
+// recordIncarnation makes the first incarnation a partition sees durable,
+// with one conditional write that keeps the cursor, watermark and applied
+// position and moves the generation on: witnesses an earlier process left
+// for the cursor were fetched before the incarnation was known (maybe from
+// a source recreated since), so they are never compared with the answers
+// of this one. Then the partition loads again.
+func (m *Machine) recordIncarnation(h string) {
+	prom := store.Promotion{
+		Key: m.cfg.Key, FromCursor: m.cp.Cursor, FromGeneration: m.cp.Generation, To: m.cp.Cursor,
+		WitnessID: "incarnation:" + h, Incarnation: h, Epoch: m.cfg.Epoch, Lease: m.cp.Lease,
+	}
+	m.logf(Info, "Partition %s: recording its source incarnation %s at generation %d", m.part(), h, m.cp.Generation)
+	ask(m, Promote{Promotion: prom, Restart: true}, func(r Promoted) {
+		switch {
+		case r.Err == nil:
+			m.cp = r.Checkpoint
+			m.emit(Observe{Checkpoint: r.Checkpoint})
+			m.load()
+		case errors.Is(r.Err, store.ErrFenced):
+			m.load()
+		default:
+			m.logf(Warn, "Partition %s: its source incarnation could not be recorded, retrying after %s: %v", m.part(), m.cfg.StoreBackoff, r.Err)
+			m.wait(m.cfg.StoreBackoff, m.load)
 		}
 	})
 }

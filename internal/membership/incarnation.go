@@ -86,7 +86,7 @@ func orNone(h string) string {
 // incarnationReason is the reason an epoch names a pending incarnation
 // change with: what changed, and what the scalar waits for.
 func incarnationReason(p string, epoch uint64, what string) string {
-	return fmt.Sprintf("%s: %s; its old incarnation left unsealed and its new one is read from its start (epoch %d): the scalar frontier is withheld until the new incarnation certifies a complete-through watermark", p, what, epoch)
+	return fmt.Sprintf("%s: %s; its old incarnation left unsealed and its new one is read from its start (epoch %d): the scalar frontier is withheld until the new incarnation certifies a complete-through watermark (a source without watermarks: until a page of it is promoted)", p, what, epoch)
 }
 
 // dropReasonOf removes the entries of a joined reason that name p (the
@@ -116,9 +116,13 @@ func carriedIncarnations(cur store.Membership, unproven []string) map[string]uin
 // incarnationProven reports whether cp proves the new incarnation recorded
 // at epoch e: the checkpoint was reset into it by that change (its
 // IncarnationEpoch), read from the provider's start (fresh), and has since
-// certified a watermark or completed.
+// certified a watermark, completed, or promoted a page (a source without
+// watermarks: its new incarnation is being replayed from its start, which
+// is the proof a joining partition needs; its missing watermark keeps the
+// scalar withheld anyway).
 func incarnationProven(cp store.Checkpoint, ok bool, e uint64, fresh bool) bool {
-	return ok && fresh && cp.IncarnationEpoch == e && (cp.Complete || !cp.Watermark.IsZero())
+	return ok && fresh && cp.IncarnationEpoch == e &&
+		(cp.Complete || !cp.Watermark.IsZero() || !strings.HasPrefix(cp.PromotedWitness, "incarnation:"))
 }
 
 // settleIncarnations rewrites a planned record after Decide: the pending
@@ -166,4 +170,12 @@ func RecordIncarnation(ctx context.Context, st store.Store, scope string, ch Inc
 		}
 		return m, nil
 	}
+}
+
+// onlyRecorded reports whether cp's one promotion recorded its first
+// source incarnation (the machine's recordIncarnation: generation 2, the
+// cursor and everything else unchanged): it is as fresh as a checkpoint
+// never promoted.
+func onlyRecorded(cp store.Checkpoint) bool {
+	return cp.Generation == 2 && cp.IncarnationEpoch == 0 && strings.HasPrefix(cp.PromotedWitness, "incarnation:")
 }

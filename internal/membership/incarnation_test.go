@@ -13,7 +13,7 @@ import (
 // A recreated source is a membership change: a new, unproven epoch that
 // names the partition, why, and what the scalar waits for; it settles only
 // when the checkpoint reset by that very change certifies a watermark.
-func TestIncarnationChangeIsUnprovenUntilTheNewIncarnationCertifiesAWatermark(t *testing.T) {
+func TestIncarnationChangeIsUnprovenUntilTheNewIncarnationIsRead(t *testing.T) {
 	cur := store.Membership{Scope: "s", Epoch: 2, Partitions: []string{"a", "db"}, Proven: true}
 	in := PlanInput{Scope: "s", Current: cur, HasCurrent: true, FreshFromStart: true,
 		Published:   store.Frontier{Scope: "s", Epoch: 2, Scalar: coord.Integer(300)},
@@ -43,8 +43,13 @@ func TestIncarnationChangeIsUnprovenUntilTheNewIncarnationCertifiesAWatermark(t 
 	reset := func(wm int64, incEpoch uint64) store.Checkpoint {
 		c := cp("db", 10, wm, false)
 		c.IncarnationEpoch, c.Incarnation = incEpoch, "sha256:bbbb"
+		c.PromotedWitness = "incarnation:sha256:bbbb"
 		return c
 	}
+	paged := reset(0, 3)
+	paged.PromotedWitness = "a0001"
+	complete := reset(0, 3)
+	complete.Complete = true
 	later := PlanInput{Scope: "s", Current: next, HasCurrent: true, FreshFromStart: true, Want: Names([]string{"a", "db"})}
 	for _, tc := range []struct {
 		name    string
@@ -57,6 +62,8 @@ func TestIncarnationChangeIsUnprovenUntilTheNewIncarnationCertifiesAWatermark(t 
 		{"reset by an earlier change", reset(20, 2), true, false},
 		{"reset to a start_cursor: no replay", reset(20, 3), false, false},
 		{"reset and certified", reset(20, 3), true, true},
+		{"reset, a page promoted (a source without watermarks)", paged, true, true},
+		{"reset and complete", complete, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := later

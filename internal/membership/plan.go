@@ -179,7 +179,7 @@ func Decide(in PlanInput) Plan {
 	}
 	fresh := func(p string) bool {
 		cp, ok := cps[p]
-		return in.FreshFromStart && (!ok || (cp.Generation == 1 && len(cp.Cursor) == 0 && !cp.HasApplied))
+		return in.FreshFromStart && (!ok || (len(cp.Cursor) == 0 && !cp.HasApplied && (cp.Generation == 1 || onlyRecorded(cp))))
 	}
 	published := coord.Watermark{}
 	if in.Published.Epoch == cur.Epoch {

@@ -338,6 +338,14 @@ func (o *oracle) checkpoint(p *part, cp store.Checkpoint) {
 		}
 		return
 	}
+	if strings.HasPrefix(cp.PromotedWitness, "incarnation:") && cp.Generation == last.Generation+1 && cp.IncarnationEpoch == last.IncarnationEpoch {
+		// The first incarnation recorded: nothing else moves.
+		o.s.stats.Transitions++
+		if !bytes.Equal(cp.Cursor, last.Cursor) || cp.Watermark != last.Watermark || cp.Applied != last.Applied || last.Incarnation != "" {
+			o.violate(CheckBinding, "partition %s: recording incarnation %s changed the checkpoint (g%d %s -> g%d %s)", p.name, cp.Incarnation, last.Generation, curString(last.Cursor), cp.Generation, curString(cp.Cursor))
+		}
+		return
+	}
 	if strings.HasPrefix(cp.PromotedWitness, "incarnation:") && cp.Generation == last.Generation+1 && cp.PromotedWitness != last.PromotedWitness {
 		// A reset into a new incarnation: the coordinates restart, only in
 		// a newer epoch than the checkpoint's own.

@@ -110,8 +110,9 @@ type Checkpoint struct {
 	// Incarnation is the hash of the source incarnation the checkpoint's
 	// progress belongs to (witness.IncarnationHash of the value the
 	// provider's incarnation check gave; docs/design.md#source-incarnations).
-	// Empty when none was recorded: the provider declares none, or no
-	// promotion has written one yet.
+	// Empty when none was recorded: the provider declares none and no
+	// response showed positions going back, or the partition has not been
+	// checked yet.
 	Incarnation string
 	// IncarnationEpoch is the membership epoch whose change moved the
 	// checkpoint into its current incarnation (a Reset promotion); 0 when
