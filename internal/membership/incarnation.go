@@ -47,6 +47,13 @@ func DecideIncarnation(in PlanInput, ch IncarnationChange) Plan {
 	if !in.HasCurrent {
 		return Plan{}
 	}
+	for _, cp := range in.Checkpoints {
+		if cp.Partition == ch.Partition && cp.Incarnation == ch.To && ch.To != ch.From {
+			// Another worker (a stale concurrent reader) already recorded
+			// this change and reset the checkpoint: nothing to record.
+			return Plan{}
+		}
+	}
 	cur := in.Current
 	if !slices.Contains(cur.Partitions, ch.Partition) {
 		next := cur
@@ -147,10 +154,17 @@ func settleIncarnations(cur store.Membership, next *store.Membership) {
 	next.Reason = strings.Join(reasons, "; ")
 }
 
+// ErrIncarnationRecorded is returned by RecordIncarnation when the
+// partition's checkpoint already is in the new incarnation: another writer
+// recorded the change and reset it.
+var ErrIncarnationRecorded = errors.New("membership: the checkpoint is already in the new incarnation")
+
 // RecordIncarnation writes the epoch that records ch (DecideIncarnation)
 // with one compare-and-swap on the membership epoch, re-reading and
 // deciding again when another writer changed the record in between. The
 // caller then resets the partition's checkpoint with the returned epoch.
+// When the checkpoint already is in the new incarnation it writes nothing
+// and returns ErrIncarnationRecorded.
 func RecordIncarnation(ctx context.Context, st store.Store, scope string, ch IncarnationChange) (store.Membership, error) {
 	for try := 0; ; try++ {
 		in, err := Read(ctx, st, scope, nil, false)
@@ -159,6 +173,9 @@ func RecordIncarnation(ctx context.Context, st store.Store, scope string, ch Inc
 		}
 		plan := DecideIncarnation(in, ch)
 		if !plan.Changed {
+			if in.HasCurrent {
+				return in.Current, ErrIncarnationRecorded
+			}
 			return store.Membership{}, fmt.Errorf("recording the incarnation change of %s: scope %s has no membership record", ch.Partition, scope)
 		}
 		m, err := st.SwapMembership(ctx, in.Current.Epoch, plan.Next)

@@ -31,6 +31,12 @@ func TestIncarnationChangeIsUnprovenUntilTheNewIncarnationIsRead(t *testing.T) {
 	assert.Contains(t, next.Reason, "withheld until the new incarnation certifies a complete-through watermark")
 	assert.Contains(t, plan.String(), "source incarnation changed for [db]")
 
+	// A stale concurrent reader finds the checkpoint already reset into
+	// the new incarnation: nothing more to record.
+	done := in
+	done.Checkpoints = []store.Checkpoint{cp("a", 5, 500, false), {Key: store.Key{Scope: "s", Partition: "db"}, Generation: 10, Incarnation: "sha256:bbbb", IncarnationEpoch: 3}}
+	assert.False(t, DecideIncarnation(done, IncarnationChange{Partition: "db", From: "sha256:aaaa", To: "sha256:bbbb"}).Changed)
+
 	// Not a member (its worker has not stopped yet): a new epoch that
 	// changes nothing else, so its checkpoint can be reset.
 	other := DecideIncarnation(in, IncarnationChange{Partition: "zz"})

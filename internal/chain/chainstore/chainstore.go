@@ -69,6 +69,10 @@ func Do(ctx context.Context, st store.Store, a chain.Action) (in chain.Input, ok
 // the change again and records it in a further epoch.
 func Reincarnate(ctx context.Context, st store.Store, a chain.Reincarnate) chain.Reincarnated {
 	m, err := membership.RecordIncarnation(ctx, st, a.Key.Scope, membership.IncarnationChange{Partition: a.Key.Partition, From: a.From, To: a.To, Why: a.Why})
+	if errors.Is(err, membership.ErrIncarnationRecorded) {
+		// Another writer reset the checkpoint into it: this one lost.
+		return chain.Reincarnated{Err: &store.FenceError{Key: a.Key, Op: "reincarnate", Reason: err.Error()}}
+	}
 	if err != nil {
 		return chain.Reincarnated{Err: err}
 	}
