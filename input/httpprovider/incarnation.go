@@ -182,6 +182,7 @@ func incarnationFields() []*service.ConfigField {
 		service.NewDurationField(hpFieldValidateInterval).
 			Description("How often a reading partition checks its source incarnation (`incarnation`), besides at its start, when a lease is taken and after every restart or divergence. Pages read from a source recreated since the last check may be delivered and promoted under its old cursor before the check notices (their events are read again from the new incarnation's start, as duplicates); a shorter interval narrows that window at the cost of one request per partition per interval. Ignored without `incarnation`.").
 			Default(defaultValidateInterval.String()).
+			Example("30s").
 			Advanced(),
 	}
 }
