@@ -119,6 +119,7 @@ func (m *Machine) checkBefore(why string, then func()) {
 	if why != "" {
 		what = "the check before recovering from " + why
 	}
+	asked := m.arrived
 	ask(m, CheckIncarnation{Key: m.cfg.Key, Why: what}, func(r IncarnationFound) {
 		if r.Err != nil {
 			m.logf(Warn, "Partition %s cannot check the incarnation of its source (%s): %v", m.part(), what, r.Err)
@@ -128,6 +129,9 @@ func (m *Machine) checkBefore(why string, then func()) {
 		}
 		h := witness.IncarnationHash(r.Value)
 		m.scheduleCheck()
+		if h == m.incarnation && !m.cfg.IgnoreIncarnation {
+			m.confirmed = max(m.confirmed, asked)
+		}
 		if h == m.incarnation || m.incarnation == "" || m.cfg.IgnoreIncarnation {
 			// (IgnoreIncarnation, broken: reads on as the old one.)
 			if m.incarnation == "" && !m.cfg.IgnoreIncarnation {
@@ -137,6 +141,39 @@ func (m *Machine) checkBefore(why string, then func()) {
 			return
 		}
 		m.reincarnate(m.incarnation, h, fmt.Sprintf("%s answered another value at %s", what, m.stamp()))
+	})
+}
+
+// incarnationConfirmed reports whether pg may be promoted as far as the
+// incarnation goes: the provider names none, or a check asked after pg's
+// answer arrived found the incarnation unchanged. So a page a recreated
+// source served under the old cursor is never promoted into the old
+// incarnation's checkpoint: the check after it sees the new incarnation.
+func (m *Machine) incarnationConfirmed(pg *page) bool {
+	return !m.cfg.Incarnation || m.cfg.IgnoreIncarnation || pg.seq <= m.confirmed
+}
+
+// confirmIncarnation checks the incarnation before the head page's
+// promotion: unchanged, every page that arrived before the check was asked
+// is confirmed and the head is decided again; changed, the partition
+// reincarnates; a failed check is asked again after PollInterval (nothing
+// is promoted meanwhile).
+func (m *Machine) confirmIncarnation() {
+	asked := m.arrived
+	ask(m, CheckIncarnation{Key: m.cfg.Key, Why: "before a promotion"}, func(r IncarnationFound) {
+		if r.Err != nil {
+			m.logf(Warn, "Partition %s cannot check the incarnation of its source before a promotion, retrying in %s: %v", m.part(), m.cfg.PollInterval, r.Err)
+			m.wait(m.cfg.PollInterval, m.promoteHead)
+			return
+		}
+		h := witness.IncarnationHash(r.Value)
+		if h != m.incarnation {
+			m.reincarnate(m.incarnation, h, fmt.Sprintf("the check before a promotion answered another value at %s", m.stamp()))
+			return
+		}
+		m.confirmed = max(m.confirmed, asked)
+		m.scheduleCheck()
+		m.promoteHead()
 	})
 }
 

@@ -103,6 +103,9 @@ type page struct {
 	ackedUpTo int // leading events with a terminal outcome (receipts)
 	receiptAt int // AckedThrough last written to the store
 	nacked    bool
+	// seq numbers the fetch results in arrival order (incarnation.go: a
+	// page is promoted only after an incarnation check asked after it).
+	seq uint64
 }
 
 type span struct{ from, to int }
@@ -195,6 +198,9 @@ type Machine struct {
 	// nextCheck is when the reading partition checks it again.
 	incarnation string
 	nextCheck   time.Time
+	// arrived counts fetch results; confirmed is the count when the last
+	// incarnation check that found the incarnation unchanged was asked.
+	arrived, confirmed uint64
 }
 
 // idleRun is a run of answers that prove nothing (empty pages without
@@ -620,7 +626,8 @@ func (m *Machine) onFetched(f *fetchRec, r Fetched) {
 		m.recover(false, fmt.Sprintf("%s at generation %d cursor %s: %s", ReasonDivergence, f.gen, witness.CursorHash(f.cursor), v.reason))
 		return
 	}
-	pg := &page{chain: m.chainID, fromCursor: f.cursor, fromGen: f.gen, w: v.w, v: v, events: r.Response.Events, ackedUpTo: v.w.AckedThrough, receiptAt: v.w.AckedThrough}
+	m.arrived++
+	pg := &page{chain: m.chainID, fromCursor: f.cursor, fromGen: f.gen, w: v.w, v: v, events: r.Response.Events, ackedUpTo: v.w.AckedThrough, receiptAt: v.w.AckedThrough, seq: m.arrived}
 	m.chain = append(m.chain, pg)
 	m.count(MetricPagesFetched, "", 1)
 
@@ -790,6 +797,12 @@ func (m *Machine) promoteHead() {
 			m.extend = true
 			m.pollLater()
 		})
+		return
+	}
+	if !m.incarnationConfirmed(pg) {
+		// The page may have come from a source recreated since the last
+		// check: confirm the incarnation first (incarnation.go).
+		m.confirmIncarnation()
 		return
 	}
 	pg.decision = d.Promotion
