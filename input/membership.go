@@ -243,6 +243,12 @@ func (in *paginatedInput) watchMembership(ctx context.Context) {
 			}
 			if m, err := in.store.LoadMembership(ctx, in.cfg.Scope); err == nil {
 				in.adopt(m, "read from the store")
+				if len(m.Incarnations) > 0 {
+					// A new source incarnation awaits its proof (its first
+					// certified watermark): offer it, so the scalar comes
+					// back as soon as it arrives, with or without discover.
+					round("incarnation proof")
+				}
 			}
 		}
 	}

@@ -18,14 +18,17 @@ type inputMetrics struct {
 	witnessesPruned *service.MetricCounter
 	// membershipChanges counts epochs this input wrote.
 	membershipChanges *service.MetricCounter
-	eventsEmitted     *service.MetricCounter
-	promotions        *service.MetricCounter
-	casConflicts      *service.MetricCounter
-	fetchErrors       *service.MetricCounter
-	malformed         *service.MetricCounter
-	parks             *service.MetricCounter
-	restarts          *service.MetricCounter
-	retries           *service.MetricCounter
+	// incarnationChanges counts partitions reset into a new source
+	// incarnation (docs/design.md#source-incarnations).
+	incarnationChanges *service.MetricCounter
+	eventsEmitted      *service.MetricCounter
+	promotions         *service.MetricCounter
+	casConflicts       *service.MetricCounter
+	fetchErrors        *service.MetricCounter
+	malformed          *service.MetricCounter
+	parks              *service.MetricCounter
+	restarts           *service.MetricCounter
+	retries            *service.MetricCounter
 	// violations counts contract violations by kind
 	// (docs/design.md#contract-monitors).
 	violations *service.MetricCounter
@@ -47,24 +50,25 @@ func (m *inputMetrics) setParked(delta int64) {
 
 func newInputMetrics(m *service.Metrics) *inputMetrics {
 	im := &inputMetrics{
-		pagesFetched:      m.NewCounter("tidemark_pages_fetched"),
-		membershipChanges: m.NewCounter("tidemark_membership_changes"),
-		promotionWrites:   m.NewCounter("tidemark_promotion_writes"),
-		witnessesPruned:   m.NewCounter("tidemark_witnesses_pruned"),
-		eventsEmitted:     m.NewCounter("tidemark_events_emitted"),
-		promotions:        m.NewCounter("tidemark_promotions"),
-		casConflicts:      m.NewCounter("tidemark_cas_conflicts"),
-		fetchErrors:       m.NewCounter("tidemark_fetch_errors"),
-		malformed:         m.NewCounter("tidemark_malformed_responses"),
-		parks:             m.NewCounter("tidemark_parks"),
-		restarts:          m.NewCounter("tidemark_restarts"),
-		retries:           m.NewCounter("tidemark_retries", "class"),
-		violations:        m.NewCounter(chain.MetricViolations, "kind"),
-		parked:            m.NewGauge("tidemark_parked_partitions"),
-		watermark:         m.NewGauge("tidemark_partition_watermark", "partition"),
-		generation:        m.NewGauge("tidemark_partition_generation", "partition"),
-		frontier:          m.NewGauge("tidemark_frontier", "scope"),
-		lag:               m.NewGauge("tidemark_partition_lag", "partition"),
+		pagesFetched:       m.NewCounter("tidemark_pages_fetched"),
+		membershipChanges:  m.NewCounter("tidemark_membership_changes"),
+		incarnationChanges: m.NewCounter(chain.MetricIncarnationChanges),
+		promotionWrites:    m.NewCounter("tidemark_promotion_writes"),
+		witnessesPruned:    m.NewCounter("tidemark_witnesses_pruned"),
+		eventsEmitted:      m.NewCounter("tidemark_events_emitted"),
+		promotions:         m.NewCounter("tidemark_promotions"),
+		casConflicts:       m.NewCounter("tidemark_cas_conflicts"),
+		fetchErrors:        m.NewCounter("tidemark_fetch_errors"),
+		malformed:          m.NewCounter("tidemark_malformed_responses"),
+		parks:              m.NewCounter("tidemark_parks"),
+		restarts:           m.NewCounter("tidemark_restarts"),
+		retries:            m.NewCounter("tidemark_retries", "class"),
+		violations:         m.NewCounter(chain.MetricViolations, "kind"),
+		parked:             m.NewGauge("tidemark_parked_partitions"),
+		watermark:          m.NewGauge("tidemark_partition_watermark", "partition"),
+		generation:         m.NewGauge("tidemark_partition_generation", "partition"),
+		frontier:           m.NewGauge("tidemark_frontier", "scope"),
+		lag:                m.NewGauge("tidemark_partition_lag", "partition"),
 	}
 	im.parked.Set(0) // the series exists before anything parks
 	return im

@@ -82,7 +82,12 @@ func (p *partition) takeAcks() []chain.Ack {
 func (p *partition) machineConfig() chain.Config {
 	cfg := p.in.cfg
 	_, restarter := p.in.prov.(provider.Restarter)
+	incarnation, every := false, time.Duration(0)
+	if ip, ok := p.in.prov.(provider.Incarnations); ok {
+		incarnation, every = ip.IncarnationCheck()
+	}
 	return chain.Config{
+		Incarnation: incarnation, IncarnationInterval: every,
 		Key: p.key, Contract: p.in.prov.Contract(), Restarter: restarter,
 		StartCursor: cfg.StartCursor, Epoch: p.in.epoch(),
 		MaxPagesInFlight: cfg.MaxPagesInFlight, MaxBatchSize: cfg.MaxBatchSize,
@@ -189,6 +194,28 @@ func (p *partition) perform(ctx context.Context, acts []chain.Action) {
 				Expired: a.Expired,
 			})
 			acts = append(acts, p.m.Step(chain.RestartCursorFound{Cursor: cursor, Err: err})...)
+		case chain.CheckIncarnation:
+			if ctx.Err() != nil {
+				return
+			}
+			// Only asked when the provider declares an incarnation.
+			v, err := p.in.prov.(provider.Incarnations).Incarnation(ctx, a.Key.Scope, a.Key.Partition)
+			acts = append(acts, p.m.Step(chain.IncarnationFound{Value: v, Err: err})...)
+		case chain.Reincarnate:
+			if ctx.Err() != nil {
+				return
+			}
+			r := chainstore.Reincarnate(ctx, p.in.store, a)
+			if r.Membership.Epoch > 0 {
+				// The new epoch is the input's before any event of the new
+				// incarnation leaves: its messages carry it, and their
+				// frontier is that epoch's (withheld until proven).
+				p.in.adopt(r.Membership, "source incarnation change of "+a.Key.Partition)
+			}
+			if r.Err == nil {
+				p.in.metrics.incarnationChanges.Incr(1)
+			}
+			acts = append(acts, p.m.Step(r)...)
 		default:
 			// A stopping worker makes no further call, but what the last
 			// answer says is still logged and counted (a promotion fenced

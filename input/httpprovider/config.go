@@ -114,6 +114,11 @@ type Config struct {
 	// Validate, when not nil, checks a stored cursor before the first
 	// fetch from it after start-up; an invalid one is an expired cursor.
 	Validate *Validation
+	// Incarnation, when not nil, names each partition's source
+	// incarnation (incarnation.go); ValidateInterval is how often a
+	// reading partition checks it (zero: 1m).
+	Incarnation      *Incarnation
+	ValidateInterval time.Duration
 
 	// PartitionsURL, when not nil, lists the partitions; PartitionsMapping
 	// maps its body to names (nil: `root = this`).
@@ -167,6 +172,7 @@ func (c Config) withDefaults() (Config, error) {
 		v.Call = v.Call.withDefaults()
 		c.Validate = &v
 	}
+	c.incarnationDefaults()
 	if c.Format == "" {
 		c.Format = formatJSON
 	}
@@ -289,6 +295,7 @@ func (c Config) validate() error {
 			bad("validate.valid mapping is required")
 		}
 	}
+	c.incarnationValidate(bad)
 	for _, code := range c.ExpiredStatusCodes {
 		if code < 100 || code > 599 || (code >= 200 && code <= 299) {
 			bad("contract.expired_status_codes: %d is not a non-2xx HTTP status", code)

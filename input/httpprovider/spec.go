@@ -249,7 +249,7 @@ func Fields() []*service.ConfigField {
 			Description("Optional mapping to a boolean: true when the source says the partition has ended for good (a closed shard).").
 			Optional().
 			Example(`root = this.shard_closed | false`),
-	}, sequenceFields(), []*service.ConfigField{
+	}, sequenceFields(), incarnationFields(), []*service.ConfigField{
 		// Contract.
 		service.NewObjectField(hpFieldContract,
 			service.NewStringAnnotatedEnumField(hpFieldEmptyPage, map[string]string{
@@ -596,6 +596,9 @@ func FromParsed(conf *service.ParsedConfig, res *service.Resources, logger *serv
 	}
 
 	if err := sequenceFromParsed(conf, &c); err != nil {
+		return nil, err
+	}
+	if err := incarnationFromParsed(conf, &c); err != nil {
 		return nil, err
 	}
 

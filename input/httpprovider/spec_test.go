@@ -184,6 +184,8 @@ func TestFieldsDocumented(t *testing.T) {
 		// Required inside their optional objects, or not set: no body.
 		"bootstrap.url": true, "bootstrap.body": true, "bootstrap.cursor": true,
 		"validate.url": true, "validate.body": true, "validate.valid": true,
+		"incarnation.url": true, "incarnation.body": true, "incarnation.value": true,
+		"incarnation.create.url": true, "incarnation.create.body": true,
 	}
 	var fields int
 	env.WalkInputs(func(name string, view *service.ConfigView) {

@@ -24,6 +24,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/witness"
@@ -74,6 +75,20 @@ type Lister interface {
 // of older generations are not consulted (docs/design.md#known-gaps).
 type Restarter interface {
 	RestartCursor(ctx context.Context, from Boundary) ([]byte, error)
+}
+
+// Incarnations is implemented by providers whose partitions may declare a
+// source incarnation (docs/design.md#source-incarnations): a value that
+// changes when the source is deleted and created again under the same name,
+// whose positions then start over.
+type Incarnations interface {
+	// IncarnationCheck reports whether the partitions declare an
+	// incarnation, and how often a reading partition checks it.
+	IncarnationCheck() (declared bool, every time.Duration)
+	// Incarnation returns the partition's current incarnation (never
+	// empty). Errors are classified as Fetch's; the input retries and does
+	// not read the partition until it is known.
+	Incarnation(ctx context.Context, scope, partition string) (string, error)
 }
 
 // Boundary is the durable state of a partition a restart starts from.

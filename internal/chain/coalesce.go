@@ -53,7 +53,7 @@ func (m *Machine) coalesce(head *page) []*page {
 		}
 		virt = prom.Apply(virt)
 		nx := m.chain[i]
-		if nx.nacked || !nx.complete() || nx.fromGen != virt.Generation || !bytes.Equal(nx.fromCursor, virt.Cursor) {
+		if nx.nacked || !nx.complete() || nx.fromGen != virt.Generation || !bytes.Equal(nx.fromCursor, virt.Cursor) || !m.incarnationConfirmed(nx) {
 			break
 		}
 		nx.w.AckedThrough = len(nx.w.Events)

@@ -135,6 +135,26 @@ type RestartCursorFound struct {
 	Err    error
 }
 
+// IncarnationFound answers CheckIncarnation: the provider's incarnation
+// value of the partition's source (the machine keeps only its hash), or
+// the error of the request.
+type IncarnationFound struct {
+	Value string
+	Err   error
+}
+
+// Reincarnated answers Reincarnate: the checkpoint the reset wrote (or the
+// error: *store.FenceError when it lost), and the membership epoch that
+// recorded the change (zero when it could not be recorded).
+type Reincarnated struct {
+	Checkpoint store.Checkpoint
+	Epoch      uint64
+	// Membership is the record of that epoch, for the driver to adopt
+	// before the new incarnation's events leave.
+	Membership store.Membership
+	Err        error
+}
+
 // Ack is the outcome of one emitted batch: nil Err is a terminal outcome
 // downstream, any other a failed delivery.
 type Ack struct {
@@ -177,6 +197,8 @@ func (Resolved) isInput()           {}
 func (Parked) isInput()             {}
 func (ParkChecked) isInput()        {}
 func (RestartCursorFound) isInput() {}
+func (IncarnationFound) isInput()   {}
+func (Reincarnated) isInput()       {}
 func (Acked) isInput()              {}
 func (Nacked) isInput()             {}
 func (Delivered) isInput()          {}
@@ -303,6 +325,29 @@ type Withdraw struct {
 	Reason string
 }
 
+// CheckIncarnation: ask the provider for the current incarnation of
+// Partition's source (docs/design.md#source-incarnations). Answer:
+// IncarnationFound.
+type CheckIncarnation struct {
+	Key store.Key
+	// Why says what prompted the check (start, interval, evidence).
+	Why string
+}
+
+// Reincarnate: the partition's source is a new incarnation. First record
+// the change as a membership change (membership.RecordIncarnation: a new,
+// unproven epoch in which the old incarnation leaves and the new one
+// joins, From and To being the hashes and Why the reason), then perform
+// Reset with that epoch as its Epoch: the one conditional write that moves
+// the checkpoint to the partition's start in the new incarnation. Answer:
+// Reincarnated.
+type Reincarnate struct {
+	Key      store.Key
+	From, To string
+	Why      string
+	Reset    store.Promotion
+}
+
 // Wait: step Tick at Until (or later). The latest Wait replaces the
 // earlier ones: it is the machine's earliest deadline.
 type Wait struct{ Until time.Time }
@@ -382,24 +427,26 @@ type Observe struct{ Checkpoint store.Checkpoint }
 // exit_when_complete); the machine does nothing more.
 type Completed struct{}
 
-func (Load) isAction()          {}
-func (Fetch) isAction()         {}
-func (PutWitness) isAction()    {}
-func (Emit) isAction()          {}
-func (EndChain) isAction()      {}
-func (RecordReceipt) isAction() {}
-func (Abandon) isAction()       {}
-func (Promote) isAction()       {}
-func (Resolve) isAction()       {}
-func (Park) isAction()          {}
-func (WaitUnparked) isAction()  {}
-func (RestartCursor) isAction() {}
-func (Wait) isAction()          {}
-func (Log) isAction()           {}
-func (Count) isAction()         {}
-func (Observe) isAction()       {}
-func (Completed) isAction()     {}
-func (Withdraw) isAction()      {}
+func (Load) isAction()             {}
+func (Fetch) isAction()            {}
+func (PutWitness) isAction()       {}
+func (Emit) isAction()             {}
+func (EndChain) isAction()         {}
+func (RecordReceipt) isAction()    {}
+func (Abandon) isAction()          {}
+func (Promote) isAction()          {}
+func (Resolve) isAction()          {}
+func (Park) isAction()             {}
+func (WaitUnparked) isAction()     {}
+func (RestartCursor) isAction()    {}
+func (Wait) isAction()             {}
+func (Log) isAction()              {}
+func (Count) isAction()            {}
+func (Observe) isAction()          {}
+func (Completed) isAction()        {}
+func (Withdraw) isAction()         {}
+func (CheckIncarnation) isAction() {}
+func (Reincarnate) isAction()      {}
 
 // ---------------------------------------------------------------------------
 // Descriptions, for traces and golden tests.
@@ -460,6 +507,12 @@ func DescribeCheckpoint(cp store.Checkpoint) string {
 	}
 	if cp.Complete {
 		b.WriteString(" complete")
+	}
+	if cp.Incarnation != "" {
+		fmt.Fprintf(&b, " incarnation %s", cp.Incarnation)
+		if cp.IncarnationEpoch != 0 {
+			fmt.Fprintf(&b, " since epoch %d", cp.IncarnationEpoch)
+		}
 	}
 	if cp.Parked != "" {
 		fmt.Fprintf(&b, " parked %q", cp.Parked)
@@ -576,6 +629,28 @@ func (w Withdrawn) String() string {
 		return fmt.Sprintf("withdrawn: epoch %d", w.Epoch)
 	}
 	return "withdrawn: already withheld"
+}
+
+func (a CheckIncarnation) String() string {
+	return fmt.Sprintf("check incarnation of %s (%s)", a.Key.Partition, a.Why)
+}
+
+func (a Reincarnate) String() string {
+	return fmt.Sprintf("reincarnate %s from %s to %s: reset %s", a.Key.Partition, a.From, a.To, describePromotion(a.Reset))
+}
+
+func (r IncarnationFound) String() string {
+	if r.Err != nil {
+		return "incarnation: " + errText(r.Err)
+	}
+	return "incarnation " + witness.IncarnationHash(r.Value)
+}
+
+func (r Reincarnated) String() string {
+	if r.Err != nil {
+		return "reincarnated: " + errText(r.Err)
+	}
+	return fmt.Sprintf("reincarnated in epoch %d: %s", r.Epoch, DescribeCheckpoint(r.Checkpoint))
 }
 
 func (a Wait) String() string { return "wait until " + a.Until.UTC().Format("15:04:05.000") }

@@ -64,6 +64,15 @@ type Config struct {
 	// checkpoints in between are promoted with it, in one conditional
 	// write (coalesce.go).
 	CoalescePromotions bool
+	// Incarnation: the provider names the incarnation of the partition's
+	// source (CheckIncarnation); it is checked when the partition starts,
+	// before every recovery, on evidence of a recreated source and every
+	// IncarnationInterval while reading (0: only then). incarnation.go.
+	Incarnation         bool
+	IncarnationInterval time.Duration
+	// IgnoreIncarnation makes the machine read on across a changed
+	// incarnation. Only the simulator's broken variant sets it.
+	IgnoreIncarnation bool
 	// Classify replaces witness.Classify (nil: witness.Classify). Only the
 	// simulator's broken variants set it.
 	Classify func(witness.ClassifyInput) (witness.Verdict, error)
@@ -100,6 +109,9 @@ type page struct {
 	ackedUpTo int // leading events with a terminal outcome (receipts)
 	receiptAt int // AckedThrough last written to the store
 	nacked    bool
+	// seq numbers the fetch results in arrival order (incarnation.go: a
+	// page is promoted only after an incarnation check asked after it).
+	seq uint64
 }
 
 type span struct{ from, to int }
@@ -195,6 +207,14 @@ type Machine struct {
 	// unprovenSaid: the machine has logged that its contract proves no
 	// continuity of offset pages (witness.Contract.OffsetUnproven).
 	unprovenSaid bool
+	// incarnation is the hash of the source incarnation the partition
+	// reads (checked, or the checkpoint's); promotions record it.
+	// nextCheck is when the reading partition checks it again.
+	incarnation string
+	nextCheck   time.Time
+	// arrived counts fetch results; confirmed is the count when the last
+	// incarnation check that found the incarnation unchanged was asked.
+	arrived, confirmed uint64
 }
 
 // idleRun is a run of answers that prove nothing (empty pages without
@@ -327,6 +347,9 @@ func (m *Machine) settle() {
 		m.queue = m.queue[1:]
 		m.external(in)
 	}
+	if !m.busy() && m.phase == phaseChain && m.checkDue() && !m.now.Before(m.nextCheck) {
+		m.checkWhileReading()
+	}
 	if !m.busy() && m.phase == phaseChain {
 		if m.done && len(m.chain) == 0 {
 			m.finish(fmt.Sprintf("Partition %s is complete through %s", m.cfg.Key.Partition, m.cp.Watermark))
@@ -340,6 +363,9 @@ func (m *Machine) settle() {
 	}
 	if m.phase == phaseChain && m.pollAt.After(m.now) && (d.IsZero() || m.pollAt.Before(d)) {
 		d = m.pollAt
+	}
+	if m.phase == phaseChain && m.checkDue() && m.nextCheck.After(m.now) && (d.IsZero() || m.nextCheck.Before(d)) {
+		d = m.nextCheck
 	}
 	if !d.IsZero() && !d.Equal(m.announced) {
 		m.announced = d
@@ -487,7 +513,7 @@ func (m *Machine) loaded(from uint64, cp store.Checkpoint, ws []witness.Witness)
 			m.done = true
 			m.finish(fmt.Sprintf("Partition %s is complete (durably, at generation %d) through %s: nothing is read again", m.part(), cp.Generation, cp.Watermark))
 		default:
-			m.startChain()
+			m.verifyIncarnation("the partition starts", m.startChain)
 		}
 	})
 }
@@ -609,6 +635,10 @@ func (m *Machine) onFetched(f *fetchRec, r Fetched) {
 		m.onFetchError(f, r)
 		return
 	}
+	if why, ok := m.recreated(f, r.Response); ok {
+		m.onRecreated(f, r.Attempt, why)
+		return
+	}
 	v, err := m.reconcile(f, r)
 	var mp malformedPage
 	switch {
@@ -670,7 +700,8 @@ func (m *Machine) onReconciled(f *fetchRec, r Fetched, v verdict, recoverWith st
 		m.recover(false, fmt.Sprintf("%s at generation %d cursor %s: %s", ReasonDivergence, f.gen, witness.CursorHash(f.cursor), v.reason))
 		return
 	}
-	pg := &page{chain: m.chainID, fromCursor: f.cursor, fromGen: f.gen, w: v.w, v: v, events: r.Response.Events, bytes: PageBytes(r.Response), ackedUpTo: v.w.AckedThrough, receiptAt: v.w.AckedThrough}
+	m.arrived++
+	pg := &page{chain: m.chainID, fromCursor: f.cursor, fromGen: f.gen, w: v.w, v: v, events: r.Response.Events, bytes: PageBytes(r.Response), ackedUpTo: v.w.AckedThrough, receiptAt: v.w.AckedThrough, seq: m.arrived}
 	m.chain = append(m.chain, pg)
 	m.count(MetricPagesFetched, "", 1)
 	breaks := recoverWith != ""
@@ -861,6 +892,12 @@ func (m *Machine) promoteHead() {
 		})
 		return
 	}
+	if !m.incarnationConfirmed(pg) {
+		// The page may have come from a source recreated since the last
+		// check: confirm the incarnation first (incarnation.go).
+		m.confirmIncarnation()
+		return
+	}
 	pg.decision = d.Promotion
 	pg.coalesced = m.coalesce(pg)
 	last := pg.last()
@@ -1034,6 +1071,13 @@ func (m *Machine) onFetchError(f *fetchRec, r Fetched) {
 // or a refused promotion: a restart from a provider-supported stable
 // boundary (one conditional write), or parking.
 func (m *Machine) recover(expired bool, reason string) {
+	// A recreated source shows as divergence or an expired cursor first:
+	// check its incarnation before recovering from a boundary of the old
+	// one.
+	m.checkBefore(reason, func() { m.recoverNow(expired, reason) })
+}
+
+func (m *Machine) recoverNow(expired bool, reason string) {
 	recovery := m.cfg.Contract.Recovery
 	if recovery == witness.RecoveryPark || !m.cfg.Restarter {
 		m.park(reason)
@@ -1061,7 +1105,8 @@ func (m *Machine) recover(expired bool, reason string) {
 			prom := store.Promotion{
 				Key: m.cfg.Key, FromCursor: m.cp.Cursor, FromGeneration: m.cp.Generation,
 				To: r.Cursor, WitnessID: RestartWitnessPrefix + recovery.String(), Epoch: m.cfg.Epoch, Lease: m.cp.Lease,
-				Violations: m.violationTotals(),
+				Violations:  m.violationTotals(),
+				Incarnation: m.incarnation,
 			}
 			ask(m, Promote{Promotion: prom, Restart: true}, func(r Promoted) {
 				if r.Err != nil && !errors.Is(r.Err, store.ErrFenced) {

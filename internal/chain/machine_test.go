@@ -71,9 +71,12 @@ type harness struct {
 	fetch   *chain.Fetch
 	flight  []uint64 // emitted batches without an outcome
 	restart []byte   // RestartCursor's answer
-	pauseOn string   // the action (by its String's first word) to hold
-	held    chain.Action
-	b       strings.Builder
+	// incarnation is what CheckIncarnation answers (config
+	// incarnation=V; recreate V changes it).
+	incarnation string
+	pauseOn     string // the action (by its String's first word) to hold
+	held        chain.Action
+	b           strings.Builder
 }
 
 func (h *harness) run(d *datadriven.TestData) string {
@@ -158,6 +161,11 @@ func (h *harness) run(d *datadriven.TestData) string {
 			d.Fatalf(h.t, "nothing held")
 		}
 		h.perform(a)
+	case "recreate":
+		// The source is deleted and created again: its incarnation check
+		// answers another value.
+		h.incarnation = d.CmdArgs[0].Key
+		return "ok"
 	case "writer":
 		return h.writer(d)
 	case "store":
@@ -204,6 +212,8 @@ func (h *harness) perform(a chain.Action) {
 	if r, ok := a.(chain.RestartCursor); ok {
 		_ = r
 		in = chain.RestartCursorFound{Cursor: h.restart}
+	} else if _, ok := a.(chain.CheckIncarnation); ok {
+		in = chain.IncarnationFound{Value: h.incarnation}
 	} else {
 		var ok bool
 		if in, ok = chainstore.Do(ctx, h.st, a); !ok {
@@ -268,6 +278,9 @@ func (h *harness) config(d *datadriven.TestData) {
 			c.OffsetUnproven = true
 		case "restart":
 			h.restart = []byte(val)
+		case "incarnation":
+			cfg.Incarnation, cfg.IncarnationInterval = true, 10*time.Second
+			h.incarnation = val
 		case "depth":
 			cfg.MaxPagesInFlight, _ = strconv.Atoi(val)
 		case "batch":
@@ -296,6 +309,13 @@ func (h *harness) config(d *datadriven.TestData) {
 	h.m = chain.New(cfg)
 	h.now, h.wake, h.attempt, h.fetch, h.flight = epoch, time.Time{}, 0, nil, nil
 	h.m.Step(chain.Tick{Now: h.now})
+	if cfg.Incarnation {
+		// An incarnation change is a membership change: the scope has a
+		// record.
+		if _, err := h.mem.SwapMembership(ctx, 0, store.Membership{Scope: key.Scope, Epoch: 1, Partitions: []string{key.Partition}, Proven: true}); err != nil {
+			d.Fatalf(h.t, "%v", err)
+		}
+	}
 	for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
 		f := strings.Fields(line)
 		if len(f) == 0 {

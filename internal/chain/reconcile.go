@@ -211,6 +211,7 @@ func (m *Machine) storePromotion(pg *page, d witness.Promotion, cp store.Checkpo
 		Complete:       d.Complete,
 		Epoch:          m.cfg.Epoch,
 		Lease:          cp.Lease,
+		Incarnation:    m.incarnation,
 	}
 }
 

@@ -62,6 +62,7 @@
 //	            done       BOOL  the partition is complete (sealed, or a finite traversal ended; absent: not)
 //	            lo, lc     S, N  lease owner and counter (absent: no lease)
 //	            cv         M     contract violations by kind -> N (absent: none recorded)
+//	            inc, ince  S, N  source incarnation hash, epoch of the reset into it (absent: none, 0)
 //	witness     in         B     input cursor
 //	            succ       B     exact successor cursor
 //	            mk         B     snapshot / coverage marker (absent: none)
@@ -75,7 +76,8 @@
 //	partitions  parts      SS    partition names of the scope
 //	membership  ep, parts, unproven, cutk/cut, proven, why   epoch, ordered partition
 //	                             list (L), partitions still lacking proof (L), cutover
-//	                             watermark, proven flag, reason
+//	                             watermark, proven flag, reason; incs (M: member -> N)
+//	                             pending incarnation changes
 //	frontier    ep, wmk/wm, vec, held, why         epoch, scalar (absent: withheld),
 //	                             vector (M: partition -> {k, v}), held-by list, reason
 //	cache       v          B     value; the expiry attribute (default expires_at) N, Unix seconds
@@ -88,6 +90,8 @@
 //	Promote            UpdateItem  cur = :from AND gen = :g AND attribute_not_exists(park)
 //	                               [AND lo = :lo AND lc = :lc]
 //	                               [AND (attribute_not_exists(wmk) OR (wmk = :k AND wm <= :w))]
+//	                               [AND (attribute_not_exists(inc) OR inc = :inc)]
+//	                               a Reset (new incarnation): AND ep < :ep instead of both
 //	SetParked          UpdateItem  cur = :c AND gen = :g [AND lo = :lo AND lc = :lc]
 //	ClaimLease         UpdateItem  attribute_exists(pk) AND lease = :expect   (lease.go)
 //	RenewLease         UpdateItem  lo = :ho AND lc = :h

@@ -298,6 +298,11 @@ func (s *DynamoStore) indexPartition(ctx context.Context, k store.Key) error {
 //	IF  cur = :from AND gen = :g AND attribute_not_exists(park)
 //	    [AND lo = :lo AND lc = :lc]
 //	    [AND (attribute_not_exists(wmk) OR (wmk = :k AND wm <= :w))]
+//	    [AND (attribute_not_exists(inc) OR inc = :inc)]
+//
+// A Reset (a new source incarnation) instead SETs inc = :inc, ince = :ep
+// and REMOVEs wmk, wm, app, appk, appid and done, conditional on
+// ep < :ep besides the cursor, generation, park and lease.
 //
 // with ReturnValues ALL_NEW. The success path costs one write and no read.
 func (s *DynamoStore) Promote(ctx context.Context, p store.Promotion) (store.Checkpoint, error) {
@@ -326,6 +331,17 @@ func (s *DynamoStore) Promote(ctx context.Context, p store.Promotion) (store.Che
 		cond = append(cond,
 			e.n(attrLeaseOwner)+" = "+e.v("lo", avS(p.Lease.Owner)),
 			e.n(attrLeaseCounter)+" = "+e.v("lc", avU(p.Lease.Counter)))
+	}
+	if p.Incarnation != "" {
+		inc := e.v("inc", avS(p.Incarnation))
+		set = append(set, e.n(attrIncarnation)+" = "+inc)
+		if p.Reset {
+			cond = append(cond, e.n(attrEpoch)+" < :ep")
+			set = append(set, e.n(attrIncEpoch)+" = :ep")
+			remove = append(remove, e.n(attrWMKind), e.n(attrWM), e.n(attrApplied), e.n(attrAppliedKind), e.n(attrAppliedID))
+		} else {
+			cond = append(cond, fmt.Sprintf("(attribute_not_exists(%s) OR %s = %s)", e.n(attrIncarnation), e.n(attrIncarnation), inc))
+		}
 	}
 	if !p.Watermark.IsZero() {
 		k, w := e.v("wmk", avU(uint64(p.Watermark.Kind))), e.v("wm", watermarkValue(p.Watermark))

@@ -48,6 +48,8 @@ const (
 	attrLeaseOwner   = "lo"
 	attrLeaseCounter = "lc"
 	attrViolations   = "cv"
+	attrIncarnation  = "inc"  // S: hash of the source incarnation (absent: none recorded)
+	attrIncEpoch     = "ince" // N: epoch of the reset into it (absent: 0)
 
 	// witness
 	attrInput     = "in"
@@ -73,6 +75,7 @@ const (
 	attrVector  = "vec"
 	attrHeldBy  = "held"
 	attrLineage = "lin"
+	attrIncs    = "incs" // M: member -> N, the epoch of an unproven incarnation change
 	attrCount   = "n"
 
 	// vector entries
@@ -396,6 +399,12 @@ func checkpointItem(c store.Checkpoint) item {
 	if len(c.Violations) > 0 {
 		it[attrViolations] = avCounts(c.Violations)
 	}
+	if c.Incarnation != "" {
+		it[attrIncarnation] = avS(c.Incarnation)
+	}
+	if c.IncarnationEpoch != 0 {
+		it[attrIncEpoch] = avU(c.IncarnationEpoch)
+	}
 	return it
 }
 
@@ -467,6 +476,10 @@ func decodeCheckpoint(k store.Key, it item) (store.Checkpoint, error) {
 	c.Lease.Counter, _, err = getU(it, attrLeaseCounter)
 	add(err)
 	c.Violations, err = getCounts(it, attrViolations)
+	add(err)
+	c.Incarnation, err = getS(it, attrIncarnation)
+	add(err)
+	c.IncarnationEpoch, _, err = getU(it, attrIncEpoch)
 	add(err)
 	if err := errors.Join(errs...); err != nil {
 		return store.Checkpoint{}, fmt.Errorf("dynamostore: checkpoint %s: %w", k, err)
@@ -591,6 +604,13 @@ func membershipItem(m store.Membership) item {
 			it[attrLineage] = &types.AttributeValueMemberM{Value: lin}
 		}
 	}
+	if len(m.Incarnations) > 0 {
+		incs := make(map[string]types.AttributeValue, len(m.Incarnations))
+		for p, e := range m.Incarnations {
+			incs[p] = avU(e)
+		}
+		it[attrIncs] = &types.AttributeValueMemberM{Value: incs}
+	}
 	return it
 }
 
@@ -626,6 +646,18 @@ func decodeMembership(scope string, it item) (store.Membership, error) {
 		}
 	default:
 		add(fmt.Errorf("%w: attribute %s is not a map", errMalformed, attrLineage))
+	}
+	switch v := it[attrIncs].(type) {
+	case nil:
+	case *types.AttributeValueMemberM:
+		m.Incarnations = make(map[string]uint64, len(v.Value))
+		for p := range v.Value {
+			e, _, err := getU(v.Value, p)
+			add(err)
+			m.Incarnations[p] = e
+		}
+	default:
+		add(fmt.Errorf("%w: attribute %s is not a map", errMalformed, attrIncs))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return store.Membership{}, fmt.Errorf("dynamostore: membership of %s: %w", scope, err)

@@ -59,6 +59,10 @@ type Plan struct {
 	// the removed ones that leave with proof of sealing; Settled the
 	// partitions of earlier unproven changes whose proof arrived.
 	Added, Removed, Sealed, Settled []string
+	// Recreated names the partitions whose source incarnation changed
+	// (DecideIncarnation): the old incarnation left unsealed, the new one
+	// joined to be read from its start.
+	Recreated []string
 }
 
 // String describes the change for logs.
@@ -75,6 +79,9 @@ func (p Plan) String() string {
 	}
 	if len(p.Settled) > 0 {
 		parts = append(parts, fmt.Sprintf("proof arrived for %v", p.Settled))
+	}
+	if len(p.Recreated) > 0 {
+		parts = append(parts, fmt.Sprintf("source incarnation changed for %v", p.Recreated))
 	}
 	if len(parts) == 0 {
 		parts = append(parts, "lineage changed")
@@ -101,7 +108,10 @@ func (p Plan) String() string {
 //     partition follows its watermark, so frontier.PlanChange's check
 //     against the cutover holds for it whatever the cutover).
 //   - A partition of an earlier unproven change is offered its proof again
-//     (a former member that completed since settles its removal).
+//     (a former member that completed since settles its removal; a member
+//     whose source incarnation changed settles once its checkpoint, reset
+//     by that change and read from its start, certifies a watermark or
+//     completes).
 //   - The lineage recorded is that of the members: from Want, else kept
 //     from the current record.
 //
@@ -169,7 +179,7 @@ func Decide(in PlanInput) Plan {
 	}
 	fresh := func(p string) bool {
 		cp, ok := cps[p]
-		return in.FreshFromStart && (!ok || (cp.Generation == 1 && len(cp.Cursor) == 0 && !cp.HasApplied))
+		return in.FreshFromStart && (!ok || (len(cp.Cursor) == 0 && !cp.HasApplied && (cp.Generation == 1 || onlyRecorded(cp))))
 	}
 	published := coord.Watermark{}
 	if in.Published.Epoch == cur.Epoch {
@@ -222,6 +232,14 @@ func Decide(in PlanInput) Plan {
 	for _, p := range cur.Unproven {
 		switch {
 		case member[p] && want[p]:
+			if e, pending := cur.Incarnations[p]; pending {
+				cp, ok := cps[p]
+				if incarnationProven(cp, ok, e, in.FreshFromStart) {
+					adds = append(adds, frontier.AddProof{Partition: p, Replayed: true})
+					pendingOffered = append(pendingOffered, p)
+				}
+				continue
+			}
 			if fresh(p) {
 				adds = append(adds, frontier.AddProof{Partition: p, Replayed: true})
 				pendingOffered = append(pendingOffered, p)
@@ -245,6 +263,7 @@ func Decide(in PlanInput) Plan {
 		Scope: in.Scope, Epoch: next.Epoch, Partitions: next.Partitions, Cutover: next.Cutover,
 		Proven: next.Proven, Reason: next.Reason, Unproven: next.Unproven, Parents: nextLineage,
 	}
+	settleIncarnations(cur, &plan.Next)
 	return plan
 }
 

@@ -58,6 +58,11 @@ type PartitionStatus struct {
 	// observed, by kind, as of its last promotion
 	// (docs/design.md#contract-monitors).
 	Violations map[string]uint64 `json:"contract_violations,omitempty"`
+	// Incarnation is the hash of the source incarnation the checkpoint
+	// belongs to, and IncarnationEpoch the epoch that reset it into it (0:
+	// it began there) (docs/design.md#source-incarnations).
+	Incarnation      string `json:"incarnation,omitempty"`
+	IncarnationEpoch uint64 `json:"incarnation_epoch,omitempty"`
 }
 
 // Status is the whole view of a scope.
@@ -137,8 +142,9 @@ func ReadStatus(ctx context.Context, st store.Store, scope string) (Status, erro
 			Partition: cp.Partition, Generation: cp.Generation, Watermark: cp.Watermark.String(), Finality: cp.Finality,
 			CursorHash: witness.CursorHash(cp.Cursor), PromotedWitness: cp.PromotedWitness,
 			Parked: cp.Parked, Complete: cp.Complete, LeaseOwner: cp.Lease.Owner, LeaseCounter: cp.Lease.Counter,
-			Member:     slices.Contains(m.Partitions, cp.Partition),
-			Violations: cp.Violations,
+			Member:      slices.Contains(m.Partitions, cp.Partition),
+			Violations:  cp.Violations,
+			Incarnation: cp.Incarnation, IncarnationEpoch: cp.IncarnationEpoch,
 		}
 		if cp.HasApplied {
 			ps.Applied, ps.AppliedID = cp.Applied.String(), cp.AppliedID

@@ -269,7 +269,7 @@ func TestFindings(t *testing.T) {
 		{
 			name: "an empty page under follow_successor claims nothing",
 			d:    declared(with(ordered, func(c *witness.Contract) { c.EmptyPage = witness.EmptyFollowsSuccessor })), field: "empty_page", want: Supported, evidence: "follows its successor",
-			o:    obs(walkOf(pg("", "c1", ev(1)), pg("c1", "c2"), pg("c2", "c3", ev(2)))),
+			o: obs(walkOf(pg("", "c1", ev(1)), pg("c1", "c2"), pg("c2", "c3", ev(2)))),
 		},
 		{
 			name: "no empty page cannot tell empty_page",

@@ -99,6 +99,9 @@
 //	pause w1         (lease mode) freeze worker 1;  resume w1: it continues, maybe a zombie
 //	split b          (discovery) b is sealed; children b1, b2 appear with parent b
 //	discover         step the discoverer: decide from the provider's list, then write
+//	recreate b       (a quarter of the schedules) b's source is deleted and created
+//	                 again: a new incarnation whose positions start over; old
+//	                 cursors still answer, from the new log
 //
 // Ops never refer to state, only to actors and partitions, so any op list
 // can be replayed (Config.Ops). Each history line is the op and what it
@@ -149,6 +152,17 @@
 //     the provider's list asks for, and a schedule with a split ends in a
 //     proven epoch without its split parents.
 //
+// Source incarnations (docs/design.md#source-incarnations): every model
+// source names its incarnation (the lanes' machines check it at every
+// load, before every recovery, on positions that went back and every few
+// polls, and reset through the product's chainstore.Reincarnate). The
+// oracle holds each checkpoint to the log of the incarnation it records
+// (checkpoint.Incarnation), each published record to the incarnation its
+// partitions' checkpoints belonged to in its epoch, and a reset to clear
+// the coordinates only in a newer epoch than the checkpoint's; liveness
+// also requires every checkpoint read to be in its source's current
+// incarnation.
+//
 // # Leases
 //
 // In a seeded quarter of the schedules (lease.go) every lane holds its
@@ -165,7 +179,7 @@
 // Variant injects one broken behaviour (PromoteOtherSuccessor,
 // MaxFrontier, BareEmptyPage, UnconditionalWrite, IgnoreLease,
 // AnyWatermarkCovers, ParkOnMalformed, RetryMalformedForever, PartialView,
-// ChildrenFirst, SelfCertifiedWatermark: finality none read as source, so
+// ChildrenFirst, IgnoreIncarnation, SelfCertifiedWatermark: finality none read as source, so
 // the late listing's own last key becomes a durable watermark above a key
 // that appears below it);
 // TestVariantsAreCaught fails unless each is caught
@@ -175,7 +189,7 @@
 // AnyWatermarkCovers: a divergent response with any complete-through
 // watermark is classified a shifted page; ParkOnMalformed and
 // RetryMalformedForever: no retry of a malformed answer, or no bound on
-// them) or to the store calls it asks
+// them; IgnoreIncarnation: reading on across a changed incarnation) or to the store calls it asks
 // for (PromoteOtherSuccessor); ChildrenFirst skips the parents-first
 // gate; the others wrap the store or break the publisher (MaxFrontier
 // raises the prepared scalar to the vector's maximum; PartialView sets the

@@ -10,6 +10,7 @@ import (
 	"github.com/tidemark/tidemark/internal/frontier"
 	"github.com/tidemark/tidemark/internal/membership"
 	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/witness"
 )
 
 // CheckLiveness: after the faults stop, every partition a worker reads
@@ -182,7 +183,7 @@ func (s *sim) splitsSettled() {
 			return
 		}
 	}
-	if !m.Proven && s.stats.RegressionsSeen == 0 {
+	if !m.Proven && s.stats.RegressionsSeen == 0 && !s.awaitingIncarnations(m) {
 		// (After a reported regression the scalar may be withdrawn — also
 		// by a write whose response was lost — and the epoch stays
 		// unproven until an operator proves a cutover.)
@@ -193,6 +194,30 @@ func (s *sim) splitsSettled() {
 		return
 	}
 	s.stats.SplitRunsSettled++
+}
+
+// awaitingIncarnations reports whether every unproven entry of m is a
+// recreated source whose checkpoint was reset by that change and whose new
+// incarnation has given nothing to promote yet (no event, no evidence: a
+// quiet source without watermarks). Its proof is the new incarnation's
+// first promoted page (docs/design.md#source-incarnations); until then
+// the epoch is rightly unproven, and the scalar would be withheld anyway
+// (the partition has no watermark).
+func (s *sim) awaitingIncarnations(m store.Membership) bool {
+	if len(m.Unproven) == 0 {
+		return false
+	}
+	for _, p := range m.Unproven {
+		e, ok := m.Incarnations[p]
+		if !ok {
+			return false
+		}
+		cp, err := s.mem.LoadCheckpoint(bg, store.Key{Scope: s.scope, Partition: p})
+		if err != nil || cp.IncarnationEpoch != e || !strings.HasPrefix(cp.PromotedWitness, "incarnation:") || !cp.Watermark.IsZero() {
+			return false
+		}
+	}
+	return true
 }
 
 // progress grows whenever an event gets its first terminal outcome, a
@@ -301,6 +326,9 @@ func (s *sim) caughtUp() string {
 				continue
 			}
 			return fmt.Sprintf("partition %s answers only malformed pages after %d fetches (%d made) but is not parked for it (checkpoint g%d %s%s)", p.name, p.brokenAfter, p.fetches, cp.Generation, curString(cp.Cursor), parked(cp))
+		}
+		if h := witness.IncarnationHash(p.incarnationValue()); cp.Incarnation != "" && cp.Incarnation != h {
+			return fmt.Sprintf("partition %s: the checkpoint (g%d %s%s) reads incarnation %s, the source is in incarnation %d (%s)", p.name, cp.Generation, curString(cp.Cursor), parked(cp), cp.Incarnation, p.inc, h)
 		}
 		if e, ok := p.ackedBelowOnTime(p.final + 1); !ok {
 			return fmt.Sprintf("partition %s: event %s has no terminal outcome (checkpoint g%d %s%s)", p.name, e.id, cp.Generation, curString(cp.Cursor), parked(cp))

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -337,7 +338,48 @@ type part struct {
 	// it with them); split: this one was split (sealed, with children).
 	parents []string
 	split   bool
+	// inc numbers the source's incarnations (op recreate); retired keeps
+	// the logs of the earlier ones (retired[i] is incarnation i), whose
+	// events the oracle still holds checkpoints and frontiers of earlier
+	// incarnations to.
+	inc     int
+	retired []*part
 }
+
+// incarnationValue is what the provider's incarnation check answers.
+func (p *part) incarnationValue() string { return p.name + "#" + strconv.Itoa(p.inc) }
+
+// recreate deletes the source and creates it again under the same name: a
+// new, empty log whose positions start again at created. Cursors of the
+// old incarnation still answer (as a recreated CouchDB database answers
+// the stored since), from the new log: the hazard an incarnation check
+// exists for.
+func (p *part) recreate() {
+	old := *p
+	old.retired = nil
+	p.retired = append(p.retired, &old)
+	p.inc++
+	p.events = nil
+	p.firstUnacked = 0
+	p.final = p.created - 1
+	p.visits = map[int64]int{}
+	p.streak = map[streakKey]int{}
+	p.stall = 0
+}
+
+// incarnation returns the log of the incarnation whose hash is h (the
+// current one for h empty or unknown).
+func (p *part) incarnation(h string) *part {
+	for i, r := range p.retired {
+		if witness.IncarnationHash(p.name+"#"+strconv.Itoa(i)) == h {
+			return r
+		}
+	}
+	return p
+}
+
+// logs returns every incarnation's log, the current one last.
+func (p *part) logs() []*part { return append(slices.Clone(p.retired), p) }
 
 // completes reports whether a sealed partition of this profile reaches a
 // durable completion with a watermark however its pages fell: its
@@ -379,12 +421,19 @@ func (p *part) appendEvents(n int) (int64, int64) {
 			pos += int64(p.rng.IntN(p.prof.gap + 1))
 		}
 		id := p.name + "-" + strconv.FormatInt(pos, 10)
+		if p.inc > 0 {
+			// Another incarnation's events are other events.
+			id = p.name + "-i" + strconv.Itoa(p.inc) + "-" + strconv.FormatInt(pos, 10)
+		}
 		if i > 0 && p.chance(p.prof.ties) {
 			// Tied with the previous event of this append (two keys written
 			// in one transaction); never with an event already visible,
 			// which would appear at or below T.
 			pos = p.final
 			id = p.name + "-" + strconv.FormatInt(pos, 10) + "-" + strconv.Itoa(len(p.events))
+			if p.inc > 0 {
+				id = p.name + "-i" + strconv.Itoa(p.inc) + "-" + strconv.FormatInt(pos, 10) + "-" + strconv.Itoa(len(p.events))
+			}
 		}
 		payload := []byte(fmt.Sprintf(`{"p":%q,"pos":%d,"r":%d}`, p.name, pos, p.rng.IntN(1000)))
 		hide := p.chance(p.prof.hidden)

@@ -65,12 +65,17 @@ const (
 	// (membership.Read, membership.Decide), or writes the change it decided
 	// at its previous step (SwapMembership): "discover".
 	OpDiscover
+	// OpRecreate deletes partition P's source and creates it again under
+	// the same name: a new incarnation whose positions start over, while
+	// cursors of the old one still answer (from the new log):
+	// "recreate b".
+	OpRecreate
 )
 
 // lastOp is the last OpKind.
-const lastOp = OpDiscover
+const lastOp = OpRecreate
 
-var opNames = [...]string{"", "step", "ack", "nack", "append", "tick", "expire", "stall", "seal", "crash", "publish", "pubcrash", "appear", "add", "remove", "unpark", "restart", "pause", "resume", "split", "discover"}
+var opNames = [...]string{"", "step", "ack", "nack", "append", "tick", "expire", "stall", "seal", "crash", "publish", "pubcrash", "appear", "add", "remove", "unpark", "restart", "pause", "resume", "split", "discover", "recreate"}
 
 func (k OpKind) String() string {
 	if k >= OpStep && k <= lastOp {
@@ -98,7 +103,7 @@ func (o Op) String() string {
 		return fmt.Sprintf("%s %d", o.Kind, o.N)
 	case OpAppend, OpTick, OpStall:
 		return fmt.Sprintf("%s %s %d", o.Kind, o.P, o.N)
-	case OpExpire, OpSeal, OpAppear, OpUnpark, OpRestart, OpSplit:
+	case OpExpire, OpSeal, OpAppear, OpUnpark, OpRestart, OpSplit, OpRecreate:
 		return fmt.Sprintf("%s %s", o.Kind, o.P)
 	case OpCrash, OpPause, OpResume:
 		return fmt.Sprintf("%s w%d", o.Kind, o.W)
@@ -160,7 +165,7 @@ func ParseOp(s string) (Op, error) {
 			return bad()
 		}
 		ok1, ok2, ok3 = true, true, true
-	case OpExpire, OpSeal, OpAppear, OpUnpark, OpRestart, OpSplit:
+	case OpExpire, OpSeal, OpAppear, OpUnpark, OpRestart, OpSplit, OpRecreate:
 		if len(f) != 2 {
 			return bad()
 		}

@@ -87,7 +87,43 @@ type oracle struct {
 	hasF     bool
 	// removedProven: partitions that left the membership with proof.
 	removedProven map[string]bool
-	fail          *violation
+	// incs is, per partition, the incarnations its checkpoint has been in
+	// and the epoch from which each holds (docs/design.md#source-incarnations).
+	incs map[string][]incSpan
+	fail *violation
+}
+
+// incSpan: from epoch from on, the partition's checkpoint belongs to the
+// incarnation whose hash is hash.
+type incSpan struct {
+	from uint64
+	hash string
+}
+
+// observeIncarnation records the incarnation of a checkpoint.
+func (o *oracle) observeIncarnation(cp store.Checkpoint) {
+	if cp.Incarnation == "" {
+		return
+	}
+	spans := o.incs[cp.Partition]
+	switch {
+	case len(spans) == 0:
+		o.incs[cp.Partition] = []incSpan{{0, cp.Incarnation}}
+	case cp.IncarnationEpoch > spans[len(spans)-1].from:
+		o.incs[cp.Partition] = append(spans, incSpan{cp.IncarnationEpoch, cp.Incarnation})
+	}
+}
+
+// at is the log of p's incarnation that epoch e's claims are about: the
+// one its checkpoint belonged to in e.
+func (o *oracle) at(p *part, e uint64) *part {
+	h := ""
+	for _, sp := range o.incs[p.name] {
+		if sp.from <= e {
+			h = sp.hash
+		}
+	}
+	return p.incarnation(h)
 }
 
 type violation struct {
@@ -103,6 +139,7 @@ func newOracle(s *sim) *oracle {
 		last:          map[string]store.Checkpoint{},
 		epochs:        map[uint64]store.Membership{},
 		removedProven: map[string]bool{},
+		incs:          map[string][]incSpan{},
 	}
 }
 
@@ -121,13 +158,13 @@ func (o *oracle) truth(c Check, what string, part string, events []witness.Event
 		return
 	}
 	for i, e := range events {
-		k := p.find(e)
-		if k < 0 || p.events[k].digest != e.Digest {
+		log, k := issued(p, e)
+		if k < 0 {
 			o.violate(CheckModel, "%s: partition %s position %s is not an event the provider issued", what, part, e.Position)
 			return
 		}
-		if i < n && !p.events[k].acked {
-			o.violate(c, "%s: partition %s event %s (position %s) has no terminal outcome at the sink", what, part, p.events[k].id, e.Position)
+		if i < n && !log.events[k].acked {
+			o.violate(c, "%s: partition %s event %s (position %s) has no terminal outcome at the sink", what, part, log.events[k].id, e.Position)
 			return
 		}
 	}
@@ -210,10 +247,21 @@ func (o *oracle) parentsFirst(d *delivery) {
 func (o *oracle) acked(d *delivery) {
 	p := o.s.part(d.part)
 	for _, e := range d.events {
-		if k := p.find(e); k >= 0 && p.events[k].digest == e.Digest {
-			p.events[k].acked = true
+		if log, k := issued(p, e); k >= 0 {
+			log.events[k].acked = true
 		}
 	}
+}
+
+// issued finds e in the log of any incarnation of p (ids differ between
+// incarnations): the log and the index, or -1.
+func issued(p *part, e witness.EventWitness) (*part, int) {
+	for _, log := range p.logs() {
+		if k := log.find(e); k >= 0 && log.events[k].digest == e.Digest {
+			return log, k
+		}
+	}
+	return p, -1
 }
 
 // below reports a violation when partition p has an event below pos
@@ -264,7 +312,9 @@ func (o *oracle) checkpoint(p *part, cp store.Checkpoint) {
 			o.violate(CheckMalformed, "partition %s: park reason %q does not start with %q", p.name, cp.Parked, want)
 		}
 	}
-	// (a) No loss.
+	// (a) No loss, in the incarnation the checkpoint belongs to.
+	o.observeIncarnation(cp)
+	p = p.incarnation(cp.Incarnation)
 	c, err := decodeCursor(cp.Cursor)
 	if err != nil {
 		o.violate(CheckModel, "partition %s: checkpoint cursor: %v", p.name, err)
@@ -297,6 +347,26 @@ func (o *oracle) checkpoint(p *part, cp store.Checkpoint) {
 	if !seen {
 		if cp.Generation != 1 {
 			o.violate(CheckBinding, "partition %s: first checkpoint seen at generation %d", p.name, cp.Generation)
+		}
+		return
+	}
+	if strings.HasPrefix(cp.PromotedWitness, "incarnation:") && cp.Generation == last.Generation+1 && cp.IncarnationEpoch == last.IncarnationEpoch {
+		// The first incarnation recorded: nothing else moves.
+		o.s.stats.Transitions++
+		if !bytes.Equal(cp.Cursor, last.Cursor) || cp.Watermark != last.Watermark || cp.Applied != last.Applied || last.Incarnation != "" {
+			o.violate(CheckBinding, "partition %s: recording incarnation %s changed the checkpoint (g%d %s -> g%d %s)", p.name, cp.Incarnation, last.Generation, curString(last.Cursor), cp.Generation, curString(cp.Cursor))
+		}
+		return
+	}
+	if strings.HasPrefix(cp.PromotedWitness, "incarnation:") && cp.Generation == last.Generation+1 && cp.PromotedWitness != last.PromotedWitness {
+		// A reset into a new incarnation: the coordinates restart, only in
+		// a newer epoch than the checkpoint's own.
+		o.s.stats.Transitions++
+		switch {
+		case cp.IncarnationEpoch <= last.Epoch:
+			o.violate(CheckMonotone, "partition %s: reset into incarnation %s at epoch %d clears progress written at epoch %d", p.name, cp.Incarnation, cp.IncarnationEpoch, last.Epoch)
+		case !cp.Watermark.IsZero() || cp.HasApplied || len(cp.Cursor) != 0:
+			o.violate(CheckBinding, "partition %s: reset into incarnation %s keeps coordinates (g%d %s)", p.name, cp.Incarnation, cp.Generation, curString(cp.Cursor))
 		}
 		return
 	}
@@ -459,14 +529,20 @@ func (o *oracle) vectorEntry(f store.Frontier, name string, w coord.Watermark) {
 		return
 	}
 	cp, err := s.mem.LoadCheckpoint(bg, store.Key{Scope: s.scope, Partition: name})
-	if err != nil || cp.Watermark.IsZero() {
+	switch {
+	case err == nil && cp.IncarnationEpoch > f.Epoch:
+		// The checkpoint has moved on to a later incarnation, in a later
+		// epoch: the entry is about the one it left.
+	case err != nil || cp.Watermark.IsZero():
 		o.violate(CheckMonotone, "vector entry %s=%s published in epoch %d, but %s has no durable watermark", name, w, f.Epoch, name)
 		return
-	}
-	if c, err := cp.Watermark.Compare(w); err != nil || c < 0 {
-		o.violate(CheckMonotone, "vector entry %s=%s published in epoch %d exceeds its durable watermark %s", name, w, f.Epoch, cp.Watermark)
+	default:
+		if c, err := cp.Watermark.Compare(w); err != nil || c < 0 {
+			o.violate(CheckMonotone, "vector entry %s=%s published in epoch %d exceeds its durable watermark %s", name, w, f.Epoch, cp.Watermark)
+		}
 	}
 	if p := s.part(name); p != nil {
+		p = o.at(p, f.Epoch)
 		if n, ok := p.ord(w); ok {
 			o.below(p, n+1, "its published vector entry of epoch %d is %s", f.Epoch, w)
 		}
@@ -533,10 +609,11 @@ func (o *oracle) frontier() {
 			o.violate(CheckMonotone, "scalar %s published in epoch %d, but member %s has no checkpoint", f.Scalar, f.Epoch, name)
 			continue
 		}
-		if cp.Watermark.IsZero() || cp.Watermark.Less(f.Scalar) {
+		if cp.IncarnationEpoch <= f.Epoch && (cp.Watermark.IsZero() || cp.Watermark.Less(f.Scalar)) {
 			o.violate(CheckMonotone, "scalar %s published in epoch %d exceeds member %s's durable watermark %s", f.Scalar, f.Epoch, name, cp.Watermark)
 		}
 		if p := s.part(name); p != nil {
+			p = o.at(p, f.Epoch)
 			if n, ok := p.ord(f.Scalar); ok {
 				o.below(p, n+1, "the published scalar of epoch %d is %s", f.Epoch, f.Scalar)
 			} else {
@@ -545,6 +622,7 @@ func (o *oracle) frontier() {
 		}
 	}
 	for _, p := range s.parts {
+		p = o.at(p, f.Epoch)
 		if n, ok := p.ord(f.Scalar); ok && o.removedProven[p.name] {
 			o.below(p, n+1, "it left the membership with proof, and the published scalar of epoch %d is %s", f.Epoch, f.Scalar)
 		}

@@ -74,9 +74,14 @@ const (
 	// accepted and the event that slid onto a page already read is lost
 	// (docs/design.md#offset-pagination, CheckNoLoss).
 	IgnoreOffsetOverlap
+	// IgnoreIncarnation: lanes read on across a changed source
+	// incarnation (in the schedules that recreate sources): the old cursor goes on
+	// against the recreated source, whose events below it are never read
+	// (docs/design.md#source-incarnations, CheckLiveness).
+	IgnoreIncarnation
 )
 
-var variantNames = [...]string{"faithful", "promote-other-successor", "max-frontier", "bare-empty-page", "unconditional-write", "ignore-lease", "any-watermark-covers", "park-on-malformed", "retry-malformed-forever", "partial-view", "children-first", "self-certified-watermark", "ignore-offset-overlap"}
+var variantNames = [...]string{"faithful", "promote-other-successor", "max-frontier", "bare-empty-page", "unconditional-write", "ignore-lease", "any-watermark-covers", "park-on-malformed", "retry-malformed-forever", "partial-view", "children-first", "self-certified-watermark", "ignore-offset-overlap", "ignore-incarnation"}
 
 func (v Variant) String() string {
 	if int(v) < len(variantNames) {
@@ -97,7 +102,7 @@ func ParseVariant(s string) (Variant, error) {
 
 // Variants lists the broken variants (every Variant but Faithful).
 func Variants() []Variant {
-	return []Variant{PromoteOtherSuccessor, MaxFrontier, BareEmptyPage, UnconditionalWrite, IgnoreLease, AnyWatermarkCovers, ParkOnMalformed, RetryMalformedForever, PartialView, ChildrenFirst, SelfCertifiedWatermark, IgnoreOffsetOverlap}
+	return []Variant{PromoteOtherSuccessor, MaxFrontier, BareEmptyPage, UnconditionalWrite, IgnoreLease, AnyWatermarkCovers, ParkOnMalformed, RetryMalformedForever, PartialView, ChildrenFirst, SelfCertifiedWatermark, IgnoreOffsetOverlap, IgnoreIncarnation}
 }
 
 // DefaultSteps is the length of a schedule when Config.Steps is zero.
@@ -224,6 +229,9 @@ type Stats struct {
 	NoopPromotions, NoopUnsealed                                  int
 	// Coalesced counts writes that promoted several pages.
 	Coalesced int
+	// Recreates counts sources recreated (op recreate); Reincarnations the
+	// resets into a new incarnation that lanes wrote.
+	Recreates, Reincarnations int
 	// Pages without a successor, retries repeating the boundary event,
 	// pages with tied positions, durably completed partitions.
 	NoSuccessor, BoundaryRepeats, Ties, Completions int
@@ -333,6 +341,9 @@ type setup struct {
 	// discovery: the discoverer owns the membership (ops "discover" and
 	// "split" instead of the operator's "add" and "remove").
 	discovery bool
+	// recreates: partitions' sources are now and then deleted and created
+	// again under the same name (op "recreate", a new incarnation).
+	recreates bool
 }
 
 type sim struct {
@@ -470,6 +481,9 @@ func newSim(cfg Config) *sim {
 		// A third of the schedules run discovery, with one to three
 		// publishers (from its own hash too).
 		discovery: partSeed(cfg.Seed, "discovery")%3 == 0,
+		// A quarter of the schedules recreate sources, from its own hash
+		// too.
+		recreates: (partSeed(cfg.Seed, "recreate")>>2)%4 == 0,
 	}
 	if su.discovery {
 		su.publishers = 1 + int(partSeed(cfg.Seed, "publishers")%3)
@@ -592,6 +606,15 @@ func newSim(cfg Config) *sim {
 }
 
 func (s *sim) part(name string) *part { return s.byName[name] }
+
+// canRecreate reports whether p's source may be recreated: it exists, is
+// neither sealed nor split nor a split's child (lineage keeps its own
+// proofs), is not the persistently malformed one, and no lane ends once
+// caught up (exit_when_complete: a lane that ended never sees the new
+// incarnation).
+func (s *sim) canRecreate(p *part) bool {
+	return p.appeared && !p.sealed && !p.split && len(p.parents) == 0 && !p.broken && !p.prof.eot && !s.setup.exit
+}
 
 // maxParts bounds the partitions a schedule's splits may make.
 const maxParts = 12
@@ -762,6 +785,9 @@ func (s *sim) genOp() Op {
 	case x < 875:
 		return Op{Kind: OpTick, P: pick(), N: 1 + r.IntN(5)}
 	case x < 882:
+		if s.setup.recreates && x >= 879 {
+			return Op{Kind: OpRecreate, P: pick()}
+		}
 		return Op{Kind: OpExpire, P: pick()}
 	case x < 890:
 		return Op{Kind: OpStall, P: pick(), N: 1 + r.IntN(4)}
@@ -860,6 +886,13 @@ func (s *sim) exec(op Op) string {
 			return fmt.Sprintf("session %d", p.session)
 		}
 		return "no such partition"
+	case OpRecreate:
+		if p := s.part(op.P); p != nil && s.canRecreate(p) {
+			p.recreate()
+			s.stats.Recreates++
+			return fmt.Sprintf("incarnation %d: positions start again at %d", p.inc, p.created)
+		}
+		return "nothing to recreate"
 	case OpStall:
 		if p := s.part(op.P); p != nil && p.appeared {
 			p.stall += op.N

@@ -24,6 +24,8 @@ import (
 // offset_unproven (no check).
 func (v Variant) configure(cfg *chain.Config) {
 	switch v {
+	case IgnoreIncarnation:
+		cfg.IgnoreIncarnation = true
 	case BareEmptyPage:
 		cfg.Contract.EmptyPage = witness.EmptyEndOfData
 	case ParkOnMalformed:

@@ -106,6 +106,9 @@ func (l *lane) config() chain.Config {
 		MaxPagesInFlight: l.s.setup.depth, MaxBatchSize: l.s.setup.batch,
 		PollInterval: time.Second, ParkCheckInterval: time.Second, StoreBackoff: time.Second,
 		FetchRetries: simFetchRetries, FetchBackoff: 100 * time.Millisecond,
+		// Every source names its incarnation (the model's counter); a
+		// reading lane checks it every few polls.
+		Incarnation: true, IncarnationInterval: 5 * time.Second,
 	}
 	cfg.ExitWhenComplete = l.s.setup.exit && l.s.lease == nil
 	cfg.CoalescePromotions = l.s.setup.coalesce
@@ -239,6 +242,10 @@ func (l *lane) handle(acts []chain.Action) {
 			in := chain.RestartCursorFound{Cursor: l.p.restartCursor(a.Watermark)}
 			l.note("%s -> %s", a, in)
 			l.handle(l.m.Step(in))
+		case chain.CheckIncarnation:
+			in := chain.IncarnationFound{Value: l.p.incarnationValue()}
+			l.note("%s -> %s", a, in)
+			l.handle(l.m.Step(in))
 		default:
 			// A store call: the step's one, or the next step's.
 			if l.budget > 0 {
@@ -274,6 +281,11 @@ func (l *lane) perform(a chain.Action) {
 	case chain.Park:
 		if l.s.lease != nil {
 			x.Lease = l.lease
+		}
+		a = x
+	case chain.Reincarnate:
+		if l.s.lease != nil {
+			x.Reset.Lease = l.lease
 		}
 		a = x
 	}
@@ -313,6 +325,14 @@ func (l *lane) perform(a chain.Action) {
 	case chain.Withdrawn:
 		if r.Err == nil && r.Changed {
 			l.s.stats.Withdrawals++
+		}
+	case chain.Reincarnated:
+		if l.leaseFenced(r.Err, "reincarnate") {
+			return
+		}
+		if r.Err == nil {
+			l.s.stats.Reincarnations++
+			l.w.epoch = max(l.w.epoch, r.Epoch)
 		}
 	case chain.Parked:
 		if l.leaseFenced(r.Err, "park") {

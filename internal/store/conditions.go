@@ -21,7 +21,9 @@ import (
 // condition: a checkpoint exists, is not parked, holds p's lease (when p
 // carries one), holds exactly p.FromCursor at p.FromGeneration, and its
 // watermark is not above p.Watermark (when p carries one; a stored
-// watermark of another kind also refuses).
+// watermark of another kind also refuses); its incarnation is absent or
+// p's (when p carries one). A Reset instead requires p.Epoch above the
+// stored checkpoint's epoch (and ignores watermark and incarnation).
 func PromotionConflict(p Promotion, stored *Checkpoint) string {
 	switch {
 	case stored == nil:
@@ -34,6 +36,21 @@ func PromotionConflict(p Promotion, stored *Checkpoint) string {
 		return fmt.Sprintf("checkpoint is at generation %d, not %d", stored.Generation, p.FromGeneration)
 	case !bytes.Equal(stored.Cursor, p.FromCursor):
 		return fmt.Sprintf("stored cursor differs at generation %d", stored.Generation)
+	}
+	return progressConflict(p, stored)
+}
+
+// progressConflict is the part of PromotionConflict about what the write
+// does to the stored progress: a watermark never lowered, an incarnation
+// never silently replaced, a reset only into a newer epoch.
+func progressConflict(p Promotion, stored *Checkpoint) string {
+	switch {
+	case p.Reset && p.Epoch <= stored.Epoch:
+		return fmt.Sprintf("a reset into incarnation %s at epoch %d would clear the progress written at epoch %d: a new incarnation needs a newer membership epoch", p.Incarnation, p.Epoch, stored.Epoch)
+	case p.Reset:
+		return ""
+	case p.Incarnation != "" && stored.Incarnation != "" && p.Incarnation != stored.Incarnation:
+		return fmt.Sprintf("incarnation %s differs from the stored %s", p.Incarnation, stored.Incarnation)
 	case !p.Watermark.IsZero() && !stored.Watermark.IsZero() && stored.Watermark.Kind != p.Watermark.Kind:
 		return fmt.Sprintf("watermark %s (%s) is not comparable with the stored %s (%s)", p.Watermark, p.Watermark.Kind, stored.Watermark, stored.Watermark.Kind)
 	case !p.Watermark.IsZero() && p.Watermark.Less(stored.Watermark):
@@ -67,6 +84,15 @@ func (p Promotion) Apply(c Checkpoint) Checkpoint {
 	if p.Violations != nil {
 		c.Violations = maps.Clone(p.Violations)
 	}
+	if p.Incarnation != "" {
+		c.Incarnation = p.Incarnation
+	}
+	if p.Reset {
+		// The coordinates restart with the incarnation.
+		c.Watermark, c.Finality = coord.Watermark{}, ""
+		c.Applied, c.HasApplied, c.AppliedID = coord.Position{}, false, ""
+		c.IncarnationEpoch = p.Epoch
+	}
 	return c
 }
 
@@ -89,6 +115,8 @@ func PromotionApplied(p Promotion, stored Checkpoint) bool {
 		bytes.Equal(stored.Cursor, p.To) &&
 		(p.Watermark.IsZero() || SameWatermark(stored.Watermark, p.Watermark)) &&
 		stored.Complete == p.Complete &&
+		(p.Incarnation == "" || stored.Incarnation == p.Incarnation) &&
+		(!p.Reset || (stored.IncarnationEpoch == p.Epoch && stored.Watermark.IsZero())) &&
 		(!p.Lease.Held() || stored.Lease == p.Lease)
 }
 

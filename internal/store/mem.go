@@ -436,6 +436,11 @@ func cloneMembership(m Membership) Membership {
 	m.Partitions = cloneStrings(m.Partitions)
 	m.Parents = cloneLineage(m.Parents)
 	m.Unproven = cloneStrings(m.Unproven)
+	if len(m.Incarnations) > 0 {
+		m.Incarnations = maps.Clone(m.Incarnations)
+	} else {
+		m.Incarnations = nil
+	}
 	m.Cutover = NormalizeWatermark(m.Cutover)
 	m.Reason = CleanReason(m.Reason)
 	return m

@@ -120,6 +120,18 @@ type Checkpoint struct {
 	// promotion that wrote them (docs/design.md#contract-monitors). nil:
 	// none recorded.
 	Violations map[string]uint64
+	// Incarnation is the hash of the source incarnation the checkpoint's
+	// progress belongs to (witness.IncarnationHash of the value the
+	// provider's incarnation check gave; docs/design.md#source-incarnations).
+	// Empty when none was recorded: the provider declares none and no
+	// response showed positions going back, or the partition has not been
+	// checked yet.
+	Incarnation string
+	// IncarnationEpoch is the membership epoch whose change moved the
+	// checkpoint into its current incarnation (a Reset promotion); 0 when
+	// the checkpoint began in it. membership.Decide reads it as the proof
+	// of the new incarnation's coverage: reset to its start, read since.
+	IncarnationEpoch uint64
 }
 
 // Promotion asks the store to replace From (cursor and generation) by the
@@ -167,6 +179,19 @@ type Promotion struct {
 	// plus what it observed since); nil keeps the stored ones. The write's
 	// condition makes the totals exact.
 	Violations map[string]uint64
+	// Incarnation, when not empty, is written to the checkpoint. The
+	// condition then also requires the stored incarnation to be absent or
+	// equal (IncarnationConflict), unless Reset.
+	Incarnation string
+	// Reset moves the checkpoint into a new source incarnation
+	// (docs/design.md#source-incarnations): the coordinates restart, so the
+	// write clears the watermark, the applied boundary (and its id) and the
+	// complete mark instead of keeping them, and records Incarnation. It
+	// stays fenced by the stored cursor, generation, scope and lease, and
+	// it never lowers a durable watermark within one membership epoch: a
+	// stored watermark is cleared only by a write of a greater Epoch than
+	// the stored checkpoint's.
+	Reset bool
 }
 
 // Membership is the record naming the partitions of one membership epoch.
@@ -192,6 +217,13 @@ type Membership struct {
 	// (sealed and drained), unless the input reads lineage unordered.
 	// Parents need not be members any more (a sealed parent leaves).
 	Parents map[string][]string
+	// Incarnations names the members of Unproven whose source was
+	// recreated under the same name, with the epoch that recorded the
+	// change (the epoch their checkpoint's reset writes as its
+	// IncarnationEpoch). Such a member settles when its checkpoint, reset
+	// into the new incarnation by that epoch and read from its start,
+	// certifies a watermark or completes (docs/design.md#source-incarnations).
+	Incarnations map[string]uint64
 }
 
 // Frontier is the published combined frontier of one scope.

@@ -117,6 +117,11 @@ func (c Checkpoint) Validate() error {
 	if err := checkFinality(c.Finality, c.Watermark); err != nil {
 		return err
 	}
+	if c.Incarnation != "" {
+		if err := CheckName("incarnation", c.Incarnation); err != nil {
+			return err
+		}
+	}
 	return checkWatermark("watermark", c.Watermark)
 }
 
@@ -186,6 +191,19 @@ func (p Promotion) Validate() error {
 	if err := checkFinality(p.Finality, p.Watermark); err != nil {
 		return err
 	}
+	if p.Incarnation != "" {
+		if err := CheckName("incarnation", p.Incarnation); err != nil {
+			return err
+		}
+	}
+	if p.Reset {
+		switch {
+		case p.Incarnation == "":
+			return fmt.Errorf("%w: a reset into a new incarnation names no incarnation", ErrInvalid)
+		case p.Pages > 1 || !p.Watermark.IsZero() || p.HasApplied || p.Complete:
+			return fmt.Errorf("%w: a reset into a new incarnation carries no page's progress", ErrInvalid)
+		}
+	}
 	return checkWatermark("watermark", p.Watermark)
 }
 
@@ -207,6 +225,12 @@ func (m Membership) Validate() error {
 			return fmt.Errorf("%w: partition %q listed twice in membership epoch %d", ErrInvalid, p, m.Epoch)
 		}
 		seen[p] = true
+		size += len(p) + 8
+	}
+	for p := range m.Incarnations {
+		if !seen[p] {
+			return fmt.Errorf("%w: incarnation change of %q, which is not a member of epoch %d", ErrInvalid, p, m.Epoch)
+		}
 		size += len(p) + 8
 	}
 	for c, ps := range m.Parents {

@@ -51,6 +51,8 @@ func Do(ctx context.Context, st store.Store, a chain.Action) (in chain.Input, ok
 	case chain.Park:
 		cp, err := st.SetParked(ctx, a.Key, a.Cursor, a.Generation, a.Lease, a.Reason)
 		return chain.Parked{Checkpoint: cp, Err: err}, true
+	case chain.Reincarnate:
+		return Reincarnate(ctx, st, a), true
 	case chain.WaitUnparked:
 		cp, err := st.LoadCheckpoint(ctx, a.Key)
 		return chain.ParkChecked{Checkpoint: cp, Err: err}, true
@@ -59,4 +61,26 @@ func Do(ctx context.Context, st store.Store, a chain.Action) (in chain.Input, ok
 		return chain.Withdrawn{Changed: changed, Epoch: m.Epoch, Err: err}, true
 	}
 	return nil, false
+}
+
+// Reincarnate records an incarnation change as a membership change (a new,
+// unproven epoch: membership.RecordIncarnation), then writes the reset with
+// that epoch. The epoch comes first: the reset's write is refused within
+// the epoch of the old incarnation's watermark, so the frontier of an
+// epoch never sees a partition's watermark lowered. A crash in between
+// leaves an unproven epoch and the old checkpoint: the next check finds
+// the change again and records it in a further epoch.
+func Reincarnate(ctx context.Context, st store.Store, a chain.Reincarnate) chain.Reincarnated {
+	m, err := membership.RecordIncarnation(ctx, st, a.Key.Scope, membership.IncarnationChange{Partition: a.Key.Partition, From: a.From, To: a.To, Why: a.Why})
+	if errors.Is(err, membership.ErrIncarnationRecorded) {
+		// Another writer reset the checkpoint into it: this one lost.
+		return chain.Reincarnated{Err: &store.FenceError{Key: a.Key, Op: "reincarnate", Reason: err.Error()}}
+	}
+	if err != nil {
+		return chain.Reincarnated{Err: err}
+	}
+	p := a.Reset
+	p.Epoch = m.Epoch
+	cp, err := st.Promote(ctx, p)
+	return chain.Reincarnated{Checkpoint: cp, Epoch: m.Epoch, Membership: m, Err: err}
 }

@@ -52,6 +52,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"ReplayedPromotion", testReplayedPromotion},
 		{"CoalescedPromotion", testCoalescedPromotion},
 		{"CompletionIsDurable", testCompletionIsDurable},
+		{"IncarnationRecordedAndFenced", testIncarnationRecordedAndFenced},
+		{"IncarnationReset", testIncarnationReset},
 		{"SetParkedConditional", testSetParkedConditional},
 		{"LeaseFencing", testLeaseFencing},
 		{"LostResponse", testLostResponse},
@@ -73,6 +75,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		// Membership and frontier (invariants 3, 7, 8).
 		{"MembershipCAS", testMembershipCAS},
 		{"MembershipLineageRoundTrip", testMembershipLineageRoundTrip},
+		{"MembershipIncarnationsRoundTrip", testMembershipIncarnationsRoundTrip},
 		{"DiscoveryRequestsCount", testDiscoveryRequestsCount},
 		{"FrontierMonotone", testFrontierMonotone},
 		{"FrontierRoundTrip", testFrontierRoundTrip},

@@ -1,0 +1,289 @@
+package chain
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/witness"
+)
+
+// Source incarnations (docs/design.md#source-incarnations). A partition
+// whose provider names the incarnation of its source checks it when it
+// starts (every load: start-up, a lease taken, a restart, an unpark),
+// before every recovery, and every IncarnationInterval while it reads. A
+// response whose positions went back where the contract says they never
+// do (witness.Recreated) is evidence of a new incarnation too. A change is
+// never a silent continuation: Reincarnate records it as a membership
+// change (a new, unproven epoch) and resets the checkpoint to the
+// partition's start in the new incarnation, with one conditional write
+// that clears the coordinates (they restart) and carries the new epoch.
+
+// MetricIncarnationChanges counts the incarnation changes a partition
+// recorded (the reset written).
+const MetricIncarnationChanges = "tidemark_incarnation_changes"
+
+// ReasonIncarnation starts the log line of an incarnation change.
+const ReasonIncarnation = "source incarnation changed"
+
+// checkDue reports whether the reading partition checks its incarnation on
+// an interval.
+func (m *Machine) checkDue() bool {
+	return m.cfg.Incarnation && m.cfg.IncarnationInterval > 0 && !m.nextCheck.IsZero()
+}
+
+func (m *Machine) scheduleCheck() {
+	if m.cfg.Incarnation && m.cfg.IncarnationInterval > 0 {
+		m.nextCheck = m.now.Add(m.cfg.IncarnationInterval)
+	}
+}
+
+// verifyIncarnation checks the incarnation before the partition reads:
+// the same (or none recorded yet: recordIncarnation writes it first)
+// runs then; another one is an incarnation change. Until the provider
+// answers, the partition does not read.
+func (m *Machine) verifyIncarnation(why string, then func()) {
+	m.incarnation = m.cp.Incarnation
+	if !m.cfg.Incarnation {
+		then()
+		return
+	}
+	ask(m, CheckIncarnation{Key: m.cfg.Key, Why: why}, func(r IncarnationFound) {
+		if r.Err != nil {
+			m.logf(Warn, "Partition %s cannot check the incarnation of its source, not reading until it can (retrying in %s): %v", m.part(), m.cfg.PollInterval, r.Err)
+			m.wait(m.cfg.PollInterval, func() { m.verifyIncarnation(why, then) })
+			return
+		}
+		h := witness.IncarnationHash(r.Value)
+		m.scheduleCheck()
+		switch {
+		case m.cp.Incarnation == h:
+			then()
+		case m.cp.Incarnation == "":
+			m.recordIncarnation(h)
+		case m.cfg.IgnoreIncarnation:
+			then() // broken: reads on as the stored incarnation
+
+		default:
+			m.reincarnate(m.cp.Incarnation, h, fmt.Sprintf("the incarnation check when %s answered another value at %s", why, m.stamp()))
+		}
+	})
+}
+
+// recordIncarnation makes the first incarnation a partition sees durable,
+// with one conditional write that keeps the cursor, watermark and applied
+// position and moves the generation on: witnesses an earlier process left
+// for the cursor were fetched before the incarnation was known (maybe from
+// a source recreated since), so they are never compared with the answers
+// of this one. Then the partition loads again.
+func (m *Machine) recordIncarnation(h string) {
+	prom := store.Promotion{
+		Key: m.cfg.Key, FromCursor: m.cp.Cursor, FromGeneration: m.cp.Generation, To: m.cp.Cursor,
+		WitnessID: "incarnation:" + h, Incarnation: h, Epoch: m.cfg.Epoch, Lease: m.cp.Lease,
+	}
+	m.logf(Info, "Partition %s: recording its source incarnation %s at generation %d", m.part(), h, m.cp.Generation)
+	ask(m, Promote{Promotion: prom, Restart: true}, func(r Promoted) {
+		switch {
+		case r.Err == nil:
+			m.cp = r.Checkpoint
+			m.emit(Observe{Checkpoint: r.Checkpoint})
+			m.load()
+		case errors.Is(r.Err, store.ErrFenced):
+			m.load()
+		default:
+			m.logf(Warn, "Partition %s: its source incarnation could not be recorded, retrying after %s: %v", m.part(), m.cfg.StoreBackoff, r.Err)
+			m.wait(m.cfg.StoreBackoff, m.load)
+		}
+	})
+}
+
+// checkWhileReading is the check every IncarnationInterval: the chain goes
+// on meanwhile (its inputs queue until the answer).
+func (m *Machine) checkWhileReading() {
+	m.nextCheck = time.Time{}
+	m.checkBefore("", func() {})
+}
+
+// checkBefore checks the incarnation before then runs (a recovery, why
+// non-empty) or on the interval (why empty): a change reincarnates
+// instead; a failed check runs then anyway (the partition was checked when
+// it started).
+func (m *Machine) checkBefore(why string, then func()) {
+	if !m.cfg.Incarnation {
+		then()
+		return
+	}
+	what := "the interval check"
+	if why != "" {
+		what = "the check before recovering from " + why
+	}
+	asked := m.arrived
+	ask(m, CheckIncarnation{Key: m.cfg.Key, Why: what}, func(r IncarnationFound) {
+		if r.Err != nil {
+			m.logf(Warn, "Partition %s cannot check the incarnation of its source (%s): %v", m.part(), what, r.Err)
+			m.nextCheck = m.now.Add(m.cfg.PollInterval)
+			then()
+			return
+		}
+		h := witness.IncarnationHash(r.Value)
+		m.scheduleCheck()
+		if h == m.incarnation && !m.cfg.IgnoreIncarnation {
+			m.confirmed = max(m.confirmed, asked)
+		}
+		if h == m.incarnation || m.incarnation == "" || m.cfg.IgnoreIncarnation {
+			// (IgnoreIncarnation, broken: reads on as the old one.)
+			if m.incarnation == "" && !m.cfg.IgnoreIncarnation {
+				m.incarnation = h
+			}
+			then()
+			return
+		}
+		m.reincarnate(m.incarnation, h, fmt.Sprintf("%s answered another value at %s", what, m.stamp()))
+	})
+}
+
+// incarnationConfirmed reports whether pg may be promoted as far as the
+// incarnation goes: the provider names none, or a check asked after pg's
+// answer arrived found the incarnation unchanged. So a page a recreated
+// source served under the old cursor is never promoted into the old
+// incarnation's checkpoint: the check after it sees the new incarnation.
+func (m *Machine) incarnationConfirmed(pg *page) bool {
+	return !m.cfg.Incarnation || m.cfg.IgnoreIncarnation || pg.seq <= m.confirmed
+}
+
+// confirmIncarnation checks the incarnation before the head page's
+// promotion: unchanged, every page that arrived before the check was asked
+// is confirmed and the head is decided again; changed, the partition
+// reincarnates; a failed check is asked again after PollInterval (nothing
+// is promoted meanwhile).
+func (m *Machine) confirmIncarnation() {
+	asked := m.arrived
+	ask(m, CheckIncarnation{Key: m.cfg.Key, Why: "before a promotion"}, func(r IncarnationFound) {
+		if r.Err != nil {
+			m.logf(Warn, "Partition %s cannot check the incarnation of its source before a promotion, retrying in %s: %v", m.part(), m.cfg.PollInterval, r.Err)
+			m.wait(m.cfg.PollInterval, m.promoteHead)
+			return
+		}
+		h := witness.IncarnationHash(r.Value)
+		if h != m.incarnation {
+			m.reincarnate(m.incarnation, h, fmt.Sprintf("the check before a promotion answered another value at %s", m.stamp()))
+			return
+		}
+		m.confirmed = max(m.confirmed, asked)
+		m.scheduleCheck()
+		m.promoteHead()
+	})
+}
+
+// recreated applies the core's rule to a response of fetch f.
+func (m *Machine) recreated(f *fetchRec, r witness.Response) (string, bool) {
+	if m.cfg.IgnoreIncarnation {
+		return "", false
+	}
+	return witness.Recreated(witness.RecreationInput{
+		Contract: m.cfg.Contract, Applied: m.tail.applied, HasApplied: m.tail.hasApplied, Watermark: m.tail.wm,
+		AfterPage: m.followsBoundary(f), Response: r,
+	})
+}
+
+// followsBoundary reports whether f's cursor is the successor of a page
+// whose greatest position is the applied boundary f is fetched with: the
+// source was asked for what follows that very event. After a restart, a
+// repair or a reset the boundary stays where it was while the pages read
+// again lie below it, so their successors do not count.
+func (m *Machine) followsBoundary(f *fetchRec) bool {
+	if !m.tail.hasApplied {
+		return false
+	}
+	var evs []witness.EventWitness
+	switch {
+	case f.gen == m.cp.Generation:
+		evs = m.promotedEvents
+	default:
+		for _, pg := range m.chain {
+			if pg.fromGen+1 == f.gen {
+				evs = pg.w.Events
+			}
+		}
+	}
+	if len(evs) == 0 {
+		return false
+	}
+	top := evs[0].Position
+	for _, e := range evs[1:] {
+		if e.Position.Kind != top.Kind {
+			return false
+		}
+		top = coord.MaxPosition(top, e.Position)
+	}
+	return top == m.tail.applied
+}
+
+// onRecreated handles a response whose positions went back: checked
+// against the provider's incarnation when it names one (another value is
+// the change; the same value is a source that reuses its incarnation's
+// name, as a recreated etcd cluster keeps its cluster id), it is a new
+// incarnation all the same.
+func (m *Machine) onRecreated(f *fetchRec, attempt, why string) {
+	evidence := fmt.Sprintf("a response of generation %d cursor %s: %s", f.gen, witness.CursorHash(f.cursor), why)
+	if !m.cfg.Incarnation {
+		m.reincarnate(m.incarnation, witness.IncarnationHash("positions-went-back:"+attempt), evidence+" at "+m.stamp())
+		return
+	}
+	ask(m, CheckIncarnation{Key: m.cfg.Key, Why: "evidence: " + why}, func(r IncarnationFound) {
+		to := witness.IncarnationHash(r.Value)
+		if r.Err != nil || to == m.incarnation {
+			to = witness.IncarnationHash("positions-went-back:" + attempt)
+		}
+		m.reincarnate(m.incarnation, to, evidence+" at "+m.stamp())
+	})
+}
+
+func (m *Machine) stamp() string { return m.now.UTC().Format(time.RFC3339) }
+
+// reincarnate ends the chain and asks for the change: the membership
+// epoch that records it, then the reset of the checkpoint to the
+// partition's start in the new incarnation. Pages of the chain are
+// dropped (their events are read again from the new start: duplicates,
+// never gaps).
+func (m *Machine) reincarnate(from, to, why string) {
+	if m.phase == phaseChain {
+		m.emit(EndChain{Chain: m.chainID})
+		m.chain = nil
+		clear(m.batches)
+	}
+	m.phase = phaseLoading
+	m.parkDrained = ""
+	m.nextCheck = time.Time{}
+	shown := from
+	if shown == "" {
+		shown = "none recorded"
+	}
+	m.logf(Warn, "Partition %s: %s from %s to %s (%s); the old incarnation leaves and the new one joins in a new membership epoch, read from the start: the checkpoint at generation %d is reset and the scalar frontier is withheld until the new incarnation certifies a watermark",
+		m.part(), ReasonIncarnation, shown, to, why, m.cp.Generation)
+	reset := store.Promotion{
+		Key: m.cfg.Key, FromCursor: m.cp.Cursor, FromGeneration: m.cp.Generation,
+		To: m.cfg.StartCursor, WitnessID: "incarnation:" + to, Incarnation: to, Reset: true, Lease: m.cp.Lease,
+	}
+	ask(m, Reincarnate{Key: m.cfg.Key, From: from, To: to, Why: why, Reset: reset}, func(r Reincarnated) {
+		switch {
+		case r.Err == nil:
+			m.cfg.Epoch = r.Epoch
+			m.cp = r.Checkpoint
+			m.incarnation = to
+			m.restarts = 0
+			m.count(MetricIncarnationChanges, "", 1)
+			m.emit(Observe{Checkpoint: r.Checkpoint})
+			m.logf(Info, "Partition %s: reset into incarnation %s at generation %d in membership epoch %d; reading it from the start", m.part(), to, r.Checkpoint.Generation, r.Epoch)
+			m.load()
+		case errors.Is(r.Err, store.ErrFenced):
+			m.logf(Warn, "Partition %s: the reset into incarnation %s lost to another writer; re-reading: %v", m.part(), to, r.Err)
+			m.load()
+		default:
+			m.logf(Warn, "Partition %s: the incarnation change to %s could not be written, retrying after %s: %v", m.part(), to, m.cfg.StoreBackoff, r.Err)
+			m.wait(m.cfg.StoreBackoff, m.load)
+		}
+	})
+}

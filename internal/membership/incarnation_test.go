@@ -1,0 +1,99 @@
+package membership
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/store"
+)
+
+// A recreated source is a membership change: a new, unproven epoch that
+// names the partition, why, and what the scalar waits for; it settles only
+// when the checkpoint reset by that very change certifies a watermark.
+func TestIncarnationChangeIsUnprovenUntilTheNewIncarnationIsRead(t *testing.T) {
+	cur := store.Membership{Scope: "s", Epoch: 2, Partitions: []string{"a", "db"}, Proven: true}
+	in := PlanInput{Scope: "s", Current: cur, HasCurrent: true, FreshFromStart: true,
+		Published:   store.Frontier{Scope: "s", Epoch: 2, Scalar: coord.Integer(300)},
+		Checkpoints: []store.Checkpoint{cp("a", 5, 500, false), cp("db", 9, 300, false)}}
+	plan := DecideIncarnation(in, IncarnationChange{Partition: "db", From: "sha256:aaaa", To: "sha256:bbbb", Why: "the incarnation request answered another value at 2026-12-04T15:00:00Z"})
+	require.True(t, plan.Changed)
+	next := plan.Next
+	assert.Equal(t, uint64(3), next.Epoch)
+	assert.False(t, next.Proven)
+	assert.Equal(t, []string{"a", "db"}, next.Partitions)
+	assert.Equal(t, []string{"db"}, next.Unproven)
+	assert.Equal(t, map[string]uint64{"db": 3}, next.Incarnations)
+	assert.Equal(t, coord.Integer(300), next.Cutover)
+	assert.Contains(t, next.Reason, "db: incarnation changed from sha256:aaaa to sha256:bbbb")
+	assert.Contains(t, next.Reason, "withheld until the new incarnation certifies a complete-through watermark")
+	assert.Contains(t, plan.String(), "source incarnation changed for [db]")
+
+	// A stale concurrent reader finds the checkpoint already reset into
+	// the new incarnation: nothing more to record.
+	done := in
+	done.Checkpoints = []store.Checkpoint{cp("a", 5, 500, false), {Key: store.Key{Scope: "s", Partition: "db"}, Generation: 10, Incarnation: "sha256:bbbb", IncarnationEpoch: 3}}
+	assert.False(t, DecideIncarnation(done, IncarnationChange{Partition: "db", From: "sha256:aaaa", To: "sha256:bbbb"}).Changed)
+
+	// Not a member (its worker has not stopped yet): a new epoch that
+	// changes nothing else, so its checkpoint can be reset.
+	other := DecideIncarnation(in, IncarnationChange{Partition: "zz"})
+	require.True(t, other.Changed)
+	assert.Equal(t, uint64(3), other.Next.Epoch)
+	assert.True(t, other.Next.Proven)
+	assert.Empty(t, other.Next.Incarnations)
+	assert.Equal(t, cur.Partitions, other.Next.Partitions)
+
+	reset := func(wm int64, incEpoch uint64) store.Checkpoint {
+		c := cp("db", 10, wm, false)
+		c.IncarnationEpoch, c.Incarnation = incEpoch, "sha256:bbbb"
+		c.PromotedWitness = "incarnation:sha256:bbbb"
+		return c
+	}
+	paged := reset(0, 3)
+	paged.PromotedWitness = "a0001"
+	complete := reset(0, 3)
+	complete.Complete = true
+	later := PlanInput{Scope: "s", Current: next, HasCurrent: true, FreshFromStart: true, Want: Names([]string{"a", "db"})}
+	for _, tc := range []struct {
+		name    string
+		db      store.Checkpoint
+		fresh   bool
+		settled bool
+	}{
+		{"reset, no watermark yet", reset(0, 3), true, false},
+		{"an older checkpoint of the old incarnation", cp("db", 9, 300, false), true, false},
+		{"reset by an earlier change", reset(20, 2), true, false},
+		{"reset to a start_cursor: no replay", reset(20, 3), false, false},
+		{"reset and certified", reset(20, 3), true, true},
+		{"reset, a page promoted (a source without watermarks)", paged, true, true},
+		{"reset and complete", complete, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := later
+			l.FreshFromStart = tc.fresh
+			l.Checkpoints = []store.Checkpoint{cp("a", 5, 500, false), tc.db}
+			p := Decide(l)
+			if !tc.settled {
+				assert.False(t, p.Changed, "no change until the proof arrives")
+				return
+			}
+			require.True(t, p.Changed)
+			assert.Equal(t, []string{"db"}, p.Settled)
+			assert.True(t, p.Next.Proven, p.Next.Reason)
+			assert.Empty(t, p.Next.Incarnations)
+		})
+	}
+
+	// Another change carried over keeps the incarnation's own reason.
+	withAdd := later
+	withAdd.Want = Names([]string{"a", "db", "new"})
+	withAdd.Checkpoints = []store.Checkpoint{cp("a", 5, 500, false), reset(0, 3)}
+	p := Decide(withAdd)
+	require.True(t, p.Changed)
+	assert.Equal(t, map[string]uint64{"db": 3}, p.Next.Incarnations)
+	assert.Contains(t, p.Next.Reason, "db: incarnation changed at epoch 3")
+	assert.NotContains(t, p.Next.Reason, "db: added by an earlier epoch")
+}
