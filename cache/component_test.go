@@ -195,3 +195,25 @@ logger:
 	}
 	require.ElementsMatch(t, []string{"evt-0", "evt-1", "evt-2"}, keys)
 }
+
+// A cache that creates its table sends no request when it is built: a
+// store that is down when the pipeline starts fails the cache's first
+// operations with an error naming the table, and each later operation
+// tries to create the table again, instead of ending the process at
+// start-up.
+func TestCacheCreatesItsTableAtFirstUseNotAtConstruction(t *testing.T) {
+	conf, err := cacheSpec().ParseYAML(`
+table: tidemark-cache
+endpoint: http://127.0.0.1:1
+create: true
+max_retries: 0
+`, nil)
+	require.NoError(t, err)
+	c, err := newCacheFromParsed(conf, service.MockResources())
+	require.NoError(t, err, "a store that is down does not fail the cache's construction")
+	for range 2 {
+		err = c.Add(t.Context(), "evt-1", []byte("x"), nil)
+		require.Error(t, err)
+		require.Contains(t, err.Error(), "table tidemark-cache is not reachable or not ready (tried again at the next operation)")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -43,6 +44,11 @@ type KV struct {
 	ttlAttr    string
 	defaultTTL time.Duration
 	now        func() time.Time
+
+	// ensure: the table is still to be created (KVConfig.Create) before
+	// the next operation; ensureMu serialises the attempts.
+	ensureMu sync.Mutex
+	ensure   bool
 }
 
 // Validate reports a config no KV can be built from.
@@ -60,8 +66,11 @@ func (c KVConfig) Validate() error {
 	return nil
 }
 
-// NewKV builds the client (NewDynamoClient), creates the table when
-// cfg.Create is set, and returns the KV.
+// NewKV builds the client (NewDynamoClient) and returns the KV; it sends
+// no request. When cfg.Create is set the table is created (EnsureTable) at
+// the first operation, and again at the next one after a failure, so a
+// store that is down when the pipeline starts fails its first uses with a
+// clear error instead of ending the process.
 func NewKV(ctx context.Context, cfg KVConfig) (*KV, error) {
 	if cfg.TTLAttribute == "" {
 		cfg.TTLAttribute = DefaultTTLAttribute
@@ -76,12 +85,22 @@ func NewKV(ctx context.Context, cfg KVConfig) (*KV, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Create {
-		if err := EnsureTable(ctx, client, cfg.Table); err != nil {
-			return nil, err
-		}
+	return &KV{client: client, table: cfg.Table, ttlAttr: cfg.TTLAttribute, defaultTTL: cfg.DefaultTTL, now: cfg.Now, ensure: cfg.Create}, nil
+}
+
+// ready creates the table on the first operation of a KV configured to
+// create it (and again after a failed attempt); the others pass at once.
+func (c *KV) ready(ctx context.Context) error {
+	c.ensureMu.Lock()
+	defer c.ensureMu.Unlock()
+	if !c.ensure {
+		return nil
 	}
-	return &KV{client: client, table: cfg.Table, ttlAttr: cfg.TTLAttribute, defaultTTL: cfg.DefaultTTL, now: cfg.Now}, nil
+	if err := EnsureTable(ctx, c.client, c.table); err != nil {
+		return fmt.Errorf("dynamostore: kv: table %s is not reachable or not ready (tried again at the next operation): %w", c.table, err)
+	}
+	c.ensure = false
+	return nil
 }
 
 func (c *KV) key(key string) (item, error) {
@@ -115,6 +134,9 @@ func (c *KV) expiry(ttl *time.Duration) (int64, bool) {
 // Get returns the value of key, or ErrKeyNotFound when it is
 // missing or expired. The read is strongly consistent.
 func (c *KV) Get(ctx context.Context, key string) ([]byte, error) {
+	if err := c.ready(ctx); err != nil {
+		return nil, err
+	}
 	k, err := c.key(key)
 	if err != nil {
 		return nil, err
@@ -153,6 +175,9 @@ func (c *KV) item(k item, value []byte, ttl *time.Duration) item {
 
 // Set writes key (a cache entry, not progress: it is unconditional).
 func (c *KV) Set(ctx context.Context, key string, value []byte, ttl *time.Duration) error {
+	if err := c.ready(ctx); err != nil {
+		return err
+	}
 	k, err := c.key(key)
 	if err != nil {
 		return err
@@ -166,6 +191,9 @@ func (c *KV) Set(ctx context.Context, key string, value []byte, ttl *time.Durati
 // Add writes key only if it is missing or expired (one conditional
 // PutItem); otherwise it returns ErrKeyExists.
 func (c *KV) Add(ctx context.Context, key string, value []byte, ttl *time.Duration) error {
+	if err := c.ready(ctx); err != nil {
+		return err
+	}
 	k, err := c.key(key)
 	if err != nil {
 		return err
@@ -191,6 +219,9 @@ func (c *KV) Add(ctx context.Context, key string, value []byte, ttl *time.Durati
 
 // Delete removes key; a missing key is not an error.
 func (c *KV) Delete(ctx context.Context, key string) error {
+	if err := c.ready(ctx); err != nil {
+		return err
+	}
 	k, err := c.key(key)
 	if err != nil {
 		return err

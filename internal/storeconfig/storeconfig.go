@@ -63,7 +63,7 @@ func DynamoFields() []*service.ConfigField {
 			Default("").
 			Example("http://127.0.0.1:8000"),
 		service.NewBoolField(dynFieldCreate).
-			Description("Create the table when it does not exist (on-demand billing) and wait until it is active.").
+			Description("Create the table when it does not exist (on-demand billing) and wait until it is active. The input does it when it connects, retried with back-off while the store is unreachable; the cache at its first operation, and again at the next one after a failure.").
 			Default(false).
 			Example(true),
 		service.NewIntField(dynFieldMaxRetries).
