@@ -177,9 +177,17 @@ func (m *Machine) confirmIncarnation() {
 	})
 }
 
-// recreated applies the core's rule to a response of fetch f.
+// recreated applies the core's rule to a response of fetch f. Once this
+// machine has reset the partition on evidence no incarnation check
+// confirmed, the same evidence is not taken for a new incarnation again:
+// a source whose certified watermark or positions go back once more is
+// contradicting its contract, and the contract monitors report it
+// (watermark_regressed, late_position: the scalar is withdrawn and the
+// partition recovers as its contract says) instead of a reset loop. A
+// declared incarnation still catches a real change: it is checked before
+// every promotion and every validate_interval.
 func (m *Machine) recreated(f *fetchRec, r witness.Response) (string, bool) {
-	if m.cfg.IgnoreIncarnation {
+	if m.cfg.IgnoreIncarnation || m.evidenceResets > 0 {
 		return "", false
 	}
 	return witness.Recreated(witness.RecreationInput{
@@ -229,12 +237,14 @@ func (m *Machine) followsBoundary(f *fetchRec) bool {
 func (m *Machine) onRecreated(f *fetchRec, attempt, why string) {
 	evidence := fmt.Sprintf("a response of generation %d cursor %s: %s", f.gen, witness.CursorHash(f.cursor), why)
 	if !m.cfg.Incarnation {
+		m.evidenceResets++
 		m.reincarnate(m.incarnation, witness.IncarnationHash("positions-went-back:"+attempt), evidence+" at "+m.stamp())
 		return
 	}
 	ask(m, CheckIncarnation{Key: m.cfg.Key, Why: "evidence: " + why}, func(r IncarnationFound) {
 		to := witness.IncarnationHash(r.Value)
 		if r.Err != nil || to == m.incarnation {
+			m.evidenceResets++
 			to = witness.IncarnationHash("positions-went-back:" + attempt)
 		}
 		m.reincarnate(m.incarnation, to, evidence+" at "+m.stamp())
@@ -249,6 +259,26 @@ func (m *Machine) stamp() string { return m.now.UTC().Format(time.RFC3339) }
 // dropped (their events are read again from the new start: duplicates,
 // never gaps).
 func (m *Machine) reincarnate(from, to, why string) {
+	// Each reset after the first in this process waits first (doubling,
+	// from poll_interval up to MaxRestartBackoff): an incarnation check
+	// that answers another value every time cannot reset at full speed.
+	if m.reincarnations++; m.reincarnations > 1 {
+		d := min(m.cfg.PollInterval<<min(m.reincarnations-2, 16), MaxRestartBackoff)
+		m.logf(Info, "Partition %s: incarnation change %d in this process, waiting %s first", m.part(), m.reincarnations, d)
+		if m.phase == phaseChain {
+			m.emit(EndChain{Chain: m.chainID})
+			m.chain = nil
+			clear(m.batches)
+		}
+		m.phase = phaseLoading
+		m.wait(d, func() { m.resetInto(from, to, why) })
+		return
+	}
+	m.resetInto(from, to, why)
+}
+
+// resetInto is reincarnate without its back-off.
+func (m *Machine) resetInto(from, to, why string) {
 	if m.phase == phaseChain {
 		m.emit(EndChain{Chain: m.chainID})
 		m.chain = nil

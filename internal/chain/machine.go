@@ -215,6 +215,12 @@ type Machine struct {
 	// arrived counts fetch results; confirmed is the count when the last
 	// incarnation check that found the incarnation unchanged was asked.
 	arrived, confirmed uint64
+	// evidenceResets counts the resets this machine made on evidence its
+	// provider's incarnation check did not confirm (positions went back,
+	// witness.Recreated): one per process, then the same evidence is the
+	// contract violation it also is. reincarnations counts every reset, to
+	// back off before the next one.
+	evidenceResets, reincarnations int
 }
 
 // idleRun is a run of answers that prove nothing (empty pages without
