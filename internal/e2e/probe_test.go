@@ -431,3 +431,68 @@ func TestProbeFindsPageNumberPagination(t *testing.T) {
 		t.Errorf("exit %d, want 1", res.Code)
 	}
 }
+
+// TestProbePaginationConfigs: the probe on each config/pagination/*.yaml
+// against the Offset fake (ten pages of 10 rows, ids 10 apart; 1 apart for
+// page_dense): the overlap check passes on a quiet source, catches a
+// delete on a page already read in the walk it happens in (exit 0: the
+// check did its job), and contradicts a successor that is not one row
+// early (the overlap config with `- 1` removed: every traversal would
+// restart, exit 1); offset_unproven says it claims no completeness, dense
+// page numbers lean on the positions, keyset successors are recognised.
+func TestProbePaginationConfigs(t *testing.T) {
+	tests := []struct {
+		name, config string
+		step         int64
+		deleteAt     int // delete row 20 when this offset request arrives (0: never)
+		edit         [2]string
+		want         string
+		code         int
+	}{
+		{name: "offset_overlap", config: "offset_overlap", step: 10, want: "supported|the overlap check passed on 8 pages after the first: each began"},
+		{name: "offset_overlap with a delete during walk 1", config: "offset_overlap", step: 10, deleteAt: 3, want: "supported|caught a shift once (walk 1 page 3"},
+		{name: "offset_overlap with a successor not one row early", config: "offset_overlap", step: 10, edit: [2]string{"this.length() - 1", "this.length()"}, want: "contradicted|it failed in every walk", code: 1},
+		{name: "offset_unproven", config: "offset_unproven", step: 10, want: "supported|claims no completeness"},
+		{name: "page_dense", config: "page_dense", step: 1, want: "supported|offset over dense positions"},
+		{name: "keyset", config: "keyset", step: 10, want: "supported|(keyset)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := fakeapi.NewOffset(t, tc.step)
+			fake.Append(100)
+			n := 0
+			fake.OnRequest(func(r *http.Request) {
+				if r.URL.Query().Has("offset") {
+					n++
+					if n == tc.deleteAt {
+						fake.Delete(20)
+					}
+				}
+			})
+			path := paginationConfig(t, tc.config)
+			if tc.edit[0] != "" {
+				b, err := os.ReadFile(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Contains(b, []byte(tc.edit[0])) {
+					t.Fatalf("%s has no %q", path, tc.edit[0])
+				}
+				path = filepath.Join(t.TempDir(), tc.config+".yaml")
+				if err := os.WriteFile(path, bytes.Replace(b, []byte(tc.edit[0]), []byte(tc.edit[1]), 1), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cmd := exec.Command(e2etest.Connect(t), "tidemark", "probe", path)
+			cmd.Env = e2etest.Env("ITEMS_API_URL="+fake.URL(), "ITEMS_PAGE_SIZE=10", noDynamoDB)
+			res := e2etest.Run(t, e2etest.Patience, cmd)
+			t.Logf("connect tidemark probe %s: exit %d\n%s", tc.name, res.Code, res.Output)
+			fs := parseProbe(t, res.Stdout)
+			expectExit(t, fs, res.Code)
+			expectFindings(t, fs, map[string]string{"pagination": tc.want})
+			if res.Code != tc.code {
+				t.Errorf("exit %d, want %d", res.Code, tc.code)
+			}
+		})
+	}
+}

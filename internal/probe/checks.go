@@ -787,22 +787,45 @@ func shapeNote(like bool, shape string) string {
 }
 
 // judgeOverlap reports the overlap check the input runs
-// (witness.CheckContinuity) on every page after the first of each walk.
+// (witness.CheckContinuity) on every page after the first of each walk. A
+// page that fails it in every walk that reached a second page contradicts
+// the declaration (the successor is not one event early: the input would
+// find every traversal shifted and restart it for ever); a failure in one
+// walk only is the source changing during the probe, which the check is
+// there to catch.
 func judgeOverlap(fx *Facts) (Verdict, string) {
-	checked := 0
+	checked, walks, failedWalks := 0, 0, 0
+	first := ""
 	for wi := range fx.Walks {
+		reached, failed := false, false
 		for i, p := range fx.Walks[wi] {
 			if i == 0 || p.Continuity == nil {
 				continue
 			}
+			reached = true
 			if !p.Continuity.Continues {
-				return Contradicted, fmt.Sprintf("%s: %s (the input recovers as its recovery says on such a page)", p.Label, p.Continuity.Reason)
+				if !failed && first == "" {
+					first = p.Label + ": " + p.Continuity.Reason
+				}
+				failed = true
+				continue
 			}
 			checked++
 		}
+		if reached {
+			walks++
+		}
+		if failed {
+			failedWalks++
+		}
 	}
-	if checked == 0 {
+	switch {
+	case walks == 0:
 		return CannotTell, "no walk reached a second page: the overlap check had nothing to check"
+	case failedWalks == walks:
+		return Contradicted, fmt.Sprintf("%s; it failed in every walk, so the successor is not one event early or the pages do not overlap: the input would find every traversal shifted and restart it (recovery) without end", first)
+	case failedWalks > 0:
+		return Supported, fmt.Sprintf("the overlap check passed on %s after the first, and caught a shift once (%s): the source changed during the probe, and the input would restart the partition rather than skip", plural(checked, "page", "pages"), first)
 	}
 	return Supported, fmt.Sprintf("the overlap check passed on %s after the first: each began with the previous page's last event", plural(checked, "page", "pages"))
 }

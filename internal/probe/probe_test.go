@@ -412,6 +412,15 @@ func TestFindings(t *testing.T) {
 			o: obs(walkOf(pg("", "2", ev(10), ev(20), ev(30)), pg("2", "4", ev(40), ev(50), ev(60)))),
 		},
 		{
+			name: "a shift in one walk only is the source changing, caught by the overlap check",
+			d:    declared(overlap), field: "pagination", want: Supported, evidence: "caught a shift once",
+			o: func() Observation {
+				o := obs(walkOf(pg("", "2", ev(10), ev(20), ev(30)), pg("2", "4", ev(40), ev(50), ev(60))))
+				o.Second = walkOf(pg("", "2", ev(10), ev(30), ev(40)), pg("2", "4", ev(40), ev(50), ev(60)))
+				return o
+			}(),
+		},
+		{
 			name: "the overlap check with one page cannot tell",
 			d:    declared(overlap), field: "pagination", want: CannotTell, evidence: "nothing to check",
 			o: obs(walkOf(pg("", "", ev(10), ev(20)))),
