@@ -317,7 +317,13 @@ func judgeCompleteThrough(d Declared, fx *Facts) (Verdict, string) {
 			prev, prevLabel = ct, p.Label
 		}
 	}
-	self, n, example, independent := selfCertified(fx)
+	self, _, example, independent := selfCertified(fx)
+	n := 0
+	for _, p := range fx.allPages() {
+		if !p.Response.CompleteThrough.IsZero() {
+			n++
+		}
+	}
 	switch {
 	case n == 0:
 		return CannotTell, "no page carried a complete_through"

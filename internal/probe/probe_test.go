@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -610,4 +612,14 @@ func TestEvaluateRunsEveryApplicableCheckOnce(t *testing.T) {
 	all := Evaluate(declared(ordered, func(d *Declared) { d.HasMore, d.CompleteThrough = true, true }), obs(walkOf(pg("", "c1", ev(1)))))
 	assert.Len(t, all, len(Checks))
 	assert.False(t, AnyContradicted(fs))
+}
+
+// TestDocsDescribeEveryCheck: docs/probe.md has a row of its checks table
+// for every check of Checks.
+func TestDocsDescribeEveryCheck(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "probe.md"))
+	require.NoError(t, err)
+	for _, c := range Checks {
+		assert.Contains(t, string(b), "\n| `"+c.Field+"`", "docs/probe.md has no row for the %s check", c.Field)
+	}
 }

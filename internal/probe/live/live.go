@@ -183,9 +183,11 @@ func (t *Target) PartitionsToProbe(ctx context.Context, named []string) ([]strin
 
 // Probe runs the battery for one partition: a walk of at most pages pages
 // from the start cursor, the first and the last cursor of that walk
-// fetched again, a second walk of as many pages, and the validate request
-// on the first page's successor. Every request has the provider's own
-// timeout and retries; ctx bounds the whole.
+// fetched again, a second walk of as many pages, the validate request on
+// the first page's successor, and the incarnation request's read before
+// walk 1 and after everything else (never its create request: the probe
+// writes nothing). Every request has the provider's own timeout and
+// retries; ctx bounds the whole.
 func (t *Target) Probe(ctx context.Context, partition string, pages int) probe.Observation {
 	o := probe.Observation{Partition: partition, Limit: pages}
 	o.Incarnation = t.incarnation(ctx, partition)
