@@ -90,6 +90,23 @@ func (p *Provider) Incarnation(ctx context.Context, scope, partition string) (st
 	return v, err
 }
 
+// ReadIncarnation runs only the incarnation read, never the create request
+// (it writes nothing): the value, and found false when the source names
+// none yet (HTTP 404, or the value mapping gives nothing). For read-only
+// callers (`connect tidemark probe`).
+func (p *Provider) ReadIncarnation(ctx context.Context, scope, partition string) (string, bool, error) {
+	if p.cfg.Incarnation == nil {
+		return "", false, errors.New("httpprovider: no incarnation request is configured")
+	}
+	return p.readIncarnation(ctx, scope, partition)
+}
+
+// IncarnationCreates reports whether an incarnation.create request is
+// configured (the input writes the marker when the read finds none).
+func (p *Provider) IncarnationCreates() bool {
+	return p.cfg.Incarnation != nil && p.cfg.Incarnation.Create != nil
+}
+
 // readIncarnation runs the read: found is false when the answer is HTTP
 // 404 or the value mapping gives nothing.
 func (p *Provider) readIncarnation(ctx context.Context, scope, partition string) (string, bool, error) {

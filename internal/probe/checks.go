@@ -33,6 +33,7 @@ var Checks = []Check{
 	{Field: "coordinate", Declared: func(d Declared) string { return d.Coordinate.String() },
 		Applies: func(d Declared) bool { return d.CompleteThrough }, Judge: judgeCoordinate},
 	{Field: "complete_through", Declared: completeThroughValue, Judge: judgeCompleteThrough},
+	{Field: "finality", Declared: finalityValue, Judge: judgeFinality},
 	{Field: "watermark_covers_positions", Declared: func(d Declared) string { return fmt.Sprint(d.Contract.WatermarkCoversPositions) }, Judge: judgeCoverage},
 	{Field: "empty_page", Declared: func(d Declared) string { return d.Contract.EmptyPage.String() }, Judge: judgeEmptyPage},
 	{Field: "missing_successor", Declared: func(d Declared) string { return d.Contract.MissingSuccessor.String() }, Judge: judgeMissingSuccessor},
@@ -45,6 +46,7 @@ var Checks = []Check{
 	{Field: "retries", Declared: func(d Declared) string { return "recovery " + recovery(d).String() }, Judge: judgeRetries},
 	{Field: "restart_cursor", Declared: func(d Declared) string { return "recovery " + recovery(d).String() }, Judge: judgeRestart},
 	{Field: "validate", Declared: func(d Declared) string { return configured(d.Validate) }, Judge: judgeValidate},
+	{Field: "incarnation", Declared: incarnationValue, Judge: judgeIncarnation},
 }
 
 func configured(b bool) string {
@@ -79,27 +81,57 @@ func positionsValue(d Declared) string {
 }
 
 func completeThroughValue(d Declared) string {
-	s := "not mapped"
 	if d.CompleteThrough {
-		s = "mapped"
+		return "mapped"
 	}
-	if d.Finality != "" {
-		s += ", finality " + d.Finality
+	return "not mapped"
+}
+
+func finality(d Declared) witness.Finality {
+	if d.Contract.Finality == 0 {
+		return witness.FinalityNone
+	}
+	return d.Contract.Finality
+}
+
+func finalityValue(d Declared) string {
+	if f := finality(d); f == witness.FinalityLag {
+		return f.String() + " (" + d.Contract.Basis(d.Coordinate) + ")"
+	}
+	return finality(d).String()
+}
+
+func paginationValue(d Declared) string {
+	c := d.Contract
+	s := c.Pagination.String()
+	if c.Pagination == witness.PaginationOffset {
+		switch {
+		case c.OffsetOverlap:
+			s += ", offset_overlap"
+		case c.OffsetUnproven:
+			s += ", offset_unproven"
+		case c.DensePositions:
+			s += " over dense positions"
+		}
 	}
 	return s
 }
 
-func paginationValue(d Declared) string {
-	if d.Pagination == "" {
-		return "not declared"
+func incarnationValue(d Declared) string {
+	switch {
+	case d.IncarnationCreate:
+		return "configured, with create"
+	case d.Incarnation:
+		return "configured"
 	}
-	return d.Pagination
+	return "not configured"
 }
 
 // finalityAsserted: the contract asserts a watermark's finality (an
 // append-only writer, a lag) instead of having the source certify it.
 func finalityAsserted(d Declared) bool {
-	return d.Finality != "" && d.Finality != "source"
+	f := finality(d)
+	return f == witness.FinalityAppendOnlyWriter || f == witness.FinalityLag
 }
 
 func hash(b []byte) string { return witness.CursorHash(b) }
@@ -186,7 +218,7 @@ func judgePositions(d Declared, fx *Facts) (Verdict, string) {
 		var prevLabel string
 		started := false
 		for _, p := range fx.Walks[wi] {
-			for _, e := range p.Response.Events {
+			for _, e := range p.newEvents() {
 				events++
 				if started {
 					if e.Position.Compare(prev) <= 0 {
@@ -264,6 +296,9 @@ func selfCertified(fx *Facts) (self bool, n int, example, independent string) {
 
 const selfCertifiedNote = "a page's own last position certifies nothing: an event written later below it sits behind the watermark and is never read"
 
+// judgeCompleteThrough judges the mapping: a watermark that goes back
+// along a walk contradicts any finality; whether its values may be final
+// is judged by judgeFinality.
 func judgeCompleteThrough(d Declared, fx *Facts) (Verdict, string) {
 	if !d.CompleteThrough {
 		return Supported, "not mapped: the partition publishes no scalar watermark (the frontier is the vector)"
@@ -276,20 +311,69 @@ func judgeCompleteThrough(d Declared, fx *Facts) (Verdict, string) {
 			if ct.IsZero() {
 				continue
 			}
-			if ct.Less(prev) {
-				return Contradicted, fmt.Sprintf("%s carried complete_through %s, below %s of %s: a certified watermark never goes back", p.Label, ct, prev, prevLabel)
+			if ct.Less(prev) && finality(d) != witness.FinalityNone {
+				return Contradicted, fmt.Sprintf("%s carried complete_through %s, below %s of %s: a final watermark never goes back", p.Label, ct, prev, prevLabel)
 			}
 			prev, prevLabel = ct, p.Label
 		}
 	}
+	self, _, example, independent := selfCertified(fx)
+	n := 0
+	for _, p := range fx.allPages() {
+		if !p.Response.CompleteThrough.IsZero() {
+			n++
+		}
+	}
+	switch {
+	case n == 0:
+		return CannotTell, "no page carried a complete_through"
+	case finality(d) == witness.FinalityNone:
+		return Supported, fmt.Sprintf("%s carried one (%s); under finality none it stays in the witness and never becomes a watermark", plural(n, "page", "pages"), firstNonEmpty(example, independent))
+	case self:
+		return Supported, fmt.Sprintf("%s carried one, never going back; it was each page's own last position (%s): finality judges what that certifies", plural(n, "page", "pages"), example)
+	}
+	return Supported, fmt.Sprintf("%s carried one, never going back (%s)", plural(n, "page", "pages"), independent)
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// judgeFinality: under finality source, a complete_through that was each
+// page's own last position certifies nothing (contradicted); an asserted
+// finality (append-only writer, lag) is a claim no answer can show.
+func judgeFinality(d Declared, fx *Facts) (Verdict, string) {
+	f := finality(d)
+	if f == witness.FinalityNone {
+		if !d.CompleteThrough {
+			return Supported, "none (claims nothing): complete_through is not mapped; no watermark is written"
+		}
+		return Supported, "none (claims nothing): complete_through is recorded in each witness but never becomes the partition's watermark and never advances the frontier"
+	}
+	if !d.CompleteThrough {
+		return CannotTell, "complete_through is not mapped: there is no watermark to be final"
+	}
 	self, n, example, independent := selfCertified(fx)
+	selfNote := ""
+	if self {
+		selfNote = fmt.Sprintf("; complete_through was each page's own last position on the %s that carried one (%s), so it rests on this assertion alone", plural(n, "page", "pages"), example)
+	}
+	switch f {
+	case witness.FinalityAppendOnlyWriter:
+		return CannotTell, "append_only_writer asserts that positions are only ever created above every existing one (one writer, time-ordered keys, a log): no answer can show it; if it is wrong, an event created later below the watermark is never read while the frontier claims it" + selfNote
+	case witness.FinalityLag:
+		return CannotTell, fmt.Sprintf("lag asserts the source's documented bound on late arrival (the durable watermark is complete_through less %s): no answer can show it; an event arriving later than that below the watermark is never read while the frontier claims it%s", d.Contract.Basis(d.Coordinate), selfNote)
+	}
 	switch {
 	case n == 0:
 		return CannotTell, "no page carried a complete_through"
 	case !self:
 		return Supported, independent + ": not the page's own last position (that the source certifies it complete and final is for its documentation to say)"
-	case finalityAsserted(d):
-		return CannotTell, fmt.Sprintf("complete_through was the page's own last position on each of the %s that carried one (%s); the contract asserts finality (%s), which no answer can show", plural(n, "page", "pages"), example, d.Finality)
 	}
 	return Contradicted, fmt.Sprintf("complete_through was the page's own last position on each of the %s that carried one (%s): %s", plural(n, "page", "pages"), example, selfCertifiedNote)
 }
@@ -540,7 +624,7 @@ func judgeExclusive(d Declared, fx *Facts) (Verdict, string) {
 			if p.HasApplied && !p.Empty() {
 				checked++
 			}
-			for _, e := range p.Witness.Events {
+			for _, e := range p.newWitnessEvents() {
 				switch {
 				case repeat != "":
 				case ordered && p.HasApplied && e.Position.Compare(p.Applied) <= 0:
@@ -622,12 +706,15 @@ func keyset(p PageFacts) bool {
 	return t == last.Position.String() || t == last.ID
 }
 
-// judgePagination looks for offset or page-number successors: integers
-// (or URLs with an offset-like parameter) that grow by each page's event
-// count, or by one per page, and do not name the page's last position.
-func judgePagination(d Declared, fx *Facts) (Verdict, string) {
+// offsetShape looks for offset or page-number successors along walk 1:
+// integers (or URLs with an offset-like parameter) that grow by each
+// page's event count (less one under the overlap check), or by one per
+// page, and do not name the page's last position. like is false when the
+// successors do not look so; shape describes them; withToken and keysetN
+// count the pages with events that had a successor, and those whose
+// successor named their last position or id.
+func offsetShape(d Declared, fx *Facts) (like bool, shape string, withToken, keysetN int) {
 	pages := fx.Walks[0]
-	withToken, keysetN := 0, 0
 	var deltas []string
 	offsets, numbers, pairs := true, true, 0
 	for i, p := range pages {
@@ -652,32 +739,101 @@ func judgePagination(d Declared, fx *Facts) (Verdict, string) {
 		pairs++
 		n := int64(len(pages[i+1].Response.Events))
 		deltas = append(deltas, fmt.Sprint(b-a))
-		offsets = offsets && b-a == n
+		offsets = offsets && (b-a == n || (d.Contract.OffsetOverlap && b-a == n-1 && n > 1))
 		numbers = numbers && b-a == 1 && n > 1
 	}
-	offsetLike := pairs > 0 && keysetN == 0 && (offsets || numbers)
+	like = pairs > 0 && keysetN == 0 && (offsets || numbers)
 	style := "offsets (each grew by the next page's event count"
 	if !offsets {
 		style = "page numbers (each grew by one"
 	}
-	switch {
-	case offsetLike && (d.Contract.DensePositions || d.Pagination == "offset" || d.Pagination == "page_number"):
-		return Supported, fmt.Sprintf("successors look like %s: %s); %s", style, strings.Join(deltas, ", "), denseNote(d))
-	case offsetLike:
-		return Contradicted, fmt.Sprintf("successors look like %s: %s), and positions are not declared dense: a delete on an earlier page slides an event onto a page already read, and nothing in the next answer shows it", style, strings.Join(deltas, ", "))
-	case withToken == 0:
-		return CannotTell, "no page had a successor"
-	case keysetN == withToken:
-		return Supported, fmt.Sprintf("each of the %s names its page's last position or id (keyset)", plural(withToken, "successor", "successors"))
-	}
-	return CannotTell, fmt.Sprintf("%s: opaque tokens, not offsets or page numbers the probe can read", plural(withToken, "successor", "successors"))
+	return like, fmt.Sprintf("successors look like %s: %s)", style, strings.Join(deltas, ", ")), withToken, keysetN
 }
 
-func denseNote(d Declared) string {
-	if d.Contract.DensePositions {
-		return "dense positions show an event that slid onto a page already read as a gap"
+// judgePagination: under token or keyset pagination, successors shaped
+// like offsets or page numbers contradict the declaration; under offset
+// pagination, the overlap check runs as the input runs it, dense positions
+// are judged by positions, and offset_unproven claims no completeness.
+func judgePagination(d Declared, fx *Facts) (Verdict, string) {
+	c := d.Contract
+	like, shape, withToken, keysetN := offsetShape(d, fx)
+	if c.Pagination == witness.PaginationOffset {
+		switch {
+		case c.OffsetOverlap:
+			return judgeOverlap(fx)
+		case c.DensePositions:
+			return Supported, "offset over dense positions: an event that slides onto a page already read leaves a gap in the positions, which the input refuses (positions judges the gaps)" + shapeNote(like, shape)
+		case c.OffsetUnproven:
+			return Supported, "offset_unproven claims no completeness: an event that slides onto a page already read when an earlier one is deleted is skipped unseen; no watermark is written and no traversal ends complete" + shapeNote(like, shape)
+		}
+		return Contradicted, "offset pagination without dense positions, offset_overlap or offset_unproven: an invalid contract"
 	}
-	return "declared " + d.Pagination
+	switch {
+	case like:
+		slide := "a delete on an earlier page slides an event onto a page already read, and nothing in the next answer shows it"
+		if c.DensePositions {
+			slide = "dense positions would show an event that slides onto a page already read as a gap, but the successor is not a token the source issues"
+		}
+		return Contradicted, fmt.Sprintf("%s, not %s successors: %s; declare pagination: offset (with offset_overlap, or offset_unproven)", shape, c.Pagination, slide)
+	case withToken == 0:
+		return CannotTell, "no page with events had a successor"
+	case keysetN == withToken:
+		return Supported, fmt.Sprintf("each of the %s names its page's last position or id (keyset)", plural(withToken, "successor", "successors"))
+	case c.Pagination == witness.PaginationKeyset:
+		return CannotTell, fmt.Sprintf("%s: not the page's last position or id as the probe reads them, nor offsets", plural(withToken-keysetN, "successor", "successors"))
+	}
+	return Supported, fmt.Sprintf("%s: opaque tokens, not offsets or page numbers", plural(withToken, "successor", "successors"))
+}
+
+func shapeNote(like bool, shape string) string {
+	if like {
+		return " (" + shape + ")"
+	}
+	return ""
+}
+
+// judgeOverlap reports the overlap check the input runs
+// (witness.CheckContinuity) on every page after the first of each walk. A
+// page that fails it in every walk that reached a second page contradicts
+// the declaration (the successor is not one event early: the input would
+// find every traversal shifted and restart it for ever); a failure in one
+// walk only is the source changing during the probe, which the check is
+// there to catch.
+func judgeOverlap(fx *Facts) (Verdict, string) {
+	checked, walks, failedWalks := 0, 0, 0
+	first := ""
+	for wi := range fx.Walks {
+		reached, failed := false, false
+		for i, p := range fx.Walks[wi] {
+			if i == 0 || p.Continuity == nil {
+				continue
+			}
+			reached = true
+			if !p.Continuity.Continues {
+				if !failed && first == "" {
+					first = p.Label + ": " + p.Continuity.Reason
+				}
+				failed = true
+				continue
+			}
+			checked++
+		}
+		if reached {
+			walks++
+		}
+		if failed {
+			failedWalks++
+		}
+	}
+	switch {
+	case walks == 0:
+		return CannotTell, "no walk reached a second page: the overlap check had nothing to check"
+	case failedWalks == walks:
+		return Contradicted, fmt.Sprintf("%s; it failed in every walk, so the successor is not one event early or the pages do not overlap: the input would find every traversal shifted and restart it (recovery) without end", first)
+	case failedWalks > 0:
+		return Supported, fmt.Sprintf("the overlap check passed on %s after the first, and caught a shift once (%s): the source changed during the probe, and the input would restart the partition rather than skip", plural(checked, "page", "pages"), first)
+	}
+	return Supported, fmt.Sprintf("the overlap check passed on %s after the first: each began with the previous page's last event", plural(checked, "page", "pages"))
 }
 
 // judgeRetries reports how the input classifies a second answer to the
@@ -790,4 +946,30 @@ func judgeRestart(d Declared, fx *Facts) (Verdict, string) {
 	}
 	return Supported, fmt.Sprintf("restart cursor %s (after walk 1 page %d, applied position %s) answered from position %s: none of the %s walk 1 showed after the boundary up to %s was skipped",
 		hash(r.Cursor), r.After+1, r.Applied, page.Response.Events[0].Position, plural(compared, "event", "events"), hi)
+}
+
+// judgeIncarnation runs nothing itself: it reads the incarnation request's
+// two answers (before walk 1, after everything else). The create request
+// is never run by the probe (it writes).
+func judgeIncarnation(d Declared, fx *Facts) (Verdict, string) {
+	a, b := fx.Obs.Incarnation, fx.Obs.IncarnationAfter
+	switch {
+	case !d.Incarnation:
+		return CannotTell, "no incarnation request: a source deleted and created again under the same name is not recognised by a changed incarnation (docs/design.md#source-incarnations)"
+	case !a.Ran:
+		return CannotTell, "the incarnation request was not run"
+	case a.Err != nil && errors.Is(a.Err, provider.ErrMalformed):
+		return Contradicted, fmt.Sprintf("the incarnation request's answer cannot be used: %v: the partition does not read until its incarnation is known", a.Err)
+	case a.Err != nil:
+		return CannotTell, fmt.Sprintf("the incarnation request failed: %v", a.Err)
+	case !a.Found && d.IncarnationCreate:
+		return CannotTell, "no marker yet; the input creates it at start (incarnation.create, which the probe does not run: it writes)"
+	case !a.Found:
+		return Contradicted, "the incarnation request names no incarnation and no incarnation.create request is configured: the partition would never read (the input retries the request)"
+	case b.Ran && b.Err == nil && b.Found && b.Hash != a.Hash:
+		return Contradicted, fmt.Sprintf("incarnation %s before walk 1, %s after the probe: unless the source was recreated meanwhile, the value is not an incarnation, and every check would reset the partition to its start", a.Hash, b.Hash)
+	case b.Ran && b.Err == nil && b.Found:
+		return Supported, fmt.Sprintf("incarnation %s, the same before walk 1 and after the probe; whether it changes when the source is recreated cannot be told without recreating one", a.Hash)
+	}
+	return Supported, fmt.Sprintf("incarnation %s; whether it changes when the source is recreated cannot be told without recreating one", a.Hash)
 }

@@ -8,8 +8,8 @@
 //
 //  1. Fill an Observation per partition: the first walk from the start
 //     cursor (at most a few pages), the same cursors fetched again (Retries),
-//     a second walk of the first pages, and the outcome of the validate
-//     request.
+//     a second walk of the first pages, the outcome of the validate
+//     request, and the incarnation request's read before and after.
 //  2. Call Evaluate with the Declared contract: it runs every Check of
 //     Checks and returns their findings, in table order.
 //  3. Render them (Write); a contradicted finding makes the command exit

@@ -42,7 +42,29 @@ type PageFacts struct {
 	// greatest position of the walk's earlier pages, as the input keeps it.
 	Applied    coord.Position
 	HasApplied bool
+	// Continuity is the offset continuity check the input runs on the
+	// page (witness.CheckContinuity against the walk's page before it);
+	// nil when the pagination is not offset or the page cannot be built.
+	// Under offset_overlap a page that continues repeats the previous
+	// page's last event first (Continuity.Overlap).
+	Continuity *witness.Continuity
 }
+
+// overlap is how many leading events of the page repeat the previous page
+// under the overlap check (they are not new events).
+func (p PageFacts) overlap() int {
+	if p.Continuity == nil || !p.Continuity.Continues {
+		return 0
+	}
+	return min(p.Continuity.Overlap, len(p.Response.Events), len(p.Witness.Events))
+}
+
+// newEvents are the page's events after those that repeat the previous
+// page under the overlap check.
+func (p PageFacts) newEvents() []witness.Event { return p.Response.Events[p.overlap():] }
+
+// newWitnessEvents are the witnesses of newEvents.
+func (p PageFacts) newWitnessEvents() []witness.EventWitness { return p.Witness.Events[p.overlap():] }
 
 // Empty reports whether the page has no events.
 func (p PageFacts) Empty() bool { return len(p.Response.Events) == 0 }
@@ -122,6 +144,16 @@ func Derive(d Declared, o Observation) *Facts {
 					m = coord.MaxPosition(m, applied)
 				}
 				applied, has = m, true
+			}
+			if d.Contract.Pagination == witness.PaginationOffset && pf.BuildErr == nil {
+				in := witness.ContinuityInput{Contract: d.Contract, Witness: pf.Witness, Boundary: i == 0}
+				if i > 0 {
+					if prev := fx.Walks[wi][i-1]; prev.BuildErr == nil && len(prev.Witness.Events) > 0 {
+						in.Previous, in.HasPrevious = prev.Witness.Events[len(prev.Witness.Events)-1], true
+					}
+				}
+				ct := witness.CheckContinuity(in)
+				pf.Continuity = &ct
 			}
 			fx.Walks[wi] = append(fx.Walks[wi], pf)
 			fx.Fetched++

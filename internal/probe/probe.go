@@ -46,13 +46,11 @@ type Declared struct {
 	HasMore         bool
 	// Validate: a validate request is configured.
 	Validate bool
-	// Finality is where a complete-through's finality comes from
-	// ("source", "append_only_writer", "lag"), when the contract declares
-	// it; "" when it does not.
-	Finality string
-	// Pagination is the declared pagination style ("" when the contract
-	// has no such field).
-	Pagination string
+	// Incarnation: an incarnation request is configured;
+	// IncarnationCreate: with a create request (which the probe never
+	// runs: it writes).
+	Incarnation       bool
+	IncarnationCreate bool
 }
 
 // Page is one fetched page.
@@ -145,6 +143,19 @@ type Restart struct {
 	Err error
 }
 
+// IncarnationRead is one run of the incarnation request (the read only,
+// never its create request).
+type IncarnationRead struct {
+	// Ran: the request was made.
+	Ran bool
+	// Found: it named an incarnation, whose witness.IncarnationHash is
+	// Hash (the value itself never leaves the provider's caller).
+	Found bool
+	Hash  string
+	// Err is the failure of the request.
+	Err error
+}
+
 // Observation is everything the probe fetched for one partition.
 type Observation struct {
 	Partition string
@@ -159,6 +170,10 @@ type Observation struct {
 	// Restart is the restart probed (nil when none was: the recovery is
 	// park, or the first walk had fewer than two pages).
 	Restart *Restart
+	// Incarnation is the incarnation request run before walk 1 and
+	// IncarnationAfter the same request run after everything else (Ran
+	// false when none is configured).
+	Incarnation, IncarnationAfter IncarnationRead
 }
 
 // Finding is the verdict on one declared field for one partition.

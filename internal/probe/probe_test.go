@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -19,6 +21,7 @@ import (
 var (
 	ordered = witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, Recovery: witness.RecoveryRestartFromBoundary}
 	dense   = with(ordered, func(c *witness.Contract) { c.DensePositions = true })
+	overlap = with(ordered, func(c *witness.Contract) { c.Pagination, c.OffsetOverlap = witness.PaginationOffset, true })
 )
 
 func with(c witness.Contract, f func(*witness.Contract)) witness.Contract { f(&c); return c }
@@ -90,6 +93,18 @@ func withRestart(r Restart) Observation {
 	return o
 }
 
+func withIncarnation(create bool) func(*Declared) {
+	return func(d *Declared) { d.Incarnation, d.IncarnationCreate = true, create }
+}
+
+// incarnations is a one-page walk with the incarnation read before and
+// after it.
+func incarnations(before, after IncarnationRead) Observation {
+	o := obs(walkOf(pg("", "c1", ev(1))))
+	o.Incarnation, o.IncarnationAfter = before, after
+	return o
+}
+
 func finding(t *testing.T, fs []Finding, field string) Finding {
 	t.Helper()
 	for _, f := range fs {
@@ -117,6 +132,7 @@ func listing() Observation {
 func listingDeclared(f ...func(*Declared)) Declared {
 	c := with(ordered, func(c *witness.Contract) {
 		c.PositionKind, c.WatermarkCoversPositions, c.MissingSuccessor = coord.KindString, true, witness.MissingSuccessorEndsTraversal
+		c.Finality = witness.FinalitySource
 	})
 	d := Declared{Contract: c, Coordinate: coord.KindString, CompleteThrough: true}
 	for _, g := range f {
@@ -196,20 +212,51 @@ func TestFindings(t *testing.T) {
 			o: obs(walkOf(pg("", "c1", witness.Event{ID: "k", Position: coord.StringPosition("k"), Payload: []byte("k")}))),
 		},
 		{
-			name: "a page's own last position as complete_through contradicts the watermark's certification",
-			d:    listingDeclared(), o: listing(), field: "complete_through", want: Contradicted, evidence: "a page's own last position certifies nothing",
+			name: "a page's own last position as complete_through contradicts finality source",
+			d:    listingDeclared(), o: listing(), field: "finality", want: Contradicted, evidence: "a page's own last position certifies nothing",
+		},
+		{
+			name: "a page's own last position as complete_through is reported, not judged, by complete_through",
+			d:    listingDeclared(), o: listing(), field: "complete_through", want: Supported, evidence: "finality judges",
 		},
 		{
 			name: "a page's own last position as complete_through contradicts watermark_covers_positions",
 			d:    listingDeclared(), o: listing(), field: "watermark_covers_positions", want: Contradicted, evidence: "a page's own last position certifies nothing",
 		},
 		{
-			name: "a self-computed watermark under asserted finality cannot be told",
-			d:    listingDeclared(func(d *Declared) { d.Finality = "append_only_writer" }), o: listing(), field: "complete_through", want: CannotTell, evidence: "append_only_writer",
+			name: "a self-computed watermark under finality append_only_writer cannot be told",
+			d: listingDeclared(func(d *Declared) {
+				d.Contract.Finality, d.Contract.WatermarkCoversPositions = witness.FinalityAppendOnlyWriter, false
+			}), o: listing(), field: "finality", want: CannotTell, evidence: "rests on this assertion alone",
+		},
+		{
+			name: "finality lag cannot be told and names its lag",
+			d:    declared(with(ordered, func(c *witness.Contract) { c.Finality, c.FinalityLag = witness.FinalityLag, 5 }), withCT),
+			o:    obs(walkOf(ct(pg("", "c1", evs(1, 3)...), 9))), field: "finality", want: CannotTell, evidence: "complete_through less lag 5",
+		},
+		{
+			name: "finality none claims nothing, even for a page's own last position",
+			d: listingDeclared(func(d *Declared) {
+				d.Contract.Finality, d.Contract.WatermarkCoversPositions = witness.FinalityNone, false
+			}), o: listing(), field: "finality", want: Supported, evidence: "never becomes the partition's watermark",
+		},
+		{
+			name: "finality none without complete_through claims nothing",
+			d:    declared(ordered), o: obs(walkOf(pg("", "c1", evs(1, 3)...))), field: "finality", want: Supported, evidence: "not mapped",
+		},
+		{
+			name: "a complete_through apart from the page's last position supports finality source",
+			d:    declared(with(ordered, func(c *witness.Contract) { c.Finality = witness.FinalitySource }), withCT), field: "finality", want: Supported, evidence: "not its last position 3",
+			o: obs(walkOf(ct(pg("", "c1", evs(1, 3)...), 9))),
+		},
+		{
+			name: "finality source with no complete_through seen cannot tell",
+			d:    declared(with(ordered, func(c *witness.Contract) { c.Finality = witness.FinalitySource }), withCT), field: "finality", want: CannotTell, evidence: "no page carried",
+			o: obs(walkOf(pg("", "c1", evs(1, 3)...))),
 		},
 		{
 			name: "a complete_through on an empty page is the source's own",
-			d:    declared(ordered, withCT), field: "complete_through", want: Supported, evidence: "walk 1 page 2 had no events and carried complete_through 8",
+			d:    declared(with(ordered, func(c *witness.Contract) { c.Finality = witness.FinalitySource }), withCT), field: "finality", want: Supported, evidence: "walk 1 page 2 had no events and carried complete_through 8",
 			o: obs(walkOf(ct(pg("", "3", evs(1, 3)...), 3), ct(pg("3", "3"), 8))),
 		},
 		{
@@ -219,7 +266,7 @@ func TestFindings(t *testing.T) {
 		},
 		{
 			name: "a complete_through that goes back contradicts it",
-			d:    declared(ordered, withCT), field: "complete_through", want: Contradicted, evidence: "below 9",
+			d:    declared(with(ordered, func(c *witness.Contract) { c.Finality = witness.FinalitySource }), withCT), field: "complete_through", want: Contradicted, evidence: "below 9",
 			o: obs(walkOf(ct(pg("", "c1", evs(1, 3)...), 9), ct(pg("c1", "c2", evs(4, 5)...), 7))),
 		},
 		{
@@ -327,19 +374,68 @@ func TestFindings(t *testing.T) {
 			o: obs(walkOf(pg("", "c1", ev(1)))),
 		},
 		{
-			name: "successors growing by the page size contradict sparse positions",
+			name: "successors growing by the page size contradict pagination token",
 			d:    declared(ordered), field: "pagination", want: Contradicted, evidence: "offsets",
 			o: obs(walkOf(pg("", "2", ev(10), ev(20)), pg("2", "4", ev(30), ev(40)), pg("4", "6", ev(50), ev(60)))),
 		},
 		{
-			name: "URL successors with a growing page parameter contradict sparse positions",
+			name: "URL successors with a growing page parameter contradict pagination token",
 			d:    declared(ordered), field: "pagination", want: Contradicted, evidence: "page numbers",
 			o: obs(walkOf(pg("", "https://api/x?page=2", ev(10), ev(20)), pg("https://api/x?page=2", "https://api/x?page=3", ev(30), ev(40)), pg("https://api/x?page=3", "https://api/x?page=4", ev(50), ev(60)))),
 		},
 		{
-			name: "offset successors under dense positions are supported",
-			d:    declared(dense), field: "pagination", want: Supported, evidence: "gap",
+			name: "offset successors contradict pagination keyset",
+			d:    declared(with(ordered, func(c *witness.Contract) { c.Pagination = witness.PaginationKeyset })), field: "pagination", want: Contradicted, evidence: "not keyset successors",
+			o: obs(walkOf(pg("", "2", ev(10), ev(20)), pg("2", "4", ev(30), ev(40)), pg("4", "6", ev(50), ev(60)))),
+		},
+		{
+			name: "offset successors declared token over dense positions still contradict token",
+			d:    declared(dense), field: "pagination", want: Contradicted, evidence: "not a token the source issues",
 			o: obs(walkOf(pg("", "2", ev(10), ev(11)), pg("2", "4", ev(12), ev(13)), pg("4", "6", ev(14), ev(15)))),
+		},
+		{
+			name: "offset pagination over dense positions is supported",
+			d:    declared(with(dense, func(c *witness.Contract) { c.Pagination = witness.PaginationOffset })), field: "pagination", want: Supported, evidence: "offsets (each grew",
+			o: obs(walkOf(pg("", "2", ev(10), ev(11)), pg("2", "4", ev(12), ev(13)), pg("4", "6", ev(14), ev(15)))),
+		},
+		{
+			name: "offset_unproven claims no completeness",
+			d:    declared(with(ordered, func(c *witness.Contract) { c.Pagination, c.OffsetUnproven = witness.PaginationOffset, true })), field: "pagination", want: Supported, evidence: "claims no completeness",
+			o: obs(walkOf(pg("", "2", ev(10), ev(20)), pg("2", "4", ev(30), ev(40)))),
+		},
+		{
+			name: "pages that begin with the previous page's last event pass the overlap check",
+			d:    declared(overlap), field: "pagination", want: Supported, evidence: "passed on 2 pages",
+			o: obs(walkOf(pg("", "2", ev(10), ev(20), ev(30)), pg("2", "4", ev(30), ev(40), ev(50)), pg("4", "", ev(50), ev(60)))),
+		},
+		{
+			name: "a page that does not begin with the previous page's last event fails the overlap check",
+			d:    declared(overlap), field: "pagination", want: Contradicted, evidence: "the page shifted",
+			o: obs(walkOf(pg("", "2", ev(10), ev(20), ev(30)), pg("2", "4", ev(40), ev(50), ev(60)))),
+		},
+		{
+			name: "a shift in one walk only is the source changing, caught by the overlap check",
+			d:    declared(overlap), field: "pagination", want: Supported, evidence: "caught a shift once",
+			o: func() Observation {
+				o := obs(walkOf(pg("", "2", ev(10), ev(20), ev(30)), pg("2", "4", ev(40), ev(50), ev(60))))
+				o.Second = walkOf(pg("", "2", ev(10), ev(30), ev(40)), pg("2", "4", ev(40), ev(50), ev(60)))
+				return o
+			}(),
+		},
+		{
+			name: "the overlap check with one page cannot tell",
+			d:    declared(overlap), field: "pagination", want: CannotTell, evidence: "nothing to check",
+			o: obs(walkOf(pg("", "", ev(10), ev(20)))),
+		},
+		{
+			name: "the overlap event is not a repeat under exclusive_boundary",
+			d:    declared(with(overlap, func(c *witness.Contract) { c.ExclusiveBoundary = true })), field: "exclusive_boundary", want: Supported, evidence: "none repeated",
+			o: obs(walkOf(pg("", "2", ev(10), ev(20), ev(30)), pg("2", "4", ev(30), ev(40), ev(50)))),
+		},
+		{
+			name: "the overlap event is not out of order under ordered positions",
+			d:    declared(overlap), field: "positions", want: Supported, evidence: "5 positions strictly increasing",
+			o: obs(walkOf(pg("", "2", ev(10), ev(20), ev(30)), pg("2", "4", ev(30), ev(40), ev(50)))),
 		},
 		{
 			name: "successors naming the page's last position are keyset",
@@ -347,8 +443,8 @@ func TestFindings(t *testing.T) {
 			o: obs(walkOf(pg("", "2", ev(1), ev(2)), pg("2", "4", ev(3), ev(4)))),
 		},
 		{
-			name: "opaque successors cannot tell the pagination",
-			d:    declared(ordered), field: "pagination", want: CannotTell, evidence: "opaque",
+			name: "opaque successors support pagination token",
+			d:    declared(ordered), field: "pagination", want: Supported, evidence: "opaque",
 			o: obs(walkOf(pg("", "tokA", ev(1), ev(2)), pg("tokA", "tokB", ev(3), ev(4)))),
 		},
 		{
@@ -440,6 +536,36 @@ func TestFindings(t *testing.T) {
 			o: obs(Walk{End: EndError, Err: &provider.MalformedError{Partition: "p", Reason: "no events array"}}),
 		},
 		{
+			name: "an incarnation read twice alike is supported, as its hash",
+			d:    declared(ordered, withIncarnation(false)), field: "incarnation", want: Supported, evidence: "incarnation sha256:",
+			o: incarnations(IncarnationRead{Ran: true, Found: true, Hash: witness.IncarnationHash("uuid-1")}, IncarnationRead{Ran: true, Found: true, Hash: witness.IncarnationHash("uuid-1")}),
+		},
+		{
+			name: "an incarnation that changes during the probe contradicts it",
+			d:    declared(ordered, withIncarnation(false)), field: "incarnation", want: Contradicted, evidence: "not an incarnation",
+			o: incarnations(IncarnationRead{Ran: true, Found: true, Hash: witness.IncarnationHash("t1")}, IncarnationRead{Ran: true, Found: true, Hash: witness.IncarnationHash("t2")}),
+		},
+		{
+			name: "no marker yet with a create request cannot tell, and the probe creates nothing",
+			d:    declared(ordered, withIncarnation(true)), field: "incarnation", want: CannotTell, evidence: "no marker yet; the input creates it at start",
+			o: incarnations(IncarnationRead{Ran: true}, IncarnationRead{Ran: true}),
+		},
+		{
+			name: "no incarnation and no create request contradicts it",
+			d:    declared(ordered, withIncarnation(false)), field: "incarnation", want: Contradicted, evidence: "would never read",
+			o: incarnations(IncarnationRead{Ran: true}, IncarnationRead{Ran: true}),
+		},
+		{
+			name: "a malformed incarnation answer contradicts it",
+			d:    declared(ordered, withIncarnation(false)), field: "incarnation", want: Contradicted, evidence: "cannot be used",
+			o: incarnations(IncarnationRead{Ran: true, Err: &provider.MalformedError{Partition: "p", Reason: "incarnation.value returned an object"}}, IncarnationRead{}),
+		},
+		{
+			name: "no incarnation request cannot tell",
+			d:    declared(ordered), field: "incarnation", want: CannotTell, evidence: "no incarnation request",
+			o: obs(walkOf(pg("", "c1", ev(1)))),
+		},
+		{
 			name: "a transport failure cannot tell the mappings",
 			d:    declared(ordered), field: "response", want: CannotTell, evidence: "connection refused",
 			o: obs(Walk{End: EndError, Err: errors.New("connection refused")}),
@@ -486,4 +612,14 @@ func TestEvaluateRunsEveryApplicableCheckOnce(t *testing.T) {
 	all := Evaluate(declared(ordered, func(d *Declared) { d.HasMore, d.CompleteThrough = true, true }), obs(walkOf(pg("", "c1", ev(1)))))
 	assert.Len(t, all, len(Checks))
 	assert.False(t, AnyContradicted(fs))
+}
+
+// TestDocsDescribeEveryCheck: docs/probe.md has a row of its checks table
+// for every check of Checks.
+func TestDocsDescribeEveryCheck(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "probe.md"))
+	require.NoError(t, err)
+	for _, c := range Checks {
+		assert.Contains(t, string(b), "\n| `"+c.Field+"`", "docs/probe.md has no row for the %s check", c.Field)
+	}
 }

@@ -147,23 +147,10 @@ func (t *Target) read(conf *service.ParsedConfig, res *service.Resources) error 
 		Marker:          hc.Contains("marker"),
 		HasMore:         hc.Contains("has_more"),
 		Validate:        hc.Contains("validate"),
-		Finality:        optionalString(hc.Namespace("contract"), "finality"),
-		Pagination:      optionalString(hc.Namespace("contract"), "pagination"),
 	}
+	t.Declared.Incarnation, _ = t.Provider.IncarnationCheck()
+	t.Declared.IncarnationCreate = t.Provider.IncarnationCreates()
 	return nil
-}
-
-// optionalString reads a contract field that newer configs may declare
-// ("" when absent or not a string).
-func optionalString(conf *service.ParsedConfig, field string) string {
-	if !conf.Contains(field) {
-		return ""
-	}
-	s, err := conf.FieldString(field)
-	if err != nil {
-		return ""
-	}
-	return s
 }
 
 // Close releases the provider and the resources.
@@ -196,11 +183,14 @@ func (t *Target) PartitionsToProbe(ctx context.Context, named []string) ([]strin
 
 // Probe runs the battery for one partition: a walk of at most pages pages
 // from the start cursor, the first and the last cursor of that walk
-// fetched again, a second walk of as many pages, and the validate request
-// on the first page's successor. Every request has the provider's own
-// timeout and retries; ctx bounds the whole.
+// fetched again, a second walk of as many pages, the validate request on
+// the first page's successor, and the incarnation request's read before
+// walk 1 and after everything else (never its create request: the probe
+// writes nothing). Every request has the provider's own timeout and
+// retries; ctx bounds the whole.
 func (t *Target) Probe(ctx context.Context, partition string, pages int) probe.Observation {
 	o := probe.Observation{Partition: partition, Limit: pages}
+	o.Incarnation = t.incarnation(ctx, partition)
 	o.First = t.walk(ctx, partition, pages)
 	if n := len(o.First.Pages); n > 0 {
 		for _, i := range []int{0, n - 1} {
@@ -216,7 +206,18 @@ func (t *Target) Probe(ctx context.Context, partition string, pages int) probe.O
 		}
 		o.Restart = t.restart(ctx, partition, o.First)
 	}
+	o.IncarnationAfter = t.incarnation(ctx, partition)
 	return o
+}
+
+// incarnation runs the incarnation request's read, never its create
+// request (the probe writes nothing); only the value's hash is kept.
+func (t *Target) incarnation(ctx context.Context, partition string) probe.IncarnationRead {
+	if !t.Declared.Incarnation {
+		return probe.IncarnationRead{}
+	}
+	v, found, err := t.Provider.ReadIncarnation(ctx, t.Scope, partition)
+	return probe.IncarnationRead{Ran: true, Found: found, Hash: witness.IncarnationHash(v), Err: err}
 }
 
 // restart asks the provider for the restart cursor of the boundary after
