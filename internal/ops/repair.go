@@ -201,6 +201,24 @@ func findCursor(ctx context.Context, st store.Store, cp store.Checkpoint, cursor
 	return best, found, nil
 }
 
+// findElsewhere looks cursor up in the other partitions of k's scope.
+func findElsewhere(ctx context.Context, st store.Store, k store.Key, cursor []byte) (cursorSeen, bool, error) {
+	others, err := st.ListCheckpoints(ctx, k.Scope)
+	if err != nil {
+		return cursorSeen{}, false, fmt.Errorf("reading checkpoints of %s: %w", k.Scope, err)
+	}
+	for _, other := range others {
+		if other.Partition == k.Partition {
+			continue
+		}
+		seen, found, err := findCursor(ctx, st, other, cursor)
+		if err != nil || found {
+			return seen, found, err
+		}
+	}
+	return cursorSeen{}, false, nil
+}
+
 // PlanRestart moves a partition to a provider-supported stable boundary
 // cursor: one promotion from the (cursor, generation) read now, keeping the
 // watermark and the applied position, with the audit entry in the same
@@ -232,16 +250,33 @@ func PlanRestart(ctx context.Context, st store.Store, k store.Key, cursor []byte
 	if err := store.CheckCursor("cursor", cursor); err != nil {
 		return Repair{}, err
 	}
+	own, ownFound, err := findCursor(ctx, st, cp, cursor)
+	if err != nil {
+		return Repair{}, err
+	}
+	var other cursorSeen
+	otherFound := false
+	if !ownFound && len(cursor) > 0 {
+		if other, otherFound, err = findElsewhere(ctx, st, k, cursor); err != nil {
+			return Repair{}, err
+		}
+	}
+	// The searches above read every witness: read the checkpoint again, so
+	// that the repair's condition is as fresh as one read (a live worker
+	// keeps promoting). Generations only grow, so what was older stays
+	// older.
+	if cp, err = st.LoadCheckpoint(ctx, k); err != nil {
+		return Repair{}, err
+	}
+	if bytes.Equal(cp.Cursor, cursor) {
+		own, ownFound = cursorSeen{partition: k.Partition, generation: cp.Generation, how: "its current cursor"}, true
+	}
 	var why []string
 	if cp.Complete {
 		why = append(why, fmt.Sprintf("%s is complete (watermark %s): the restart would clear its complete flag and read it again", k, cp.Watermark))
 	}
 	progress := fmt.Sprintf("generation %d with watermark %s and applied %s", cp.Generation, cp.Watermark, appliedString(cp))
 	where := "a cursor this partition's checkpoint and witnesses do not hold: its position is not checked"
-	own, ownFound, err := findCursor(ctx, st, cp, cursor)
-	if err != nil {
-		return Repair{}, err
-	}
 	switch {
 	case len(cursor) == 0:
 		where = "the provider's start"
@@ -253,26 +288,10 @@ func PlanRestart(ctx context.Context, st store.Store, k store.Key, cursor []byte
 		if own.generation < cp.Generation {
 			why = append(why, fmt.Sprintf("the cursor is %s, an older position: it moves %s backwards from %s, which the restart keeps ahead of the cursor", where, k, progress))
 		}
-	default:
-		others, err := st.ListCheckpoints(ctx, k.Scope)
-		if err != nil {
-			return Repair{}, fmt.Errorf("reading checkpoints of %s: %w", k.Scope, err)
-		}
-		for _, other := range others {
-			if other.Partition == k.Partition {
-				continue
-			}
-			seen, found, err := findCursor(ctx, st, other, cursor)
-			if err != nil {
-				return Repair{}, err
-			}
-			if found {
-				where = fmt.Sprintf("partition %s's cursor (%s)", seen.partition, seen.how)
-				why = append(why, fmt.Sprintf("the cursor belongs to partition %s of scope %s (%s), not to %s (cursors that look alike across partitions, such as offsets, need --force)",
-					seen.partition, k.Scope, seen.how, k.Partition))
-				break
-			}
-		}
+	case otherFound:
+		where = fmt.Sprintf("partition %s's cursor (%s)", other.partition, other.how)
+		why = append(why, fmt.Sprintf("the cursor belongs to partition %s of scope %s (%s), not to %s (cursors that look alike across partitions, such as offsets, need --force)",
+			other.partition, k.Scope, other.how, k.Partition))
 	}
 	command := fmt.Sprintf("restart --scope %s --partition %s --cursor %s", k.Scope, k.Partition, witness.CursorHash(cursor))
 	repair := fmt.Sprintf("restart %s at cursor %s", k, witness.CursorHash(cursor))
