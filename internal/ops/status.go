@@ -8,6 +8,10 @@
 //     (cursor and generation, or membership epoch): a repair racing a live
 //     worker loses with a fencing error instead of overwriting progress.
 //   - Every repair has a dry run that prints the exact write it would make.
+//   - A repair the stored state makes unsafe is refused (RefusedError)
+//     unless Options.Force; every repair prints the state before and after
+//     and writes its audit entry (store.RepairEntry) in its own conditional
+//     write (docs/design.md#operator-repairs).
 package ops
 
 import (
