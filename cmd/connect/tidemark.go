@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"time"
@@ -32,6 +33,7 @@ func tidemarkCommand() *cli.Command {
 	repairFlags := append(append([]cli.Flag{}, storeFlags...),
 		&cli.BoolFlag{Name: "dry-run", Usage: "print the conditional write without making it"},
 		&cli.BoolFlag{Name: "yes", Usage: "do not ask for confirmation"},
+		&cli.BoolFlag{Name: "force", Usage: "make a repair the stored state refuses (restart of a complete partition, backwards, or to another partition's cursor; a cutover of another kind, below the published frontier or above what the checkpoints prove); the audit entry records it"},
 	)
 	partitionFlag := &cli.StringFlag{Name: "partition", Required: true, Usage: "the partition to repair"}
 	return &cli.Command{
@@ -112,7 +114,7 @@ func tidemarkCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					r, err := ops.PlanUnpark(c.Context, st, store.Key{Scope: c.String("scope"), Partition: c.String("partition")})
+					r, err := ops.PlanUnpark(c.Context, st, store.Key{Scope: c.String("scope"), Partition: c.String("partition")}, repairOptions(c))
 					if err != nil {
 						return err
 					}
@@ -129,7 +131,7 @@ func tidemarkCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					r, err := ops.PlanRestart(c.Context, st, store.Key{Scope: c.String("scope"), Partition: c.String("partition")}, []byte(c.String("cursor")))
+					r, err := ops.PlanRestart(c.Context, st, store.Key{Scope: c.String("scope"), Partition: c.String("partition")}, []byte(c.String("cursor")), repairOptions(c))
 					if err != nil {
 						return err
 					}
@@ -155,7 +157,7 @@ func tidemarkCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					r, err := ops.PlanAdvanceEpoch(c.Context, st, c.String("scope"), w)
+					r, err := ops.PlanAdvanceEpoch(c.Context, st, c.String("scope"), w, repairOptions(c))
 					if err != nil {
 						return err
 					}
@@ -172,10 +174,28 @@ func openStore(c *cli.Context) (store.Store, error) {
 	return dynamostore.NewDynamoStore(ctx, dynamostore.DynamoConfig{Table: c.String("table"), Endpoint: c.String("endpoint"), Region: c.String("region")})
 }
 
+// repairOptions are the repair's --force and its operator: now, the OS
+// user and the host, for the audit entry.
+func repairOptions(c *cli.Context) ops.Options {
+	o := ops.Options{Force: c.Bool("force"), Operator: ops.Operator{Time: time.Now(), User: "unknown", Host: "unknown"}}
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		o.Operator.User = u.Username
+	} else if name := os.Getenv("USER"); name != "" {
+		o.Operator.User = name
+	}
+	if h, err := os.Hostname(); err == nil && h != "" {
+		o.Operator.Host = h
+	}
+	return o
+}
+
+// runRepair confirms and applies r, printing the state before and after
+// (never a raw cursor) and the audit entry written with it.
 func runRepair(c *cli.Context, r ops.Repair) error {
 	out := c.App.Writer
 	if c.Bool("dry-run") {
 		fmt.Fprintln(out, "dry run: would", r.Describe)
+		fmt.Fprintln(out, "before:", r.Before)
 		return nil
 	}
 	if !c.Bool("yes") {
@@ -185,12 +205,16 @@ func runRepair(c *cli.Context, r ops.Repair) error {
 			return errors.New("aborted")
 		}
 	}
-	if err := r.Apply(c.Context); err != nil {
+	after, err := r.Apply(c.Context)
+	if err != nil {
 		if ops.IsFenced(err) {
 			return fmt.Errorf("the state changed since it was read (a worker or another operator wrote first); the repair was not applied: %w", err)
 		}
 		return err
 	}
 	fmt.Fprintln(out, "done:", r.Describe)
+	fmt.Fprintln(out, "before:", r.Before)
+	fmt.Fprintln(out, "after: ", after)
+	fmt.Fprintln(out, "audit:", ops.DescribeRepair(r.Entry))
 	return nil
 }

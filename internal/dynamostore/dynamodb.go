@@ -374,6 +374,15 @@ func (s *DynamoStore) Promote(ctx context.Context, p store.Promotion) (store.Che
 	if p.Violations != nil {
 		set = append(set, e.n(attrViolations)+" = "+e.v("cv", avCounts(p.Violations)))
 	}
+	if p.Repairs != nil {
+		if rep, err := store.EncodeRepairs(p.Repairs); err != nil {
+			return store.Checkpoint{}, fmt.Errorf("%w: repair log: %v", store.ErrInvalid, err)
+		} else if rep != "" {
+			set = append(set, e.n(attrRepairs)+" = "+e.v("rep", avS(rep)))
+		} else {
+			remove = append(remove, e.n(attrRepairs))
+		}
+	}
 	update := "SET " + strings.Join(set, ", ")
 	if len(remove) > 0 {
 		update += " REMOVE " + strings.Join(remove, ", ")
@@ -443,6 +452,65 @@ func (s *DynamoStore) SetParked(ctx context.Context, k store.Key, cursor []byte,
 	}
 	if err != nil {
 		return store.Checkpoint{}, s.wrap("set parked", k, err)
+	}
+	return decodeCheckpoint(k, out.Attributes)
+}
+
+// Unpark implements store.Store with one conditional UpdateItem:
+//
+//	REMOVE park SET rep = :rep
+//	IF cur = :c AND gen = :g AND attribute_exists(park) [AND lo = :lo AND lc = :lc]
+func (s *DynamoStore) Unpark(ctx context.Context, k store.Key, cursor []byte, generation uint64, lease store.Lease, repairs []store.RepairEntry) (store.Checkpoint, error) {
+	lease = lease.Fence()
+	if err := store.ValidateUnpark(k, cursor, lease, repairs); err != nil {
+		return store.Checkpoint{}, err
+	}
+	rep, err := store.EncodeRepairs(repairs)
+	if err != nil {
+		return store.Checkpoint{}, fmt.Errorf("%w: repair log: %v", store.ErrInvalid, err)
+	}
+	e := newExpr()
+	cond := []string{
+		e.n(attrCursor) + " = " + e.v("c", avB(cursor)),
+		e.n(attrGeneration) + " = " + e.v("g", avU(generation)),
+		"attribute_exists(" + e.n(attrParked) + ")",
+	}
+	if !lease.IsZero() {
+		cond = append(cond,
+			e.n(attrLeaseOwner)+" = "+e.v("lo", avS(lease.Owner)),
+			e.n(attrLeaseCounter)+" = "+e.v("lc", avU(lease.Counter)))
+	}
+	update := "REMOVE " + e.n(attrParked)
+	if rep != "" {
+		update = "SET " + e.n(attrRepairs) + " = " + e.v("rep", avS(rep)) + " " + update
+	} else {
+		update += ", " + e.n(attrRepairs)
+	}
+	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       checkpointKey(k),
+		UpdateExpression:          aws.String(update),
+		ConditionExpression:       aws.String(strings.Join(cond, " AND ")),
+		ExpressionAttributeNames:  e.names,
+		ExpressionAttributeValues: e.vals(),
+		ReturnValues:              types.ReturnValueAllNew,
+	})
+	if isConditionFailed(err) {
+		w, readErr := s.winner(ctx, k)
+		if w != nil && store.UnparkApplied(cursor, generation, repairs, *w) {
+			return *w, nil
+		}
+		reason := store.ParkConflict(cursor, generation, lease, w)
+		if reason == "" && w != nil && w.Parked == "" {
+			reason = "the partition is not parked"
+		}
+		if reason == "" {
+			reason = "the stored checkpoint changed while the condition was evaluated"
+		}
+		return store.Checkpoint{}, &store.FenceError{Key: k, Op: "unpark", Reason: reason + readErr, WantGeneration: generation, Winner: w}
+	}
+	if err != nil {
+		return store.Checkpoint{}, s.wrap("unpark", k, err)
 	}
 	return decodeCheckpoint(k, out.Attributes)
 }

@@ -50,6 +50,7 @@ const (
 	attrViolations   = "cv"
 	attrIncarnation  = "inc"  // S: hash of the source incarnation (absent: none recorded)
 	attrIncEpoch     = "ince" // N: epoch of the reset into it (absent: 0)
+	attrRepairs      = "rep"  // S: the repair log as JSON (store.EncodeRepairs; absent: none)
 
 	// witness
 	attrInput     = "in"
@@ -405,7 +406,28 @@ func checkpointItem(c store.Checkpoint) item {
 	if c.IncarnationEpoch != 0 {
 		it[attrIncEpoch] = avU(c.IncarnationEpoch)
 	}
+	putRepairs(it, c.Repairs)
 	return it
+}
+
+// putRepairs stores a repair log (store.EncodeRepairs) when not empty.
+func putRepairs(it item, log []store.RepairEntry) {
+	if s, err := store.EncodeRepairs(log); err == nil && s != "" {
+		it[attrRepairs] = avS(s)
+	}
+}
+
+// getRepairs reads a repair log (nil when absent).
+func getRepairs(it item) ([]store.RepairEntry, error) {
+	s, err := getS(it, attrRepairs)
+	if err != nil {
+		return nil, err
+	}
+	log, err := store.DecodeRepairs(s)
+	if err != nil {
+		return nil, fmt.Errorf("%w: attribute %s: %v", errMalformed, attrRepairs, err)
+	}
+	return log, nil
 }
 
 // avCounts is a map of counts (contract violations by kind).
@@ -480,6 +502,8 @@ func decodeCheckpoint(k store.Key, it item) (store.Checkpoint, error) {
 	c.Incarnation, err = getS(it, attrIncarnation)
 	add(err)
 	c.IncarnationEpoch, _, err = getU(it, attrIncEpoch)
+	add(err)
+	c.Repairs, err = getRepairs(it)
 	add(err)
 	if err := errors.Join(errs...); err != nil {
 		return store.Checkpoint{}, fmt.Errorf("dynamostore: checkpoint %s: %w", k, err)
@@ -611,6 +635,7 @@ func membershipItem(m store.Membership) item {
 		}
 		it[attrIncs] = &types.AttributeValueMemberM{Value: incs}
 	}
+	putRepairs(it, m.Repairs)
 	return it
 }
 
@@ -630,6 +655,8 @@ func decodeMembership(scope string, it item) (store.Membership, error) {
 	m.Proven, err = getBool(it, attrProven)
 	add(err)
 	m.Reason, err = getS(it, attrReason)
+	add(err)
+	m.Repairs, err = getRepairs(it)
 	add(err)
 	switch v := it[attrLineage].(type) {
 	case nil:

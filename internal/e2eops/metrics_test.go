@@ -130,9 +130,11 @@ output:
 	// An operator restart of p0 while it runs makes its in-flight promotion
 	// lose its compare-and-swap.
 	// p0 is advancing, so the restart planned from one read can itself lose
-	// to the worker (and say so); an operator runs it again.
+	// to the worker (and say so); an operator runs it again. The boundary
+	// may be a cursor p0 held at an older generation: moving it back takes
+	// --force.
 	waitFor(t, p, "an operator restart of p0 applied", func() (bool, string) {
-		out, code := e.cli("", "restart", "--scope", scope, "--partition", "p0", "--cursor", "sim1:1:0", "--yes")
+		out, code := e.cli("", "restart", "--scope", scope, "--partition", "p0", "--cursor", "sim1:1:0", "--force", "--yes")
 		if code != 0 {
 			require.Contains(t, out, "the repair was not applied", "a failed restart must be a lost compare-and-swap")
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tidemark/tidemark/internal/ops"
 	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/witness"
 )
 
 const parkedReason = "operator test: malformed page at generation 1"
@@ -122,8 +123,13 @@ output:
 	assert.Contains(t, out, fmt.Sprintf(`dry run: would clear the park reason of %s/p1 (%q) if it still holds generation 1`, scope, parkedReason))
 	out, code = e.cli("", "restart", "--scope", scope, "--partition", "p1", "--cursor", "sim1:1:0", "--dry-run")
 	require.Equal(t, 0, code, out)
-	assert.Contains(t, out, "dry run: would move "+scope+"/p1 from generation 1 to generation 2 at the given boundary cursor (watermark none kept), unparking it first")
+	assert.Contains(t, out, "dry run: would move "+scope+"/p1 from generation 1 to generation 2 at the given boundary cursor "+witness.CursorHash([]byte("sim1:1:0"))+
+		", a cursor this partition's checkpoint and witnesses do not hold: its position is not checked (watermark none and applied none kept), unparking it first")
+	assert.Contains(t, out, "before: generation 1, cursor none, watermark none, applied none, complete false")
 	out, code = e.cli("", "advance-epoch", "--scope", scope, "--cutover", "200", "--dry-run")
+	require.NotEqual(t, 0, code, out)
+	assert.Contains(t, out, "refusing to advance the membership of "+scope+" to cutover 200: the checkpoints prove no cutover: member p1 (no watermark); pass --force")
+	out, code = e.cli("", "advance-epoch", "--scope", scope, "--cutover", "200", "--dry-run", "--force")
 	require.Equal(t, 0, code, out)
 	assert.Contains(t, out, "dry run: would advance membership of "+scope+" from epoch 1 (proven true) to epoch 2, proven through cutover 200, partitions [p0 p1 p2]")
 	out, code = e.cli("n\n", "unpark", "--scope", scope, "--partition", "p1")
@@ -177,19 +183,20 @@ output:
 	cur := load(t, e.st, scope, "p2")
 	_, err = e.st.SetParked(context.Background(), cur.Key, cur.Cursor, cur.Generation, cur.Lease, "second park")
 	require.NoError(t, err)
-	r, err := ops.PlanUnpark(context.Background(), e.st, cur.Key)
+	r, err := ops.PlanUnpark(context.Background(), e.st, cur.Key, ops.Options{})
 	require.NoError(t, err)
 	boundary := fmt.Sprintf("sim1:%d:0", events+1)
 	out, code = e.cli("", "restart", "--scope", scope, "--partition", "p2", "--cursor", boundary, "--yes")
 	require.Equal(t, 0, code, out)
-	assert.Contains(t, out, fmt.Sprintf("done: move %s/p2 from generation %d to generation %d at the given boundary cursor (watermark 200 kept), unparking it first", scope, cur.Generation, cur.Generation+1))
+	assert.Contains(t, out, fmt.Sprintf("done: move %s/p2 from generation %d to generation %d at the given boundary cursor %s", scope, cur.Generation, cur.Generation+1, witness.CursorHash([]byte(boundary))))
+	assert.Contains(t, out, "(watermark 200 and applied 200 kept), unparking it first")
 	restarted := load(t, e.st, scope, "p2")
 	assert.Equal(t, cur.Generation+1, restarted.Generation)
 	assert.Equal(t, []byte(boundary), restarted.Cursor)
 	assert.Empty(t, restarted.Parked)
 	assert.Equal(t, cur.Watermark, restarted.Watermark, "a restart keeps the watermark")
 
-	err = r.Apply(context.Background())
+	_, err = r.Apply(context.Background())
 	require.Error(t, err, "a stale unpark must lose")
 	assert.True(t, ops.IsFenced(err), "%v", err)
 	after := load(t, e.st, scope, "p2")

@@ -250,27 +250,28 @@ func TestPlanUnpark(t *testing.T) {
 	ctx := context.Background()
 	st := fixture(t)
 	before := load(t, st, "p1")
-	r, err := PlanUnpark(ctx, st, key("p1"))
+	r, err := PlanUnpark(ctx, st, key("p1"), Options{})
 	require.NoError(t, err)
 	assert.Equal(t, `clear the park reason of ops/p1 ("`+parkReason+`") if it still holds generation 2`, r.Describe)
 	assert.Equal(t, before, load(t, st, "p1"), "planning writes nothing")
 
-	require.NoError(t, r.Apply(ctx))
+	require.NoError(t, firstErr(r.Apply(ctx)))
 	after := load(t, st, "p1")
 	assert.Empty(t, after.Parked)
-	before.Parked = ""
-	assert.Equal(t, before, after, "unparking changes nothing but the reason")
+	require.Len(t, after.Repairs, 1, "the unpark writes its audit entry")
+	before.Parked, before.Repairs = "", after.Repairs
+	assert.Equal(t, before, after, "unparking changes nothing but the reason and the repair log")
 
-	_, err = PlanUnpark(ctx, st, key("p1"))
+	_, err = PlanUnpark(ctx, st, key("p1"), Options{})
 	assert.ErrorContains(t, err, "ops/p1 is not parked")
-	_, err = PlanUnpark(ctx, st, key("nope"))
+	_, err = PlanUnpark(ctx, st, key("nope"), Options{})
 	assert.ErrorIs(t, err, store.ErrNoCheckpoint)
 }
 
 func TestPlanUnparkLosesWhenStateChanged(t *testing.T) {
 	ctx := context.Background()
 	st := fixture(t)
-	r, err := PlanUnpark(ctx, st, key("p1"))
+	r, err := PlanUnpark(ctx, st, key("p1"), Options{})
 	require.NoError(t, err)
 
 	// Meanwhile another operator unparks p1 and its worker promotes it.
@@ -279,7 +280,7 @@ func TestPlanUnparkLosesWhenStateChanged(t *testing.T) {
 	require.NoError(t, err)
 	won := promote(t, st, "p1", 95)
 
-	err = r.Apply(ctx)
+	_, err = r.Apply(ctx)
 	require.Error(t, err)
 	assert.True(t, IsFenced(err), "a stale repair loses with a fence error: %v", err)
 	var fe *store.FenceError
@@ -291,11 +292,12 @@ func TestPlanRestart(t *testing.T) {
 	ctx := context.Background()
 	st := fixture(t)
 	before := load(t, st, "p2")
-	r, err := PlanRestart(ctx, st, key("p2"), []byte("boundary-121"))
+	r, err := PlanRestart(ctx, st, key("p2"), []byte("boundary-121"), Options{})
 	require.NoError(t, err)
-	assert.Equal(t, "move ops/p2 from generation 2 to generation 3 at the given boundary cursor (watermark 120 kept)", r.Describe)
+	assert.Equal(t, "move ops/p2 from generation 2 to generation 3 at the given boundary cursor "+witness.CursorHash([]byte("boundary-121"))+
+		", a cursor this partition's checkpoint and witnesses do not hold: its position is not checked (watermark 120 and applied 120 kept)", r.Describe)
 	assert.Equal(t, before, load(t, st, "p2"), "planning writes nothing")
-	require.NoError(t, r.Apply(ctx))
+	require.NoError(t, firstErr(r.Apply(ctx)))
 	after := load(t, st, "p2")
 	assert.Equal(t, uint64(3), after.Generation)
 	assert.Equal(t, []byte("boundary-121"), after.Cursor)
@@ -305,41 +307,42 @@ func TestPlanRestart(t *testing.T) {
 	assert.Empty(t, after.Parked)
 
 	// A parked partition is unparked first.
-	r, err = PlanRestart(ctx, st, key("p1"), nil)
+	r, err = PlanRestart(ctx, st, key("p1"), []byte("boundary-91"), Options{})
 	require.NoError(t, err)
-	assert.Equal(t, "move ops/p1 from generation 2 to generation 3 at the given boundary cursor (watermark 90 kept), unparking it first", r.Describe)
-	require.NoError(t, r.Apply(ctx))
+	assert.Contains(t, r.Describe, "move ops/p1 from generation 2 to generation 3 at the given boundary cursor")
+	assert.True(t, strings.HasSuffix(r.Describe, "(watermark 90 and applied 90 kept), unparking it first"), r.Describe)
+	require.NoError(t, firstErr(r.Apply(ctx)))
 	after = load(t, st, "p1")
 	assert.Equal(t, uint64(3), after.Generation)
-	assert.Empty(t, after.Cursor, "an empty boundary is the provider's start")
+	assert.Equal(t, []byte("boundary-91"), after.Cursor)
 	assert.Empty(t, after.Parked)
 	assert.Equal(t, coord.Integer(90), after.Watermark)
 
-	_, err = PlanRestart(ctx, st, key("p2"), make([]byte, store.MaxCursorBytes+1))
+	_, err = PlanRestart(ctx, st, key("p2"), make([]byte, store.MaxCursorBytes+1), Options{})
 	assert.ErrorIs(t, err, store.ErrInvalid)
-	_, err = PlanRestart(ctx, st, key("nope"), nil)
+	_, err = PlanRestart(ctx, st, key("nope"), nil, Options{})
 	assert.ErrorIs(t, err, store.ErrNoCheckpoint)
 }
 
 func TestPlanRestartLosesWhenStateChanged(t *testing.T) {
 	ctx := context.Background()
 	st := fixture(t)
-	r, err := PlanRestart(ctx, st, key("p0"), []byte("boundary"))
+	r, err := PlanRestart(ctx, st, key("p0"), []byte("boundary"), Options{})
 	require.NoError(t, err)
 	won := promote(t, st, "p0", 160) // the live worker promotes first
-	err = r.Apply(ctx)
+	_, err = r.Apply(ctx)
 	require.Error(t, err)
 	assert.True(t, IsFenced(err), "%v", err)
 	assert.Equal(t, won, load(t, st, "p0"), "the worker's progress is untouched")
 
 	// A parked partition unparked and advanced by someone else meanwhile.
-	r, err = PlanRestart(ctx, st, key("p1"), []byte("boundary"))
+	r, err = PlanRestart(ctx, st, key("p1"), []byte("boundary"), Options{})
 	require.NoError(t, err)
 	cp := load(t, st, "p1")
 	_, err = st.SetParked(ctx, cp.Key, cp.Cursor, cp.Generation, cp.Lease, "")
 	require.NoError(t, err)
 	won = promote(t, st, "p1", 95)
-	err = r.Apply(ctx)
+	_, err = r.Apply(ctx)
 	assert.True(t, IsFenced(err), "%v", err)
 	assert.Equal(t, won, load(t, st, "p1"))
 }
@@ -367,9 +370,9 @@ func (s resumingWorker) SetParked(ctx context.Context, k store.Key, cursor []byt
 func TestPlanRestartOfParkedPartitionReportsThePartialWrite(t *testing.T) {
 	ctx := context.Background()
 	st := resumingWorker{MemStore: fixture(t), t: t}
-	r, err := PlanRestart(ctx, st, key("p1"), []byte("boundary"))
+	r, err := PlanRestart(ctx, st, key("p1"), []byte("boundary"), Options{})
 	require.NoError(t, err)
-	err = r.Apply(ctx)
+	_, err = r.Apply(ctx)
 	require.Error(t, err)
 	assert.True(t, IsFenced(err), "%v", err)
 	cp := load(t, st, "p1")
@@ -381,24 +384,28 @@ func TestPlanRestartOfParkedPartitionReportsThePartialWrite(t *testing.T) {
 func TestPlanAdvanceEpoch(t *testing.T) {
 	ctx := context.Background()
 	st := store.NewMemStore()
-	_, err := PlanAdvanceEpoch(ctx, st, scope, coord.Integer(90))
+	_, err := PlanAdvanceEpoch(ctx, st, scope, coord.Integer(90), Options{})
 	assert.ErrorIs(t, err, store.ErrNoCheckpoint, "no membership record to advance")
 
 	unproven := store.Membership{Scope: scope, Epoch: 2, Partitions: []string{"p0", "p1", "p2"}, Cutover: coord.Integer(80),
 		Reason: "add p2: no proof of coverage", Unproven: []string{"p2"}}
 	_, err = st.SwapMembership(ctx, 0, unproven)
 	require.NoError(t, err)
-	r, err := PlanAdvanceEpoch(ctx, st, scope, coord.Integer(90))
+	// No checkpoints prove anything: the operator's proof is forced.
+	_, err = PlanAdvanceEpoch(ctx, st, scope, coord.Integer(90), Options{})
+	require.True(t, IsRefused(err), "%v", err)
+	r, err := PlanAdvanceEpoch(ctx, st, scope, coord.Integer(90), Options{Force: true})
 	require.NoError(t, err)
 	assert.Equal(t, "advance membership of ops from epoch 2 (proven false) to epoch 3, proven through cutover 90, partitions [p0 p1 p2]", r.Describe)
 	m, err := st.LoadMembership(ctx, scope)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(2), m.Epoch, "planning writes nothing")
 
-	require.NoError(t, r.Apply(ctx))
+	require.NoError(t, firstErr(r.Apply(ctx)))
 	m, err = st.LoadMembership(ctx, scope)
 	require.NoError(t, err)
-	assert.Equal(t, store.Membership{Scope: scope, Epoch: 3, Partitions: []string{"p0", "p1", "p2"}, Cutover: coord.Integer(90), Proven: true}, m)
+	require.Len(t, m.Repairs, 1, "the membership record carries the audit entry")
+	assert.Equal(t, store.Membership{Scope: scope, Epoch: 3, Partitions: []string{"p0", "p1", "p2"}, Cutover: coord.Integer(90), Proven: true, Repairs: m.Repairs}, m)
 
 	// The status now has a scalar again.
 	s, err := ReadStatus(ctx, st, scope)
@@ -416,9 +423,9 @@ func TestPlanAdvanceEpochKeepsLineage(t *testing.T) {
 		Parents: map[string][]string{"p0.1": {"p0"}, "p0.2": {"p0"}}}
 	_, err := st.SwapMembership(ctx, 0, split)
 	require.NoError(t, err)
-	r, err := PlanAdvanceEpoch(ctx, st, scope, coord.Integer(120))
+	r, err := PlanAdvanceEpoch(ctx, st, scope, coord.Integer(120), Options{Force: true})
 	require.NoError(t, err)
-	require.NoError(t, r.Apply(ctx))
+	require.NoError(t, firstErr(r.Apply(ctx)))
 	m, err := st.LoadMembership(ctx, scope)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(5), m.Epoch)
@@ -430,14 +437,14 @@ func TestPlanAdvanceEpochLosesWhenMembershipChanged(t *testing.T) {
 	st := store.NewMemStore()
 	_, err := st.SwapMembership(ctx, 0, store.Membership{Scope: scope, Epoch: 2, Partitions: []string{"p0"}, Reason: "x", Unproven: []string{"p1"}})
 	require.NoError(t, err)
-	r, err := PlanAdvanceEpoch(ctx, st, scope, coord.Integer(90))
+	r, err := PlanAdvanceEpoch(ctx, st, scope, coord.Integer(90), Options{Force: true})
 	require.NoError(t, err)
 	// Meanwhile the input changes the membership (another epoch).
 	theirs := store.Membership{Scope: scope, Epoch: 3, Partitions: []string{"p0", "p5"}, Reason: "add p5", Unproven: []string{"p1", "p5"}}
 	_, err = st.SwapMembership(ctx, 2, theirs)
 	require.NoError(t, err)
 
-	err = r.Apply(ctx)
+	_, err = r.Apply(ctx)
 	require.Error(t, err)
 	assert.True(t, IsFenced(err), "%v", err)
 	m, err := st.LoadMembership(ctx, scope)

@@ -8,6 +8,10 @@
 //     (cursor and generation, or membership epoch): a repair racing a live
 //     worker loses with a fencing error instead of overwriting progress.
 //   - Every repair has a dry run that prints the exact write it would make.
+//   - A repair the stored state makes unsafe is refused (RefusedError)
+//     unless Options.Force; every repair prints the state before and after
+//     and writes its audit entry (store.RepairEntry) in its own conditional
+//     write (docs/design.md#operator-repairs).
 package ops
 
 import (
@@ -18,6 +22,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -63,6 +68,9 @@ type PartitionStatus struct {
 	// it began there) (docs/design.md#source-incarnations).
 	Incarnation      string `json:"incarnation,omitempty"`
 	IncarnationEpoch uint64 `json:"incarnation_epoch,omitempty"`
+	// Repairs is the partition's audit log of operator repairs (unpark,
+	// restart), oldest first, at most store.MaxRepairs.
+	Repairs []store.RepairEntry `json:"repairs,omitempty"`
 }
 
 // Status is the whole view of a scope.
@@ -81,6 +89,9 @@ type Status struct {
 	Vector           map[string]string `json:"vector"`
 	Published        *string           `json:"published_frontier"`
 	Partitions       []PartitionStatus `json:"partitions"`
+	// MembershipRepairs is the audit log of the advance-epoch that wrote
+	// the current membership record, if one did.
+	MembershipRepairs []store.RepairEntry `json:"membership_repairs,omitempty"`
 }
 
 // ReadStatus reads the durable state of a scope.
@@ -102,6 +113,7 @@ func ReadStatus(ctx context.Context, st store.Store, scope string) (Status, erro
 		return s, fmt.Errorf("reading membership of %s: %w", scope, err)
 	}
 	s.Epoch, s.Proven, s.Membership = m.Epoch, m.Proven, m.Partitions
+	s.MembershipRepairs = m.Repairs
 	if len(m.Partitions) > 0 {
 		t, err := frontier.NewTrackerFor(m.FrontierMembership())
 		if err != nil {
@@ -145,6 +157,7 @@ func ReadStatus(ctx context.Context, st store.Store, scope string) (Status, erro
 			Member:      slices.Contains(m.Partitions, cp.Partition),
 			Violations:  cp.Violations,
 			Incarnation: cp.Incarnation, IncarnationEpoch: cp.IncarnationEpoch,
+			Repairs: cp.Repairs,
 		}
 		if cp.HasApplied {
 			ps.Applied, ps.AppliedID = cp.Applied.String(), cp.AppliedID
@@ -228,7 +241,44 @@ func WriteTable(w io.Writer, s Status) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	return writeViolations(w, s.Partitions)
+	if err := writeViolations(w, s.Partitions); err != nil {
+		return err
+	}
+	return writeRepairs(w, s)
+}
+
+// writeRepairs lists the last repair of each repaired partition and of the
+// membership record, one line each: "last repair of P: <DescribeRepair>".
+func writeRepairs(w io.Writer, s Status) error {
+	for _, p := range s.Partitions {
+		if len(p.Repairs) == 0 {
+			continue
+		}
+		if _, err := fmt.Fprintf(w, "last repair of %s: %s\n", p.Partition, DescribeRepair(p.Repairs[len(p.Repairs)-1])); err != nil {
+			return err
+		}
+	}
+	if n := len(s.MembershipRepairs); n > 0 {
+		if _, err := fmt.Fprintf(w, "last repair of the membership: %s\n", DescribeRepair(s.MembershipRepairs[n-1])); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DescribeRepair renders an audit entry on one line: "<time> by
+// <user>@<host>: <command> (before: k=v, ...)", previous values in name
+// order.
+func DescribeRepair(e store.RepairEntry) string {
+	var prev []string
+	for _, k := range slices.Sorted(maps.Keys(e.Previous)) {
+		v := e.Previous[k]
+		if v == "" || strings.ContainsAny(v, " ,=\"") {
+			v = strconv.Quote(v)
+		}
+		prev = append(prev, k+"="+v)
+	}
+	return fmt.Sprintf("%s by %s@%s: %s (before: %s)", e.Time.UTC().Format("2006-01-02T15:04:05.000Z"), e.User, e.Host, e.Command, strings.Join(prev, ", "))
 }
 
 // writeViolations lists the partitions with contract violations, one line

@@ -93,6 +93,9 @@ func (p Promotion) Apply(c Checkpoint) Checkpoint {
 		c.Applied, c.HasApplied, c.AppliedID = coord.Position{}, false, ""
 		c.IncarnationEpoch = p.Epoch
 	}
+	if p.Repairs != nil {
+		c.Repairs = CloneRepairs(p.Repairs)
+	}
 	return c
 }
 

@@ -126,6 +126,44 @@ func (s *MemStore) SetParked(_ context.Context, k Key, cursor []byte, generation
 	return cloneCheckpoint(next), nil
 }
 
+// Unpark implements Store.
+func (s *MemStore) Unpark(_ context.Context, k Key, cursor []byte, generation uint64, lease Lease, repairs []RepairEntry) (Checkpoint, error) {
+	lease = lease.Fence()
+	if err := ValidateUnpark(k, cursor, lease, repairs); err != nil {
+		return Checkpoint{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var stored *Checkpoint
+	if c, ok := s.checkpoints[k]; ok {
+		c = cloneCheckpoint(c)
+		stored = &c
+	}
+	why := ParkConflict(cursor, generation, lease, stored)
+	if why == "" && stored.Parked == "" {
+		why = "the partition is not parked"
+	}
+	if why != "" {
+		if stored != nil && UnparkApplied(cursor, generation, repairs, *stored) {
+			return *stored, nil
+		}
+		return Checkpoint{}, &FenceError{Key: k, Op: "unpark", Reason: why, WantGeneration: generation, Winner: stored}
+	}
+	next := *stored
+	next.Parked = ""
+	next.Repairs = CloneRepairs(repairs)
+	s.checkpoints[k] = next
+	return cloneCheckpoint(next), nil
+}
+
+// ValidateUnpark checks Unpark's arguments the way every store does.
+func ValidateUnpark(k Key, cursor []byte, lease Lease, repairs []RepairEntry) error {
+	if err := ValidatePark(k, cursor, lease); err != nil {
+		return err
+	}
+	return CheckRepairs(repairs)
+}
+
 // ValidatePark checks SetParked's arguments the way every store does.
 func ValidatePark(k Key, cursor []byte, lease Lease) error {
 	if err := k.Validate(); err != nil {
@@ -416,6 +454,7 @@ func cloneCheckpoint(c Checkpoint) Checkpoint {
 	} else {
 		c.Violations = maps.Clone(c.Violations)
 	}
+	c.Repairs = CloneRepairs(c.Repairs)
 	return c
 }
 
@@ -443,6 +482,7 @@ func cloneMembership(m Membership) Membership {
 	}
 	m.Cutover = NormalizeWatermark(m.Cutover)
 	m.Reason = CleanReason(m.Reason)
+	m.Repairs = CloneRepairs(m.Repairs)
 	return m
 }
 

@@ -132,6 +132,11 @@ type Checkpoint struct {
 	// the checkpoint began in it. membership.Decide reads it as the proof
 	// of the new incarnation's coverage: reset to its start, read since.
 	IncarnationEpoch uint64
+	// Repairs is the audit log of the operator repairs written to this
+	// checkpoint, oldest first, at most MaxRepairs (RepairEntry). Only a
+	// repair's own conditional write changes it (Promotion.Repairs,
+	// Unpark); every other write keeps it.
+	Repairs []RepairEntry
 }
 
 // Promotion asks the store to replace From (cursor and generation) by the
@@ -192,6 +197,11 @@ type Promotion struct {
 	// stored watermark is cleared only by a write of a greater Epoch than
 	// the stored checkpoint's.
 	Reset bool
+	// Repairs, when not nil, replaces the checkpoint's repair log: an
+	// operator's restart writes the log it read plus its own entry
+	// (AppendRepair), in this same conditional write. nil keeps the
+	// stored log.
+	Repairs []RepairEntry
 }
 
 // Membership is the record naming the partitions of one membership epoch.
@@ -224,6 +234,10 @@ type Membership struct {
 	// into the new incarnation by that epoch and read from its start,
 	// certifies a watermark or completes (docs/design.md#source-incarnations).
 	Incarnations map[string]uint64
+	// Repairs is the audit log of operator repairs that wrote this epoch
+	// (advance-epoch), at most MaxRepairs; a later epoch keeps it only
+	// when its writer copies it.
+	Repairs []RepairEntry
 }
 
 // Frontier is the published combined frontier of one scope.
@@ -271,6 +285,14 @@ type Store interface {
 	// when it names an owner).
 	// It never changes cursor, generation or watermark.
 	SetParked(ctx context.Context, k Key, cursor []byte, generation uint64, lease Lease, reason string) (Checkpoint, error)
+	// Unpark is an operator's unpark: in one write conditional on the
+	// stored cursor, generation (and lease, when it names an owner) and on
+	// the checkpoint being parked, it clears the park reason and replaces
+	// the repair log with repairs (the log read plus the repair's entry,
+	// at most MaxRepairs). It never changes cursor, generation or
+	// watermark. A lost condition returns *FenceError with the winner; the
+	// repeat of an applied Unpark returns the stored checkpoint.
+	Unpark(ctx context.Context, k Key, cursor []byte, generation uint64, lease Lease, repairs []RepairEntry) (Checkpoint, error)
 	// ListCheckpoints returns every checkpoint of a scope.
 	ListCheckpoints(ctx context.Context, scope string) ([]Checkpoint, error)
 

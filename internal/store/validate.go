@@ -100,6 +100,9 @@ func (c Checkpoint) Validate() error {
 	if err := c.Key.Validate(); err != nil {
 		return err
 	}
+	if err := CheckRepairs(c.Repairs); err != nil {
+		return err
+	}
 	if err := CheckCursor("cursor", c.Cursor); err != nil {
 		return err
 	}
@@ -204,12 +207,18 @@ func (p Promotion) Validate() error {
 			return fmt.Errorf("%w: a reset into a new incarnation carries no page's progress", ErrInvalid)
 		}
 	}
+	if err := CheckRepairs(p.Repairs); err != nil {
+		return err
+	}
 	return checkWatermark("watermark", p.Watermark)
 }
 
 // Validate reports whether m can be stored.
 func (m Membership) Validate() error {
 	if err := CheckName("scope", m.Scope); err != nil {
+		return err
+	}
+	if err := CheckRepairs(m.Repairs); err != nil {
 		return err
 	}
 	if m.Epoch == 0 {
