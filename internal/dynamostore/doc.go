@@ -87,7 +87,7 @@
 //	operation          request     condition
 //	CreateCheckpoint   UpdateItem  index: attribute_not_exists(parts) OR NOT contains(parts, :p)
 //	                   PutItem     attribute_not_exists(pk)
-//	Promote            UpdateItem  cur = :from AND gen = :g AND attribute_not_exists(park)
+//	Promote            UpdateItem  cur = :c AND gen = :g AND attribute_not_exists(park)
 //	                               [AND lo = :lo AND lc = :lc]
 //	                               [AND (attribute_not_exists(wmk) OR (wmk = :k AND wm <= :w))]
 //	                               [AND (attribute_not_exists(inc) OR inc = :inc)]

@@ -295,7 +295,7 @@ func (s *DynamoStore) indexPartition(ctx context.Context, k store.Key) error {
 //
 //	SET cur = :to, gen = :g + pages, ep = :ep, wid = :wid [, wmk = :k, wm = :w, fin = :f] [, app = :a, appid = :id] [, done = true]
 //	[REMOVE done] [REMOVE appid] [REMOVE fin]
-//	IF  cur = :from AND gen = :g AND attribute_not_exists(park)
+//	IF  cur = :c AND gen = :g AND attribute_not_exists(park)
 //	    [AND lo = :lo AND lc = :lc]
 //	    [AND (attribute_not_exists(wmk) OR (wmk = :k AND wm <= :w))]
 //	    [AND (attribute_not_exists(inc) OR inc = :inc)]
@@ -311,11 +311,7 @@ func (s *DynamoStore) Promote(ctx context.Context, p store.Promotion) (store.Che
 		return store.Checkpoint{}, err
 	}
 	e := newExpr()
-	cond := []string{
-		e.n(attrCursor) + " = " + e.v("from", avB(p.FromCursor)),
-		e.n(attrGeneration) + " = " + e.v("g", avU(p.FromGeneration)),
-		"attribute_not_exists(" + e.n(attrParked) + ")",
-	}
+	cond := append(e.fence(p.FromCursor, p.FromGeneration, p.Lease), "attribute_not_exists("+e.n(attrParked)+")")
 	set := []string{
 		e.n(attrCursor) + " = " + e.v("to", avB(p.To)),
 		e.n(attrGeneration) + " = " + e.v("next", avU(p.ToGeneration())),
@@ -326,11 +322,6 @@ func (s *DynamoStore) Promote(ctx context.Context, p store.Promotion) (store.Che
 		set = append(set, e.n(attrWitnessID)+" = "+e.v("wid", avS(p.WitnessID)))
 	} else {
 		remove = append(remove, e.n(attrWitnessID))
-	}
-	if !p.Lease.IsZero() {
-		cond = append(cond,
-			e.n(attrLeaseOwner)+" = "+e.v("lo", avS(p.Lease.Owner)),
-			e.n(attrLeaseCounter)+" = "+e.v("lc", avU(p.Lease.Counter)))
 	}
 	if p.Incarnation != "" {
 		inc := e.v("inc", avS(p.Incarnation))
@@ -420,15 +411,7 @@ func (s *DynamoStore) SetParked(ctx context.Context, k store.Key, cursor []byte,
 		return store.Checkpoint{}, err
 	}
 	e := newExpr()
-	cond := []string{
-		e.n(attrCursor) + " = " + e.v("c", avB(cursor)),
-		e.n(attrGeneration) + " = " + e.v("g", avU(generation)),
-	}
-	if !lease.IsZero() {
-		cond = append(cond,
-			e.n(attrLeaseOwner)+" = "+e.v("lo", avS(lease.Owner)),
-			e.n(attrLeaseCounter)+" = "+e.v("lc", avU(lease.Counter)))
-	}
+	cond := e.fence(cursor, generation, lease)
 	update := "REMOVE " + e.n(attrParked)
 	if r := store.CleanReason(reason); r != "" {
 		update = "SET " + e.n(attrParked) + " = " + e.v("r", avS(r))
@@ -470,16 +453,7 @@ func (s *DynamoStore) Unpark(ctx context.Context, k store.Key, cursor []byte, ge
 		return store.Checkpoint{}, fmt.Errorf("%w: repair log: %v", store.ErrInvalid, err)
 	}
 	e := newExpr()
-	cond := []string{
-		e.n(attrCursor) + " = " + e.v("c", avB(cursor)),
-		e.n(attrGeneration) + " = " + e.v("g", avU(generation)),
-		"attribute_exists(" + e.n(attrParked) + ")",
-	}
-	if !lease.IsZero() {
-		cond = append(cond,
-			e.n(attrLeaseOwner)+" = "+e.v("lo", avS(lease.Owner)),
-			e.n(attrLeaseCounter)+" = "+e.v("lc", avU(lease.Counter)))
-	}
+	cond := append(e.fence(cursor, generation, lease), "attribute_exists("+e.n(attrParked)+")")
 	update := "REMOVE " + e.n(attrParked)
 	if rep != "" {
 		update = "SET " + e.n(attrRepairs) + " = " + e.v("rep", avS(rep)) + " " + update
@@ -925,4 +899,20 @@ func (s *DynamoStore) PublishFrontier(ctx context.Context, prev, next store.Fron
 		return store.Frontier{}, s.wrap("publish frontier of", name(next.Scope), err)
 	}
 	return decodeFrontier(next.Scope, it)
+}
+
+// fence is the condition every write of a partition's progress carries:
+// the stored cursor and generation are the ones the writer read, and,
+// under leases, the lease is still the writer's (owner and counter).
+func (e *expr) fence(cursor []byte, generation uint64, lease store.Lease) []string {
+	cond := []string{
+		e.n(attrCursor) + " = " + e.v("c", avB(cursor)),
+		e.n(attrGeneration) + " = " + e.v("g", avU(generation)),
+	}
+	if !lease.IsZero() {
+		cond = append(cond,
+			e.n(attrLeaseOwner)+" = "+e.v("lo", avS(lease.Owner)),
+			e.n(attrLeaseCounter)+" = "+e.v("lc", avU(lease.Counter)))
+	}
+	return cond
 }
