@@ -378,15 +378,7 @@ func (s *DynamoStore) Promote(ctx context.Context, p store.Promotion) (store.Che
 	if len(remove) > 0 {
 		update += " REMOVE " + strings.Join(remove, ", ")
 	}
-	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.table),
-		Key:                       checkpointKey(p.Key),
-		UpdateExpression:          aws.String(update),
-		ConditionExpression:       aws.String(strings.Join(cond, " AND ")),
-		ExpressionAttributeNames:  e.names,
-		ExpressionAttributeValues: e.vals(),
-		ReturnValues:              types.ReturnValueAllNew,
-	})
+	out, err := s.updateCheckpoint(ctx, p.Key, e, update, cond)
 	if isConditionFailed(err) {
 		w, readErr := s.winner(ctx, p.Key)
 		if w != nil && store.PromotionApplied(p, *w) {
@@ -416,15 +408,7 @@ func (s *DynamoStore) SetParked(ctx context.Context, k store.Key, cursor []byte,
 	if r := store.CleanReason(reason); r != "" {
 		update = "SET " + e.n(attrParked) + " = " + e.v("r", avS(r))
 	}
-	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.table),
-		Key:                       checkpointKey(k),
-		UpdateExpression:          aws.String(update),
-		ConditionExpression:       aws.String(strings.Join(cond, " AND ")),
-		ExpressionAttributeNames:  e.names,
-		ExpressionAttributeValues: e.vals(),
-		ReturnValues:              types.ReturnValueAllNew,
-	})
+	out, err := s.updateCheckpoint(ctx, k, e, update, cond)
 	if isConditionFailed(err) {
 		w, readErr := s.winner(ctx, k)
 		reason := store.ParkConflict(cursor, generation, lease, w)
@@ -460,15 +444,7 @@ func (s *DynamoStore) Unpark(ctx context.Context, k store.Key, cursor []byte, ge
 	} else {
 		update += ", " + e.n(attrRepairs)
 	}
-	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.table),
-		Key:                       checkpointKey(k),
-		UpdateExpression:          aws.String(update),
-		ConditionExpression:       aws.String(strings.Join(cond, " AND ")),
-		ExpressionAttributeNames:  e.names,
-		ExpressionAttributeValues: e.vals(),
-		ReturnValues:              types.ReturnValueAllNew,
-	})
+	out, err := s.updateCheckpoint(ctx, k, e, update, cond)
 	if isConditionFailed(err) {
 		w, readErr := s.winner(ctx, k)
 		if w != nil && store.UnparkApplied(cursor, generation, repairs, *w) {
@@ -915,4 +891,18 @@ func (e *expr) fence(cursor []byte, generation uint64, lease store.Lease) []stri
 			e.n(attrLeaseCounter)+" = "+e.v("lc", avU(lease.Counter)))
 	}
 	return cond
+}
+
+// updateCheckpoint is the one conditional UpdateItem of k's checkpoint
+// item (update under all of cond), returning the item as written.
+func (s *DynamoStore) updateCheckpoint(ctx context.Context, k store.Key, e *expr, update string, cond []string) (*dynamodb.UpdateItemOutput, error) {
+	return s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       checkpointKey(k),
+		UpdateExpression:          aws.String(update),
+		ConditionExpression:       aws.String(strings.Join(cond, " AND ")),
+		ExpressionAttributeNames:  e.names,
+		ExpressionAttributeValues: e.vals(),
+		ReturnValues:              types.ReturnValueAllNew,
+	})
 }

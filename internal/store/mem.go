@@ -88,11 +88,7 @@ func (s *MemStore) Promote(_ context.Context, p Promotion) (Checkpoint, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var stored *Checkpoint
-	if c, ok := s.checkpoints[p.Key]; ok {
-		c = cloneCheckpoint(c)
-		stored = &c
-	}
+	stored := s.stored(p.Key)
 	if reason := PromotionConflict(p, stored); reason != "" {
 		if stored != nil && PromotionApplied(p, *stored) {
 			return *stored, nil
@@ -112,11 +108,7 @@ func (s *MemStore) SetParked(_ context.Context, k Key, cursor []byte, generation
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var stored *Checkpoint
-	if c, ok := s.checkpoints[k]; ok {
-		c = cloneCheckpoint(c)
-		stored = &c
-	}
+	stored := s.stored(k)
 	if why := ParkConflict(cursor, generation, lease, stored); why != "" {
 		return Checkpoint{}, &FenceError{Key: k, Op: "set parked", Reason: why, WantGeneration: generation, Winner: stored}
 	}
@@ -134,11 +126,7 @@ func (s *MemStore) Unpark(_ context.Context, k Key, cursor []byte, generation ui
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var stored *Checkpoint
-	if c, ok := s.checkpoints[k]; ok {
-		c = cloneCheckpoint(c)
-		stored = &c
-	}
+	stored := s.stored(k)
 	why := ParkConflict(cursor, generation, lease, stored)
 	if why == "" && stored.Parked == "" {
 		why = "the partition is not parked"
@@ -518,4 +506,15 @@ func cloneFrontier(f Frontier) Frontier {
 	f.HeldBy = cloneStrings(f.HeldBy)
 	f.Reason = CleanReason(f.Reason)
 	return f
+}
+
+// stored returns a copy of k's checkpoint, nil when there is none. The
+// caller holds s.mu.
+func (s *MemStore) stored(k Key) *Checkpoint {
+	c, ok := s.checkpoints[k]
+	if !ok {
+		return nil
+	}
+	c = cloneCheckpoint(c)
+	return &c
 }
