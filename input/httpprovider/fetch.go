@@ -85,7 +85,7 @@ func (p *Provider) pageCall() callSpec {
 // logs name by its hash.
 func (p *Provider) build(partition string, cursor []byte, meta [][2]string, c callSpec) (*builtRequest, error) {
 	method, urlStr, body := c.verb, c.url, c.body
-	rq := &builtRequest{partition: partition, cursor: cursor, meta: meta, method: method, header: http.Header{}}
+	rq := &builtRequest{partition: partition, cursor: cursor, meta: meta, method: method, header: http.Header{}, red: newRedactor(p.red)}
 	rq.red.add(string(cursor))
 	for _, kv := range meta {
 		if kv[0] == metaCursor {
@@ -157,6 +157,9 @@ func (p *Provider) do(ctx context.Context, rq *builtRequest) (*httpResult, error
 			}
 			continue
 		}
+		if res.status < 200 || res.status > 299 {
+			p.learnBodyCursor(rq, res)
+		}
 		if p.expired[res.status] {
 			return nil, &provider.ExpiredError{Partition: rq.partition,
 				Reason: fmt.Sprintf("HTTP %d %s: %q", res.status, http.StatusText(res.status), rq.red.quote(res.body))}
@@ -195,7 +198,7 @@ func (p *Provider) pause(ctx context.Context, rq *builtRequest, attempt int, ret
 		text = se.brief()
 	}
 	p.log.Warnf("httpprovider: partition %s: cursor %s: %s; retry %d of %d in %s",
-		rq.partition, witness.CursorHash(rq.cursor), text, attempt+1, p.cfg.MaxRetries, wait.Round(time.Millisecond))
+		rq.partition, witness.CursorHash(rq.cursor), rq.red.apply(text), attempt+1, p.cfg.MaxRetries, wait.Round(time.Millisecond))
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
@@ -274,6 +277,7 @@ func (p *Provider) attempt(ctx context.Context, rq *builtRequest) (*httpResult, 
 	if err := p.auth.apply(ctx, req, rq.body); err != nil {
 		return nil, redactedError{msg: fmt.Sprintf("%s: authenticating: %s", rq.target(), rq.red.apply(err.Error())), err: err}
 	}
+	p.learnCredentials(rq, req.Header)
 	resp, err := p.client.Do(req)
 	if err != nil {
 		return nil, p.transportError(ctx, rq, "", err)
@@ -289,6 +293,53 @@ func (p *Provider) attempt(ctx context.Context, rq *builtRequest) (*httpResult, 
 		res.body, res.tooLarge = b[:limit], true
 	}
 	return res, nil
+}
+
+// learnCredentials registers the header values the authentication added or
+// changed (basic auth, OAuth (v1), JWT, OAuth2 bearer tokens, SigV4
+// signatures and session tokens) before the request is sent, so that a
+// server echoing the request cannot put them into an error or a log line.
+// Values that last (a Basic or Bearer credential, an AWS session token) go
+// to the provider's set, shared with the input; the rest (a signature made
+// for this request only) to the request's.
+func (p *Provider) learnCredentials(rq *builtRequest, sent http.Header) {
+	for name, vs := range sent {
+		before := rq.header[name]
+		for i, v := range vs {
+			if i < len(before) && before[i] == v {
+				continue
+			}
+			switch {
+			case name == "Authorization" || name == "Proxy-Authorization":
+				scheme, _, _ := strings.Cut(v, " ")
+				if strings.EqualFold(scheme, "basic") || strings.EqualFold(scheme, "bearer") {
+					p.red.AddCredential(v)
+				}
+				rq.red.addCredential(v)
+			case name == "X-Amz-Security-Token":
+				p.red.Add(v)
+			default:
+				rq.red.add(v)
+			}
+		}
+	}
+}
+
+// learnBodyCursor registers the cursor an error body carries, so that
+// quoting the body does not show it: a Kubernetes 410 Gone quotes a fresh
+// continue token in metadata.continue, where the successor mapping finds
+// it. Best effort: a body the mapping cannot read registers nothing.
+func (p *Provider) learnBodyCursor(rq *builtRequest, res *httpResult) {
+	if p.cfg.Mappings.Successor == nil || len(res.body) == 0 {
+		return
+	}
+	v, present, err := runMapping(service.NewMessage(res.body), p.cfg.Mappings.Successor)
+	if err != nil || !present {
+		return
+	}
+	if c, ok := opaque(v); ok {
+		rq.red.add(string(c))
+	}
 }
 
 // transportError describes a failed round trip without the URL (a
