@@ -235,9 +235,18 @@ func (t *tokenSource) describe(err error) error {
 	return redactedError{msg: red.apply(err.Error()), err: err}
 }
 
-// apply authenticates req, whose body is body. Its errors are transient
-// (a token endpoint or the credential chain that did not answer).
-func (a *authenticator) apply(ctx context.Context, req *http.Request, body []byte) error {
+// token is the OAuth2 token to send (nil without oauth2). Its errors are
+// transient (a token endpoint that did not answer or refused).
+func (a *authenticator) token(ctx context.Context) (*oauth2.Token, error) {
+	if a == nil || a.tokens == nil {
+		return nil, nil
+	}
+	return a.tokens.Token(ctx)
+}
+
+// apply authenticates req, whose body is body, with tok (from token). Its
+// errors are transient (the credential chain that did not answer).
+func (a *authenticator) apply(ctx context.Context, req *http.Request, body []byte, tok *oauth2.Token) error {
 	if a == nil {
 		return nil
 	}
@@ -246,11 +255,7 @@ func (a *authenticator) apply(ctx context.Context, req *http.Request, body []byt
 			return fmt.Errorf("signing the request: %w", err)
 		}
 	}
-	if a.tokens != nil {
-		tok, err := a.tokens.Token(ctx)
-		if err != nil {
-			return err
-		}
+	if tok != nil {
 		tok.SetAuthHeader(req)
 	}
 	if a.sigv4 != nil {

@@ -101,7 +101,10 @@ func (p *Provider) build(partition string, cursor []byte, meta [][2]string, c ca
 		if err != nil {
 			return nil, fail("headers."+name, err)
 		}
-		rq.red.add(s)
+		rq.red.addCredential(s)
+		if credentialHeader(name) {
+			p.red.AddCredential(s)
+		}
 		rq.header.Set(name, s)
 	}
 	u, err := urlStr.TryString(msg)
@@ -263,6 +266,12 @@ func (p *Provider) attempt(ctx context.Context, rq *builtRequest) (*httpResult, 
 	if err := p.waitRateLimit(ctx); err != nil {
 		return nil, err
 	}
+	// The OAuth2 token is obtained before the request's own timeout starts:
+	// its requests have their own timeout and retries.
+	tok, err := p.auth.token(ctx)
+	if err != nil {
+		return nil, redactedError{msg: fmt.Sprintf("%s: authenticating: %s", rq.target(), rq.red.apply(err.Error())), err: err}
+	}
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
 	defer cancel()
 	var body io.Reader
@@ -274,7 +283,7 @@ func (p *Provider) attempt(ctx context.Context, rq *builtRequest) (*httpResult, 
 		return nil, fmt.Errorf("%s: cannot build the request", rq.target())
 	}
 	req.Header = rq.header.Clone()
-	if err := p.auth.apply(ctx, req, rq.body); err != nil {
+	if err := p.auth.apply(ctx, req, rq.body, tok); err != nil {
 		return nil, redactedError{msg: fmt.Sprintf("%s: authenticating: %s", rq.target(), rq.red.apply(err.Error())), err: err}
 	}
 	p.learnCredentials(rq, req.Header)
@@ -323,6 +332,21 @@ func (p *Provider) learnCredentials(rq *builtRequest, sent http.Header) {
 			}
 		}
 	}
+}
+
+// credentialHeader reports whether a configured header is a credential
+// whose value the provider's set (shared with the input, and lasting
+// beyond the request) keeps: Authorization, Cookie, and names that say key,
+// token, secret, password, session, signature or auth. Other headers'
+// values are redacted from the request's own errors only.
+func credentialHeader(name string) bool {
+	n := strings.ToLower(name)
+	for _, w := range []string{"auth", "cookie", "key", "token", "secret", "password", "session", "signature"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // learnBodyCursor registers the cursor an error body carries, so that
