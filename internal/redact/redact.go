@@ -36,7 +36,7 @@ const MinLen = 6
 
 // Forms returns v and the encodings in which a server or library may echo
 // it, longest first, each at least MinLen bytes: raw, URL query escaping
-// (url.QueryEscape) and path escaping (url.PathEscape), base64 in the
+// (url.QueryEscape) and path escaping (url.PathEscape), once or twice, base64 in the
 // standard and URL alphabets with and without padding, and the JSON string
 // escaping of each of the raw and URL-escaped forms (with and without HTML
 // escaping, and with "/" escaped as "\/"). Nil when v is shorter than
@@ -60,6 +60,12 @@ func Forms(v string) []string {
 		for _, j := range jsonForms(s) {
 			add(j)
 		}
+	}
+	// URL escaping applied twice (a server quoting an escaped request
+	// URI in an escaped form).
+	for _, s := range textual[1:] {
+		add(url.QueryEscape(s))
+		add(url.PathEscape(s))
 	}
 	b := []byte(v)
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
