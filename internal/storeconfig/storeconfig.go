@@ -150,9 +150,9 @@ func CheckpointFields() []*service.ConfigField {
 				Description("The id of the key that encrypts (the newest). Empty: the only key, when one is listed.").
 				Default("").Example("2026-12"),
 			service.NewObjectListField(fieldEncKeys,
-				service.NewStringField(fieldEncKeyID).Description("The key id, stored with every value it encrypts (1 to 32 bytes)."),
-				service.NewStringField(fieldEncKeyEnv).Description("The environment variable holding the key: 32 bytes, base64 (e.g. `openssl rand -base64 32`).").Default(""),
-				service.NewStringField(fieldEncKeyFile).Description("A file holding the key: 32 bytes, base64 (surrounding white space ignored). Exactly one of `env` and `file`.").Default(""),
+				service.NewStringField(fieldEncKeyID).Description("The key id, stored with every value it encrypts (1 to 32 bytes).").Example("2026-12"),
+				service.NewStringField(fieldEncKeyEnv).Description("The environment variable holding the key: 32 bytes, base64 (e.g. `openssl rand -base64 32`).").Default("").Example("TIDEMARK_CURSOR_KEY"),
+				service.NewStringField(fieldEncKeyFile).Description("A file holding the key: 32 bytes, base64 (surrounding white space ignored). Exactly one of `env` and `file`.").Default("").Example("/run/secrets/tidemark-cursor-key"),
 			).Description("Every key that may have encrypted a stored cursor: old keys decrypt, the `active_id` key encrypts. Empty: cursors are stored in clear.").
 				Default([]any{}),
 		).
