@@ -47,7 +47,7 @@ var echoIn = map[string]func(string) string{
 // encoding, and a token endpoint: after the input has parked every
 // partition, no credential and no cursor appears, in any encoding, in the
 // logs, the park reasons and checkpoints stored (cursors encrypted with
-// checkpoint.cursor_encryption), the witnesses, or `status` (text and
+// checkpoint.cursor_encryption), the witnesses, the counters' labels, or `status` (text and
 // JSON).
 func TestNoSecretLeavesTheInput(t *testing.T) {
 	t.Setenv("TEST_TIDEMARK_CURSOR_KEY", base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32)))
@@ -143,6 +143,11 @@ func TestNoSecretLeavesTheInput(t *testing.T) {
 				fmt.Fprintf(&text, "\nwitness %s: %q -> %q", w.AttemptID, w.InputCursor, w.Successor)
 			}
 		}
+		h.metrics.mu.Lock()
+		for k := range h.metrics.counts {
+			fmt.Fprintf(&text, "\nmetric %s", k) // every counter's labels
+		}
+		h.metrics.mu.Unlock()
 		s, err := ops.ReadStatus(t.Context(), h.st, h.scope)
 		require.NoError(t, err)
 		require.NoError(t, ops.WriteTable(&text, s))
