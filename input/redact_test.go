@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -167,4 +168,76 @@ func TestNoSecretLeavesTheInput(t *testing.T) {
 		}
 		assert.Positive(t, storedSuccessors, "the checkpoints or the witnesses hold the successors, encrypted")
 	})
+}
+
+// An OAuth2 token endpoint that accepts and does not answer: the input logs
+// a WARN line per timed-out token request (naming the token URL's host),
+// no partition parks, and once the endpoint answers every event is
+// delivered and every partition completes.
+func TestStreamHungTokenEndpointRecovers(t *testing.T) {
+	const n, page = 30, 10
+	var hang atomic.Bool
+	hang.Store(true)
+	tokens := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body) // the server notices a closed connection only after the body
+		if hang.Load() {
+			<-r.Context().Done()
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"access_token":%q,"token_type":"bearer","expires_in":3600}`, leakAccessToken)
+	}))
+	t.Cleanup(tokens.Close)
+	pages := &flakyPages{n: n, page: page, requests: map[string]int{}, bad: map[string][]string{}}
+	src := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+leakAccessToken {
+			http.Error(w, "no token", http.StatusUnauthorized)
+			return
+		}
+		pages.ServeHTTP(w, r)
+	}))
+	t.Cleanup(src.Close)
+	h := newHarness(t, memoryBackend, threeParts, n)
+	yaml := fmt.Sprintf(`paginated_partitions:
+  scope: %s
+  partitions: [ %s ]
+  exit_when_complete: true
+  poll_interval: 5ms
+  park_check_interval: 20ms
+  store_backoff: 10ms
+  fetch_retries: 1000
+  fetch_backoff: 1ms
+  checkpoint:
+%s
+  http:
+    url: '%s/events/${! @partition }?after=${! if @cursor == "" { "0" } else { @cursor } }'
+    timeout: 200ms
+    max_retries: 1
+    backoff: { initial_interval: 1ms, max_interval: 5ms }
+    oauth2:
+      enabled: true
+      client_key: cid
+      client_secret: %q
+      token_url: %s/token
+    events: root = this.events
+    event_position: root = this.pos
+    successor: root = this.next
+    complete_through: root = this.through
+    contract:
+      empty_page: final_through_watermark
+      positions: dense
+      watermark_covers_positions: true
+      recovery: park
+`, h.scope, strings.Join(h.parts, ", "), indent(h.ckYAML, "    "), src.URL, leakClientSecret, tokens.URL)
+	r := h.start(h.buildYAML(yaml, nil, nil, ""))
+	warn := "token request to " + tokens.URL + " failed"
+	e2etest.WaitUntil(t, streamTimeout, "WARN lines for the timed-out token requests",
+		func() bool { return strings.Count(h.logs.String(), warn) >= 4 }, h.noParks)
+	hang.Store(false)
+	e2etest.WaitUntil(t, streamTimeout, "the stream to complete once the token endpoint answers", r.finished, h.noParks)
+	h.wait(r, streamTimeout)
+	h.requireAllDelivered()
+	h.requireCompleteCheckpoints()
+	assert.Contains(t, h.logs.String(), "timed out after 200ms")
+	assert.Empty(t, redacttest.Leaks(h.logs.String(), map[string]string{"client secret": leakClientSecret, "access token": leakAccessToken}))
 }
