@@ -18,6 +18,7 @@ import (
 	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/feed"
+	"github.com/tidemark/tidemark/internal/redact"
 	"github.com/tidemark/tidemark/internal/runstatus"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/storeconfig"
@@ -148,6 +149,9 @@ type paginatedInput struct {
 	closeSt func(context.Context) error
 	log     *service.Logger
 	metrics *inputMetrics
+	// red is the redaction layer's credentials (the provider's, when it
+	// has a Redactor); each partition adds its cursors in a child set.
+	red *redact.Set
 
 	out        chan emission
 	allDone    chan struct{}
@@ -211,6 +215,10 @@ func New(cfg Config, prov provider.Provider, st store.Store, closeStore func(con
 		pruned:      map[string]pruneState{},
 		attemptBase: hex.EncodeToString(b[:]),
 		budget:      newByteBudget(cfg.MaxBytesInFlight),
+	}
+	in.red = redact.New(0)
+	if r, ok := prov.(interface{ Redactor() *redact.Set }); ok && r.Redactor() != nil {
+		in.red = r.Redactor()
 	}
 	if cfg.Leases != nil {
 		in.leases = newLeaseManager(in, *cfg.Leases, res)
@@ -437,7 +445,7 @@ func (in *paginatedInput) fetchWithRetry(ctx context.Context, p *partition, req 
 		if err == nil || errors.Is(err, provider.ErrExpired) || errors.Is(err, provider.ErrMalformed) || errors.Is(err, provider.ErrPermanent) || ctx.Err() != nil || try >= in.cfg.FetchRetries {
 			return resp, err
 		}
-		p.log.Debugf("Partition %s: transient fetch failure (try %d): %v", p.key.Partition, try+1, err)
+		p.log.Debugf("Partition %s: transient fetch failure (try %d): %v", p.key.Partition, try+1, p.red.Error(err))
 		t := time.NewTimer(equalJitter(backoff))
 		select {
 		case <-ctx.Done():

@@ -220,7 +220,7 @@ func (in *paginatedInput) watchMembership(ctx context.Context) {
 		m, err := in.reconcile(ctx)
 		if err != nil {
 			if ctx.Err() == nil {
-				in.log.Warnf("Membership of scope %s: discovery (%s) failed; the membership stays epoch %d: %v", in.cfg.Scope, why, in.epoch(), err)
+				in.log.Warnf("Membership of scope %s: discovery (%s) failed; the membership stays epoch %d: %v", in.cfg.Scope, why, in.epoch(), in.red.Error(err))
 			}
 			return
 		}

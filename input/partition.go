@@ -12,6 +12,7 @@ import (
 	"github.com/tidemark/tidemark/input/provider"
 	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/chain/chainstore"
+	"github.com/tidemark/tidemark/internal/redact"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/witness"
 )
@@ -33,6 +34,9 @@ type partition struct {
 	// lease is the lease this worker runs under (nil without leases; see
 	// lease.go): its writes are fenced by it, its messages carry it.
 	lease *leaseHolder
+	// red redacts this partition's logs and park reasons: the input's
+	// credentials and the cursors and successors it fetched lately.
+	red *redact.Set
 
 	ackMu   sync.Mutex
 	ackQ    []chain.Ack
@@ -56,6 +60,7 @@ func newPartition(in *paginatedInput, name string) *partition {
 		in:      in,
 		key:     store.Key{Scope: in.cfg.Scope, Partition: name},
 		log:     in.log.With("partition", name, "scope", in.cfg.Scope),
+		red:     in.red.Child(partitionRedactCursors),
 		ackWake: make(chan struct{}, 1),
 		results: make(chan fetchResult, 1),
 	}
@@ -160,6 +165,7 @@ func (p *partition) perform(ctx context.Context, acts []chain.Action) {
 			if ctx.Err() != nil {
 				return
 			}
+			p.red.AddBytes(a.Cursor)
 			p.startFetch(ctx, a)
 		case chain.Emit:
 			p.emit(a)
@@ -223,7 +229,7 @@ func (p *partition) perform(ctx context.Context, acts []chain.Action) {
 			if ctx.Err() != nil {
 				return
 			}
-			in, ok := chainstore.Do(ctx, p.in.store, a)
+			in, ok := chainstore.Do(ctx, redactingStore{Store: p.in.store, red: p.red}, a)
 			if !ok {
 				return
 			}
@@ -233,16 +239,36 @@ func (p *partition) perform(ctx context.Context, acts []chain.Action) {
 }
 
 func (p *partition) logText(l chain.Log) {
+	text := p.red.Apply(l.Text)
 	switch l.Level {
 	case chain.Debug:
-		p.log.Debug(l.Text)
+		p.log.Debug(text)
 	case chain.Info:
-		p.log.Info(l.Text)
+		p.log.Info(text)
 	case chain.Warn:
-		p.log.Warn(l.Text)
+		p.log.Warn(text)
 	default:
-		p.log.Error(l.Text)
+		p.log.Error(text)
 	}
+}
+
+// partitionRedactCursors is how many of its latest cursors and successors
+// a partition's redaction set keeps.
+const partitionRedactCursors = 64
+
+// redactingStore redacts the park reasons a partition writes (with its
+// credentials and cursors, and the cursor the write names).
+type redactingStore struct {
+	store.Store
+	red *redact.Set
+}
+
+func (s redactingStore) SetParked(ctx context.Context, k store.Key, cursor []byte, generation uint64, lease store.Lease, reason string) (store.Checkpoint, error) {
+	if reason != "" {
+		s.red.AddBytes(cursor)
+		reason = s.red.Apply(reason)
+	}
+	return s.Store.SetParked(ctx, k, cursor, generation, lease, reason)
 }
 
 // startFetch fetches on its own goroutine (fetchWithRetry retries
@@ -271,13 +297,14 @@ func (p *partition) startFetch(ctx context.Context, f chain.Fetch) {
 // id for its witness, or the class of its error (a malformed answer is
 // fetched again by the machine, chain.Config.FetchRetries times).
 func (p *partition) fetched(r fetchResult) chain.Input {
-	in := chain.Fetched{Fetch: r.id, Attempt: p.in.newAttemptID(), Response: r.resp, Err: r.err}
+	p.red.AddBytes(r.resp.Successor)
+	in := chain.Fetched{Fetch: r.id, Attempt: p.in.newAttemptID(), Response: r.resp, Err: p.red.Error(r.err)}
 	var exp *provider.ExpiredError
 	var mal *provider.MalformedError
 	switch {
 	case r.err == nil:
 	case errors.As(r.err, &exp):
-		in.Failure, in.Detail = chain.FetchExpired, exp.Reason
+		in.Failure, in.Detail = chain.FetchExpired, p.red.Apply(exp.Reason)
 	case errors.As(r.err, &mal):
 		in.Failure, in.Err = chain.FetchMalformed, mal
 	case errors.Is(r.err, provider.ErrPermanent):

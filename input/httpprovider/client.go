@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -19,6 +20,8 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
+
+	"github.com/tidemark/tidemark/internal/redact"
 )
 
 // Client is how the provider reaches the source: TLS, a proxy and request
@@ -41,6 +44,10 @@ type Client struct {
 	// SigV4, when Enabled, signs each request with AWS Signature Version 4
 	// using the AWS SDK's default credential chain.
 	SigV4 SigV4
+	// Secrets are further credential values Sign sends (basic_auth's
+	// password, oauth's secrets and access token), registered with the
+	// provider's redaction layer (Provider.Redactor) from the start.
+	Secrets []string
 }
 
 // OAuth2 configures the client-credentials grant.
@@ -105,11 +112,22 @@ func (c Client) transport() (*http.Transport, error) {
 // them).
 type authenticator struct {
 	sign   func(*http.Request) error
-	tokens oauth2.TokenSource
+	tokens *tokenSource
 	sigv4  *sigv4Signer
 }
 
-func newAuthenticator(c Client, base *http.Client) (*authenticator, error) {
+// tokenOptions bound the OAuth2 token requests: each request's timeout,
+// how many attempts one Token call makes, the back-off between them, where
+// failures are logged and which set the secrets go to.
+type tokenOptions struct {
+	timeout  time.Duration
+	attempts int
+	backoff  func(attempt int) time.Duration
+	log      *service.Logger
+	red      *redact.Set
+}
+
+func newAuthenticator(c Client, base *http.Client, o tokenOptions) (*authenticator, error) {
 	a := &authenticator{sign: c.Sign}
 	if c.OAuth2.Enabled {
 		cc := clientcredentials.Config{ClientID: c.OAuth2.ClientKey, ClientSecret: c.OAuth2.ClientSecret, TokenURL: c.OAuth2.TokenURL, Scopes: c.OAuth2.Scopes}
@@ -119,20 +137,116 @@ func newAuthenticator(c Client, base *http.Client) (*authenticator, error) {
 				cc.EndpointParams.Set(k, v)
 			}
 		}
+		// The secret in every form the token request sends it: a form
+		// value, or HTTP Basic over the URL-escaped id and secret.
+		o.red.Add(c.OAuth2.ClientSecret)
+		o.red.AddCredential("Basic " + base64.StdEncoding.EncodeToString([]byte(url.QueryEscape(c.OAuth2.ClientKey)+":"+url.QueryEscape(c.OAuth2.ClientSecret))))
 		// Token requests use the provider's own transport (its TLS and
-		// proxy), without the provider's authentication.
-		ctx := context.WithValue(context.Background(), oauth2.HTTPClient, &http.Client{Transport: base.Transport, Timeout: base.Timeout})
-		a.tokens = cc.TokenSource(ctx)
+		// proxy), without the provider's authentication, with the
+		// provider's timeout, and follow no redirect.
+		hc := &http.Client{Transport: base.Transport, Timeout: o.timeout, CheckRedirect: refuseTokenRedirect}
+		ctx := context.WithValue(context.Background(), oauth2.HTTPClient, hc)
+		host := c.OAuth2.TokenURL
+		if u, err := url.Parse(c.OAuth2.TokenURL); err == nil {
+			host = u.Scheme + "://" + u.Host
+		}
+		a.tokens = &tokenSource{src: cc.TokenSource(ctx), host: host, opts: o, turn: make(chan struct{}, 1)}
 	}
 	if c.SigV4.Enabled {
-		a.sigv4 = &sigv4Signer{service: c.SigV4.Service, region: c.SigV4.Region, signer: v4.NewSigner()}
+		a.sigv4 = &sigv4Signer{service: c.SigV4.Service, region: c.SigV4.Region, signer: v4.NewSigner(), red: o.red}
 	}
 	return a, nil
 }
 
-// apply authenticates req, whose body is body. Its errors are transient
-// (a token endpoint or the credential chain that did not answer).
-func (a *authenticator) apply(ctx context.Context, req *http.Request, body []byte) error {
+// refuseTokenRedirect refuses every redirect of a token request, to the
+// same host too: the request carries the client secret (in its body or its
+// Authorization header), a 307 or 308 would send it again, and a token
+// endpoint has no reason to move (set token_url to the final URL). The
+// refusal happens before the redirected request is made: its host receives
+// nothing.
+func refuseTokenRedirect(req *http.Request, _ []*http.Request) error {
+	return fmt.Errorf("token_url redirected to %s://%s: redirects of the token request are refused (set token_url to the final URL)", req.URL.Scheme, req.URL.Host)
+}
+
+// tokenSource obtains client-credentials tokens: cached until they expire
+// (oauth2's reuse source), each request bounded by the provider's timeout,
+// at most opts.attempts requests per Token call with jittered back-off,
+// each failure logged at WARN naming the token URL's host (never the
+// secret), errors redacted. One caller at a time requests a token; the
+// others wait for it, or give up when their context ends.
+type tokenSource struct {
+	src  oauth2.TokenSource
+	host string
+	opts tokenOptions
+	turn chan struct{}
+}
+
+func (t *tokenSource) Token(ctx context.Context) (*oauth2.Token, error) {
+	select {
+	case t.turn <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("oauth2: waiting for a token from %s: %w", t.host, ctx.Err())
+	}
+	defer func() { <-t.turn }()
+	for attempt := 1; ; attempt++ {
+		tok, err := t.src.Token()
+		if err == nil {
+			t.opts.red.Add(tok.AccessToken, tok.RefreshToken)
+			return tok, nil
+		}
+		err = t.describe(err)
+		if attempt >= t.opts.attempts {
+			t.opts.log.Warnf("httpprovider: oauth2: token request to %s failed (attempt %d of %d, giving up for this request): %v", t.host, attempt, t.opts.attempts, err)
+			return nil, err
+		}
+		wait := t.opts.backoff(attempt - 1)
+		t.opts.log.Warnf("httpprovider: oauth2: token request to %s failed (attempt %d of %d): %v; retrying in %s", t.host, attempt, t.opts.attempts, err, wait.Round(time.Millisecond))
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, fmt.Errorf("oauth2: waiting to retry the token request to %s: %w", t.host, ctx.Err())
+		case <-timer.C:
+		}
+	}
+}
+
+// describe is a token request's failure, redacted, quoting at most
+// maxQuotedBody bytes of the endpoint's answer.
+func (t *tokenSource) describe(err error) error {
+	red := redactor{t.opts.red}
+	var re *oauth2.RetrieveError
+	if errors.As(err, &re) && re.Response != nil {
+		msg := fmt.Sprintf("oauth2: the token endpoint answered HTTP %d", re.Response.StatusCode)
+		if re.ErrorCode != "" {
+			msg += fmt.Sprintf(" (error %q)", red.apply(re.ErrorCode))
+		}
+		return redactedError{msg: fmt.Sprintf("%s: %q", msg, red.quote(re.Body)), err: err}
+	}
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		// A *url.Error quotes the URL; name the host only.
+		msg := uerr.Err.Error()
+		if uerr.Timeout() {
+			msg = fmt.Sprintf("timed out after %s", t.opts.timeout)
+		}
+		return redactedError{msg: fmt.Sprintf("oauth2: %s %s: %s", uerr.Op, t.host, red.apply(msg)), err: err}
+	}
+	return redactedError{msg: red.apply(err.Error()), err: err}
+}
+
+// token is the OAuth2 token to send (nil without oauth2). Its errors are
+// transient (a token endpoint that did not answer or refused).
+func (a *authenticator) token(ctx context.Context) (*oauth2.Token, error) {
+	if a == nil || a.tokens == nil {
+		return nil, nil
+	}
+	return a.tokens.Token(ctx)
+}
+
+// apply authenticates req, whose body is body, with tok (from token). Its
+// errors are transient (the credential chain that did not answer).
+func (a *authenticator) apply(ctx context.Context, req *http.Request, body []byte, tok *oauth2.Token) error {
 	if a == nil {
 		return nil
 	}
@@ -141,11 +255,7 @@ func (a *authenticator) apply(ctx context.Context, req *http.Request, body []byt
 			return fmt.Errorf("signing the request: %w", err)
 		}
 	}
-	if a.tokens != nil {
-		tok, err := a.tokens.Token()
-		if err != nil {
-			return fmt.Errorf("oauth2: obtaining a token: %w", err)
-		}
+	if tok != nil {
 		tok.SetAuthHeader(req)
 	}
 	if a.sigv4 != nil {
@@ -160,6 +270,8 @@ func (a *authenticator) apply(ctx context.Context, req *http.Request, body []byt
 type sigv4Signer struct {
 	service string
 	signer  *v4.Signer
+
+	red *redact.Set // receives the credentials' secrets
 
 	mu     sync.Mutex // guards the lazily loaded region and creds
 	region string
@@ -190,6 +302,7 @@ func (s *sigv4Signer) sign(ctx context.Context, req *http.Request, body []byte) 
 	if err != nil {
 		return fmt.Errorf("aws_sigv4: retrieving credentials: %w", err)
 	}
+	s.red.Add(creds.SecretAccessKey, creds.SessionToken)
 	sum := sha256.Sum256(body)
 	hash := hex.EncodeToString(sum[:])
 	req.Header.Set("X-Amz-Content-Sha256", hash)
@@ -221,6 +334,9 @@ func clientFromParsed(conf *service.ParsedConfig, res *service.Resources) (Clien
 		fsys = res.FS()
 	}
 	c.Sign = func(r *http.Request) error { return sign(fsys, r) }
+	if c.Secrets, err = signerSecrets(conf); err != nil {
+		return c, err
+	}
 	o := conf.Namespace(hpFieldOAuth2)
 	if c.OAuth2.Enabled, err = o.FieldBool(hpFieldOAuth2Enabled); err != nil {
 		return c, err
@@ -251,4 +367,28 @@ func clientFromParsed(conf *service.ParsedConfig, res *service.Resources) (Clien
 		return c, err
 	}
 	return c, nil
+}
+
+// signerSecrets are the configured values of Benthos's request signers that
+// are secrets: basic_auth's password, oauth's consumer secret, access token
+// and its secret (jwt's private key is never sent; its tokens are learnt as
+// they are sent).
+func signerSecrets(conf *service.ParsedConfig) ([]string, error) {
+	var out []string
+	for _, path := range [][]string{
+		{"basic_auth", "password"},
+		{"oauth", "consumer_secret"},
+		{"oauth", "access_token"},
+		{"oauth", "access_token_secret"},
+	} {
+		if !conf.Contains(path...) {
+			continue
+		}
+		v, err := conf.FieldString(path...)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/redact"
 	"github.com/tidemark/tidemark/internal/witness"
 )
 
@@ -395,19 +396,36 @@ func New(conf Config) (*Provider, error) {
 		return nil, fmt.Errorf("httpprovider: %w", err)
 	}
 	client := &http.Client{Transport: transport, CheckRedirect: sameHostRedirects}
-	auth, err := newAuthenticator(conf.Client, client)
+	red := redact.New(redactCapacity)
+	red.Add(conf.Client.Secrets...)
+	p := &Provider{cfg: conf}
+	auth, err := newAuthenticator(conf.Client, client, tokenOptions{
+		timeout: conf.Timeout, attempts: TokenAttempts, backoff: func(a int) time.Duration { return p.backoff(a, 0) },
+		log: conf.Logger, red: red,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("httpprovider: %w", err)
 	}
-	return &Provider{
+	*p = Provider{
+		red:     red,
 		cfg:     conf,
 		expired: expired,
 		log:     conf.Logger,
 		client:  client,
 		auth:    auth,
 		fast:    newFastMappings(conf.Mappings.sources),
-	}, nil
+	}
+	return p, nil
 }
+
+// TokenAttempts is how many token requests one OAuth2 token fetch makes
+// (with the provider's back-off between them) before the page request
+// fails as a transient error (retried in turn by max_retries).
+const TokenAttempts = 3
+
+// redactCapacity bounds the provider's redaction set (credentials learnt
+// as they are sent: a JWT signer makes a new token per request).
+const redactCapacity = 256
 
 // sameHostRedirects follows at most 10 redirects, and only to the same
 // scheme and host: custom headers (API keys) are forwarded on a redirect, so

@@ -85,7 +85,7 @@ func (p *Provider) pageCall() callSpec {
 // logs name by its hash.
 func (p *Provider) build(partition string, cursor []byte, meta [][2]string, c callSpec) (*builtRequest, error) {
 	method, urlStr, body := c.verb, c.url, c.body
-	rq := &builtRequest{partition: partition, cursor: cursor, meta: meta, method: method, header: http.Header{}}
+	rq := &builtRequest{partition: partition, cursor: cursor, meta: meta, method: method, header: http.Header{}, red: newRedactor(p.red)}
 	rq.red.add(string(cursor))
 	for _, kv := range meta {
 		if kv[0] == metaCursor {
@@ -101,7 +101,10 @@ func (p *Provider) build(partition string, cursor []byte, meta [][2]string, c ca
 		if err != nil {
 			return nil, fail("headers."+name, err)
 		}
-		rq.red.add(s)
+		rq.red.addCredential(s)
+		if credentialHeader(name) {
+			p.red.AddCredential(s)
+		}
 		rq.header.Set(name, s)
 	}
 	u, err := urlStr.TryString(msg)
@@ -157,6 +160,9 @@ func (p *Provider) do(ctx context.Context, rq *builtRequest) (*httpResult, error
 			}
 			continue
 		}
+		if res.status < 200 || res.status > 299 {
+			p.learnBodyCursor(rq, res)
+		}
 		if p.expired[res.status] {
 			return nil, &provider.ExpiredError{Partition: rq.partition,
 				Reason: fmt.Sprintf("HTTP %d %s: %q", res.status, http.StatusText(res.status), rq.red.quote(res.body))}
@@ -196,7 +202,7 @@ func (p *Provider) pause(ctx context.Context, rq *builtRequest, attempt int, ret
 		text = se.brief()
 	}
 	p.log.Warnf("httpprovider: partition %s: cursor %s: %s; retry %d of %d in %s",
-		rq.partition, witness.CursorHash(rq.cursor), text, attempt+1, p.cfg.MaxRetries, wait.Round(time.Millisecond))
+		rq.partition, witness.CursorHash(rq.cursor), rq.red.apply(text), attempt+1, p.cfg.MaxRetries, wait.Round(time.Millisecond))
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
@@ -261,6 +267,12 @@ func (p *Provider) attempt(ctx context.Context, rq *builtRequest) (*httpResult, 
 	if err := p.waitRateLimit(ctx); err != nil {
 		return nil, err
 	}
+	// The OAuth2 token is obtained before the request's own timeout starts:
+	// its requests have their own timeout and retries.
+	tok, err := p.auth.token(ctx)
+	if err != nil {
+		return nil, redactedError{msg: fmt.Sprintf("%s: authenticating: %s", rq.target(), rq.red.apply(err.Error())), err: err}
+	}
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
 	defer cancel()
 	var body io.Reader
@@ -272,9 +284,10 @@ func (p *Provider) attempt(ctx context.Context, rq *builtRequest) (*httpResult, 
 		return nil, fmt.Errorf("%s: cannot build the request", rq.target())
 	}
 	req.Header = rq.header.Clone()
-	if err := p.auth.apply(ctx, req, rq.body); err != nil {
+	if err := p.auth.apply(ctx, req, rq.body, tok); err != nil {
 		return nil, redactedError{msg: fmt.Sprintf("%s: authenticating: %s", rq.target(), rq.red.apply(err.Error())), err: err}
 	}
+	p.learnCredentials(rq, req.Header)
 	resp, err := p.client.Do(req)
 	if err != nil {
 		return nil, p.transportError(ctx, rq, "", err)
@@ -290,6 +303,68 @@ func (p *Provider) attempt(ctx context.Context, rq *builtRequest) (*httpResult, 
 		res.body, res.tooLarge = b[:limit], true
 	}
 	return res, nil
+}
+
+// learnCredentials registers the header values the authentication added or
+// changed (basic auth, OAuth (v1), JWT, OAuth2 bearer tokens, SigV4
+// signatures and session tokens) before the request is sent, so that a
+// server echoing the request cannot put them into an error or a log line.
+// Values that last (a Basic or Bearer credential, an AWS session token) go
+// to the provider's set, shared with the input; the rest (a signature made
+// for this request only) to the request's.
+func (p *Provider) learnCredentials(rq *builtRequest, sent http.Header) {
+	for name, vs := range sent {
+		before := rq.header[name]
+		for i, v := range vs {
+			if i < len(before) && before[i] == v {
+				continue
+			}
+			switch {
+			case name == "Authorization" || name == "Proxy-Authorization":
+				scheme, _, _ := strings.Cut(v, " ")
+				if strings.EqualFold(scheme, "basic") || strings.EqualFold(scheme, "bearer") {
+					p.red.AddCredential(v)
+				}
+				rq.red.addCredential(v)
+			case name == "X-Amz-Security-Token":
+				p.red.Add(v)
+			default:
+				rq.red.add(v)
+			}
+		}
+	}
+}
+
+// credentialHeader reports whether a configured header is a credential
+// whose value the provider's set (shared with the input, and lasting
+// beyond the request) keeps: Authorization, Cookie, and names that say key,
+// token, secret, password, session, signature or auth. Other headers'
+// values are redacted from the request's own errors only.
+func credentialHeader(name string) bool {
+	n := strings.ToLower(name)
+	for _, w := range []string{"auth", "cookie", "key", "token", "secret", "password", "session", "signature"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// learnBodyCursor registers the cursor an error body carries, so that
+// quoting the body does not show it: a Kubernetes 410 Gone quotes a fresh
+// continue token in metadata.continue, where the successor mapping finds
+// it. Best effort: a body the mapping cannot read registers nothing.
+func (p *Provider) learnBodyCursor(rq *builtRequest, res *httpResult) {
+	if p.cfg.Mappings.Successor == nil || len(res.body) == 0 {
+		return
+	}
+	v, present, err := runMapping(service.NewMessage(res.body), p.cfg.Mappings.Successor)
+	if err != nil || !present {
+		return
+	}
+	if c, ok := opaque(v); ok {
+		rq.red.add(string(c))
+	}
 }
 
 // transportError describes a failed round trip without the URL (a

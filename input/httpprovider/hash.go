@@ -1,32 +1,36 @@
 package httpprovider
 
 import (
-	"strings"
+	"github.com/tidemark/tidemark/internal/redact"
 )
 
 // maxQuotedBody is the most of a response body an error quotes.
 const maxQuotedBody = 256
 
-// redactor removes secrets (evaluated header values, the raw cursor) from text
-// that is about to be put into an error.
-type redactor []string
+// redactor removes secrets from text that is about to be put into an error:
+// a request's own values (evaluated header values, the cursor, the URL's
+// query values and path segments, the successor and any cursor an error
+// body carries, the request's signature) and, through its parent, the
+// provider's credentials (redact.Set; the provider's Redactor). The zero
+// redactor redacts nothing.
+type redactor struct{ set *redact.Set }
 
-// minRedactLen avoids redacting (and so mangling) every occurrence of short,
-// common values such as "2", "asc" or "json"; secrets are longer.
-const minRedactLen = 6
+// newRedactor is a request's redactor under the provider's set.
+func newRedactor(parent *redact.Set) redactor { return redactor{parent.Child(0)} }
 
-func (r *redactor) add(s string) {
-	if len(s) >= minRedactLen {
-		*r = append(*r, s)
+func (r redactor) add(s string) {
+	if r.set != nil {
+		r.set.Add(s)
 	}
 }
 
-func (r redactor) apply(s string) string {
-	for _, secret := range r {
-		s = strings.ReplaceAll(s, secret, "[redacted]")
+func (r redactor) addCredential(header string) {
+	if r.set != nil {
+		r.set.AddCredential(header)
 	}
-	return s
 }
+
+func (r redactor) apply(s string) string { return r.set.Apply(s) }
 
 // quote returns at most maxQuotedBody bytes of body, redacted first so that
 // a secret cannot survive by straddling the cut, and cut on a UTF-8 boundary.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tidemark/tidemark/input/provider"
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/redact"
 	"github.com/tidemark/tidemark/internal/witness"
 )
 
@@ -28,7 +29,15 @@ type Provider struct {
 	log       *service.Logger
 	// checked: partitions whose stored cursor needs no validation.
 	checked checked
+	// red is the redaction layer's set of credentials (Redactor).
+	red *redact.Set
 }
+
+// Redactor is the set of credentials the provider sends (configured
+// secrets, and tokens and Authorization values as they become known). The
+// input redacts its logs and park reasons with it (and its cursors); every
+// error of the provider is redacted with it already.
+func (p *Provider) Redactor() *redact.Set { return p.red }
 
 var (
 	_ provider.Provider  = (*Provider)(nil)

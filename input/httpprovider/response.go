@@ -302,6 +302,7 @@ func (p *Provider) mapPage(rq *builtRequest, msg *service.Message, pre *prePaylo
 		if out.Successor, ok = opaque(v); !ok {
 			return witness.Response{}, rq.malformed(fmt.Sprintf("successor is %s, want a string", describe(v, present)), nil)
 		}
+		rq.red.add(string(out.Successor))
 	}
 	if m.HasMore != nil {
 		out.HasMoreKnown = true

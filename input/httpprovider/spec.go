@@ -151,7 +151,7 @@ func Fields() []*service.ConfigField {
 			service.NewStringListField(hpFieldOAuth2Scopes).Description("Scopes to request.").Default([]any{}).Example([]any{"audit.read"}),
 			service.NewStringMapField(hpFieldOAuth2Params).Description("Further parameters of the token request (for example `audience`).").Default(map[string]any{}).Example(map[string]any{"audience": "https://api.example.com"}),
 		).
-			Description("OAuth 2.0 client credentials: a token is requested from `token_url` (through the same TLS and proxy), cached until it expires, and sent as `Authorization: Bearer`.").
+			Description("OAuth 2.0 client credentials: a token is requested from `token_url` (through the same TLS and proxy), cached until it expires, and sent as `Authorization: Bearer`. Each token request times out after `timeout`; a fetch makes at most 3 token requests, with the `backoff` between them, logging a WARN line per failure that names the token URL's host (never the secret); then the page request fails as a transient error and is retried. A redirect of the token request is refused, to any host (the request carries the client secret): set `token_url` to the final URL. The client secret and every token obtained are redacted from errors, logs and park reasons (docs/design.md#redaction).").
 			Advanced().
 			Example(map[string]any{hpFieldOAuth2Enabled: true, hpFieldOAuth2Key: "${CLIENT_ID}", hpFieldOAuth2Secret: "${CLIENT_SECRET}", hpFieldOAuth2TokenURL: "https://login.example.com/oauth2/token", hpFieldOAuth2Scopes: []any{"audit.read"}}),
 		service.NewObjectField(hpFieldSigV4,

@@ -38,3 +38,18 @@ func TestDynamoStoreContract(t *testing.T) {
 	dynalitetest.Endpoint(t)
 	storetest.Run(t, func(t *testing.T) store.Store { return newTestStore(t) })
 }
+
+// The contract suite, and the cursor-encryption properties, with cursors
+// encrypted at rest (store.Encrypted) on dynalite.
+func TestDynamoStoreEncryptedContract(t *testing.T) {
+	dynalitetest.Endpoint(t)
+	keys := []store.CursorKey{{ID: "k1", Key: []byte("0123456789abcdef0123456789abcdef")}}
+	newStore := func(t *testing.T) store.Store {
+		s, err := store.Encrypted(newTestStore(t), keys, "k1")
+		require.NoError(t, err)
+		return s
+	}
+	storetest.Run(t, newStore)
+	storetest.RunLease(t, newStore)
+	storetest.RunEncrypted(t, func(t *testing.T) store.Store { return newTestStore(t) })
+}

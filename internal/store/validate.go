@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -44,8 +45,15 @@ func CheckName(field, s string) error {
 // CheckCursor refuses a cursor longer than MaxCursorBytes. Cursors are
 // otherwise arbitrary bytes (zero bytes and invalid UTF-8 included) and are
 // stored exactly.
+//
+// An encrypted cursor (Encrypted) may be SealOverhead bytes longer: its
+// plaintext was checked against MaxCursorBytes before it was sealed.
 func CheckCursor(field string, b []byte) error {
-	if len(b) > MaxCursorBytes {
+	limit := MaxCursorBytes
+	if bytes.HasPrefix(b, sealMagic) {
+		limit += SealOverhead
+	}
+	if len(b) > limit {
 		return fmt.Errorf("%w: %s is %d bytes, over the %d-byte cursor limit (cursors are never truncated)", ErrInvalid, field, len(b), MaxCursorBytes)
 	}
 	return nil

@@ -11,7 +11,10 @@ package storeconfig
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
+	"os"
+	"strings"
 	"sync"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
@@ -35,6 +38,13 @@ const (
 	fieldDynamoDB   = "dynamodb"
 	fieldWitnessTTL = "witness_ttl"
 	fieldCleanup    = "witness_cleanup"
+
+	fieldEncryption = "cursor_encryption"
+	fieldEncActive  = "active_id"
+	fieldEncKeys    = "keys"
+	fieldEncKeyID   = "id"
+	fieldEncKeyEnv  = "env"
+	fieldEncKeyFile = "file"
 )
 
 // Values of witness_cleanup.
@@ -150,7 +160,83 @@ func CheckpointFields() []*service.ConfigField {
 		}).
 			Description("What happens to the witnesses of generations below the durable checkpoint, which classification, receipts and promotion never read again.").
 			Default(CleanupAuto).Example(CleanupPrune).Advanced(),
+		service.NewObjectField(fieldEncryption,
+			service.NewStringField(fieldEncActive).
+				Description("The id of the key that encrypts (the newest). Empty: the only key, when one is listed.").
+				Default("").Example("2026-12"),
+			service.NewObjectListField(fieldEncKeys,
+				service.NewStringField(fieldEncKeyID).Description("The key id, stored with every value it encrypts (1 to 32 bytes).").Example("2026-12"),
+				service.NewStringField(fieldEncKeyEnv).Description("The environment variable holding the key: 32 bytes, base64 (e.g. `openssl rand -base64 32`).").Default("").Example("TIDEMARK_CURSOR_KEY"),
+				service.NewStringField(fieldEncKeyFile).Description("A file holding the key: 32 bytes, base64 (surrounding white space ignored). Exactly one of `env` and `file`.").Default("").Example("/run/secrets/tidemark-cursor-key"),
+			).Description("Every key that may have encrypted a stored cursor: old keys decrypt, the `active_id` key encrypts. Empty: cursors are stored in clear.").
+				Default([]any{}),
+		).
+			Description("Opt-in encryption at rest of the cursors and successors in checkpoints and witnesses, with AES-256-GCM (docs/design.md#cursor-protection-at-rest). Rotate by adding a key, making it `active_id`, and removing the old key once every checkpoint has been promoted since (each promotion re-encrypts). Values stored in clear before encryption was turned on are read as they are. Every component and instance of a scope must list the same keys; never remove the encryption while encrypted values are stored (they would be read as cursors). `tidemark status` shows the hash of the stored (encrypted) cursor.").
+			Example(map[string]any{fieldEncActive: "2026-12", fieldEncKeys: []any{
+				map[string]any{fieldEncKeyID: "2026-06", fieldEncKeyFile: "/run/secrets/tidemark-cursor-key-2026-06"},
+				map[string]any{fieldEncKeyID: "2026-12", fieldEncKeyEnv: "TIDEMARK_CURSOR_KEY"},
+			}}).
+			Optional().Advanced(),
 	}
+}
+
+// cursorKeysFromParsed reads cursor_encryption (nil keys when it is absent
+// or lists none).
+func cursorKeysFromParsed(conf *service.ParsedConfig) ([]store.CursorKey, string, error) {
+	if !conf.Contains(fieldEncryption) {
+		return nil, "", nil
+	}
+	enc := conf.Namespace(fieldEncryption)
+	active, err := enc.FieldString(fieldEncActive)
+	if err != nil {
+		return nil, "", err
+	}
+	list, err := enc.FieldObjectList(fieldEncKeys)
+	if err != nil {
+		return nil, "", err
+	}
+	var keys []store.CursorKey
+	for i, k := range list {
+		id, err := k.FieldString(fieldEncKeyID)
+		if err != nil {
+			return nil, "", err
+		}
+		env, _ := k.FieldString(fieldEncKeyEnv)
+		file, _ := k.FieldString(fieldEncKeyFile)
+		var text string
+		switch {
+		case (env == "") == (file == ""):
+			return nil, "", fmt.Errorf("%s.%s[%d] (id %s): set exactly one of env and file", fieldEncryption, fieldEncKeys, i, id)
+		case env != "":
+			v, ok := os.LookupEnv(env)
+			if !ok {
+				return nil, "", fmt.Errorf("%s.%s[%d] (id %s): environment variable %s is not set", fieldEncryption, fieldEncKeys, i, id, env)
+			}
+			text = v
+		default:
+			b, err := os.ReadFile(file)
+			if err != nil {
+				return nil, "", fmt.Errorf("%s.%s[%d] (id %s): reading the key file: %w", fieldEncryption, fieldEncKeys, i, id, err)
+			}
+			text = string(b)
+		}
+		key, err := base64.StdEncoding.DecodeString(strings.TrimSpace(text))
+		if err != nil || len(key) != 32 {
+			// Never quote the key material.
+			return nil, "", fmt.Errorf("%s.%s[%d] (id %s): the key is not 32 bytes in base64", fieldEncryption, fieldEncKeys, i, id)
+		}
+		keys = append(keys, store.CursorKey{ID: id, Key: key})
+	}
+	return keys, active, nil
+}
+
+// withCursorEncryption wraps st with the cursor encryption conf asks for.
+func withCursorEncryption(conf *service.ParsedConfig, st store.Store) (store.Store, error) {
+	keys, active, err := cursorKeysFromParsed(conf)
+	if err != nil || len(keys) == 0 {
+		return st, err
+	}
+	return store.Encrypted(st, keys, active)
 }
 
 // PruneEvery returns, for a `checkpoint` object, after how many promoted
@@ -185,7 +271,8 @@ func StoreFromParsed(ctx context.Context, conf *service.ParsedConfig, mgr *servi
 	switch backend {
 	case "memory":
 		mgr.Logger().Warn("Checkpoint backend is memory: progress and witnesses are lost on restart. Use it for development only.")
-		return SharedMemStore(), nil, nil
+		st, err := withCursorEncryption(conf, SharedMemStore())
+		return st, nil, err
 	case "dynamodb":
 		dc, err := dynamoFromCheckpoint(conf)
 		if err != nil {
@@ -198,7 +285,8 @@ func StoreFromParsed(ctx context.Context, conf *service.ParsedConfig, mgr *servi
 		if err != nil {
 			return nil, nil, err
 		}
-		return ds, nil, nil
+		st, err := withCursorEncryption(conf, ds)
+		return st, nil, err
 	}
 	return nil, nil, fmt.Errorf("unknown checkpoint backend %q", backend)
 }
@@ -248,6 +336,14 @@ func ValidateCheckpoint(conf *service.ParsedConfig) error {
 // returned for Benthos to retry the Connect with back-off; it is safe to
 // call again and does nothing once it succeeded.
 func Prepare(ctx context.Context, st store.Store, log *service.Logger) error {
+	// A store that wraps another (cursor encryption) is readied through it.
+	for {
+		w, ok := st.(interface{ Unwrap() store.Store })
+		if !ok {
+			break
+		}
+		st = w.Unwrap()
+	}
 	ds, ok := st.(*dynamostore.DynamoStore)
 	if !ok {
 		return nil

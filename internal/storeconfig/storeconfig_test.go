@@ -1,6 +1,10 @@
 package storeconfig
 
 import (
+	"bytes"
+	"encoding/base64"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -37,4 +41,49 @@ func TestCheckpointMemoryBackendIsShared(t *testing.T) {
 	b, _, err := StoreFromParsed(t.Context(), conf.Namespace("checkpoint"), service.MockResources())
 	require.NoError(t, err)
 	require.Same(t, a, b)
+}
+
+// cursor_encryption reads keys from the environment and from files, and
+// refuses what cannot be a key without quoting it.
+func TestCursorEncryptionKeys(t *testing.T) {
+	spec := service.NewConfigSpec().Field(service.NewObjectField("checkpoint", CheckpointFields()...))
+	dir := t.TempDir()
+	file := filepath.Join(dir, "k")
+	k1 := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{1}, 32))
+	require.NoError(t, os.WriteFile(file, []byte(k1+"\n"), 0o600))
+	t.Setenv("TEST_CURSOR_KEY", base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{2}, 32)))
+	t.Setenv("TEST_CURSOR_KEY_SHORT", "c2hvcnQ=")
+	for name, tc := range map[string]struct {
+		yaml    string
+		keys    []string
+		active  string
+		wantErr string
+	}{
+		"absent":   {yaml: "{}"},
+		"no keys":  {yaml: "{cursor_encryption: {keys: []}}"},
+		"file":     {yaml: "{cursor_encryption: {keys: [{id: a, file: '" + file + "'}]}}", keys: []string{"a"}},
+		"rotation": {yaml: "{cursor_encryption: {active_id: b, keys: [{id: a, file: '" + file + "'}, {id: b, env: TEST_CURSOR_KEY}]}}", keys: []string{"a", "b"}, active: "b"},
+		"both":     {yaml: "{cursor_encryption: {keys: [{id: a, file: '" + file + "', env: TEST_CURSOR_KEY}]}}", wantErr: "exactly one of env and file"},
+		"unset":    {yaml: "{cursor_encryption: {keys: [{id: a, env: TEST_CURSOR_KEY_UNSET}]}}", wantErr: "is not set"},
+		"short":    {yaml: "{cursor_encryption: {keys: [{id: a, env: TEST_CURSOR_KEY_SHORT}]}}", wantErr: "not 32 bytes"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			conf, err := spec.ParseYAML("checkpoint: "+tc.yaml, nil)
+			require.NoError(t, err)
+			keys, active, err := cursorKeysFromParsed(conf.Namespace("checkpoint"))
+			if tc.wantErr != "" {
+				require.ErrorContains(t, err, tc.wantErr)
+				require.NotContains(t, err.Error(), "c2hvcnQ")
+				return
+			}
+			require.NoError(t, err)
+			var ids []string
+			for _, k := range keys {
+				ids = append(ids, k.ID)
+				require.Len(t, k.Key, 32)
+			}
+			require.Equal(t, tc.keys, ids)
+			require.Equal(t, tc.active, active)
+		})
+	}
 }

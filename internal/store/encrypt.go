@@ -1,0 +1,333 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/tidemark/tidemark/internal/witness"
+)
+
+// CursorKey is one key of cursor encryption: 32 bytes (AES-256) named by an
+// id that the stored values carry.
+type CursorKey struct {
+	ID  string
+	Key []byte
+}
+
+// MaxKeyIDBytes is the longest key id.
+const MaxKeyIDBytes = 32
+
+// SealOverhead is the most bytes encryption adds to a cursor (magic, key
+// id, nonce, tag). Backends accept cursors of MaxCursorBytes+SealOverhead so
+// that every cursor the input accepts can be stored encrypted.
+const SealOverhead = 5 + 1 + MaxKeyIDBytes + nonceSize + 16 // len(sealMagic) is 5
+
+const nonceSize = 12
+
+// sealMagic starts every encrypted value; a stored value without it is a
+// plaintext cursor written before encryption was turned on, read as is.
+var sealMagic = []byte{0xff, 't', 'm', 'c', '1'}
+
+// cursorCipher encrypts cursors with AES-256-GCM under the active key and
+// decrypts under any known key. Encryption is deterministic: the nonce is
+// an HMAC-SHA256 (under a key derived from the cursor key) of the
+// associated data (scope and partition) and the plaintext, so that equal
+// cursors of a partition encrypt to equal bytes and the backends' conditional
+// writes (which compare stored cursors byte for byte) keep fencing. Equal
+// (associated data, plaintext) pairs are the only ones that share a nonce,
+// and they produce the same ciphertext: GCM's nonce-reuse failure needs two
+// different messages under one nonce.
+type cursorCipher struct {
+	active string
+	keys   map[string]cursorKey
+}
+
+type cursorKey struct {
+	aead     cipher.AEAD
+	nonceKey []byte
+}
+
+func newCursorCipher(keys []CursorKey, active string) (*cursorCipher, error) {
+	if len(keys) == 0 {
+		return nil, errors.New("cursor encryption needs at least one key")
+	}
+	c := &cursorCipher{active: active, keys: map[string]cursorKey{}}
+	for _, k := range keys {
+		if k.ID == "" || len(k.ID) > MaxKeyIDBytes {
+			return nil, fmt.Errorf("cursor encryption: key id %q must be 1 to %d bytes", k.ID, MaxKeyIDBytes)
+		}
+		if len(k.Key) != 32 {
+			return nil, fmt.Errorf("cursor encryption: key %s is %d bytes, want 32 (AES-256)", k.ID, len(k.Key))
+		}
+		if _, dup := c.keys[k.ID]; dup {
+			return nil, fmt.Errorf("cursor encryption: key id %s is listed twice", k.ID)
+		}
+		block, err := aes.NewCipher(derive(k.Key, "tidemark cursor encryption key v1"))
+		if err != nil {
+			return nil, err
+		}
+		aead, err := cipher.NewGCM(block)
+		if err != nil {
+			return nil, err
+		}
+		c.keys[k.ID] = cursorKey{aead: aead, nonceKey: derive(k.Key, "tidemark cursor nonce key v1")}
+	}
+	if c.active == "" && len(keys) == 1 {
+		c.active = keys[0].ID
+	}
+	if _, ok := c.keys[c.active]; !ok {
+		return nil, fmt.Errorf("cursor encryption: active key id %q is not among the keys", c.active)
+	}
+	return c, nil
+}
+
+func derive(key []byte, label string) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(label))
+	return m.Sum(nil)
+}
+
+func aad(k Key) []byte {
+	var b []byte
+	b = binary.AppendUvarint(b, uint64(len(k.Scope)))
+	b = append(b, k.Scope...)
+	return append(b, k.Partition...)
+}
+
+// seal encrypts plaintext for partition k under the active key (nil and
+// empty stay as they are: the start of a partition).
+func (c *cursorCipher) seal(k Key, plaintext []byte) []byte {
+	if len(plaintext) == 0 {
+		return plaintext
+	}
+	ck := c.keys[c.active]
+	ad := aad(k)
+	m := hmac.New(sha256.New, ck.nonceKey)
+	m.Write(binary.AppendUvarint(nil, uint64(len(ad))))
+	m.Write(ad)
+	m.Write(plaintext)
+	nonce := m.Sum(nil)[:nonceSize]
+	out := make([]byte, 0, len(sealMagic)+1+len(c.active)+nonceSize+len(plaintext)+ck.aead.Overhead())
+	out = append(out, sealMagic...)
+	out = append(out, byte(len(c.active)))
+	out = append(out, c.active...)
+	out = append(out, nonce...)
+	return ck.aead.Seal(out, nonce, plaintext, ad)
+}
+
+// open decrypts a stored value of partition k; a value without the magic
+// prefix is a plaintext cursor stored before encryption and is returned as
+// is.
+func (c *cursorCipher) open(k Key, stored []byte) ([]byte, error) {
+	if !bytes.HasPrefix(stored, sealMagic) {
+		return stored, nil
+	}
+	rest := stored[len(sealMagic):]
+	if len(rest) < 1 || len(rest) < 1+int(rest[0])+nonceSize {
+		return nil, fmt.Errorf("store: an encrypted cursor of %s is truncated", k)
+	}
+	id := string(rest[1 : 1+int(rest[0])])
+	rest = rest[1+int(rest[0]):]
+	ck, ok := c.keys[id]
+	if !ok {
+		return nil, fmt.Errorf("store: a cursor of %s is encrypted under key id %q, which cursor_encryption does not list", k, id)
+	}
+	plain, err := ck.aead.Open(nil, rest[:nonceSize], rest[nonceSize:], aad(k))
+	if err != nil {
+		return nil, fmt.Errorf("store: a cursor of %s does not decrypt under key id %q (wrong key, or the value was altered)", k, id)
+	}
+	return plain, nil
+}
+
+// Encrypted wraps s so that the cursors of checkpoints (Cursor, and a
+// promotion's From and To) and of witnesses (InputCursor, Successor) are
+// stored encrypted with AES-256-GCM under the active key of keys, and read
+// back decrypted under whichever listed key encrypted them. Values stored
+// in plaintext (before encryption was turned on) are read as they are.
+//
+// Conditional writes keep fencing: encryption is deterministic (see
+// cursorCipher), so a cursor encrypts to the bytes stored for it. After a
+// key rotation the stored value may be under an older key: a write whose
+// condition then fails on the cursor alone is retried once with the stored
+// bytes, when they decrypt to the cursor the writer named.
+func Encrypted(s Store, keys []CursorKey, active string) (Store, error) {
+	c, err := newCursorCipher(keys, active)
+	if err != nil {
+		return nil, err
+	}
+	return &encryptedStore{Store: s, c: c}, nil
+}
+
+type encryptedStore struct {
+	Store
+	c *cursorCipher
+}
+
+func (s *encryptedStore) checkpoint(cp Checkpoint, err error) (Checkpoint, error) {
+	if err != nil {
+		var fe *FenceError
+		if errors.As(err, &fe) && fe.Winner != nil {
+			w, fe2 := *fe.Winner, *fe
+			fe2.Winner = nil
+			if plain, oerr := s.c.open(w.Key, w.Cursor); oerr == nil {
+				w.Cursor = plain
+				fe2.Winner = &w
+			}
+			return cp, &fe2
+		}
+		return cp, err
+	}
+	plain, derr := s.c.open(cp.Key, cp.Cursor)
+	if derr != nil {
+		return cp, derr
+	}
+	cp.Cursor = plain
+	return cp, nil
+}
+
+// storedCursor returns the bytes stored for k when they decrypt to plain
+// (nil when they do not, or cannot be read).
+func (s *encryptedStore) storedCursor(ctx context.Context, k Key, plain []byte, generation uint64) ([]byte, bool) {
+	raw, err := s.Store.LoadCheckpoint(ctx, k)
+	if err != nil || raw.Generation != generation {
+		return nil, false
+	}
+	got, err := s.c.open(k, raw.Cursor)
+	if err != nil || !bytes.Equal(got, plain) {
+		return nil, false
+	}
+	return raw.Cursor, true
+}
+
+func (s *encryptedStore) LoadCheckpoint(ctx context.Context, k Key) (Checkpoint, error) {
+	return s.checkpoint(s.Store.LoadCheckpoint(ctx, k))
+}
+
+func (s *encryptedStore) CreateCheckpoint(ctx context.Context, c Checkpoint) (Checkpoint, error) {
+	if err := CheckCursor("cursor", c.Cursor); err != nil {
+		return Checkpoint{}, err
+	}
+	c.Cursor = s.c.seal(c.Key, c.Cursor)
+	return s.checkpoint(s.Store.CreateCheckpoint(ctx, c))
+}
+
+func (s *encryptedStore) Promote(ctx context.Context, p Promotion) (Checkpoint, error) {
+	if err := CheckCursor("successor", p.To); err != nil {
+		return Checkpoint{}, err
+	}
+	if err := CheckCursor("cursor", p.FromCursor); err != nil {
+		return Checkpoint{}, err
+	}
+	plainFrom := p.FromCursor
+	p.FromCursor = s.c.seal(p.Key, p.FromCursor)
+	p.To = s.c.seal(p.Key, p.To)
+	cp, err := s.Store.Promote(ctx, p)
+	if errors.Is(err, ErrFenced) {
+		if stored, ok := s.storedCursor(ctx, p.Key, plainFrom, p.FromGeneration); ok && !bytes.Equal(stored, p.FromCursor) {
+			p.FromCursor = stored
+			cp, err = s.Store.Promote(ctx, p)
+		}
+	}
+	return s.checkpoint(cp, err)
+}
+
+func (s *encryptedStore) SetParked(ctx context.Context, k Key, cursor []byte, generation uint64, lease Lease, reason string) (Checkpoint, error) {
+	if err := CheckCursor("cursor", cursor); err != nil {
+		return Checkpoint{}, err
+	}
+	sealed := s.c.seal(k, cursor)
+	cp, err := s.Store.SetParked(ctx, k, sealed, generation, lease, reason)
+	if errors.Is(err, ErrFenced) {
+		if stored, ok := s.storedCursor(ctx, k, cursor, generation); ok && !bytes.Equal(stored, sealed) {
+			cp, err = s.Store.SetParked(ctx, k, stored, generation, lease, reason)
+		}
+	}
+	return s.checkpoint(cp, err)
+}
+
+func (s *encryptedStore) Unpark(ctx context.Context, k Key, cursor []byte, generation uint64, lease Lease, repairs []RepairEntry) (Checkpoint, error) {
+	if err := CheckCursor("cursor", cursor); err != nil {
+		return Checkpoint{}, err
+	}
+	sealed := s.c.seal(k, cursor)
+	cp, err := s.Store.Unpark(ctx, k, sealed, generation, lease, repairs)
+	if errors.Is(err, ErrFenced) {
+		if stored, ok := s.storedCursor(ctx, k, cursor, generation); ok && !bytes.Equal(stored, sealed) {
+			cp, err = s.Store.Unpark(ctx, k, stored, generation, lease, repairs)
+		}
+	}
+	return s.checkpoint(cp, err)
+}
+
+// Unwrap returns the store the cursors are encrypted in (storeconfig's
+// Prepare readies a DynamoDB store under it).
+func (s *encryptedStore) Unwrap() Store { return s.Store }
+
+func (s *encryptedStore) ListCheckpoints(ctx context.Context, scope string) ([]Checkpoint, error) {
+	cps, err := s.Store.ListCheckpoints(ctx, scope)
+	if err != nil {
+		return nil, err
+	}
+	for i := range cps {
+		if cps[i], err = s.checkpoint(cps[i], nil); err != nil {
+			return nil, err
+		}
+	}
+	return cps, nil
+}
+
+func (s *encryptedStore) ClaimLease(ctx context.Context, k Key, expect Lease, owner string) (Checkpoint, error) {
+	return s.checkpoint(s.Store.ClaimLease(ctx, k, expect, owner))
+}
+
+func (s *encryptedStore) RenewLease(ctx context.Context, k Key, held Lease) (Checkpoint, error) {
+	return s.checkpoint(s.Store.RenewLease(ctx, k, held))
+}
+
+func (s *encryptedStore) ReleaseLease(ctx context.Context, k Key, held Lease) (Checkpoint, error) {
+	return s.checkpoint(s.Store.ReleaseLease(ctx, k, held))
+}
+
+func (s *encryptedStore) PutWitness(ctx context.Context, w witness.Witness) error {
+	if err := CheckCursor("successor", w.Successor); err != nil {
+		return err
+	}
+	if err := CheckCursor("input cursor", w.InputCursor); err != nil {
+		return err
+	}
+	k := Key{Scope: w.Scope, Partition: w.Partition}
+	w.InputCursor = s.c.seal(k, w.InputCursor)
+	w.Successor = s.c.seal(k, w.Successor)
+	return s.Store.PutWitness(ctx, w)
+}
+
+func (s *encryptedStore) witnesses(ws []witness.Witness, err error) ([]witness.Witness, error) {
+	if err != nil {
+		return nil, err
+	}
+	for i := range ws {
+		k := Key{Scope: ws[i].Scope, Partition: ws[i].Partition}
+		if ws[i].InputCursor, err = s.c.open(k, ws[i].InputCursor); err != nil {
+			return nil, err
+		}
+		if ws[i].Successor, err = s.c.open(k, ws[i].Successor); err != nil {
+			return nil, err
+		}
+	}
+	return ws, nil
+}
+
+func (s *encryptedStore) Witnesses(ctx context.Context, k Key, generation uint64) ([]witness.Witness, error) {
+	return s.witnesses(s.Store.Witnesses(ctx, k, generation))
+}
+
+func (s *encryptedStore) WitnessesFrom(ctx context.Context, k Key, fromGeneration uint64) ([]witness.Witness, error) {
+	return s.witnesses(s.Store.WitnessesFrom(ctx, k, fromGeneration))
+}

@@ -1,0 +1,127 @@
+package storetest
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/witness"
+)
+
+// RunEncrypted checks store.Encrypted over a backend: newRaw returns an
+// empty backend store. Cursors and successors are never stored in clear,
+// fencing holds (equal cursors encrypt equal), a key rotation keeps
+// reading and fencing what older keys wrote, and plaintext written before
+// encryption was turned on is read and promoted from.
+func RunEncrypted(t *testing.T, newRaw func(t *testing.T) store.Store) {
+	keys := func(ids ...string) []store.CursorKey {
+		var out []store.CursorKey
+		for _, id := range ids {
+			out = append(out, store.CursorKey{ID: id, Key: bytes.Repeat([]byte(id[:1]), 32)})
+		}
+		return out
+	}
+	secret := []byte("secret-cursor-0001")
+	next := []byte("secret-successor-0002")
+
+	t.Run("NoPlaintextAtRest", func(t *testing.T) {
+		raw := newRaw(t)
+		s, err := store.Encrypted(raw, keys("a"), "a")
+		require.NoError(t, err)
+		cp := create(t, s, key, string(secret))
+		require.Equal(t, secret, cp.Cursor)
+		require.NoError(t, s.PutWitness(ctx(t), witness.Witness{Scope: key.Scope, Partition: key.Partition, Generation: 1, AttemptID: "w1", InputCursor: secret, Successor: next, Disposition: witness.Pending}))
+		cp = promote(t, s, promotion(cp, string(next), "w1"))
+		require.Equal(t, next, cp.Cursor)
+
+		stored, err := raw.LoadCheckpoint(ctx(t), key)
+		require.NoError(t, err)
+		require.NotContains(t, string(stored.Cursor), string(next))
+		ws, err := raw.WitnessesFrom(ctx(t), key, 0)
+		require.NoError(t, err)
+		require.Len(t, ws, 1)
+		for _, b := range [][]byte{ws[0].InputCursor, ws[0].Successor} {
+			require.NotContains(t, string(b), "secret-")
+		}
+		got, err := s.WitnessesFrom(ctx(t), key, 0)
+		require.NoError(t, err)
+		require.Equal(t, secret, got[0].InputCursor)
+		require.Equal(t, next, got[0].Successor)
+	})
+
+	t.Run("FencingComparesEqualCursors", func(t *testing.T) {
+		s, err := store.Encrypted(newRaw(t), keys("a"), "a")
+		require.NoError(t, err)
+		cp := create(t, s, key, string(secret))
+		promote(t, s, promotion(cp, string(next), "w1"))
+		// A stale writer (the old cursor and generation) is fenced.
+		_, err = s.Promote(ctx(t), promotion(cp, "other", "w2"))
+		require.ErrorIs(t, err, store.ErrFenced)
+		var fe *store.FenceError
+		require.ErrorAs(t, err, &fe)
+		require.NotNil(t, fe.Winner)
+		require.Equal(t, next, fe.Winner.Cursor, "the winner is read back decrypted")
+	})
+
+	t.Run("RotationKeepsReadingAndFencing", func(t *testing.T) {
+		raw := newRaw(t)
+		old, err := store.Encrypted(raw, keys("a"), "a")
+		require.NoError(t, err)
+		cp := create(t, old, key, string(secret))
+		_, err = old.SetParked(ctx(t), key, cp.Cursor, cp.Generation, store.Lease{}, "")
+		require.NoError(t, err)
+
+		rotated, err := store.Encrypted(raw, keys("a", "b"), "b")
+		require.NoError(t, err)
+		got, err := rotated.LoadCheckpoint(ctx(t), key)
+		require.NoError(t, err)
+		require.Equal(t, secret, got.Cursor, "the old key still decrypts")
+		parked, err := rotated.SetParked(ctx(t), key, got.Cursor, got.Generation, store.Lease{}, "parked for a test")
+		require.NoError(t, err, "a conditional write on a cursor sealed under the old key")
+		require.Equal(t, "parked for a test", parked.Parked)
+		_, err = rotated.SetParked(ctx(t), key, parked.Cursor, parked.Generation, store.Lease{}, "")
+		require.NoError(t, err)
+		cp2 := promote(t, rotated, promotion(got, string(next), "w1"))
+		require.Equal(t, next, cp2.Cursor)
+		_, err = rotated.Promote(ctx(t), promotion(got, "stale", "w2"))
+		require.ErrorIs(t, err, store.ErrFenced, "a stale writer is still fenced after a rotation")
+
+		onlyNew, err := store.Encrypted(raw, keys("b"), "b")
+		require.NoError(t, err)
+		back, err := onlyNew.LoadCheckpoint(ctx(t), key)
+		require.NoError(t, err, "the promotion re-encrypted under the new key")
+		require.Equal(t, next, back.Cursor)
+		onlyOld, err := store.Encrypted(raw, keys("a"), "a")
+		require.NoError(t, err)
+		_, err = onlyOld.LoadCheckpoint(ctx(t), key)
+		require.ErrorContains(t, err, `key id "b"`)
+	})
+
+	t.Run("PlaintextWrittenBeforeEncryption", func(t *testing.T) {
+		raw := newRaw(t)
+		cp := create(t, raw, key, string(secret))
+		s, err := store.Encrypted(raw, keys("a"), "a")
+		require.NoError(t, err)
+		got, err := s.LoadCheckpoint(ctx(t), key)
+		require.NoError(t, err)
+		require.Equal(t, cp, got)
+		cp2 := promote(t, s, promotion(got, string(next), "w1"))
+		require.Equal(t, next, cp2.Cursor)
+		stored, err := raw.LoadCheckpoint(ctx(t), key)
+		require.NoError(t, err)
+		require.NotContains(t, string(stored.Cursor), string(next))
+	})
+
+	t.Run("LargestCursor", func(t *testing.T) {
+		s, err := store.Encrypted(newRaw(t), keys("a"), "a")
+		require.NoError(t, err)
+		cp := create(t, s, key, "")
+		big := randomBytes(7, store.MaxCursorBytes)
+		got := promote(t, s, promotion(cp, string(big), "w1"))
+		require.Equal(t, big, got.Cursor)
+		_, err = s.Promote(ctx(t), promotion(got, string(randomBytes(8, store.MaxCursorBytes+1)), "w2"))
+		require.ErrorIs(t, err, store.ErrInvalid)
+	})
+}
