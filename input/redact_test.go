@@ -227,6 +227,7 @@ func TestStreamHungTokenEndpointRecovers(t *testing.T) {
       empty_page: final_through_watermark
       positions: dense
       watermark_covers_positions: true
+      finality: source
       recovery: park
 `, h.scope, strings.Join(h.parts, ", "), indent(h.ckYAML, "    "), src.URL, leakClientSecret, tokens.URL)
 	r := h.start(h.buildYAML(yaml, nil, nil, ""))
