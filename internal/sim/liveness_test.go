@@ -54,3 +54,38 @@ func TestLivenessAbandonedWitnessTrap(t *testing.T) {
 		t.Fatal(msg)
 	}
 }
+
+// TestLivenessLaneAppliesWaitsInOrder pins a liveness bug of the simulated
+// worker, not of the machine (seed 580 with -liveness, shrunk to
+// testdata/waits-in-order.ops, 167 ops). The machine announces its
+// earliest deadline with a Wait only when the deadline changes; a driver
+// must apply the Waits in the order they were emitted. At one step lane
+// w1/a stored a witness after a lost response; the answer's step emitted
+// the page, asked for the incarnation check before a promotion, and ended
+// with a Wait (the old deadline). The lane answered the check at once and
+// handled the actions of that answer's step (a Wait for the new deadline)
+// before the rest of the first list, so the older Wait overwrote the newer
+// one: the lane woke at the old deadline, the machine, having announced
+// the new one already, announced nothing more, and partition a stayed idle
+// for ever with events a-27.. unacknowledged. The lane now queues an
+// answer's actions after the rest, as input/partition.go perform does.
+func TestLivenessLaneAppliesWaitsInOrder(t *testing.T) {
+	b, err := os.ReadFile("testdata/waits-in-order.ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, err := ParseOps(string(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reached bool
+	res := Run(Config{Seed: 580, Ops: ops, Liveness: true, OnStep: func(l string) {
+		reached = reached || strings.Contains(l, "-> witness stored; emit a g8") && strings.Contains(l, "check incarnation of a (before a promotion)")
+	}})
+	if res.Failure != nil {
+		t.Fatal(res.Failure.Error())
+	}
+	if !reached {
+		t.Fatal("the schedule no longer reaches the incarnation check asked within a witness write's answer")
+	}
+}

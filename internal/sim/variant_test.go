@@ -120,10 +120,12 @@ func TestDeterministic(t *testing.T) {
 // TestShrink: a caught variant shrinks to a much shorter schedule that
 // still fails the same check.
 func TestShrink(t *testing.T) {
-	cfg := Config{Seed: 3, Variant: MaxFrontier}
+	// The first seed that catches max-frontier with the current schedule
+	// mix (the mix changes as profiles and checks are added).
+	cfg := Config{Seed: 2, Variant: MaxFrontier}
 	f := Run(cfg).Failure
 	if f == nil {
-		t.Fatal("seed 3 no longer catches max-frontier; pick another seed")
+		t.Fatalf("seed %d no longer catches max-frontier; pick another seed", cfg.Seed)
 	}
 	ops, g := Shrink(cfg, f, 300)
 	if g.Check != f.Check || len(ops) >= len(f.Ops) {

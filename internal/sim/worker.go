@@ -80,6 +80,10 @@ type lane struct {
 	released bool
 
 	budget int
+	// pending are the machine's actions handle has yet to perform;
+	// handling: handle is performing them (an answer's actions queue).
+	pending  []chain.Action
+	handling bool
 	// out collects what the current step did, for the trace.
 	out []string
 }
@@ -217,8 +221,23 @@ func (l *lane) feed(in chain.Input) {
 	l.handle(l.m.Step(in))
 }
 
+// handle performs the machine's actions in the order it emitted them. The
+// answer to a call made meanwhile (a store call, a restart cursor, an
+// incarnation) is stepped at once, and the actions of that step are queued
+// after the rest, as the input's partition.perform does: a Wait is the
+// machine's latest deadline only when applied in emission order (the
+// machine announces a deadline once, when it changes), so a Wait emitted
+// before a call must not overwrite the one its answer's step emitted.
 func (l *lane) handle(acts []chain.Action) {
-	for _, a := range acts {
+	l.pending = append(l.pending, acts...)
+	if l.handling {
+		return
+	}
+	l.handling = true
+	defer func() { l.handling = false }()
+	for len(l.pending) > 0 {
+		a := l.pending[0]
+		l.pending = l.pending[1:]
 		switch a := a.(type) {
 		case chain.Fetch:
 			l.note("%s", a)
