@@ -177,17 +177,22 @@ func (m *Machine) confirmIncarnation() {
 	})
 }
 
-// recreated applies the core's rule to a response of fetch f. Once this
-// machine has reset the partition on evidence no incarnation check
-// confirmed, the same evidence is not taken for a new incarnation again:
-// a source whose certified watermark or positions go back once more is
-// contradicting its contract, and the contract monitors report it
-// (watermark_regressed, late_position: the scalar is withdrawn and the
-// partition recovers as its contract says) instead of a reset loop. A
-// declared incarnation still catches a real change: it is checked before
-// every promotion and every validate_interval.
+// recreated applies the core's rule to a response of fetch f, for a
+// partition that declares no incarnation: its positions going back are the
+// only sign of a recreated source, and reset it once per process. Then the
+// same evidence is not taken for a new incarnation again: a source whose
+// certified watermark or positions go back once more is contradicting its
+// contract, and the contract monitors report it (watermark_regressed,
+// late_position: the scalar is withdrawn and the partition recovers as its
+// contract says) instead of a reset loop. A partition that declares an
+// incarnation trusts its check instead: the check runs before every
+// promotion (so no page of a recreated source is promoted into the old
+// checkpoint), before every recovery and every validate_interval, and
+// positions going back under an unchanged incarnation are the contract
+// violation the monitors report, never a reset into an incarnation the
+// source does not name (which the next check would undo).
 func (m *Machine) recreated(f *fetchRec, r witness.Response) (string, bool) {
-	if m.cfg.IgnoreIncarnation || m.evidenceResets > 0 {
+	if m.cfg.IgnoreIncarnation || m.cfg.Incarnation || m.evidenceResets > 0 {
 		return "", false
 	}
 	return witness.Recreated(witness.RecreationInput{
@@ -229,26 +234,13 @@ func (m *Machine) followsBoundary(f *fetchRec) bool {
 	return top == m.tail.applied
 }
 
-// onRecreated handles a response whose positions went back: checked
-// against the provider's incarnation when it names one (another value is
-// the change; the same value is a source that reuses its incarnation's
-// name, as a recreated etcd cluster keeps its cluster id), it is a new
-// incarnation all the same.
+// onRecreated handles a response whose positions went back, for a
+// partition that declares no incarnation (recreated): a new incarnation,
+// recorded under a hash of the evidence, once per process.
 func (m *Machine) onRecreated(f *fetchRec, attempt, why string) {
 	evidence := fmt.Sprintf("a response of generation %d cursor %s: %s", f.gen, witness.CursorHash(f.cursor), why)
-	if !m.cfg.Incarnation {
-		m.evidenceResets++
-		m.reincarnate(m.incarnation, witness.IncarnationHash("positions-went-back:"+attempt), evidence+" at "+m.stamp())
-		return
-	}
-	ask(m, CheckIncarnation{Key: m.cfg.Key, Why: "evidence: " + why}, func(r IncarnationFound) {
-		to := witness.IncarnationHash(r.Value)
-		if r.Err != nil || to == m.incarnation {
-			m.evidenceResets++
-			to = witness.IncarnationHash("positions-went-back:" + attempt)
-		}
-		m.reincarnate(m.incarnation, to, evidence+" at "+m.stamp())
-	})
+	m.evidenceResets++
+	m.reincarnate(m.incarnation, witness.IncarnationHash("positions-went-back:"+attempt), evidence+" at "+m.stamp())
 }
 
 func (m *Machine) stamp() string { return m.now.UTC().Format(time.RFC3339) }
