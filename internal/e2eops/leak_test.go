@@ -34,11 +34,17 @@ import (
 )
 
 // The partitions of every scope of the leak test: flaky answers each cursor
-// first with a 500, malformed first with an HTML 200 and then a JSON 200
-// without an events array, denied serves its first page and then refuses
-// the successor for good (403, or 401 under OAuth2) and parks. Every
-// failing answer echoes the request.
-var leakParts = []string{"flaky", "malformed", "denied"}
+// first with 500s (one per encoding echo leads with), malformed first with HTML 200s and JSON 200s without an
+// events array (one per encoding echo leads with); denied serves its first page and then refuses
+// the successor for good (403, or 401 under OAuth2) and parks, expired
+// answers it with a 410 (an expired cursor: parks), and huge hands out a
+// successor over the cursor limit (parks). Every failing answer echoes the
+// request.
+var (
+	leakParts     = []string{"flaky", "malformed", "denied", "expired", "huge"}
+	leakDelivered = []string{"flaky", "malformed"}
+	leakParked    = []string{"denied", "expired", "huge"}
+)
 
 // leakPages is how many pages of leakPageSize events each partition has;
 // the cursor after the last one is the head (an empty page, no successor).
@@ -91,6 +97,10 @@ type leakAPI struct {
 	secrets leakSecrets
 	// deny is the status each scope refuses denied's successor with.
 	deny map[string]int
+	// hugeUnit, repeated, is huge's successor: longer than the cursor
+	// limit, so that any part of it quoted holds the unit (33 bytes: its
+	// base64 repeats too).
+	hugeUnit string
 
 	mu       sync.Mutex
 	cursors  map[string]string // cursor -> "scope/partition/page"
@@ -101,7 +111,7 @@ type leakAPI struct {
 }
 
 func newLeakAPI(s leakSecrets, deny map[string]int) *leakAPI {
-	return &leakAPI{secrets: s, deny: deny, cursors: map[string]string{}, byPage: map[string]string{},
+	return &leakAPI{secrets: s, deny: deny, hugeUnit: "HUGE/" + randHex(12) + "+=?&", cursors: map[string]string{}, byPage: map[string]string{},
 		requests: map[string]int{}, answers: map[string]int{}}
 }
 
@@ -134,11 +144,9 @@ func (a *leakAPI) count(scope, kind string) int {
 	return a.answers[scope+" "+kind]
 }
 
-// echo renders the request whole (method, path, query, every header, the
-// body) and each credential and cursor it carries on its own, in every
-// encoding a server might quote them in.
-func (a *leakAPI) echo(r *http.Request, body string) string {
-	e := echo(r, body)
+// echo is echo, kept in echoed.
+func (a *leakAPI) echo(r *http.Request, body string, i int) string {
+	e := echo(r, body, i)
 	a.mu.Lock()
 	a.echoed.WriteString(e)
 	a.mu.Unlock()
@@ -152,7 +160,27 @@ func (a *leakAPI) echoedText() string {
 	return a.echoed.String()
 }
 
-func echo(r *http.Request, body string, extra ...string) string {
+// leakEncodings are the encodings an echo quotes a value in; echo leads
+// with one of them (the i-th, modulo their number).
+var leakEncodings = []func(string) string{
+	func(s string) string { return s },
+	url.QueryEscape,
+	url.PathEscape,
+	func(s string) string { j, _ := json.Marshal(s); return string(j[1 : len(j)-1]) },
+	func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) },
+	func(s string) string { return base64.URLEncoding.EncodeToString([]byte(s)) },
+	func(s string) string { return base64.RawStdEncoding.EncodeToString([]byte(s)) },
+	func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) },
+}
+
+// echo renders the request: first each credential and cursor it carries
+// (each header value, a credential after its scheme, a Basic credential
+// decoded, each query and form parameter, each string of a JSON body), in
+// leakEncodings[i], so that they fall within the 256 bytes an error quotes
+// of a body once the others are redacted; then the request whole (method,
+// URI, path, query, every header, the body) raw, query- and path-escaped
+// and JSON-escaped; then every value in every encoding.
+func echo(r *http.Request, body string, i int) string {
 	var atoms, texts []string
 	texts = append(texts, r.Method+" "+r.URL.RequestURI(), r.URL.Path, r.URL.EscapedPath(), r.URL.RawQuery, body)
 	names := make([]string, 0, len(r.Header))
@@ -160,13 +188,18 @@ func echo(r *http.Request, body string, extra ...string) string {
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	// Authorization first, so that a quote cut short still holds it.
+	// Authorization first.
 	slices.SortStableFunc(names, func(x, y string) int {
 		return boolInt(y == "Authorization") - boolInt(x == "Authorization")
 	})
+	var others []string
 	for _, k := range names {
 		for _, v := range r.Header[k] {
 			texts = append(texts, k+": "+v)
+			if k != "Authorization" {
+				others = append(others, v)
+				continue
+			}
 			atoms = append(atoms, v)
 			if scheme, cred, ok := strings.Cut(v, " "); ok {
 				atoms = append(atoms, cred)
@@ -181,7 +214,7 @@ func echo(r *http.Request, body string, extra ...string) string {
 	for _, vs := range r.URL.Query() {
 		atoms = append(atoms, vs...)
 	}
-	if form, err := url.ParseQuery(body); err == nil {
+	if form, err := url.ParseQuery(body); err == nil && !strings.HasPrefix(body, "{") {
 		for _, vs := range form {
 			atoms = append(atoms, vs...)
 		}
@@ -194,20 +227,25 @@ func echo(r *http.Request, body string, extra ...string) string {
 			}
 		}
 	}
-	atoms = append(atoms, extra...)
+	atoms = slices.DeleteFunc(slices.Compact(atoms), func(s string) bool { return s == "" })
+	atoms = append(atoms, others...)
+	enc := leakEncodings[i%len(leakEncodings)]
 	var sb strings.Builder
-	jsonEsc := func(s string) string { j, _ := json.Marshal(s); return string(j[1 : len(j)-1]) }
+	for _, s := range atoms {
+		sb.WriteString(enc(s) + " ")
+	}
+	sb.WriteString("\n")
 	for _, s := range texts {
-		fmt.Fprintf(&sb, "| %s | %s | %s | %s\n", s, url.QueryEscape(s), url.PathEscape(s), jsonEsc(s))
+		for _, e := range leakEncodings[:4] {
+			sb.WriteString("| " + e(s) + " ")
+		}
+		sb.WriteString("\n")
 	}
 	for _, s := range atoms {
-		if s == "" {
-			continue
+		for _, e := range leakEncodings {
+			sb.WriteString("| " + e(s) + " ")
 		}
-		b := []byte(s)
-		fmt.Fprintf(&sb, "| %s | %s | %s | %s | %s | %s | %s | %s\n", s, url.QueryEscape(s), url.PathEscape(s), jsonEsc(s),
-			base64.StdEncoding.EncodeToString(b), base64.URLEncoding.EncodeToString(b),
-			base64.RawStdEncoding.EncodeToString(b), base64.RawURLEncoding.EncodeToString(b))
+		sb.WriteString("\n")
 	}
 	return sb.String()
 }
@@ -230,7 +268,7 @@ func (a *leakAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rest, ok := strings.CutPrefix(r.URL.Path, "/pages/")
 	fields := strings.SplitN(rest, "/", 3)
 	if !ok || len(fields) != 3 {
-		http.Error(w, "unknown path "+a.echo(r, body), http.StatusNotFound)
+		http.Error(w, "unknown path "+a.echo(r, body, 0), http.StatusNotFound)
 		return
 	}
 	scope, part := fields[0], fields[1]
@@ -242,7 +280,7 @@ func (a *leakAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		id, known := a.cursors[cur]
 		if !known {
 			a.mu.Unlock()
-			http.Error(w, "unknown cursor "+a.echo(r, body), http.StatusBadRequest)
+			http.Error(w, "unknown cursor "+a.echo(r, body, 0), http.StatusBadRequest)
 			return
 		}
 		_, _ = fmt.Sscanf(id[strings.LastIndex(id, "/")+1:], "%d", &k)
@@ -252,18 +290,25 @@ func (a *leakAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	n := a.requests[key]
 	kind := ""
 	switch {
-	case part == "flaky" && n == 1:
+	case part == "flaky" && n <= len(leakEncodings):
 		kind = "500"
-	case part == "malformed" && n <= 2:
+	case part == "malformed" && n <= len(leakEncodings):
 		kind = "malformed"
 	case part == "denied" && k >= 1:
 		kind = "denied"
+	case part == "expired" && k >= 1:
+		kind = "expired"
+	case part == "huge":
+		kind = "huge"
 	case k == leakPages:
 		kind = "head"
 	}
 	a.answers[scope+" "+kind]++
 	next := ""
-	if kind == "" {
+	switch {
+	case kind == "huge":
+		next = strings.Repeat(a.hugeUnit, (80<<10)/len(a.hugeUnit))
+	case kind == "":
 		next = a.cursor(scope, part, k+1)
 	}
 	a.mu.Unlock()
@@ -271,20 +316,24 @@ func (a *leakAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch kind {
 	case "500":
 		w.WriteHeader(http.StatusInternalServerError)
-		_, _ = io.WriteString(w, "internal error while serving\n"+a.echo(r, body))
+		_, _ = io.WriteString(w, "internal error while serving\n"+a.echo(r, body, n-1))
 		return
 	case "malformed":
-		if n == 1 {
+		if n%2 == 1 {
 			w.Header().Set("Content-Type", "text/html")
-			_, _ = io.WriteString(w, "<html><body><pre>\n"+a.echo(r, body)+"</pre></body></html>")
+			_, _ = io.WriteString(w, "<html><body><pre>\n"+a.echo(r, body, n-1)+"</pre></body></html>")
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{"events": a.echo(r, body), "next": 7})
+		_ = json.NewEncoder(w).Encode(map[string]any{"events": a.echo(r, body, n-1), "next": 7})
 		return
 	case "denied":
 		w.WriteHeader(a.deny[scope])
-		_, _ = io.WriteString(w, "access denied for\n"+a.echo(r, body))
+		_, _ = io.WriteString(w, "access denied for\n"+a.echo(r, body, n-1))
+		return
+	case "expired":
+		w.WriteHeader(http.StatusGone)
+		_, _ = io.WriteString(w, "the continue token has expired\n"+a.echo(r, body, n-1))
 		return
 	case "head":
 		w.Header().Set("Content-Type", "application/json")
@@ -300,13 +349,14 @@ func (a *leakAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(map[string]any{"events": events, "next": next})
 }
 
-// token answers the first token request with a 500 that echoes it, and
-// every later one with the access token, echoing the request in the grant
-// too.
+// token answers the first token requests with a 500 that echoes them (one
+// per encoding echo leads with), and every later one with the access
+// token, echoing the request in the grant too.
 func (a *leakAPI) token(w http.ResponseWriter, r *http.Request, body string) {
 	a.mu.Lock()
 	a.requests["token"]++
-	first := a.requests["token"] == 1
+	n := a.requests["token"]
+	first := n <= len(leakEncodings)
 	if first {
 		a.answers["token 500"]++
 	} else {
@@ -315,13 +365,13 @@ func (a *leakAPI) token(w http.ResponseWriter, r *http.Request, body string) {
 	a.mu.Unlock()
 	if first {
 		w.WriteHeader(http.StatusInternalServerError)
-		_, _ = io.WriteString(w, "token endpoint failed on\n"+a.echo(r, body))
+		_, _ = io.WriteString(w, "token endpoint failed on\n"+a.echo(r, body, n-1))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{
 		"access_token": a.secrets.accessToken, "token_type": "bearer", "expires_in": 3600,
-		"request": a.echo(r, body),
+		"request": a.echo(r, body, n-1),
 	})
 }
 
@@ -405,17 +455,20 @@ func scanTable(t *testing.T, endpoint, table string) (string, int) {
 // TestNoSecretOrCursorLeavesTheProcessInAnyEncoding runs the binary at
 // TRACE against a fake API that echoes every request it fails (headers,
 // body, path and query, each credential and cursor also on its own, in
-// every encoding) in 500, 401, 403 and malformed 2xx answers, and a token
-// endpoint that echoes its request in a 500 and in its grant. Three inputs
-// read it: one with a bearer token in `headers`, one with `basic_auth`, one
-// with OAuth2 client credentials; in each, one partition is retried past
-// 500s, one past malformed pages, and one parks on a permanent refusal.
-// Once every page is delivered and every refused partition parked, no
+// every encoding, the leading one rotating so that each lands in the 256
+// bytes an error quotes) in 500, 401, 403, 410 and malformed 2xx answers,
+// and a token endpoint that echoes its request in 500s and in its grant.
+// Three inputs read it: one with a bearer token in `headers`, one with
+// `basic_auth`, one with OAuth2 client credentials; in each, one partition
+// is retried past 500s, one past malformed pages, and three park (a
+// permanent refusal, an expired cursor, a successor over the cursor
+// limit). Once every page is delivered and those partitions parked, no
 // credential and no cursor the fake handed out appears, raw, URL-escaped
 // (query and path), in base64 (standard and URL, padded and not) or
 // JSON-escaped, in the process's output, `tidemark status` (text and
 // JSON), a /metrics scrape, or any attribute of any item of the DynamoDB
-// table (cursors are encrypted at rest).
+// table (cursors are encrypted at rest). A failure names the source, the
+// secret and the encoding, never the value.
 func TestNoSecretOrCursorLeavesTheProcessInAnyEncoding(t *testing.T) {
 	e := newEnv(t)
 	sec := newLeakSecrets()
@@ -432,7 +485,7 @@ func TestNoSecretOrCursorLeavesTheProcessInAnyEncoding(t *testing.T) {
           poll_interval: 50ms
           park_check_interval: 200ms
           store_backoff: 50ms
-          fetch_retries: 5
+          fetch_retries: 10
           fetch_backoff: 1ms
           checkpoint:
             backend: dynamodb
@@ -491,6 +544,7 @@ output:
 
 	needles := func() map[string]string {
 		n := sec.byName()
+		n["huge successor"] = api.hugeUnit
 		for k, v := range api.handedOut() {
 			n[k] = v
 		}
@@ -503,11 +557,11 @@ output:
 	})
 
 	// Wait for every page of flaky and malformed delivered (applied
-	// through the last position) and denied parked, in every scope.
+	// through the last position) and the others parked, in every scope.
 	statusText := map[string]string{}
 	statusJSON := map[string]string{}
 	last := leakPages * leakPageSize
-	waitFor(t, p, "flaky and malformed applied through the last position and denied parked, in every scope", func() (bool, string) {
+	waitFor(t, p, "flaky and malformed applied through the last position and denied, expired and huge parked, in every scope", func() (bool, string) {
 		var state []string
 		done := true
 		for _, scope := range scopes {
@@ -523,13 +577,15 @@ output:
 			for _, ps := range s.Partitions {
 				got[ps.Partition] = ps
 			}
-			for _, part := range []string{"flaky", "malformed"} {
+			for _, part := range leakDelivered {
 				if got[part].Applied != fmt.Sprint(last) || got[part].Parked != "" {
 					done = false
 				}
 			}
-			if got["denied"].Parked == "" {
-				done = false
+			for _, part := range leakParked {
+				if got[part].Parked == "" {
+					done = false
+				}
 			}
 			statusJSON[scope] = res
 			for _, part := range leakParts {
@@ -551,7 +607,7 @@ output:
 	// The failures happened: every scope answered 500s, malformed pages and
 	// refusals, and the token endpoint a 500.
 	for _, scope := range scopes {
-		for _, kind := range []string{"500", "malformed", "denied"} {
+		for _, kind := range []string{"500", "malformed", "denied", "expired", "huge"} {
 			assert.Positive(t, api.count(scope, kind), "%s answered %s", scope, kind)
 		}
 	}
@@ -570,7 +626,7 @@ output:
 		var s ops.Status
 		require.NoError(t, json.Unmarshal([]byte(jsonPart(res)), &s))
 		for _, ps := range s.Partitions {
-			if ps.Partition == "denied" {
+			if ps.Partition == "denied" || ps.Partition == "expired" {
 				assert.Contains(t, ps.Parked, redact.Mask, "%s: the park reason quotes the echoed refusal, redacted", scope)
 			}
 		}
@@ -588,12 +644,15 @@ output:
 	assert.Contains(t, logs, `level=trace`, "the log is at TRACE")
 
 	secrets := needles()
-	// flaky and malformed were handed every successor, denied its first
-	// (never print the map: it holds the values).
-	require.Equal(t, len(scopes)*(2*leakPages+1), len(api.handedOut()), "every successor was handed out")
+	// flaky and malformed were handed every successor, denied and expired
+	// their first (never print the map: it holds the values).
+	require.Equal(t, len(scopes)*(2*leakPages+2), len(api.handedOut()), "every successor was handed out")
 	// The needles are right: each was sent to the fake and echoed.
 	echoed := api.echoedText()
 	for name, v := range secrets {
+		if name == "huge successor" {
+			continue // refused, never sent back
+		}
 		assert.NotEmpty(t, redacttest.Leaks(echoed, map[string]string{name: v}), "the fake echoed %s", name)
 	}
 	sources := []struct{ name, text string }{
