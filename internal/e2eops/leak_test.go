@@ -34,12 +34,13 @@ import (
 )
 
 // The partitions of every scope of the leak test: flaky answers each cursor
-// first with 500s (one per encoding echo leads with), malformed first with HTML 200s and JSON 200s without an
-// events array (one per encoding echo leads with); denied serves its first page and then refuses
-// the successor for good (403, or 401 under OAuth2) and parks, expired
-// answers it with a 410 (an expired cursor: parks), and huge hands out a
-// successor over the cursor limit (parks). Every failing answer echoes the
-// request.
+// first with 500s (one per encoding echo leads with), malformed first with
+// malformed 200s (HTML, no events array, a position that is not an
+// integer, an event without id: one per encoding echo leads with); denied
+// serves its first page and then refuses the successor for good (403, or
+// 401 under OAuth2) and parks, expired answers it with a 410 (an expired
+// cursor: parks), and huge hands out a successor over the cursor limit
+// (parks). Every failing answer echoes the request.
 var (
 	leakParts     = []string{"flaky", "malformed", "denied", "expired", "huge"}
 	leakDelivered = []string{"flaky", "malformed"}
@@ -122,7 +123,8 @@ func (a *leakAPI) cursor(scope, part string, k int) string {
 	if c, ok := a.byPage[id]; ok {
 		return c
 	}
-	c := fmt.Sprintf("CUR/%s/%s/%d+%s=?&z", scope, part, k, randHex(12))
+	// No fixed text but "CUR/": pieces looks for any 16 bytes of it.
+	c := fmt.Sprintf("CUR/%s/%d+=?&z", randHex(12), k)
 	a.byPage[id], a.cursors[c] = c, id
 	return c
 }
@@ -319,13 +321,22 @@ func (a *leakAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "internal error while serving\n"+a.echo(r, body, n-1))
 		return
 	case "malformed":
-		if n%2 == 1 {
+		e := a.echo(r, body, n-1)
+		switch n % 4 {
+		case 1:
 			w.Header().Set("Content-Type", "text/html")
-			_, _ = io.WriteString(w, "<html><body><pre>\n"+a.echo(r, body, n-1)+"</pre></body></html>")
+			_, _ = io.WriteString(w, "<html><body><pre>\n"+e+"</pre></body></html>")
 			return
+		case 2: // no events array
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(map[string]any{"events": e, "next": 7})
+		case 3: // a position that is not an integer
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(map[string]any{"events": []any{map[string]any{"id": "x", "pos": e}}})
+		default: // an event without an id
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(map[string]any{"events": []any{map[string]any{"pos": 1, "echo": e}}})
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{"events": a.echo(r, body, n-1), "next": 7})
 		return
 	case "denied":
 		w.WriteHeader(a.deny[scope])
@@ -395,6 +406,37 @@ func masker(needles map[string]string) func(string) string {
 	}
 	r := strings.NewReplacer(pairs...)
 	return r.Replace
+}
+
+// pieceLen is the length of the pieces of a secret pieces looks for: a
+// value cut short (an error quoting the first bytes of a body or a value)
+// leaks a piece of a secret that no whole form of it matches.
+const pieceLen = 16
+
+// pieces returns "name/encoding" for every secret of which a piece of
+// pieceLen bytes of one of its redacttest.Encodings appears in text,
+// sorted; nil when none does. It never returns the value.
+func pieces(text string, secrets map[string]string) []string {
+	index := map[string]string{}
+	for name, v := range secrets {
+		for enc, f := range redacttest.Encodings(v) {
+			for i := 0; i+pieceLen <= len(f); i++ {
+				index[f[i:i+pieceLen]] = name + "/" + enc
+			}
+		}
+	}
+	found := map[string]bool{}
+	for i := 0; i+pieceLen <= len(text); i++ {
+		if label, ok := index[text[i:i+pieceLen]]; ok {
+			found[label] = true
+		}
+	}
+	out := make([]string, 0, len(found))
+	for l := range found {
+		out = append(out, l)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // scanTable returns every string and binary attribute value of every item
@@ -669,5 +711,6 @@ output:
 		require.NotEmpty(t, src.text, src.name)
 		// Leaks names the secret and the encoding, never the value.
 		assert.Empty(t, redacttest.Leaks(src.text, secrets), "secrets or cursors found in %s", src.name)
+		assert.Empty(t, pieces(src.text, secrets), "%d-byte pieces of secrets or cursors found in %s", pieceLen, src.name)
 	}
 }
