@@ -46,9 +46,10 @@ func (rq *builtRequest) target() string {
 }
 
 func (rq *builtRequest) malformed(reason string, err error) error {
-	e := &provider.MalformedError{Partition: rq.partition, Reason: rq.red.apply(reason)}
+	// Redact first, then cut the quoted values (quoteCut).
+	e := &provider.MalformedError{Partition: rq.partition, Reason: cutQuoted(rq.red.apply(reason))}
 	if err != nil {
-		e.Err = redactedError{msg: rq.red.apply(err.Error()), err: err}
+		e.Err = redactedError{msg: cutQuoted(rq.red.apply(err.Error())), err: err}
 	}
 	return e
 }

@@ -339,3 +339,51 @@ func TestRedactorLearnsCredentialsAsTheyAreSent(t *testing.T) {
 	assert.Empty(t, redacttest.Leaks(got, map[string]string{"pass": redBasicPass, "basic": basic}), got)
 	assert.False(t, errors.Is(nil, provider.ErrPermanent))
 }
+
+// A malformed answer whose value (an events mapping result, a position)
+// starts with a credential or the cursor, longer than the bytes a
+// malformed reason quotes of it: the cut would leave a prefix of the
+// secret that no form of it matches, so the value is redacted whole
+// first and cut after. Neither the secret nor any 12-byte piece of it
+// remains.
+func TestMalformedReasonCutsQuotedValuesAfterRedaction(t *testing.T) {
+	const token = "tok3n-0123456789abcdefghijklmnopqrstuvwxyz/+="
+	const cursor = "cursor-0123456789abcdefghijklmnopqrstuvwxyz/+="
+	for _, tc := range []struct {
+		name, kind, body string
+		pad              int // bytes before the secret: the cut falls inside it
+	}{
+		{"events mapping returned a string", "integer", `{"events":%q}`, 20},
+		{"an integer position", "integer", `{"events":[{"id":"a","pos":%q}]}`, 20},
+		{"a decimal position", "decimal", `{"events":[{"id":"a","pos":%q}]}`, 60},
+	} {
+		for _, secret := range []string{"Bearer " + token, cursor + " and more"} {
+			t.Run(tc.name+"/"+secret[:6], func(t *testing.T) {
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					fmt.Fprintf(w, tc.body, strings.Repeat("x", tc.pad)+secret)
+				}))
+				defer srv.Close()
+				p := parseProvider(t, fmt.Sprintf(`
+http:
+  url: '%s/items?c=${! @cursor.escape_url_query() }'
+  headers: { Authorization: 'Bearer %s' }
+  events: root = this.events
+  event_position: root = this.pos
+  successor: root = deleted()
+  contract:
+    position_type: %s
+`, srv.URL, token, tc.kind), nil, nil)
+				_, err := p.Fetch(t.Context(), provider.Request{Partition: "p", Cursor: []byte(cursor)})
+				require.ErrorIs(t, err, provider.ErrMalformed)
+				msg := err.Error()
+				assert.Contains(t, msg, redact.Mask)
+				for _, v := range []string{token, cursor} {
+					for i := 0; i+12 <= len(v); i++ {
+						require.NotContains(t, msg, v[i:i+12], "a piece of a secret is quoted")
+					}
+				}
+				assert.NotContains(t, msg, "\x00", "no quote mark is left")
+			})
+		}
+	}
+}

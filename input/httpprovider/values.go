@@ -94,7 +94,7 @@ func parsePosition(kind coord.Kind, v any) (coord.Position, error) {
 		}
 		p, err := coord.DecimalPosition(s)
 		if err != nil {
-			return coord.Position{}, fmt.Errorf("%q is not an unsigned decimal integer", truncate(s, 80))
+			return coord.Position{}, fmt.Errorf("%s is not an unsigned decimal integer", quoteCut(s, 80))
 		}
 		return p, nil
 	case coord.KindString:
@@ -139,7 +139,7 @@ func parseIntPosition(v any) (int64, error) {
 func parseInt(s string) (int64, error) {
 	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("%q is not an int64", truncate(s, 40))
+		return 0, fmt.Errorf("%s is not an int64", quoteCut(s, 40))
 	}
 	return n, nil
 }
@@ -164,7 +164,7 @@ func describe(v any, present bool) string {
 	}
 	switch t := v.(type) {
 	case []byte:
-		return fmt.Sprintf("the string %q", truncate(string(t), 40))
+		return fmt.Sprintf("the string %s", quoteCut(string(t), 40))
 	case json.Number:
 		return "the number " + t.String()
 	case bool:
@@ -182,4 +182,50 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// A value a malformed reason quotes is cut short, but only after the
+// request's redactor has seen it whole: a credential or cursor cut in the
+// middle is no longer any of its forms, and would pass redaction
+// (redact.Set replaces whole forms). quoteCut marks the value in the
+// reason; cutQuoted, which builtRequest.malformed runs after redaction,
+// quotes each marked value and cuts it to its length.
+const (
+	cutStart = "\x00cut:"
+	cutMid   = "\x01"
+	cutEnd   = "\x02"
+)
+
+var cutMarkers = strings.NewReplacer("\x00", "", "\x01", "", "\x02", "")
+
+// quoteCut marks s to be quoted and cut to n bytes by cutQuoted (the
+// marker bytes are removed from s first, so a value cannot forge them).
+func quoteCut(s string, n int) string {
+	return cutStart + strconv.Itoa(n) + cutMid + cutMarkers.Replace(s) + cutEnd
+}
+
+// cutQuoted replaces every value quoteCut marked in text by the value cut
+// to its length and quoted (as %q would); run it after redaction.
+func cutQuoted(text string) string {
+	var sb strings.Builder
+	for {
+		i := strings.Index(text, cutStart)
+		if i < 0 {
+			sb.WriteString(text)
+			return sb.String()
+		}
+		rest := text[i+len(cutStart):]
+		m := strings.Index(rest, cutMid)
+		e := strings.Index(rest, cutEnd)
+		n, err := strconv.Atoi(rest[:max(m, 0)])
+		if m < 0 || e < m || err != nil {
+			// Not a mark (cannot happen: values cannot forge one):
+			// drop the rest rather than show it uncut.
+			sb.WriteString(text[:i])
+			return sb.String()
+		}
+		sb.WriteString(text[:i])
+		sb.WriteString(strconv.Quote(truncate(rest[m+len(cutMid):e], n)))
+		text = rest[e+len(cutEnd):]
+	}
 }
