@@ -110,9 +110,14 @@ type pollingExample struct {
 	// (a fresh round, a request from a time); headGrowthRestarts says
 	// whether a retry of the head page that answers more events restarts
 	// it (no watermark proves the larger answer) or is accepted (its
-	// watermark covers its range).
+	// watermark covers its range, or the earlier answer is an exact prefix
+	// of it: the head_growth retry class).
 	restarts           func() int
 	headGrowthRestarts bool
+	// headGrowthEither: both are right for this example, and which one
+	// happens depends on where the kill fell (the example's own restarts,
+	// not a divergence, may re-read the head); only delivery is checked.
+	headGrowthEither bool
 }
 
 // testPollingExample runs ex against its fake: run 1 starts under the
@@ -244,10 +249,12 @@ func testPollingExample(t *testing.T, ex pollingExample) {
 	p3 := runExample(t, "run 3", ex.example, env, current)
 	caughtUp(p3, "run 3 to print every event after the kill at the head")
 	switch n := ex.restarts() - restarts; {
+	case ex.headGrowthEither:
+		t.Logf("run 3: %d restart requests after the head page grew (either outcome delivers every event)", n)
 	case ex.headGrowthRestarts && n == 0:
 		t.Errorf("run 3 did not restart the partition after the retry of the head page answered more events")
 	case !ex.headGrowthRestarts && n > 0:
-		t.Errorf("run 3 restarted the partition (%d restart requests) although the larger answer's watermark covers its range", n)
+		t.Errorf("run 3 restarted the partition (%d restart requests) although the larger answer proves its range (a covering watermark, or head growth)", n)
 	case n > 0:
 		t.Logf("run 3 restarted the partition (%d restart requests) after the head page grew", n)
 	default:
@@ -391,11 +398,11 @@ func TestExampleStripeEvents(t *testing.T) {
 		env: []string{"STRIPE_API_URL=" + s.URL(), "STRIPE_API_KEY=sk_test_fake", "STRIPE_ACCOUNT=" + account,
 			"STRIPE_PAGE_SIZE=5", "STRIPE_POLL_INTERVAL=50ms", "STRIPE_VISIBILITY_LAG=1"},
 		control: s.Control, add: func(n int) []string { return s.Append(account, n) }, idOf: stringField("id"),
-		namesRetryTime:     false,
-		restarts:           func() int { return s.Served(fakeapi.StripeCreatedFilter) },
-		headGrowthRestarts: true,
-		headPolls:          func() int { return s.Served(fakeapi.StripeEndingBefore) },
-		expire:             func() { s.Expire(account) },
+		namesRetryTime:   false,
+		restarts:         func() int { return s.Served(fakeapi.StripeCreatedFilter) },
+		headGrowthEither: true, // its head page is mapped oldest first, so a larger answer may extend the first (head_growth); the anchor walk may also restart it
+		headPolls:        func() int { return s.Served(fakeapi.StripeEndingBefore) },
+		expire:           func() { s.Expire(account) },
 		counters: func() map[string]int {
 			return map[string]int{"expired": s.ExpiredAnswers(), "created": s.Served(fakeapi.StripeCreatedFilter)}
 		},

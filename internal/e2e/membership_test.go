@@ -562,12 +562,19 @@ func TestMembershipLiveAcrossThreeProcesses(t *testing.T) {
 	}, alive(procs)...)
 	delivered("the added partition's events", src.Events(), procs)
 
-	// 2. The operator's epoch change.
+	// 2. The operator's epoch change. advance-epoch refuses a cutover below
+	// the published frontier or above the lowest member watermark; while
+	// the source trickles, a member that joined behind may trail the
+	// published frontier for as long as the machine is busy, so the
+	// operator picks a quiet moment: the trickle pauses until the cutover
+	// is accepted, then goes on.
+	stopTrickle()
 	before, err := st.LoadMembership(ctx, memberScope)
 	require.NoError(t, err)
 	advancedAt := time.Now()
 	out := memberAdvance(t, storeFlags, alive(procs)...)
 	t.Logf("advance-epoch: %s", strings.TrimSpace(out))
+	stopTrickle = src.Trickle(t, 300*time.Millisecond, 1)
 	adv, err := st.LoadMembership(ctx, memberScope)
 	require.NoError(t, err)
 	require.Greater(t, adv.Epoch, before.Epoch, "advance-epoch wrote a new epoch")

@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -123,6 +124,22 @@ func absent(seen map[int64]int, want []int64) []int64 {
 	return out
 }
 
+// without returns ids less drop. A row deleted at the source may be missing
+// from the output: when the delete shifts a page, the partition re-reads
+// from its start, and the pages it had read but not yet handed to the
+// pipeline are dropped with the chain (they were never promoted), so the
+// deleted row is delivered only if its page got out before the restart.
+// Every row the source still holds is delivered either way.
+func without(ids []int64, drop ...int64) []int64 {
+	var out []int64
+	for _, id := range ids {
+		if !slices.Contains(drop, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
 func (r *offsetRun) waitDelivered(t *testing.T, want []int64) {
 	t.Helper()
 	e2etest.WaitFor(t, e2etest.Patience, "every expected row delivered", func() (bool, string) {
@@ -175,7 +192,7 @@ func TestOffsetOverlapDeliversEveryRowAcrossADeleteAndAnInsertOnAnEarlierPage(t 
 	})
 	require.NoError(t, run.proc.Wait(e2etest.Patience), "the run ends on its own (exit_when_complete)\n%s", run.proc.Out.Tail(30))
 	seen := run.delivered(t)
-	assert.Empty(t, absent(seen, append(original, 15)), "every row, the inserted one included")
+	assert.Empty(t, absent(seen, append(without(original, 20), 15)), "every row the source holds, the inserted one included")
 	cp := run.checkpoint(t)
 	assert.True(t, cp.Complete, "the traversal completes")
 	assert.Empty(t, cp.Parked)
@@ -201,7 +218,7 @@ func TestOffsetDensePageNumbersDeliverEveryRowAcrossADeleteOnAnEarlierPage(t *te
 	})
 	require.NoError(t, run.proc.Wait(e2etest.Patience), "the run ends on its own (exit_when_complete)\n%s", run.proc.Out.Tail(30))
 	seen := run.delivered(t)
-	assert.Empty(t, absent(seen, append(original, 101)), "every row, the appended one included")
+	assert.Empty(t, absent(seen, append(without(original, 5), 101)), "every row the source holds, the appended one included")
 	cp := run.checkpoint(t)
 	assert.True(t, cp.Complete, "the traversal completes")
 	assert.Contains(t, run.proc.Out.String(), "coverage rule (b)", "the shift was seen")
