@@ -48,6 +48,10 @@ type script struct {
 type answer struct {
 	resp witness.Response
 	err  error
+	// gate, when set, holds this answer back (the previous one is given
+	// again) until it reports true: an answer that must come only once the
+	// store reaches a state, whatever the machine's timing.
+	gate func() bool
 }
 
 func newScript(c witness.Contract, answers map[string][]answer) *script {
@@ -63,8 +67,12 @@ func (s *script) Fetch(_ context.Context, req provider.Request) (witness.Respons
 		return witness.Response{}, &provider.MalformedError{Partition: req.Partition, Reason: fmt.Sprintf("the script has no answer for cursor %q", req.Cursor)}
 	}
 	n := s.fetches[string(req.Cursor)]
-	s.fetches[string(req.Cursor)]++
 	a := as[min(n, len(as)-1)]
+	if a.gate != nil && n > 0 && !a.gate() {
+		a = as[min(n, len(as)-1)-1]
+		return a.resp, a.err
+	}
+	s.fetches[string(req.Cursor)]++
 	return a.resp, a.err
 }
 
@@ -529,9 +537,13 @@ func TestRestartBoundaryCarriesTheAppliedEventID(t *testing.T) {
 	c := witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, Recovery: witness.RecoveryRestartFromBoundary}
 	st := store.NewMemStore()
 	scope := newChainScope(t)
+	c2Durable := func() bool {
+		cp, err := st.LoadCheckpoint(context.Background(), store.Key{Scope: scope, Partition: "p"})
+		return err == nil && string(cp.Cursor) == "C2"
+	}
 	prov := newScript(c, map[string][]answer{
 		"":   {{resp: resp("C2", event("order-1", 1), event("order-2", 2))}},
-		"C2": {{resp: resp("C2")}, {err: &provider.ExpiredError{Partition: "p", Reason: "iterator expired"}}},
+		"C2": {{resp: resp("C2")}, {err: &provider.ExpiredError{Partition: "p", Reason: "iterator expired"}, gate: c2Durable}},
 		"R":  {{resp: resp("", event("order-3", 3))}},
 	})
 	prov.restart = []byte("R")

@@ -49,8 +49,11 @@ func (m *Machine) monitorResponse(f *fetchRec, in witness.ClassifyInput, class w
 	// Only a watermark the contract says the source certifies is a claim
 	// a self-certifying source contradicts: an append_only_writer or lag
 	// basis is the page's own position by declaration, and finality none
-	// claims nothing.
-	if class != witness.ExactReplay && in.Contract.Finality == witness.FinalitySource {
+	// claims nothing. Under dense positions a watermark at the page's last
+	// position is what an honest log certifies (no position can appear
+	// below it without breaking density, which rule (b) checks), so it is
+	// no hint either.
+	if class != witness.ExactReplay && in.Contract.Finality == witness.FinalitySource && !in.Contract.DensePositions {
 		var v witness.Violation
 		var ok bool
 		if m.mon.selfRun, v, ok = m.mon.selfRun.Observe(in.Witness); ok {
