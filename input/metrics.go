@@ -1,7 +1,7 @@
 package input
 
 import (
-	"sync/atomic"
+	"sync"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 
@@ -38,14 +38,21 @@ type inputMetrics struct {
 	frontier   *service.MetricGauge
 	lag        *service.MetricGauge
 
-	parkedCount atomic.Int64
+	// parkedMu orders the count's changes with the gauge's Sets: two
+	// partitions parking at once must not leave the gauge at the first
+	// one's count (seen under load: 1 shown, 2 parked).
+	parkedMu    sync.Mutex
+	parkedCount int64
 }
 
 // setParked adjusts the number of parked partitions and sets the gauge to
 // it (custom exporters see every Incr/Decr of a gauge as a Set on a fresh
 // gauge, so the count is kept here).
 func (m *inputMetrics) setParked(delta int64) {
-	m.parked.Set(m.parkedCount.Add(delta))
+	m.parkedMu.Lock()
+	defer m.parkedMu.Unlock()
+	m.parkedCount += delta
+	m.parked.Set(m.parkedCount)
 }
 
 func newInputMetrics(m *service.Metrics) *inputMetrics {
