@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/tidemark/tidemark/internal/dynamostore"
 	"github.com/tidemark/tidemark/internal/ops"
 	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/storeconfig"
 )
 
 // tidemarkCommand is `connect tidemark`: status and repairs of the durable
@@ -29,6 +31,8 @@ func tidemarkCommand() *cli.Command {
 		&cli.StringFlag{Name: "table", Value: dynamostore.DefaultTable, Usage: "the DynamoDB table"},
 		&cli.StringFlag{Name: "endpoint", EnvVars: []string{"TIDEMARK_DYNAMODB_ENDPOINT"}, Usage: "DynamoDB endpoint override (dynalite, DynamoDB Local); default: AWS"},
 		&cli.StringFlag{Name: "region", Usage: "AWS region; default: the SDK's default chain"},
+		&cli.StringSliceFlag{Name: "cursor-key", Usage: "a key of the input's checkpoint.cursor_encryption, as ID=env:VARIABLE or ID=file:PATH (repeat for every key id still stored); with it, status shows the cursor hashes the logs show and restart writes its cursor encrypted"},
+		&cli.StringFlag{Name: "cursor-active-key", Usage: "the key id new cursors are encrypted under (cursor_encryption.active_id); default: the last --cursor-key"},
 	}
 	repairFlags := append(append([]cli.Flag{}, storeFlags...),
 		&cli.BoolFlag{Name: "dry-run", Usage: "print the conditional write without making it"},
@@ -169,9 +173,48 @@ func tidemarkCommand() *cli.Command {
 }
 
 func openStore(c *cli.Context) (store.Store, error) {
+	keys, active, err := cursorKeys(c.StringSlice("cursor-key"), c.String("cursor-active-key"))
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(c.Context, 30*time.Second)
 	defer cancel()
-	return dynamostore.NewDynamoStore(ctx, dynamostore.DynamoConfig{Table: c.String("table"), Endpoint: c.String("endpoint"), Region: c.String("region")})
+	st, err := dynamostore.NewDynamoStore(ctx, dynamostore.DynamoConfig{Table: c.String("table"), Endpoint: c.String("endpoint"), Region: c.String("region")})
+	if err != nil || len(keys) == 0 {
+		return st, err
+	}
+	return store.Encrypted(st, keys, active)
+}
+
+// cursorKeys parses the --cursor-key flags (ID=env:VARIABLE or
+// ID=file:PATH) and the active key id (default: the last key).
+func cursorKeys(flags []string, active string) ([]store.CursorKey, string, error) {
+	var keys []store.CursorKey
+	for _, f := range flags {
+		id, src, ok := strings.Cut(f, "=")
+		kind, where, ok2 := strings.Cut(src, ":")
+		if !ok || !ok2 || id == "" || where == "" || (kind != "env" && kind != "file") {
+			return nil, "", fmt.Errorf("--cursor-key %q: want ID=env:VARIABLE or ID=file:PATH", f)
+		}
+		var env, file string
+		if kind == "env" {
+			env = where
+		} else {
+			file = where
+		}
+		k, err := storeconfig.LoadCursorKey(id, env, file)
+		if err != nil {
+			return nil, "", fmt.Errorf("--cursor-key: %w", err)
+		}
+		keys = append(keys, k)
+	}
+	if active == "" && len(keys) > 0 {
+		active = keys[len(keys)-1].ID
+	}
+	if active != "" && !slices.ContainsFunc(keys, func(k store.CursorKey) bool { return k.ID == active }) {
+		return nil, "", fmt.Errorf("--cursor-active-key %q is not one of the --cursor-key ids", active)
+	}
+	return keys, active, nil
 }
 
 // repairOptions are the repair's --force and its operator: now, the OS

@@ -37,6 +37,9 @@ func newTestStore(t testing.TB, opts ...func(*DynamoConfig)) *DynamoStore {
 func TestDynamoStoreContract(t *testing.T) {
 	dynalitetest.Endpoint(t)
 	storetest.Run(t, func(t *testing.T) store.Store { return newTestStore(t) })
+	t.Run("CursorFinder", func(t *testing.T) {
+		storetest.RunCursorFinder(t, func(t *testing.T) store.Store { return newTestStore(t) })
+	})
 }
 
 // The contract suite, and the cursor-encryption properties, with cursors

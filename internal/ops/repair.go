@@ -250,6 +250,12 @@ func PlanRestart(ctx context.Context, st store.Store, k store.Key, cursor []byte
 	if err := store.CheckCursor("cursor", cursor); err != nil {
 		return Repair{}, err
 	}
+	if store.IsSealedCursor(cp.Cursor) && !store.IsEncrypted(st) {
+		// Not overridable: the restart would write the boundary cursor in
+		// clear into a table whose cursors are protected, and could not
+		// check it against the (encrypted) witnesses.
+		return Repair{}, fmt.Errorf("the cursors of %s are encrypted (checkpoint.cursor_encryption): pass the input's keys with --cursor-key ID=env:VARIABLE (or ID=file:PATH), so that the restart checks the cursor against the partition's witnesses and writes it encrypted", k)
+	}
 	own, ownFound, err := findCursor(ctx, st, cp, cursor)
 	if err != nil {
 		return Repair{}, err
@@ -258,6 +264,12 @@ func PlanRestart(ctx context.Context, st store.Store, k store.Key, cursor []byte
 	otherFound := false
 	if !ownFound && len(cursor) > 0 {
 		if other, otherFound, err = findElsewhere(ctx, st, k, cursor); err != nil {
+			return Repair{}, err
+		}
+	}
+	var otherScopes []store.Key
+	if !ownFound && !otherFound && len(cursor) > 0 {
+		if otherScopes, err = keysInOtherScopes(ctx, st, k.Scope, cursor); err != nil {
 			return Repair{}, err
 		}
 	}
@@ -288,6 +300,10 @@ func PlanRestart(ctx context.Context, st store.Store, k store.Key, cursor []byte
 		if own.generation < cp.Generation {
 			why = append(why, fmt.Sprintf("the cursor is %s, an older position: it moves %s backwards from %s, which the restart keeps ahead of the cursor", where, k, progress))
 		}
+	case len(otherScopes) > 0:
+		where = fmt.Sprintf("a cursor stored in scope %s (partition %s)", otherScopes[0].Scope, otherScopes[0].Partition)
+		why = append(why, fmt.Sprintf("the cursor belongs to partition %s of scope %s, not to scope %s (a cursor copied from another pipeline's scope; cursors that look alike across scopes, such as offsets, need --force)",
+			otherScopes[0].Partition, otherScopes[0].Scope, k.Scope))
 	case otherFound:
 		where = fmt.Sprintf("partition %s's cursor (%s)", other.partition, other.how)
 		why = append(why, fmt.Sprintf("the cursor belongs to partition %s of scope %s (%s), not to %s (cursors that look alike across partitions, such as offsets, need --force)",
@@ -326,6 +342,21 @@ func PlanRestart(ctx context.Context, st store.Store, k store.Key, cursor []byte
 			return CheckpointState(after), nil
 		},
 	}, nil
+}
+
+// keysInOtherScopes searches the table for cursor outside scope, when the
+// store can (store.CursorFinder); a search the store cut short is an
+// error, so that an unchecked cursor is never passed as checked.
+func keysInOtherScopes(ctx context.Context, st store.Store, scope string, cursor []byte) ([]store.Key, error) {
+	f := store.FindCursorFinder(st)
+	if f == nil {
+		return nil, nil
+	}
+	keys, err := f.KeysHoldingCursor(ctx, cursor, scope, 1)
+	if err != nil {
+		return nil, fmt.Errorf("searching the other scopes of the table for the cursor: %w", err)
+	}
+	return keys, nil
 }
 
 func appliedString(cp store.Checkpoint) string {

@@ -31,6 +31,9 @@ func completeFixture(t *testing.T) *store.MemStore {
 	_, err := st.Promote(context.Background(), store.Promotion{Key: cp.Key, FromCursor: cp.Cursor, FromGeneration: 1, To: []byte("done-2"), WitnessID: "w-done-1",
 		Watermark: coord.Integer(200), Applied: coord.IntPosition(200), HasApplied: true, Complete: true, Epoch: 1})
 	require.NoError(t, err)
+	// Another pipeline's scope in the same table.
+	_, err = st.CreateCheckpoint(context.Background(), store.Checkpoint{Key: store.Key{Scope: "other", Partition: "x"}, Cursor: []byte("other-7"), Generation: 1, Epoch: 1})
+	require.NoError(t, err)
 	return st
 }
 
@@ -56,6 +59,8 @@ func TestRestartRefusalsAndForce(t *testing.T) {
 			refusal: []string{"the cursor belongs to partition p0 of scope ops (its current cursor), not to p2"}},
 		{name: "another partition's witness successor", partition: "p0", cursor: "next",
 			refusal: []string{"the cursor belongs to partition p2 of scope ops (the successor of its witness"}},
+		{name: "another scope's cursor", partition: "p2", cursor: "other-7",
+			refusal: []string{"the cursor belongs to partition x of scope other, not to scope ops"}},
 		{name: "a complete partition", partition: "done", cursor: "boundary-201",
 			refusal: []string{"ops/done is complete (watermark 200): the restart would clear its complete flag and read it again"}},
 		{name: "a complete partition moved backwards", partition: "done", cursor: "",
@@ -278,4 +283,55 @@ func TestStatusShowsTheLastRepair(t *testing.T) {
 	require.Len(t, got.MembershipRepairs, 1)
 	assert.Equal(t, "1", got.MembershipRepairs[0].Previous["epoch"])
 	assert.NotContains(t, buf.String(), "done-2")
+}
+
+// A table whose cursors are encrypted (checkpoint.cursor_encryption) is
+// restarted only through the keys: without them the restart would write
+// its cursor in clear and could not check it against the encrypted
+// witnesses, and --force does not change that. With them the cursor is
+// checked and stored encrypted, and status shows the hashes the logs show.
+func TestRestartAndStatusOfAnEncryptedTable(t *testing.T) {
+	ctx := context.Background()
+	raw := store.NewMemStore()
+	enc, err := store.Encrypted(raw, []store.CursorKey{{ID: "k1", Key: []byte("0123456789abcdef0123456789abcdef")}}, "k1")
+	require.NoError(t, err)
+	_, err = enc.SwapMembership(ctx, 0, store.Membership{Scope: scope, Epoch: 1, Partitions: []string{"p0"}, Proven: true})
+	require.NoError(t, err)
+	create(t, enc, "p0", store.Lease{})
+	promote(t, enc, "p0", 100)
+
+	for _, force := range []bool{false, true} {
+		_, err = PlanRestart(ctx, raw, key("p0"), []byte("boundary-7"), Options{Operator: operator, Force: force})
+		require.Error(t, err, "force=%v", force)
+		assert.False(t, IsRefused(err), "not a refusal --force overrides: %v", err)
+		assert.Contains(t, err.Error(), "are encrypted")
+		assert.Contains(t, err.Error(), "--cursor-key")
+	}
+
+	plain := load(t, enc, "p0").Cursor
+	for _, tc := range []struct {
+		name string
+		st   store.Store
+		want string
+	}{
+		{name: "without the keys", st: raw, want: "encrypted"},
+		{name: "with the keys", st: enc, want: witness.CursorHash(plain)},
+	} {
+		s, err := ReadStatus(ctx, tc.st, scope)
+		require.NoError(t, err, tc.name)
+		require.Len(t, s.Partitions, 1)
+		assert.Equal(t, tc.want, s.Partitions[0].CursorHash, tc.name)
+		var text bytes.Buffer
+		require.NoError(t, WriteTable(&text, s))
+		assert.NotContains(t, text.String(), witness.CursorHash(load(t, raw, "p0").Cursor), "%s: never the hash of the ciphertext", tc.name)
+	}
+
+	r, err := PlanRestart(ctx, enc, key("p0"), []byte("boundary-7"), Options{Operator: operator})
+	require.NoError(t, err)
+	_, err = r.Apply(ctx)
+	require.NoError(t, err)
+	stored := load(t, raw, "p0").Cursor
+	assert.True(t, store.IsSealedCursor(stored), "the restart's cursor is stored encrypted")
+	assert.NotContains(t, string(stored), "boundary-7")
+	assert.Equal(t, "boundary-7", string(load(t, enc, "p0").Cursor))
 }

@@ -146,6 +146,28 @@ func (c *cursorCipher) open(k Key, stored []byte) ([]byte, error) {
 	return plain, nil
 }
 
+// IsSealedCursor reports whether a stored cursor value is encrypted (what
+// a store not wrapped by Encrypted returns for an encrypted checkpoint or
+// witness). Tools that read the raw store use it to refuse, or to say so,
+// instead of hashing or comparing ciphertext as if it were a cursor.
+func IsSealedCursor(stored []byte) bool { return bytes.HasPrefix(stored, sealMagic) }
+
+// IsEncrypted reports whether s encrypts cursors (it is, or wraps, a store
+// returned by Encrypted).
+func IsEncrypted(s Store) bool {
+	for s != nil {
+		if _, ok := s.(*encryptedStore); ok {
+			return true
+		}
+		u, ok := s.(interface{ Unwrap() Store })
+		if !ok {
+			return false
+		}
+		s = u.Unwrap()
+	}
+	return false
+}
+
 // Encrypted wraps s so that the cursors of checkpoints (Cursor, and a
 // promotion's From and To) and of witnesses (InputCursor, Successor) are
 // stored encrypted with AES-256-GCM under the active key of keys, and read

@@ -9,4 +9,5 @@ import (
 
 func TestMemStoreContract(t *testing.T) {
 	storetest.Run(t, func(*testing.T) store.Store { return store.NewMemStore() })
+	storetest.RunCursorFinder(t, func(*testing.T) store.Store { return store.NewMemStore() })
 }

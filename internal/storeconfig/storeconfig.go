@@ -203,31 +203,41 @@ func cursorKeysFromParsed(conf *service.ParsedConfig) ([]store.CursorKey, string
 		}
 		env, _ := k.FieldString(fieldEncKeyEnv)
 		file, _ := k.FieldString(fieldEncKeyFile)
-		var text string
-		switch {
-		case (env == "") == (file == ""):
-			return nil, "", fmt.Errorf("%s.%s[%d] (id %s): set exactly one of env and file", fieldEncryption, fieldEncKeys, i, id)
-		case env != "":
-			v, ok := os.LookupEnv(env)
-			if !ok {
-				return nil, "", fmt.Errorf("%s.%s[%d] (id %s): environment variable %s is not set", fieldEncryption, fieldEncKeys, i, id, env)
-			}
-			text = v
-		default:
-			b, err := os.ReadFile(file)
-			if err != nil {
-				return nil, "", fmt.Errorf("%s.%s[%d] (id %s): reading the key file: %w", fieldEncryption, fieldEncKeys, i, id, err)
-			}
-			text = string(b)
+		key, err := LoadCursorKey(id, env, file)
+		if err != nil {
+			return nil, "", fmt.Errorf("%s.%s[%d]: %w", fieldEncryption, fieldEncKeys, i, err)
 		}
-		key, err := base64.StdEncoding.DecodeString(strings.TrimSpace(text))
-		if err != nil || len(key) != 32 {
-			// Never quote the key material.
-			return nil, "", fmt.Errorf("%s.%s[%d] (id %s): the key is not 32 bytes in base64", fieldEncryption, fieldEncKeys, i, id)
-		}
-		keys = append(keys, store.CursorKey{ID: id, Key: key})
+		keys = append(keys, key)
 	}
 	return keys, active, nil
+}
+
+// LoadCursorKey reads the cursor key id from the environment variable env
+// or the file (exactly one of them): 32 bytes in base64, surrounding white
+// space ignored. Errors never quote the key material.
+func LoadCursorKey(id, env, file string) (store.CursorKey, error) {
+	var text string
+	switch {
+	case (env == "") == (file == ""):
+		return store.CursorKey{}, fmt.Errorf("key id %s: set exactly one of env and file", id)
+	case env != "":
+		v, ok := os.LookupEnv(env)
+		if !ok {
+			return store.CursorKey{}, fmt.Errorf("key id %s: environment variable %s is not set", id, env)
+		}
+		text = v
+	default:
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return store.CursorKey{}, fmt.Errorf("key id %s: reading the key file: %w", id, err)
+		}
+		text = string(b)
+	}
+	key, err := base64.StdEncoding.DecodeString(strings.TrimSpace(text))
+	if err != nil || len(key) != 32 {
+		return store.CursorKey{}, fmt.Errorf("key id %s: the key is not 32 bytes in base64", id)
+	}
+	return store.CursorKey{ID: id, Key: key}, nil
 }
 
 // withCursorEncryption wraps st with the cursor encryption conf asks for.
