@@ -243,17 +243,11 @@ func New(cfg Config) *Machine {
 	return &Machine{cfg: cfg, prior: map[uint64][]witness.Witness{}, batches: map[uint64]batchRef{}}
 }
 
-// Checkpoint is the durable checkpoint as the machine last saw it.
-func (m *Machine) Checkpoint() store.Checkpoint { return m.cp }
-
 // Known returns a copy of the witnesses the machine knows for generation
 // gen (loaded, or written since).
 func (m *Machine) Known(gen uint64) []witness.Witness {
 	return append([]witness.Witness(nil), m.prior[gen]...)
 }
-
-// Done reports whether the machine completed.
-func (m *Machine) Done() bool { return m.phase == phaseDone }
 
 // Step feeds one input and returns the actions it leads to, in order.
 func (m *Machine) Step(in Input) []Action {

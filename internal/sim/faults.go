@@ -59,7 +59,6 @@ type Faults struct {
 	rng      *rand.Rand
 	throttle float64
 	lost     float64
-	armed    map[string][]Fault
 	// on reports every injected fault (method, fault) to the run.
 	on func(method string, f Fault)
 }
@@ -68,7 +67,7 @@ var _ store.Store = (*Faults)(nil)
 
 // NewFaults returns a fault injector over inner seeded with seed.
 func NewFaults(inner store.Store, seed uint64, throttle, lost float64) *Faults {
-	return &Faults{Store: inner, inner: inner, seed: seed, rng: rand.New(rand.NewPCG(seed, 0xfa17)), throttle: throttle, lost: lost, armed: map[string][]Fault{}}
+	return &Faults{Store: inner, inner: inner, seed: seed, rng: rand.New(rand.NewPCG(seed, 0xfa17)), throttle: throttle, lost: lost}
 }
 
 // String names the injector with its seed and rates, so a trace says which
@@ -77,21 +76,8 @@ func (f *Faults) String() string {
 	return fmt.Sprintf("faults(seed=%d throttle=%.2f lost=%.2f)", f.seed, f.throttle, f.lost)
 }
 
-// Arm scripts fault for the next call of method (a store.Store method name,
-// e.g. "Promote"). Faults armed for one method are used in order.
-func (f *Faults) Arm(method string, fault Fault) {
-	f.armed[method] = append(f.armed[method], fault)
-}
-
 // decide returns the fault for one call of method, if any.
 func (f *Faults) decide(method string, write bool) Fault {
-	if q := f.armed[method]; len(q) > 0 {
-		f.armed[method] = q[1:]
-		if q[0] == Lose && !write {
-			return Throttle
-		}
-		return q[0]
-	}
 	// Draw both numbers on every call so the stream does not depend on the
 	// rates.
 	a, b := f.rng.Float64(), f.rng.Float64()

@@ -49,7 +49,6 @@ var operatorRestarts = []string{"expired", "does not permit token rotation"}
 // partitions that did not.
 func (s *sim) quiesce(step *int) {
 	s.faults.throttle, s.faults.lost = 0, 0
-	clear(s.faults.armed)
 	for _, p := range s.parts {
 		p.prof.transient, p.prof.glitch, p.prof.quiet, p.prof.omit, p.prof.lag, p.prof.rogue, p.prof.shift, p.prof.garbage = 0, 0, 0, 0, 0, 0, 0, 0
 		p.prof.malformed = 0 // the persistent fault (part.broken) stays

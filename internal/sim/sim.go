@@ -41,7 +41,7 @@ const (
 	// AnyWatermarkCovers: workers count any complete-through watermark as
 	// coverage of a response's whole range, so a retry that omits an event
 	// an earlier answer showed, with a watermark below it, advances
-	// (breaks invariant 5, docs/design.md#coverage).
+	// (breaks invariant 5, docs/design.md#invariants).
 	AnyWatermarkCovers
 	// ParkOnMalformed: workers park on the first malformed answer instead
 	// of fetching the page again (fetch_retries 0), so a transient

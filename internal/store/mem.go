@@ -12,7 +12,7 @@ import (
 	"github.com/tidemark/tidemark/internal/witness"
 )
 
-// MemStore is the in-memory twin of the DynamoDB store (package cache): the
+// MemStore is the in-memory twin of the DynamoDB store (internal/dynamostore): the
 // same conditions, the same errors (including *FenceError with the winner),
 // the same limits and the same normalisation of what it returns (empty
 // byte slices and lists come back nil, watermarks normalised, reasons

@@ -1,6 +1,6 @@
 // Package storetest is the contract suite every store.Store implementation
 // must pass: the in-memory twin (store.MemStore) and the DynamoDB store
-// (package cache, against dynalite) run the same tests, so the twin that
+// (internal/dynamostore, against dynalite) run the same tests, so the twin that
 // unit tests and the simulator use cannot drift from the real store.
 //
 // Usage:
