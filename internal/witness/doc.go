@@ -63,7 +63,8 @@
 //     it requires that the durable checkpoint still holds C and G, writes
 //     the selected successor and the next generation, and names the
 //     promoted witness on the checkpoint. A losing retry never publishes its
-//     candidate successor (CanPublish, Abandon).
+//     candidate successor: the chain reloads the winner and disposes of
+//     the loser's witness (Abandon).
 //   - Watermarks come only from a response's own CompleteThrough, never from
 //     the largest position seen, and a promotion never lowers the durable
 //     one (invariant 3). The applied boundary only rises.
@@ -128,6 +129,6 @@
 //  7. Perform Decision.Promotion as one compare-and-swap in the store. Win
 //     or lose, read the winning checkpoint.
 //  8. Abandon the witnesses Abandon(winner, witnesses) names and mark the
-//     winner promoted. A loser never publishes its successor: CanPublish is
-//     false for it from then on.
+//     winner promoted. A loser never publishes its successor: nothing reads it
+//     again (the property tests check it with CanPublish).
 package witness

@@ -280,15 +280,6 @@ func DecidePromotion(in PromotionInput) Decision {
 	return Decision{Action: Promote, Reason: reason, Promotion: p}
 }
 
-// CanPublish reports whether w's successor may still be published: only
-// while the observed checkpoint still holds w's (scope, partition, cursor,
-// generation) and w is neither abandoned nor promoted. Once another
-// response's promotion is observed, it is false for every other witness of
-// (C, G), forever: generations only grow.
-func CanPublish(observed Checkpoint, w Witness) bool {
-	return observed.holds(w) && w.Disposition != Abandoned && w.Disposition != Promoted
-}
-
 // Abandon returns, in input order, the attempt ids of the pending witnesses
 // in ws that the observed winning checkpoint has left behind: every pending
 // witness of the same scope and partition fetched at an older generation,
