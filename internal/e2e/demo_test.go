@@ -17,14 +17,14 @@ import (
 )
 
 // demoEnv is the test's environment without the variables that would send
-// the demo to a DynamoDB endpoint or change its log level: `make run` on a
-// machine with nothing but Go.
+// the demo to a DynamoDB endpoint: `make run` on a machine with nothing but
+// Go.
 func demoEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
-		case "TIDEMARK_DYNAMODB_ENDPOINT", "TIDEMARK_DEMO_BACKEND", "TIDEMARK_LOG_LEVEL":
+		case "TIDEMARK_DYNAMODB_ENDPOINT", "TIDEMARK_DEMO_BACKEND":
 			continue
 		}
 		env = append(env, kv)
