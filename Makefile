@@ -15,11 +15,12 @@ $(BIN): go.mod go.sum $(shell find . -name '*.go' -not -path './node_modules/*')
 deps:
 	./scripts/install-deps
 
-## run: the demo pipeline on embedded defaults (simulated source with faults,
-## a local dynalite started and stopped here). Exits 0 when the run is done.
+## run: the demo pipeline (config/examples/demo.yaml: a simulated source with
+## faults, checkpoints in memory). Needs Go only: no npm, no outside service.
+## Exits 0 when every partition is complete. With durable checkpoints in a
+## local dynalite (Node.js, the npm test servers): ./scripts/with-dynalite ./scripts/demo
 run: build
-	./scripts/npm-install
-	./scripts/with-dynalite ./scripts/demo $(BIN)
+	./scripts/demo $(BIN)
 
 ## test: everything (installs what is missing, starts its own servers).
 test: deps vet fmt-check staticcheck build

@@ -1,6 +1,6 @@
 // Command benchtable turns the output of tidemark's benchmarks (go test
 // -bench over ./bench/ and ./internal/frontier/, see scripts/bench) into the
-// one markdown table of the README's "Benchmarks" section. Every figure is
+// one markdown table of docs/benchmarks.md ("Latest full run"). Every figure is
 // the median of the samples (-count) of its benchmark.
 //
 // Usage:

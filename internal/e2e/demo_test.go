@@ -1,0 +1,78 @@
+//go:build unix
+
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tidemark/tidemark/internal/e2etest"
+)
+
+// demoEnv is the test's environment without the variables that would send
+// the demo to a DynamoDB endpoint: `make run` on a machine with nothing but
+// Go.
+func demoEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "TIDEMARK_DYNAMODB_ENDPOINT", "TIDEMARK_DEMO_BACKEND":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+// What `make run` runs (scripts/demo over config/examples/demo.yaml) needs
+// no outside service: no DynamoDB endpoint is set, yet every partition
+// completes and the script exits 0. The downstream failures the demo causes
+// on purpose are announced as such, each one nacks its page (the input
+// fetches it again), and none is logged at error level.
+func TestDemoRunsWithoutOutsideServicesAndAnnouncesItsFailures(t *testing.T) {
+	bin := e2etest.Connect(t)
+	root := e2etest.ModuleRoot(t)
+	cmd := exec.Command("bash", filepath.Join(root, "scripts", "demo"), bin)
+	cmd.Dir = root
+	cmd.Env = demoEnv()
+	res := e2etest.Run(t, e2etest.Patience, cmd)
+	require.Equal(t, 0, res.Code, "demo exit code; output:\n%s", e2etest.Tail(res.Output, 40))
+
+	out := res.Output
+	assert.Contains(t, out, "checkpoints in memory", "the demo says where its checkpoints are")
+	for _, p := range []string{"orders", "payments", "refunds", "audit"} {
+		assert.Contains(t, out, "Partition "+p+" is complete through 2000", "partition %s completes", p)
+	}
+	assert.Contains(t, out, "Scope demo is complete through 2000 (epoch 1)")
+	assert.Regexp(t, `(?m)^audit +page ending at 2000 +generation 20 +\S+ +frontier \d+ +held by `, out,
+		"one line per page with its generation, retry class and the combined frontier")
+
+	assert.NotContains(t, out, "level=error", "no error is logged: the demo's failures are deliberate")
+	assert.NotContains(t, out, "Failed to send message", "no output logs a failure")
+
+	announced := regexp.MustCompile(`demo: failing delivery of (\w+) page ending at \d+ \(generation (\d+)\) on purpose`).FindAllStringSubmatch(out, -1)
+	require.NotEmpty(t, announced, "the demo announces its deliberate failures")
+	for _, a := range announced {
+		partition, generation := a[1], a[2]
+		assert.Contains(t, out, "Partition "+partition+": delivery of generation "+generation+" events ",
+			"the announced failure of %s generation %s nacks its page", partition, generation)
+		assert.Regexp(t, `Partition `+partition+` re-fetching cursor \S+ at generation `+generation+` after a failed delivery`, out,
+			"the nacked page of %s generation %s is fetched again", partition, generation)
+	}
+	// Every failed delivery is one the demo caused on purpose.
+	failed := regexp.MustCompile(`delivery of generation \d+ events \S+ failed, the page will be fetched again: (.*?)"`).FindAllStringSubmatch(out, -1)
+	assert.Len(t, failed, len(announced), "one failed delivery per announcement")
+	for _, f := range failed {
+		assert.Contains(t, f[1], "on purpose", "a failed delivery the demo did not announce: %s", f[1])
+	}
+	// A refetched page is classified against its witness, not delivered as a first response.
+	assert.Regexp(t, `(?m)^\w+ +page ending at +\d+ +generation +\d+ +(exact_replay|token_rotation|shifted_page) `, out)
+}
