@@ -3,6 +3,7 @@ package scale
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 )
@@ -97,7 +98,7 @@ func (rep *Report) BuildModel() {
 func f1(v float64) string {
 	switch {
 	case v >= 100:
-		return fmt.Sprintf("%.0f", v)
+		return fmtInt(int(math.Round(v)))
 	case v >= 10:
 		return fmt.Sprintf("%.1f", v)
 	default:
