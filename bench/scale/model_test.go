@@ -174,3 +174,24 @@ func TestUSD(t *testing.T) {
 	assert.Equal(t, "$40,000", usd(40000))
 	assert.Equal(t, "$1,234,568", usd(1234567.8))
 }
+
+func TestModelLeavesOutWindowsThatWereNotIdle(t *testing.T) {
+	win := func(upd float64) *Idle {
+		return &Idle{ByOp: map[string]Rates{"UpdateItem": {Requests: upd, WriteUnits: upd}}, Total: Rates{Requests: upd, WriteUnits: upd}}
+	}
+	rep := &Report{Results: []SizeResult{
+		{Partitions: 1000, Instances: 3, Idle: win(3), EventsRead: &Phase{Done: true}},
+		{Partitions: 5000, Instances: 3, Idle: win(2000), EventsRead: &Phase{Done: false}},
+		{Partitions: 10000, Instances: 3},
+	}}
+	rep.BuildModel()
+	assert.Empty(t, rep.ModelNote)
+	assert.Equal(t, 1, rep.Model["UpdateItem"].Points, "fitted on the idle window only")
+	assert.InDelta(t, 30, rep.Predictions[0].ByOp["UpdateItem"], 1e-9)
+	assert.Contains(t, rep.Markdown(), "† The idle window began before every event was read")
+
+	rep.Results[0].EventsRead.Done = false
+	rep.BuildModel()
+	assert.NotEmpty(t, rep.ModelNote, "with no idle window the model says what it rests on")
+	assert.Equal(t, 2, rep.Model["UpdateItem"].Points)
+}

@@ -23,6 +23,8 @@ type Report struct {
 	ReadUnits   Linear            `json:"model_read_units"`
 	WriteUnits  Linear            `json:"model_write_units"`
 	Predictions []Prediction      `json:"predictions,omitempty"`
+	// ModelNote says when the model rests on windows that were not idle.
+	ModelNote string `json:"model_note,omitempty"`
 }
 
 // Prediction is the model at a size that was not measured.
@@ -52,6 +54,20 @@ func (rep *Report) BuildModel() {
 	ms := measured(rep.Results)
 	if len(ms) == 0 {
 		return
+	}
+	// Fit on the windows that were idle (every event read) when there are
+	// any.
+	var idle []SizeResult
+	for _, m := range ms {
+		if m.EventsRead == nil || m.EventsRead.Done {
+			idle = append(idle, m)
+		}
+	}
+	rep.ModelNote = ""
+	if len(idle) > 0 {
+		ms = idle
+	} else {
+		rep.ModelNote = "no size reached idle (every event read) before its window: the model is fitted on windows that include start-up work"
 	}
 	n := ms[0].Instances
 	ps := make([]int, len(ms))
@@ -163,21 +179,32 @@ func (rep *Report) Markdown() string {
 			continue
 		}
 		id := r.Idle
+		mark := ""
+		if r.EventsRead != nil && !r.EventsRead.Done {
+			mark = " †"
+		}
 		take := phaseCell(r.Takeover, "all owned")
 		if r.Takeover != nil && r.Takeover.Done {
 			take = fmt.Sprintf("%s (%s partitions)", take, fmtInt(r.Killed))
 		}
-		fmt.Fprintf(&b, "| %s | %d | %s (%s) | %s | %s | %.0f (%d log lines) | %s | %s | %s | %s | %s | %.2f | %s |\n",
-			fmtInt(r.Partitions), r.Instances, f1(id.Total.Requests), topOps(id.ByOp, 3), f1(id.Total.ReadUnits), f1(id.Total.BillableWriteUnits()),
+		fmt.Fprintf(&b, "| %s | %d | %s (%s)%s | %s | %s | %.0f (%d log lines) | %s | %s | %s | %s | %s | %.2f | %s |\n",
+			fmtInt(r.Partitions), r.Instances, f1(id.Total.Requests), topOps(id.ByOp, 3), mark, f1(id.Total.ReadUnits), f1(id.Total.BillableWriteUnits()),
 			id.LeasesLost, id.LeaseLostLines,
 			coldCell(r), phaseCell(r.AddOne, "balanced"), take,
 			usageCell(id.Instances, func(u InstanceUsage) string { return fmt.Sprintf("%.0f", u.RSSMiB) }),
 			usageCell(id.Instances, func(u InstanceUsage) string { return fmt.Sprintf("%.3f", u.CPUCores) }),
 			id.DynaliteCores, usd(id.MonthlyUSD))
 	}
+	marked := false
+	for _, r := range rep.Results {
+		marked = marked || (r.Idle != nil && r.EventsRead != nil && !r.EventsRead.Done)
+	}
 	for _, pr := range rep.Predictions {
 		fmt.Fprintf(&b, "| %s | %d | model: %s (%s) | %s | %s | | | | | | | | model: %s |\n",
 			fmtInt(pr.Partitions), pr.Instances, f1(pr.Total.Requests), topPredicted(pr.ByOp, 3), f1(pr.Total.ReadUnits), f1(pr.Total.WriteUnits), usd(pr.MonthlyUSD))
+	}
+	if marked {
+		b.WriteString("\n† The idle window began before every event was read (the cold start had not finished within its timeout): these rates include start-up work (checkpoint creation, claims, first pages), not only idle upkeep.\n")
 	}
 	ms := measured(rep.Results)
 	if len(ms) > 0 {
@@ -222,7 +249,10 @@ func (rep *Report) Markdown() string {
 	if len(rep.Model) > 0 {
 		b.WriteString("\nModel (fitted on the measured sizes; idle figure = a·partitions + b·instances")
 		if rep.ReadUnits.Points == 1 {
-			b.WriteString("; one size measured, so every figure is taken as proportional to the partitions, b = 0")
+			b.WriteString("; one size used, so every figure is taken as proportional to the partitions, b = 0")
+		}
+		if rep.ModelNote != "" {
+			b.WriteString("; " + rep.ModelNote)
 		}
 		b.WriteString("):\n\n| figure | a (per partition) | b (per instance) |\n|---|---|---|\n")
 		for _, op := range slices.Sorted(maps.Keys(rep.Model)) {

@@ -532,6 +532,9 @@ func runSize(ctx context.Context, o Options, p int) (res SizeResult) {
 		return fail(err)
 	}
 	res.Idle = idle
+	if idle.DynaliteCores >= 0.8 {
+		res.Notes = append(res.Notes, fmt.Sprintf("dynalite used %.2f cores during the idle window (it runs on one): the idle rates are bounded by the local server, the demand may be higher", idle.DynaliteCores))
+	}
 	o.Logf("size %d: idle %.1f requests/s, %.1f read units/s, %.1f write units/s, %.0f leases lost, $%.0f/month",
 		p, idle.Total.Requests, idle.Total.ReadUnits, idle.Total.BillableWriteUnits(), idle.LeasesLost, idle.MonthlyUSD)
 

@@ -14,7 +14,9 @@
 //
 // It writes <out>/scale.md (also printed) and <out>/scale.json (every
 // figure, the owned counts of every scrape), and keeps each instance's
-// config and log under <out>/scale/<size>/.
+// config and log under <out>/scale/<size>/. `benchscale -render
+// .bench/scale.json -out DIR` re-renders a saved run (model and table)
+// without running anything.
 package main
 
 import (
@@ -55,7 +57,21 @@ func main() {
 	flag.StringVar(&o.EventsMetric, "events-metric", o.EventsMetric, "counter of the events an instance emitted")
 	flag.Float64Var(&o.Prices.WritePerMillion, "price-write", o.Prices.WritePerMillion, "assumed USD per million write request units")
 	flag.Float64Var(&o.Prices.ReadPerMillion, "price-read", o.Prices.ReadPerMillion, "assumed USD per million read request units")
+	render := flag.String("render", "", "only re-render this scale.json (its model and markdown) into -out, running nothing")
 	flag.Parse()
+	if *render != "" {
+		b, err := os.ReadFile(*render)
+		if err != nil {
+			fail(err.Error())
+		}
+		rep := &scale.Report{}
+		if err := json.Unmarshal(b, rep); err != nil {
+			fail(fmt.Sprintf("%s: %v", *render, err))
+		}
+		rep.BuildModel()
+		write(*out, rep)
+		return
+	}
 	if o.Endpoint == "" {
 		fail("no DynamoDB endpoint: run me through scripts/with-dynalite (or pass -endpoint)")
 	}
@@ -94,7 +110,12 @@ func main() {
 	rep.Finished = time.Now().UTC().Format("15:04 UTC")
 	rep.BuildModel()
 
-	if err := os.MkdirAll(*out, 0o755); err != nil {
+	write(*out, rep)
+}
+
+// write writes out/scale.md and out/scale.json and prints the markdown.
+func write(out string, rep *scale.Report) {
+	if err := os.MkdirAll(out, 0o755); err != nil {
 		fail(err.Error())
 	}
 	md := rep.Markdown()
@@ -102,14 +123,14 @@ func main() {
 	if err != nil {
 		fail(err.Error())
 	}
-	if err := os.WriteFile(filepath.Join(*out, "scale.md"), []byte(md), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(out, "scale.md"), []byte(md), 0o644); err != nil {
 		fail(err.Error())
 	}
-	if err := os.WriteFile(filepath.Join(*out, "scale.json"), append(js, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(out, "scale.json"), append(js, '\n'), 0o644); err != nil {
 		fail(err.Error())
 	}
 	fmt.Println(md)
-	fmt.Fprintf(os.Stderr, "benchscale: wrote %s and %s\n", filepath.Join(*out, "scale.md"), filepath.Join(*out, "scale.json"))
+	fmt.Fprintf(os.Stderr, "benchscale: wrote %s and %s\n", filepath.Join(out, "scale.md"), filepath.Join(out, "scale.json"))
 }
 
 func fail(msg string) {
