@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -482,9 +483,11 @@ func runSize(ctx context.Context, o Options, p int) (res SizeResult) {
 
 	names := PartitionNames(p)
 	defer func() {
+		var wg sync.WaitGroup
 		for _, in := range r.insts {
-			in.stop(15 * time.Second)
+			wg.Go(func() { in.stop(15 * time.Second) })
 		}
+		wg.Wait()
 	}()
 	for i := range o.Instances {
 		in, err := startInstance(o, dir, fmt.Sprintf("i%d", i+1), table, proxyURL, names)
