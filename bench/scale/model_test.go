@@ -1,6 +1,7 @@
 package scale
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -194,4 +195,20 @@ func TestModelLeavesOutWindowsThatWereNotIdle(t *testing.T) {
 	rep.BuildModel()
 	assert.NotEmpty(t, rep.ModelNote, "with no idle window the model says what it rests on")
 	assert.Equal(t, 2, rep.Model["UpdateItem"].Points)
+}
+
+func TestFirstErrors(t *testing.T) {
+	dir := t.TempDir()
+	write := func(id, body string) *instance {
+		p := dir + "/" + id + ".log"
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
+		return &instance{id: id, logPath: p}
+	}
+	big := `time="x" level=error msg="Failed to connect: membership of 10000 partitions is 440000 bytes" @service=benthos` + "\n"
+	insts := []*instance{
+		write("i1", `time="x" level=warning msg="slow"`+"\n"+big+big),
+		write("i2", big),
+		write("i3", `time="x" level=info msg="fine"`+"\n"),
+	}
+	assert.Equal(t, []string{`i1, i2 logged "Failed to connect: membership of 10000 partitions is 440000 bytes"`}, firstErrors(insts))
 }

@@ -301,6 +301,49 @@ func (in *instance) lostLines() int {
 	return strings.Count(string(b), "lease lost")
 }
 
+// firstError is the message of the instance's first level=error log line
+// ("" when none), cut to 300 bytes.
+func (in *instance) firstError() string {
+	b, err := os.ReadFile(in.logPath)
+	if err != nil {
+		return ""
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if !strings.Contains(line, "level=error") {
+			continue
+		}
+		msg := line
+		if _, m, ok := strings.Cut(line, `msg="`); ok {
+			msg, _, _ = strings.Cut(m, `" `)
+		}
+		if len(msg) > 300 {
+			msg = msg[:300] + "…"
+		}
+		return msg
+	}
+	return ""
+}
+
+// firstErrors are the distinct first errors of the instances' logs, each
+// with the instances that logged it.
+func firstErrors(insts []*instance) []string {
+	var msgs []string
+	who := map[string][]string{}
+	for _, in := range insts {
+		if e := in.firstError(); e != "" {
+			if who[e] == nil {
+				msgs = append(msgs, e)
+			}
+			who[e] = append(who[e], in.id)
+		}
+	}
+	out := make([]string, len(msgs))
+	for i, m := range msgs {
+		out[i] = fmt.Sprintf("%s logged %q", strings.Join(who[m], ", "), m)
+	}
+	return out
+}
+
 func (in *instance) logTail(n int) string {
 	b, err := os.ReadFile(in.logPath)
 	if err != nil {
@@ -511,6 +554,11 @@ func runSize(ctx context.Context, o Options, p int) (res SizeResult) {
 		return fail(err)
 	}
 	o.Logf("size %d: cold start %s (%s)", p, describePhase(ph, "balanced"), describePhase(allOwned, "all owned"))
+	if !ph.Done {
+		for _, e := range firstErrors(r.insts) {
+			res.Notes = append(res.Notes, "cold start: "+e)
+		}
+	}
 	want := float64(p * o.EventsPerPartition)
 	// Every event is read within the cold start's timeout, and at least
 	// a few polls after the balance.
