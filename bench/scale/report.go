@@ -63,12 +63,14 @@ func (rep *Report) BuildModel() {
 			idle = append(idle, m)
 		}
 	}
+	rep.Model, rep.Predictions = nil, nil
+	rep.ReadUnits, rep.WriteUnits = Linear{}, Linear{}
 	rep.ModelNote = ""
-	if len(idle) > 0 {
-		ms = idle
-	} else {
-		rep.ModelNote = "no size reached idle (every event read) before its window: the model is fitted on windows that include start-up work"
+	if len(idle) == 0 {
+		rep.ModelNote = "no model: no size reached idle (every event read) before its idle window, and a fit on start-up work would predict nothing"
+		return
 	}
+	ms = idle
 	n := ms[0].Instances
 	ps := make([]int, len(ms))
 	for i, m := range ms {
@@ -246,13 +248,13 @@ func (rep *Report) Markdown() string {
 			b.WriteString("\n")
 		}
 	}
+	if rep.ModelNote != "" {
+		fmt.Fprintf(&b, "\nModel: %s.\n", rep.ModelNote)
+	}
 	if len(rep.Model) > 0 {
 		b.WriteString("\nModel (fitted on the measured sizes; idle figure = a·partitions + b·instances")
 		if rep.ReadUnits.Points == 1 {
 			b.WriteString("; one size used, so every figure is taken as proportional to the partitions, b = 0")
-		}
-		if rep.ModelNote != "" {
-			b.WriteString("; " + rep.ModelNote)
 		}
 		b.WriteString("):\n\n| figure | a (per partition) | b (per instance) |\n|---|---|---|\n")
 		for _, op := range slices.Sorted(maps.Keys(rep.Model)) {
