@@ -99,7 +99,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	rep := &scale.Report{
-		Command: "make bench-scale SCALE_SIZES=" + *sizes + " SCALE_BUDGET=" + o.Budget.String(),
+		Command: "./scripts/with-dynalite go run ./bench/cmd/benchscale " + strings.Join(os.Args[1:], " "),
 		Machine: machine(),
 		Started: time.Now().UTC().Format("2006-01-02 15:04 UTC"),
 		Prices:  o.Prices,
