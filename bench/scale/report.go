@@ -47,9 +47,9 @@ func measured(rs []SizeResult) []SizeResult {
 	return out
 }
 
-// BuildModel fits the per-request model on the measured sizes (all at the
-// same number of instances) and predicts the requested sizes that have no
-// idle window.
+// BuildModel fits the per-request model on the sizes measured idle (every
+// event read before the window; all at the same number of instances) and
+// predicts the other requested sizes.
 func (rep *Report) BuildModel() {
 	ms := measured(rep.Results)
 	if len(ms) == 0 {
@@ -98,8 +98,8 @@ func (rep *Report) BuildModel() {
 	rep.ReadUnits, rep.WriteUnits = Fit(ps, rus, n), Fit(ps, wus, n)
 	rep.Predictions = nil
 	for _, r := range rep.Results {
-		if r.Idle != nil {
-			continue
+		if r.Idle != nil && (r.EventsRead == nil || r.EventsRead.Done) {
+			continue // measured idle
 		}
 		pr := Prediction{Partitions: r.Partitions, Instances: n, ByOp: map[string]float64{}}
 		for op, l := range rep.Model {
