@@ -188,12 +188,18 @@ func TestModelLeavesOutWindowsThatWereNotIdle(t *testing.T) {
 	rep.BuildModel()
 	assert.Empty(t, rep.ModelNote)
 	assert.Equal(t, 1, rep.Model["UpdateItem"].Points, "fitted on the idle window only")
+	assert.Equal(t, []int{1000}, rep.FittedOn)
 	require.Len(t, rep.Predictions, 2, "the size whose window was not idle is predicted too")
 	assert.Equal(t, 5000, rep.Predictions[0].Partitions)
 	assert.InDelta(t, 15, rep.Predictions[0].ByOp["UpdateItem"], 1e-9)
 	assert.InDelta(t, 30, rep.Predictions[1].ByOp["UpdateItem"], 1e-9)
 	assert.Contains(t, rep.Markdown(), "† The idle window began before every event was read")
 
+	rep.Results[0].Idle.LeasesLost = 3
+	rep.BuildModel()
+	assert.Contains(t, rep.ModelNote, "no model", "a window that lost leases is not steady")
+
+	rep.Results[0].Idle.LeasesLost = 0
 	rep.Results[0].EventsRead.Done = false
 	rep.BuildModel()
 	assert.Contains(t, rep.ModelNote, "no model", "no idle window, no model")

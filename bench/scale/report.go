@@ -23,8 +23,10 @@ type Report struct {
 	ReadUnits   Linear            `json:"model_read_units"`
 	WriteUnits  Linear            `json:"model_write_units"`
 	Predictions []Prediction      `json:"predictions,omitempty"`
-	// ModelNote says when the model rests on windows that were not idle.
+	// ModelNote says why there is no model.
 	ModelNote string `json:"model_note,omitempty"`
+	// FittedOn are the sizes the model was fitted on.
+	FittedOn []int `json:"fitted_on,omitempty"`
 }
 
 // Prediction is the model at a size that was not measured.
@@ -47,19 +49,23 @@ func measured(rs []SizeResult) []SizeResult {
 	return out
 }
 
-// BuildModel fits the per-request model on the sizes measured idle (every
-// event read before the window; all at the same number of instances) and
-// predicts the other requested sizes.
+// steady says whether a size's idle window measured idle upkeep: every
+// event was read before it and no lease was lost in it.
+func steady(r SizeResult) bool {
+	return r.Idle != nil && (r.EventsRead == nil || r.EventsRead.Done) && r.Idle.LeasesLost == 0
+}
+
+// BuildModel fits the per-request model on the sizes that were steady in
+// their idle window (all at the same number of instances) and predicts the
+// other requested sizes.
 func (rep *Report) BuildModel() {
 	ms := measured(rep.Results)
 	if len(ms) == 0 {
 		return
 	}
-	// Fit on the windows that were idle (every event read) when there are
-	// any.
 	var idle []SizeResult
 	for _, m := range ms {
-		if m.EventsRead == nil || m.EventsRead.Done {
+		if steady(m) {
 			idle = append(idle, m)
 		}
 	}
@@ -67,10 +73,14 @@ func (rep *Report) BuildModel() {
 	rep.ReadUnits, rep.WriteUnits = Linear{}, Linear{}
 	rep.ModelNote = ""
 	if len(idle) == 0 {
-		rep.ModelNote = "no model: no size reached idle (every event read) before its idle window, and a fit on start-up work would predict nothing"
+		rep.ModelNote = "no model: no size was steady in its idle window (every event read before it, no lease lost in it), and a fit on start-up work or lease churn would predict nothing"
 		return
 	}
 	ms = idle
+	rep.FittedOn = nil
+	for _, m := range ms {
+		rep.FittedOn = append(rep.FittedOn, m.Partitions)
+	}
 	n := ms[0].Instances
 	ps := make([]int, len(ms))
 	for i, m := range ms {
@@ -98,8 +108,8 @@ func (rep *Report) BuildModel() {
 	rep.ReadUnits, rep.WriteUnits = Fit(ps, rus, n), Fit(ps, wus, n)
 	rep.Predictions = nil
 	for _, r := range rep.Results {
-		if r.Idle != nil && (r.EventsRead == nil || r.EventsRead.Done) {
-			continue // measured idle
+		if steady(r) {
+			continue
 		}
 		pr := Prediction{Partitions: r.Partitions, Instances: n, ByOp: map[string]float64{}}
 		for op, l := range rep.Model {
@@ -252,7 +262,11 @@ func (rep *Report) Markdown() string {
 		fmt.Fprintf(&b, "\nModel: %s.\n", rep.ModelNote)
 	}
 	if len(rep.Model) > 0 {
-		b.WriteString("\nModel (fitted on the measured sizes; idle figure = a·partitions + b·instances")
+		fitted := make([]string, len(rep.FittedOn))
+		for i, p := range rep.FittedOn {
+			fitted[i] = fmtInt(p)
+		}
+		fmt.Fprintf(&b, "\nModel (idle figure = a·partitions + b·instances, fitted on the sizes steady in their idle window — every event read before it, no lease lost in it: %s partitions", strings.Join(fitted, ", "))
 		if rep.ReadUnits.Points == 1 {
 			b.WriteString("; one size used, so every figure is taken as proportional to the partitions, b = 0")
 		}
@@ -268,7 +282,7 @@ func (rep *Report) Markdown() string {
 		SecondsPerMonth, rep.Prices.WritePerMillion, rep.Prices.ReadPerMillion)
 	for _, r := range rep.Results {
 		for _, n := range r.Notes {
-			fmt.Fprintf(&b, "\n%s partitions: %s", fmtInt(r.Partitions), n)
+			fmt.Fprintf(&b, "\n%s partitions: %s\n", fmtInt(r.Partitions), n)
 		}
 		if strings.HasPrefix(r.Status, "failed") {
 			fmt.Fprintf(&b, "\n%s partitions %s\n", fmtInt(r.Partitions), "— "+strings.ReplaceAll(r.Status, "\n", "\n    "))
