@@ -64,7 +64,7 @@ bench: build
 ## (sizes that no longer fit are extrapolated). Writes .bench/scale.md
 ## (printed) and .bench/scale.json.
 SCALE_SIZES ?= 1000,5000,10000
-SCALE_BUDGET ?= 14m
+SCALE_BUDGET ?= 13m
 bench-scale: build
 	./scripts/with-dynalite $(GO) run ./bench/cmd/benchscale -bin $(BIN) -sizes $(SCALE_SIZES) -budget $(SCALE_BUDGET) -out .bench
 

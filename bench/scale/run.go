@@ -35,7 +35,7 @@ type Options struct {
 	// complete and idle). Default 5.
 	EventsPerPartition int
 	// Budget bounds the whole run: a size whose worst case no longer fits
-	// is skipped (and extrapolated). Default 14m.
+	// is skipped (and extrapolated). Default 13m.
 	Budget time.Duration
 	// Phase timeouts: a phase that does not reach its state by then is
 	// reported "not ... after <timeout>". Cold covers the start until
@@ -59,7 +59,7 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{
 		Bin: "bin/connect", Dir: ".bench/scale", Sizes: []int{1000, 5000, 10000},
-		Instances: 3, EventsPerPartition: 5, Budget: 14 * time.Minute,
+		Instances: 3, EventsPerPartition: 5, Budget: 13 * time.Minute,
 		Cold: 75 * time.Second, Add: 75 * time.Second, Takeover: 60 * time.Second,
 		Settle: 5 * time.Second, Idle: 45 * time.Second, Poll: 2 * time.Second,
 		Leases:      "{}",

@@ -10,7 +10,7 @@
 //
 // Usage (dynalite from scripts/with-dynalite):
 //
-//	./scripts/with-dynalite go run ./bench/cmd/benchscale [-sizes 1000,5000,10000] [-budget 14m] [-out .bench]
+//	./scripts/with-dynalite go run ./bench/cmd/benchscale [-sizes 1000,5000,10000] [-budget 13m] [-out .bench]
 //
 // It writes <out>/scale.md (also printed) and <out>/scale.json (every
 // figure, the owned counts of every scrape), and keeps each instance's
