@@ -5,7 +5,7 @@ BIN := bin/connect
 EXAMPLES := $(wildcard config/examples/*.yaml)
 CONFIGS := $(filter-out %_benthos_test.yaml,$(EXAMPLES))
 
-.PHONY: run test build deps vet fmt-check staticcheck unit lint-configs sim fuzz bench docs clean
+.PHONY: run test build deps vet fmt-check staticcheck unit lint-configs sim fuzz bench bench-scale docs clean
 
 build: $(BIN)
 
@@ -58,6 +58,16 @@ docs: build
 
 bench: build
 	./scripts/with-dynalite ./scripts/bench
+
+## bench-scale: the scale benchmark (docs/scale.md): 3 bin/connect sharing
+## SCALE_SIZES simulated partitions through leases on dynalite, behind a
+## proxy counting DynamoDB requests by operation; at most SCALE_BUDGET
+## (sizes that no longer fit are extrapolated). Writes .bench/scale.md
+## (printed) and .bench/scale.json.
+SCALE_SIZES ?= 1000,5000,10000
+SCALE_BUDGET ?= 13m
+bench-scale: build
+	./scripts/with-dynalite $(GO) run ./bench/cmd/benchscale -bin $(BIN) -sizes $(SCALE_SIZES) -budget $(SCALE_BUDGET) -out .bench
 
 clean:
 	rm -rf bin .bench
