@@ -318,6 +318,9 @@ type Store interface {
 	// so the next claimant starts from a known, unowned state.
 	ReleaseLease(ctx context.Context, k Key, held Lease) (Checkpoint, error)
 
+	// Heartbeats: one liveness record per instance (heartbeat.go).
+	HeartbeatStore
+
 	// PutWitness stores a witness; storing the same (key, generation,
 	// attempt) again is a no-op that returns nil. Events, Successor and
 	// Marker are stored whole; a witness the store cannot hold whole is
