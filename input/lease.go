@@ -644,11 +644,15 @@ func (m *leaseManager) round(ctx context.Context, rebalance bool) {
 	}
 	m.mu.Unlock()
 
+	member := make(map[string]bool, len(parts))
+	for _, p := range parts {
+		member[p] = true
+	}
 	sem := make(chan struct{}, leaseInFlight)
 	var wg sync.WaitGroup
 	for _, h := range releases {
 		why := "above this instance's share"
-		if !slices.Contains(parts, h.key.Partition) {
+		if !member[h.key.Partition] {
 			why = "the partition left the membership"
 		}
 		sem <- struct{}{}

@@ -243,10 +243,16 @@ func (m *Machine) Observe(now time.Time, hbs []store.Heartbeat, parts []string) 
 	case sum < len(parts) && mine < r.Share:
 		r.ReadLeases = true
 	}
-	for p := range m.held {
-		if !slices.Contains(parts, p) {
-			r.ReadLeases = true // the membership changed
-			break
+	if len(m.held) > 0 {
+		member := make(map[string]bool, len(parts))
+		for _, p := range parts {
+			member[p] = true
+		}
+		for p := range m.held {
+			if !member[p] {
+				r.ReadLeases = true // the membership changed
+				break
+			}
 		}
 	}
 	return r
@@ -510,8 +516,13 @@ func (m *Machine) fromLeases(in DecideInput, member map[string]bool) (lost []str
 func (m *Machine) mine(lost []string) int {
 	n := 0
 	for p := range m.held {
-		if !m.releases[p] && !slices.Contains(lost, p) {
+		if !m.releases[p] {
 			n++
+		}
+	}
+	for _, p := range lost {
+		if _, ok := m.held[p]; ok && !m.releases[p] {
+			n--
 		}
 	}
 	return n

@@ -492,3 +492,51 @@ func TestMachinePropertyRandomFaults(t *testing.T) {
 		})
 	}
 }
+
+// Observe asks for a checkpoint read only when something may have
+// changed hands; it takes over a heartbeat whose counter has not moved for
+// a lease period on this clock.
+func TestMachineObserveReadsLeasesOnlyOnChange(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	parts := []string{"a", "b", "c", "d"}
+	hb := func(owner string, counter uint64, held int, taken string) store.Heartbeat {
+		return store.Heartbeat{Scope: mScope, Owner: owner, Counter: counter, Held: held, TakenBy: taken}
+	}
+	// balanced: me holds 2 (read once), x holds 2.
+	balanced := func() *Machine {
+		m := NewMachine(Config{Self: "me#1", Period: mPeriod, RenewInterval: mRenew, MaxMoves: 8})
+		m.Renewed(t0, hb("me#1", 0, 0, ""), nil)
+		m.hb.Counter = 1
+		m.held["a"], m.held["b"] = store.Lease{Owner: "me#1", Counter: 1}, store.Lease{Owner: "me#1", Counter: 1}
+		m.readOnce = true
+		m.Observe(t0, []store.Heartbeat{hb("x#1", 5, 2, "")}, parts)
+		return m
+	}
+	tests := []struct {
+		name      string
+		at        time.Duration
+		hbs       []store.Heartbeat
+		parts     []string
+		read      bool
+		takeOvers int
+		live      int
+	}{
+		{"idle and balanced", mRenew, []store.Heartbeat{hb("x#1", 6, 2, "")}, parts, false, 0, 2},
+		{"the other released one", mRenew, []store.Heartbeat{hb("x#1", 6, 1, "")}, parts, false, 0, 2},
+		{"the other released one and I am below share", mRenew, []store.Heartbeat{hb("x#1", 6, 1, "")}, append(slices.Clone(parts), "e"), true, 0, 2},
+		{"a new instance joined", mRenew, []store.Heartbeat{hb("x#1", 6, 2, ""), hb("y#1", 1, 0, "")}, parts, false, 0, 3},
+		{"unchanged for less than a period", mPeriod - time.Millisecond, []store.Heartbeat{hb("x#1", 5, 2, "")}, parts, false, 0, 2},
+		{"unchanged for a period: take over", mPeriod, []store.Heartbeat{hb("x#1", 5, 2, "")}, parts, true, 1, 1},
+		{"a taken heartbeat: orphans", mRenew, []store.Heartbeat{hb("x#1", 5, 2, "z#1")}, parts, true, 0, 1},
+		{"a held partition left the membership", mRenew, []store.Heartbeat{hb("x#1", 6, 2, "")}, []string{"b", "c", "d"}, true, 0, 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := balanced()
+			r := m.Observe(t0.Add(tc.at), tc.hbs, tc.parts)
+			require.Equal(t, tc.read, r.ReadLeases, "%s", r)
+			require.Len(t, r.TakeOvers, tc.takeOvers)
+			require.Equal(t, tc.live, r.Live)
+		})
+	}
+}
