@@ -783,3 +783,50 @@ func TestLeaseIdleUpkeepIndependentOfPartitions(t *testing.T) {
 	}
 	require.Equal(t, upkeep[6], upkeep[240])
 }
+
+// leaseSlowClaims holds every ClaimLease until release is closed, and
+// counts the claims waiting.
+type leaseSlowClaims struct {
+	*leaseCounting
+	release chan struct{}
+	mu      sync.Mutex
+	waiting int
+}
+
+func (s *leaseSlowClaims) ClaimLease(ctx context.Context, k store.Key, expect store.Lease, owner string) (store.Checkpoint, error) {
+	s.mu.Lock()
+	s.waiting++
+	s.mu.Unlock()
+	<-s.release
+	return s.leaseCounting.ClaimLease(ctx, k, expect, owner)
+}
+
+func (s *leaseSlowClaims) claimsWaiting() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.waiting
+}
+
+// Regression: a balance round claiming many leases once renewed nothing
+// until it ended, so the others took fresh leases as expired. Renewal runs
+// on its own goroutine: while claims hang for longer than the lease period,
+// the heartbeat keeps being renewed, the instance is not taken over, and it
+// holds its claims once they land. At most 16 claims are in flight.
+func TestLeaseRenewalNeverWaitsBehindClaims(t *testing.T) {
+	c := newLeaseCluster(t, leaseParts(40))
+	c.lc = LeaseConfig{Period: time.Second, RenewInterval: 100 * time.Millisecond, BalanceInterval: 200 * time.Millisecond, MaxSteals: 256}
+	slow := &leaseSlowClaims{leaseCounting: newLeaseCounting(c.st), release: make(chan struct{})}
+	solo := c.start("solo", slow)
+	c.waitFor("claims hanging", func() bool { return slow.claimsWaiting() > 0 })
+	renewed := slow.snapshot()["RenewHeartbeat"]
+	// More than a lease period of renewals while the claims hang.
+	c.waitFor("the heartbeat renewed 15 times while the claims hang", func() bool {
+		return slow.snapshot()["RenewHeartbeat"]-renewed >= 15
+	})
+	require.LessOrEqual(t, slow.claimsWaiting(), leaseInFlight, "claims in flight are bounded")
+	close(slow.release)
+	c.waitFor("solo holds every partition", func() bool { return len(c.owners()["solo"]) == 40 })
+	require.NotContains(t, solo.log.String(), "stops all", "the instance gave its incarnation up while its claims hung:\n%s", solo.log)
+	require.NotContains(t, solo.log.String(), "lease lost")
+	c.stop("solo")
+}
