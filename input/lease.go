@@ -435,8 +435,19 @@ func (m *leaseManager) run(ctx context.Context) {
 	defer observe.Stop()
 	bal := time.NewTicker(m.cfg.BalanceInterval)
 	defer bal.Stop()
+	// Between ticks, a timer wakes the loop at the instant the next
+	// heartbeat would expire (it never fires while every counter moves).
+	expiry := time.NewTimer(time.Hour)
+	defer expiry.Stop()
+	arm := func(at time.Time) {
+		expiry.Stop()
+		if !at.IsZero() {
+			expiry.Reset(max(time.Until(at), 0))
+		}
+	}
 	// A balance tick marks the next observation a rebalancing one: the
-	// heartbeats are read once per renew interval, never more.
+	// heartbeats are read once per renew interval while every instance is
+	// alive.
 	rebalance := false
 	for {
 		select {
@@ -445,8 +456,10 @@ func (m *leaseManager) run(ctx context.Context) {
 			m.shutdown()
 			return
 		case <-observe.C:
-			m.round(ctx, rebalance)
+			arm(m.round(ctx, rebalance))
 			rebalance = false
+		case <-expiry.C:
+			arm(m.round(ctx, false))
 		case <-bal.C:
 			rebalance = true
 		case <-m.wake:
@@ -564,8 +577,9 @@ func (m *leaseManager) start(ctx context.Context, part string, l store.Lease) {
 
 // round is one observation (every renew_interval; rebalance on balance
 // ticks): read the heartbeats, take dead instances over, read the
-// checkpoint leases when the machine asks, decide, act.
-func (m *leaseManager) round(ctx context.Context, rebalance bool) {
+// checkpoint leases when the machine asks, decide, act. It returns the
+// instant the next live heartbeat would expire (zero: none).
+func (m *leaseManager) round(ctx context.Context, rebalance bool) time.Time {
 	m.mu.Lock()
 	m.reap()
 	if why := m.m.Stale(time.Now()); why != "" {
@@ -588,7 +602,7 @@ func (m *leaseManager) round(ctx context.Context, rebalance bool) {
 		if ctx.Err() == nil {
 			m.log.Warnf("Leases: cannot read the heartbeats of scope %s: %v", scope, err)
 		}
-		return
+		return time.Time{}
 	}
 	m.mu.Lock()
 	r := mach.Observe(time.Now(), hbs, parts)
@@ -613,7 +627,7 @@ func (m *leaseManager) round(ctx context.Context, rebalance bool) {
 			if ctx.Err() == nil {
 				m.log.Warnf("Leases: cannot read the leases of scope %s: %v", scope, err)
 			}
-			return
+			return r.NextExpiry
 		}
 	}
 
@@ -690,6 +704,7 @@ func (m *leaseManager) round(ctx context.Context, rebalance bool) {
 	m.mu.Lock()
 	m.reap()
 	m.mu.Unlock()
+	return r.NextExpiry
 }
 
 // readLeases reads every checkpoint of the scope, creating the missing

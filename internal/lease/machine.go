@@ -185,6 +185,11 @@ type Round struct {
 	// partitions may be free or orphaned, or this instance is below its
 	// share while others hold less than every partition.
 	ReadLeases bool
+	// NextExpiry is the earliest instant at which a live heartbeat expires
+	// if its counter does not move (zero: none): observing again then,
+	// rather than at the next tick, bounds a takeover by lease_period plus
+	// one renew interval after the dead instance's last renewal.
+	NextExpiry time.Time
 }
 
 func (r Round) String() string {
@@ -233,6 +238,9 @@ func (m *Machine) Observe(now time.Time, hbs []store.Heartbeat, parts []string) 
 		default:
 			r.Live++
 			sum += v.Held
+			if exp := v.Since.Add(m.cfg.Period); r.NextExpiry.IsZero() || exp.Before(r.NextExpiry) {
+				r.NextExpiry = exp
+			}
 		}
 	}
 	r.Share = m.target(m.cfg.Self, len(parts), m.liveOwners(now))

@@ -540,3 +540,20 @@ func TestMachineObserveReadsLeasesOnlyOnChange(t *testing.T) {
 		})
 	}
 }
+
+// NextExpiry is when the earliest live heartbeat expires if its counter
+// stops: the caller observes again then, so a takeover comes at most a
+// lease period plus one renew interval after the last renewal.
+func TestMachineNextExpiry(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	m := NewMachine(Config{Self: "me#1", Period: mPeriod, RenewInterval: mRenew})
+	hbs := []store.Heartbeat{{Scope: mScope, Owner: "x#1", Counter: 1}, {Scope: mScope, Owner: "y#1", Counter: 1}}
+	r := m.Observe(t0, hbs, nil)
+	require.Equal(t, t0.Add(mPeriod), r.NextExpiry)
+	hbs[0].Counter = 2 // x renewed, y did not
+	r = m.Observe(t0.Add(mRenew), hbs, nil)
+	require.Equal(t, t0.Add(mPeriod), r.NextExpiry, "y's counter has not moved since t0")
+	r = m.Observe(t0.Add(mPeriod), hbs, nil)
+	require.Equal(t, []store.Heartbeat{hbs[1]}, r.TakeOvers)
+	require.Equal(t, t0.Add(mRenew+mPeriod), r.NextExpiry)
+}
