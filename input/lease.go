@@ -672,9 +672,9 @@ func (m *leaseManager) round(ctx context.Context, rebalance bool) time.Time {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			m.release(ctx, h, why)
+			err := m.release(ctx, h, why)
 			m.mu.Lock()
-			mach.Released(h.key.Partition)
+			mach.Released(h.key.Partition, err)
 			if m.held[h.key.Partition] == h {
 				delete(m.held, h.key.Partition)
 				m.stopping[h.key.Partition] = h
@@ -786,20 +786,21 @@ func (m *leaseManager) claim(ctx context.Context, mach *lease.Machine, c lease.C
 
 // release stops the worker and hands the lease off with one conditional
 // write (after any write of the worker still in flight).
-func (m *leaseManager) release(ctx context.Context, h *leaseHolder, why string) {
+func (m *leaseManager) release(ctx context.Context, h *leaseHolder, why string) error {
 	h.stop("released: " + why)
 	tctx, cancel := context.WithTimeout(ctx, m.storeTimeout())
 	defer cancel()
 	if err := h.acquire(tctx); err != nil {
-		return
+		return err
 	}
 	defer h.release()
 	l, _ := h.current()
 	if _, err := m.in.store.ReleaseLease(tctx, h.key, l); err != nil {
-		m.log.Warnf("Partition %s: releasing lease %s failed (the others claim it once this incarnation is gone): %v", h.key.Partition, l, err)
-		return
+		m.log.Warnf("Partition %s: releasing lease %s failed (this incarnation claims it back, or the others take it once it is gone): %v", h.key.Partition, l, err)
+		return err
 	}
 	m.log.Infof("Partition %s: lease %s released (%s)", h.key.Partition, l, why)
+	return nil
 }
 
 // shutdown stops every worker, hands every held lease off (bounded
@@ -823,7 +824,7 @@ func (m *leaseManager) shutdown() {
 			sem <- struct{}{}
 			wg.Go(func() {
 				defer func() { <-sem }()
-				m.release(ctx, h, "shutdown")
+				_ = m.release(ctx, h, "shutdown")
 			})
 		}
 	}

@@ -55,6 +55,7 @@ type Machine struct {
 	taken    map[string]bool          // owners whose heartbeat is taken over
 	unknown  map[string]time.Time     // lease owners with no heartbeat: first seen
 	readOnce bool                     // the checkpoint leases were read once
+	recheck  bool                     // a claim or release had an unknown outcome or failed: read again
 }
 
 // Config configures a Machine.
@@ -246,7 +247,7 @@ func (m *Machine) Observe(now time.Time, hbs []store.Heartbeat, parts []string) 
 	r.Share = m.target(m.cfg.Self, len(parts), m.liveOwners(now))
 	mine := m.mine(nil) + len(m.claiming)
 	switch {
-	case !m.readOnce, len(r.TakeOvers) > 0, len(m.unknown) > 0:
+	case !m.readOnce, m.recheck, len(r.TakeOvers) > 0, len(m.unknown) > 0:
 		r.ReadLeases = true
 	case sum < len(parts) && mine < r.Share:
 		r.ReadLeases = true
@@ -365,8 +366,10 @@ type DecideInput struct {
 //     (fair start).
 //   - A held partition whose read lease differs is lost (only a takeover or
 //     an operator moves a held lease).
-//   - Claimable: unowned; owned by Self but not held (a claim whose
-//     response was lost); owned by an owner whose heartbeat is taken over
+//   - Owned by Self in the store but not held (a claim whose response was
+//     lost, a release that failed): claimed back whatever the share, since
+//     no one else may take it while this incarnation lives.
+//   - Claimable: unowned; owned by an owner whose heartbeat is taken over
 //     (orphans); owned by an owner with no heartbeat for a lease period
 //     (a release that failed at a graceful stop, a claim that landed after
 //     its owner was taken over and removed). Claims go up to the share, in
@@ -390,7 +393,7 @@ func (m *Machine) Decide(in DecideInput) Decision {
 		}
 	}
 	if in.Leases != nil {
-		m.readOnce = true
+		m.readOnce, m.recheck = true, false
 		plan.Lost, plan.Claims, plan.DeleteHeartbeats = m.fromLeases(in, member)
 	}
 	for _, p := range plan.Lost {
@@ -472,7 +475,13 @@ func (m *Machine) fromLeases(in DecideInput, member map[string]bool) (lost []str
 			continue
 		}
 		switch {
-		case l.Owner == "" || l.Owner == m.cfg.Self:
+		case l.Owner == m.cfg.Self:
+			// Ours in the store, not held: a claim whose response was
+			// lost, or a release that failed. Claim it back whatever the
+			// share (nobody else may take it while this incarnation
+			// lives); a balance round releases the excess again.
+			claims = append(claims, Claim{Partition: p, Expect: l, Kind: ClaimFree})
+		case l.Owner == "":
 			free = append(free, Claim{Partition: p, Expect: l, Kind: ClaimFree})
 		case m.taken[l.Owner]:
 			free = append(free, Claim{Partition: p, Expect: l, Kind: ClaimExpired})
@@ -504,10 +513,10 @@ func (m *Machine) fromLeases(in DecideInput, member map[string]bool) (lost []str
 		}
 	}
 	if m.firstAt.IsZero() || m.observed.Sub(m.firstAt) < m.cfg.RenewInterval {
-		return lost, nil, del // fair start: see the others first
+		return lost, claims, del // fair start: see the others first
 	}
 	share := m.round(len(in.Parts)).Share
-	mine := m.mine(lost) + len(m.claiming)
+	mine := m.mine(lost) + len(m.claiming) + len(claims)
 	slices.SortFunc(free, func(a, b Claim) int { return cmpRendezvous(m.cfg.Self, a.Partition, b.Partition) })
 	for _, c := range free {
 		if mine >= share {
@@ -551,12 +560,16 @@ func (m *Machine) orphan(owner string, now time.Time) bool {
 }
 
 // Claimed reports the result of a claim of part; start says to start the
-// partition's worker under got.
+// partition's worker under got. A claim with an unknown outcome (not a
+// fence) makes the next observation read the leases again.
 func (m *Machine) Claimed(part string, got store.Lease, err error) (start bool) {
 	if !m.claiming[part] {
 		return false // the incarnation was dropped meanwhile
 	}
 	delete(m.claiming, part)
+	if err != nil && !errors.Is(err, store.ErrFenced) {
+		m.recheck = true
+	}
 	if err != nil || m.gone != "" {
 		return false
 	}
@@ -564,11 +577,15 @@ func (m *Machine) Claimed(part string, got store.Lease, err error) (start bool) 
 	return true
 }
 
-// Released reports that part's release finished (whatever its outcome:
-// a failed release expires with the heartbeat, or is claimed as an orphan).
-func (m *Machine) Released(part string) {
+// Released reports that part's release finished. After a failed release
+// the lease may still name this incarnation: the next observation reads the
+// leases again and claims it back (then releases it again if above share).
+func (m *Machine) Released(part string, err error) {
 	delete(m.releases, part)
 	delete(m.held, part)
+	if err != nil {
+		m.recheck = true
+	}
 }
 
 // Lose drops a held partition whose worker found its lease gone (a fenced

@@ -167,8 +167,8 @@ func (c *mCluster) step(rebalance bool) {
 		d := m.Decide(DecideInput{Now: c.now, Parts: c.parts, Leases: cps, Rebalance: rebalance})
 		for _, p := range d.Release {
 			l, _ := m.Lease(p)
-			_, _ = c.st.ReleaseLease(ctx, store.Key{Scope: mScope, Partition: p}, l)
-			m.Released(p)
+			_, err := c.st.ReleaseLease(ctx, store.Key{Scope: mScope, Partition: p}, l)
+			m.Released(p, err)
 		}
 		for _, cl := range d.Claims {
 			cp, err := c.st.ClaimLease(ctx, store.Key{Scope: mScope, Partition: cl.Partition}, cl.Expect, m.Self())
