@@ -1,36 +1,43 @@
 package input
 
 // Scale-out: several instances of one pipeline share a scope's partitions
-// through leases kept on the partitions' checkpoint records (see
-// internal/store/lease.go for the lease state diagram).
+// through leases (docs/design.md#leases-and-fencing; the heartbeat and
+// lease state diagrams are in internal/store/heartbeat.go and lease.go).
+//
+// Each instance incarnation (owner "<instance_id>#<incarnation>") keeps ONE
+// heartbeat record in the scope and renews it every renew_interval: one
+// conditional write, however many partitions it holds. A partition's lease
+// on its checkpoint names the holder's owner and a counter that moves only
+// on claim, takeover and release, so promotion fencing stays one condition
+// on the checkpoint item and idle upkeep is O(instances) writes.
 //
 // Roles:
-//   - internal/lease (pure): lease.Balance decides from the observed leases
-//     and this instance's own clock readings which leases are lost, which
-//     to release, and which to claim (free, expired) or steal;
-//     lease.Tracker remembers, per partition, when this instance first saw
-//     the current (owner, counter) pair. No I/O, no clock inside.
-//   - leaseHolder: one held lease and the worker it runs; it serialises the
-//     worker's conditional writes with the lease's renewals, so that a
-//     renewal (which moves the counter) never fences its own worker.
+//   - internal/lease (pure): lease.Machine decides, from the heartbeats and
+//     checkpoint leases read and from the results of the writes, at this
+//     instance's own clock readings, which instances are dead, what to
+//     take over, claim and release, and which workers to start and stop.
+//   - leaseHolder: one held lease and the worker it runs; a release waits
+//     for the worker's conditional write in flight.
 //   - leasedStore: the input's store when leases are on; it stamps the
-//     holder's current lease on every Promote and SetParked of a worker
-//     (the holder rides in the worker's context), refuses them once the
-//     lease is lost, and marks the lease lost when a write is fenced by
-//     another lease.
-//   - leaseManager: one goroutine that renews, balances, starts and stops
-//     partition workers, and hands the leases off on shutdown.
+//     holder's lease on every Promote and SetParked of a worker (the holder
+//     rides in the worker's context), refuses them once the lease is lost,
+//     and marks the lease lost when a write is fenced by another lease.
+//   - leaseManager: drives the machine: one goroutine renews the heartbeat,
+//     another observes, takes over, claims and releases (bounded
+//     concurrency), and hands the leases off on shutdown.
 //
-// Expiry never compares the clocks of two hosts: an instance treats a lease
-// as expired when the pair (owner, counter) has not changed for
-// lease_period measured on its own monotonic clock since it first saw the
-// pair. A holder renews every renew_interval (< lease_period/2), and stops
-// its own worker when it has not renewed for lease_period since the start
-// of its last successful renewal: before anyone else can have seen the
-// lease expire (the others' clocks start later, when they read the pair).
-// Safety never depends on time: every write of progress is conditional on
-// the lease, and the lease counter strictly increases on every claim,
-// renewal, steal and release.
+// Expiry never compares the clocks of two hosts: an instance treats another
+// as dead when its heartbeat counter has not changed for lease_period
+// measured on its own monotonic clock since it first saw that counter. It
+// then takes the heartbeat over (one write conditional on that counter),
+// so the zombie's next renewal fails and it stops every worker at once, and
+// claims the dead instance's partitions (one conditional write each). A
+// holder also stops every worker when it has not renewed for lease_period
+// since the start of its last successful renewal, before anyone else can
+// have seen its heartbeat expire, and rejoins as a new incarnation. Safety
+// never depends on time: every write of progress is conditional on the
+// lease, and the lease counter strictly increases on every claim, takeover
+// and release.
 
 import (
 	"context"
@@ -77,26 +84,28 @@ type LeaseConfig struct {
 	// "<InstanceID>#<incarnation>", with a random incarnation per process,
 	// so that a restarted or paused copy can never pass for the current one.
 	InstanceID string
-	// Period is how long a lease whose (owner, counter) does not change is
-	// still considered alive by the others. Default 10s.
+	// Period is how long an instance whose heartbeat counter does not
+	// change is still considered alive by the others. Default 10s.
 	Period time.Duration
-	// RenewInterval is how often a holder renews; less than Period/2.
+	// RenewInterval is how often an instance renews its heartbeat (one
+	// write) and reads the others' (one query); less than Period/2.
 	// Default 3s.
 	RenewInterval time.Duration
-	// BalanceInterval is how often an instance reads every lease, claims
-	// free or expired ones and steals to even out the load. Default 5s.
+	// BalanceInterval is how often an instance above its fair share
+	// releases its excess to instances below theirs. Default 5s.
 	BalanceInterval time.Duration
 	// MaxPartitions caps the partitions one instance holds. Default 0:
 	// unlimited.
 	MaxPartitions int
-	// MaxSteals caps the leases taken from a live owner per balance round.
-	// Default 1; 0 never steals.
+	// MaxSteals caps the leases an instance above its share releases per
+	// balance round (field max_steals_per_balance; the name is kept for
+	// compatibility). Default 256; 0 never rebalances.
 	MaxSteals int
 }
 
 // DefaultLeaseConfig returns the defaults of the `leases` fields.
 func DefaultLeaseConfig() LeaseConfig {
-	return LeaseConfig{Period: 10 * time.Second, RenewInterval: 3 * time.Second, BalanceInterval: 5 * time.Second, MaxSteals: 1}
+	return LeaseConfig{Period: 10 * time.Second, RenewInterval: 3 * time.Second, BalanceInterval: 5 * time.Second, MaxSteals: 256}
 }
 
 func (c LeaseConfig) validate() error {
@@ -124,19 +133,19 @@ func LeaseFields() []*service.ConfigField {
 			Description("Names this instance in leases, logs and the `tidemark_lease_owner` metadata. Empty: a random id per process. The stored owner is `<instance_id>#<incarnation>` with a random incarnation per process start, so a restarted or paused copy can never pass for the current one.").
 			Default("").Example("connect-0"),
 		service.NewDurationField(lsFieldPeriod).
-			Description("A lease whose owner and counter have not changed for this long, measured on each instance's own clock since it first saw them, is expired and may be claimed by another instance. Every instance reads the leases every `renew_interval`, so the partitions of a dead instance are taken over at most `lease_period` plus one `renew_interval` after its last renewal.").
+			Description("An instance whose heartbeat counter has not changed for this long, measured on each other instance's own clock since it first saw that counter, is dead: another instance takes its heartbeat over (so its next renewal fails and it stops every worker) and claims its partitions. Every instance reads the heartbeats every `renew_interval`, so the partitions of a dead instance are taken over about `lease_period` plus one `renew_interval` after its last renewal. A holder that could not renew for `lease_period` stops its workers itself and rejoins as a new incarnation.").
 			Default(d.Period.String()).Example("30s"),
 		service.NewDurationField(lsFieldRenewInterval).
-			Description("How often a holder renews its leases (each renewal is one conditional write per partition that increments the lease counter). Must be less than half of `lease_period`.").
+			Description("How often an instance renews its heartbeat (one conditional write per instance, however many partitions it holds; partition leases are not renewed) and reads every heartbeat of the scope (one query). Checkpoints are read only when partitions are free, orphaned or to rebalance. Must be less than half of `lease_period`.").
 			Default(d.RenewInterval.String()).Example("5s"),
 		service.NewDurationField(lsFieldBalanceInterval).
-			Description("How often an instance evens out the load: its fair share is the partitions divided by the live instances (owners of leases that are not expired), rounded up; below it, it steals from the busiest owner when that owner holds more than its share. (Unowned and expired leases are claimed up to the share after every renewal.)").
+			Description("How often an instance evens out the load. Its fair share is the partitions divided by the live instances (live heartbeats), the remainder going one each to the first instances in owner order; an instance above its share releases its excess (up to what the instances below their shares can take) and they claim it. (Unowned and orphaned partitions are claimed up to the share every `renew_interval`.)").
 			Default(d.BalanceInterval.String()).Example("10s"),
 		service.NewIntField(lsFieldMaxPartitions).
 			Description("The most partitions this instance holds at once; 0 means no limit.").
 			Default(d.MaxPartitions).Example(16),
 		service.NewIntField(lsFieldMaxSteals).
-			Description("The most leases taken from a live owner in one balance round (a steal stops that owner's worker for the partition: in-flight pages are dropped and their events delivered again by the thief); 0 never steals.").
+			Description("The most leases an instance above its fair share hands off in one balance round (a hand-off stops this instance's worker for the partition: in-flight pages are dropped and their events delivered again by the next holder); 0 never hands off to rebalance. The name is kept from when rebalancing stole leases one at a time.").
 			Default(d.MaxSteals).Example(2).Advanced(),
 	}
 }
@@ -184,7 +193,7 @@ func readLeaseConfig(conf *service.ParsedConfig) (LeaseConfig, error) {
 // partition under it.
 type leaseHolder struct {
 	key store.Key
-	// sem serialises the worker's conditional writes with the renewals of
+	// sem serialises the worker's conditional writes with the release of
 	// the lease (a buffered channel of one, so acquiring can time out or be
 	// cancelled).
 	sem chan struct{}
@@ -195,16 +204,12 @@ type leaseHolder struct {
 	// onLost is called once, outside mu, when the lease is lost.
 	onLost func(h *leaseHolder, reason string)
 
-	// Owned by the manager goroutine.
-	renewedAt   time.Time // start of the last successful claim or renewal
-	uncertain   bool      // the last renewal's outcome is unknown: sem is kept
-	uncertainAt time.Time // start of that renewal
-	cancel      context.CancelFunc
-	done        chan struct{} // closed when the worker returned
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the worker returned
 }
 
-func newLeaseHolder(k store.Key, lease store.Lease, at time.Time, onLost func(*leaseHolder, string)) *leaseHolder {
-	return &leaseHolder{key: k, sem: make(chan struct{}, 1), lease: lease, renewedAt: at, onLost: onLost, cancel: func() {}, done: make(chan struct{})}
+func newLeaseHolder(k store.Key, lease store.Lease, onLost func(*leaseHolder, string)) *leaseHolder {
+	return &leaseHolder{key: k, sem: make(chan struct{}, 1), lease: lease, onLost: onLost, cancel: func() {}, done: make(chan struct{})}
 }
 
 func (h *leaseHolder) acquire(ctx context.Context) error {
@@ -223,12 +228,6 @@ func (h *leaseHolder) current() (store.Lease, string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.lease, h.lost
-}
-
-func (h *leaseHolder) setLease(l store.Lease) {
-	h.mu.Lock()
-	h.lease = l
-	h.mu.Unlock()
 }
 
 // lose marks the lease lost (once), stops the worker and tells the
@@ -359,62 +358,85 @@ func newLeaseMetrics(m *service.Metrics) *leaseMetrics {
 	}
 }
 
-// leaseManager runs this instance's share of the partitions.
+// leaseInFlight bounds the claims and releases in flight at once.
+const leaseInFlight = 16
+
+// leaseManager runs this instance's share of the partitions. It drives the
+// pure lease.Machine of the current incarnation: one goroutine renews the
+// heartbeat every renew_interval (never behind a balance round), another
+// reads the heartbeats every renew_interval, takes dead instances over,
+// reads the checkpoint leases only when the machine asks, and claims and
+// releases with bounded concurrency.
 type leaseManager struct {
 	in      *paginatedInput
 	cfg     LeaseConfig
-	owner   string
+	id      string // instance id
 	log     *service.Logger
 	metrics *leaseMetrics
 
-	// Owned by the run goroutine.
-	parts    []string
+	mu       sync.Mutex // guards everything below; never held across I/O
+	m        *lease.Machine
 	held     map[string]*leaseHolder
 	stopping map[string]*leaseHolder
-	tracker  lease.Tracker
 	workers  sync.WaitGroup
 
 	wake chan struct{} // a holder was lost
 }
 
-func newLeaseManager(in *paginatedInput, cfg LeaseConfig, res *service.Resources) *leaseManager {
+func leaseIncarnation() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	incarnation := hex.EncodeToString(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func newLeaseManager(in *paginatedInput, cfg LeaseConfig, res *service.Resources) *leaseManager {
 	id := cfg.InstanceID
 	if id == "" {
-		_, _ = rand.Read(b[:])
-		id = hex.EncodeToString(b[:])
+		id = leaseIncarnation()
 	}
-	owner := id + "#" + incarnation
-	return &leaseManager{
-		in: in, cfg: cfg, owner: owner,
-		log:      res.Logger().With("lease_owner", owner),
+	m := &leaseManager{
+		in: in, cfg: cfg, id: id,
+		log:      res.Logger().With("lease_instance", id),
 		metrics:  newLeaseMetrics(res.Metrics()),
 		held:     map[string]*leaseHolder{},
 		stopping: map[string]*leaseHolder{},
 		wake:     make(chan struct{}, 1),
 	}
+	m.m = m.newMachine()
+	return m
+}
+
+// newMachine starts a new incarnation: a new owner name, holding nothing.
+func (m *leaseManager) newMachine() *lease.Machine {
+	return lease.NewMachine(lease.Config{
+		Self: m.id + "#" + leaseIncarnation(), Period: m.cfg.Period, RenewInterval: m.cfg.RenewInterval,
+		MaxOwned: m.cfg.MaxPartitions, MaxMoves: m.cfg.MaxSteals,
+	})
+}
+
+// owner is the current incarnation's owner name.
+func (m *leaseManager) owner() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.m.Self()
 }
 
 // storeTimeout bounds one lease write or list.
 func (m *leaseManager) storeTimeout() time.Duration { return m.cfg.RenewInterval }
 
-// run manages the leases until ctx ends, then stops every worker and hands
-// every held lease off. Every renew_interval it renews its leases, then
-// reads every lease and claims free and expired ones (no steal): so a
-// dead owner's last counter is seen within one renew_interval and its
-// leases are taken over at most lease_period + renew_interval after its
-// last renewal. Every balance_interval it also steals. Between ticks, a
-// timer wakes it at the instant the next foreign lease would expire.
+// run manages the leases until ctx ends, then stops every worker, hands
+// every held lease off and removes the heartbeat.
 func (m *leaseManager) run(ctx context.Context) {
-	m.parts = slices.Clone(m.in.memberNames())
-	m.log.Infof("Leases: instance %s shares %d partitions of scope %s (lease period %s, renew every %s, balance every %s)",
-		m.owner, len(m.parts), m.in.cfg.Scope, m.cfg.Period, m.cfg.RenewInterval, m.cfg.BalanceInterval)
-	renew := time.NewTicker(m.cfg.RenewInterval)
-	defer renew.Stop()
+	m.log.Infof("Leases: instance %s shares %d partitions of scope %s (lease period %s, heartbeat every %s, balance every %s)",
+		m.owner(), len(m.in.memberNames()), m.in.cfg.Scope, m.cfg.Period, m.cfg.RenewInterval, m.cfg.BalanceInterval)
+	var renewer sync.WaitGroup
+	renewer.Go(func() { m.renewLoop(ctx) })
+	observe := time.NewTicker(m.cfg.RenewInterval)
+	defer observe.Stop()
 	bal := time.NewTicker(m.cfg.BalanceInterval)
 	defer bal.Stop()
+	// Between ticks, a timer wakes the loop at the instant the next
+	// heartbeat would expire (it never fires while every counter moves).
 	expiry := time.NewTimer(time.Hour)
 	defer expiry.Stop()
 	arm := func(at time.Time) {
@@ -423,27 +445,87 @@ func (m *leaseManager) run(ctx context.Context) {
 			expiry.Reset(max(time.Until(at), 0))
 		}
 	}
-	arm(m.balanceRound(ctx, true))
+	// A balance tick marks the next observation a rebalancing one: the
+	// heartbeats are read once per renew interval while every instance is
+	// alive.
+	rebalance := false
 	for {
 		select {
 		case <-ctx.Done():
+			renewer.Wait()
 			m.shutdown()
 			return
-		case <-renew.C:
-			m.renewAll(ctx)
-			arm(m.balanceRound(ctx, false))
-		case <-bal.C:
-			arm(m.balanceRound(ctx, true))
+		case <-observe.C:
+			arm(m.round(ctx, rebalance))
+			rebalance = false
 		case <-expiry.C:
-			arm(m.balanceRound(ctx, false))
+			arm(m.round(ctx, false))
+		case <-bal.C:
+			rebalance = true
 		case <-m.wake:
+			m.mu.Lock()
 			m.reap()
+			m.mu.Unlock()
 		}
 	}
 }
 
-// onLost is called by a holder (from a worker or the manager) when its
-// lease is lost.
+// renewLoop renews the heartbeat at once and then every renew_interval,
+// on its own goroutine: a balance round never delays it.
+func (m *leaseManager) renewLoop(ctx context.Context) {
+	t := time.NewTicker(m.cfg.RenewInterval)
+	defer t.Stop()
+	for {
+		m.renew(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// renew performs one heartbeat renewal (one conditional write).
+func (m *leaseManager) renew(ctx context.Context) {
+	m.mu.Lock()
+	mach := m.m
+	hb, held, ok := mach.Heartbeat(m.in.cfg.Scope)
+	m.mu.Unlock()
+	if !ok {
+		return
+	}
+	start := time.Now()
+	tctx, cancel := context.WithTimeout(ctx, m.storeTimeout())
+	got, err := m.in.store.RenewHeartbeat(tctx, hb, held)
+	cancel()
+	if err != nil && ctx.Err() != nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if mach != m.m {
+		return
+	}
+	if err != nil && !errors.Is(err, store.ErrFenced) {
+		m.log.Debugf("Leases: heartbeat renewal of %s has an unknown outcome: %v", hb.Owner, err)
+	}
+	if why := mach.Renewed(start, got, err); why != "" {
+		m.loseAll(why)
+	}
+}
+
+// loseAll stops every worker of the incarnation that lost its heartbeat
+// (under mu). The next round starts a new incarnation.
+func (m *leaseManager) loseAll(why string) {
+	m.log.Warnf("Leases: incarnation %s stops all %d workers: %s", m.m.Self(), len(m.held), why)
+	for _, h := range m.held {
+		h.lose(why)
+	}
+	m.reap()
+}
+
+// onLost is called by a holder when its lease is lost (it must not take
+// mu: loseAll calls it under mu).
 func (m *leaseManager) onLost(h *leaseHolder, reason string) {
 	m.metrics.lost.Incr(1)
 	m.log.Warnf("Partition %s: lease lost (%s); stopping its worker and dropping its in-flight pages", h.key.Partition, reason)
@@ -453,15 +535,13 @@ func (m *leaseManager) onLost(h *leaseHolder, reason string) {
 	}
 }
 
-// reap moves lost holders to stopping and forgets stopped workers.
+// reap moves lost holders to stopping and forgets stopped workers (under
+// mu).
 func (m *leaseManager) reap() {
 	for p, h := range m.held {
 		if _, lost := h.current(); lost != "" {
 			delete(m.held, p)
-			if h.uncertain {
-				h.uncertain = false
-				h.release()
-			}
+			m.m.Lose(p)
 			m.stopping[p] = h
 		}
 	}
@@ -475,14 +555,15 @@ func (m *leaseManager) reap() {
 	m.metrics.owned.Set(int64(len(m.held)))
 }
 
-// start runs the partition's worker under lease.
-func (m *leaseManager) start(ctx context.Context, part string, lease store.Lease, at time.Time) {
-	h := newLeaseHolder(store.Key{Scope: m.in.cfg.Scope, Partition: part}, lease, at, m.onLost)
+// start runs the partition's worker under lease (under mu).
+func (m *leaseManager) start(ctx context.Context, part string, l store.Lease) {
+	h := newLeaseHolder(store.Key{Scope: m.in.cfg.Scope, Partition: part}, l, m.onLost)
 	wctx, cancel := context.WithCancel(ctx)
 	h.cancel = cancel
 	p := newPartition(m.in, part)
 	p.lease = h
 	m.held[part] = h
+	m.metrics.owned.Set(int64(len(m.held)))
 	m.workers.Add(1)
 	go func() {
 		defer m.workers.Done()
@@ -494,174 +575,164 @@ func (m *leaseManager) start(ctx context.Context, part string, lease store.Lease
 	}()
 }
 
-// renewAll renews every held lease, concurrently (one slow partition must
-// not make the others expire).
-func (m *leaseManager) renewAll(ctx context.Context) {
-	var wg sync.WaitGroup
-	for _, h := range m.held {
-		wg.Go(func() { m.renew(ctx, h) })
-	}
-	wg.Wait()
+// round is one observation (every renew_interval; rebalance on balance
+// ticks): read the heartbeats, take dead instances over, read the
+// checkpoint leases when the machine asks, decide, act. It returns the
+// instant the next live heartbeat would expire (zero: none).
+func (m *leaseManager) round(ctx context.Context, rebalance bool) time.Time {
+	m.mu.Lock()
 	m.reap()
-}
+	if why := m.m.Stale(time.Now()); why != "" {
+		m.loseAll(why)
+	}
+	if why := m.m.Gone(); why != "" {
+		old := m.m.Self()
+		m.m = m.newMachine()
+		m.log.Infof("Leases: incarnation %s is gone (%s); rejoining as %s", old, why, m.m.Self())
+	}
+	mach := m.m
+	m.mu.Unlock()
 
-// renew renews one lease while no write of its worker is in flight. A
-// renewal with an unknown outcome keeps the holder's semaphore, so the
-// worker cannot write with a lease that may just have moved on; the next
-// renewal resolves it (a repeat of an applied renewal succeeds).
-func (m *leaseManager) renew(ctx context.Context, h *leaseHolder) {
-	start := time.Now()
+	parts := slices.Clone(m.in.memberNames())
+	scope := m.in.cfg.Scope
 	tctx, cancel := context.WithTimeout(ctx, m.storeTimeout())
-	defer cancel()
-	if !h.uncertain {
-		if err := h.acquire(tctx); err != nil {
-			m.checkStale(h, start, "a write of its worker is still in flight")
-			return
-		}
-	}
-	lease, lost := h.current()
-	if lost != "" {
-		h.uncertain = false
-		h.release()
-		return
-	}
-	cp, err := m.in.store.RenewLease(tctx, h.key, lease)
-	var fe *store.FenceError
-	switch {
-	case err == nil:
-		h.setLease(cp.Lease)
-		h.renewedAt = start
-		h.uncertain = false
-		h.release()
-	case errors.As(err, &fe) || errors.Is(err, store.ErrNoCheckpoint) || errors.Is(err, store.ErrInvalid):
-		h.uncertain = false
-		h.release()
-		h.lose(fmt.Sprintf("renewal of %s failed: %v", lease, err))
-	default:
-		if !h.uncertain {
-			h.uncertain, h.uncertainAt = true, start
-		}
-		m.log.Debugf("Partition %s: renewal of lease %s has an unknown outcome: %v", h.key.Partition, lease, err)
-		m.checkStale(h, start, err.Error())
-	}
-}
-
-// checkStale gives the lease up when it was not renewed for a lease
-// period: the others may consider it expired from now on.
-func (m *leaseManager) checkStale(h *leaseHolder, now time.Time, why string) {
-	if now.Sub(h.renewedAt) >= m.cfg.Period {
-		h.lose(fmt.Sprintf("not renewed for %s (%s); the others may consider it expired", now.Sub(h.renewedAt).Round(time.Millisecond), why))
-	}
-}
-
-// balanceRound reads every lease, decides, and acts; it returns the
-// instant of the next possible expiry.
-func (m *leaseManager) balanceRound(ctx context.Context, steal bool) time.Time {
-	m.reap()
-	// The membership may have changed (live membership): balance over the
-	// current partitions, and hand off the leases of those that left.
-	m.parts = slices.Clone(m.in.memberNames())
-	for p, h := range m.held {
-		if !slices.Contains(m.parts, p) {
-			m.release(ctx, h, "the partition left the membership")
-		}
-	}
-	tctx, cancel := context.WithTimeout(ctx, m.storeTimeout())
-	cps, err := m.in.store.ListCheckpoints(tctx, m.in.cfg.Scope)
+	hbs, err := m.in.store.ListHeartbeats(tctx, scope)
 	cancel()
 	if err != nil {
 		if ctx.Err() == nil {
-			m.log.Warnf("Leases: cannot read the leases of scope %s: %v", m.in.cfg.Scope, err)
+			m.log.Warnf("Leases: cannot read the heartbeats of scope %s: %v", scope, err)
 		}
 		return time.Time{}
 	}
-	if missing := m.missing(cps); len(missing) > 0 {
-		m.create(ctx, missing)
+	m.mu.Lock()
+	r := mach.Observe(time.Now(), hbs, parts)
+	m.mu.Unlock()
+	for _, seen := range r.TakeOvers {
 		tctx, cancel := context.WithTimeout(ctx, m.storeTimeout())
-		cps, err = m.in.store.ListCheckpoints(tctx, m.in.cfg.Scope)
+		_, err := m.in.store.TakeOverHeartbeat(tctx, seen, mach.Self())
 		cancel()
-		if err != nil {
-			return time.Time{}
+		m.mu.Lock()
+		mach.TookOver(seen, err)
+		m.mu.Unlock()
+		if err == nil {
+			m.log.Infof("Leases: instance %s seen dead (heartbeat counter %d unchanged for %s); heartbeat taken over, its %d partitions are claimable", seen.Owner, seen.Counter, m.cfg.Period, seen.Held)
+		} else {
+			m.log.Debugf("Leases: takeover of %s lost: %v", seen.Owner, err)
+		}
+		r.ReadLeases = true
+	}
+	var cps []store.Checkpoint
+	if r.ReadLeases {
+		if cps, err = m.readLeases(ctx, parts); err != nil {
+			if ctx.Err() == nil {
+				m.log.Warnf("Leases: cannot read the leases of scope %s: %v", scope, err)
+			}
+			return r.NextExpiry
 		}
 	}
-	now := time.Now()
-	m.resolve(cps)
-	held := make(map[string]store.Lease, len(m.held))
-	for p, h := range m.held {
-		held[p], _ = h.current()
-	}
+
+	m.mu.Lock()
 	busy := make(map[string]bool, len(m.stopping))
 	for p := range m.stopping {
 		busy[p] = true
 	}
-	plan := lease.Balance(lease.BalanceInput{
-		Self: m.owner, Now: now, Period: m.cfg.Period,
-		MaxOwned: m.cfg.MaxPartitions, MaxSteals: m.cfg.MaxSteals, Steal: steal,
-		Held: held, Busy: busy, Leases: m.tracker.Observe(cps, m.parts, now),
-	})
-	if len(plan.Lost)+len(plan.Release)+len(plan.Claims) > 0 {
-		m.log.Debugf("Leases: %s", plan)
+	d := mach.Decide(lease.DecideInput{Now: time.Now(), Parts: parts, Leases: cps, Busy: busy, Rebalance: rebalance})
+	if len(d.Lost)+len(d.Release)+len(d.Claims)+len(d.DeleteHeartbeats) > 0 {
+		m.log.Debugf("Leases: %s", d)
 	}
-	for _, p := range plan.Lost {
+	stored := map[string]store.Lease{}
+	for _, cp := range cps {
+		stored[cp.Partition] = cp.Lease
+	}
+	for _, p := range d.Lost {
 		if h := m.held[p]; h != nil {
-			stored := ""
-			for _, cp := range cps {
-				if cp.Partition == p {
-					stored = cp.Lease.String()
-				}
+			l, _ := h.current()
+			h.lose(fmt.Sprintf("the stored lease is %s, this instance held %s", stored[p], l))
+		}
+	}
+	var releases []*leaseHolder
+	for _, p := range d.Release {
+		if h := m.held[p]; h != nil {
+			releases = append(releases, h)
+		}
+	}
+	m.mu.Unlock()
+
+	member := make(map[string]bool, len(parts))
+	for _, p := range parts {
+		member[p] = true
+	}
+	sem := make(chan struct{}, leaseInFlight)
+	var wg sync.WaitGroup
+	for _, h := range releases {
+		why := "above this instance's share"
+		if !member[h.key.Partition] {
+			why = "the partition left the membership"
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			err := m.release(ctx, h, why)
+			m.mu.Lock()
+			mach.Released(h.key.Partition, err)
+			if m.held[h.key.Partition] == h {
+				delete(m.held, h.key.Partition)
+				m.stopping[h.key.Partition] = h
 			}
-			lease, _ := h.current()
-			h.lose(fmt.Sprintf("the stored lease is %s, this instance held %s", stored, lease))
-		}
+			m.metrics.owned.Set(int64(len(m.held)))
+			m.mu.Unlock()
+		})
 	}
-	for _, p := range plan.Release {
-		if h := m.held[p]; h != nil {
-			m.release(ctx, h, "above max_partitions_per_instance")
-		}
-	}
-	for _, c := range plan.Claims {
+	for _, c := range d.Claims {
 		if ctx.Err() != nil {
 			break
 		}
-		m.claim(ctx, c)
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			m.claim(ctx, mach, c)
+		})
 	}
+	wg.Wait()
+	for _, hb := range d.DeleteHeartbeats {
+		tctx, cancel := context.WithTimeout(ctx, m.storeTimeout())
+		if err := m.in.store.DeleteHeartbeat(tctx, hb); err == nil {
+			m.log.Debugf("Leases: heartbeat of %s removed (taken over, holds no partition)", hb.Owner)
+		}
+		cancel()
+	}
+	m.mu.Lock()
 	m.reap()
-	return plan.NextExpiry
+	m.mu.Unlock()
+	return r.NextExpiry
 }
 
-// resolve settles the renewals whose outcome was unknown by what was just
-// read: the renewal's exact result stored means it was applied, the held
-// lease still stored means it was not; either way the holder's worker may
-// write again. Anything else is left to balance (the lease was lost).
-func (m *leaseManager) resolve(cps []store.Checkpoint) {
-	for _, cp := range cps {
-		h := m.held[cp.Partition]
-		if h == nil || !h.uncertain {
-			continue
-		}
-		lease, _ := h.current()
-		switch cp.Lease {
-		case store.RenewedLease(lease):
-			h.setLease(cp.Lease)
-			h.renewedAt = h.uncertainAt
-		case lease:
-		default:
-			continue
-		}
-		h.uncertain = false
-		h.release()
+// readLeases reads every checkpoint of the scope, creating the missing
+// ones first (the lease lives on the checkpoint).
+func (m *leaseManager) readLeases(ctx context.Context, parts []string) ([]store.Checkpoint, error) {
+	tctx, cancel := context.WithTimeout(ctx, m.storeTimeout())
+	cps, err := m.in.store.ListCheckpoints(tctx, m.in.cfg.Scope)
+	cancel()
+	if err != nil {
+		return nil, err
 	}
+	if missing := leaseMissing(cps, parts); len(missing) > 0 {
+		m.create(ctx, missing)
+		tctx, cancel := context.WithTimeout(ctx, m.storeTimeout())
+		cps, err = m.in.store.ListCheckpoints(tctx, m.in.cfg.Scope)
+		cancel()
+	}
+	return cps, err
 }
 
-// missing lists the partitions without a checkpoint: the lease lives on
-// the checkpoint, so it must exist before anyone can claim it.
-func (m *leaseManager) missing(cps []store.Checkpoint) []string {
+// leaseMissing lists the partitions without a checkpoint.
+func leaseMissing(cps []store.Checkpoint, parts []string) []string {
 	have := make(map[string]bool, len(cps))
 	for _, cp := range cps {
 		have[cp.Partition] = true
 	}
 	var out []string
-	for _, p := range m.parts {
+	for _, p := range parts {
 		if !have[p] {
 			out = append(out, p)
 		}
@@ -684,82 +755,90 @@ func (m *leaseManager) create(ctx context.Context, parts []string) {
 	}
 }
 
-// claim performs one claim and starts the worker when it wins.
-func (m *leaseManager) claim(ctx context.Context, c lease.Claim) {
-	start := time.Now()
+// claim performs one claim (one conditional write) and starts the worker
+// when it wins; the owned gauge moves at once.
+func (m *leaseManager) claim(ctx context.Context, mach *lease.Machine, c lease.Claim) {
 	tctx, cancel := context.WithTimeout(ctx, m.storeTimeout())
 	defer cancel()
-	cp, err := m.in.store.ClaimLease(tctx, store.Key{Scope: m.in.cfg.Scope, Partition: c.Partition}, c.Expect, m.owner)
+	cp, err := m.in.store.ClaimLease(tctx, store.Key{Scope: m.in.cfg.Scope, Partition: c.Partition}, c.Expect, mach.Self())
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	start := mach.Claimed(c.Partition, cp.Lease, err)
 	if err != nil {
 		if errors.Is(err, store.ErrFenced) {
 			m.log.Debugf("Partition %s: %s lost the race: %v", c.Partition, c, err)
 		} else if ctx.Err() == nil {
-			// Unknown outcome: if it was applied, the next round finds the
+			// Unknown outcome: if it was applied, a later read finds the
 			// lease ours in the store and claims it again.
 			m.log.Warnf("Partition %s: %s failed: %v", c.Partition, c, err)
 		}
 		return
 	}
-	switch c.Kind {
-	case lease.ClaimSteal:
-		m.metrics.steals.Incr(1, "balance")
-	case lease.ClaimExpired:
+	if !start || mach != m.m || ctx.Err() != nil {
+		return // the incarnation is gone: the lease is an orphan for the others
+	}
+	if c.Kind == lease.ClaimExpired {
 		m.metrics.steals.Incr(1, "expired")
 	}
 	m.log.Infof("Partition %s: lease %s claimed (%s, was %s)", c.Partition, cp.Lease, c.Kind, c.Expect)
-	m.start(ctx, c.Partition, cp.Lease, start)
+	m.start(ctx, c.Partition, cp.Lease)
 }
 
 // release stops the worker and hands the lease off with one conditional
 // write (after any write of the worker still in flight).
-func (m *leaseManager) release(ctx context.Context, h *leaseHolder, why string) {
+func (m *leaseManager) release(ctx context.Context, h *leaseHolder, why string) error {
 	h.stop("released: " + why)
 	tctx, cancel := context.WithTimeout(ctx, m.storeTimeout())
 	defer cancel()
-	if !h.uncertain {
-		if err := h.acquire(tctx); err != nil {
-			return
-		}
+	if err := h.acquire(tctx); err != nil {
+		return err
 	}
-	h.uncertain = false
 	defer h.release()
-	// Read the lease under sem: no renewal can move it any more.
-	lease, _ := h.current()
-	_, err := m.in.store.ReleaseLease(tctx, h.key, lease)
-	var fe *store.FenceError
-	if errors.As(err, &fe) && fe.Winner != nil && fe.Winner.Lease.Owner == lease.Owner && fe.Winner.Lease.Counter > lease.Counter {
-		// A renewal whose outcome was unknown did land: the stored lease is
-		// still this instance's (no other instance writes its owner name),
-		// one counter on. Release that one.
-		lease = fe.Winner.Lease
-		_, err = m.in.store.ReleaseLease(tctx, h.key, lease)
+	l, _ := h.current()
+	if _, err := m.in.store.ReleaseLease(tctx, h.key, l); err != nil {
+		m.log.Warnf("Partition %s: releasing lease %s failed (this incarnation claims it back, or the others take it once it is gone): %v", h.key.Partition, l, err)
+		return err
 	}
-	if err != nil {
-		m.log.Warnf("Partition %s: releasing lease %s failed (it expires after the lease period instead): %v", h.key.Partition, lease, err)
-		return
-	}
-	m.log.Infof("Partition %s: lease %s released (%s)", h.key.Partition, lease, why)
+	m.log.Infof("Partition %s: lease %s released (%s)", h.key.Partition, l, why)
+	return nil
 }
 
-// shutdown stops every worker, then hands every held lease off.
+// shutdown stops every worker, hands every held lease off (bounded
+// concurrency), then removes the heartbeat.
 func (m *leaseManager) shutdown() {
+	m.mu.Lock()
 	held := make([]*leaseHolder, 0, len(m.held))
 	for _, h := range m.held {
 		h.cancel()
 		held = append(held, h)
 	}
+	mach := m.m
+	m.mu.Unlock()
 	m.workers.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), max(m.storeTimeout(), 2*time.Second))
 	defer cancel()
+	sem := make(chan struct{}, leaseInFlight)
 	var wg sync.WaitGroup
 	for _, h := range held {
 		if _, lost := h.current(); lost == "" {
-			wg.Go(func() { m.release(ctx, h, "shutdown") })
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				_ = m.release(ctx, h, "shutdown")
+			})
 		}
 	}
 	wg.Wait()
+	m.mu.Lock()
+	hb, _, ok := mach.Heartbeat(m.in.cfg.Scope)
 	clear(m.held)
 	m.metrics.owned.Set(0)
+	m.mu.Unlock()
+	if ok && hb.Counter > 0 {
+		if err := m.in.store.DeleteHeartbeat(ctx, hb); err != nil {
+			m.log.Debugf("Leases: removing heartbeat %s: %v", hb.Owner, err)
+		}
+	}
 }
 
 // leaseMeta sets the fencing token of the worker that emitted m.

@@ -96,6 +96,9 @@
 //	ClaimLease         UpdateItem  attribute_exists(pk) AND lease = :expect   (lease.go)
 //	RenewLease         UpdateItem  lo = :ho AND lc = :h
 //	ReleaseLease       UpdateItem  lo = :ho AND lc = :h
+//	RenewHeartbeat     UpdateItem  attribute_not_exists(pk) | n = :n AND attribute_not_exists(tk)   (heartbeat.go)
+//	TakeOverHeartbeat  UpdateItem  n = :seen AND attribute_not_exists(tk)
+//	DeleteHeartbeat    DeleteItem  attribute_not_exists(pk) OR (n = :n AND tk as held)
 //	PutWitness         PutItem     attribute_not_exists(pk)   (failed: same response = no-op)
 //	RecordReceipt      UpdateItem  attribute_exists(pk) AND ack < :n AND nev >= :n
 //	SetDisposition     UpdateItem  disp = "pending"           (failed: same state = no-op)

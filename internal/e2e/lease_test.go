@@ -13,7 +13,9 @@ package e2e
 //     logged, not asserted (the benchmarks report it);
 //  3. SIGSTOP of another until the survivor has taken its leases over and
 //     resumed its partitions, then SIGCONT: the thawed process logs "lease
-//     lost" for every partition it held and keeps running; its writes, if
+//     lost" for every partition it held (its heartbeat was taken over, or
+//     it did not renew for a lease period) and keeps running as a new
+//     incarnation; its writes, if
 //     it makes any with the old leases, are fenced: the store never shows
 //     its old lease again;
 //  4. SIGTERM of the survivors: graceful hand-off (leases released).
@@ -481,9 +483,9 @@ func TestLeaseThreeProcesses(t *testing.T) {
 		return len(resumed) == len(held)
 	}, all(survivors...)...)
 	taken, resumed := leaseFailover(sampler.since(killed), victim, held, gen, killed)
-	t.Logf("FAILOVER kill -9 of %s holding %d partitions: taken over after %s..%s, resumed (first promotion under the new owner) after %s..%s; the design's bound is lease_period + balance_interval = %s (sampling every 100ms; measured, not asserted)",
+	t.Logf("FAILOVER kill -9 of %s holding %d partitions: taken over after %s..%s, resumed (first promotion under the new owner) after %s..%s; the design's bound is lease_period + renew_interval = %s (sampling every 100ms; measured, not asserted)",
 		victim, len(held), leaseMin(taken).Round(time.Millisecond), leaseMax(taken).Round(time.Millisecond),
-		leaseMin(resumed).Round(time.Millisecond), leaseMax(resumed).Round(time.Millisecond), leasePeriod+leaseBalance)
+		leaseMin(resumed).Round(time.Millisecond), leaseMax(resumed).Round(time.Millisecond), leasePeriod+leaseRenew)
 
 	// 3. SIGSTOP one survivor once the two have evened out (6 each), until
 	// the other has taken its leases over and resumed its partitions; then

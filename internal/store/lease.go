@@ -8,6 +8,11 @@ import (
 
 // Leases (scale-out: several instances share a scope's partitions).
 //
+// Liveness is the instance heartbeat (heartbeat.go): the input never
+// renews a partition's lease, so the counter moves only on claim, takeover
+// (a claim expecting a dead owner's lease) and release. RenewLease remains
+// for the simulator's per-partition lease mode.
+//
 // A partition's lease lives on its checkpoint record, so that fencing stays
 // ONE condition on ONE record: a promotion by a lease holder is conditional
 // on the lease, the cursor and the generation together, and a writer whose

@@ -26,6 +26,7 @@ type MemStore struct {
 	members     map[string]Membership
 	frontiers   map[string]Frontier
 	discovery   map[string]uint64
+	heartbeats  map[string]map[string]Heartbeat // scope -> owner -> heartbeat (heartbeat.go)
 }
 
 type witnessRef struct {
