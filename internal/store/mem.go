@@ -25,7 +25,10 @@ type MemStore struct {
 	witnesses   map[witnessRef]witness.Witness
 	members     map[string]Membership
 	frontiers   map[string]Frontier
-	discovery   map[string]uint64
+	// shardVersions is the version of each shard of the published
+	// frontier of a scope (published.go).
+	shardVersions map[string][]uint64
+	discovery     map[string]uint64
 }
 
 type witnessRef struct {
@@ -44,6 +47,8 @@ func NewMemStore() *MemStore {
 		members:     map[string]Membership{},
 		frontiers:   map[string]Frontier{},
 		discovery:   map[string]uint64{},
+
+		shardVersions: map[string][]uint64{},
 	}
 }
 
@@ -374,6 +379,7 @@ func (s *MemStore) PublishFrontier(_ context.Context, prev, next Frontier) (Fron
 	}
 	next = cloneFrontier(next)
 	next.Version = prev.Version + 1
+	next.HeldBy = CapHeldBy(next.HeldBy)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var stored *Frontier
@@ -383,6 +389,7 @@ func (s *MemStore) PublishFrontier(_ context.Context, prev, next Frontier) (Fron
 	if !FrontierMatches(stored, prev) {
 		return Frontier{}, FrontierFence(next.Scope, stored)
 	}
+	next.Vector = s.writeShardsLocked(stored, next)
 	s.frontiers[next.Scope] = next
 	return cloneFrontier(next), nil
 }
