@@ -220,7 +220,9 @@ func (s *DynamoStore) LoadMembership(ctx context.Context, scope string) (store.M
 	}
 }
 
-func isPagesMissing(err error) bool { return err != nil && strings.Contains(err.Error(), errPagesMissing.Error()) }
+func isPagesMissing(err error) bool {
+	return err != nil && strings.Contains(err.Error(), errPagesMissing.Error())
+}
 
 // MembershipEpoch implements store.MembershipEpochReader: one consistent
 // GetItem of the root's epoch only.
