@@ -57,7 +57,7 @@ Metadata set on every message:
 - `+"`tidemark_frontier_reason`"+`: why the scalar is withheld, when it is;
 - `+"`tidemark_frontier_finality`"+`: when the scalar rests on a member whose watermark is not certified by its source, which ones and on what: `+"`append_only_writer assertion (photos); lag 5m0s (p1)`"+` (the contract's `+"`finality`"+`, recorded with each checkpoint and read from the store).
 
-The frontier is computed from durable checkpoints only: read from the checkpoint store every `+"`refresh_interval`"+` (so every instance's partitions count), and with `+"`source: feed`"+` also from the paginated_partitions input running in the same process as its writes succeed. A stale view may lag, never lead.`).
+The frontier is computed from the scope's published frontier record only (what the paginated_partitions inputs of every instance published from their durable checkpoints): its root is read every `+"`refresh_interval`"+`, and only the shards that changed; with `+"`source: feed`"+` also each record the input in the same process publishes, as it publishes it. The record is read at once for the first message of a partition and for the first under a new lease owner, so the frontier attached to a partition's messages never goes back when the partition changes hands. A stale view may lag, never lead. Without a membership record (no input has run) the checkpoints of the configured partitions are read instead.`).
 		Fields(
 			service.NewStringField(pfFieldScope).
 				Description("The scope of the paginated_partitions input.").
@@ -66,13 +66,13 @@ The frontier is computed from durable checkpoints only: read from the checkpoint
 				Description("The partitions of the epoch when the store holds no membership record yet. When the store has one (the input writes it), the record wins.").
 				Default([]string{}).Example([]string{"p0", "p1"}),
 			service.NewStringAnnotatedEnumField(pfFieldSource, map[string]string{
-				"feed":  "The checkpoint store, read every `refresh_interval` (every partition of the scope, whichever instance reads it), and between reads the conditional writes of the `paginated_partitions` input in this process as they succeed. Correct with several instances; this process's partitions show up without waiting for a read.",
-				"store": "The checkpoint store only, read every `refresh_interval`: for a process without the input.",
+				"feed":  "The published frontier record, read every `refresh_interval` (every partition of the scope, whichever instance publishes it), and between reads each record the `paginated_partitions` input in this process publishes, as it publishes it. Correct with several instances; this process's partitions show up without waiting for a read.",
+				"store": "The published frontier record only, read every `refresh_interval`: for a process without the input.",
 			}).
 				Description("Where checkpoints come from.").
 				Default("feed").Example("store"),
 			service.NewDurationField(pfFieldRefresh).
-				Description("How often the checkpoints and the membership record are read from the store.").
+				Description("How often the membership epoch and the published frontier record's root (then only its shards that changed) are read from the store: two small reads when nothing changed, whatever the number of partitions.").
 				Default("5s").Example("30s"),
 			service.NewObjectField(pfFieldCheckpoint, storeconfig.CheckpointFields()...).
 				Description("The checkpoint store of the input."),
