@@ -4,10 +4,13 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/dynalitetest"
 	"github.com/tidemark/tidemark/internal/store"
 )
 
@@ -59,4 +62,69 @@ func TestItemsAt100kPartitionsStayUnderTheItemLimit(t *testing.T) {
 		note("membership page", p)
 	}
 	t.Logf("largest items at %d partitions (bytes): %v; %d frontier shards, %d membership pages", n, largest, len(shards), len(pages))
+}
+
+// legacyFrontierItem is a frontier record as it was written before shards:
+// one item with the whole vector.
+func legacyFrontierItem(f store.Frontier) item {
+	it := recordKey(f.Scope, recFrontier)
+	it[attrEpoch] = avU(f.Epoch)
+	if f.Version > 0 {
+		it[attrVersion] = avU(f.Version)
+	}
+	putWatermark(it, attrWMKind, attrWM, f.Scalar)
+	if len(f.Vector) > 0 {
+		vec := make(map[string]types.AttributeValue, len(f.Vector))
+		for p, w := range f.Vector {
+			e := item{attrEntryKind: avU(uint64(w.Kind))}
+			if !w.IsZero() {
+				e[attrEntryValue] = watermarkValue(w)
+			}
+			vec[p] = &types.AttributeValueMemberM{Value: e}
+		}
+		it[attrVector] = &types.AttributeValueMemberM{Value: vec}
+	}
+	if len(f.HeldBy) > 0 {
+		it[attrHeldBy] = avStrings(f.HeldBy)
+	}
+	if r := store.CleanReason(f.Reason); r != "" {
+		it[attrReason] = avS(r)
+	}
+	return it
+}
+
+// A record written before shards is read whole; the next publication over
+// it writes shards and a root, and nothing goes back.
+func TestFrontierRecordOfOneItemIsReadAndRepublishedInShards(t *testing.T) {
+	dynalitetest.Endpoint(t)
+	s := newTestStore(t)
+	ctx := t.Context()
+	old := store.Frontier{Scope: "legacy", Epoch: 3, Version: 7, Scalar: coord.Integer(90), Vector: map[string]coord.Watermark{"a": coord.Integer(90), "b": coord.Integer(120)}, HeldBy: []string{"a"}}
+	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: legacyFrontierItem(old)})
+	require.NoError(t, err)
+	got, err := s.LoadFrontier(ctx, "legacy")
+	require.NoError(t, err)
+	require.Equal(t, old, got)
+	h, err := s.LoadFrontierHead(ctx, "legacy")
+	require.NoError(t, err)
+	require.Nil(t, h.Shards, "a record of one item has no shards")
+
+	lower := got
+	lower.Vector = map[string]coord.Watermark{"a": coord.Integer(95), "b": coord.Integer(110)}
+	lower.Scalar = coord.Integer(95)
+	_, err = s.PublishFrontier(ctx, got, lower)
+	require.ErrorIs(t, err, store.ErrFenced, "b's published 120 cannot go back")
+
+	next := got
+	next.Vector = map[string]coord.Watermark{"a": coord.Integer(100), "b": coord.Integer(120)}
+	next.Scalar = coord.Integer(100)
+	pub, err := s.PublishFrontier(ctx, got, next)
+	require.NoError(t, err)
+	require.Equal(t, uint64(8), pub.Version)
+	h, err = s.LoadFrontierHead(ctx, "legacy")
+	require.NoError(t, err)
+	require.Len(t, h.Shards, 1)
+	loaded, err := s.LoadFrontier(ctx, "legacy")
+	require.NoError(t, err)
+	require.Equal(t, pub, loaded)
 }
