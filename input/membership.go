@@ -217,6 +217,9 @@ func (in *paginatedInput) watchMembership(ctx context.Context) {
 	check := time.NewTicker(in.checkEvery)
 	defer check.Stop()
 	seen, _ := in.store.DiscoveryRequests(ctx, in.cfg.Scope)
+	// The epoch alone every check; the record (paged at many partitions)
+	// only when the epoch changed.
+	members := store.NewMembershipCache(in.store, in.cfg.Scope)
 	round := func(why string) {
 		m, err := in.reconcile(ctx)
 		if err != nil {
@@ -242,7 +245,7 @@ func (in *paginatedInput) watchMembership(ctx context.Context) {
 					continue
 				}
 			}
-			if m, err := in.store.LoadMembership(ctx, in.cfg.Scope); err == nil {
+			if m, err := members.Load(ctx); err == nil {
 				in.adopt(m, "read from the store")
 				if len(m.Incarnations) > 0 {
 					// A new source incarnation awaits its proof (its first
