@@ -308,3 +308,13 @@ func (c *MembershipCache) Load(ctx context.Context) (Membership, error) {
 	c.m, c.ok = m, true
 	return m, nil
 }
+
+// LoadFrontierHead reads the root of scope's published frontier alone
+// when st keeps shards (the vector is then nil), else the whole record.
+func LoadFrontierHead(ctx context.Context, st Store, scope string) (FrontierHead, error) {
+	if sf, ok := shardedOf(st); ok {
+		return sf.LoadFrontierHead(ctx, scope)
+	}
+	f, err := st.LoadFrontier(ctx, scope)
+	return FrontierHead{Frontier: f}, err
+}
