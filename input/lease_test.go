@@ -28,6 +28,7 @@ import (
 	"github.com/tidemark/tidemark/input/simulated"
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/e2etest"
+	"github.com/tidemark/tidemark/internal/membership"
 	"github.com/tidemark/tidemark/internal/store"
 )
 
@@ -360,14 +361,15 @@ func TestLeaseInputsShareAndHandOff(t *testing.T) {
 	c.requireNoLoss()
 }
 
-// The publisher computes the frontier from every partition's durable
-// checkpoint, not from what its own process wrote: two of the four
-// partitions are held (leased) by an instance in another process, simulated
-// here by the test promoting their checkpoints in the store directly, which
-// no in-process feed reports. The published scalar is the minimum over all
-// four, so it rises only if the publisher reads the others' checkpoints; and
-// across every sample no vector entry and no scalar goes down.
-func TestPublisherCountsPartitionsHeldByAnotherProcess(t *testing.T) {
+// The published frontier counts the partitions another process holds: two
+// of the four partitions are held (leased) by an instance in another
+// process, simulated here by the test promoting their checkpoints in the
+// store directly and running that process's publisher (which observes its
+// own promotions, as the input's feed does). No in-process feed reports
+// them here, so the scalar (the minimum over all four) rises only if this
+// input's publisher reads what the other published; and across every
+// sample no vector entry and no scalar goes down.
+func TestPublisherCountsPartitionsPublishedByAnotherProcess(t *testing.T) {
 	c := newLeaseCluster(t, leaseParts(4))
 	c.lc.Period = time.Minute // the foreign leases never expire in the test
 	c.publish = 20 * time.Millisecond
@@ -380,6 +382,7 @@ func TestPublisherCountsPartitionsHeldByAnotherProcess(t *testing.T) {
 		require.NoError(t, err)
 		remote[p] = cp
 	}
+	remotePub := membership.NewPublisher(c.st, c.scope)
 	advanceRemote := func(wm int64) {
 		for p, cp := range remote {
 			next, err := c.st.Promote(ctx, store.Promotion{Key: cp.Key, FromCursor: cp.Cursor, FromGeneration: cp.Generation,
@@ -387,6 +390,13 @@ func TestPublisherCountsPartitionsHeldByAnotherProcess(t *testing.T) {
 				Applied: coord.IntPosition(wm), HasApplied: true, Lease: foreign})
 			require.NoError(t, err)
 			remote[p] = next
+			remotePub.Observe(p, next.Watermark)
+		}
+	}
+	// The other process's publisher, one round per sample.
+	publishRemote := func() {
+		if _, _, _, err := remotePub.Round(ctx); err != nil && !errors.Is(err, store.ErrFenced) && !errors.Is(err, store.ErrNoCheckpoint) {
+			require.NoError(t, err)
 		}
 	}
 	advanceRemote(10)
@@ -395,6 +405,7 @@ func TestPublisherCountsPartitionsHeldByAnotherProcess(t *testing.T) {
 
 	var prev store.Frontier
 	sample := func() store.Frontier {
+		publishRemote()
 		f, err := c.st.LoadFrontier(ctx, c.scope)
 		if errors.Is(err, store.ErrNoCheckpoint) {
 			return f

@@ -14,7 +14,8 @@ package input
 //   - awaitParents: a partition with parents waits until each parent that
 //     is still a member is complete (lineage: parents_first).
 //   - publishFrontier: membership.Publisher every frontier_publish_interval,
-//     from every checkpoint of the scope.
+//     from this process's promotions (the feed) and the published record
+//     (read incrementally), every checkpoint read once per epoch.
 
 import (
 	"context"
@@ -216,6 +217,9 @@ func (in *paginatedInput) watchMembership(ctx context.Context) {
 	check := time.NewTicker(in.checkEvery)
 	defer check.Stop()
 	seen, _ := in.store.DiscoveryRequests(ctx, in.cfg.Scope)
+	// The epoch alone every check; the record (paged at many partitions)
+	// only when the epoch changed.
+	members := store.NewMembershipCache(in.store, in.cfg.Scope)
 	round := func(why string) {
 		m, err := in.reconcile(ctx)
 		if err != nil {
@@ -241,7 +245,7 @@ func (in *paginatedInput) watchMembership(ctx context.Context) {
 					continue
 				}
 			}
-			if m, err := in.store.LoadMembership(ctx, in.cfg.Scope); err == nil {
+			if m, err := members.Load(ctx); err == nil {
 				in.adopt(m, "read from the store")
 				if len(m.Incarnations) > 0 {
 					// A new source incarnation awaits its proof (its first
@@ -255,11 +259,13 @@ func (in *paginatedInput) watchMembership(ctx context.Context) {
 }
 
 // publishFrontier keeps the scope's published frontier record up to date
-// with membership.Publisher: every interval it reads the membership (a
-// newer epoch is adopted), every checkpoint of the scope (so partitions
-// other instances hold count; the in-process feed adds this process's
-// promotions between reads) and advances the record by a compare-and-swap
-// on its version when the publication rule allows.
+// with membership.Publisher: every interval it reads the membership epoch
+// (a newer epoch is adopted) and the published record's root (only the
+// shards that changed), applies this process's durable promotions (the
+// in-process feed: the holder of a partition publishes it) and advances
+// the record when the publication rule allows. Each record written is
+// handed to the partition_frontier processors of this process
+// (feed.PublishRecord), which attach only published watermarks.
 func (in *paginatedInput) publishFrontier(ctx context.Context, every time.Duration) {
 	sub := feed.Subscribe(in.cfg.Scope)
 	defer sub.Close()
@@ -277,6 +283,9 @@ func (in *paginatedInput) publishFrontier(ctx context.Context, every time.Durati
 		in.recordFrontierMetrics(r.Snapshot)
 		switch {
 		case err == nil:
+			if r.Next != nil {
+				feed.PublishRecord(f)
+			}
 			if advanced {
 				in.log.Infof("Scope %s is complete through %s (epoch %d)", in.cfg.Scope, f.Scalar, f.Epoch)
 			}

@@ -127,7 +127,7 @@ Exactly one of `+"`http`"+` and `+"`simulated`"+` must be set.`).
 				Description("Under `recovery: restart_from_boundary`, how many restarts from a stable boundary in a row, without a real response promoted in between, a partition makes before it parks; the park reason then says that the restarts never got past the boundary (a permanent hole: the boundary itself keeps failing). The wait before each restart doubles, up to 30s. At least 1.").
 				Default(chain.MaxRestarts).Example(3).Advanced(),
 			service.NewDurationField(ppFieldFrontierPublish).
-				Description("How often the scope's published frontier record (read by the frontier_advances input and the status command) is advanced by compare-and-swap; 0s disables publishing.").
+				Description("How often the scope's published frontier record (read by the partition_frontier processor, the frontier_advances input and the status command) is advanced by compare-and-swap with this instance's promotions; each interval reads the membership epoch and the record's root (only its shards that changed), whatever the number of partitions. 0s disables publishing: with several instances, every instance must publish the partitions it holds.").
 				Default("1s").Example("10s"),
 			service.NewObjectField(ppFieldCheckpoint, storeconfig.CheckpointFields()...).
 				Description("The checkpoint store."),

@@ -57,7 +57,7 @@ Metadata set on every message:
 - `+"`tidemark_frontier_reason`"+`: why the scalar is withheld, when it is;
 - `+"`tidemark_frontier_finality`"+`: when the scalar rests on a member whose watermark is not certified by its source, which ones and on what: `+"`append_only_writer assertion (photos); lag 5m0s (p1)`"+` (the contract's `+"`finality`"+`, recorded with each checkpoint and read from the store).
 
-The frontier is computed from durable checkpoints only: read from the checkpoint store every `+"`refresh_interval`"+` (so every instance's partitions count), and with `+"`source: feed`"+` also from the paginated_partitions input running in the same process as its writes succeed. A stale view may lag, never lead.`).
+The frontier is computed from the scope's published frontier record only (what the paginated_partitions inputs of every instance published from their durable checkpoints): its root is read every `+"`refresh_interval`"+`, and only the shards that changed; with `+"`source: feed`"+` also each record the input in the same process publishes, as it publishes it. The record is read at once for the first message of a partition and for the first under a new lease owner, so the frontier attached to a partition's messages never goes back when the partition changes hands. A stale view may lag, never lead. Without a membership record (no input has run) the checkpoints of the configured partitions are read instead.`).
 		Fields(
 			service.NewStringField(pfFieldScope).
 				Description("The scope of the paginated_partitions input.").
@@ -66,13 +66,13 @@ The frontier is computed from durable checkpoints only: read from the checkpoint
 				Description("The partitions of the epoch when the store holds no membership record yet. When the store has one (the input writes it), the record wins.").
 				Default([]string{}).Example([]string{"p0", "p1"}),
 			service.NewStringAnnotatedEnumField(pfFieldSource, map[string]string{
-				"feed":  "The checkpoint store, read every `refresh_interval` (every partition of the scope, whichever instance reads it), and between reads the conditional writes of the `paginated_partitions` input in this process as they succeed. Correct with several instances; this process's partitions show up without waiting for a read.",
-				"store": "The checkpoint store only, read every `refresh_interval`: for a process without the input.",
+				"feed":  "The published frontier record, read every `refresh_interval` (every partition of the scope, whichever instance publishes it), and between reads each record the `paginated_partitions` input in this process publishes, as it publishes it. Correct with several instances; this process's partitions show up without waiting for a read.",
+				"store": "The published frontier record only, read every `refresh_interval`: for a process without the input.",
 			}).
 				Description("Where checkpoints come from.").
 				Default("feed").Example("store"),
 			service.NewDurationField(pfFieldRefresh).
-				Description("How often the checkpoints and the membership record are read from the store.").
+				Description("How often the membership epoch and the published frontier record's root (then only its shards that changed) are read from the store: two small reads when nothing changed, whatever the number of partitions.").
 				Default("5s").Example("30s"),
 			service.NewObjectField(pfFieldCheckpoint, storeconfig.CheckpointFields()...).
 				Description("The checkpoint store of the input."),
@@ -129,7 +129,10 @@ type ViewConfig struct {
 	Refresh    time.Duration
 }
 
-// frontierProcessor keeps a frontier.Tracker fed with durable checkpoints.
+// frontierProcessor keeps a frontier.Tracker fed with the published
+// frontier record (published.go): what it attaches was durably published,
+// so that the frontier attached to a partition's messages never goes back,
+// whichever instance holds the partition.
 type frontierProcessor struct {
 	cfg     ViewConfig
 	st      store.Store
@@ -138,14 +141,19 @@ type frontierProcessor struct {
 	mu         sync.Mutex
 	tracker    *frontier.Tracker
 	membership store.Membership
-	// prev is the tracker of the epoch before membership's, kept up to
-	// date for messages an input emitted before it adopted the new epoch.
+	// prev is the tracker of the epoch before membership's, for messages
+	// an input emitted before it adopted the new epoch.
 	prev *frontier.Tracker
 	// bases is each partition's watermark finality basis, as its stored
-	// checkpoint records it (read with the checkpoints from the store, and
-	// from the feed with source: feed).
-	bases       map[string]string
-	sub         *feed.Subscription
+	// checkpoint records it.
+	bases map[string]string
+	sub   *feed.Subscription
+	// records brings the records this process's publisher writes.
+	records     *feed.RecordSubscription
+	members     *store.MembershipCache
+	published   *store.FrontierCache
+	configured  bool // no membership record: the configured partitions, from the checkpoints
+	owners      map[string]string
 	lastStore   time.Time
 	lastMembers time.Time
 }
@@ -158,15 +166,21 @@ func NewView(cfg ViewConfig, st store.Store, closeSt func(context.Context) error
 	if cfg.Refresh <= 0 {
 		return nil, errors.New("partition_frontier: refresh_interval must be positive")
 	}
-	p := &frontierProcessor{cfg: cfg, st: st, closeSt: closeSt, bases: map[string]string{}}
+	p := &frontierProcessor{
+		cfg: cfg, st: st, closeSt: closeSt, bases: map[string]string{}, owners: map[string]string{},
+		members:   store.NewMembershipCache(st, cfg.Scope),
+		published: store.NewFrontierCache(st, cfg.Scope),
+	}
 	if cfg.FromFeed {
 		p.sub = feed.Subscribe(cfg.Scope)
+		p.records = feed.SubscribeRecords(cfg.Scope)
 	}
 	return p, nil
 }
 
-// refresh brings the tracker up to date. Callers hold p.mu.
-func (p *frontierProcessor) refresh(ctx context.Context, now time.Time) error {
+// refresh brings the tracker up to date: from the store every
+// refresh_interval, or at once when force is set. Callers hold p.mu.
+func (p *frontierProcessor) refresh(ctx context.Context, now time.Time, force bool) error {
 	if p.tracker == nil {
 		// The table (with `create: true`) is created at first use, not at
 		// construction: a store down at start fails messages, not the process.
@@ -174,35 +188,80 @@ func (p *frontierProcessor) refresh(ctx context.Context, now time.Time) error {
 			return fmt.Errorf("partition_frontier: %w", err)
 		}
 	}
-	if p.tracker == nil || now.Sub(p.lastMembers) >= p.cfg.Refresh {
+	if p.tracker == nil || force || now.Sub(p.lastMembers) >= p.cfg.Refresh {
 		if err := p.refreshMembership(ctx); err != nil && p.tracker == nil {
 			return err
 		}
 		p.lastMembers = now
 	}
 	if p.cfg.FromFeed {
-		// The feed is this process's writes, at once; the store read below
-		// adds every other instance's, every refresh_interval.
-		for _, u := range p.sub.Drain() {
-			p.apply(u.Partition, u.Watermark) // unknown partitions belong to another epoch
+		if f := p.records.Latest(); f != nil && !p.configured {
+			p.applyRecord(*f) // published by this process: durable
 		}
 		for part, basis := range feed.Finalities(p.cfg.Scope) {
 			p.bases[part] = basis
 		}
+		if p.configured {
+			// Without a membership record no input publishes: the feed of
+			// this process's conditional writes, and the checkpoints.
+			for _, u := range p.sub.Drain() {
+				p.apply(u.Partition, u.Watermark)
+			}
+		} else {
+			p.sub.Drain()
+		}
 	}
-	if now.Sub(p.lastStore) < p.cfg.Refresh && !p.lastStore.IsZero() {
+	if !force && now.Sub(p.lastStore) < p.cfg.Refresh && !p.lastStore.IsZero() {
 		return nil
 	}
+	if p.configured {
+		if err := p.readCheckpoints(ctx, p.tracker); err != nil {
+			return err
+		}
+		p.lastStore = now
+		return nil
+	}
+	f, changed, err := p.published.Refresh(ctx)
+	switch {
+	case store.IsNotPublished(err):
+	case err != nil:
+		return fmt.Errorf("partition_frontier: reading the published frontier of %s: %w", p.cfg.Scope, err)
+	case changed:
+		p.applyRecord(f)
+	}
+	p.lastStore = now
+	return nil
+}
+
+// readCheckpoints applies every checkpoint of the scope to t (a scope
+// without a membership record: no input publishes its frontier).
+func (p *frontierProcessor) readCheckpoints(ctx context.Context, t *frontier.Tracker) error {
 	cps, err := p.st.ListCheckpoints(ctx, p.cfg.Scope)
 	if err != nil {
 		return fmt.Errorf("partition_frontier: reading checkpoints of %s: %w", p.cfg.Scope, err)
 	}
 	for _, cp := range cps {
-		p.apply(cp.Partition, cp.Watermark)
+		_, _ = t.Apply(cp.Partition, cp.Watermark)
 		p.bases[cp.Partition] = cp.Finality
 	}
-	p.lastStore = now
 	return nil
+}
+
+// applyRecord feeds a published record's vector to the tracker of its
+// epoch (the current one or the one before).
+func (p *frontierProcessor) applyRecord(f store.Frontier) {
+	var t *frontier.Tracker
+	switch {
+	case f.Epoch == p.tracker.Epoch():
+		t = p.tracker
+	case p.prev != nil && f.Epoch == p.prev.Epoch():
+		t = p.prev
+	default:
+		return
+	}
+	for part, w := range f.Vector {
+		_, _ = t.Apply(part, w)
+	}
 }
 
 // apply feeds a durable watermark to the current tracker and the previous
@@ -217,38 +276,52 @@ func (p *frontierProcessor) apply(partition string, w coord.Watermark) {
 // refreshMembership (re)builds the tracker when the membership epoch
 // changes.
 func (p *frontierProcessor) refreshMembership(ctx context.Context) error {
-	m, err := p.st.LoadMembership(ctx, p.cfg.Scope)
+	m, err := p.members.Load(ctx)
+	configured := false
 	switch {
 	case errors.Is(err, store.ErrNoCheckpoint):
 		if len(p.cfg.Partitions) == 0 {
 			return fmt.Errorf("partition_frontier: scope %s has no membership record and no partitions are configured", p.cfg.Scope)
 		}
 		m = store.Membership{Scope: p.cfg.Scope, Epoch: 1, Partitions: p.cfg.Partitions, Proven: true}
+		configured = true
 	case err != nil:
 		return fmt.Errorf("partition_frontier: reading membership of %s: %w", p.cfg.Scope, err)
 	}
-	if p.tracker != nil && m.Epoch == p.membership.Epoch {
+	if p.tracker != nil && m.Epoch == p.membership.Epoch && configured == p.configured {
 		return nil
 	}
 	t, err := frontier.NewTrackerFor(m.FrontierMembership())
 	if err != nil {
 		return fmt.Errorf("partition_frontier: membership epoch %d: %w", m.Epoch, err)
 	}
-	// Seed the new tracker with every durable checkpoint of the scope.
-	cps, err := p.st.ListCheckpoints(ctx, p.cfg.Scope)
-	if err != nil {
-		return fmt.Errorf("partition_frontier: reading checkpoints of %s: %w", p.cfg.Scope, err)
+	if configured {
+		if err := p.readCheckpoints(ctx, t); err != nil {
+			return err
+		}
+	} else {
+		// The finality bases of the checkpoints, once per epoch; the
+		// watermarks attached come from the published record only.
+		if cps, err := p.st.ListCheckpoints(ctx, p.cfg.Scope); err == nil {
+			for _, cp := range cps {
+				p.bases[cp.Partition] = cp.Finality
+			}
+		}
 	}
-	for _, cp := range cps {
-		_, _ = t.Apply(cp.Partition, cp.Watermark)
-		p.bases[cp.Partition] = cp.Finality
-	}
-	if p.tracker != nil && m.Epoch == p.membership.Epoch+1 {
+	if p.tracker != nil && m.Epoch == p.membership.Epoch+1 && !configured && !p.configured {
 		p.prev = p.tracker
 	} else {
 		p.prev = nil
 	}
-	p.tracker, p.membership = t, m
+	p.tracker, p.membership, p.configured = t, m, configured
+	if !configured {
+		// The published record of the new epoch, read whole.
+		p.published.Reset()
+		f, _, err := p.published.Refresh(ctx)
+		if err == nil {
+			p.applyRecord(f)
+		}
+	}
 	return nil
 }
 
@@ -256,7 +329,7 @@ func (p *frontierProcessor) refreshMembership(ctx context.Context) error {
 func (p *frontierProcessor) Snapshot(ctx context.Context) (frontier.Snapshot, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if err := p.refresh(ctx, time.Now()); err != nil {
+	if err := p.refresh(ctx, time.Now(), false); err != nil {
 		return frontier.Snapshot{}, err
 	}
 	return p.tracker.Frontier(), nil
@@ -266,22 +339,22 @@ func (p *frontierProcessor) Snapshot(ctx context.Context) (frontier.Snapshot, er
 // under (its tidemark_epoch), so that a message never carries two epochs:
 // a message of a newer epoch than this view's makes it re-read the
 // membership at once; one of the epoch just before gets that epoch's
-// frontier, kept up to date from the same checkpoints. Without an epoch on
-// the message (not from paginated_partitions) the current frontier is
-// attached; so is it for a message older than that (an input that has not
-// read the store for several epochs), whose tidemark_frontier_epoch then
-// differs.
-func (p *frontierProcessor) snapshotFor(ctx context.Context, epoch uint64) (frontier.Snapshot, string, error) {
+// frontier as last published. Without an epoch on the message (not from
+// paginated_partitions) the current frontier is attached; so is it for a
+// message older than that (an input that has not read the store for
+// several epochs), whose tidemark_frontier_epoch then differs.
+//
+// handOff is set for the first message of a partition this view sees and
+// for one whose lease owner differs from the previous message's: the
+// view reads the published record at once, so a new holder attaches at
+// least what the previous holder attached (it attached only published
+// watermarks, and the record never goes back within an epoch).
+func (p *frontierProcessor) snapshotFor(ctx context.Context, epoch uint64, handOff bool) (frontier.Snapshot, string, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if err := p.refresh(ctx, time.Now()); err != nil {
+	now := time.Now()
+	if err := p.refresh(ctx, now, (handOff && !p.configured) || epoch > p.membership.Epoch); err != nil {
 		return frontier.Snapshot{}, "", err
-	}
-	if epoch > p.membership.Epoch {
-		if err := p.refreshMembership(ctx); err != nil {
-			return frontier.Snapshot{}, "", err
-		}
-		p.lastMembers = time.Now()
 	}
 	snap := p.tracker.Frontier()
 	if p.prev != nil && epoch == p.prev.Epoch() {
@@ -290,12 +363,30 @@ func (p *frontierProcessor) snapshotFor(ctx context.Context, epoch uint64) (fron
 	return snap, frontier.FinalityNote(snap, p.bases), nil
 }
 
+// handOff reports whether msg is the first of its partition this view
+// sees, or the first under another lease owner; it records the owner.
+func (p *frontierProcessor) handOff(msg *service.Message) bool {
+	part, ok := msg.MetaGet(metaPartition)
+	if !ok {
+		return false
+	}
+	owner, _ := msg.MetaGet(metaLeaseOwner)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	last, seen := p.owners[part]
+	if seen && last == owner {
+		return false
+	}
+	p.owners[part] = owner
+	return true
+}
+
 func (p *frontierProcessor) Process(ctx context.Context, msg *service.Message) (service.MessageBatch, error) {
 	var epoch uint64
 	if e, ok := msg.MetaGet(metaEpoch); ok {
 		epoch, _ = strconv.ParseUint(e, 10, 64)
 	}
-	snap, note, err := p.snapshotFor(ctx, epoch)
+	snap, note, err := p.snapshotFor(ctx, epoch, p.handOff(msg))
 	if err != nil {
 		return nil, err
 	}
@@ -304,12 +395,19 @@ func (p *frontierProcessor) Process(ctx context.Context, msg *service.Message) (
 	return service.MessageBatch{msg}, nil
 }
 
-// metaEpoch is the paginated_partitions input's epoch metadata key.
-const metaEpoch = "tidemark_epoch"
+// The paginated_partitions input's metadata keys read here.
+const (
+	metaEpoch      = "tidemark_epoch"
+	metaPartition  = "tidemark_partition"
+	metaLeaseOwner = "tidemark_lease_owner"
+)
 
 func (p *frontierProcessor) Close(ctx context.Context) error {
 	if p.sub != nil {
 		p.sub.Close()
+	}
+	if p.records != nil {
+		p.records.Close()
 	}
 	if p.closeSt != nil {
 		return p.closeSt(ctx)

@@ -348,6 +348,7 @@ func TestPartitionFrontierUnprovenMembershipWithholdsScalar(t *testing.T) {
 		}
 		_, err := st.SwapMembership(ctx, 0, store.Membership{Scope: scope, Epoch: 1, Partitions: []string{"A", "B"}, Proven: true})
 		require.NoError(t, err)
+		w.publish()
 		p := newView(t, st, scope, nil, fromFeed)
 
 		m := process(t, p)
@@ -359,6 +360,7 @@ func TestPartitionFrontierUnprovenMembershipWithholdsScalar(t *testing.T) {
 			Proven: false, Reason: "add C: no proof of coverage", Unproven: []string{"C"},
 		})
 		require.NoError(t, err)
+		w.publish()
 		m = process(t, p)
 		assert.False(t, m.HasFrontier, "no scalar in an unproven epoch")
 		assert.Equal(t, "2", m.Epoch)
@@ -377,6 +379,7 @@ func TestPartitionFrontierUnprovenMembershipWithholdsScalar(t *testing.T) {
 
 		_, err = st.SwapMembership(ctx, 2, store.Membership{Scope: scope, Epoch: 3, Partitions: []string{"A", "B", "C"}, Cutover: coord.Integer(80), Proven: true})
 		require.NoError(t, err)
+		w.publish()
 		m = process(t, p)
 		assert.Equal(t, meta{Frontier: "100", HasFrontier: true, Epoch: "3", Vector: `{"A":100,"B":130,"C":120}`, HeldBy: "A"}, m)
 	})
@@ -391,6 +394,7 @@ func TestPartitionFrontierUnprovenWithoutReason(t *testing.T) {
 	w.promote("A", 5)
 	_, err := st.SwapMembership(context.Background(), 0, store.Membership{Scope: scope, Epoch: 4, Partitions: []string{"A"}})
 	require.NoError(t, err)
+	w.publish()
 	m := process(t, newView(t, st, scope, nil, false))
 	assert.False(t, m.HasFrontier)
 	assert.Equal(t, "4", m.Epoch)
@@ -450,7 +454,7 @@ func TestPartitionFrontierIncomparableCoordinates(t *testing.T) {
 // A message carries the frontier of the epoch it was emitted under: one
 // from an input already in a newer epoch makes a lagging view re-read the
 // membership at once, and one from an input still in the previous epoch
-// gets that epoch's frontier, kept up to date from the same checkpoints.
+// gets that epoch's frontier as last published.
 func TestPartitionFrontierAttachesTheFrontierOfTheMessagesEpoch(t *testing.T) {
 	ctx := context.Background()
 	st := store.NewMemStore()
@@ -462,6 +466,7 @@ func TestPartitionFrontierAttachesTheFrontierOfTheMessagesEpoch(t *testing.T) {
 	}
 	_, err := st.SwapMembership(ctx, 0, store.Membership{Scope: scope, Epoch: 1, Partitions: []string{"A", "B"}, Proven: true})
 	require.NoError(t, err)
+	w.publish()
 	// The store is re-read only hourly; the in-process feed brings this
 	// process's checkpoints at once.
 	p, err := NewView(ViewConfig{Scope: scope, FromFeed: true, Refresh: time.Hour}, st, nil)
@@ -479,14 +484,16 @@ func TestPartitionFrontierAttachesTheFrontierOfTheMessagesEpoch(t *testing.T) {
 	// Epoch 2 drops B; the view would not re-read it for an hour.
 	_, err = st.SwapMembership(ctx, 1, store.Membership{Scope: scope, Epoch: 2, Partitions: []string{"A", "C"}, Cutover: coord.Integer(80), Proven: true})
 	require.NoError(t, err)
+	w.publish()
 	assert.Equal(t, "1", withEpoch("1").Epoch, "a message of epoch 1 before the view moved")
 	m := withEpoch("2")
 	assert.Equal(t, meta{Frontier: "100", HasFrontier: true, Epoch: "2", Vector: `{"A":100,"C":120}`, HeldBy: "A"}, m, "a message of epoch 2 moves the view at once")
 
 	// A message the input emitted under epoch 1 after that still gets
-	// epoch 1's frontier, advanced by a later checkpoint (from the feed).
+	// epoch 1's frontier as last published: B, no member of epoch 2, is
+	// published no more, so epoch 1's frontier stays where it was.
 	w.promote("B", 90)
-	assert.Equal(t, meta{Frontier: "90", HasFrontier: true, Epoch: "1", Vector: `{"A":100,"B":90}`, HeldBy: "B"}, withEpoch("1"))
+	assert.Equal(t, meta{Frontier: "80", HasFrontier: true, Epoch: "1", Vector: `{"A":100,"B":80}`, HeldBy: "B"}, withEpoch("1"))
 	assert.Equal(t, "2", process(t, p).Epoch, "a message without an epoch gets the current frontier")
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/feed"
 	"github.com/tidemark/tidemark/internal/frontiermeta"
+	"github.com/tidemark/tidemark/internal/membership"
 	"github.com/tidemark/tidemark/internal/store"
 )
 
@@ -52,6 +53,7 @@ func (w writer) create(part string) store.Checkpoint {
 	})
 	require.NoError(w.t, err)
 	feed.Publish(cp.Scope, cp.Partition, cp.Watermark)
+	w.publish()
 	return cp
 }
 
@@ -78,6 +80,7 @@ func (w writer) promote(part string, wm int64) store.Checkpoint {
 	next, err := w.st.Promote(context.Background(), w.promotion(cp, wm))
 	require.NoError(w.t, err)
 	feed.Publish(next.Scope, next.Partition, next.Watermark)
+	w.publish()
 	return next
 }
 
@@ -87,8 +90,23 @@ func (w writer) tryPromote(p store.Promotion) (store.Checkpoint, error) {
 	cp, err := w.st.Promote(context.Background(), p)
 	if err == nil {
 		feed.Publish(cp.Scope, cp.Partition, cp.Watermark)
+		w.publish()
 	}
 	return cp, err
+}
+
+// publish runs one round of the frontier publisher the input runs in
+// this process (a fresh one, which reads every checkpoint once) and hands
+// the record to this process's processors, as the input does. Without a
+// membership record there is nothing to publish.
+func (w writer) publish() {
+	w.t.Helper()
+	_, f, _, err := membership.NewPublisher(w.st, w.scope).Round(context.Background())
+	if errors.Is(err, store.ErrNoCheckpoint) {
+		return
+	}
+	require.NoError(w.t, err)
+	feed.PublishRecord(f)
 }
 
 // meta is the frontier metadata of one processed message.

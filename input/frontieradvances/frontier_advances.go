@@ -95,6 +95,7 @@ type advancesInput struct {
 	log     *service.Logger
 	last    frontier.Snapshot
 	started bool
+	cache   *store.FrontierCache
 }
 
 // Connect readies the checkpoint store (creates the table with `create:
@@ -126,7 +127,11 @@ func (a *advancesInput) Read(ctx context.Context) (*service.Message, service.Ack
 			}
 		}
 		a.started = true
-		f, err := a.st.LoadFrontier(ctx, a.scope)
+		if a.cache == nil {
+			// The root every poll, only the shards that changed.
+			a.cache = store.NewFrontierCache(a.st, a.scope)
+		}
+		f, _, err := a.cache.Refresh(ctx)
 		if errors.Is(err, store.ErrNoCheckpoint) {
 			continue
 		}

@@ -34,17 +34,21 @@
 //	item                 pk                       sk
 //	checkpoint           <scope>#<partition>      checkpoint
 //	response witness     <scope>#<partition>      witness#<generation, 20 digits>#<attempt id>
-//	partition index      <scope>##partitions      record
-//	membership record    <scope>##membership      record
-//	published frontier   <scope>##frontier        record
+//	partition index      <scope>##partitions      shard#<NN>  (64 shards; record: earlier versions)
+//	membership record    <scope>##membership      record      (root)
+//	membership page      <scope>##membership      page#<epoch>#<digest>#<i>  (records over 64 KB)
+//	published frontier   <scope>##frontier        record      (root)
+//	frontier shard       <scope>##frontier        shard#<epoch>#<i>
 //	cache entry          <cache key>              cache
 //
 // The witnesses of (partition, generation) are one consistent Query on
 // begins_with(sk, "witness#<generation>#"); the fixed width keeps
 // generation 1 from matching 10. ListCheckpoints reads the partition index
-// (a string set, written once per partition before its checkpoint) and then
-// the checkpoints with consistent BatchGetItem, so it never misses one and
-// never scans witnesses.
+// (64 string sets, a name written once to its shard before its checkpoint)
+// with one consistent Query and then the checkpoints with consistent
+// BatchGetItem, so it never misses one and never scans witnesses. The
+// paged membership and the frontier shards: membership_shards.go and
+// published.go.
 //
 // # Attributes
 //
@@ -73,19 +77,21 @@
 //	            seal       BOOL  provider said the partition ends here (absent: false)
 //	            disp       S     pending | promoted | abandoned
 //	            ack        N     receipts: leading events with a durable outcome
-//	partitions  parts      SS    partition names of the scope
+//	partitions  parts      SS    names of the scope's partitions in this index shard
 //	membership  ep, parts, unproven, cutk/cut, proven, why   epoch, ordered partition
 //	                             list (L), partitions still lacking proof (L), cutover
 //	                             watermark, proven flag, reason; incs (M: member -> N)
 //	                             pending incarnation changes
-//	frontier    ep, wmk/wm, vec, held, why         epoch, scalar (absent: withheld),
-//	                             vector (M: partition -> {k, v}), held-by list, reason
+//	frontier    ep, ver, wmk/wm, held, why, ns, sv   root: epoch, version, scalar (absent:
+//	                             withheld), first 100 held-by, reason, shard count, shard versions
+//	            ep, ver, vec     shard: epoch, version, vector (M: partition -> {k, v});
+//	                             a root written before shards holds vec itself
 //	cache       v          B     value; the expiry attribute (default expires_at) N, Unix seconds
 //
 // # Writes and their conditions
 //
 //	operation          request     condition
-//	CreateCheckpoint   UpdateItem  index: attribute_not_exists(parts) OR NOT contains(parts, :p)
+//	CreateCheckpoint   UpdateItem  index shard: attribute_not_exists(parts) OR NOT contains(parts, :p)
 //	                   PutItem     attribute_not_exists(pk)
 //	Promote            UpdateItem  cur = :c AND gen = :g AND attribute_not_exists(park)
 //	                               [AND lo = :lo AND lc = :lc]
@@ -102,8 +108,11 @@
 //	PutWitness         PutItem     attribute_not_exists(pk)   (failed: same response = no-op)
 //	RecordReceipt      UpdateItem  attribute_exists(pk) AND ack < :n AND nev >= :n
 //	SetDisposition     UpdateItem  disp = "pending"           (failed: same state = no-op)
-//	SwapMembership     PutItem     attribute_not_exists(pk) | ep = :prev
-//	PublishFrontier    PutItem     attribute_not_exists(pk) | ep = :e AND (wmk, wm) = prev scalar
+//	SwapMembership     PutItem     pages: none (keyed by epoch and digest), then
+//	                               root: attribute_not_exists(pk) | ep = :prev
+//	PublishFrontier    PutItem     each changed shard: attribute_not_exists(pk) | ver = :read
+//	                               (entry-wise maximum with what is stored), then the root:
+//	                               attribute_not_exists(pk) | ver = :v AND ep = :e AND (wmk, wm) = prev scalar
 //	cache Set/Delete   PutItem/DeleteItem  none (cache entries, not progress)
 //	cache Add          PutItem     attribute_not_exists(pk) OR expires_at <= :now
 //

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -48,6 +49,9 @@ type DynamoStore struct {
 	prepMu   sync.Mutex
 	prepared bool
 	create   bool
+
+	// largest is the size of the largest item this store put (itemsize.go).
+	largest atomic.Int64
 }
 
 // TTLError is why enabling DynamoDB TTL on the table failed when the store
@@ -271,26 +275,6 @@ func (s *DynamoStore) CreateCheckpoint(ctx context.Context, c store.Checkpoint) 
 	return decodeCheckpoint(c.Key, it)
 }
 
-// indexPartition adds k.Partition to the string set of the scope's
-// partition index record. It records no progress; its condition only skips
-// the write when the name is already there.
-func (s *DynamoStore) indexPartition(ctx context.Context, k store.Key) error {
-	e := newExpr()
-	parts := e.n(attrParts)
-	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.table),
-		Key:                       recordKey(k.Scope, recPartitions),
-		UpdateExpression:          aws.String("ADD " + parts + " " + e.v("p", &types.AttributeValueMemberSS{Value: []string{k.Partition}})),
-		ConditionExpression:       aws.String("attribute_not_exists(" + parts + ") OR NOT contains(" + parts + ", " + e.v("name", avS(k.Partition)) + ")"),
-		ExpressionAttributeNames:  e.names,
-		ExpressionAttributeValues: e.vals(),
-	})
-	if err != nil && !isConditionFailed(err) {
-		return s.wrap("index partition", k, err)
-	}
-	return nil
-}
-
 // Promote implements store.Store with ONE UpdateItem on the checkpoint item:
 //
 //	SET cur = :to, gen = :g + pages, ep = :ep, wid = :wid [, wmk = :k, wm = :w, fin = :f] [, app = :a, appid = :id] [, done = true]
@@ -465,22 +449,17 @@ func (s *DynamoStore) Unpark(ctx context.Context, k store.Key, cursor []byte, ge
 	return decodeCheckpoint(k, out.Attributes)
 }
 
-// ListCheckpoints implements store.Store: one consistent GetItem of the
-// scope's partition index, then consistent BatchGetItem requests of up to
+// ListCheckpoints implements store.Store: one consistent Query of the
+// scope's partition index (its shards), then consistent BatchGetItem requests of up to
 // 100 checkpoints. Checkpoints come in partition order.
 func (s *DynamoStore) ListCheckpoints(ctx context.Context, scope string) ([]store.Checkpoint, error) {
 	if err := store.CheckName("scope", scope); err != nil {
 		return nil, err
 	}
-	idx, err := s.get(ctx, recordKey(scope, recPartitions))
+	parts, err := s.indexedPartitions(ctx, scope)
 	if err != nil {
 		return nil, s.wrap("list checkpoints of", name(scope), err)
 	}
-	parts, err := getStrings(idx, attrParts)
-	if err != nil {
-		return nil, err
-	}
-	slices.Sort(parts)
 	var out []store.Checkpoint
 	for chunk := range slices.Chunk(parts, 100) {
 		keys := make([]item, len(chunk))
@@ -720,59 +699,6 @@ func (s *DynamoStore) SetDisposition(ctx context.Context, k store.Key, generatio
 	return store.DispositionFence(k, generation, attempt, stored, d)
 }
 
-// LoadMembership implements store.Store with a consistent GetItem.
-func (s *DynamoStore) LoadMembership(ctx context.Context, scope string) (store.Membership, error) {
-	if err := store.CheckName("scope", scope); err != nil {
-		return store.Membership{}, err
-	}
-	it, err := s.get(ctx, recordKey(scope, recMembership))
-	if err != nil {
-		return store.Membership{}, s.wrap("load membership of", name(scope), err)
-	}
-	if it == nil {
-		return store.Membership{}, fmt.Errorf("%w: no membership record for scope %s", store.ErrNoCheckpoint, scope)
-	}
-	return decodeMembership(scope, it)
-}
-
-// SwapMembership implements store.Store with one PutItem conditional on the
-// stored epoch (attribute_not_exists(pk) for prevEpoch 0).
-func (s *DynamoStore) SwapMembership(ctx context.Context, prevEpoch uint64, next store.Membership) (store.Membership, error) {
-	if err := store.ValidateSwap(prevEpoch, next); err != nil {
-		return store.Membership{}, err
-	}
-	it := membershipItem(next)
-	e := newExpr()
-	var cond string
-	if prevEpoch == 0 {
-		cond = "attribute_not_exists(" + e.n(attrPK) + ")"
-	} else {
-		cond = e.n(attrEpoch) + " = " + e.v("prev", avU(prevEpoch))
-	}
-	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                 aws.String(s.table),
-		Item:                      it,
-		ConditionExpression:       aws.String(cond),
-		ExpressionAttributeNames:  e.names,
-		ExpressionAttributeValues: e.vals(),
-	})
-	if isConditionFailed(err) {
-		old, err := s.get(ctx, recordKey(next.Scope, recMembership))
-		if err != nil {
-			return store.Membership{}, &store.FenceError{Key: store.Key{Scope: next.Scope}, Op: "swap membership", Reason: fmt.Sprintf("expected epoch %d (reading the stored record failed: %v)", prevEpoch, err)}
-		}
-		var epoch uint64
-		if old != nil {
-			epoch, _, _ = getU(old, attrEpoch)
-		}
-		return store.Membership{}, store.MembershipFence(next.Scope, prevEpoch, old != nil, epoch)
-	}
-	if err != nil {
-		return store.Membership{}, s.wrap("swap membership of", name(next.Scope), err)
-	}
-	return decodeMembership(next.Scope, it)
-}
-
 // RequestDiscovery implements store.Store with one UpdateItem that adds 1
 // to the scope's discovery record (a request counter, not progress).
 func (s *DynamoStore) RequestDiscovery(ctx context.Context, scope string) (uint64, error) {
@@ -805,76 +731,6 @@ func (s *DynamoStore) DiscoveryRequests(ctx context.Context, scope string) (uint
 	}
 	n, _, err := getU(it, attrCount)
 	return n, err
-}
-
-// LoadFrontier implements store.Store with a consistent GetItem.
-func (s *DynamoStore) LoadFrontier(ctx context.Context, scope string) (store.Frontier, error) {
-	if err := store.CheckName("scope", scope); err != nil {
-		return store.Frontier{}, err
-	}
-	it, err := s.get(ctx, recordKey(scope, recFrontier))
-	if err != nil {
-		return store.Frontier{}, s.wrap("load frontier of", name(scope), err)
-	}
-	if it == nil {
-		return store.Frontier{}, fmt.Errorf("%w: no published frontier for scope %s", store.ErrNoCheckpoint, scope)
-	}
-	return decodeFrontier(scope, it)
-}
-
-// PublishFrontier implements store.Store: the regression check runs on
-// (prev, next) before any request (store.ValidatePublish), then one PutItem
-// conditional on the stored record still being prev (same epoch and
-// scalar; attribute_not_exists(pk) for the zero prev).
-func (s *DynamoStore) PublishFrontier(ctx context.Context, prev, next store.Frontier) (store.Frontier, error) {
-	if err := store.ValidatePublish(prev, next); err != nil {
-		return store.Frontier{}, err
-	}
-	next.Version = prev.Version + 1
-	it := frontierItem(next)
-	e := newExpr()
-	var cond string
-	if prev.IsZero() {
-		cond = "attribute_not_exists(" + e.n(attrPK) + ")"
-	} else {
-		if prev.Version == 0 {
-			cond = "attribute_not_exists(" + e.n(attrVersion) + ") AND "
-		} else {
-			cond = e.n(attrVersion) + " = " + e.v("pv", avU(prev.Version)) + " AND "
-		}
-		cond += e.n(attrEpoch) + " = " + e.v("pe", avU(prev.Epoch)) + " AND "
-		if prev.Scalar.IsZero() {
-			cond += "attribute_not_exists(" + e.n(attrWMKind) + ")"
-		} else {
-			cond += e.n(attrWMKind) + " = " + e.v("pk", avU(uint64(prev.Scalar.Kind))) + " AND " + e.n(attrWM) + " = " + e.v("pw", watermarkValue(prev.Scalar))
-		}
-	}
-	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                 aws.String(s.table),
-		Item:                      it,
-		ConditionExpression:       aws.String(cond),
-		ExpressionAttributeNames:  e.names,
-		ExpressionAttributeValues: e.vals(),
-	})
-	if isConditionFailed(err) {
-		old, err := s.get(ctx, recordKey(next.Scope, recFrontier))
-		if err != nil {
-			return store.Frontier{}, &store.FenceError{Key: store.Key{Scope: next.Scope}, Op: "publish frontier", Reason: fmt.Sprintf("the published frontier changed (reading it failed: %v)", err)}
-		}
-		var stored *store.Frontier
-		if old != nil {
-			f, err := decodeFrontier(next.Scope, old)
-			if err != nil {
-				return store.Frontier{}, err
-			}
-			stored = &f
-		}
-		return store.Frontier{}, store.FrontierFence(next.Scope, stored)
-	}
-	if err != nil {
-		return store.Frontier{}, s.wrap("publish frontier of", name(next.Scope), err)
-	}
-	return decodeFrontier(next.Scope, it)
 }
 
 // fence is the condition every write of a partition's progress carries:

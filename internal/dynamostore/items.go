@@ -692,33 +692,8 @@ func decodeMembership(scope string, it item) (store.Membership, error) {
 	return m, nil
 }
 
-func frontierItem(f store.Frontier) item {
-	it := recordKey(f.Scope, recFrontier)
-	it[attrEpoch] = avU(f.Epoch)
-	if f.Version > 0 {
-		it[attrVersion] = avU(f.Version)
-	}
-	putWatermark(it, attrWMKind, attrWM, f.Scalar)
-	if len(f.Vector) > 0 {
-		vec := make(map[string]types.AttributeValue, len(f.Vector))
-		for p, w := range f.Vector {
-			e := item{attrEntryKind: avU(uint64(w.Kind))}
-			if !w.IsZero() {
-				e[attrEntryValue] = watermarkValue(w)
-			}
-			vec[p] = &types.AttributeValueMemberM{Value: e}
-		}
-		it[attrVector] = &types.AttributeValueMemberM{Value: vec}
-	}
-	if len(f.HeldBy) > 0 {
-		it[attrHeldBy] = avStrings(f.HeldBy)
-	}
-	if r := store.CleanReason(f.Reason); r != "" {
-		it[attrReason] = avS(r)
-	}
-	return it
-}
-
+// decodeFrontier decodes a frontier record of one item, written before
+// shards (published.go reads it whole).
 func decodeFrontier(scope string, it item) (store.Frontier, error) {
 	f := store.Frontier{Scope: scope}
 	var err error

@@ -96,6 +96,22 @@ func TestS3ListingNoScalarFrontierCoversAKeyWrittenBelowItsProgress(t *testing.T
 				return listed.Load() >= 4, fmt.Sprintf("%d listing requests", listed.Load())
 			}, run.Running)
 			s3Put(t, srv.URL, "photos", late, "object "+late)
+			if tc.asserted {
+				// partition_frontier attaches only published frontiers: the
+				// pages after the gate carry one past the late key once the
+				// first pages' progress is published.
+				pst, err := dynamostore.NewDynamoStore(context.Background(), dynamostore.DynamoConfig{Table: tb.Name, Endpoint: tb.Endpoint})
+				if err != nil {
+					t.Fatal(err)
+				}
+				e2etest.WaitFor(t, e2etest.Patience, "a published frontier past the late key", func() (bool, string) {
+					f, err := pst.LoadFrontier(context.Background(), "s3-listing")
+					if err != nil {
+						return false, err.Error()
+					}
+					return !f.Scalar.IsZero() && f.Scalar.Str >= late, "published " + f.Scalar.String()
+				}, run.Running)
+			}
 			close(gate)
 			if err := run.Wait(e2etest.Patience); err != nil {
 				t.Fatalf("the run did not end cleanly: %v", err)
@@ -172,6 +188,8 @@ func s3ExampleWithFrontier(t *testing.T, asserted bool) string {
 		replace("      # complete_through: ", "      complete_through: ")
 		replace("        # ASSERTION (not the default): finality: append_only_writer", "        finality: append_only_writer")
 	}
+	// partition_frontier attaches only published frontiers: publish often.
+	replace("    exit_when_complete: ${EXIT_WHEN_COMPLETE:true}\n", "    exit_when_complete: ${EXIT_WHEN_COMPLETE:true}\n    frontier_publish_interval: 20ms\n")
 	replace("pipeline:\n  processors:\n", `pipeline:
   processors:
     - partition_frontier:

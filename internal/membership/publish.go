@@ -10,35 +10,49 @@ import (
 	"github.com/tidemark/tidemark/internal/store"
 )
 
-// Publisher keeps a scope's published frontier record up to date from
-// durable state. A round is two steps, Prepare (the reads and the
-// decision) and Commit (the one compare-and-swap), so that a simulation can
-// interleave other steps between them; Round does both.
+// Publisher keeps a scope's published frontier record up to date, following
+// change rather than re-reading every checkpoint (docs/design.md#publishing).
+// A round is two steps, Prepare (the reads and the decision) and Commit
+// (the one publication), so that a simulation can interleave other steps
+// between them; Round does both.
 //
-// Prepare reads the membership record (a newer epoch, changed by an
-// operator or another instance, starts a new tracker), every checkpoint of
-// the scope, and, when the last write was lost or failed, the published
-// record. A publisher whose reads are behind the record publishes nothing
-// (frontier.NextPublication), so the record's scalar and vector entries
+// What a publisher knows, all durable:
+//   - its own process's successful promotions, handed to Observe (the
+//     in-process feed): the holder of a partition publishes it;
+//   - the published record, read incrementally (store.FrontierCache: the
+//     root every round, only the shards whose version changed), which
+//     carries what the other instances published;
+//   - every checkpoint of the scope, read once (ListCheckpoints) when the
+//     publisher starts and when the membership epoch changes, so partitions
+//     nobody holds (complete, unleased) and a record written before shards
+//     count from the start.
+//
+// The membership is read the same way (store.MembershipCache: the epoch
+// every round, the record only when it changed). So an idle round costs
+// two small reads, whatever the number of partitions. A publisher whose
+// reads are behind the record publishes nothing (frontier.NextPublication)
+// or loses the compare-and-swap, so the record's scalar and vector entries
 // never go down within an epoch.
 type Publisher struct {
 	st    store.Store
 	scope string
 
-	// View, when set, filters the checkpoints a round reads. The product
-	// never sets it: the simulator's broken variant "partial view" uses it
-	// to publish from one instance's partitions only.
-	View func([]store.Checkpoint) []store.Checkpoint
+	// View, when set, keeps only the partitions it accepts from what a
+	// round reads (the checkpoints of the seed and the published record's
+	// entries). The product never sets it: the simulator's broken variant
+	// "partial view" uses it to publish from one instance's partitions
+	// only, ignoring what the others published.
+	View func(partition string) bool
 
+	members *store.MembershipCache
+	cache   *store.FrontierCache
 	tracker *frontier.Tracker
 	m       store.Membership
-	prev    store.Frontier
-	loaded  bool
 }
 
 // NewPublisher returns a publisher of scope's frontier.
 func NewPublisher(st store.Store, scope string) *Publisher {
-	return &Publisher{st: st, scope: scope}
+	return &Publisher{st: st, scope: scope, members: store.NewMembershipCache(st, scope)}
 }
 
 // Prepared is the outcome of Prepare.
@@ -47,62 +61,77 @@ type Prepared struct {
 	// EpochChanged is set when it is newer than the previous round's.
 	Membership   store.Membership
 	EpochChanged bool
-	// Snapshot is the frontier computed from the checkpoints.
+	// Snapshot is the frontier the publisher knows.
 	Snapshot frontier.Snapshot
 	// Next is the record to write, nil when nothing is to be published.
 	Next *store.Frontier
 	prev store.Frontier
 }
 
-// Observe applies a durable watermark seen between rounds (the in-process
-// feed of this process's promotions); the next Prepare reads every
-// checkpoint anyway.
+// Observe applies a durable watermark of this process (the in-process feed
+// of its successful promotions and of the checkpoints it loaded). One
+// observed before the first Prepare is covered by that Prepare's read of
+// every checkpoint.
 func (p *Publisher) Observe(partition string, w coord.Watermark) {
-	if p.tracker != nil {
-		_, _ = p.tracker.Apply(partition, w)
+	if p.tracker != nil && p.viewed(partition) {
+		_, _ = p.tracker.Apply(partition, w) // non-members are refused by the tracker
 	}
 }
+
+func (p *Publisher) viewed(partition string) bool { return p.View == nil || p.View(partition) }
 
 // Epoch returns the epoch of the last round's membership (0 before any).
 func (p *Publisher) Epoch() uint64 { return p.m.Epoch }
 
 // Prepare reads and decides.
 func (p *Publisher) Prepare(ctx context.Context) (Prepared, error) {
-	m, err := p.st.LoadMembership(ctx, p.scope)
+	m, err := p.members.Load(ctx)
 	if err != nil {
 		return Prepared{}, fmt.Errorf("reading the membership: %w", err)
 	}
 	var out Prepared
+	if p.cache == nil {
+		p.cache = store.NewFrontierCache(p.st, p.scope)
+		if p.View != nil {
+			p.cache.Filter = p.View
+		}
+	}
 	if p.tracker == nil || m.Epoch != p.tracker.Epoch() {
 		t, err := frontier.NewTrackerFor(m.FrontierMembership())
 		if err != nil {
 			return Prepared{}, fmt.Errorf("epoch %d cannot be tracked: %w", m.Epoch, err)
 		}
+		// The seed: every checkpoint, once per epoch.
+		cps, err := p.st.ListCheckpoints(ctx, p.scope)
+		if err != nil {
+			return Prepared{}, fmt.Errorf("reading the checkpoints: %w", err)
+		}
+		for _, cp := range cps {
+			if p.viewed(cp.Partition) {
+				_, _ = t.Apply(cp.Partition, cp.Watermark)
+			}
+		}
 		out.EpochChanged = p.tracker != nil
-		p.tracker, p.loaded = t, false
+		p.tracker = t
+		p.cache.Reset() // the next refresh reads every shard
 	}
 	p.m = m
 	out.Membership = m
-	cps, err := p.st.ListCheckpoints(ctx, p.scope)
-	if err != nil {
-		return out, fmt.Errorf("reading the checkpoints: %w", err)
+	f, changed, err := p.cache.Refresh(ctx)
+	switch {
+	case store.IsNotPublished(err):
+		f, changed = store.Frontier{}, false
+	case err != nil:
+		return out, fmt.Errorf("reading the published record: %w", err)
 	}
-	if p.View != nil {
-		cps = p.View(cps)
-	}
-	for _, cp := range cps {
-		_, _ = p.tracker.Apply(cp.Partition, cp.Watermark) // non-members are refused by the tracker
-	}
-	if !p.loaded {
-		f, err := p.st.LoadFrontier(ctx, p.scope)
-		if err != nil && !errors.Is(err, store.ErrNoCheckpoint) {
-			return out, fmt.Errorf("reading the published record: %w", err)
+	if changed && f.Epoch == m.Epoch {
+		for part, w := range f.Vector {
+			_, _ = p.tracker.Apply(part, w)
 		}
-		p.prev, p.loaded = f, true
 	}
 	out.Snapshot = p.tracker.Frontier()
-	out.prev = p.prev
-	if pub, ok := frontier.NextPublication(p.prev.Snapshot(), out.Snapshot); ok {
+	out.prev = f
+	if pub, ok := frontier.NextPublication(f.Snapshot(), out.Snapshot); ok {
 		next := store.FrontierRecord(p.scope, pub)
 		out.Next = &next
 	}
@@ -111,18 +140,19 @@ func (p *Publisher) Prepare(ctx context.Context) (Prepared, error) {
 
 // Commit writes r.Next (when set) conditional on the record Prepare read.
 // It returns the stored record and whether the scalar advanced. A lost
-// compare-and-swap (store.ErrFenced) or a failed write makes the next
-// Prepare re-read the record.
+// compare-and-swap (store.ErrFenced) or a failed write leaves nothing to
+// undo: the next Prepare reads the record again.
 func (p *Publisher) Commit(ctx context.Context, r Prepared) (store.Frontier, bool, error) {
 	if r.Next == nil {
 		return r.prev, false, nil
 	}
 	f, err := p.st.PublishFrontier(ctx, r.prev, *r.Next)
 	if err != nil {
-		p.loaded = false
+		if !errors.Is(err, store.ErrFenced) && p.cache != nil {
+			p.cache.Reset()
+		}
 		return store.Frontier{}, false, err
 	}
-	p.prev = f
 	return f, frontier.ScalarAdvanced(r.prev.Snapshot(), f.Snapshot()), nil
 }
 

@@ -137,7 +137,8 @@ func ReadStatus(ctx context.Context, st store.Store, scope string) (Status, erro
 			s.Vector[p] = w.String()
 		}
 	}
-	if f, err := st.LoadFrontier(ctx, scope); err == nil && !f.Scalar.IsZero() {
+	// The published scalar is in the record's root: its shards are not read.
+	if f, err := store.LoadFrontierHead(ctx, st, scope); err == nil && !f.Scalar.IsZero() {
 		v := fmt.Sprintf("%s (epoch %d)", f.Scalar, f.Epoch)
 		s.Published = &v
 	}
@@ -149,12 +150,16 @@ func ReadStatus(ctx context.Context, st store.Store, scope string) (Status, erro
 			}
 		}
 	}
+	members := make(map[string]bool, len(m.Partitions))
+	for _, p := range m.Partitions {
+		members[p] = true
+	}
 	for _, cp := range cps {
 		ps := PartitionStatus{
 			Partition: cp.Partition, Generation: cp.Generation, Watermark: cp.Watermark.String(), Finality: cp.Finality,
 			CursorHash: cursorHash(cp.Cursor), PromotedWitness: cp.PromotedWitness,
 			Parked: cp.Parked, Complete: cp.Complete, LeaseOwner: cp.Lease.Owner, LeaseCounter: cp.Lease.Counter,
-			Member:      slices.Contains(m.Partitions, cp.Partition),
+			Member:      members[cp.Partition],
 			Violations:  cp.Violations,
 			Incarnation: cp.Incarnation, IncarnationEpoch: cp.IncarnationEpoch,
 			Repairs: cp.Repairs,

@@ -21,7 +21,8 @@ import (
 // Under MaxFrontier the prepared record's scalar is replaced by the
 // greatest of its vector's watermarks (the maximum instead of the
 // minimum); under PartialView the publisher's View keeps only the
-// checkpoints of the partitions its instance would hold (viewHolds).
+// partitions its instance would hold (viewHolds), from its feed, its seed
+// and the published record alike.
 type publisher struct {
 	s       *sim
 	id      int
@@ -37,15 +38,16 @@ func (p *publisher) step() string {
 	if p.pub == nil {
 		p.pub = membership.NewPublisher(p.s.st, p.s.scope)
 		if p.s.variant == PartialView {
-			p.pub.View = func(cps []store.Checkpoint) []store.Checkpoint {
-				var own []store.Checkpoint
-				for _, cp := range cps {
-					if viewHolds(p.id, cp.Partition) {
-						own = append(own, cp)
-					}
-				}
-				return own
-			}
+			p.pub.View = func(partition string) bool { return viewHolds(p.id, partition) }
+		}
+	}
+	// The publisher's feed: the durable checkpoints of the partitions its
+	// instance holds. Every partition has a holder that publishes it, so
+	// each publisher observes them all; under PartialView only its half,
+	// and it ignores what the other published.
+	if cps, err := p.s.mem.ListCheckpoints(bg, p.s.scope); err == nil {
+		for _, cp := range cps {
+			p.pub.Observe(cp.Partition, cp.Watermark)
 		}
 	}
 	if p.pending != nil {

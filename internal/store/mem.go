@@ -25,8 +25,11 @@ type MemStore struct {
 	witnesses   map[witnessRef]witness.Witness
 	members     map[string]Membership
 	frontiers   map[string]Frontier
-	discovery   map[string]uint64
-	heartbeats  map[string]map[string]Heartbeat // scope -> owner -> heartbeat (heartbeat.go)
+	// shardVersions is the version of each shard of the published
+	// frontier of a scope (published.go).
+	shardVersions map[string][]uint64
+	discovery     map[string]uint64
+	heartbeats    map[string]map[string]Heartbeat // scope -> owner -> heartbeat (heartbeat.go)
 }
 
 type witnessRef struct {
@@ -45,6 +48,8 @@ func NewMemStore() *MemStore {
 		members:     map[string]Membership{},
 		frontiers:   map[string]Frontier{},
 		discovery:   map[string]uint64{},
+
+		shardVersions: map[string][]uint64{},
 	}
 }
 
@@ -375,6 +380,7 @@ func (s *MemStore) PublishFrontier(_ context.Context, prev, next Frontier) (Fron
 	}
 	next = cloneFrontier(next)
 	next.Version = prev.Version + 1
+	next.HeldBy = CapHeldBy(next.HeldBy)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var stored *Frontier
@@ -384,6 +390,7 @@ func (s *MemStore) PublishFrontier(_ context.Context, prev, next Frontier) (Fron
 	if !FrontierMatches(stored, prev) {
 		return Frontier{}, FrontierFence(next.Scope, stored)
 	}
+	next.Vector = s.writeShardsLocked(stored, next)
 	s.frontiers[next.Scope] = next
 	return cloneFrontier(next), nil
 }

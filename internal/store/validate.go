@@ -264,8 +264,8 @@ func (m Membership) Validate() error {
 			size += len(p) + 8
 		}
 	}
-	if size > MaxRecordBytes {
-		return fmt.Errorf("%w: membership of %d partitions is %d bytes, over the %d-byte record limit", ErrInvalid, len(m.Partitions), size, MaxRecordBytes)
+	if size > MaxShardedRecordBytes { // stored in shards (published.go)
+		return fmt.Errorf("%w: membership of %d partitions is %d bytes, over the %d-byte record limit", ErrInvalid, len(m.Partitions), size, MaxShardedRecordBytes)
 	}
 	return checkWatermark("cutover", m.Cutover)
 }
@@ -297,8 +297,8 @@ func (f Frontier) Validate() error {
 		}
 		size += len(p) + 8
 	}
-	if size > MaxRecordBytes {
-		return fmt.Errorf("%w: frontier of %d partitions is %d bytes, over the %d-byte record limit", ErrInvalid, len(f.Vector), size, MaxRecordBytes)
+	if size > MaxShardedRecordBytes { // stored in shards (published.go)
+		return fmt.Errorf("%w: frontier of %d partitions is %d bytes, over the %d-byte record limit", ErrInvalid, len(f.Vector), size, MaxShardedRecordBytes)
 	}
 	return nil
 }

@@ -82,6 +82,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"FrontierMonotone", testFrontierMonotone},
 		{"FrontierRoundTrip", testFrontierRoundTrip},
 		{"FrontierVersionFencesAStalePublisher", testFrontierVersionFencesAStalePublisher},
+		{"FrontierShardsFollowChange", testFrontierShardsFollowChange},
+		{"RecordsAt100kPartitions", testRecordsAt100kPartitions},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,130 @@
+package dynamostore
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/dynalitetest"
+	"github.com/tidemark/tidemark/internal/store"
+)
+
+// At 100,000 partitions with 36-character names, the partition index's
+// shards, the published frontier's shards and root, and the membership
+// pages and root are each under 350 KB (DynamoDB's limit is 400 KB).
+func TestItemsAt100kPartitionsStayUnderTheItemLimit(t *testing.T) {
+	const scope, n = "audit", 100_000
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("%08x-0000-4000-8000-%012d", i*2654435761%(1<<32), i)
+	}
+	const limit = 350 << 10
+
+	index := map[string][]string{}
+	for _, p := range names {
+		sk := indexShardKey(scope, p)[attrSK].(*types.AttributeValueMemberS).Value
+		index[sk] = append(index[sk], p)
+	}
+	require.Len(t, index, indexShards)
+	largest := map[string]int{}
+	note := func(kind string, it item) {
+		largest[kind] = max(largest[kind], ItemSize(it))
+		require.Less(t, ItemSize(it), limit, kind)
+	}
+	for sk, ps := range index {
+		note("index shard", item{attrPK: avS(recordPK(scope, recPartitions)), attrSK: avS(sk), attrParts: &types.AttributeValueMemberSS{Value: ps}})
+	}
+
+	vec := make(map[string]coord.Watermark, n)
+	for i, p := range names {
+		vec[p] = coord.Watermark{Kind: coord.KindTimestamp, Int: int64(1_764_741_600_000_000_000 + i)}
+	}
+	shards := store.SplitVector(vec, store.ShardCount(n))
+	versions := make([]uint64, len(shards))
+	for i, sh := range shards {
+		note("frontier shard", frontierShardItem(store.FrontierShard{Scope: scope, Epoch: 1 << 40, Index: i, Version: 1 << 40, Vector: sh}))
+		versions[i] = 1 << 40
+	}
+	root := frontierRootItem(store.Frontier{Scope: scope, Epoch: 1, Version: 1, HeldBy: names, Reason: "x"}, versions)
+	note("frontier root", root)
+
+	m := store.Membership{Scope: scope, Epoch: 1, Partitions: names, Unproven: names, Proven: false, Reason: "y"}
+	mroot, pages, err := membershipItems(m)
+	require.NoError(t, err)
+	require.NotEmpty(t, pages)
+	note("membership root", mroot)
+	for _, p := range pages {
+		note("membership page", p)
+	}
+	t.Logf("largest items at %d partitions (bytes): %v; %d frontier shards, %d membership pages", n, largest, len(shards), len(pages))
+}
+
+// legacyFrontierItem is a frontier record as it was written before shards:
+// one item with the whole vector.
+func legacyFrontierItem(f store.Frontier) item {
+	it := recordKey(f.Scope, recFrontier)
+	it[attrEpoch] = avU(f.Epoch)
+	if f.Version > 0 {
+		it[attrVersion] = avU(f.Version)
+	}
+	putWatermark(it, attrWMKind, attrWM, f.Scalar)
+	if len(f.Vector) > 0 {
+		vec := make(map[string]types.AttributeValue, len(f.Vector))
+		for p, w := range f.Vector {
+			e := item{attrEntryKind: avU(uint64(w.Kind))}
+			if !w.IsZero() {
+				e[attrEntryValue] = watermarkValue(w)
+			}
+			vec[p] = &types.AttributeValueMemberM{Value: e}
+		}
+		it[attrVector] = &types.AttributeValueMemberM{Value: vec}
+	}
+	if len(f.HeldBy) > 0 {
+		it[attrHeldBy] = avStrings(f.HeldBy)
+	}
+	if r := store.CleanReason(f.Reason); r != "" {
+		it[attrReason] = avS(r)
+	}
+	return it
+}
+
+// A record written before shards is read whole; the next publication over
+// it writes shards and a root, and nothing goes back.
+func TestFrontierRecordOfOneItemIsReadAndRepublishedInShards(t *testing.T) {
+	dynalitetest.Endpoint(t)
+	s := newTestStore(t)
+	ctx := t.Context()
+	old := store.Frontier{Scope: "legacy", Epoch: 3, Version: 7, Scalar: coord.Integer(90), Vector: map[string]coord.Watermark{"a": coord.Integer(90), "b": coord.Integer(120)}, HeldBy: []string{"a"}}
+	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: legacyFrontierItem(old)})
+	require.NoError(t, err)
+	got, err := s.LoadFrontier(ctx, "legacy")
+	require.NoError(t, err)
+	require.Equal(t, old, got)
+	h, err := s.LoadFrontierHead(ctx, "legacy")
+	require.NoError(t, err)
+	require.Nil(t, h.Shards, "a record of one item has no shards")
+
+	lower := got
+	lower.Vector = map[string]coord.Watermark{"a": coord.Integer(95), "b": coord.Integer(110)}
+	lower.Scalar = coord.Integer(95)
+	_, err = s.PublishFrontier(ctx, got, lower)
+	require.ErrorIs(t, err, store.ErrFenced, "b's published 120 cannot go back")
+
+	next := got
+	next.Vector = map[string]coord.Watermark{"a": coord.Integer(100), "b": coord.Integer(120)}
+	next.Scalar = coord.Integer(100)
+	pub, err := s.PublishFrontier(ctx, got, next)
+	require.NoError(t, err)
+	require.Equal(t, uint64(8), pub.Version)
+	h, err = s.LoadFrontierHead(ctx, "legacy")
+	require.NoError(t, err)
+	require.Len(t, h.Shards, 1)
+	loaded, err := s.LoadFrontier(ctx, "legacy")
+	require.NoError(t, err)
+	require.Equal(t, pub, loaded)
+}

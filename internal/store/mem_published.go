@@ -1,0 +1,105 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/tidemark/tidemark/internal/coord"
+)
+
+var _ ShardedFrontier = (*MemStore)(nil)
+
+// writeShardsLocked applies the shard writes of publishing next over the
+// stored record (nil: none) the way the DynamoDB store does: each changed
+// shard becomes the entry-wise maximum of what it holds and next's
+// entries, and its version grows; a new epoch starts every shard at
+// version 1. It returns the vector the record now holds. The caller holds
+// s.mu.
+func (s *MemStore) writeShardsLocked(stored *Frontier, next Frontier) map[string]coord.Watermark {
+	n := ShardCount(len(next.Vector))
+	vers := s.shardVersions[next.Scope]
+	var prev Frontier
+	if stored != nil && stored.Epoch == next.Epoch && len(vers) == n {
+		prev = *stored
+	} else {
+		vers = make([]uint64, n)
+	}
+	vers = slices.Clone(vers)
+	nextShards := SplitVector(next.Vector, n)
+	prevShards := SplitVector(prev.Vector, n)
+	out := make(map[string]coord.Watermark, len(next.Vector))
+	for i := range n {
+		merged, changed, _ := MergeShard(prevShards[i], nextShards[i])
+		if changed || vers[i] == 0 {
+			vers[i]++
+		}
+		for p, w := range merged {
+			out[p] = w
+		}
+	}
+	s.shardVersions[next.Scope] = vers
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// LoadFrontierHead implements ShardedFrontier.
+func (s *MemStore) LoadFrontierHead(_ context.Context, scope string) (FrontierHead, error) {
+	if err := CheckName("scope", scope); err != nil {
+		return FrontierHead{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, ok := s.frontiers[scope]
+	if !ok {
+		return FrontierHead{}, fmt.Errorf("%w: no published frontier for scope %s", ErrNoCheckpoint, scope)
+	}
+	h := FrontierHead{Frontier: cloneFrontier(f), Shards: slices.Clone(s.shardVersions[scope])}
+	h.Vector = nil
+	if h.Shards == nil {
+		h.Shards = []uint64{}
+	}
+	return h, nil
+}
+
+// LoadFrontierShards implements ShardedFrontier.
+func (s *MemStore) LoadFrontierShards(_ context.Context, scope string, epoch uint64, shards []int) ([]FrontierShard, error) {
+	if err := CheckName("scope", scope); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, ok := s.frontiers[scope]
+	vers := s.shardVersions[scope]
+	out := make([]FrontierShard, 0, len(shards))
+	var split []map[string]coord.Watermark
+	if ok && f.Epoch == epoch {
+		split = SplitVector(f.Vector, len(vers))
+	}
+	for _, i := range shards {
+		sh := FrontierShard{Scope: scope, Epoch: epoch, Index: i}
+		if split != nil && i >= 0 && i < len(split) {
+			sh.Version, sh.Vector = vers[i], split[i]
+		}
+		out = append(out, sh)
+	}
+	return out, nil
+}
+
+var _ MembershipEpochReader = (*MemStore)(nil)
+
+// MembershipEpoch implements MembershipEpochReader.
+func (s *MemStore) MembershipEpoch(_ context.Context, scope string) (uint64, error) {
+	if err := CheckName("scope", scope); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, ok := s.members[scope]
+	if !ok {
+		return 0, fmt.Errorf("%w: no membership record for scope %s", ErrNoCheckpoint, scope)
+	}
+	return m.Epoch, nil
+}
