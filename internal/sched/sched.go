@@ -45,7 +45,7 @@ func (realClock) NewTimer() Timer {
 
 type realTimer struct{ t *time.Timer }
 
-func (r realTimer) C() <-chan time.Time    { return r.t.C }
+func (r realTimer) C() <-chan time.Time   { return r.t.C }
 func (r realTimer) Reset(d time.Duration) { r.t.Reset(max(d, 0)) }
 func (r realTimer) Stop()                 { r.t.Stop() }
 
