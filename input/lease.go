@@ -484,14 +484,11 @@ func (m *leaseManager) start(ctx context.Context, part string, lease store.Lease
 	p.lease = h
 	m.held[part] = h
 	m.workers.Add(1)
-	go func() {
-		defer m.workers.Done()
-		defer close(h.done)
-		defer cancel()
-		if m.in.awaitParents(wctx, part) {
-			p.run(withHolder(wctx, h))
-		}
-	}()
+	p.launch(wctx, func() {
+		cancel()
+		close(h.done)
+		m.workers.Done()
+	})
 }
 
 // renewAll renews every held lease, concurrently (one slow partition must
