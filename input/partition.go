@@ -72,9 +72,9 @@ type emission struct {
 
 func newPartition(in *paginatedInput, name string) *partition {
 	return &partition{
-		in:      in,
-		key:     store.Key{Scope: in.cfg.Scope, Partition: name},
-		log:     in.log.With("partition", name, "scope", in.cfg.Scope),
+		in:   in,
+		key:  store.Key{Scope: in.cfg.Scope, Partition: name},
+		log:  in.log.With("partition", name, "scope", in.cfg.Scope),
 		red:  in.red.Child(partitionRedactCursors),
 		wake: make(chan struct{}, 1),
 	}
