@@ -136,6 +136,9 @@ func benchIdle(b *testing.B, n int) {
 	wall := time.Since(wall0)
 	pprof.StopCPUProfile()
 	b.StopTimer()
+	// Sample between two rounds of polls (the partitions started together
+	// and poll together), not in the middle of one.
+	betweenPolls(in)
 	after := idleSample()
 	if path := os.Getenv("IDLE_HEAPPROFILE"); path != "" {
 		f, err := os.Create(path)
@@ -206,4 +209,14 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// betweenPolls waits (up to a poll interval) until no partition is being
+// driven.
+func betweenPolls(in *paginatedInput) {
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if _, driving := in.runner.workers(); driving == 0 {
+			return
+		}
+	}
 }

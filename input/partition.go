@@ -1,6 +1,7 @@
 package input
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"math/rand/v2"
@@ -63,6 +64,9 @@ type partition struct {
 	// owned by the goroutine that drives the partition.
 	m      *chain.Machine
 	outbox []emission
+	// redacted are the two cursors last added to red (a quiet partition
+	// polls the same cursor again and again).
+	redacted [2][]byte
 }
 type emission struct {
 	chain uint64
@@ -160,6 +164,7 @@ func (p *partition) post(f func()) {
 	}
 	p.running = true
 	p.mu.Unlock()
+	p.in.runner.driving.Add(1)
 	p.in.runner.pool.Go(p.drive)
 }
 
@@ -187,6 +192,7 @@ func (p *partition) idle() bool {
 		return false
 	}
 	p.running = false
+	p.in.runner.driving.Add(-1)
 	return true
 }
 
@@ -249,7 +255,10 @@ func (p *partition) drive() {
 func (p *partition) end() {
 	p.mu.Lock()
 	p.ended = true
-	p.running = false
+	if p.running {
+		p.running = false
+		p.in.runner.driving.Add(-1)
+	}
 	p.ackQ, p.results = nil, nil
 	stop := p.stopHook
 	p.mu.Unlock()
@@ -287,7 +296,7 @@ func (p *partition) perform(ctx context.Context, acts []chain.Action) {
 			if ctx.Err() != nil {
 				return
 			}
-			p.red.AddBytes(a.Cursor)
+			p.redactCursor(a.Cursor)
 			p.startFetch(ctx, a)
 		case chain.Emit:
 			p.emit(a)
@@ -360,11 +369,34 @@ func (p *partition) perform(ctx context.Context, acts []chain.Action) {
 	}
 }
 
+// redactCursor adds a cursor or successor to the partition's redaction
+// set, unless it is one of the two it added last (still in the set: it
+// keeps partitionRedactCursors).
+func (p *partition) redactCursor(c []byte) {
+	if bytes.Equal(c, p.redacted[0]) || bytes.Equal(c, p.redacted[1]) {
+		return
+	}
+	p.red.AddBytes(c)
+	p.redacted[1] = p.redacted[0]
+	p.redacted[0] = bytes.Clone(c)
+}
+
+// redactedText is a log line redacted when (and only when) a logger
+// formats it: a debug line the logger drops costs no redaction.
+type redactedText struct {
+	red  *redact.Set
+	text string
+}
+
+func (r redactedText) String() string { return r.red.Apply(r.text) }
+
 func (p *partition) logText(l chain.Log) {
+	if l.Level == chain.Debug {
+		p.log.Debugf("%s", redactedText{p.red, l.Text})
+		return
+	}
 	text := p.red.Apply(l.Text)
 	switch l.Level {
-	case chain.Debug:
-		p.log.Debug(text)
 	case chain.Info:
 		p.log.Info(text)
 	case chain.Warn:
@@ -417,7 +449,7 @@ func (p *partition) startFetch(ctx context.Context, f chain.Fetch) {
 // id for its witness, or the class of its error (a malformed answer is
 // fetched again by the machine, chain.Config.FetchRetries times).
 func (p *partition) fetched(r fetchResult) chain.Input {
-	p.red.AddBytes(r.resp.Successor)
+	p.redactCursor(r.resp.Successor)
 	in := chain.Fetched{Fetch: r.id, Attempt: p.in.newAttemptID(), Response: r.resp, Err: p.red.Error(r.err)}
 	var exp *provider.ExpiredError
 	var mal *provider.MalformedError

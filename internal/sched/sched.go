@@ -221,20 +221,32 @@ func (s *Scheduler[K]) Run(ctx context.Context) {
 	}
 }
 
-// Pool runs submitted work on at most Max goroutines, first come first
-// served. Its goroutines start on demand and end when the queue is empty:
-// an idle Pool holds none.
+// Pool runs submitted work on at most max goroutines, first come first
+// served. Its goroutines start on demand; one that finds the queue empty
+// waits up to linger for more work (at most keep of them wait), then ends:
+// an idle Pool holds none, and a busy one does not start a goroutine (and
+// grow its stack) for every function.
 type Pool struct {
-	max int
+	max    int
+	keep   int
+	linger time.Duration
+	// wake hands a queued function's turn to a lingering goroutine: one
+	// token per goroutine taken off idle, sent under mu.
+	wake chan struct{}
 
 	mu      sync.Mutex
 	queue   []func()
 	head    int
 	running int
+	idle    int
 }
 
-// NewPool returns a pool of at most n goroutines (at least 1).
-func NewPool(n int) *Pool { return &Pool{max: max(n, 1)} }
+// NewPool returns a pool of at most n goroutines (at least 1), keep of
+// which linger for linger once the queue is empty.
+func NewPool(n, keep int, linger time.Duration) *Pool {
+	n = max(n, 1)
+	return &Pool{max: n, keep: min(keep, n), linger: linger, wake: make(chan struct{}, n)}
+}
 
 // Go queues f; it never blocks.
 func (p *Pool) Go(f func()) {
@@ -246,9 +258,14 @@ func (p *Pool) Go(f func()) {
 		p.queue, p.head = p.queue[:n], 0
 	}
 	p.queue = append(p.queue, f)
-	start := p.running < p.max
-	if start {
+	start := false
+	switch {
+	case p.idle > 0:
+		p.idle--
+		p.wake <- struct{}{} // room: at most max goroutines idle
+	case p.running < p.max:
 		p.running++
+		start = true
 	}
 	p.mu.Unlock()
 	if start {
@@ -257,19 +274,51 @@ func (p *Pool) Go(f func()) {
 }
 
 func (p *Pool) work() {
+	var t *time.Timer
+	defer func() {
+		if t != nil {
+			t.Stop()
+		}
+	}()
 	for {
 		p.mu.Lock()
-		if p.head == len(p.queue) {
-			p.queue, p.head = p.queue[:0], 0
+		if p.head < len(p.queue) {
+			f := p.queue[p.head]
+			p.queue[p.head] = nil
+			p.head++
+			p.mu.Unlock()
+			f()
+			continue
+		}
+		if p.linger <= 0 || p.idle >= p.keep {
 			p.running--
 			p.mu.Unlock()
 			return
 		}
-		f := p.queue[p.head]
-		p.queue[p.head] = nil
-		p.head++
+		p.idle++
 		p.mu.Unlock()
-		f()
+		if t == nil {
+			t = time.NewTimer(p.linger)
+		} else {
+			t.Reset(p.linger)
+		}
+		select {
+		case <-p.wake:
+			continue
+		case <-t.C:
+		}
+		p.mu.Lock()
+		select {
+		case <-p.wake:
+			// Woken as the linger ended: the token is this goroutine's.
+			p.mu.Unlock()
+			continue
+		default:
+		}
+		p.idle--
+		p.running--
+		p.mu.Unlock()
+		return
 	}
 }
 
@@ -280,7 +329,8 @@ func (p *Pool) Waiting() int {
 	return len(p.queue) - p.head
 }
 
-// Running is the number of the pool's goroutines.
+// Running is the number of the pool's goroutines (lingering ones
+// included).
 func (p *Pool) Running() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()

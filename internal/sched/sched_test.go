@@ -256,7 +256,7 @@ func TestSchedulerHoldsNoGoroutinePerKey(t *testing.T) {
 }
 
 func TestPoolRunsAtMostItsBound(t *testing.T) {
-	p := NewPool(3)
+	p := NewPool(3, 0, 0)
 	release := make(chan struct{})
 	var now, peak, ran atomic.Int64
 	for range 20 {
@@ -291,7 +291,7 @@ func TestPoolRunsAtMostItsBound(t *testing.T) {
 }
 
 func TestPoolRunsInSubmissionOrder(t *testing.T) {
-	p := NewPool(1)
+	p := NewPool(1, 0, 0)
 	release := make(chan struct{})
 	done := make(chan struct{})
 	var order []int
@@ -303,4 +303,38 @@ func TestPoolRunsInSubmissionOrder(t *testing.T) {
 	close(release)
 	<-done
 	assert.Equal(t, []int{0, 1, 2, 3, 4}, order)
+}
+
+func TestPoolGoroutinesLingerThenEnd(t *testing.T) {
+	p := NewPool(4, 1, 20*time.Millisecond)
+	release := make(chan struct{})
+	var started sync.WaitGroup
+	for range 4 {
+		started.Add(1)
+		p.Go(func() {
+			started.Done()
+			<-release
+		})
+	}
+	started.Wait()
+	assert.Equal(t, 4, p.Running())
+	close(release)
+	deadline := time.Now().Add(30 * time.Second)
+	for p.Running() > 1 {
+		require.False(t, time.Now().After(deadline), "more goroutines linger than kept")
+		time.Sleep(time.Millisecond)
+	}
+	for range 50 {
+		done := make(chan struct{})
+		p.Go(func() { close(done) })
+		<-done
+		assert.LessOrEqual(t, p.Running(), 2, "a lingering goroutine takes the next function")
+	}
+	for p.Running() > 0 {
+		require.False(t, time.Now().After(deadline), "the lingering goroutine did not end")
+		time.Sleep(time.Millisecond)
+	}
+	done := make(chan struct{})
+	p.Go(func() { close(done) })
+	<-done
 }
