@@ -40,7 +40,20 @@ func BenchmarkIdlePartitions(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("partitions=%d", n), func(b *testing.B) {
 			for range b.N {
-				benchIdle(b, n)
+				benchIdle(b, n, false)
+			}
+		})
+	}
+}
+
+// BenchmarkCompletePartitions is the same with exit_when_complete: every
+// partition completes once it is caught up, and the input then holds
+// nothing but what it needs to answer (the end of input).
+func BenchmarkCompletePartitions(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("partitions=%d", n), func(b *testing.B) {
+			for range b.N {
+				benchIdle(b, n, true)
 			}
 		})
 	}
@@ -54,7 +67,7 @@ type idleFigures struct {
 	cpuPerSec  float64 // CPU seconds per second of idle window
 }
 
-func benchIdle(b *testing.B, n int) {
+func benchIdle(b *testing.B, n int, complete bool) {
 	const events = 5
 	parts := make([]string, n)
 	for i := range parts {
@@ -72,6 +85,7 @@ func benchIdle(b *testing.B, n int) {
 		// The spec's defaults.
 		MaxPagesInFlight: 4, PollInterval: time.Second, ParkCheckInterval: 10 * time.Second,
 		StoreBackoff: time.Second, FetchRetries: 5, FetchBackoff: 100 * time.Millisecond,
+		ExitWhenComplete: complete,
 	}, prov, st, nil, service.MockResources())
 	if err != nil {
 		b.Fatal(err)
@@ -106,10 +120,11 @@ func benchIdle(b *testing.B, n int) {
 	defer closeInput()
 
 	// Idle: every event delivered and every checkpoint promoted through
-	// the partition's last event.
+	// the partition's last event (and, with exit_when_complete, the input
+	// ended).
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
-		if delivered.Load() >= int64(n*events) && promotedThrough(b, st, "idle", n, events) {
+		if delivered.Load() >= int64(n*events) && promotedThrough(b, st, "idle", n, events) && (!complete || ended(readerDone)) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -218,5 +233,14 @@ func betweenPolls(in *paginatedInput) {
 		if _, driving := in.runner.workers(); driving == 0 {
 			return
 		}
+	}
+}
+
+func ended(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
 	}
 }
