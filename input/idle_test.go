@@ -1,6 +1,7 @@
 package input
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -90,4 +91,21 @@ func TestQuietPartitionPicksUpANewEventAfterItsPollInterval(t *testing.T) {
 	live, _ := r.in.runner.workers()
 	assert.Equal(t, int64(1), live, "the quiet partition's worker still runs")
 	assert.False(t, r.complete("s0"))
+}
+
+// Many quiet partitions wait in the one scheduler: each has its next poll
+// pending there, none is driven by a goroutine, and the pool keeps no more
+// goroutines than it lets linger.
+func TestQuietPartitionsWaitInOneSchedulerWithoutGoroutines(t *testing.T) {
+	const n = 300
+	src := newShardSource()
+	for i := range n {
+		src.add(fmt.Sprintf("q%03d", i), 2)
+	}
+	r := startLive(t, src, false)
+	r.waitFor("every event", func() bool { return r.delivered(src.ids()) })
+	r.waitFor("every partition quiet at once", func() bool {
+		live, driving := r.in.runner.workers()
+		return live == n && driving == 0 && r.in.runner.sched.Pending() == n && r.in.runner.pool.Running() <= runnersKept
+	})
 }
