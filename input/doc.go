@@ -57,12 +57,14 @@
 //
 // # Structure
 //
-// input.go holds the component (Connect starts one goroutine per partition,
+// input.go holds the component (Connect starts one worker per partition,
 // ReadBatch hands out the batches they queue, message sets the tidemark_*
-// metadata); partition.go the per-partition worker: one goroutine that
-// drives the partition's chain machine (internal/chain,
+// metadata); partition.go the per-partition worker that drives the
+// partition's chain machine (internal/chain,
 // docs/design.md#partition-lifecycle), performing its store calls
-// (internal/chain/chainstore), fetches, emissions and waits; membership.go the membership record and the frontier
+// (internal/chain/chainstore), fetches, emissions and waits, on a goroutine
+// only while it has work (runner.go: one scheduler and one bounded pool
+// per input; a complete partition's worker ends); membership.go the membership record and the frontier
 // publisher (docs/design.md#frontier-and-membership-epochs); lease.go
 // scale-out; spec.go the config spec; metrics.go the tidemark_* metrics
 // (docs/design.md#metadata-and-metrics).

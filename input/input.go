@@ -183,6 +183,8 @@ type paginatedInput struct {
 	started     bool
 	leases      *leaseManager // nil without leases
 	budget      *byteBudget
+	// runner schedules and drives the partitions' workers (runner.go).
+	runner *partitionRunner
 }
 
 // New builds the input from plain arguments.
@@ -215,6 +217,7 @@ func New(cfg Config, prov provider.Provider, st store.Store, closeStore func(con
 		pruned:      map[string]pruneState{},
 		attemptBase: hex.EncodeToString(b[:]),
 		budget:      newByteBudget(cfg.MaxBytesInFlight),
+		runner:      newPartitionRunner(),
 	}
 	in.red = redact.New(0)
 	if r, ok := prov.(interface{ Redactor() *redact.Set }); ok && r.Redactor() != nil {
@@ -266,6 +269,11 @@ func (in *paginatedInput) Connect(ctx context.Context) error {
 	wctx, cancel := context.WithCancel(context.Background())
 	in.stopWorker = cancel
 	in.wctx = wctx
+	in.wg.Add(1)
+	go func() {
+		defer in.wg.Done()
+		in.runner.run(wctx)
+	}()
 	if in.cfg.FrontierPublishInterval > 0 {
 		in.wg.Add(1)
 		go func() {

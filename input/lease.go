@@ -565,14 +565,11 @@ func (m *leaseManager) start(ctx context.Context, part string, l store.Lease) {
 	m.held[part] = h
 	m.metrics.owned.Set(int64(len(m.held)))
 	m.workers.Add(1)
-	go func() {
-		defer m.workers.Done()
-		defer close(h.done)
-		defer cancel()
-		if m.in.awaitParents(wctx, part) {
-			p.run(withHolder(wctx, h))
-		}
-	}()
+	p.launch(wctx, func() {
+		cancel()
+		close(h.done)
+		m.workers.Done()
+	})
 }
 
 // round is one observation (every renew_interval; rebalance on balance

@@ -136,15 +136,11 @@ func (in *paginatedInput) syncWorkersLocked() {
 		}
 		ctx, cancel := context.WithCancel(in.wctx)
 		in.workers[name] = cancel
-		p := newPartition(in, name)
 		in.wg.Add(1)
-		go func() {
-			defer in.wg.Done()
-			defer cancel()
-			if in.awaitParents(ctx, name) {
-				p.run(ctx)
-			}
-		}()
+		newPartition(in, name).launch(ctx, func() {
+			cancel()
+			in.wg.Done()
+		})
 	}
 	for name, cancel := range in.workers {
 		if !slices.Contains(m.Partitions, name) {

@@ -1,6 +1,7 @@
 package input
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"math/rand/v2"
@@ -23,10 +24,14 @@ type fetchResult struct {
 	err  error
 }
 
-// partition drives one partition's chain machine (internal/chain): its run
-// goroutine steps the machine and performs what it asks — store calls
-// inline, fetches on their own goroutine, emissions through the input's
-// channel, waits on a timer. Acks arrive through ackQ.
+// partition drives one partition's chain machine (internal/chain): it
+// steps the machine and performs what it asks — store calls inline,
+// fetches on their own goroutine, emissions through the input's channel,
+// waits in the input's one scheduler (partitionRunner). It holds a
+// goroutine only while it has something to do: a fetch result, acks, a
+// deadline that came due, emissions to hand downstream. Otherwise (a quiet
+// partition waiting for its next poll, a chain waiting for acks) it holds
+// none, and a complete partition's worker ends.
 type partition struct {
 	in  *paginatedInput
 	key store.Key
@@ -38,17 +43,31 @@ type partition struct {
 	// credentials and the cursors and successors it fetched lately.
 	red *redact.Set
 
-	ackMu   sync.Mutex
-	ackQ    []chain.Ack
-	ackWake chan struct{}
+	// The mailbox: what arrived since the partition last ran. running: a
+	// goroutine (of the input's pool) drives the partition; it is woken
+	// through wake. ended: the worker ended; nothing arrives any more.
+	mu       sync.Mutex
+	started  bool
+	stopping bool
+	due      bool
+	ackQ     []chain.Ack
+	results  []fetchResult
+	running  bool
+	ended    bool
+	wake     chan struct{}
+	stopHook func() bool
 
-	// owned by run.
-	m       *chain.Machine
-	outbox  []emission
-	results chan fetchResult
-	timer   *time.Timer
+	// Set by launch.
+	ctx  context.Context
+	done func()
+
+	// owned by the goroutine that drives the partition.
+	m      *chain.Machine
+	outbox []emission
+	// redacted are the two cursors last added to red (a quiet partition
+	// polls the same cursor again and again).
+	redacted [2][]byte
 }
-
 type emission struct {
 	chain uint64
 	batch service.MessageBatch
@@ -57,31 +76,16 @@ type emission struct {
 
 func newPartition(in *paginatedInput, name string) *partition {
 	return &partition{
-		in:      in,
-		key:     store.Key{Scope: in.cfg.Scope, Partition: name},
-		log:     in.log.With("partition", name, "scope", in.cfg.Scope),
-		red:     in.red.Child(partitionRedactCursors),
-		ackWake: make(chan struct{}, 1),
-		results: make(chan fetchResult, 1),
+		in:   in,
+		key:  store.Key{Scope: in.cfg.Scope, Partition: name},
+		log:  in.log.With("partition", name, "scope", in.cfg.Scope),
+		red:  in.red.Child(partitionRedactCursors),
+		wake: make(chan struct{}, 1),
 	}
 }
 
 func (p *partition) enqueueAck(a chain.Ack) {
-	p.ackMu.Lock()
-	p.ackQ = append(p.ackQ, a)
-	p.ackMu.Unlock()
-	select {
-	case p.ackWake <- struct{}{}:
-	default:
-	}
-}
-
-func (p *partition) takeAcks() []chain.Ack {
-	p.ackMu.Lock()
-	q := p.ackQ
-	p.ackQ = nil
-	p.ackMu.Unlock()
-	return q
+	p.post(func() { p.ackQ = append(p.ackQ, a) })
 }
 
 func (p *partition) machineConfig() chain.Config {
@@ -111,40 +115,167 @@ func equalJitter(d time.Duration) time.Duration {
 	return half + rand.N(half+1)
 }
 
-// run drives the partition until ctx ends.
-func (p *partition) run(ctx context.Context) {
-	defer p.in.partitionStopped(p)
-	defer p.in.budget.set(p.key.Partition, 0)
-	p.m = chain.New(p.machineConfig())
-	p.timer = time.NewTimer(time.Hour)
-	p.timer.Stop()
-	defer p.timer.Stop()
-	p.step(ctx, chain.Start{})
-	for {
-		var out chan emission
-		var head emission
-		if len(p.outbox) > 0 {
-			out = p.in.out
-			head = p.outbox[0]
+// launch starts the partition's worker under ctx: it waits for the
+// partition's parents (lineage), then drives the machine until ctx ends or
+// the partition is complete; with a lease (p.lease), its store calls carry
+// it. done is called once, when the worker ended. This is the one way
+// workers start (membership.go without leases, lease.go with them).
+func (p *partition) launch(ctx context.Context, done func()) {
+	p.ctx, p.done = ctx, done
+	if p.lease != nil {
+		p.ctx = withHolder(ctx, p.lease)
+	}
+	p.in.runner.live.Add(1)
+	begin := func() {
+		if !p.in.awaitParents(ctx, p.key.Partition) {
+			p.end()
+			return
+		}
+		p.m = chain.New(p.machineConfig())
+		p.mu.Lock()
+		p.stopHook = context.AfterFunc(p.ctx, func() { p.post(func() { p.stopping = true }) })
+		p.mu.Unlock()
+		p.post(func() { p.started = true })
+	}
+	if m := p.in.members.Load(); p.in.cfg.UnorderedLineage || m == nil || len(m.Parents[p.key.Partition]) == 0 {
+		begin()
+		return
+	}
+	go begin()
+}
+
+// post changes the mailbox with f and makes sure a goroutine will look at
+// it: the one driving the partition is woken, or one of the pool's is
+// asked to.
+func (p *partition) post(f func()) {
+	p.mu.Lock()
+	if p.ended {
+		p.mu.Unlock()
+		return
+	}
+	f()
+	if p.running {
+		p.mu.Unlock()
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
+		return
+	}
+	p.running = true
+	p.mu.Unlock()
+	p.in.runner.driving.Add(1)
+	p.in.runner.pool.Go(p.drive)
+}
+
+// mail is what a partition's mailbox held.
+type mail struct {
+	start, stop, due bool
+	acks             []chain.Ack
+	results          []fetchResult
+}
+
+func (p *partition) take() mail {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m := mail{start: p.started, stop: p.stopping, due: p.due, acks: p.ackQ, results: p.results}
+	p.started, p.due, p.ackQ, p.results = false, false, nil, nil
+	return m
+}
+
+// idle gives the partition's goroutine back when nothing arrived
+// meanwhile; false: go on.
+func (p *partition) idle() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.started || p.stopping || p.due || len(p.ackQ) > 0 || len(p.results) > 0 {
+		return false
+	}
+	p.running = false
+	p.in.runner.driving.Add(-1)
+	return true
+}
+
+// yieldAfter is how many rounds a partition runs before it lets the
+// partitions queued for the pool go first.
+const yieldAfter = 32
+
+// drive runs the partition on the calling goroutine (one of the pool's)
+// until it has nothing to do, it yields to the queued partitions, or its
+// worker ends.
+func (p *partition) drive() {
+	ctx := p.ctx
+	for round := 1; ; round++ {
+		mb := p.take()
+		if mb.stop || ctx.Err() != nil {
+			p.perform(ctx, p.m.Step(chain.Stop{}))
+			p.end()
+			return
+		}
+		if mb.start {
+			p.step(ctx, chain.Start{})
+		}
+		for _, r := range mb.results {
+			p.step(ctx, p.fetched(r))
+		}
+		if len(mb.acks) > 0 {
+			p.step(ctx, chain.Delivered{Acks: mb.acks})
+		}
+		if mb.due {
+			p.step(ctx, chain.Tick{Now: time.Now()})
+		}
+		if p.m.Done() && len(p.outbox) == 0 {
+			// Complete: nothing is read again (a worker started anew, by
+			// a membership change or a lease, loads the checkpoint again).
+			p.end()
+			return
+		}
+		if len(p.outbox) == 0 {
+			if p.idle() {
+				return
+			}
+			continue
+		}
+		if round%yieldAfter == 0 && p.in.runner.pool.Waiting() > 0 {
+			p.in.runner.pool.Go(p.drive)
+			return
 		}
 		select {
 		case <-ctx.Done():
-			p.perform(ctx, p.m.Step(chain.Stop{}))
-			return
-		case out <- head:
+		case p.in.out <- p.outbox[0]:
+			p.outbox[0] = emission{}
 			p.outbox = p.outbox[1:]
-		case r := <-p.results:
-			if ctx.Err() != nil {
-				return
-			}
-			p.step(ctx, p.fetched(r))
-		case <-p.ackWake:
-			p.step(ctx, chain.Delivered{Acks: p.takeAcks()})
-		case <-p.timer.C:
-			p.step(ctx, chain.Tick{Now: time.Now()})
+		case <-p.wake:
 		}
 	}
 }
+
+// end ends the worker: its deadline is dropped, the budget forgets it and
+// done is called.
+func (p *partition) end() {
+	p.mu.Lock()
+	p.ended = true
+	if p.running {
+		p.running = false
+		p.in.runner.driving.Add(-1)
+	}
+	p.ackQ, p.results = nil, nil
+	stop := p.stopHook
+	p.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	p.in.runner.sched.Cancel(p)
+	p.outbox = nil
+	p.in.budget.set(p.key.Partition, 0)
+	p.in.partitionStopped(p)
+	p.in.runner.live.Add(-1)
+	p.done()
+}
+
+// fire is called by the input's scheduler when the partition's deadline
+// (the machine's latest Wait) came due.
+func (p *partition) fire() { p.post(func() { p.due = true }) }
 
 // step tells the machine the time, feeds it in and performs what follows,
 // then tells the input's byte budget what the chain holds.
@@ -165,7 +296,7 @@ func (p *partition) perform(ctx context.Context, acts []chain.Action) {
 			if ctx.Err() != nil {
 				return
 			}
-			p.red.AddBytes(a.Cursor)
+			p.redactCursor(a.Cursor)
 			p.startFetch(ctx, a)
 		case chain.Emit:
 			p.emit(a)
@@ -180,7 +311,7 @@ func (p *partition) perform(ctx context.Context, acts []chain.Action) {
 			}
 			p.outbox = kept
 		case chain.Wait:
-			p.timer.Reset(max(time.Until(a.Until), 0))
+			p.in.runner.sched.At(p, a.Until)
 		case chain.Log:
 			p.logText(a)
 		case chain.Count:
@@ -238,11 +369,34 @@ func (p *partition) perform(ctx context.Context, acts []chain.Action) {
 	}
 }
 
+// redactCursor adds a cursor or successor to the partition's redaction
+// set, unless it is one of the two it added last (still in the set: it
+// keeps partitionRedactCursors).
+func (p *partition) redactCursor(c []byte) {
+	if bytes.Equal(c, p.redacted[0]) || bytes.Equal(c, p.redacted[1]) {
+		return
+	}
+	p.red.AddBytes(c)
+	p.redacted[1] = p.redacted[0]
+	p.redacted[0] = bytes.Clone(c)
+}
+
+// redactedText is a log line redacted when (and only when) a logger
+// formats it: a debug line the logger drops costs no redaction.
+type redactedText struct {
+	red  *redact.Set
+	text string
+}
+
+func (r redactedText) String() string { return r.red.Apply(r.text) }
+
 func (p *partition) logText(l chain.Log) {
+	if l.Level == chain.Debug {
+		p.log.Debugf("%s", redactedText{p.red, l.Text})
+		return
+	}
 	text := p.red.Apply(l.Text)
 	switch l.Level {
-	case chain.Debug:
-		p.log.Debug(text)
 	case chain.Info:
 		p.log.Info(text)
 	case chain.Warn:
@@ -286,10 +440,8 @@ func (p *partition) startFetch(ctx context.Context, f chain.Fetch) {
 		resp, err := p.in.fetchWithRetry(ctx, p, provider.Request{
 			Scope: p.key.Scope, Partition: p.key.Partition, Cursor: f.Cursor, Watermark: f.Watermark, Attempt: f.Attempt,
 		})
-		select {
-		case p.results <- fetchResult{id: f.ID, resp: resp, err: err}:
-		case <-ctx.Done():
-		}
+		r := fetchResult{id: f.ID, resp: resp, err: err}
+		p.post(func() { p.results = append(p.results, r) })
 	}()
 }
 
@@ -297,7 +449,7 @@ func (p *partition) startFetch(ctx context.Context, f chain.Fetch) {
 // id for its witness, or the class of its error (a malformed answer is
 // fetched again by the machine, chain.Config.FetchRetries times).
 func (p *partition) fetched(r fetchResult) chain.Input {
-	p.red.AddBytes(r.resp.Successor)
+	p.redactCursor(r.resp.Successor)
 	in := chain.Fetched{Fetch: r.id, Attempt: p.in.newAttemptID(), Response: r.resp, Err: p.red.Error(r.err)}
 	var exp *provider.ExpiredError
 	var mal *provider.MalformedError

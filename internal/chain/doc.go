@@ -3,8 +3,9 @@
 // driver steps it with Inputs (Start, the time, the answer to its one
 // outstanding call, fetch results, the outcomes of emitted batches) and
 // performs the Actions it returns (store calls, fetches, emissions, waits,
-// logs, metrics). Both the paginated_partitions input (package input: one
-// goroutine per partition, timers, the emission channel, acks) and the
+// logs, metrics). Both the paginated_partitions input (package input: a
+// worker per partition, one scheduler for the waits, the emission channel,
+// acks) and the
 // simulator (internal/sim: one step at a time against the in-memory store
 // with its faults and the model provider) drive this one machine, so the
 // sequencing they exercise is the same. It imports only internal/witness,
