@@ -50,10 +50,10 @@ func (m *Machine) verifyIncarnation(why string, then func()) {
 		then()
 		return
 	}
-	ask(m, CheckIncarnation{Key: m.cfg.Key, Why: why}, func(r IncarnationFound) {
+	ask(m, StateCheckingIncarnation, CheckIncarnation{Key: m.cfg.Key, Why: why}, func(r IncarnationFound) {
 		if r.Err != nil {
 			m.logf(Warn, "Partition %s cannot check the incarnation of its source, not reading until it can (retrying in %s): %v", m.part(), m.cfg.PollInterval, r.Err)
-			m.wait(m.cfg.PollInterval, func() { m.verifyIncarnation(why, then) })
+			m.wait(StateCheckingIncarnation, m.cfg.PollInterval, func() { m.verifyIncarnation(why, then) })
 			return
 		}
 		h := witness.IncarnationHash(r.Value)
@@ -84,7 +84,7 @@ func (m *Machine) recordIncarnation(h string) {
 		WitnessID: "incarnation:" + h, Incarnation: h, Epoch: m.cfg.Epoch, Lease: m.cp.Lease,
 	}
 	m.logf(Info, "Partition %s: recording its source incarnation %s at generation %d", m.part(), h, m.cp.Generation)
-	ask(m, Promote{Promotion: prom, Restart: true}, func(r Promoted) {
+	ask(m, StateReincarnating, Promote{Promotion: prom, Restart: true}, func(r Promoted) {
 		switch {
 		case r.Err == nil:
 			m.cp = r.Checkpoint
@@ -94,7 +94,7 @@ func (m *Machine) recordIncarnation(h string) {
 			m.load()
 		default:
 			m.logf(Warn, "Partition %s: its source incarnation could not be recorded, retrying after %s: %v", m.part(), m.cfg.StoreBackoff, r.Err)
-			m.wait(m.cfg.StoreBackoff, m.load)
+			m.wait(StateLoading, m.cfg.StoreBackoff, m.load)
 		}
 	})
 }
@@ -120,7 +120,11 @@ func (m *Machine) checkBefore(why string, then func()) {
 		what = "the check before recovering from " + why
 	}
 	asked := m.arrived
-	ask(m, CheckIncarnation{Key: m.cfg.Key, Why: what}, func(r IncarnationFound) {
+	st := StateCheckingIncarnation
+	if why != "" {
+		st = StateRecovering
+	}
+	ask(m, st, CheckIncarnation{Key: m.cfg.Key, Why: what}, func(r IncarnationFound) {
 		if r.Err != nil {
 			m.logf(Warn, "Partition %s cannot check the incarnation of its source (%s): %v", m.part(), what, r.Err)
 			m.nextCheck = m.now.Add(m.cfg.PollInterval)
@@ -160,10 +164,10 @@ func (m *Machine) incarnationConfirmed(pg *page) bool {
 // is promoted meanwhile).
 func (m *Machine) confirmIncarnation() {
 	asked := m.arrived
-	ask(m, CheckIncarnation{Key: m.cfg.Key, Why: "before a promotion"}, func(r IncarnationFound) {
+	ask(m, StateCheckingIncarnation, CheckIncarnation{Key: m.cfg.Key, Why: "before a promotion"}, func(r IncarnationFound) {
 		if r.Err != nil {
 			m.logf(Warn, "Partition %s cannot check the incarnation of its source before a promotion, retrying in %s: %v", m.part(), m.cfg.PollInterval, r.Err)
-			m.wait(m.cfg.PollInterval, m.promoteHead)
+			m.wait(StateCheckingIncarnation, m.cfg.PollInterval, m.promoteHead)
 			return
 		}
 		h := witness.IncarnationHash(r.Value)
@@ -263,7 +267,7 @@ func (m *Machine) reincarnate(from, to, why string) {
 			clear(m.batches)
 		}
 		m.phase = phaseLoading
-		m.wait(d, func() { m.resetInto(from, to, why) })
+		m.wait(StateReincarnating, d, func() { m.resetInto(from, to, why) })
 		return
 	}
 	m.resetInto(from, to, why)
@@ -289,7 +293,7 @@ func (m *Machine) resetInto(from, to, why string) {
 		Key: m.cfg.Key, FromCursor: m.cp.Cursor, FromGeneration: m.cp.Generation,
 		To: m.cfg.StartCursor, WitnessID: "incarnation:" + to, Incarnation: to, Reset: true, Lease: m.cp.Lease,
 	}
-	ask(m, Reincarnate{Key: m.cfg.Key, From: from, To: to, Why: why, Reset: reset}, func(r Reincarnated) {
+	ask(m, StateReincarnating, Reincarnate{Key: m.cfg.Key, From: from, To: to, Why: why, Reset: reset}, func(r Reincarnated) {
 		switch {
 		case r.Err == nil:
 			m.cfg.Epoch = r.Epoch
@@ -305,7 +309,7 @@ func (m *Machine) resetInto(from, to, why string) {
 			m.load()
 		default:
 			m.logf(Warn, "Partition %s: the incarnation change to %s could not be written, retrying after %s: %v", m.part(), to, m.cfg.StoreBackoff, r.Err)
-			m.wait(m.cfg.StoreBackoff, m.load)
+			m.wait(StateLoading, m.cfg.StoreBackoff, m.load)
 		}
 	})
 }

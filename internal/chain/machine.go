@@ -151,14 +151,19 @@ func tailOf(cp store.Checkpoint) tail {
 	return tail{cur: cp.Cursor, gen: cp.Generation, applied: cp.Applied, hasApplied: cp.HasApplied, wm: cp.Watermark}
 }
 
-// call is the machine's one outstanding call: what answers it, and what to
-// do with the answer.
+// call is the machine's one outstanding call: the state it was made in,
+// the action awaited (answers says which input answers it), and what to do
+// with the answer.
 type call struct {
-	accepts func(Input) bool
-	then    func(Input)
+	state  State
+	action Action
+	then   func(Input)
 }
 
+// sleep is the machine's back-off: the state it waits in, until when, and
+// what runs then.
 type sleep struct {
+	state State
 	until time.Time
 	then  func()
 }
@@ -276,7 +281,7 @@ func (m *Machine) Step(in Input) []Action {
 		}
 	default:
 		switch {
-		case m.await != nil && m.await.accepts(in):
+		case m.await != nil && answers(m.await.action, in):
 			c := m.await
 			m.await = nil
 			c.then(in)
@@ -416,18 +421,59 @@ func (m *Machine) count(metric, label string, n int64) {
 	m.emit(Count{Metric: metric, Label: label, N: n})
 }
 
-// ask emits call a; then runs with its answer, of type T.
-func ask[T Input](m *Machine, a Action, then func(T)) {
+// ask emits call a in state st; then runs with its answer, of type T.
+func ask[T Input](m *Machine, st State, a Action, then func(T)) {
 	m.emit(a)
-	m.await = &call{
-		accepts: func(in Input) bool { _, ok := in.(T); return ok },
-		then:    func(in Input) { then(in.(T)) },
-	}
+	m.await = &call{state: st, action: a, then: func(in Input) { then(in.(T)) }}
 }
 
-// wait sleeps d (nothing else is handled meanwhile), then runs then.
-func (m *Machine) wait(d time.Duration, then func()) {
-	m.sleep = &sleep{until: m.now.Add(d), then: then}
+// answers reports whether in is the answer to call a.
+func answers(a Action, in Input) bool {
+	switch a.(type) {
+	case Load:
+		_, ok := in.(Loaded)
+		return ok
+	case PutWitness:
+		_, ok := in.(WitnessStored)
+		return ok
+	case RecordReceipt:
+		_, ok := in.(ReceiptStored)
+		return ok
+	case Abandon:
+		_, ok := in.(Abandoned)
+		return ok
+	case Promote:
+		_, ok := in.(Promoted)
+		return ok
+	case Resolve:
+		_, ok := in.(Resolved)
+		return ok
+	case Park:
+		_, ok := in.(Parked)
+		return ok
+	case WaitUnparked:
+		_, ok := in.(ParkChecked)
+		return ok
+	case RestartCursor:
+		_, ok := in.(RestartCursorFound)
+		return ok
+	case CheckIncarnation:
+		_, ok := in.(IncarnationFound)
+		return ok
+	case Reincarnate:
+		_, ok := in.(Reincarnated)
+		return ok
+	case Withdraw:
+		_, ok := in.(Withdrawn)
+		return ok
+	}
+	return false
+}
+
+// wait sleeps d in state st (nothing else is handled meanwhile), then runs
+// then.
+func (m *Machine) wait(st State, d time.Duration, then func()) {
+	m.sleep = &sleep{state: st, until: m.now.Add(d), then: then}
 }
 
 func (m *Machine) part() string { return m.cfg.Key.Partition }
@@ -471,10 +517,10 @@ func PageBytes(r witness.Response) int64 {
 func (m *Machine) load() {
 	m.phase = phaseLoading
 	ld := Load{Key: m.cfg.Key, Create: store.Checkpoint{Key: m.cfg.Key, Cursor: m.cfg.StartCursor, Generation: 1, Epoch: m.cfg.Epoch}}
-	ask(m, ld, func(r Loaded) {
+	ask(m, StateLoading, ld, func(r Loaded) {
 		if r.Err != nil {
 			m.logf(Error, "Partition %s cannot load its checkpoint, not advancing: %v", m.part(), r.Err)
-			m.wait(m.cfg.StoreBackoff, m.load)
+			m.wait(StateLoading, m.cfg.StoreBackoff, m.load)
 			return
 		}
 		m.loaded(ld.From(r.Checkpoint), r.Checkpoint, r.Witnesses)
@@ -501,7 +547,7 @@ func (m *Machine) loaded(from uint64, cp store.Checkpoint, ws []witness.Witness)
 			older = append(older, w)
 		}
 	}
-	m.abandonAll(from, witness.Abandon(witnessCheckpoint(cp), older), func() {
+	m.abandonAll(StateLoading, from, witness.Abandon(witnessCheckpoint(cp), older), func() {
 		m.emit(Observe{Checkpoint: cp})
 		switch {
 		case cp.Parked != "":
@@ -520,8 +566,8 @@ func (m *Machine) loaded(from uint64, cp store.Checkpoint, ws []witness.Witness)
 
 // checkUnparked re-reads a parked checkpoint every ParkCheckInterval.
 func (m *Machine) checkUnparked() {
-	m.wait(m.cfg.ParkCheckInterval, func() {
-		ask(m, WaitUnparked{Key: m.cfg.Key}, func(r ParkChecked) {
+	m.wait(StateParked, m.cfg.ParkCheckInterval, func() {
+		ask(m, StateParked, WaitUnparked{Key: m.cfg.Key}, func(r ParkChecked) {
 			if r.Err == nil && r.Checkpoint.Parked == "" {
 				m.logf(Info, "Partition %s unparked at generation %d", m.part(), r.Checkpoint.Generation)
 				m.count(MetricParked, "", -1)
@@ -546,20 +592,20 @@ func (m *Machine) finish(text string) {
 
 // abandonAll marks the witnesses ids of generation gen abandoned, in
 // order, then runs then.
-func (m *Machine) abandonAll(gen uint64, ids []string, then func()) {
+func (m *Machine) abandonAll(st State, gen uint64, ids []string, then func()) {
 	if len(ids) == 0 {
 		then()
 		return
 	}
-	m.setAbandoned(gen, ids[0], func() { m.abandonAll(gen, ids[1:], then) })
+	m.setAbandoned(st, gen, ids[0], func() { m.abandonAll(st, gen, ids[1:], then) })
 }
 
 // setAbandoned marks a witness abandoned. Dispositions are hints that only
 // save classification work: "promoted" is never stored (the checkpoint's
 // promoted witness says it), "abandoned" is redone on the next load when a
 // write is lost.
-func (m *Machine) setAbandoned(gen uint64, attempt string, then func()) {
-	ask(m, Abandon{Key: m.cfg.Key, Generation: gen, Attempt: attempt}, func(r Abandoned) {
+func (m *Machine) setAbandoned(st State, gen uint64, attempt string, then func()) {
+	ask(m, st, Abandon{Key: m.cfg.Key, Generation: gen, Attempt: attempt}, func(r Abandoned) {
 		if r.Err != nil && !errors.Is(r.Err, store.ErrFenced) {
 			m.logf(Debug, "Partition %s: marking witness %s abandoned: %v", m.part(), attempt, r.Err)
 		}
@@ -751,7 +797,7 @@ func (m *Machine) onReconciled(f *fetchRec, r Fetched, v verdict, recoverWith st
 }
 
 func (m *Machine) putWitness(w witness.Witness, then func()) {
-	ask(m, PutWitness{Witness: w}, func(r WitnessStored) {
+	ask(m, StateWitnessing, PutWitness{Witness: w}, func(r WitnessStored) {
 		switch {
 		case r.Err == nil:
 			then()
@@ -759,7 +805,7 @@ func (m *Machine) putWitness(w witness.Witness, then func()) {
 			m.park(fmt.Sprintf("%s of generation %d (attempt %s): %v", ReasonUnstorableWitness, w.Generation, w.AttemptID, r.Err))
 		default:
 			m.logf(Warn, "Partition %s cannot record the witness of generation %d (attempt %s), not emitting: %v", m.part(), w.Generation, w.AttemptID, r.Err)
-			m.wait(m.cfg.StoreBackoff, func() { m.putWitness(w, then) })
+			m.wait(StateWitnessing, m.cfg.StoreBackoff, func() { m.putWitness(w, then) })
 		}
 	})
 }
@@ -835,14 +881,14 @@ func (m *Machine) promoteHead() {
 	if pg.nacked {
 		// Re-fetch the head's cursor: the retry is classified against this
 		// page's witness (and its receipts).
-		m.writeReceipt(pg, func() {
+		m.writeReceipt(StateRecordingReceipt, pg, func() {
 			m.logf(Info, "Partition %s re-fetching cursor %s at generation %d after a failed delivery", m.part(), witness.CursorHash(pg.fromCursor), pg.fromGen)
 			m.restartChain()
 		})
 		return
 	}
 	if !pg.complete() {
-		m.writeReceipt(pg, func() {})
+		m.writeReceipt(StateRecordingReceipt, pg, func() {})
 		return
 	}
 	pg.w.AckedThrough = len(pg.w.Events)
@@ -859,7 +905,7 @@ func (m *Machine) promoteHead() {
 		// receipts are recorded first, so the next poll's exact replay
 		// resumes the witness with every event done and emits nothing.
 		m.count(MetricHolds, "", 1)
-		m.writeReceipt(pg, func() {
+		m.writeReceipt(StateHolding, pg, func() {
 			m.chain = m.chain[1:]
 			// Pages fetched past a held page are dropped, and so is a park
 			// waiting for them: the malformed page lay past it.
@@ -942,13 +988,13 @@ func (m *Machine) ended(pg *page) bool {
 	return m.cp.Complete || (pg.v.final && m.cfg.ExitWhenComplete)
 }
 
-func (m *Machine) writeReceipt(pg *page, then func()) {
+func (m *Machine) writeReceipt(st State, pg *page, then func()) {
 	n := pg.ackedUpTo
 	if n <= pg.receiptAt {
 		then()
 		return
 	}
-	ask(m, RecordReceipt{Key: m.cfg.Key, Generation: pg.fromGen, Attempt: pg.w.AttemptID, AckedThrough: n}, func(r ReceiptStored) {
+	ask(m, st, RecordReceipt{Key: m.cfg.Key, Generation: pg.fromGen, Attempt: pg.w.AttemptID, AckedThrough: n}, func(r ReceiptStored) {
 		if r.Err != nil {
 			// A receipt only saves duplicates on replay; losing it loses no
 			// event.
@@ -966,7 +1012,7 @@ func (m *Machine) writeReceipt(pg *page, then func()) {
 // promote performs the one conditional write that moves the checkpoint from
 // the page's input cursor to its successor.
 func (m *Machine) promote(pg *page, prom store.Promotion, then func()) {
-	ask(m, Promote{Promotion: prom}, func(r Promoted) {
+	ask(m, StatePromoting, Promote{Promotion: prom}, func(r Promoted) {
 		if r.Err == nil {
 			m.promoted(pg, r.Checkpoint, then)
 			return
@@ -990,11 +1036,11 @@ func (m *Machine) promote(pg *page, prom store.Promotion, then func()) {
 }
 
 func (m *Machine) resolve(pg *page, prom store.Promotion, then func()) {
-	ask(m, Resolve{Promotion: prom}, func(r Resolved) {
+	ask(m, StateResolving, Resolve{Promotion: prom}, func(r Resolved) {
 		switch {
 		case r.Err != nil:
 			m.logf(Warn, "Partition %s: cannot read back the checkpoint, not advancing: %v", m.part(), r.Err)
-			m.wait(m.cfg.StoreBackoff, func() { m.resolve(pg, prom, then) })
+			m.wait(StateResolving, m.cfg.StoreBackoff, func() { m.resolve(pg, prom, then) })
 		case r.Applied:
 			m.promoted(pg, r.Checkpoint, then)
 		case !prom.StillAt(r.Checkpoint):
@@ -1013,7 +1059,7 @@ func (m *Machine) resolve(pg *page, prom store.Promotion, then func()) {
 // response won its generation, then restarts the chain.
 func (m *Machine) restartAfterLoss(winner *store.Checkpoint, pg *page) {
 	if lostTo(winner, pg) {
-		m.setAbandoned(pg.fromGen, pg.w.AttemptID, m.restartChain)
+		m.setAbandoned(StateAbandoning, pg.fromGen, pg.w.AttemptID, m.restartChain)
 		return
 	}
 	m.restartChain()
@@ -1045,7 +1091,7 @@ func (m *Machine) promoted(pg *page, cp store.Checkpoint, then func()) {
 			}
 		}
 		delete(m.prior, p.fromGen)
-		m.abandonAll(p.fromGen, others, func() { settle(i + 1) })
+		m.abandonAll(StateAbandoning, p.fromGen, others, func() { settle(i + 1) })
 	}
 	settle(0)
 }
@@ -1091,7 +1137,7 @@ func (m *Machine) recoverNow(expired bool, reason string) {
 	restart := func() {
 		// The restart happens from the durable checkpoint, so wait for
 		// nothing; pages in flight are abandoned (their events may repeat).
-		ask(m, RestartCursor{
+		ask(m, StateRecovering, RestartCursor{
 			Partition: m.part(), Watermark: m.cp.Watermark,
 			Applied: m.cp.Applied, HasApplied: m.cp.HasApplied, AppliedID: m.cp.AppliedID,
 			Expired: expired,
@@ -1108,7 +1154,7 @@ func (m *Machine) recoverNow(expired bool, reason string) {
 				Violations:  m.violationTotals(),
 				Incarnation: m.incarnation,
 			}
-			ask(m, Promote{Promotion: prom, Restart: true}, func(r Promoted) {
+			ask(m, StateRecovering, Promote{Promotion: prom, Restart: true}, func(r Promoted) {
 				if r.Err != nil && !errors.Is(r.Err, store.ErrFenced) {
 					m.logf(Warn, "Partition %s: restart write has an unknown outcome, re-reading: %v", m.part(), r.Err)
 				}
@@ -1124,7 +1170,7 @@ func (m *Machine) recoverNow(expired bool, reason string) {
 	if m.restarts > 1 {
 		d := min(m.cfg.PollInterval<<(m.restarts-2), MaxRestartBackoff)
 		m.logf(Info, "Partition %s: restart %d without progress, waiting %s first", m.part(), m.restarts, d)
-		m.wait(d, restart)
+		m.wait(StateRecovering, d, restart)
 		return
 	}
 	restart()
@@ -1140,7 +1186,7 @@ func (m *Machine) park(reason string) {
 }
 
 func (m *Machine) parkWrite(reason string) {
-	ask(m, Park{Key: m.cfg.Key, Cursor: m.cp.Cursor, Generation: m.cp.Generation, Lease: m.cp.Lease, Reason: reason}, func(r Parked) {
+	ask(m, StateParking, Park{Key: m.cfg.Key, Cursor: m.cp.Cursor, Generation: m.cp.Generation, Lease: m.cp.Lease, Reason: reason}, func(r Parked) {
 		switch {
 		case r.Err == nil:
 			m.cp = r.Checkpoint
@@ -1149,7 +1195,7 @@ func (m *Machine) parkWrite(reason string) {
 			m.restartChain()
 		default:
 			m.logf(Warn, "Partition %s: cannot record the park reason: %v", m.part(), r.Err)
-			m.wait(m.cfg.StoreBackoff, func() { m.parkWrite(reason) })
+			m.wait(StateParking, m.cfg.StoreBackoff, func() { m.parkWrite(reason) })
 		}
 	})
 }

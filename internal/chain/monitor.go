@@ -122,7 +122,7 @@ func (m *Machine) report(vs []witness.Violation, then func()) {
 		m.mon.withdrawn = map[witness.ViolationKind]bool{}
 	}
 	m.mon.withdrawn[v.Kind] = true
-	ask(m, Withdraw{Key: m.cfg.Key, Reason: v.String()}, func(r Withdrawn) {
+	ask(m, StateWithdrawing, Withdraw{Key: m.cfg.Key, Reason: v.String()}, func(r Withdrawn) {
 		switch {
 		case r.Err != nil:
 			m.mon.withdrawn[v.Kind] = false // try again on the next observation
