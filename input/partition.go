@@ -47,6 +47,7 @@ type partition struct {
 	outbox  []emission
 	results chan fetchResult
 	timer   *time.Timer
+	state   chain.State // the machine's state last logged (state.go)
 }
 
 type emission struct {
@@ -157,7 +158,9 @@ func (p *partition) step(ctx context.Context, in chain.Input) {
 // perform carries out the machine's actions in order; the answer to a call
 // is stepped at once and its actions performed after the rest.
 func (p *partition) perform(ctx context.Context, acts []chain.Action) {
+	defer p.noteState()
 	for len(acts) > 0 {
+		p.noteState()
 		a := acts[0]
 		acts = acts[1:]
 		switch a := a.(type) {

@@ -1,6 +1,9 @@
 package chain
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // State is where a partition's machine is: the states of docs/design.md
 // ("The worker", "A page in the chain") that a driver can observe between
@@ -135,4 +138,17 @@ func (m *Machine) State() State {
 	default:
 		return StatePolling
 	}
+}
+
+// Awaiting returns the call the machine waits for (nil: none) and the end
+// of its back-off (zero: none). A driver may name them when it reports the
+// state; it answers only the call it performed.
+func (m *Machine) Awaiting() (call Action, backoffUntil time.Time) {
+	if m.await != nil {
+		call = m.await.action
+	}
+	if m.sleep != nil {
+		backoffUntil = m.sleep.until
+	}
+	return call, backoffUntil
 }
