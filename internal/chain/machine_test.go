@@ -77,6 +77,9 @@ type harness struct {
 	pauseOn     string // the action (by its String's first word) to hold
 	held        chain.Action
 	b           strings.Builder
+	// states are the machine's states seen after each step, consecutive
+	// repeats dropped.
+	states []chain.State
 }
 
 func (h *harness) run(d *datadriven.TestData) string {
@@ -161,6 +164,7 @@ func (h *harness) run(d *datadriven.TestData) string {
 			d.Fatalf(h.t, "nothing held")
 		}
 		h.perform(a)
+		fmt.Fprintf(&h.b, "state: %s\n", h.m.State())
 	case "recreate":
 		// The source is deleted and created again: its incarnation check
 		// answers another value.
@@ -183,9 +187,13 @@ func (h *harness) run(d *datadriven.TestData) string {
 // store calls from the store until it waits for the test.
 func (h *harness) feed(in chain.Input) {
 	h.handle(h.m.Step(in))
+	fmt.Fprintf(&h.b, "state: %s\n", h.m.State())
 }
 
 func (h *harness) handle(acts []chain.Action) {
+	if s := h.m.State(); len(h.states) == 0 || h.states[len(h.states)-1] != s {
+		h.states = append(h.states, s)
+	}
 	for _, a := range acts {
 		fmt.Fprintln(&h.b, a)
 		switch a := a.(type) {
