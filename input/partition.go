@@ -116,6 +116,7 @@ func equalJitter(d time.Duration) time.Duration {
 func (p *partition) run(ctx context.Context) {
 	defer p.in.partitionStopped(p)
 	defer p.in.budget.set(p.key.Partition, 0)
+	defer p.forgetState()
 	p.m = chain.New(p.machineConfig())
 	p.timer = time.NewTimer(time.Hour)
 	p.timer.Stop()

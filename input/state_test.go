@@ -32,3 +32,16 @@ func TestPartitionLogsStateChanges(t *testing.T) {
 	require.Contains(t, buf.String(), "level=DEBUG")
 	require.Contains(t, buf.String(), "Partition p7: state new → loading (awaiting Load)")
 }
+
+// The gauge counts running partitions by state: a move takes one out of
+// the old state and into the new one; New and Stopped count nowhere.
+func TestStateCountsMovePartitions(t *testing.T) {
+	var c stateCounts
+	c.move(chain.StateNew, chain.StateLoading)
+	c.move(chain.StateNew, chain.StateLoading)
+	c.move(chain.StateLoading, chain.StateFetching)
+	require.Equal(t, map[chain.State]int64{chain.StateLoading: 1, chain.StateFetching: 1}, c.n)
+	c.move(chain.StateFetching, chain.StateStopped)
+	c.move(chain.StateLoading, chain.StateParked)
+	require.Equal(t, map[chain.State]int64{chain.StateLoading: 0, chain.StateFetching: 0, chain.StateParked: 1}, c.n)
+}
