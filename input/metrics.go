@@ -43,6 +43,8 @@ type inputMetrics struct {
 	// one's count (seen under load: 1 shown, 2 parked).
 	parkedMu    sync.Mutex
 	parkedCount int64
+	// states counts this input's partitions by chain.State (state.go).
+	states stateCounts
 }
 
 // setParked adjusts the number of parked partitions and sets the gauge to
@@ -77,7 +79,8 @@ func newInputMetrics(m *service.Metrics) *inputMetrics {
 		frontier:           m.NewGauge("tidemark_frontier", "scope"),
 		lag:                m.NewGauge("tidemark_partition_lag", "partition"),
 	}
-	im.parked.Set(0) // the series exists before anything parks
+	im.states.gauge = m.NewGauge("tidemark_partitions_in_state", "state") // state.go
+	im.parked.Set(0)                                                      // the series exists before anything parks
 	return im
 }
 

@@ -67,6 +67,7 @@ type partition struct {
 	// redacted are the two cursors last added to red (a quiet partition
 	// polls the same cursor again and again).
 	redacted [2][]byte
+	state    chain.State // the machine's state last logged (state.go)
 }
 type emission struct {
 	chain uint64
@@ -224,7 +225,7 @@ func (p *partition) drive() {
 		if mb.due {
 			p.step(ctx, chain.Tick{Now: time.Now()})
 		}
-		if p.m.Done() && len(p.outbox) == 0 {
+		if p.m.State() == chain.StateComplete && len(p.outbox) == 0 {
 			// Complete: nothing is read again (a worker started anew, by
 			// a membership change or a lease, loads the checkpoint again).
 			p.end()
@@ -269,6 +270,7 @@ func (p *partition) end() {
 	p.outbox = nil
 	p.in.budget.set(p.key.Partition, 0)
 	p.in.partitionStopped(p)
+	p.forgetState()
 	p.in.runner.live.Add(-1)
 	p.done()
 }
@@ -288,7 +290,9 @@ func (p *partition) step(ctx context.Context, in chain.Input) {
 // perform carries out the machine's actions in order; the answer to a call
 // is stepped at once and its actions performed after the rest.
 func (p *partition) perform(ctx context.Context, acts []chain.Action) {
+	defer p.noteState()
 	for len(acts) > 0 {
+		p.noteState()
 		a := acts[0]
 		acts = acts[1:]
 		switch a := a.(type) {

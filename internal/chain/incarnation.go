@@ -44,32 +44,34 @@ func (m *Machine) scheduleCheck() {
 // the same (or none recorded yet: recordIncarnation writes it first)
 // runs then; another one is an incarnation change. Until the provider
 // answers, the partition does not read.
-func (m *Machine) verifyIncarnation(why string, then func()) {
+func (m *Machine) verifyIncarnation(why string, then *next) {
 	m.incarnation = m.cp.Incarnation
 	if !m.cfg.Incarnation {
-		then()
+		m.resume(then)
 		return
 	}
-	ask(m, CheckIncarnation{Key: m.cfg.Key, Why: why}, func(r IncarnationFound) {
-		if r.Err != nil {
-			m.logf(Warn, "Partition %s cannot check the incarnation of its source, not reading until it can (retrying in %s): %v", m.part(), m.cfg.PollInterval, r.Err)
-			m.wait(m.cfg.PollInterval, func() { m.verifyIncarnation(why, then) })
-			return
-		}
-		h := witness.IncarnationHash(r.Value)
-		m.scheduleCheck()
-		switch {
-		case m.cp.Incarnation == h:
-			then()
-		case m.cp.Incarnation == "":
-			m.recordIncarnation(h)
-		case m.cfg.IgnoreIncarnation:
-			then() // broken: reads on as the stored incarnation
+	m.ask(StateCheckingIncarnation, CheckIncarnation{Key: m.cfg.Key, Why: why}, next{kind: onIncarnationVerified, text: why, then: then})
+}
 
-		default:
-			m.reincarnate(m.cp.Incarnation, h, fmt.Sprintf("the incarnation check when %s answered another value at %s", why, m.stamp()))
-		}
-	})
+func (m *Machine) onIncarnationVerified(why string, r IncarnationFound, then *next) {
+	if r.Err != nil {
+		m.logf(Warn, "Partition %s cannot check the incarnation of its source, not reading until it can (retrying in %s): %v", m.part(), m.cfg.PollInterval, r.Err)
+		m.wait(StateCheckingIncarnation, m.cfg.PollInterval, next{kind: doVerifyIncarnation, text: why, then: then})
+		return
+	}
+	h := witness.IncarnationHash(r.Value)
+	m.scheduleCheck()
+	switch {
+	case m.cp.Incarnation == h:
+		m.resume(then)
+	case m.cp.Incarnation == "":
+		m.recordIncarnation(h)
+	case m.cfg.IgnoreIncarnation:
+		m.resume(then) // broken: reads on as the stored incarnation
+
+	default:
+		m.reincarnate(m.cp.Incarnation, h, fmt.Sprintf("the incarnation check when %s answered another value at %s", why, m.stamp()))
+	}
 }
 
 // recordIncarnation makes the first incarnation a partition sees durable,
@@ -84,64 +86,71 @@ func (m *Machine) recordIncarnation(h string) {
 		WitnessID: "incarnation:" + h, Incarnation: h, Epoch: m.cfg.Epoch, Lease: m.cp.Lease,
 	}
 	m.logf(Info, "Partition %s: recording its source incarnation %s at generation %d", m.part(), h, m.cp.Generation)
-	ask(m, Promote{Promotion: prom, Restart: true}, func(r Promoted) {
-		switch {
-		case r.Err == nil:
-			m.cp = r.Checkpoint
-			m.emit(Observe{Checkpoint: r.Checkpoint})
-			m.load()
-		case errors.Is(r.Err, store.ErrFenced):
-			m.load()
-		default:
-			m.logf(Warn, "Partition %s: its source incarnation could not be recorded, retrying after %s: %v", m.part(), m.cfg.StoreBackoff, r.Err)
-			m.wait(m.cfg.StoreBackoff, m.load)
-		}
-	})
+	m.ask(StateReincarnating, Promote{Promotion: prom, Restart: true}, next{kind: onIncarnationRecorded})
+}
+
+func (m *Machine) onIncarnationRecorded(r Promoted) {
+	switch {
+	case r.Err == nil:
+		m.cp = r.Checkpoint
+		m.emit(Observe{Checkpoint: r.Checkpoint})
+		m.load()
+	case errors.Is(r.Err, store.ErrFenced):
+		m.load()
+	default:
+		m.logf(Warn, "Partition %s: its source incarnation could not be recorded, retrying after %s: %v", m.part(), m.cfg.StoreBackoff, r.Err)
+		m.wait(StateLoading, m.cfg.StoreBackoff, next{kind: doLoad})
+	}
 }
 
 // checkWhileReading is the check every IncarnationInterval: the chain goes
 // on meanwhile (its inputs queue until the answer).
 func (m *Machine) checkWhileReading() {
 	m.nextCheck = time.Time{}
-	m.checkBefore("", func() {})
+	m.checkBefore("", nil)
 }
 
 // checkBefore checks the incarnation before then runs (a recovery, why
 // non-empty) or on the interval (why empty): a change reincarnates
 // instead; a failed check runs then anyway (the partition was checked when
 // it started).
-func (m *Machine) checkBefore(why string, then func()) {
+func (m *Machine) checkBefore(why string, then *next) {
 	if !m.cfg.Incarnation {
-		then()
+		m.resume(then)
 		return
 	}
 	what := "the interval check"
 	if why != "" {
 		what = "the check before recovering from " + why
 	}
-	asked := m.arrived
-	ask(m, CheckIncarnation{Key: m.cfg.Key, Why: what}, func(r IncarnationFound) {
-		if r.Err != nil {
-			m.logf(Warn, "Partition %s cannot check the incarnation of its source (%s): %v", m.part(), what, r.Err)
-			m.nextCheck = m.now.Add(m.cfg.PollInterval)
-			then()
-			return
+	st := StateCheckingIncarnation
+	if why != "" {
+		st = StateRecovering
+	}
+	m.ask(st, CheckIncarnation{Key: m.cfg.Key, Why: what}, next{kind: onIncarnationChecked, text: what, asked: m.arrived, then: then})
+}
+
+func (m *Machine) onIncarnationChecked(what string, asked uint64, r IncarnationFound, then *next) {
+	if r.Err != nil {
+		m.logf(Warn, "Partition %s cannot check the incarnation of its source (%s): %v", m.part(), what, r.Err)
+		m.nextCheck = m.now.Add(m.cfg.PollInterval)
+		m.resume(then)
+		return
+	}
+	h := witness.IncarnationHash(r.Value)
+	m.scheduleCheck()
+	if h == m.incarnation && !m.cfg.IgnoreIncarnation {
+		m.confirmed = max(m.confirmed, asked)
+	}
+	if h == m.incarnation || m.incarnation == "" || m.cfg.IgnoreIncarnation {
+		// (IgnoreIncarnation, broken: reads on as the old one.)
+		if m.incarnation == "" && !m.cfg.IgnoreIncarnation {
+			m.incarnation = h
 		}
-		h := witness.IncarnationHash(r.Value)
-		m.scheduleCheck()
-		if h == m.incarnation && !m.cfg.IgnoreIncarnation {
-			m.confirmed = max(m.confirmed, asked)
-		}
-		if h == m.incarnation || m.incarnation == "" || m.cfg.IgnoreIncarnation {
-			// (IgnoreIncarnation, broken: reads on as the old one.)
-			if m.incarnation == "" && !m.cfg.IgnoreIncarnation {
-				m.incarnation = h
-			}
-			then()
-			return
-		}
-		m.reincarnate(m.incarnation, h, fmt.Sprintf("%s answered another value at %s", what, m.stamp()))
-	})
+		m.resume(then)
+		return
+	}
+	m.reincarnate(m.incarnation, h, fmt.Sprintf("%s answered another value at %s", what, m.stamp()))
 }
 
 // incarnationConfirmed reports whether pg may be promoted as far as the
@@ -159,22 +168,23 @@ func (m *Machine) incarnationConfirmed(pg *page) bool {
 // reincarnates; a failed check is asked again after PollInterval (nothing
 // is promoted meanwhile).
 func (m *Machine) confirmIncarnation() {
-	asked := m.arrived
-	ask(m, CheckIncarnation{Key: m.cfg.Key, Why: "before a promotion"}, func(r IncarnationFound) {
-		if r.Err != nil {
-			m.logf(Warn, "Partition %s cannot check the incarnation of its source before a promotion, retrying in %s: %v", m.part(), m.cfg.PollInterval, r.Err)
-			m.wait(m.cfg.PollInterval, m.promoteHead)
-			return
-		}
-		h := witness.IncarnationHash(r.Value)
-		if h != m.incarnation {
-			m.reincarnate(m.incarnation, h, fmt.Sprintf("the check before a promotion answered another value at %s", m.stamp()))
-			return
-		}
-		m.confirmed = max(m.confirmed, asked)
-		m.scheduleCheck()
-		m.promoteHead()
-	})
+	m.ask(StateCheckingIncarnation, CheckIncarnation{Key: m.cfg.Key, Why: "before a promotion"}, next{kind: onIncarnationConfirmed, asked: m.arrived})
+}
+
+func (m *Machine) onIncarnationConfirmed(asked uint64, r IncarnationFound) {
+	if r.Err != nil {
+		m.logf(Warn, "Partition %s cannot check the incarnation of its source before a promotion, retrying in %s: %v", m.part(), m.cfg.PollInterval, r.Err)
+		m.wait(StateCheckingIncarnation, m.cfg.PollInterval, next{kind: doPromoteHead})
+		return
+	}
+	h := witness.IncarnationHash(r.Value)
+	if h != m.incarnation {
+		m.reincarnate(m.incarnation, h, fmt.Sprintf("the check before a promotion answered another value at %s", m.stamp()))
+		return
+	}
+	m.confirmed = max(m.confirmed, asked)
+	m.scheduleCheck()
+	m.promoteHead()
 }
 
 // recreated applies the core's rule to a response of fetch f, for a
@@ -263,7 +273,7 @@ func (m *Machine) reincarnate(from, to, why string) {
 			clear(m.batches)
 		}
 		m.phase = phaseLoading
-		m.wait(d, func() { m.resetInto(from, to, why) })
+		m.wait(StateReincarnating, d, next{kind: doResetInto, from: from, to: to, text: why})
 		return
 	}
 	m.resetInto(from, to, why)
@@ -289,23 +299,25 @@ func (m *Machine) resetInto(from, to, why string) {
 		Key: m.cfg.Key, FromCursor: m.cp.Cursor, FromGeneration: m.cp.Generation,
 		To: m.cfg.StartCursor, WitnessID: "incarnation:" + to, Incarnation: to, Reset: true, Lease: m.cp.Lease,
 	}
-	ask(m, Reincarnate{Key: m.cfg.Key, From: from, To: to, Why: why, Reset: reset}, func(r Reincarnated) {
-		switch {
-		case r.Err == nil:
-			m.cfg.Epoch = r.Epoch
-			m.cp = r.Checkpoint
-			m.incarnation = to
-			m.restarts = 0
-			m.count(MetricIncarnationChanges, "", 1)
-			m.emit(Observe{Checkpoint: r.Checkpoint})
-			m.logf(Info, "Partition %s: reset into incarnation %s at generation %d in membership epoch %d; reading it from the start", m.part(), to, r.Checkpoint.Generation, r.Epoch)
-			m.load()
-		case errors.Is(r.Err, store.ErrFenced):
-			m.logf(Warn, "Partition %s: the reset into incarnation %s lost to another writer; re-reading: %v", m.part(), to, r.Err)
-			m.load()
-		default:
-			m.logf(Warn, "Partition %s: the incarnation change to %s could not be written, retrying after %s: %v", m.part(), to, m.cfg.StoreBackoff, r.Err)
-			m.wait(m.cfg.StoreBackoff, m.load)
-		}
-	})
+	m.ask(StateReincarnating, Reincarnate{Key: m.cfg.Key, From: from, To: to, Why: why, Reset: reset}, next{kind: onReincarnated, to: to})
+}
+
+func (m *Machine) onReincarnated(to string, r Reincarnated) {
+	switch {
+	case r.Err == nil:
+		m.cfg.Epoch = r.Epoch
+		m.cp = r.Checkpoint
+		m.incarnation = to
+		m.restarts = 0
+		m.count(MetricIncarnationChanges, "", 1)
+		m.emit(Observe{Checkpoint: r.Checkpoint})
+		m.logf(Info, "Partition %s: reset into incarnation %s at generation %d in membership epoch %d; reading it from the start", m.part(), to, r.Checkpoint.Generation, r.Epoch)
+		m.load()
+	case errors.Is(r.Err, store.ErrFenced):
+		m.logf(Warn, "Partition %s: the reset into incarnation %s lost to another writer; re-reading: %v", m.part(), to, r.Err)
+		m.load()
+	default:
+		m.logf(Warn, "Partition %s: the incarnation change to %s could not be written, retrying after %s: %v", m.part(), to, m.cfg.StoreBackoff, r.Err)
+		m.wait(StateLoading, m.cfg.StoreBackoff, next{kind: doLoad})
+	}
 }

@@ -151,16 +151,21 @@ func tailOf(cp store.Checkpoint) tail {
 	return tail{cur: cp.Cursor, gen: cp.Generation, applied: cp.Applied, hasApplied: cp.HasApplied, wm: cp.Watermark}
 }
 
-// call is the machine's one outstanding call: what answers it, and what to
-// do with the answer.
+// call is the machine's one outstanding call: the state it was made in,
+// the action awaited (answers says which input answers it), and what to do
+// with the answer.
 type call struct {
-	accepts func(Input) bool
-	then    func(Input)
+	state  State
+	action Action
+	next   *next
 }
 
+// sleep is the machine's back-off: the state it waits in, until when, and
+// what runs then.
 type sleep struct {
+	state State
 	until time.Time
-	then  func()
+	next  *next
 }
 
 // Machine is one partition's chain (see the package doc). It is not safe
@@ -272,14 +277,14 @@ func (m *Machine) Step(in Input) []Action {
 		}
 		if s := m.sleep; s != nil && !m.now.Before(s.until) {
 			m.sleep = nil
-			s.then()
+			m.run(s.next, nil)
 		}
 	default:
 		switch {
-		case m.await != nil && m.await.accepts(in):
+		case m.await != nil && answers(m.await.action, in):
 			c := m.await
 			m.await = nil
-			c.then(in)
+			m.run(c.next, in)
 		case m.busy():
 			if external(in) {
 				m.queue = append(m.queue, in)
@@ -416,18 +421,59 @@ func (m *Machine) count(metric, label string, n int64) {
 	m.emit(Count{Metric: metric, Label: label, N: n})
 }
 
-// ask emits call a; then runs with its answer, of type T.
-func ask[T Input](m *Machine, a Action, then func(T)) {
+// ask emits call a in state st; k runs with its answer (next.go).
+func (m *Machine) ask(st State, a Action, k next) {
 	m.emit(a)
-	m.await = &call{
-		accepts: func(in Input) bool { _, ok := in.(T); return ok },
-		then:    func(in Input) { then(in.(T)) },
-	}
+	m.await = &call{state: st, action: a, next: &k}
 }
 
-// wait sleeps d (nothing else is handled meanwhile), then runs then.
-func (m *Machine) wait(d time.Duration, then func()) {
-	m.sleep = &sleep{until: m.now.Add(d), then: then}
+// answers reports whether in is the answer to call a.
+func answers(a Action, in Input) bool {
+	switch a.(type) {
+	case Load:
+		_, ok := in.(Loaded)
+		return ok
+	case PutWitness:
+		_, ok := in.(WitnessStored)
+		return ok
+	case RecordReceipt:
+		_, ok := in.(ReceiptStored)
+		return ok
+	case Abandon:
+		_, ok := in.(Abandoned)
+		return ok
+	case Promote:
+		_, ok := in.(Promoted)
+		return ok
+	case Resolve:
+		_, ok := in.(Resolved)
+		return ok
+	case Park:
+		_, ok := in.(Parked)
+		return ok
+	case WaitUnparked:
+		_, ok := in.(ParkChecked)
+		return ok
+	case RestartCursor:
+		_, ok := in.(RestartCursorFound)
+		return ok
+	case CheckIncarnation:
+		_, ok := in.(IncarnationFound)
+		return ok
+	case Reincarnate:
+		_, ok := in.(Reincarnated)
+		return ok
+	case Withdraw:
+		_, ok := in.(Withdrawn)
+		return ok
+	}
+	return false
+}
+
+// wait sleeps d in state st (nothing else is handled meanwhile), then runs
+// k.
+func (m *Machine) wait(st State, d time.Duration, k next) {
+	m.sleep = &sleep{state: st, until: m.now.Add(d), next: &k}
 }
 
 func (m *Machine) part() string { return m.cfg.Key.Partition }
@@ -471,14 +517,16 @@ func PageBytes(r witness.Response) int64 {
 func (m *Machine) load() {
 	m.phase = phaseLoading
 	ld := Load{Key: m.cfg.Key, Create: store.Checkpoint{Key: m.cfg.Key, Cursor: m.cfg.StartCursor, Generation: 1, Epoch: m.cfg.Epoch}}
-	ask(m, ld, func(r Loaded) {
-		if r.Err != nil {
-			m.logf(Error, "Partition %s cannot load its checkpoint, not advancing: %v", m.part(), r.Err)
-			m.wait(m.cfg.StoreBackoff, m.load)
-			return
-		}
-		m.loaded(ld.From(r.Checkpoint), r.Checkpoint, r.Witnesses)
-	})
+	m.ask(StateLoading, ld, next{kind: onLoaded, ld: ld})
+}
+
+func (m *Machine) onLoaded(ld Load, r Loaded) {
+	if r.Err != nil {
+		m.logf(Error, "Partition %s cannot load its checkpoint, not advancing: %v", m.part(), r.Err)
+		m.wait(StateLoading, m.cfg.StoreBackoff, next{kind: doLoad})
+		return
+	}
+	m.loaded(ld.From(r.Checkpoint), r.Checkpoint, r.Witnesses)
 }
 
 // loaded keeps what a load read. Afterwards the witness map is complete,
@@ -501,36 +549,44 @@ func (m *Machine) loaded(from uint64, cp store.Checkpoint, ws []witness.Witness)
 			older = append(older, w)
 		}
 	}
-	m.abandonAll(from, witness.Abandon(witnessCheckpoint(cp), older), func() {
-		m.emit(Observe{Checkpoint: cp})
-		switch {
-		case cp.Parked != "":
-			m.phase = phaseParked
-			m.count(MetricParked, "", +1)
-			m.logf(Warn, "Partition %s is parked (%s); it resumes when the reason is cleared (connect tidemark unpark)", m.part(), cp.Parked)
-			m.checkUnparked()
-		case cp.Complete:
-			m.done = true
-			m.finish(fmt.Sprintf("Partition %s is complete (durably, at generation %d) through %s: nothing is read again", m.part(), cp.Generation, cp.Watermark))
-		default:
-			m.verifyIncarnation("the partition starts", m.startChain)
-		}
-	})
+	m.abandonAll(StateLoading, from, witness.Abandon(witnessCheckpoint(cp), older), &next{kind: doAfterLoad, cp: cp})
+}
+
+// afterLoad goes on with the loaded checkpoint cp once the leftover
+// witnesses are marked abandoned.
+func (m *Machine) afterLoad(cp store.Checkpoint) {
+	m.emit(Observe{Checkpoint: cp})
+	switch {
+	case cp.Parked != "":
+		m.phase = phaseParked
+		m.count(MetricParked, "", +1)
+		m.logf(Warn, "Partition %s is parked (%s); it resumes when the reason is cleared (connect tidemark unpark)", m.part(), cp.Parked)
+		m.checkUnparked()
+	case cp.Complete:
+		m.done = true
+		m.finish(fmt.Sprintf("Partition %s is complete (durably, at generation %d) through %s: nothing is read again", m.part(), cp.Generation, cp.Watermark))
+	default:
+		m.verifyIncarnation("the partition starts", &next{kind: doStartChain})
+	}
 }
 
 // checkUnparked re-reads a parked checkpoint every ParkCheckInterval.
 func (m *Machine) checkUnparked() {
-	m.wait(m.cfg.ParkCheckInterval, func() {
-		ask(m, WaitUnparked{Key: m.cfg.Key}, func(r ParkChecked) {
-			if r.Err == nil && r.Checkpoint.Parked == "" {
-				m.logf(Info, "Partition %s unparked at generation %d", m.part(), r.Checkpoint.Generation)
-				m.count(MetricParked, "", -1)
-				m.load()
-				return
-			}
-			m.checkUnparked()
-		})
-	})
+	m.wait(StateParked, m.cfg.ParkCheckInterval, next{kind: doAskUnparked})
+}
+
+func (m *Machine) askUnparked() {
+	m.ask(StateParked, WaitUnparked{Key: m.cfg.Key}, next{kind: onParkChecked})
+}
+
+func (m *Machine) onParkChecked(r ParkChecked) {
+	if r.Err == nil && r.Checkpoint.Parked == "" {
+		m.logf(Info, "Partition %s unparked at generation %d", m.part(), r.Checkpoint.Generation)
+		m.count(MetricParked, "", -1)
+		m.load()
+		return
+	}
+	m.checkUnparked()
 }
 
 // finish ends the machine: the partition is complete.
@@ -545,26 +601,28 @@ func (m *Machine) finish(text string) {
 }
 
 // abandonAll marks the witnesses ids of generation gen abandoned, in
-// order, then runs then.
-func (m *Machine) abandonAll(gen uint64, ids []string, then func()) {
+// order, in state st, then runs then.
+func (m *Machine) abandonAll(st State, gen uint64, ids []string, then *next) {
 	if len(ids) == 0 {
-		then()
+		m.resume(then)
 		return
 	}
-	m.setAbandoned(gen, ids[0], func() { m.abandonAll(gen, ids[1:], then) })
+	m.setAbandoned(st, gen, ids[0], &next{kind: doAbandonAll, st: st, gen: gen, ids: ids[1:], then: then})
 }
 
 // setAbandoned marks a witness abandoned. Dispositions are hints that only
 // save classification work: "promoted" is never stored (the checkpoint's
 // promoted witness says it), "abandoned" is redone on the next load when a
 // write is lost.
-func (m *Machine) setAbandoned(gen uint64, attempt string, then func()) {
-	ask(m, Abandon{Key: m.cfg.Key, Generation: gen, Attempt: attempt}, func(r Abandoned) {
-		if r.Err != nil && !errors.Is(r.Err, store.ErrFenced) {
-			m.logf(Debug, "Partition %s: marking witness %s abandoned: %v", m.part(), attempt, r.Err)
-		}
-		then()
-	})
+func (m *Machine) setAbandoned(st State, gen uint64, attempt string, then *next) {
+	m.ask(st, Abandon{Key: m.cfg.Key, Generation: gen, Attempt: attempt}, next{kind: onAbandoned, text: attempt, then: then})
+}
+
+func (m *Machine) onAbandoned(attempt string, r Abandoned, then *next) {
+	if r.Err != nil && !errors.Is(r.Err, store.ErrFenced) {
+		m.logf(Debug, "Partition %s: marking witness %s abandoned: %v", m.part(), attempt, r.Err)
+	}
+	m.resume(then)
 }
 
 // ---------------------------------------------------------------------------
@@ -647,7 +705,7 @@ func (m *Machine) onFetched(f *fetchRec, r Fetched) {
 		if bv, ok := witness.BuildViolation(mp.err); ok {
 			vs = append(vs, bv)
 		}
-		m.report(vs, func() { m.onMalformed(f, mp.Error()) })
+		m.report(vs, &next{kind: doOnMalformed, f: f, text: mp.Error()})
 		return
 	case err != nil:
 		// The response contradicts what is durable (a receipt, an earlier
@@ -663,7 +721,7 @@ func (m *Machine) onFetched(f *fetchRec, r Fetched) {
 	if b, ok := claimBroken(v.violations); ok && !v.diverged && !m.mon.withdrawn[b.Kind] {
 		recoverWith = recoverAfter(f.gen, f.cursor, b)
 	}
-	m.report(v.violations, func() { m.onReconciled(f, r, v, recoverWith) })
+	m.report(v.violations, &next{kind: doOnReconciled, f: f, fetched: r, v: v, text: recoverWith})
 }
 
 // onReconciled goes on with a reconciled response once its contract
@@ -739,29 +797,27 @@ func (m *Machine) onReconciled(f *fetchRec, r Fetched, v verdict, recoverWith st
 	// input. An empty response that cannot be promoted carries no event and
 	// no successor we may use, so it is not recorded.
 	if v.fresh && (len(pg.w.Events) > 0 || v.promotable) {
-		m.putWitness(pg.w, func() {
-			m.rememberWitness(pg.w)
-			m.emitPage(pg)
-			m.promoteHead()
-		})
+		m.putWitness(pg.w, &next{kind: doEmitWitnessed, pg: pg})
 		return
 	}
 	m.emitPage(pg)
 	m.promoteHead()
 }
 
-func (m *Machine) putWitness(w witness.Witness, then func()) {
-	ask(m, PutWitness{Witness: w}, func(r WitnessStored) {
-		switch {
-		case r.Err == nil:
-			then()
-		case errors.Is(r.Err, store.ErrInvalid):
-			m.park(fmt.Sprintf("%s of generation %d (attempt %s): %v", ReasonUnstorableWitness, w.Generation, w.AttemptID, r.Err))
-		default:
-			m.logf(Warn, "Partition %s cannot record the witness of generation %d (attempt %s), not emitting: %v", m.part(), w.Generation, w.AttemptID, r.Err)
-			m.wait(m.cfg.StoreBackoff, func() { m.putWitness(w, then) })
-		}
-	})
+func (m *Machine) putWitness(w witness.Witness, then *next) {
+	m.ask(StateWitnessing, PutWitness{Witness: w}, next{kind: onWitnessStored, w: w, then: then})
+}
+
+func (m *Machine) onWitnessStored(w witness.Witness, r WitnessStored, then *next) {
+	switch {
+	case r.Err == nil:
+		m.resume(then)
+	case errors.Is(r.Err, store.ErrInvalid):
+		m.park(fmt.Sprintf("%s of generation %d (attempt %s): %v", ReasonUnstorableWitness, w.Generation, w.AttemptID, r.Err))
+	default:
+		m.logf(Warn, "Partition %s cannot record the witness of generation %d (attempt %s), not emitting: %v", m.part(), w.Generation, w.AttemptID, r.Err)
+		m.wait(StateWitnessing, m.cfg.StoreBackoff, next{kind: doPutWitness, w: w, then: then})
+	}
 }
 
 // emitPage emits the events of pg that lack a terminal outcome, split
@@ -835,14 +891,11 @@ func (m *Machine) promoteHead() {
 	if pg.nacked {
 		// Re-fetch the head's cursor: the retry is classified against this
 		// page's witness (and its receipts).
-		m.writeReceipt(pg, func() {
-			m.logf(Info, "Partition %s re-fetching cursor %s at generation %d after a failed delivery", m.part(), witness.CursorHash(pg.fromCursor), pg.fromGen)
-			m.restartChain()
-		})
+		m.writeReceipt(StateRecordingReceipt, pg, &next{kind: doRefetchAfterNack, pg: pg})
 		return
 	}
 	if !pg.complete() {
-		m.writeReceipt(pg, func() {})
+		m.writeReceipt(StateRecordingReceipt, pg, nil)
 		return
 	}
 	pg.w.AckedThrough = len(pg.w.Events)
@@ -859,37 +912,7 @@ func (m *Machine) promoteHead() {
 		// receipts are recorded first, so the next poll's exact replay
 		// resumes the witness with every event done and emits nothing.
 		m.count(MetricHolds, "", 1)
-		m.writeReceipt(pg, func() {
-			m.chain = m.chain[1:]
-			// Pages fetched past a held page are dropped, and so is a park
-			// waiting for them: the malformed page lay past it.
-			m.parkDrained = ""
-			if m.ended(pg) {
-				m.done = true
-				return
-			}
-			if r := m.mon.recoverDrained; r != "" {
-				m.mon.recoverDrained = ""
-				if len(m.chain) == 0 {
-					// The held page broke the claim: recover now.
-					m.recover(false, r)
-					return
-				}
-			}
-			m.logf(Debug, "Partition %s holds at generation %d: %s", m.part(), pg.fromGen, d.Reason)
-			m.tail = tailOf(m.cp)
-			if len(m.chain) > 0 {
-				// Pages fetched past a held page were fetched from a
-				// successor that is not durable: abandon them (their events
-				// may repeat, never go missing).
-				m.emit(EndChain{Chain: m.chainID})
-				m.chainID++
-				m.chain = nil
-				clear(m.batches)
-			}
-			m.extend = true
-			m.pollLater()
-		})
+		m.writeReceipt(StateHolding, pg, &next{kind: doAfterHold, pg: pg, text: d.Reason})
 		return
 	}
 	if !m.incarnationConfirmed(pg) {
@@ -903,35 +926,72 @@ func (m *Machine) promoteHead() {
 	last := pg.last()
 	prom := m.groupPromotion(pg)
 	prom.Violations = m.violationTotals()
-	m.promote(pg, prom, func() {
-		m.chain = m.chain[1+len(pg.coalesced):]
-		if m.ended(last) {
-			m.done = true
-			m.chain = nil
-			return
-		}
-		if r := m.mon.recoverDrained; len(m.chain) == 0 && r != "" {
-			// The page that broke a claim is delivered and promoted.
-			m.mon.recoverDrained = ""
+	m.promote(pg, prom, &next{kind: doAfterPromotion, pg: pg, last: last})
+}
+
+// afterHold goes on once the receipts of the held head pg are recorded.
+func (m *Machine) afterHold(pg *page, reason string) {
+	m.chain = m.chain[1:]
+	// Pages fetched past a held page are dropped, and so is a park
+	// waiting for them: the malformed page lay past it.
+	m.parkDrained = ""
+	if m.ended(pg) {
+		m.done = true
+		return
+	}
+	if r := m.mon.recoverDrained; r != "" {
+		m.mon.recoverDrained = ""
+		if len(m.chain) == 0 {
+			// The held page broke the claim: recover now.
 			m.recover(false, r)
 			return
 		}
-		if len(m.chain) == 0 && m.parkDrained != "" {
-			// Every page before the malformed one is promoted: the
-			// checkpoint now holds its cursor.
-			m.park(m.parkDrained)
-			return
-		}
-		if len(m.chain) == 0 && !m.extend && m.fetch == nil {
-			// The promoted page could not be fetched past (no successor,
-			// its own cursor again, or the end of the data for now): poll
-			// the new durable cursor.
-			m.tail = tailOf(m.cp)
-			m.extend = true
-			m.pollLater()
-		}
-		m.promoteHead()
-	})
+	}
+	m.logf(Debug, "Partition %s holds at generation %d: %s", m.part(), pg.fromGen, reason)
+	m.tail = tailOf(m.cp)
+	if len(m.chain) > 0 {
+		// Pages fetched past a held page were fetched from a
+		// successor that is not durable: abandon them (their events
+		// may repeat, never go missing).
+		m.emit(EndChain{Chain: m.chainID})
+		m.chainID++
+		m.chain = nil
+		clear(m.batches)
+	}
+	m.extend = true
+	m.pollLater()
+}
+
+// afterPromotion goes on once the head pg (and the pages coalesced with
+// it, the last of them last) is promoted.
+func (m *Machine) afterPromotion(pg, last *page) {
+	m.chain = m.chain[1+len(pg.coalesced):]
+	if m.ended(last) {
+		m.done = true
+		m.chain = nil
+		return
+	}
+	if r := m.mon.recoverDrained; len(m.chain) == 0 && r != "" {
+		// The page that broke a claim is delivered and promoted.
+		m.mon.recoverDrained = ""
+		m.recover(false, r)
+		return
+	}
+	if len(m.chain) == 0 && m.parkDrained != "" {
+		// Every page before the malformed one is promoted: the
+		// checkpoint now holds its cursor.
+		m.park(m.parkDrained)
+		return
+	}
+	if len(m.chain) == 0 && !m.extend && m.fetch == nil {
+		// The promoted page could not be fetched past (no successor,
+		// its own cursor again, or the end of the data for now): poll
+		// the new durable cursor.
+		m.tail = tailOf(m.cp)
+		m.extend = true
+		m.pollLater()
+	}
+	m.promoteHead()
 }
 
 // ended reports whether the partition stops after pg: its checkpoint is
@@ -942,84 +1002,90 @@ func (m *Machine) ended(pg *page) bool {
 	return m.cp.Complete || (pg.v.final && m.cfg.ExitWhenComplete)
 }
 
-func (m *Machine) writeReceipt(pg *page, then func()) {
+func (m *Machine) writeReceipt(st State, pg *page, then *next) {
 	n := pg.ackedUpTo
 	if n <= pg.receiptAt {
-		then()
+		m.resume(then)
 		return
 	}
-	ask(m, RecordReceipt{Key: m.cfg.Key, Generation: pg.fromGen, Attempt: pg.w.AttemptID, AckedThrough: n}, func(r ReceiptStored) {
-		if r.Err != nil {
-			// A receipt only saves duplicates on replay; losing it loses no
-			// event.
-			m.logf(Warn, "Partition %s: receipt for generation %d not recorded (events may repeat on retry): %v", m.part(), pg.fromGen, r.Err)
-			then()
-			return
-		}
-		pg.receiptAt = n
-		pg.w.AckedThrough = n
-		m.rememberWitness(pg.w)
-		then()
-	})
+	m.ask(st, RecordReceipt{Key: m.cfg.Key, Generation: pg.fromGen, Attempt: pg.w.AttemptID, AckedThrough: n}, next{kind: onReceiptStored, pg: pg, n: n, then: then})
+}
+
+func (m *Machine) onReceiptStored(pg *page, n int, r ReceiptStored, then *next) {
+	if r.Err != nil {
+		// A receipt only saves duplicates on replay; losing it loses no
+		// event.
+		m.logf(Warn, "Partition %s: receipt for generation %d not recorded (events may repeat on retry): %v", m.part(), pg.fromGen, r.Err)
+		m.resume(then)
+		return
+	}
+	pg.receiptAt = n
+	pg.w.AckedThrough = n
+	m.rememberWitness(pg.w)
+	m.resume(then)
 }
 
 // promote performs the one conditional write that moves the checkpoint from
 // the page's input cursor to its successor.
-func (m *Machine) promote(pg *page, prom store.Promotion, then func()) {
-	ask(m, Promote{Promotion: prom}, func(r Promoted) {
-		if r.Err == nil {
-			m.promoted(pg, r.Checkpoint, then)
-			return
-		}
-		var fe *store.FenceError
-		if errors.As(r.Err, &fe) {
-			m.count(MetricCASConflicts, "", 1)
-			m.logf(Warn, "Partition %s lost the promotion from generation %d (attempt %s): %v; re-reading the winner", m.part(), pg.fromGen, pg.w.AttemptID, r.Err)
-			// Abandon the witness only when the winner shows another
-			// response promoted from its (cursor, generation). A park or a
-			// lease change leaves (C, G) in place: the witness stays
-			// pending and is resumed by the next exact replay.
-			m.restartAfterLoss(fe.Winner, pg)
-			return
-		}
-		// The write's outcome is unknown: resolve it by reading, never by
-		// writing again blindly.
-		m.logf(Warn, "Partition %s: promotion from generation %d has an unknown outcome, reading back: %v", m.part(), pg.fromGen, r.Err)
-		m.resolve(pg, prom, then)
-	})
+func (m *Machine) promote(pg *page, prom store.Promotion, then *next) {
+	m.ask(StatePromoting, Promote{Promotion: prom}, next{kind: onPromoted, pg: pg, prom: prom, then: then})
 }
 
-func (m *Machine) resolve(pg *page, prom store.Promotion, then func()) {
-	ask(m, Resolve{Promotion: prom}, func(r Resolved) {
-		switch {
-		case r.Err != nil:
-			m.logf(Warn, "Partition %s: cannot read back the checkpoint, not advancing: %v", m.part(), r.Err)
-			m.wait(m.cfg.StoreBackoff, func() { m.resolve(pg, prom, then) })
-		case r.Applied:
-			m.promoted(pg, r.Checkpoint, then)
-		case !prom.StillAt(r.Checkpoint):
-			// Overtaken. Our witness lost only if the promotion out of its
-			// generation names another witness; a checkpoint that has moved
-			// further says nothing about it, so it stays pending.
-			cp := r.Checkpoint
-			m.restartAfterLoss(&cp, pg)
-		default:
-			m.promote(pg, prom, then) // not applied, still ours to promote: write again
-		}
-	})
+func (m *Machine) onPromoted(pg *page, prom store.Promotion, r Promoted, then *next) {
+	if r.Err == nil {
+		m.promoted(pg, r.Checkpoint, then)
+		return
+	}
+	var fe *store.FenceError
+	if errors.As(r.Err, &fe) {
+		m.count(MetricCASConflicts, "", 1)
+		m.logf(Warn, "Partition %s lost the promotion from generation %d (attempt %s): %v; re-reading the winner", m.part(), pg.fromGen, pg.w.AttemptID, r.Err)
+		// Abandon the witness only when the winner shows another
+		// response promoted from its (cursor, generation). A park or a
+		// lease change leaves (C, G) in place: the witness stays
+		// pending and is resumed by the next exact replay.
+		m.restartAfterLoss(fe.Winner, pg)
+		return
+	}
+	// The write's outcome is unknown: resolve it by reading, never by
+	// writing again blindly.
+	m.logf(Warn, "Partition %s: promotion from generation %d has an unknown outcome, reading back: %v", m.part(), pg.fromGen, r.Err)
+	m.resolve(pg, prom, then)
+}
+
+func (m *Machine) resolve(pg *page, prom store.Promotion, then *next) {
+	m.ask(StateResolving, Resolve{Promotion: prom}, next{kind: onResolved, pg: pg, prom: prom, then: then})
+}
+
+func (m *Machine) onResolved(pg *page, prom store.Promotion, r Resolved, then *next) {
+	switch {
+	case r.Err != nil:
+		m.logf(Warn, "Partition %s: cannot read back the checkpoint, not advancing: %v", m.part(), r.Err)
+		m.wait(StateResolving, m.cfg.StoreBackoff, next{kind: doResolve, pg: pg, prom: prom, then: then})
+	case r.Applied:
+		m.promoted(pg, r.Checkpoint, then)
+	case !prom.StillAt(r.Checkpoint):
+		// Overtaken. Our witness lost only if the promotion out of its
+		// generation names another witness; a checkpoint that has moved
+		// further says nothing about it, so it stays pending.
+		cp := r.Checkpoint
+		m.restartAfterLoss(&cp, pg)
+	default:
+		m.promote(pg, prom, then) // not applied, still ours to promote: write again
+	}
 }
 
 // restartAfterLoss abandons pg's witness when winner proves another
 // response won its generation, then restarts the chain.
 func (m *Machine) restartAfterLoss(winner *store.Checkpoint, pg *page) {
 	if lostTo(winner, pg) {
-		m.setAbandoned(pg.fromGen, pg.w.AttemptID, m.restartChain)
+		m.setAbandoned(StateAbandoning, pg.fromGen, pg.w.AttemptID, &next{kind: doRestartChain})
 		return
 	}
 	m.restartChain()
 }
 
-func (m *Machine) promoted(pg *page, cp store.Checkpoint, then func()) {
+func (m *Machine) promoted(pg *page, cp store.Checkpoint, then *next) {
 	m.cp = cp
 	m.countsWritten()
 	m.promotedEvents = pg.last().w.Events
@@ -1027,27 +1093,28 @@ func (m *Machine) promoted(pg *page, cp store.Checkpoint, then func()) {
 	// One Count per conditional write, N pages.
 	m.count(MetricPromotions, "", int64(1+len(pg.coalesced)))
 	m.emit(Observe{Checkpoint: cp})
-	pages := append([]*page{pg}, pg.coalesced...)
-	var settle func(i int)
-	settle = func(i int) {
-		if i == len(pages) {
-			then()
-			return
-		}
-		p := pages[i]
-		p.w.Disposition = witness.Promoted
-		m.rememberWitness(p.w)
-		// Other pending witnesses of the same (cursor, generation) lost.
-		var others []string
-		for _, w := range m.prior[p.fromGen] {
-			if w.AttemptID != p.w.AttemptID && w.Disposition == witness.Pending && string(w.InputCursor) == string(p.fromCursor) {
-				others = append(others, w.AttemptID)
-			}
-		}
-		delete(m.prior, p.fromGen)
-		m.abandonAll(p.fromGen, others, func() { settle(i + 1) })
+	m.settlePages(append([]*page{pg}, pg.coalesced...), 0, then)
+}
+
+// settlePages marks pages[i:] promoted, one by one, and the other pending
+// witnesses of each one's (cursor, generation) abandoned; then runs then.
+func (m *Machine) settlePages(pages []*page, i int, then *next) {
+	if i == len(pages) {
+		m.resume(then)
+		return
 	}
-	settle(0)
+	p := pages[i]
+	p.w.Disposition = witness.Promoted
+	m.rememberWitness(p.w)
+	// Other pending witnesses of the same (cursor, generation) lost.
+	var others []string
+	for _, w := range m.prior[p.fromGen] {
+		if w.AttemptID != p.w.AttemptID && w.Disposition == witness.Pending && string(w.InputCursor) == string(p.fromCursor) {
+			others = append(others, w.AttemptID)
+		}
+	}
+	delete(m.prior, p.fromGen)
+	m.abandonAll(StateAbandoning, p.fromGen, others, &next{kind: doSettlePages, pages: pages, i: i + 1, then: then})
 }
 
 func (m *Machine) onFetchError(f *fetchRec, r Fetched) {
@@ -1074,7 +1141,7 @@ func (m *Machine) recover(expired bool, reason string) {
 	// A recreated source shows as divergence or an expired cursor first:
 	// check its incarnation before recovering from a boundary of the old
 	// one.
-	m.checkBefore(reason, func() { m.recoverNow(expired, reason) })
+	m.checkBefore(reason, &next{kind: doRecoverNow, expired: expired, text: reason})
 }
 
 func (m *Machine) recoverNow(expired bool, reason string) {
@@ -1088,46 +1155,54 @@ func (m *Machine) recoverNow(expired bool, reason string) {
 		m.park(fmt.Sprintf("%s; %d restarts from a stable boundary in a row never got past the boundary (max_restarts %d)", reason, limit, limit))
 		return
 	}
-	restart := func() {
-		// The restart happens from the durable checkpoint, so wait for
-		// nothing; pages in flight are abandoned (their events may repeat).
-		ask(m, RestartCursor{
-			Partition: m.part(), Watermark: m.cp.Watermark,
-			Applied: m.cp.Applied, HasApplied: m.cp.HasApplied, AppliedID: m.cp.AppliedID,
-			Expired: expired,
-		}, func(r RestartCursorFound) {
-			if r.Err != nil {
-				m.park(fmt.Sprintf("%s; restart from a stable boundary failed: %v", reason, r.Err))
-				return
-			}
-			m.logf(Warn, "Partition %s: %s; restarting from a stable boundary (%s) after generation %d", m.part(), reason, recovery, m.cp.Generation)
-			m.count(MetricRestarts, "", 1)
-			prom := store.Promotion{
-				Key: m.cfg.Key, FromCursor: m.cp.Cursor, FromGeneration: m.cp.Generation,
-				To: r.Cursor, WitnessID: RestartWitnessPrefix + recovery.String(), Epoch: m.cfg.Epoch, Lease: m.cp.Lease,
-				Violations:  m.violationTotals(),
-				Incarnation: m.incarnation,
-			}
-			ask(m, Promote{Promotion: prom, Restart: true}, func(r Promoted) {
-				if r.Err != nil && !errors.Is(r.Err, store.ErrFenced) {
-					m.logf(Warn, "Partition %s: restart write has an unknown outcome, re-reading: %v", m.part(), r.Err)
-				}
-				if r.Err == nil {
-					m.countsWritten()
-				}
-				m.restartChain()
-			})
-		})
-	}
 	// Back off before each further restart without progress, so a boundary
 	// that diverges again does not loop at full speed.
 	if m.restarts > 1 {
 		d := min(m.cfg.PollInterval<<(m.restarts-2), MaxRestartBackoff)
 		m.logf(Info, "Partition %s: restart %d without progress, waiting %s first", m.part(), m.restarts, d)
-		m.wait(d, restart)
+		m.wait(StateRecovering, d, next{kind: doRestart, expired: expired, text: reason})
 		return
 	}
-	restart()
+	m.restartFromBoundary(expired, reason)
+}
+
+// restartFromBoundary asks the provider for a stable boundary cursor and
+// writes the restart promotion to it. The restart happens from the
+// durable checkpoint, so it waits for nothing; pages in flight are
+// abandoned (their events may repeat).
+func (m *Machine) restartFromBoundary(expired bool, reason string) {
+	m.ask(StateRecovering, RestartCursor{
+		Partition: m.part(), Watermark: m.cp.Watermark,
+		Applied: m.cp.Applied, HasApplied: m.cp.HasApplied, AppliedID: m.cp.AppliedID,
+		Expired: expired,
+	}, next{kind: onRestartCursor, text: reason})
+}
+
+func (m *Machine) onRestartCursor(reason string, r RestartCursorFound) {
+	if r.Err != nil {
+		m.park(fmt.Sprintf("%s; restart from a stable boundary failed: %v", reason, r.Err))
+		return
+	}
+	recovery := m.cfg.Contract.Recovery
+	m.logf(Warn, "Partition %s: %s; restarting from a stable boundary (%s) after generation %d", m.part(), reason, recovery, m.cp.Generation)
+	m.count(MetricRestarts, "", 1)
+	prom := store.Promotion{
+		Key: m.cfg.Key, FromCursor: m.cp.Cursor, FromGeneration: m.cp.Generation,
+		To: r.Cursor, WitnessID: RestartWitnessPrefix + recovery.String(), Epoch: m.cfg.Epoch, Lease: m.cp.Lease,
+		Violations:  m.violationTotals(),
+		Incarnation: m.incarnation,
+	}
+	m.ask(StateRecovering, Promote{Promotion: prom, Restart: true}, next{kind: onRestartPromoted})
+}
+
+func (m *Machine) onRestartPromoted(r Promoted) {
+	if r.Err != nil && !errors.Is(r.Err, store.ErrFenced) {
+		m.logf(Warn, "Partition %s: restart write has an unknown outcome, re-reading: %v", m.part(), r.Err)
+	}
+	if r.Err == nil {
+		m.countsWritten()
+	}
+	m.restartChain()
 }
 
 // park stops the partition with a visible reason: in the log, a metric and
@@ -1140,16 +1215,18 @@ func (m *Machine) park(reason string) {
 }
 
 func (m *Machine) parkWrite(reason string) {
-	ask(m, Park{Key: m.cfg.Key, Cursor: m.cp.Cursor, Generation: m.cp.Generation, Lease: m.cp.Lease, Reason: reason}, func(r Parked) {
-		switch {
-		case r.Err == nil:
-			m.cp = r.Checkpoint
-			m.restartChain()
-		case errors.Is(r.Err, store.ErrFenced):
-			m.restartChain()
-		default:
-			m.logf(Warn, "Partition %s: cannot record the park reason: %v", m.part(), r.Err)
-			m.wait(m.cfg.StoreBackoff, func() { m.parkWrite(reason) })
-		}
-	})
+	m.ask(StateParking, Park{Key: m.cfg.Key, Cursor: m.cp.Cursor, Generation: m.cp.Generation, Lease: m.cp.Lease, Reason: reason}, next{kind: onParked, text: reason})
+}
+
+func (m *Machine) onParked(reason string, r Parked) {
+	switch {
+	case r.Err == nil:
+		m.cp = r.Checkpoint
+		m.restartChain()
+	case errors.Is(r.Err, store.ErrFenced):
+		m.restartChain()
+	default:
+		m.logf(Warn, "Partition %s: cannot record the park reason: %v", m.part(), r.Err)
+		m.wait(StateParking, m.cfg.StoreBackoff, next{kind: doParkWrite, text: reason})
+	}
 }

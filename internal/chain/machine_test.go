@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/datadriven"
+	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/chain/chainstore"
@@ -77,6 +78,9 @@ type harness struct {
 	pauseOn     string // the action (by its String's first word) to hold
 	held        chain.Action
 	b           strings.Builder
+	// states are the machine's states seen after each step, consecutive
+	// repeats dropped.
+	states []chain.State
 }
 
 func (h *harness) run(d *datadriven.TestData) string {
@@ -161,6 +165,7 @@ func (h *harness) run(d *datadriven.TestData) string {
 			d.Fatalf(h.t, "nothing held")
 		}
 		h.perform(a)
+		fmt.Fprintf(&h.b, "state: %s\n", h.m.State())
 	case "recreate":
 		// The source is deleted and created again: its incarnation check
 		// answers another value.
@@ -183,9 +188,13 @@ func (h *harness) run(d *datadriven.TestData) string {
 // store calls from the store until it waits for the test.
 func (h *harness) feed(in chain.Input) {
 	h.handle(h.m.Step(in))
+	fmt.Fprintf(&h.b, "state: %s\n", h.m.State())
 }
 
 func (h *harness) handle(acts []chain.Action) {
+	if s := h.m.State(); len(h.states) == 0 || h.states[len(h.states)-1] != s {
+		h.states = append(h.states, s)
+	}
 	for _, a := range acts {
 		fmt.Fprintln(&h.b, a)
 		switch a := a.(type) {
@@ -592,4 +601,72 @@ func (f *faulty) SetParked(c context.Context, k store.Key, cur []byte, g uint64,
 		return store.Checkpoint{}, errInjected
 	}
 	return f.Store.SetParked(c, k, cur, g, l, r)
+}
+
+// TestStates runs golden scenarios and checks every state the machine
+// passes through (consecutive repeats dropped), the states of the store
+// calls the harness answers inline included: a park, a recovery that
+// parks after max_restarts, a coalesced promotion, an unknown promotion
+// outcome resolved, a hold.
+func TestStates(t *testing.T) {
+	const (
+		load    = chain.StateLoading
+		fetch   = chain.StateFetching
+		wit     = chain.StateWitnessing
+		acks    = chain.StateAwaitingAcks
+		receipt = chain.StateRecordingReceipt
+		promote = chain.StatePromoting
+		resolve = chain.StateResolving
+		abandon = chain.StateAbandoning
+		hold    = chain.StateHolding
+		poll    = chain.StatePolling
+		recov   = chain.StateRecovering
+		parking = chain.StateParking
+		parked  = chain.StateParked
+	)
+	var restarts []chain.State
+	for range chain.MaxRestarts {
+		restarts = append(restarts, load, fetch, recov)
+	}
+	tests := []struct {
+		scenario string
+		want     []chain.State
+	}{
+		{"park_fence_keeps_witness", []chain.State{load, fetch, wit, acks, promote, load, parked, load, fetch, acks, promote, fetch}},
+		{"malformed_parks_after_budget", []chain.State{load, fetch, wit, acks, promote, poll, fetch, poll, fetch, parking, load, parked,
+			load, fetch, poll, load, fetch, parking, load, parked, load, fetch, wit, acks, promote, parking, load, parked}},
+		{"restart_loop_parks", append(restarts, load, fetch, parking, load, parked)},
+		{"coalesce_delivered_pages", []chain.State{load, fetch, wit, acks, wit, acks, wit, acks, receipt, acks, promote, fetch}},
+		{"overtaken_promotion", []chain.State{load, fetch, wit, acks, promote, resolve, load, fetch, load, fetch, wit, acks, promote, resolve, abandon, load, fetch}},
+		{"held_last_page", []chain.State{load, fetch, wit, acks, promote, fetch, wit, acks, hold, poll, fetch, poll, fetch, poll}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.scenario, func(t *testing.T) {
+			h := &harness{t: t}
+			datadriven.RunTest(t, "testdata/"+tt.scenario, func(t *testing.T, d *datadriven.TestData) string {
+				h.t = t
+				return h.run(d)
+			})
+			require.Equal(t, tt.want, h.states)
+		})
+	}
+}
+
+func TestStateNames(t *testing.T) {
+	seen := map[string]bool{}
+	for _, s := range chain.States() {
+		name := s.String()
+		require.NotContains(t, name, "State(", "state %d has no name", s)
+		require.False(t, seen[name], "two states named %s", name)
+		seen[name] = true
+	}
+	require.Equal(t, "State(200)", chain.State(200).String())
+	m := chain.New(chain.Config{Key: key, PollInterval: time.Second, ParkCheckInterval: time.Second, StoreBackoff: time.Second})
+	require.Equal(t, chain.StateNew, m.State())
+	m.Step(chain.Start{})
+	require.Equal(t, chain.StateLoading, m.State())
+	call, _ := m.Awaiting()
+	require.IsType(t, chain.Load{}, call)
+	m.Step(chain.Stop{})
+	require.Equal(t, chain.StateStopped, m.State())
 }

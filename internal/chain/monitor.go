@@ -83,9 +83,9 @@ func claimBroken(vs []witness.Violation) (witness.Violation, bool) {
 
 // report counts and logs vs, withdraws the scalar frontier for those that
 // break a claim (once per kind, unless the write failed), then runs then.
-func (m *Machine) report(vs []witness.Violation, then func()) {
+func (m *Machine) report(vs []witness.Violation, then *next) {
 	if len(vs) == 0 {
-		then()
+		m.resume(then)
 		return
 	}
 	v := vs[0]
@@ -113,26 +113,30 @@ func (m *Machine) report(vs []witness.Violation, then func()) {
 		m.logf(level, "Partition %s: %s (logged once per partition and kind; counted in %s{kind=%q} and by connect tidemark status)%s",
 			m.part(), v, MetricViolations, kind, also)
 	}
-	next := func() { m.report(vs[1:], then) }
 	if !v.Kind.BreaksClaim() || m.mon.withdrawn[v.Kind] {
-		next()
+		m.report(vs[1:], then)
 		return
 	}
 	if m.mon.withdrawn == nil {
 		m.mon.withdrawn = map[witness.ViolationKind]bool{}
 	}
 	m.mon.withdrawn[v.Kind] = true
-	ask(m, Withdraw{Key: m.cfg.Key, Reason: v.String()}, func(r Withdrawn) {
-		switch {
-		case r.Err != nil:
-			m.mon.withdrawn[v.Kind] = false // try again on the next observation
-			m.logf(Error, "Partition %s: cannot withdraw the scalar frontier of scope %s after %s: %v", m.part(), m.cfg.Key.Scope, kind, r.Err)
-		case r.Changed:
-			m.logf(Warn, "Partition %s: the scalar frontier of scope %s is withdrawn: membership epoch %d is unproven on its account (%s) until an operator proves a cutover (connect tidemark advance-epoch)",
-				m.part(), m.cfg.Key.Scope, r.Epoch, kind)
-		}
-		next()
-	})
+	m.ask(StateWithdrawing, Withdraw{Key: m.cfg.Key, Reason: v.String()}, next{kind: onWithdrawn, violation: v, vs: vs[1:], then: then})
+}
+
+// onWithdrawn goes on with the violations rest once the scalar frontier is
+// withdrawn for v.
+func (m *Machine) onWithdrawn(v witness.Violation, rest []witness.Violation, r Withdrawn, then *next) {
+	kind := v.Kind.String()
+	switch {
+	case r.Err != nil:
+		m.mon.withdrawn[v.Kind] = false // try again on the next observation
+		m.logf(Error, "Partition %s: cannot withdraw the scalar frontier of scope %s after %s: %v", m.part(), m.cfg.Key.Scope, kind, r.Err)
+	case r.Changed:
+		m.logf(Warn, "Partition %s: the scalar frontier of scope %s is withdrawn: membership epoch %d is unproven on its account (%s) until an operator proves a cutover (connect tidemark advance-epoch)",
+			m.part(), m.cfg.Key.Scope, r.Epoch, kind)
+	}
+	m.report(rest, then)
 }
 
 // violationTotals returns the counts a promotion writes: the durable ones

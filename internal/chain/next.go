@@ -1,0 +1,178 @@
+package chain
+
+import (
+	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/witness"
+)
+
+// nextKind names what the machine does next: once the call it made is
+// answered (the on… kinds, which take the answer), once a back-off ends,
+// or once a step that made calls of its own completes (the do… kinds, a
+// then-chain). The machine's pending work is data: one call (or sleep)
+// holding one next, never a closure.
+type nextKind uint8
+
+const (
+	// Answers (run with the input that answers the call).
+	onLoaded               nextKind = iota + 1 // ld
+	onParkChecked                              //
+	onAbandoned                                // text: the attempt; then
+	onWitnessStored                            // w; then
+	onReceiptStored                            // pg, n; then
+	onPromoted                                 // pg, prom; then
+	onResolved                                 // pg, prom; then
+	onRestartCursor                            // text: the reason
+	onRestartPromoted                          //
+	onParked                                   // text: the reason
+	onIncarnationVerified                      // text: why; then
+	onIncarnationRecorded                      //
+	onIncarnationChecked                       // text: what, asked; then
+	onIncarnationConfirmed                     // asked
+	onReincarnated                             // to
+	onWithdrawn                                // violation, vs: the rest; then
+
+	// Continuations (run after a back-off, or when what they follow is done).
+	doLoad              //
+	doAfterLoad         // cp
+	doStartChain        //
+	doAskUnparked       //
+	doAbandonAll        // st, gen, ids; then
+	doPutWitness        // w; then
+	doEmitWitnessed     // pg
+	doRefetchAfterNack  // pg
+	doAfterHold         // pg, text: the reason
+	doAfterPromotion    // pg, last
+	doResolve           // pg, prom; then
+	doRestartChain      //
+	doSettlePages       // pages, i; then
+	doRecoverNow        // expired, text: the reason
+	doRestart           // expired, text: the reason
+	doParkWrite         // text: the reason
+	doVerifyIncarnation // text: why; then
+	doPromoteHead       //
+	doResetInto         // from, to, text: why
+	doOnMalformed       // f, text
+	doOnReconciled      // f, fetched, v, text: recoverWith
+)
+
+// next is one step of pending work: its kind and the few values it
+// carries (which ones, per kind, above); then is what follows it, if
+// anything.
+type next struct {
+	kind nextKind
+	then *next
+
+	st        State
+	ld        Load
+	cp        store.Checkpoint
+	pg, last  *page
+	pages     []*page
+	i, n      int
+	prom      store.Promotion
+	w         witness.Witness
+	f         *fetchRec
+	fetched   Fetched
+	v         verdict
+	violation witness.Violation
+	vs        []witness.Violation
+	gen       uint64
+	ids       []string
+	asked     uint64
+	expired   bool
+	text      string
+	from, to  string
+}
+
+// resume runs k, when there is one.
+func (m *Machine) resume(k *next) {
+	if k != nil {
+		m.run(k, nil)
+	}
+}
+
+// run runs k; in is the answer to the call k was waiting for (nil for a
+// continuation).
+func (m *Machine) run(k *next, in Input) {
+	switch k.kind {
+	case onLoaded:
+		m.onLoaded(k.ld, in.(Loaded))
+	case onParkChecked:
+		m.onParkChecked(in.(ParkChecked))
+	case onAbandoned:
+		m.onAbandoned(k.text, in.(Abandoned), k.then)
+	case onWitnessStored:
+		m.onWitnessStored(k.w, in.(WitnessStored), k.then)
+	case onReceiptStored:
+		m.onReceiptStored(k.pg, k.n, in.(ReceiptStored), k.then)
+	case onPromoted:
+		m.onPromoted(k.pg, k.prom, in.(Promoted), k.then)
+	case onResolved:
+		m.onResolved(k.pg, k.prom, in.(Resolved), k.then)
+	case onRestartCursor:
+		m.onRestartCursor(k.text, in.(RestartCursorFound))
+	case onRestartPromoted:
+		m.onRestartPromoted(in.(Promoted))
+	case onParked:
+		m.onParked(k.text, in.(Parked))
+	case onIncarnationVerified:
+		m.onIncarnationVerified(k.text, in.(IncarnationFound), k.then)
+	case onIncarnationRecorded:
+		m.onIncarnationRecorded(in.(Promoted))
+	case onIncarnationChecked:
+		m.onIncarnationChecked(k.text, k.asked, in.(IncarnationFound), k.then)
+	case onIncarnationConfirmed:
+		m.onIncarnationConfirmed(k.asked, in.(IncarnationFound))
+	case onReincarnated:
+		m.onReincarnated(k.to, in.(Reincarnated))
+	case onWithdrawn:
+		m.onWithdrawn(k.violation, k.vs, in.(Withdrawn), k.then)
+
+	case doLoad:
+		m.load()
+	case doAfterLoad:
+		m.afterLoad(k.cp)
+	case doStartChain:
+		m.startChain()
+	case doAskUnparked:
+		m.askUnparked()
+	case doAbandonAll:
+		m.abandonAll(k.st, k.gen, k.ids, k.then)
+	case doPutWitness:
+		m.putWitness(k.w, k.then)
+	case doEmitWitnessed:
+		m.rememberWitness(k.pg.w)
+		m.emitPage(k.pg)
+		m.promoteHead()
+	case doRefetchAfterNack:
+		m.logf(Info, "Partition %s re-fetching cursor %s at generation %d after a failed delivery", m.part(), witness.CursorHash(k.pg.fromCursor), k.pg.fromGen)
+		m.restartChain()
+	case doAfterHold:
+		m.afterHold(k.pg, k.text)
+	case doAfterPromotion:
+		m.afterPromotion(k.pg, k.last)
+	case doResolve:
+		m.resolve(k.pg, k.prom, k.then)
+	case doRestartChain:
+		m.restartChain()
+	case doSettlePages:
+		m.settlePages(k.pages, k.i, k.then)
+	case doRecoverNow:
+		m.recoverNow(k.expired, k.text)
+	case doRestart:
+		m.restartFromBoundary(k.expired, k.text)
+	case doParkWrite:
+		m.parkWrite(k.text)
+	case doVerifyIncarnation:
+		m.verifyIncarnation(k.text, k.then)
+	case doPromoteHead:
+		m.promoteHead()
+	case doResetInto:
+		m.resetInto(k.from, k.to, k.text)
+	case doOnMalformed:
+		m.onMalformed(k.f, k.text)
+	case doOnReconciled:
+		m.onReconciled(k.f, k.fetched, k.v, k.text)
+	default:
+		panic("chain: unknown next kind")
+	}
+}
