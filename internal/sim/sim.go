@@ -237,6 +237,11 @@ type Stats struct {
 	NoSuccessor, BoundaryRepeats, Ties, Completions int
 	// Lanes ended by exit_when_complete.
 	Exits int
+	// Beside the machine (chain/driver.go): transient fetch failures the
+	// lanes retried, and those whose retries ran out (the machine saw
+	// them); queued emissions dropped when their chain ended; witness
+	// deletions made and the witnesses they deleted.
+	TransientRetries, TransientGiveUps, DroppedEmissions, Prunes, Pruned int
 	// Lease mode (lease.go): schedules with leases, claims of free leases,
 	// steals of unchanged ones, renewals, lanes that gave their partition
 	// up, promotions of zombies fenced by the lease (and those of zombies
@@ -341,6 +346,14 @@ type setup struct {
 	// discovery: the discoverer owns the membership (ops "discover" and
 	// "split" instead of the operator's "add" and "remove").
 	discovery bool
+	// retry: the lanes retry transient fetch failures fetch_retries
+	// times, as the input does (in the others the machine sees every one,
+	// as after retries that ran out); queue: emissions wait in the lane's
+	// outbox until read, and are dropped when their chain ends; prune:
+	// witness_cleanup every prune generations (0: none; 1: the memory
+	// backend's).
+	retry, queue bool
+	prune        uint64
 	// recreates: partitions' sources are now and then deleted and created
 	// again under the same name (op "recreate", a new incarnation).
 	recreates bool
@@ -484,6 +497,10 @@ func newSim(cfg Config) *sim {
 		// A quarter of the schedules recreate sources, from its own hash
 		// too.
 		recreates: (partSeed(cfg.Seed, "recreate")>>2)%4 == 0,
+		// The driver's own paths, from their own hashes too.
+		retry: partSeed(cfg.Seed, "fetch_retries")%2 == 0,
+		queue: partSeed(cfg.Seed, "queued_emissions")%2 == 0,
+		prune: []uint64{0, 1, 3}[partSeed(cfg.Seed, "witness_cleanup")%3],
 	}
 	if su.discovery {
 		su.publishers = 1 + int(partSeed(cfg.Seed, "publishers")%3)
@@ -591,8 +608,8 @@ func newSim(cfg Config) *sim {
 	}
 	s.oracle.membership()
 	s.syncLanes()
-	s.desc = fmt.Sprintf("seed=%d variant=%s workers=%d publishers=%d depth=%d batch=%d coalesce=%v %s %s parts=%s",
-		cfg.Seed, cfg.Variant, su.workers, su.publishers, su.depth, su.batch, su.coalesce, s.faults, s.lease, strings.Join(desc, ","))
+	s.desc = fmt.Sprintf("seed=%d variant=%s workers=%d publishers=%d depth=%d batch=%d coalesce=%v retry=%v queue=%v prune=%d %s %s parts=%s",
+		cfg.Seed, cfg.Variant, su.workers, su.publishers, su.depth, su.batch, su.coalesce, su.retry, su.queue, su.prune, s.faults, s.lease, strings.Join(desc, ","))
 	if su.discovery {
 		s.desc += " discovery"
 	}
