@@ -132,6 +132,12 @@ type Config struct {
 	// disposition contradicting the checkpoints (an inconsistency of the
 	// records, not a loss).
 	StrictRecords bool
+	// Shape, when not nil, replaces the seed's promotion coalescing and
+	// pipelining depth; Metamorphic restricts the schedule to what must
+	// end alike under every shape, and reads its Outcome after a settling
+	// phase (metamorphic.go, RunMetamorphic).
+	Shape       *Shape
+	Metamorphic bool
 }
 
 // Result is the outcome of one schedule.
@@ -143,6 +149,9 @@ type Result struct {
 	Stats   Stats
 	// Failure is nil when every check held after every step.
 	Failure *Failure
+	// Outcome is what a Metamorphic run ended with (nil otherwise, or on
+	// a failure).
+	Outcome *Outcome
 	opList  []Op
 }
 
@@ -171,6 +180,13 @@ type Failure struct {
 func (f *Failure) Rerun() string {
 	cmd := fmt.Sprintf("go test ./internal/sim -run TestSim -seed=%d", f.Seed)
 	c := f.Config
+	if c.Metamorphic {
+		cmd = fmt.Sprintf("go test ./internal/sim -run TestMetamorphic -seed=%d", f.Seed)
+		if f.Variant != Faithful {
+			cmd += " -variant=" + f.Variant.String()
+		}
+		return cmd + " -v"
+	}
 	if f.Variant != Faithful {
 		cmd += " -variant=" + f.Variant.String()
 	}
@@ -427,6 +443,12 @@ func Run(cfg Config) Result {
 	if s.oracle.fail == nil && cfg.Liveness {
 		s.quiesce(&i)
 	}
+	if s.oracle.fail == nil && cfg.Metamorphic {
+		s.settle(&i)
+		if s.oracle.fail == nil {
+			res.Outcome = s.outcome()
+		}
+	}
 	if s.oracle.fail == nil {
 		s.checkMonitors()
 	}
@@ -502,6 +524,9 @@ func newSim(cfg Config) *sim {
 		queue: partSeed(cfg.Seed, "queued_emissions")%2 == 0,
 		prune: []uint64{0, 1, 3}[partSeed(cfg.Seed, "witness_cleanup")%3],
 	}
+	if cfg.Metamorphic {
+		s.metamorphicSetup(&su)
+	}
 	if su.discovery {
 		su.publishers = 1 + int(partSeed(cfg.Seed, "publishers")%3)
 		s.stats.DiscoveryRuns++
@@ -534,22 +559,28 @@ func newSim(cfg Config) *sim {
 			// under finality none.
 			prof = lateListing
 		}
+		if cfg.Metamorphic {
+			prof = metamorphicProfile(prof)
+		}
 		if cfg.Variant == IgnoreOffsetOverlap && i == 0 {
 			prof = offsetOverlap // the variant only shows on an offset partition
 		}
 		p := newPart(name, rand.New(rand.NewPCG(partSeed(cfg.Seed, name), 0x9a27)), prof, 1)
+		if cfg.Metamorphic {
+			p.log = logRNG(cfg.Seed, name)
+		}
 		ws := []int{r.IntN(su.workers)}
 		if su.workers > 1 && r.IntN(2) == 0 {
 			ws = append(ws, (ws[0]+1+r.IntN(su.workers-1))%su.workers)
 			s.stats.SharedPartitions++
 		}
 		su.assign[name] = ws
-		if broken%8 == 0 && uint64(i) == (broken>>3)%uint64(su.initial) {
+		if broken%8 == 0 && !cfg.Metamorphic && uint64(i) == (broken>>3)%uint64(su.initial) {
 			p.broken, p.brokenAfter = true, int((broken>>8)%20)
 			su.broken = name
 			s.stats.BrokenRuns++
 		}
-		if regress%16 == 0 && uint64(i) == (regress>>4)%uint64(total) && prof.ct && !prof.contract.ExclusiveBoundary {
+		if regress%16 == 0 && !cfg.Metamorphic && uint64(i) == (regress>>4)%uint64(total) && prof.ct && !prof.contract.ExclusiveBoundary {
 			p.regress = .05
 			su.regress = name
 			s.stats.RegressRuns++
@@ -571,6 +602,9 @@ func newSim(cfg Config) *sim {
 	s.setup = su
 	s.oracle = newOracle(s)
 	s.lease = newLeases(cfg)
+	if cfg.Metamorphic {
+		s.lease = nil
+	}
 	if s.lease != nil {
 		s.stats.LeaseRuns++
 	}
@@ -759,6 +793,14 @@ func (s *sim) deliver(d *delivery) {
 // yet); the op itself names actors and partitions, never state, so any op
 // list can be replayed.
 func (s *sim) genOp() Op {
+	for {
+		if op := s.drawOp(); !s.cfg.Metamorphic || metamorphicOp(op.Kind) {
+			return op
+		}
+	}
+}
+
+func (s *sim) drawOp() Op {
 	if op, ok := s.leaseOp(); ok {
 		return op
 	}
