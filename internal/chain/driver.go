@@ -59,15 +59,20 @@ type Pruning struct {
 	inFlight bool
 }
 
-// Due reports whether the witnesses below generation (a durable
-// checkpoint's) are to be deleted now; if so a deletion is in flight until
-// Done.
+// Due reports whether witnesses are to be deleted now, at a durable
+// checkpoint of generation generation; if so a deletion is in flight until
+// Done. below keeps the generation before the checkpoint's: a load reads
+// its promoted witness (Load.From), whose events are the receipts and the
+// previous page a retry of the durable cursor is checked against (an
+// offset page must begin with its last event). The simulator found a
+// partition of offset pages that restarted for ever when it was deleted.
 func (p *Pruning) Due(generation uint64) (below uint64, ok bool) {
-	if p.Every == 0 || p.inFlight || generation < p.below+p.Every {
+	below = max(generation, 2) - 1
+	if p.Every == 0 || p.inFlight || below < p.below+p.Every {
 		return 0, false
 	}
 	p.inFlight = true
-	return generation, true
+	return below, true
 }
 
 // Done ends the deletion Due started: below is what it deleted below, err

@@ -148,6 +148,10 @@ type Config struct {
 	// phase (metamorphic.go, RunMetamorphic).
 	Shape       *Shape
 	Metamorphic bool
+	// NoDriverPaths turns the driver's own paths (setup.retry, queue,
+	// prune) off, so schedules pinned before they existed replay as
+	// recorded.
+	NoDriverPaths bool
 }
 
 // Result is the outcome of one schedule.
@@ -533,6 +537,9 @@ func newSim(cfg Config) *sim {
 		retry: partSeed(cfg.Seed, "fetch_retries")%2 == 0,
 		queue: partSeed(cfg.Seed, "queued_emissions")%2 == 0,
 		prune: []uint64{0, 1, 3}[partSeed(cfg.Seed, "witness_cleanup")%3],
+	}
+	if cfg.NoDriverPaths {
+		su.retry, su.queue, su.prune = false, false, 0
 	}
 	if cfg.Metamorphic {
 		s.metamorphicSetup(&su)
