@@ -239,14 +239,14 @@
 //	go test ./internal/sim -run 'TestSim$' -schedules=100000 -timeout=3h -v   # long mode
 //	go test ./internal/sim -run 'TestSim$' -seed=N -variant=max-frontier -v   # one schedule
 //	go test ./internal/sim -run 'TestSim$' -seed=N -replay=FILE -v            # replay a shrunk op list
-//	go test ./internal/sim -run TestMetamorphic -v                            # 60 schedules x 6 shapes
+//	go test ./internal/sim -run TestMetamorphic -v                            # 200 schedules x 6 shapes
 //	go test ./internal/sim -run TestMetamorphic -metamorphic-seeds=2000 -timeout=2h -v
 //	go test ./internal/sim -run TestMetamorphic -seed=N -variant=coalesced-watermark-dropped -v
 //
 // Flags of TestSim: -seed, -schedules, -steps, -base (first seed),
 // -variant, -liveness, -strict-records, -history (whole history of -seed),
 // -replay, -shrink (replays spent shrinking a failure), -tail. Flags of
-// TestMetamorphicShapesEndAlike: -metamorphic-seeds (default 60, from
+// TestMetamorphicShapesEndAlike: -metamorphic-seeds (default 200, from
 // -base; -seed runs one), -metamorphic-steps (default 600), -variant.
 // Under -race
 // (build tag, race_test.go) or -short TestSim runs 300 schedules.

@@ -14,7 +14,7 @@ import (
 //
 //	go test ./internal/sim -run TestMetamorphic -metamorphic-seeds=2000 -timeout=2h -v
 var (
-	flagMetaSeeds = flag.Int("metamorphic-seeds", 60, "schedules TestMetamorphic runs under every shape (from -base)")
+	flagMetaSeeds = flag.Int("metamorphic-seeds", 200, "schedules TestMetamorphic runs under every shape (from -base)")
 	flagMetaSteps = flag.Int("metamorphic-steps", 600, "ops per metamorphic schedule")
 )
 
