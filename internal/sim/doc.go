@@ -228,7 +228,8 @@
 // (epoch, scalar, vector). Config.Metamorphic makes that outcome a
 // function of the ops: the event log draws from its own PRNG, and what may
 // rightly end a shape elsewhere is left out (membership changes, operator
-// restarts, recreated sources, discovery, leases, exit_when_complete, late
+// restarts, recreated sources, seals of partitions whose empty pages
+// cannot complete them, discovery, leases, exit_when_complete, late
 // listings, persistently malformed or regressing partitions, profiles that
 // park on divergence, rogue rotations, pages without a successor once the
 // faults stop). A difference fails with CheckMetamorphic.

@@ -80,6 +80,10 @@ func TestMetamorphicShapesEndAlike(t *testing.T) {
 	}
 	if len(failures) > 0 {
 		sort.Slice(failures, func(i, j int) bool { return failures[i].Seed < failures[j].Seed })
-		t.Fatalf("%d of %d schedules failed; the first:\n%s", len(failures), n, failures[0].Error())
+		var seeds []uint64
+		for _, f := range failures {
+			seeds = append(seeds, f.Seed)
+		}
+		t.Fatalf("%d of %d schedules failed (seeds %v); the first:\n%s", len(failures), n, seeds, failures[0].Error())
 	}
 }

@@ -811,7 +811,7 @@ func (s *sim) deliver(d *delivery) {
 // list can be replayed.
 func (s *sim) genOp() Op {
 	for {
-		if op := s.drawOp(); !s.cfg.Metamorphic || metamorphicOp(op.Kind) {
+		if op := s.drawOp(); !s.cfg.Metamorphic || s.metamorphicOp(op) {
 			return op
 		}
 	}
