@@ -180,6 +180,8 @@ func assertCoverage(t *testing.T, s Stats) {
 		"pages without a successor":             s.NoSuccessor, "retries repeating the boundary event": s.BoundaryRepeats,
 		"pages with tied positions": s.Ties, "durably completed partitions": s.Completions,
 		"lanes ended by exit_when_complete": s.Exits, "coalesced promotions": s.Coalesced,
+		"transient fetch failures retried": s.TransientRetries, "transient retries that ran out": s.TransientGiveUps,
+		"queued emissions dropped at a chain's end": s.DroppedEmissions, "witnesses pruned": s.Pruned,
 		"schedules with discovery": s.DiscoveryRuns, "schedules with three publishers": s.ThreePublisherRuns,
 		"splits": s.Splits, "epochs written by the discoverer": s.DiscoveryEpochs,
 		"split parents that left sealed": s.ParentsRetired, "children waiting for their parents": s.LineageWaits,
