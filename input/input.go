@@ -172,7 +172,7 @@ type paginatedInput struct {
 	allClosed   bool
 	// pruned is, per partition, the generation witnesses were last pruned
 	// below (and whether a prune is in flight).
-	pruned map[string]pruneState
+	pruned map[string]*chain.Pruning
 	// checkEvery is membershipCheckInterval, read at New.
 	checkEvery time.Duration
 	attemptSeq atomic.Uint64
@@ -214,7 +214,7 @@ func New(cfg Config, prov provider.Provider, st store.Store, closeStore func(con
 		checkEvery:  membershipCheckInterval,
 		completed:   map[string]bool{},
 		parked:      map[string]string{},
-		pruned:      map[string]pruneState{},
+		pruned:      map[string]*chain.Pruning{},
 		attemptBase: hex.EncodeToString(b[:]),
 		budget:      newByteBudget(cfg.MaxBytesInFlight),
 		runner:      newPartitionRunner(),
@@ -447,13 +447,21 @@ func (in *paginatedInput) observeCheckpoint(cp store.Checkpoint) {
 // back-off (up to fetch_retries times in a row, then parks) and parks on a
 // permanent failure.
 func (in *paginatedInput) fetchWithRetry(ctx context.Context, p *partition, req provider.Request) (resp witness.Response, err error) {
-	backoff := in.cfg.FetchBackoff
-	for try := 0; ; try++ {
+	retry := chain.FetchRetry{Retries: in.cfg.FetchRetries, Backoff: in.cfg.FetchBackoff}
+	for {
 		resp, err = in.prov.Fetch(ctx, req)
-		if err == nil || errors.Is(err, provider.ErrExpired) || errors.Is(err, provider.ErrMalformed) || errors.Is(err, provider.ErrPermanent) || ctx.Err() != nil || try >= in.cfg.FetchRetries {
+		if err == nil || ctx.Err() != nil {
 			return resp, err
 		}
-		p.log.Debugf("Partition %s: transient fetch failure (try %d): %v", p.key.Partition, try+1, p.red.Error(err))
+		f := chain.FetchTransient
+		if errors.Is(err, provider.ErrExpired) || errors.Is(err, provider.ErrMalformed) || errors.Is(err, provider.ErrPermanent) {
+			f = chain.FetchPermanent // any class but transient: the machine's
+		}
+		backoff, again := retry.Retry(f)
+		if !again {
+			return resp, err
+		}
+		p.log.Debugf("Partition %s: transient fetch failure (try %d): %v", p.key.Partition, retry.Tries(), p.red.Error(err))
 		t := time.NewTimer(equalJitter(backoff))
 		select {
 		case <-ctx.Done():
@@ -461,7 +469,6 @@ func (in *paginatedInput) fetchWithRetry(ctx context.Context, p *partition, req 
 			return resp, ctx.Err()
 		case <-t.C:
 		}
-		backoff = min(backoff*2, max(chain.MaxFetchBackoff, in.cfg.FetchBackoff))
 	}
 }
 
@@ -506,42 +513,45 @@ func publishCheckpoint(cp store.Checkpoint) {
 	feed.Publish(cp.Scope, cp.Partition, cp.Watermark)
 }
 
-type pruneState struct {
-	below    uint64
-	inFlight bool
-}
-
 // maybePrune deletes, every PruneEvery generations, the witnesses below the
 // durable checkpoint cp's generation: nothing reads them again
 // (store.Store.PruneWitnesses). It runs beside the partition's worker and
-// never delays it; a failure is logged and retried at the next round.
+// never delays it; a failure is logged and retried at the next round
+// (chain.Pruning decides when).
 func (in *paginatedInput) maybePrune(cp store.Checkpoint) {
 	if in.cfg.PruneEvery == 0 {
 		return
 	}
 	in.mu.Lock()
 	st := in.pruned[cp.Partition]
-	if st.inFlight || cp.Generation < st.below+in.cfg.PruneEvery || in.wctx == nil || in.wctx.Err() != nil {
+	if st == nil {
+		st = &chain.Pruning{Every: in.cfg.PruneEvery}
+		in.pruned[cp.Partition] = st
+	}
+	if in.wctx == nil || in.wctx.Err() != nil {
 		in.mu.Unlock()
 		return
 	}
-	in.pruned[cp.Partition] = pruneState{below: st.below, inFlight: true}
+	below, due := st.Due(cp.Generation)
+	if !due {
+		in.mu.Unlock()
+		return
+	}
 	ctx := in.wctx
 	in.wg.Add(1)
 	in.mu.Unlock()
 	go func() {
 		defer in.wg.Done()
-		n, err := in.store.PruneWitnesses(ctx, cp.Key, cp.Generation)
+		n, err := in.store.PruneWitnesses(ctx, cp.Key, below)
 		in.mu.Lock()
 		defer in.mu.Unlock()
+		st.Done(below, err)
 		if err != nil {
 			if ctx.Err() == nil {
-				in.log.Warnf("Partition %s: deleting the witnesses below generation %d failed (retried later): %v", cp.Partition, cp.Generation, err)
+				in.log.Warnf("Partition %s: deleting the witnesses below generation %d failed (retried later): %v", cp.Partition, below, err)
 			}
-			in.pruned[cp.Partition] = pruneState{below: st.below}
 			return
 		}
 		in.metrics.witnessesPruned.Incr(int64(n))
-		in.pruned[cp.Partition] = pruneState{below: cp.Generation}
 	}()
 }

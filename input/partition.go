@@ -309,7 +309,7 @@ func (p *partition) perform(ctx context.Context, acts []chain.Action) {
 			// would be ignored).
 			kept := p.outbox[:0]
 			for _, e := range p.outbox {
-				if e.chain > a.Chain {
+				if !a.Ends(e.chain) {
 					kept = append(kept, e)
 				}
 			}

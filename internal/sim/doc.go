@@ -26,7 +26,19 @@
 //     worker.go): a fetch of the model provider, or one store call through
 //     internal/chain/chainstore. Each lane step makes at most one store
 //     call. Some partitions are read by two workers at once: stale
-//     concurrent retries racing on the same checkpoint.
+//     concurrent retries racing on the same checkpoint. Beside the
+//     machine a lane makes the decisions the input's driver makes, through
+//     the same pure helpers of internal/chain (driver.go), each in its own
+//     seeded share of the schedules: in half, a transient fetch failure is
+//     fetched again fetch_retries times (chain.FetchRetry, as the input's
+//     fetchWithRetry; each retry a later step) before the machine sees it;
+//     in half, emissions wait in the lane's outbox until a step hands them
+//     to the sink (ReadBatch), and those of a chain that ended are dropped
+//     (chain.EndChain.Ends, as input/partition.go); in two thirds, every
+//     durable checkpoint the machine observes may make a witness deletion
+//     due (chain.Pruning, witness_cleanup every 1 or 3 generations),
+//     performed by PruneWitnesses through the store's faults at a later
+//     step, while other lanes still read older generations.
 //   - The model provider (model.go) keeps one event log per partition with
 //     dense or sparse positions and one of several declared contracts:
 //     complete-through watermarks, snapshot markers, token rotation (allowed
@@ -181,7 +193,9 @@
 // AnyWatermarkCovers, ParkOnMalformed, RetryMalformedForever, PartialView,
 // ChildrenFirst, IgnoreIncarnation, SelfCertifiedWatermark: finality none read as source, so
 // the late listing's own last key becomes a durable watermark above a key
-// that appears below it);
+// that appears below it; CoalescedWatermarkDropped: a coalesced write keeps
+// the stored watermark, which the metamorphic comparison catches while
+// each run passes the oracle);
 // TestVariantsAreCaught fails unless each is caught
 // within a few schedules by the check that guards its invariant. The
 // lanes' variants are applied to the real machine (variant.go): to its
@@ -200,16 +214,42 @@
 // rule refuses to lower an entry another publisher wrote; it is caught by
 // liveness, the published frontier never catching up.
 //
+// # Metamorphic comparison
+//
+// RunMetamorphic (metamorphic.go) runs one schedule under every Shape of
+// the input: promotion coalescing off and on, max_pages_in_flight 1, 2 and
+// 8. The first shape generates the ops, the others replay them; each run
+// has the oracle after every step and the liveness phase, then settles
+// (fault-free rounds until nothing changes). The outcomes must be equal:
+// the events delivered (by stable id, at least once), each partition's
+// final checkpoint (the position its cursor resumes at unless complete,
+// its watermark, complete flag and park reason; not its generation, which
+// coalescing and the number of restarts change) and the published frontier
+// (epoch, scalar, vector). Config.Metamorphic makes that outcome a
+// function of the ops: the event log draws from its own PRNG, and what may
+// rightly end a shape elsewhere is left out (membership changes, operator
+// restarts, recreated sources, seals of partitions whose empty pages
+// cannot complete them, discovery, leases, exit_when_complete, late
+// listings, persistently malformed or regressing partitions, profiles that
+// park on divergence, rogue rotations, pages without a successor once the
+// faults stop). A difference fails with CheckMetamorphic.
+//
 // # Tests
 //
 //	go test ./internal/sim                                     # CI: 2,000 schedules, variants, end-to-end
 //	go test ./internal/sim -run 'TestSim$' -schedules=100000 -timeout=3h -v   # long mode
 //	go test ./internal/sim -run 'TestSim$' -seed=N -variant=max-frontier -v   # one schedule
 //	go test ./internal/sim -run 'TestSim$' -seed=N -replay=FILE -v            # replay a shrunk op list
+//	go test ./internal/sim -run TestMetamorphic -v                            # 200 schedules x 6 shapes
+//	go test ./internal/sim -run TestMetamorphic -metamorphic-seeds=2000 -timeout=2h -v
+//	go test ./internal/sim -run TestMetamorphic -seed=N -variant=coalesced-watermark-dropped -v
 //
 // Flags of TestSim: -seed, -schedules, -steps, -base (first seed),
 // -variant, -liveness, -strict-records, -history (whole history of -seed),
-// -replay, -shrink (replays spent shrinking a failure), -tail. Under -race
+// -replay, -shrink (replays spent shrinking a failure), -tail. Flags of
+// TestMetamorphicShapesEndAlike: -metamorphic-seeds (default 200, from
+// -base; -seed runs one), -metamorphic-steps (default 600), -variant.
+// Under -race
 // (build tag, race_test.go) or -short TestSim runs 300 schedules.
 //
 // TestEndToEndFaults (e2e_test.go) runs the real binary against a real

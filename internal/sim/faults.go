@@ -260,3 +260,8 @@ func (t tap) SetDisposition(ctx context.Context, k store.Key, generation uint64,
 	}
 	return err
 }
+
+// PruneWitnesses is a write: throttled, or done with its response lost.
+func (f *Faults) PruneWitnesses(ctx context.Context, k store.Key, below uint64) (int, error) {
+	return write(f, "PruneWitnesses", func() (int, error) { return f.inner.PruneWitnesses(ctx, k, below) })
+}

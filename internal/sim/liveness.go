@@ -55,6 +55,9 @@ func (s *sim) quiesce(step *int) {
 		p.regress = 0
 		p.prof.offsetShift = 0
 		p.stall = 0
+		if s.cfg.Metamorphic {
+			p.prof.nosucc = 0 // every head ends with a successor: cursors converge
+		}
 		for i := range p.events {
 			p.events[i].hidden = false // every writer has finished: late keys are visible
 		}
@@ -74,37 +77,7 @@ func (s *sim) quiesce(step *int) {
 		} else {
 			still++
 		}
-		var lines []string
-		for _, w := range s.workers {
-			for _, l := range w.lanes {
-				if out := l.step(round); out != "" {
-					lines = append(lines, l.name()+": "+out)
-				}
-			}
-		}
-		for len(s.sink.inflight) > 0 {
-			d := s.sink.take(0)
-			s.oracle.acked(d)
-			if !d.lane.dead {
-				d.lane.acks = append(d.lane.acks, chain.Ack{Batch: d.batch})
-			}
-		}
-		for _, p := range s.parts {
-			if out := s.repair(p); out != "" {
-				lines = append(lines, p.name+": "+out)
-			}
-		}
-		if s.setup.discovery {
-			lines = append(lines, "discover: "+s.disc.step())
-		}
-		for _, f := range s.publishers {
-			lines = append(lines, fmt.Sprintf("f%d: %s", f.id, f.step()))
-		}
-		*step++
-		s.stats.Steps++
-		s.record(fmt.Sprintf("#%d quiesce round %d: %s", *step, round, strings.Join(lines, " | ")))
-		s.syncLanes()
-		s.oracle.check()
+		s.round(round, step, "quiesce")
 		if s.oracle.fail != nil {
 			return
 		}
@@ -114,6 +87,43 @@ func (s *sim) quiesce(step *int) {
 	} else if why := s.settled(); why != "" {
 		s.oracle.violate(CheckLiveness, "every partition was read, yet the scope did not settle in %d fault-free rounds: %s", stallRounds, why)
 	}
+}
+
+// round is one fault-free round: every lane stepped once, every batch in
+// flight acknowledged, parked partitions repaired, the discoverer and the
+// publishers stepped; then the oracle.
+func (s *sim) round(round int, step *int, what string) {
+	var lines []string
+	for _, w := range s.workers {
+		for _, l := range w.lanes {
+			if out := l.step(round); out != "" {
+				lines = append(lines, l.name()+": "+out)
+			}
+		}
+	}
+	for len(s.sink.inflight) > 0 {
+		d := s.sink.take(0)
+		s.oracle.acked(d)
+		if !d.lane.dead {
+			d.lane.acks = append(d.lane.acks, chain.Ack{Batch: d.batch})
+		}
+	}
+	for _, p := range s.parts {
+		if out := s.repair(p); out != "" {
+			lines = append(lines, p.name+": "+out)
+		}
+	}
+	if s.setup.discovery {
+		lines = append(lines, "discover: "+s.disc.step())
+	}
+	for _, f := range s.publishers {
+		lines = append(lines, fmt.Sprintf("f%d: %s", f.id, f.step()))
+	}
+	*step++
+	s.stats.Steps++
+	s.record(fmt.Sprintf("#%d %s round %d: %s", *step, what, round, strings.Join(lines, " | ")))
+	s.syncLanes()
+	s.oracle.check()
 }
 
 // settled returns "" when the scope's published state has caught up with

@@ -43,7 +43,7 @@ func TestLivenessAbandonedWitnessTrap(t *testing.T) {
 		t.Fatal(err)
 	}
 	var refused bool
-	res := Run(Config{Seed: 2560, Ops: ops, Liveness: true, OnStep: func(l string) {
+	res := Run(Config{Seed: 2560, Ops: ops, Liveness: true, NoDriverPaths: true, OnStep: func(l string) {
 		refused = refused || strings.Contains(l, "is abandoned")
 	}})
 	if res.Failure != nil || refused {
@@ -79,7 +79,7 @@ func TestLivenessLaneAppliesWaitsInOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	var reached bool
-	res := Run(Config{Seed: 580, Ops: ops, Liveness: true, OnStep: func(l string) {
+	res := Run(Config{Seed: 580, Ops: ops, Liveness: true, NoDriverPaths: true, OnStep: func(l string) {
 		reached = reached || strings.Contains(l, "-> witness stored; emit a g8") && strings.Contains(l, "check incarnation of a (before a promotion)")
 	}})
 	if res.Failure != nil {

@@ -302,6 +302,8 @@ type event struct {
 type part struct {
 	name string
 	rng  *rand.Rand
+	// log draws the event log (the rng, but its own in metamorphic runs).
+	log  *rand.Rand
 	prof profile
 	// events is the log, in position order.
 	events []event
@@ -401,10 +403,12 @@ func newPart(name string, rng *rand.Rand, prof profile, created int64) *part {
 	if prof.contract.EmptyPage == witness.EmptyEndOfData && !prof.hasMore {
 		panic("sim: profile " + prof.name + " would serve empty pages that claim the end of data while events follow")
 	}
-	return &part{name: name, rng: rng, prof: prof, final: created - 1, created: created, visits: map[int64]int{}, streak: map[streakKey]int{}}
+	return &part{name: name, rng: rng, log: rng, prof: prof, final: created - 1, created: created, visits: map[int64]int{}, streak: map[streakKey]int{}}
 }
 
-func (p *part) chance(x float64) bool { return x > 0 && p.rng.Float64() < x }
+func (p *part) chance(x float64) bool { return logChance(p.rng, x) }
+
+func logChance(r *rand.Rand, x float64) bool { return x > 0 && r.Float64() < x }
 
 // appendEvents adds n events above the finality clock.
 func (p *part) appendEvents(n int) (int64, int64) {
@@ -418,14 +422,14 @@ func (p *part) appendEvents(n int) (int64, int64) {
 	for i := 0; i < n; i++ {
 		pos := p.final + 1
 		if p.prof.gap > 0 {
-			pos += int64(p.rng.IntN(p.prof.gap + 1))
+			pos += int64(p.log.IntN(p.prof.gap + 1))
 		}
 		id := p.name + "-" + strconv.FormatInt(pos, 10)
 		if p.inc > 0 {
 			// Another incarnation's events are other events.
 			id = p.name + "-i" + strconv.Itoa(p.inc) + "-" + strconv.FormatInt(pos, 10)
 		}
-		if i > 0 && p.chance(p.prof.ties) {
+		if i > 0 && logChance(p.log, p.prof.ties) {
 			// Tied with the previous event of this append (two keys written
 			// in one transaction); never with an event already visible,
 			// which would appear at or below T.
@@ -435,8 +439,8 @@ func (p *part) appendEvents(n int) (int64, int64) {
 				id = p.name + "-i" + strconv.Itoa(p.inc) + "-" + strconv.FormatInt(pos, 10) + "-" + strconv.Itoa(len(p.events))
 			}
 		}
-		payload := []byte(fmt.Sprintf(`{"p":%q,"pos":%d,"r":%d}`, p.name, pos, p.rng.IntN(1000)))
-		hide := p.chance(p.prof.hidden)
+		payload := []byte(fmt.Sprintf(`{"p":%q,"pos":%d,"r":%d}`, p.name, pos, p.log.IntN(1000)))
+		hide := logChance(p.log, p.prof.hidden)
 		p.events = append(p.events, event{pos: pos, id: id, payload: payload, idHash: witness.HashID(id), digest: witness.HashPayload(payload), hidden: hide, late: hide})
 		p.final = pos
 		if i == 0 {

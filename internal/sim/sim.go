@@ -79,9 +79,19 @@ const (
 	// against the recreated source, whose events below it are never read
 	// (docs/design.md#source-incarnations, CheckLiveness).
 	IgnoreIncarnation
+	// CoalescedWatermarkDropped: a coalesced promotion keeps the watermark
+	// the checkpoint had instead of the merged pages' (the group's write
+	// drops the watermark its pages certified). A run on its own stays
+	// within the invariants (a lower watermark claims less; TestSim's
+	// liveness sees it only where the lowered watermark traps the
+	// restarts of an exclusive-boundary partition, 2 of seeds 1..100);
+	// the metamorphic comparison shows it: the same schedule ends with a
+	// lower watermark and frontier when promotions coalesce
+	// (CheckMetamorphic, RunMetamorphic).
+	CoalescedWatermarkDropped
 )
 
-var variantNames = [...]string{"faithful", "promote-other-successor", "max-frontier", "bare-empty-page", "unconditional-write", "ignore-lease", "any-watermark-covers", "park-on-malformed", "retry-malformed-forever", "partial-view", "children-first", "self-certified-watermark", "ignore-offset-overlap", "ignore-incarnation"}
+var variantNames = [...]string{"faithful", "promote-other-successor", "max-frontier", "bare-empty-page", "unconditional-write", "ignore-lease", "any-watermark-covers", "park-on-malformed", "retry-malformed-forever", "partial-view", "children-first", "self-certified-watermark", "ignore-offset-overlap", "ignore-incarnation", "coalesced-watermark-dropped"}
 
 func (v Variant) String() string {
 	if int(v) < len(variantNames) {
@@ -102,7 +112,7 @@ func ParseVariant(s string) (Variant, error) {
 
 // Variants lists the broken variants (every Variant but Faithful).
 func Variants() []Variant {
-	return []Variant{PromoteOtherSuccessor, MaxFrontier, BareEmptyPage, UnconditionalWrite, IgnoreLease, AnyWatermarkCovers, ParkOnMalformed, RetryMalformedForever, PartialView, ChildrenFirst, SelfCertifiedWatermark, IgnoreOffsetOverlap, IgnoreIncarnation}
+	return []Variant{PromoteOtherSuccessor, MaxFrontier, BareEmptyPage, UnconditionalWrite, IgnoreLease, AnyWatermarkCovers, ParkOnMalformed, RetryMalformedForever, PartialView, ChildrenFirst, SelfCertifiedWatermark, IgnoreOffsetOverlap, IgnoreIncarnation, CoalescedWatermarkDropped}
 }
 
 // DefaultSteps is the length of a schedule when Config.Steps is zero.
@@ -132,6 +142,16 @@ type Config struct {
 	// disposition contradicting the checkpoints (an inconsistency of the
 	// records, not a loss).
 	StrictRecords bool
+	// Shape, when not nil, replaces the seed's promotion coalescing and
+	// pipelining depth; Metamorphic restricts the schedule to what must
+	// end alike under every shape, and reads its Outcome after a settling
+	// phase (metamorphic.go, RunMetamorphic).
+	Shape       *Shape
+	Metamorphic bool
+	// NoDriverPaths turns the driver's own paths (setup.retry, queue,
+	// prune) off, so schedules pinned before they existed replay as
+	// recorded.
+	NoDriverPaths bool
 }
 
 // Result is the outcome of one schedule.
@@ -143,6 +163,9 @@ type Result struct {
 	Stats   Stats
 	// Failure is nil when every check held after every step.
 	Failure *Failure
+	// Outcome is what a Metamorphic run ended with (nil otherwise, or on
+	// a failure).
+	Outcome *Outcome
 	opList  []Op
 }
 
@@ -171,6 +194,13 @@ type Failure struct {
 func (f *Failure) Rerun() string {
 	cmd := fmt.Sprintf("go test ./internal/sim -run TestSim -seed=%d", f.Seed)
 	c := f.Config
+	if c.Metamorphic {
+		cmd = fmt.Sprintf("go test ./internal/sim -run TestMetamorphic -seed=%d", f.Seed)
+		if f.Variant != Faithful {
+			cmd += " -variant=" + f.Variant.String()
+		}
+		return cmd + " -v"
+	}
 	if f.Variant != Faithful {
 		cmd += " -variant=" + f.Variant.String()
 	}
@@ -237,6 +267,11 @@ type Stats struct {
 	NoSuccessor, BoundaryRepeats, Ties, Completions int
 	// Lanes ended by exit_when_complete.
 	Exits int
+	// Beside the machine (chain/driver.go): transient fetch failures the
+	// lanes retried, and those whose retries ran out (the machine saw
+	// them); queued emissions dropped when their chain ended; witness
+	// deletions made and the witnesses they deleted.
+	TransientRetries, TransientGiveUps, DroppedEmissions, Prunes, Pruned int
 	// Lease mode (lease.go): schedules with leases, claims of free leases,
 	// steals of unchanged ones, renewals, lanes that gave their partition
 	// up, promotions of zombies fenced by the lease (and those of zombies
@@ -341,6 +376,14 @@ type setup struct {
 	// discovery: the discoverer owns the membership (ops "discover" and
 	// "split" instead of the operator's "add" and "remove").
 	discovery bool
+	// retry: the lanes retry transient fetch failures fetch_retries
+	// times, as the input does (in the others the machine sees every one,
+	// as after retries that ran out); queue: emissions wait in the lane's
+	// outbox until read, and are dropped when their chain ends; prune:
+	// witness_cleanup every prune generations (0: none; 1: the memory
+	// backend's).
+	retry, queue bool
+	prune        uint64
 	// recreates: partitions' sources are now and then deleted and created
 	// again under the same name (op "recreate", a new incarnation).
 	recreates bool
@@ -414,6 +457,12 @@ func Run(cfg Config) Result {
 	if s.oracle.fail == nil && cfg.Liveness {
 		s.quiesce(&i)
 	}
+	if s.oracle.fail == nil && cfg.Metamorphic {
+		s.settle(&i)
+		if s.oracle.fail == nil {
+			res.Outcome = s.outcome()
+		}
+	}
 	if s.oracle.fail == nil {
 		s.checkMonitors()
 	}
@@ -484,6 +533,16 @@ func newSim(cfg Config) *sim {
 		// A quarter of the schedules recreate sources, from its own hash
 		// too.
 		recreates: (partSeed(cfg.Seed, "recreate")>>2)%4 == 0,
+		// The driver's own paths, from their own hashes too.
+		retry: partSeed(cfg.Seed, "fetch_retries")%2 == 0,
+		queue: partSeed(cfg.Seed, "queued_emissions")%2 == 0,
+		prune: []uint64{0, 1, 3}[partSeed(cfg.Seed, "witness_cleanup")%3],
+	}
+	if cfg.NoDriverPaths {
+		su.retry, su.queue, su.prune = false, false, 0
+	}
+	if cfg.Metamorphic {
+		s.metamorphicSetup(&su)
 	}
 	if su.discovery {
 		su.publishers = 1 + int(partSeed(cfg.Seed, "publishers")%3)
@@ -517,22 +576,28 @@ func newSim(cfg Config) *sim {
 			// under finality none.
 			prof = lateListing
 		}
+		if cfg.Metamorphic {
+			prof = metamorphicProfile(prof)
+		}
 		if cfg.Variant == IgnoreOffsetOverlap && i == 0 {
 			prof = offsetOverlap // the variant only shows on an offset partition
 		}
 		p := newPart(name, rand.New(rand.NewPCG(partSeed(cfg.Seed, name), 0x9a27)), prof, 1)
+		if cfg.Metamorphic {
+			p.log = logRNG(cfg.Seed, name)
+		}
 		ws := []int{r.IntN(su.workers)}
 		if su.workers > 1 && r.IntN(2) == 0 {
 			ws = append(ws, (ws[0]+1+r.IntN(su.workers-1))%su.workers)
 			s.stats.SharedPartitions++
 		}
 		su.assign[name] = ws
-		if broken%8 == 0 && uint64(i) == (broken>>3)%uint64(su.initial) {
+		if broken%8 == 0 && !cfg.Metamorphic && uint64(i) == (broken>>3)%uint64(su.initial) {
 			p.broken, p.brokenAfter = true, int((broken>>8)%20)
 			su.broken = name
 			s.stats.BrokenRuns++
 		}
-		if regress%16 == 0 && uint64(i) == (regress>>4)%uint64(total) && prof.ct && !prof.contract.ExclusiveBoundary {
+		if regress%16 == 0 && !cfg.Metamorphic && uint64(i) == (regress>>4)%uint64(total) && prof.ct && !prof.contract.ExclusiveBoundary {
 			p.regress = .05
 			su.regress = name
 			s.stats.RegressRuns++
@@ -554,6 +619,9 @@ func newSim(cfg Config) *sim {
 	s.setup = su
 	s.oracle = newOracle(s)
 	s.lease = newLeases(cfg)
+	if cfg.Metamorphic {
+		s.lease = nil
+	}
 	if s.lease != nil {
 		s.stats.LeaseRuns++
 	}
@@ -591,8 +659,8 @@ func newSim(cfg Config) *sim {
 	}
 	s.oracle.membership()
 	s.syncLanes()
-	s.desc = fmt.Sprintf("seed=%d variant=%s workers=%d publishers=%d depth=%d batch=%d coalesce=%v %s %s parts=%s",
-		cfg.Seed, cfg.Variant, su.workers, su.publishers, su.depth, su.batch, su.coalesce, s.faults, s.lease, strings.Join(desc, ","))
+	s.desc = fmt.Sprintf("seed=%d variant=%s workers=%d publishers=%d depth=%d batch=%d coalesce=%v retry=%v queue=%v prune=%d %s %s parts=%s",
+		cfg.Seed, cfg.Variant, su.workers, su.publishers, su.depth, su.batch, su.coalesce, su.retry, su.queue, su.prune, s.faults, s.lease, strings.Join(desc, ","))
 	if su.discovery {
 		s.desc += " discovery"
 	}
@@ -742,6 +810,14 @@ func (s *sim) deliver(d *delivery) {
 // yet); the op itself names actors and partitions, never state, so any op
 // list can be replayed.
 func (s *sim) genOp() Op {
+	for {
+		if op := s.drawOp(); !s.cfg.Metamorphic || s.metamorphicOp(op) {
+			return op
+		}
+	}
+}
+
+func (s *sim) drawOp() Op {
 	if op, ok := s.leaseOp(); ok {
 		return op
 	}

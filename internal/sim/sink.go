@@ -17,6 +17,7 @@ import (
 type delivery struct {
 	lane    *lane
 	batch   uint64 // the machine's batch id
+	chain   uint64 // the chain that emitted it
 	part    string
 	gen     uint64
 	attempt string

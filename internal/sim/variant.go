@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/tidemark/tidemark/internal/chain"
+	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/witness"
 )
 
@@ -57,6 +58,9 @@ func (v Variant) configure(cfg *chain.Config) {
 // successor of another response to the same (cursor, generation) when the
 // lane knows one, with the completion evidence of its own.
 func (v Variant) rewrite(l *lane, a chain.Action) chain.Action {
+	if v == CoalescedWatermarkDropped {
+		return dropCoalescedWatermark(l, a)
+	}
 	if v != PromoteOtherSuccessor {
 		return a
 	}
@@ -75,6 +79,31 @@ func (v Variant) rewrite(l *lane, a chain.Action) chain.Action {
 			x.Promotion.To = to
 			return x
 		}
+	}
+	return a
+}
+
+// dropCoalescedWatermark is CoalescedWatermarkDropped: a promotion (or its
+// resolution) of several pages states the watermark the stored checkpoint
+// holds instead of the one its pages reached.
+func dropCoalescedWatermark(l *lane, a chain.Action) chain.Action {
+	drop := func(p *store.Promotion) {
+		if p.Pages < 2 {
+			return
+		}
+		if cp, err := l.s.mem.LoadCheckpoint(bg, l.key); err == nil {
+			p.Watermark, p.Finality = cp.Watermark, cp.Finality
+		}
+	}
+	switch x := a.(type) {
+	case chain.Promote:
+		if !x.Restart {
+			drop(&x.Promotion)
+		}
+		return x
+	case chain.Resolve:
+		drop(&x.Promotion)
+		return x
 	}
 	return a
 }

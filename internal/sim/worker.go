@@ -79,6 +79,18 @@ type lane struct {
 	// the membership, so the lane may read it (membership.Waiting).
 	released bool
 
+	// Beside the machine, as the input's driver (chain/driver.go):
+	// fetchRetries is the machine's fetch_retries, retry the transient
+	// retries of the fetch in flight; outbox the emissions not yet handed
+	// to the sink (schedules with setup.queue), dropped when their chain
+	// ends; prune the witness deletion rule and prunes the deletions due,
+	// performed at later steps (beside the worker, as the input's).
+	fetchRetries int
+	retry        chain.FetchRetry
+	outbox       []*delivery
+	prune        chain.Pruning
+	prunes       []uint64
+
 	budget int
 	// pending are the machine's actions handle has yet to perform;
 	// handling: handle is performing them (an answer's actions queue).
@@ -93,6 +105,9 @@ var bg = context.Background()
 // simFetchRetries is the workers' fetch_retries: a page parks on its third
 // malformed answer in a row.
 const simFetchRetries = 2
+
+// fetchBackoff is the workers' fetch_backoff.
+const fetchBackoff = 100 * time.Millisecond
 
 func (l *lane) name() string { return fmt.Sprintf("w%d/%s", l.w.id, l.p.name) }
 
@@ -109,7 +124,7 @@ func (l *lane) config() chain.Config {
 		Key: l.key, Contract: l.p.prof.contract, Restarter: true, Epoch: l.w.epoch,
 		MaxPagesInFlight: l.s.setup.depth, MaxBatchSize: l.s.setup.batch,
 		PollInterval: time.Second, ParkCheckInterval: time.Second, StoreBackoff: time.Second,
-		FetchRetries: simFetchRetries, FetchBackoff: 100 * time.Millisecond,
+		FetchRetries: simFetchRetries, FetchBackoff: fetchBackoff,
 		// Every source names its incarnation (the model's counter); a
 		// reading lane checks it every few polls.
 		Incarnation: true, IncarnationInterval: 5 * time.Second,
@@ -138,7 +153,10 @@ func (l *lane) step(sel int) string {
 	}
 	switch {
 	case l.m == nil:
-		l.m = chain.New(l.config())
+		cfg := l.config()
+		l.fetchRetries = cfg.FetchRetries
+		l.prune = chain.Pruning{Every: l.s.setup.prune}
+		l.m = chain.New(cfg)
 		l.feed(chain.Start{})
 	case l.call != nil:
 		a := l.call
@@ -163,6 +181,12 @@ func (l *lane) step(sel int) string {
 		}
 		if l.fetch != nil {
 			inputs = append(inputs, l.doFetch)
+		}
+		if len(l.outbox) > 0 {
+			inputs = append(inputs, l.read)
+		}
+		if len(l.prunes) > 0 {
+			inputs = append(inputs, l.doPrune)
 		}
 		if !l.wake.IsZero() {
 			inputs = append(inputs, func() {
@@ -242,18 +266,42 @@ func (l *lane) handle(acts []chain.Action) {
 		case chain.Fetch:
 			l.note("%s", a)
 			l.fetch = &a
+			l.retry = chain.FetchRetry{}
+			if l.s.setup.retry {
+				l.retry = chain.FetchRetry{Retries: l.fetchRetries, Backoff: fetchBackoff}
+			}
 			if a.Ahead {
 				l.s.stats.FetchAhead++
 			}
 		case chain.Emit:
-			d := &delivery{lane: l, batch: a.Batch, part: l.p.name, gen: a.Generation, attempt: a.Attempt, events: a.Witnessed}
+			d := &delivery{lane: l, batch: a.Batch, chain: a.Chain, part: l.p.name, gen: a.Generation, attempt: a.Attempt, events: a.Witnessed}
+			if l.s.setup.queue {
+				l.outbox = append(l.outbox, d)
+				l.note("queue %s", d)
+				break
+			}
 			l.s.deliver(d)
 			l.note("emit %s", d)
+		case chain.EndChain:
+			kept := l.outbox[:0]
+			for _, d := range l.outbox {
+				if a.Ends(d.chain) {
+					l.s.stats.DroppedEmissions++
+					l.note("drop %s", d)
+					continue
+				}
+				kept = append(kept, d)
+			}
+			l.outbox = kept
+		case chain.Observe:
+			if below, ok := l.prune.Due(a.Checkpoint.Generation); ok {
+				l.prunes = append(l.prunes, below)
+			}
 		case chain.Wait:
 			l.wake = a.Until
 		case chain.Count:
 			l.s.stats.count(a)
-		case chain.Log, chain.Observe, chain.EndChain:
+		case chain.Log:
 		case chain.Completed:
 			l.note("completed")
 			l.completed()
@@ -396,6 +444,20 @@ func (l *lane) doFetch() {
 	}
 	r := chain.Fetched{Fetch: f.ID}
 	var fe *fetchError
+	if transient := err != nil && !(errors.As(err, &fe) && (fe.expired || fe.malformed)); transient {
+		// The driver retries a transient failure (fetch_retries) before
+		// the machine sees it, as the input's fetchWithRetry does.
+		if d, again := l.retry.Retry(chain.FetchTransient); again {
+			l.fetch = &f
+			l.s.stats.TransientRetries++
+			l.note("fetch %s g%d: %v; retry %d after %s", curString(f.Cursor), f.Generation, err, l.retry.Tries(), d)
+			l.s.stats.note(note)
+			return
+		}
+		if l.retry.Tries() > 0 {
+			l.s.stats.TransientGiveUps++
+		}
+	}
 	switch {
 	case err == nil:
 		r.Attempt, r.Response = l.s.newAttemptID(), resp
@@ -417,6 +479,30 @@ func (l *lane) doFetch() {
 		l.note("fetch %s g%d -> %s", curString(f.Cursor), f.Generation, chain.DescribeResponse(resp))
 	}
 	l.s.stats.note(note)
+}
+
+// read hands the oldest queued emission to the sink (ReadBatch).
+func (l *lane) read() {
+	d := l.outbox[0]
+	l.outbox = l.outbox[1:]
+	l.s.deliver(d)
+	l.note("emit %s", d)
+}
+
+// doPrune deletes the witnesses below a durable generation
+// (PruneWitnesses through the store's faults).
+func (l *lane) doPrune() {
+	below := l.prunes[0]
+	l.prunes = l.prunes[1:]
+	n, err := l.st().PruneWitnesses(bg, l.key, below)
+	l.prune.Done(below, err)
+	if err != nil {
+		l.note("prune below g%d: %v", below, err)
+		return
+	}
+	l.s.stats.Prunes++
+	l.s.stats.Pruned += n
+	l.note("pruned %d witnesses below g%d", n, below)
 }
 
 // count turns the machine's observations into the run's statistics.

@@ -352,10 +352,10 @@ type Store interface {
 	SwapMembership(ctx context.Context, prevEpoch uint64, next Membership) (Membership, error)
 	// PruneWitnesses deletes the witnesses of k at generations below
 	// below and returns how many it deleted. Callers pass at most the
-	// generation of a durable checkpoint: classification, receipts and
-	// promotion only ever read witnesses at or above the checkpoint's
-	// generation (generations never go back), so nothing pruned can be
-	// needed again.
+	// generation before a durable checkpoint's (chain.Pruning): a load
+	// reads the promoted witness of that generation (its events are the
+	// receipts and previous page of a retry), and nothing below it
+	// (generations never go back), so nothing pruned can be needed again.
 	PruneWitnesses(ctx context.Context, k Key, below uint64) (int, error)
 
 	// RequestDiscovery asks the running inputs of scope to discover their

@@ -1,0 +1,241 @@
+package sim
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
+
+	"github.com/tidemark/tidemark/internal/store"
+)
+
+// The metamorphic comparison runs one schedule (a seed's ops) under
+// several shapes of the input — promotion coalescing on and off,
+// max_pages_in_flight 1, 2 and 8 — and requires the same outcome of each.
+// The oracle judges every run on its own; the comparison catches what no
+// single run shows: a configuration that changes what the scope ends with
+// (a coalesced write that drops the watermark of a merged page stays
+// consistent with every invariant of its own run).
+//
+// Config.Metamorphic makes the outcome a function of the ops alone:
+//   - the event log is drawn from its own PRNG per partition (not the one
+//     the provider's answers draw from, whose use depends on how often a
+//     shape fetches), so every shape's provider holds the same events;
+//   - the ops are those whose effect does not depend on the store's state
+//     (no membership changes, appearances, operator restarts or recreated
+//     sources, no seals of partitions whose empty pages cannot complete
+//     them; no discovery, leases, exit_when_complete, late listings,
+//     persistently malformed or regressing partitions, profiles that park
+//     on divergence, rogue rotations): each of those may rightly end a
+//     shape elsewhere (a park, an unproven epoch, an exit before later
+//     events);
+//   - the fault-free phase also stops pages without a successor, and runs
+//     until nothing changes for settleRounds rounds, so every lane has
+//     polled its head to the end.
+// The first shape generates the ops; the others replay them (Config.Ops).
+
+// Shape is the input's configuration a metamorphic run varies.
+type Shape struct {
+	Coalesce bool
+	Depth    int // max_pages_in_flight
+}
+
+func (s Shape) String() string { return fmt.Sprintf("coalesce=%v depth=%d", s.Coalesce, s.Depth) }
+
+// Shapes are the configurations every schedule is compared under; the
+// first is the reference.
+var Shapes = []Shape{{false, 1}, {false, 2}, {false, 8}, {true, 1}, {true, 2}, {true, 8}}
+
+// CheckMetamorphic: one schedule ends differently under two shapes.
+const CheckMetamorphic Check = "metamorphic"
+
+// settleRounds is how many fault-free rounds in a row change nothing
+// before a metamorphic run's outcome is read.
+const settleRounds = 20
+
+// Outcome is what a metamorphic run must end with under every shape.
+//
+// What must be equal, and why:
+//   - Delivered: the stable ids of the events with a terminal outcome at
+//     the sink (at least once; duplicates and their number differ with
+//     every retry). Every shape reads every event.
+//   - Checkpoints, per partition: the complete flag; the watermark (the
+//     last complete-through the provider certified, the same log's); and,
+//     unless complete, the position the durable cursor resumes at (the
+//     model's cursor also carries a session and a rotated nonce, which
+//     differ with the answers a shape drew; a complete checkpoint's
+//     cursor is its last page's own, whose start depends on where the
+//     provider cut the pages, and it is never read again). Generations
+//     differ: coalescing writes several pages at once, and the numbers
+//     of restarts and of no-op promotions differ between shapes.
+//   - Frontier: the published epoch, scalar and vector (its version, the
+//     number of publications, differs).
+type Outcome struct {
+	Delivered   []string
+	Checkpoints map[string]string
+	Frontier    string
+}
+
+// diff returns the first difference between two outcomes ("" if none).
+func (o Outcome) diff(p Outcome) string {
+	if !slices.Equal(o.Delivered, p.Delivered) {
+		for _, id := range o.Delivered {
+			if !slices.Contains(p.Delivered, id) {
+				return fmt.Sprintf("event %s delivered in one, not the other (%d vs %d events)", id, len(o.Delivered), len(p.Delivered))
+			}
+		}
+		for _, id := range p.Delivered {
+			if !slices.Contains(o.Delivered, id) {
+				return fmt.Sprintf("event %s delivered in one, not the other (%d vs %d events)", id, len(o.Delivered), len(p.Delivered))
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(o.Checkpoints)) {
+		if a, b := o.Checkpoints[name], p.Checkpoints[name]; a != b {
+			return fmt.Sprintf("partition %s ends %s vs %s", name, a, b)
+		}
+	}
+	if len(o.Checkpoints) != len(p.Checkpoints) {
+		return fmt.Sprintf("checkpoints of %d vs %d partitions", len(o.Checkpoints), len(p.Checkpoints))
+	}
+	if o.Frontier != p.Frontier {
+		return fmt.Sprintf("frontier %s vs %s", o.Frontier, p.Frontier)
+	}
+	return ""
+}
+
+// outcome reads the run's outcome from the model and the MemStore.
+func (s *sim) outcome() *Outcome {
+	o := &Outcome{Checkpoints: map[string]string{}}
+	for _, p := range s.parts {
+		for _, log := range p.logs() {
+			for _, e := range log.events {
+				if e.acked {
+					o.Delivered = append(o.Delivered, e.id)
+				}
+			}
+		}
+		cp, err := s.mem.LoadCheckpoint(bg, store.Key{Scope: s.scope, Partition: p.name})
+		if err != nil {
+			continue
+		}
+		resume := "-"
+		if !cp.Complete {
+			if c, err := decodeCursor(cp.Cursor); err == nil {
+				resume = fmt.Sprint(c.next)
+			}
+		}
+		o.Checkpoints[p.name] = fmt.Sprintf("(resume %s, watermark %s, complete %v, parked %q)", resume, cp.Watermark, cp.Complete, cp.Parked)
+	}
+	slices.Sort(o.Delivered)
+	o.Delivered = slices.Compact(o.Delivered)
+	if f, err := s.mem.LoadFrontier(bg, s.scope); err == nil {
+		var b strings.Builder
+		fmt.Fprintf(&b, "epoch %d scalar %s vector", f.Epoch, f.Scalar)
+		for _, n := range slices.Sorted(maps.Keys(f.Vector)) {
+			fmt.Fprintf(&b, " %s=%s", n, f.Vector[n])
+		}
+		o.Frontier = b.String()
+	}
+	return o
+}
+
+// metamorphicOp reports whether op may be part of a metamorphic schedule.
+func (s *sim) metamorphicOp(op Op) bool {
+	switch k := op.Kind; k {
+	case OpAdd, OpRemove, OpAppear, OpRestart, OpRecreate, OpSplit, OpDiscover, OpPause, OpResume:
+		return false
+	case OpSeal:
+		// Only partitions whose sealed empty page completes them: where
+		// empty pages carry no evidence, only a page with events read
+		// after the seal completes it, which depends on when it is read
+		// (seed 312 of -base=201: depth 1 read b's last events after the
+		// seal, depth 8 before it).
+		p := s.part(op.P)
+		return p != nil && p.prof.completes()
+	}
+	return true
+}
+
+// metamorphicSetup restricts the seed's setup (drawn as usual, so the
+// other choices of the seed stay) to what ends alike under every shape.
+func (s *sim) metamorphicSetup(su *setup) {
+	su.exit, su.discovery, su.recreates = false, false, false
+	if sh := s.cfg.Shape; sh != nil {
+		su.coalesce, su.depth = sh.Coalesce, sh.Depth
+	}
+}
+
+// metamorphicProfile replaces a profile a metamorphic schedule cannot end
+// alike under every shape.
+func metamorphicProfile(prof profile) profile {
+	switch prof.name {
+	case densePark.name, lateListing.name:
+		prof = denseCT
+	}
+	prof.rogue = 0
+	return prof
+}
+
+// logRNG is the PRNG of a metamorphic partition's event log.
+func logRNG(seed uint64, name string) *rand.Rand {
+	return rand.New(rand.NewPCG(partSeed(seed, name+"@log"), 0x106))
+}
+
+// settle runs fault-free rounds, after the partitions caught up, until
+// settleRounds in a row change neither a checkpoint nor the frontier.
+func (s *sim) settle(step *int) {
+	last, still := "", 0
+	for round := 0; round < maxRounds && still < settleRounds && s.oracle.fail == nil; round++ {
+		o := s.outcome()
+		now := fmt.Sprint(o.Checkpoints, o.Frontier, len(o.Delivered))
+		if now == last && s.settled() == "" {
+			still++
+		} else {
+			last, still = now, 0
+		}
+		s.round(round, step, "settle")
+	}
+}
+
+// MetamorphicResult is the outcome of one schedule under every shape.
+type MetamorphicResult struct {
+	Seed    uint64
+	Runs    int
+	Failure *Failure
+	// Outcome is the reference shape's (every shape's, when Failure is
+	// nil).
+	Outcome *Outcome
+}
+
+// RunMetamorphic runs cfg's schedule under every shape (Shapes) with the
+// oracle and liveness on, and compares their outcomes with the first's.
+func RunMetamorphic(cfg Config) MetamorphicResult {
+	cfg.Metamorphic, cfg.Liveness = true, true
+	res := MetamorphicResult{Seed: cfg.Seed}
+	var ref *Outcome
+	var refShape Shape
+	for i, sh := range Shapes {
+		c := cfg
+		c.Shape = &sh
+		r := Run(c)
+		res.Runs++
+		if r.Failure != nil {
+			res.Failure = r.Failure
+			return res
+		}
+		if i == 0 {
+			ref, refShape = r.Outcome, sh
+			res.Outcome = ref
+			cfg.Ops = r.ops()
+			continue
+		}
+		if d := ref.diff(*r.Outcome); d != "" {
+			res.Failure = &Failure{Seed: cfg.Seed, Variant: cfg.Variant, Config: c, Replayed: true, Step: r.Steps - 1, Check: CheckMetamorphic,
+				Detail: fmt.Sprintf("%s and %s end differently: %s", refShape, sh, d), Setup: r.Setup, Ops: r.ops()}
+			return res
+		}
+	}
+	return res
+}

@@ -1,0 +1,89 @@
+package sim
+
+import (
+	"flag"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Flags of TestMetamorphic (-seed and -variant are TestSim's):
+//
+//	go test ./internal/sim -run TestMetamorphic -metamorphic-seeds=2000 -timeout=2h -v
+var (
+	flagMetaSeeds = flag.Int("metamorphic-seeds", 200, "schedules TestMetamorphic runs under every shape (from -base)")
+	flagMetaSteps = flag.Int("metamorphic-steps", 600, "ops per metamorphic schedule")
+)
+
+// TestMetamorphicShapesEndAlike runs each schedule under every shape of
+// the input (coalescing on and off, max_pages_in_flight 1, 2 and 8), with
+// the oracle after every step and liveness, and requires the same
+// outcome: the same events delivered, the same final checkpoints (resume
+// position, watermark, complete), the same published frontier.
+func TestMetamorphicShapesEndAlike(t *testing.T) {
+	v, err := ParseVariant(*flagVariant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Steps: *flagMetaSteps, Variant: v, TraceTail: *flagTail}
+	base, n := *flagBase, *flagMetaSeeds
+	if *flagSeed != 0 {
+		base, n = *flagSeed, 1
+	}
+	start := time.Now()
+	var (
+		mu       sync.Mutex
+		failures []*Failure
+		runs     int
+		events   int
+		marks    int
+		wg       sync.WaitGroup
+	)
+	next := make(chan uint64)
+	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for seed := range next {
+				c := cfg
+				c.Seed = seed
+				r := RunMetamorphic(c)
+				mu.Lock()
+				runs += r.Runs
+				if o := r.Outcome; o != nil {
+					events += len(o.Delivered)
+					for _, cp := range o.Checkpoints {
+						if !strings.Contains(cp, "watermark none,") {
+							marks++
+						}
+					}
+				}
+				if r.Failure != nil {
+					failures = append(failures, r.Failure)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		next <- base + uint64(i)
+	}
+	close(next)
+	wg.Wait()
+	t.Logf("%d schedules (seeds %d..%d, %d steps each) under %d shapes: %d runs in %s, %d failed; the outcomes compared hold %d events and %d checkpoints with a watermark",
+		n, base, base+uint64(n)-1, cfg.Steps, len(Shapes), runs, time.Since(start).Round(time.Millisecond), len(failures), events, marks)
+	if len(failures) == 0 && (events == 0 || marks == 0) {
+		t.Fatalf("the outcomes compared are empty (%d events, %d watermarks): the comparison proves nothing", events, marks)
+	}
+	if len(failures) > 0 {
+		sort.Slice(failures, func(i, j int) bool { return failures[i].Seed < failures[j].Seed })
+		var seeds []uint64
+		for _, f := range failures {
+			seeds = append(seeds, f.Seed)
+		}
+		t.Fatalf("%d of %d schedules failed (seeds %v); the first:\n%s", len(failures), n, seeds, failures[0].Error())
+	}
+}
