@@ -79,8 +79,12 @@ func TestLivenessLaneAppliesWaitsInOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	var reached bool
-	res := Run(Config{Seed: 580, Ops: ops, Liveness: true, NoDriverPaths: true, OnStep: func(l string) {
-		reached = reached || strings.Contains(l, "-> witness stored; emit a g8") && strings.Contains(l, "check incarnation of a (before a promotion)")
+	// Seed 3: the store faults of seed 580 no longer lead these ops to the
+	// interleaving since the publisher reads the sharded frontier (its
+	// store calls draw from the same fault stream); with seed 3 a witness
+	// write's answer again emits a page of a and asks for the check.
+	res := Run(Config{Seed: 3, Ops: ops, Liveness: true, NoDriverPaths: true, OnStep: func(l string) {
+		reached = reached || strings.Contains(l, "-> witness stored; emit a g") && strings.Contains(l, "check incarnation of a (before a promotion)")
 	}})
 	if res.Failure != nil {
 		t.Fatal(res.Failure.Error())
