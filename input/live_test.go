@@ -167,6 +167,12 @@ func startLive(t *testing.T, src *shardSource, lineage bool) *liveRun {
 // startLiveOn starts an input on st, with leases when lc is set.
 func startLiveOn(t *testing.T, src *shardSource, st store.Store, lineage bool, lc *LeaseConfig) *liveRun {
 	t.Helper()
+	return startLiveWith(t, src, st, lineage, lc, 20*time.Millisecond)
+}
+
+// startLiveWith is startLiveOn with the partitions' poll interval.
+func startLiveWith(t *testing.T, src *shardSource, st store.Store, lineage bool, lc *LeaseConfig, poll time.Duration) *liveRun {
+	t.Helper()
 	old := membershipCheckInterval
 	membershipCheckInterval = 20 * time.Millisecond
 	t.Cleanup(func() { membershipCheckInterval = old })
@@ -174,7 +180,7 @@ func startLiveOn(t *testing.T, src *shardSource, st store.Store, lineage bool, l
 	res := service.MockResources(service.MockResourcesOptUseLogger(service.NewLoggerFromSlog(slog.New(slog.NewTextHandler(r.log, &slog.HandlerOptions{Level: slog.LevelInfo})))))
 	bi, err := New(Config{
 		Scope: "shards", Discover: true, DiscoveryInterval: 50 * time.Millisecond, UnorderedLineage: !lineage,
-		MaxPagesInFlight: 2, PollInterval: 20 * time.Millisecond, ParkCheckInterval: time.Second,
+		MaxPagesInFlight: 2, PollInterval: poll, ParkCheckInterval: time.Second,
 		StoreBackoff: 20 * time.Millisecond, FetchRetries: 3, FetchBackoff: 10 * time.Millisecond,
 		FrontierPublishInterval: 20 * time.Millisecond, Leases: lc,
 	}, src, r.st, nil, res)
