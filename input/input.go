@@ -152,6 +152,9 @@ type paginatedInput struct {
 	// red is the redaction layer's credentials (the provider's, when it
 	// has a Redactor); each partition adds its cursors in a child set.
 	red *redact.Set
+	// feed hands durable watermarks and published records to the
+	// partition_frontier processors of this pipeline (feed.Of its resources).
+	feed *feed.Hub
 
 	out        chan emission
 	allDone    chan struct{}
@@ -207,6 +210,7 @@ func New(cfg Config, prov provider.Provider, st store.Store, closeStore func(con
 	in := &paginatedInput{
 		cfg: cfg, prov: prov, store: st, closeSt: closeStore,
 		log:         res.Logger(),
+		feed:        feed.Of(res),
 		metrics:     newInputMetrics(res.Metrics()),
 		out:         make(chan emission),
 		allDone:     make(chan struct{}),
@@ -437,7 +441,9 @@ func (in *paginatedInput) observeCheckpoint(cp store.Checkpoint) {
 	if k := cp.Watermark.Kind; k == coord.KindInteger || k == coord.KindTimestamp {
 		in.metrics.watermark.Set(cp.Watermark.Int, cp.Partition)
 	}
-	publishCheckpoint(cp)
+	// The basis first: a view that drains the watermark finds its basis.
+	in.feed.PublishFinality(cp.Scope, cp.Partition, cp.Finality)
+	in.feed.Publish(cp.Scope, cp.Partition, cp.Watermark)
 }
 
 // fetchWithRetry fetches a page, retrying transient failures with
@@ -504,14 +510,6 @@ func (in *paginatedInput) message(p *partition, e chain.Emit, i int) *service.Me
 func cursorHash(c []byte) string { return witness.CursorHash(c) }
 
 var _ = simulated.EventID
-
-// publishCheckpoint hands a durable checkpoint's watermark to
-// partition_frontier processors in this process.
-func publishCheckpoint(cp store.Checkpoint) {
-	// The basis first: a view that drains the watermark finds its basis.
-	feed.PublishFinality(cp.Scope, cp.Partition, cp.Finality)
-	feed.Publish(cp.Scope, cp.Partition, cp.Watermark)
-}
 
 // maybePrune deletes, every PruneEvery generations, the witnesses below the
 // durable checkpoint cp's generation: nothing reads them again

@@ -26,7 +26,6 @@ import (
 
 	"github.com/tidemark/tidemark/input/provider"
 	"github.com/tidemark/tidemark/internal/coord"
-	"github.com/tidemark/tidemark/internal/feed"
 	"github.com/tidemark/tidemark/internal/frontier"
 	"github.com/tidemark/tidemark/internal/membership"
 	"github.com/tidemark/tidemark/internal/store"
@@ -261,9 +260,9 @@ func (in *paginatedInput) watchMembership(ctx context.Context) {
 // in-process feed: the holder of a partition publishes it) and advances
 // the record when the publication rule allows. Each record written is
 // handed to the partition_frontier processors of this process
-// (feed.PublishRecord), which attach only published watermarks.
+// (in.feed), which attach only published watermarks.
 func (in *paginatedInput) publishFrontier(ctx context.Context, every time.Duration) {
-	sub := feed.Subscribe(in.cfg.Scope)
+	sub := in.feed.Subscribe(in.cfg.Scope)
 	defer sub.Close()
 	pub := membership.NewPublisher(in.store, in.cfg.Scope)
 	tick := time.NewTicker(every)
@@ -280,7 +279,7 @@ func (in *paginatedInput) publishFrontier(ctx context.Context, every time.Durati
 		switch {
 		case err == nil:
 			if r.Next != nil {
-				feed.PublishRecord(f)
+				in.feed.PublishRecord(f)
 			}
 			if advanced {
 				in.log.Infof("Scope %s is complete through %s (epoch %d)", in.cfg.Scope, f.Scalar, f.Epoch)

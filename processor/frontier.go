@@ -118,7 +118,7 @@ func frontierFromParsed(conf *service.ParsedConfig, mgr *service.Resources) (*fr
 	if err != nil {
 		return nil, err
 	}
-	return NewView(ViewConfig{Scope: scope, Partitions: parts, FromFeed: source == "feed", Refresh: refresh}, st, closeSt)
+	return NewView(ViewConfig{Scope: scope, Partitions: parts, FromFeed: source == "feed", Refresh: refresh, Feed: feed.Of(mgr)}, st, closeSt)
 }
 
 // ViewConfig configures a frontier view.
@@ -127,6 +127,10 @@ type ViewConfig struct {
 	Partitions []string
 	FromFeed   bool
 	Refresh    time.Duration
+	// Feed is the hub this process's paginated_partitions input publishes
+	// to (feed.Of of the pipeline's resources); with FromFeed and no Feed,
+	// a hub of its own that nothing publishes to.
+	Feed *feed.Hub
 }
 
 // frontierProcessor keeps a frontier.Tracker fed with the published
@@ -158,7 +162,8 @@ type frontierProcessor struct {
 	lastMembers time.Time
 }
 
-// NewView builds the processor (exported for tests and the status command).
+// NewView builds the processor from its parts (the Benthos constructor
+// and tests).
 func NewView(cfg ViewConfig, st store.Store, closeSt func(context.Context) error) (*frontierProcessor, error) {
 	if cfg.Scope == "" {
 		return nil, errors.New("partition_frontier: scope must not be empty")
@@ -172,8 +177,11 @@ func NewView(cfg ViewConfig, st store.Store, closeSt func(context.Context) error
 		published: store.NewFrontierCache(st, cfg.Scope),
 	}
 	if cfg.FromFeed {
-		p.sub = feed.Subscribe(cfg.Scope)
-		p.records = feed.SubscribeRecords(cfg.Scope)
+		if p.cfg.Feed == nil {
+			p.cfg.Feed = feed.NewHub()
+		}
+		p.sub = p.cfg.Feed.Subscribe(cfg.Scope)
+		p.records = p.cfg.Feed.SubscribeRecords(cfg.Scope)
 	}
 	return p, nil
 }
@@ -198,7 +206,7 @@ func (p *frontierProcessor) refresh(ctx context.Context, now time.Time, force bo
 		if f := p.records.Latest(); f != nil && !p.configured {
 			p.applyRecord(*f) // published by this process: durable
 		}
-		for part, basis := range feed.Finalities(p.cfg.Scope) {
+		for part, basis := range p.cfg.Feed.Finalities(p.cfg.Scope) {
 			p.bases[part] = basis
 		}
 		if p.configured {
@@ -323,16 +331,6 @@ func (p *frontierProcessor) refreshMembership(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// Snapshot returns the current frontier.
-func (p *frontierProcessor) Snapshot(ctx context.Context) (frontier.Snapshot, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if err := p.refresh(ctx, time.Now(), false); err != nil {
-		return frontier.Snapshot{}, err
-	}
-	return p.tracker.Frontier(), nil
 }
 
 // snapshotFor returns the frontier of the epoch a message was emitted

@@ -37,7 +37,10 @@ checkpoint:
 `)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = p.Close(context.Background()) })
-		assert.Equal(t, ViewConfig{Scope: "okta", Partitions: []string{"p0", "p1"}, FromFeed: true, Refresh: 5 * time.Second}, p.cfg)
+		got := p.cfg
+		assert.NotNil(t, got.Feed, "the feed hub of the pipeline's resources")
+		got.Feed = nil
+		assert.Equal(t, ViewConfig{Scope: "okta", Partitions: []string{"p0", "p1"}, FromFeed: true, Refresh: 5 * time.Second}, got)
 		assert.NotNil(t, p.sub, "source: feed (the default) subscribes to the in-process feed")
 	})
 	t.Run("store source", func(t *testing.T) {
@@ -50,7 +53,10 @@ checkpoint:
 `)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = p.Close(context.Background()) })
-		assert.Equal(t, ViewConfig{Scope: "okta", Partitions: []string{}, FromFeed: false, Refresh: 30 * time.Millisecond}, p.cfg)
+		got := p.cfg
+		assert.NotNil(t, got.Feed, "the feed hub of the pipeline's resources")
+		got.Feed = nil
+		assert.Equal(t, ViewConfig{Scope: "okta", Partitions: []string{}, FromFeed: false, Refresh: 30 * time.Millisecond}, got)
 		assert.Nil(t, p.sub, "source: store never subscribes to the feed")
 	})
 	t.Run("empty scope", func(t *testing.T) {
@@ -214,7 +220,7 @@ func TestPartitionFrontierStaleStoreViewLagsNeverLeads(t *testing.T) {
 	w.promote("A", 50)
 	w.promote("B", 40)
 
-	p, err := NewView(ViewConfig{Scope: scope, Partitions: []string{"A", "B"}, Refresh: time.Hour}, st, nil)
+	p, err := NewView(ViewConfig{Scope: scope, Feed: hubFor(scope), Partitions: []string{"A", "B"}, Refresh: time.Hour}, st, nil)
 	require.NoError(t, err)
 	m := process(t, p)
 	assert.Equal(t, "40", m.Frontier)
@@ -240,7 +246,7 @@ func TestPartitionFrontierStaleStoreViewLagsNeverLeads(t *testing.T) {
 	assert.JSONEq(t, `{"A":60,"B":70}`, m.Vector)
 
 	// In real time too: with a short interval the promotion shows up.
-	p2, err := NewView(ViewConfig{Scope: scope, Partitions: []string{"A", "B"}, Refresh: 20 * time.Millisecond}, st, nil)
+	p2, err := NewView(ViewConfig{Scope: scope, Feed: hubFor(scope), Partitions: []string{"A", "B"}, Refresh: 20 * time.Millisecond}, st, nil)
 	require.NoError(t, err)
 	assert.Equal(t, "60", process(t, p2).Frontier)
 	w.promote("A", 65)
@@ -469,7 +475,7 @@ func TestPartitionFrontierAttachesTheFrontierOfTheMessagesEpoch(t *testing.T) {
 	w.publish()
 	// The store is re-read only hourly; the in-process feed brings this
 	// process's checkpoints at once.
-	p, err := NewView(ViewConfig{Scope: scope, FromFeed: true, Refresh: time.Hour}, st, nil)
+	p, err := NewView(ViewConfig{Scope: scope, Feed: hubFor(scope), FromFeed: true, Refresh: time.Hour}, st, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = p.Close(ctx) })
 	withEpoch := func(e string) meta {
@@ -511,7 +517,7 @@ func TestPartitionFrontierNamesTheFinalityItRestsOn(t *testing.T) {
 		_, err := w.tryPromote(p)
 		require.NoError(t, err)
 	}
-	p, err := NewView(ViewConfig{Scope: scope, Partitions: []string{"A", "B"}, Refresh: time.Hour}, st, nil)
+	p, err := NewView(ViewConfig{Scope: scope, Feed: hubFor(scope), Partitions: []string{"A", "B"}, Refresh: time.Hour}, st, nil)
 	require.NoError(t, err)
 	msg := service.NewMessage([]byte(`{}`))
 	msg.MetaSetMut(frontiermeta.FrontierFinality, "stale-upstream-value")
@@ -525,7 +531,7 @@ func TestPartitionFrontierNamesTheFinalityItRestsOn(t *testing.T) {
 	w2 := writer{t: t, st: st2, scope: newScope(t)}
 	w2.create("A")
 	w2.promote("A", 5)
-	p2, err := NewView(ViewConfig{Scope: w2.scope, Partitions: []string{"A"}, Refresh: time.Hour}, st2, nil)
+	p2, err := NewView(ViewConfig{Scope: w2.scope, Feed: hubFor(w2.scope), Partitions: []string{"A"}, Refresh: time.Hour}, st2, nil)
 	require.NoError(t, err)
 	batch, err = p2.Process(context.Background(), msg)
 	require.NoError(t, err)

@@ -8,7 +8,6 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tidemark/tidemark/internal/feed"
 	"github.com/tidemark/tidemark/internal/store"
 )
 
@@ -44,10 +43,10 @@ func TestPartitionFrontierNeverGoesBackWhenAPartitionChangesHands(t *testing.T) 
 	w.promote("p1", 190)
 	w.promote("p2", 500)
 
-	viewA, err := NewView(ViewConfig{Scope: scope, FromFeed: true, Refresh: time.Hour}, st, nil)
+	viewA, err := NewView(ViewConfig{Scope: scope, Feed: hubFor(scope), FromFeed: true, Refresh: time.Hour}, st, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = viewA.Close(ctx) })
-	viewB, err := NewView(ViewConfig{Scope: scope, Refresh: time.Hour}, st, nil)
+	viewB, err := NewView(ViewConfig{Scope: scope, Feed: hubFor(scope), Refresh: time.Hour}, st, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = viewB.Close(ctx) })
 
@@ -61,7 +60,7 @@ func TestPartitionFrontierNeverGoesBackWhenAPartitionChangesHands(t *testing.T) 
 	require.NoError(t, err)
 	next, err := st.Promote(ctx, w.promotion(cp, 230))
 	require.NoError(t, err)
-	feed.Publish(next.Scope, next.Partition, next.Watermark)
+	hubFor(next.Scope).Publish(next.Scope, next.Partition, next.Watermark)
 	before := processAs(t, viewA, "p1", "a")
 	require.Equal(t, "190", before.Frontier, "a watermark not yet published is not attached")
 	w.publish()

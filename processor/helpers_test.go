@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -33,9 +34,20 @@ func newScope(t *testing.T) string {
 	return fmt.Sprintf("pt%d-%s", scopeSeq.Add(1), r.Replace(t.Name()))
 }
 
+// testHubs holds each test scope's feed hub, as the hub of a pipeline's
+// resources is shared by its input and processors (scopes are unique per
+// test, so tests never share a hub).
+var testHubs sync.Map
+
+// hubFor returns the feed hub of scope.
+func hubFor(scope string) *feed.Hub {
+	h, _ := testHubs.LoadOrStore(scope, feed.NewHub())
+	return h.(*feed.Hub)
+}
+
 // writer writes checkpoints through the store API and, like the input's
 // observeCheckpoint, hands every durable (successfully written) checkpoint
-// to the in-process feed.
+// to the feed hub of its scope.
 type writer struct {
 	t     *testing.T
 	st    store.Store
@@ -52,7 +64,7 @@ func (w writer) create(part string) store.Checkpoint {
 		Key: w.key(part), Cursor: []byte(part + "-1"), Generation: 1, Epoch: max(w.epoch, 1),
 	})
 	require.NoError(w.t, err)
-	feed.Publish(cp.Scope, cp.Partition, cp.Watermark)
+	hubFor(cp.Scope).Publish(cp.Scope, cp.Partition, cp.Watermark)
 	w.publish()
 	return cp
 }
@@ -79,7 +91,7 @@ func (w writer) promote(part string, wm int64) store.Checkpoint {
 	require.NoError(w.t, err)
 	next, err := w.st.Promote(context.Background(), w.promotion(cp, wm))
 	require.NoError(w.t, err)
-	feed.Publish(next.Scope, next.Partition, next.Watermark)
+	hubFor(next.Scope).Publish(next.Scope, next.Partition, next.Watermark)
 	w.publish()
 	return next
 }
@@ -89,7 +101,7 @@ func (w writer) promote(part string, wm int64) store.Checkpoint {
 func (w writer) tryPromote(p store.Promotion) (store.Checkpoint, error) {
 	cp, err := w.st.Promote(context.Background(), p)
 	if err == nil {
-		feed.Publish(cp.Scope, cp.Partition, cp.Watermark)
+		hubFor(cp.Scope).Publish(cp.Scope, cp.Partition, cp.Watermark)
 		w.publish()
 	}
 	return cp, err
@@ -106,7 +118,7 @@ func (w writer) publish() {
 		return
 	}
 	require.NoError(w.t, err)
-	feed.PublishRecord(f)
+	hubFor(f.Scope).PublishRecord(f)
 }
 
 // meta is the frontier metadata of one processed message.
@@ -175,7 +187,7 @@ func sources(t *testing.T, fn func(t *testing.T, fromFeed bool)) {
 // store when the source is the store).
 func newView(t *testing.T, st store.Store, scope string, parts []string, fromFeed bool) *frontierProcessor {
 	t.Helper()
-	p, err := NewView(ViewConfig{Scope: scope, Partitions: parts, FromFeed: fromFeed, Refresh: time.Nanosecond}, st, nil)
+	p, err := NewView(ViewConfig{Scope: scope, Feed: hubFor(scope), Partitions: parts, FromFeed: fromFeed, Refresh: time.Nanosecond}, st, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = p.Close(context.Background()) })
 	return p

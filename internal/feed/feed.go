@@ -1,18 +1,60 @@
-// Package feed carries durable checkpoint watermarks from the
-// paginated_partitions input to partition_frontier processors running in the
-// same process.
+// Package feed carries durable checkpoint watermarks and published frontier
+// records from the paginated_partitions input to the partition_frontier
+// processors of the same pipeline.
 //
-// Invariant: only watermarks that are already durable (read from, or
-// written by a successful conditional write to, the checkpoint store) are
-// published, so a view built from the feed may lag the store, never lead
-// it.
+// A Hub is an explicit dependency: the input and the processor each take
+// one, and the Benthos components take theirs from the pipeline's resources
+// (Of), so components of one running config share a hub and two configs
+// (two streams, two tests) never see each other's values. Values are keyed
+// by scope within a hub; the hub is freed with the resources that hold it.
+//
+// Invariants:
+//   - only watermarks that are already durable (read from, or written by a
+//     successful conditional write to, the checkpoint store) and records
+//     this process wrote by a successful compare-and-swap are published, so
+//     a view built from the feed may lag the store, never lead it;
+//   - a subscription's first Drain holds every watermark published in its
+//     scope before it subscribed; after that, only what changed;
+//   - a record subscription keeps only the newest record (by epoch, then
+//     version): an older one arriving late never replaces a newer one.
 package feed
 
 import (
+	"maps"
 	"sync"
 
+	"github.com/redpanda-data/benthos/v4/public/service"
+
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/store"
 )
+
+// Hub holds the watermarks and published records of the scopes of one
+// pipeline. The zero value is not usable: use NewHub. Safe for concurrent
+// use.
+type Hub struct {
+	mu     sync.Mutex
+	scopes map[string]*scopeFeed
+}
+
+// NewHub returns an empty hub.
+func NewHub() *Hub {
+	return &Hub{scopes: map[string]*scopeFeed{}}
+}
+
+type resourceKey struct{}
+
+// Of returns the hub kept in res (one per pipeline's resources: the input
+// and processors of one config share it), creating it on first use; with
+// res nil, a new hub of its own (a component built outside a pipeline, as
+// in unit tests, shares its feed with nobody).
+func Of(res *service.Resources) *Hub {
+	if res == nil {
+		return NewHub()
+	}
+	h, _ := res.GetOrSetGeneric(resourceKey{}, NewHub())
+	return h.(*Hub)
+}
 
 // Update is one partition's durable complete-through watermark.
 type Update struct {
@@ -24,88 +66,78 @@ type scopeFeed struct {
 	latest map[string]coord.Watermark
 	// bases is the finality basis of each partition's latest watermark
 	// (store.Checkpoint.Finality), when known.
-	bases map[string]string
-	subs  map[*Subscription]struct{}
+	bases   map[string]string
+	subs    map[*Subscription]struct{}
+	records map[*RecordSubscription]struct{}
 }
 
-var (
-	mu     sync.Mutex
-	scopes = map[string]*scopeFeed{}
-)
-
-func scopeOf(scope string) *scopeFeed {
-	f := scopes[scope]
+func (h *Hub) scope(scope string) *scopeFeed {
+	f := h.scopes[scope]
 	if f == nil {
-		f = &scopeFeed{latest: map[string]coord.Watermark{}, bases: map[string]string{}, subs: map[*Subscription]struct{}{}}
-		scopes[scope] = f
+		f = &scopeFeed{
+			latest:  map[string]coord.Watermark{},
+			bases:   map[string]string{},
+			subs:    map[*Subscription]struct{}{},
+			records: map[*RecordSubscription]struct{}{},
+		}
+		h.scopes[scope] = f
 	}
 	return f
 }
 
 // Publish records a durable watermark of (scope, partition).
-func Publish(scope, partition string, w coord.Watermark) {
-	mu.Lock()
-	defer mu.Unlock()
-	f := scopeOf(scope)
+func (h *Hub) Publish(scope, partition string, w coord.Watermark) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	f := h.scope(scope)
 	f.latest[partition] = w
 	for s := range f.subs {
 		s.dirty[partition] = w
-		select {
-		case s.wake <- struct{}{}:
-		default:
-		}
 	}
 }
 
 // PublishFinality records the finality basis of the durable watermark of
 // (scope, partition), as its checkpoint records it ("" is ignored: unknown).
 // Subscribers read it with Finalities; it changes no watermark.
-func PublishFinality(scope, partition, basis string) {
+func (h *Hub) PublishFinality(scope, partition, basis string) {
 	if basis == "" {
 		return
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	scopeOf(scope).bases[partition] = basis
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.scope(scope).bases[partition] = basis
 }
 
 // Finalities returns a copy of the finality bases published in scope.
-func Finalities(scope string) map[string]string {
-	mu.Lock()
-	defer mu.Unlock()
-	out := make(map[string]string, len(scopeOf(scope).bases))
-	for p, b := range scopeOf(scope).bases {
-		out[p] = b
-	}
-	return out
+func (h *Hub) Finalities(scope string) map[string]string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return maps.Clone(h.scope(scope).bases)
 }
 
-// Subscription receives the updates of one scope.
+// Subscription receives the watermark updates of one scope.
 type Subscription struct {
+	hub   *Hub
 	scope string
 	dirty map[string]coord.Watermark
-	wake  chan struct{}
 }
 
 // Subscribe returns a subscription whose first Drain holds every watermark
 // published so far in scope.
-func Subscribe(scope string) *Subscription {
-	mu.Lock()
-	defer mu.Unlock()
-	f := scopeOf(scope)
-	s := &Subscription{scope: scope, dirty: map[string]coord.Watermark{}, wake: make(chan struct{}, 1)}
-	for p, w := range f.latest {
-		s.dirty[p] = w
-	}
+func (h *Hub) Subscribe(scope string) *Subscription {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	f := h.scope(scope)
+	s := &Subscription{hub: h, scope: scope, dirty: maps.Clone(f.latest)}
 	f.subs[s] = struct{}{}
 	return s
 }
 
 // Drain returns the updates since the last Drain (latest value per
-// partition).
+// partition, in no particular order).
 func (s *Subscription) Drain() []Update {
-	mu.Lock()
-	defer mu.Unlock()
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
 	if len(s.dirty) == 0 {
 		return nil
 	}
@@ -117,12 +149,56 @@ func (s *Subscription) Drain() []Update {
 	return out
 }
 
-// Wake is signalled after a Publish to this scope.
-func (s *Subscription) Wake() <-chan struct{} { return s.wake }
-
 // Close stops the subscription.
 func (s *Subscription) Close() {
-	mu.Lock()
-	defer mu.Unlock()
-	delete(scopeOf(s.scope).subs, s)
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
+	delete(s.hub.scope(s.scope).subs, s)
+}
+
+// PublishRecord hands f, just written to the store by this process (a
+// successful compare-and-swap), to the record subscribers of its scope.
+func (h *Hub) PublishRecord(f store.Frontier) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for s := range h.scope(f.Scope).records {
+		if s.latest == nil || s.latest.Epoch < f.Epoch || (s.latest.Epoch == f.Epoch && s.latest.Version < f.Version) {
+			c := f
+			s.latest = &c
+		}
+	}
+}
+
+// RecordSubscription receives the newest record published in one scope.
+type RecordSubscription struct {
+	hub    *Hub
+	scope  string
+	latest *store.Frontier
+}
+
+// SubscribeRecords returns a subscription to scope's published records
+// (those published after it subscribed).
+func (h *Hub) SubscribeRecords(scope string) *RecordSubscription {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := &RecordSubscription{hub: h, scope: scope}
+	h.scope(scope).records[s] = struct{}{}
+	return s
+}
+
+// Latest returns the newest record published since the last call (nil:
+// none). Its vector is shared: callers do not modify it.
+func (s *RecordSubscription) Latest() *store.Frontier {
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
+	f := s.latest
+	s.latest = nil
+	return f
+}
+
+// Close stops the subscription.
+func (s *RecordSubscription) Close() {
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
+	delete(s.hub.scope(s.scope).records, s)
 }
