@@ -587,26 +587,48 @@ func (s *DynamoStore) Witnesses(ctx context.Context, k store.Key, generation uin
 // queryWitnesses runs one consistent Query of witness items of k under
 // cond (a key condition built with e), across every result page.
 func (s *DynamoStore) queryWitnesses(ctx context.Context, k store.Key, e *expr, cond string) ([]witness.Witness, error) {
-	pages := dynamodb.NewQueryPaginator(s.client, &dynamodb.QueryInput{
+	items, err := s.queryItems(ctx, e, cond, "")
+	if err != nil {
+		return nil, s.wrap("read witnesses of", k, err)
+	}
+	return decodeItems(items, decodeWitness)
+}
+
+// queryItems runs one consistent Query under the key condition cond (built
+// with e) across every result page (each at most 1 MB), keeping only the
+// attributes of projection ("" every attribute). Each page is one call
+// under the client's per-call deadline; the loop ends with the results.
+func (s *DynamoStore) queryItems(ctx context.Context, e *expr, cond, projection string) ([]item, error) {
+	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),
 		KeyConditionExpression:    aws.String(cond),
 		ExpressionAttributeNames:  e.names,
 		ExpressionAttributeValues: e.vals(),
 		ConsistentRead:            aws.Bool(true),
-	})
-	var out []witness.Witness
-	for pages.HasMorePages() {
+	}
+	if projection != "" {
+		in.ProjectionExpression = aws.String(projection)
+	}
+	var out []item
+	for pages := dynamodb.NewQueryPaginator(s.client, in); pages.HasMorePages(); {
 		page, err := pages.NextPage(ctx)
 		if err != nil {
-			return nil, s.wrap("read witnesses of", k, err)
+			return nil, err
 		}
-		for _, it := range page.Items {
-			w, err := decodeWitness(it)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, w)
+		out = append(out, page.Items...)
+	}
+	return out, nil
+}
+
+// decodeItems decodes every item with decode, stopping at the first error.
+func decodeItems[T any](items []item, decode func(item) (T, error)) ([]T, error) {
+	out := make([]T, 0, len(items))
+	for _, it := range items {
+		v, err := decode(it)
+		if err != nil {
+			return nil, err
 		}
+		out = append(out, v)
 	}
 	return out, nil
 }

@@ -136,26 +136,13 @@ func (s *DynamoStore) ListHeartbeats(ctx context.Context, scope string) ([]store
 	}
 	e := newExpr()
 	cond := e.n(attrPK) + " = " + e.v("pk", avS(recordPK(scope, recHeartbeat)))
-	pages := dynamodb.NewQueryPaginator(s.client, &dynamodb.QueryInput{
-		TableName:                 aws.String(s.table),
-		KeyConditionExpression:    aws.String(cond),
-		ExpressionAttributeNames:  e.names,
-		ExpressionAttributeValues: e.vals(),
-		ConsistentRead:            aws.Bool(true),
-	})
-	var out []store.Heartbeat
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
-		if err != nil {
-			return nil, s.wrap("list heartbeats of", name(scope), err)
-		}
-		for _, it := range page.Items {
-			hb, err := decodeHeartbeat(scope, it)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, hb)
-		}
+	items, err := s.queryItems(ctx, e, cond, "")
+	if err != nil {
+		return nil, s.wrap("list heartbeats of", name(scope), err)
+	}
+	out, err := decodeItems(items, func(it item) (store.Heartbeat, error) { return decodeHeartbeat(scope, it) })
+	if err != nil {
+		return nil, err
 	}
 	slices.SortFunc(out, func(a, b store.Heartbeat) int { return strings.Compare(a.Owner, b.Owner) })
 	return out, nil

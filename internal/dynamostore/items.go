@@ -695,16 +695,9 @@ func decodeMembership(scope string, it item) (store.Membership, error) {
 // decodeFrontier decodes a frontier record of one item, written before
 // shards (published.go reads it whole).
 func decodeFrontier(scope string, it item) (store.Frontier, error) {
-	f := store.Frontier{Scope: scope}
-	var err error
-	errs := make([]error, 0, 5)
+	var errs []error
 	add := func(e error) { errs = append(errs, e) }
-	f.Epoch, _, err = getU(it, attrEpoch)
-	add(err)
-	f.Version, _, err = getU(it, attrVersion)
-	add(err)
-	f.Scalar, err = getWatermark(it, attrWMKind, attrWM)
-	add(err)
+	f := decodeFrontierFields(scope, it, add)
 	switch v := it[attrVector].(type) {
 	case nil:
 	case *types.AttributeValueMemberM:
@@ -724,14 +717,29 @@ func decodeFrontier(scope string, it item) (store.Frontier, error) {
 	default:
 		add(fmt.Errorf("%w: attribute %s is not a map", errMalformed, attrVector))
 	}
-	f.HeldBy, err = getStrings(it, attrHeldBy)
-	add(err)
-	f.Reason, err = getS(it, attrReason)
-	add(err)
 	if err := errors.Join(errs...); err != nil {
 		return store.Frontier{}, fmt.Errorf("dynamostore: frontier of %s: %w", scope, err)
 	}
 	return f, nil
+}
+
+// decodeFrontierFields decodes what a frontier record of one item and a
+// sharded record's root share (epoch, version, scalar, held by, reason),
+// passing each attribute's error to add.
+func decodeFrontierFields(scope string, it item, add func(error)) store.Frontier {
+	f := store.Frontier{Scope: scope}
+	var err error
+	f.Epoch, _, err = getU(it, attrEpoch)
+	add(err)
+	f.Version, _, err = getU(it, attrVersion)
+	add(err)
+	f.Scalar, err = getWatermark(it, attrWMKind, attrWM)
+	add(err)
+	f.HeldBy, err = getStrings(it, attrHeldBy)
+	add(err)
+	f.Reason, err = getS(it, attrReason)
+	add(err)
+	return f
 }
 
 // ItemSize is the size DynamoDB counts for an item against its 400 KB

@@ -156,22 +156,7 @@ func (s *DynamoStore) queryPrefix(ctx context.Context, pk, prefix string) ([]ite
 	if prefix != "" {
 		cond += " AND begins_with(" + e.n(attrSK) + ", " + e.v("pre", avS(prefix)) + ")"
 	}
-	pages := dynamodb.NewQueryPaginator(s.client, &dynamodb.QueryInput{
-		TableName:                 aws.String(s.table),
-		KeyConditionExpression:    aws.String(cond),
-		ExpressionAttributeNames:  e.names,
-		ExpressionAttributeValues: e.vals(),
-		ConsistentRead:            aws.Bool(true),
-	})
-	var out []item
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, page.Items...)
-	}
-	return out, nil
+	return s.queryItems(ctx, e, cond, "")
 }
 
 // deleteMembershipPages deletes the membership pages of scope whose sk

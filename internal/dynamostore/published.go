@@ -162,20 +162,9 @@ func decodeFrontierHead(scope string, it item) (store.FrontierHead, error) {
 		f, err := decodeFrontier(scope, it)
 		return store.FrontierHead{Frontier: f}, err
 	}
-	f := store.Frontier{Scope: scope}
-	var err error
-	errs := make([]error, 0, 6)
+	var errs []error
 	add := func(e error) { errs = append(errs, e) }
-	f.Epoch, _, err = getU(it, attrEpoch)
-	add(err)
-	f.Version, _, err = getU(it, attrVersion)
-	add(err)
-	f.Scalar, err = getWatermark(it, attrWMKind, attrWM)
-	add(err)
-	f.HeldBy, err = getStrings(it, attrHeldBy)
-	add(err)
-	f.Reason, err = getS(it, attrReason)
-	add(err)
+	f := decodeFrontierFields(scope, it, add)
 	n, _, err := getU(it, attrShardCount)
 	add(err)
 	h := store.FrontierHead{Frontier: f, Shards: make([]uint64, n)}

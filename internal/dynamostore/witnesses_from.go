@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/tidemark/tidemark/internal/store"
@@ -46,23 +45,9 @@ func (s *DynamoStore) PruneWitnesses(ctx context.Context, k store.Key, below uin
 	e := newExpr()
 	cond := fmt.Sprintf("%s = %s AND %s BETWEEN %s AND %s", e.n(attrPK), e.v("pk", avS(checkpointPK(k))), e.n(attrSK),
 		e.v("lo", avS(witnessPrefix(0))), e.v("hi", avS(witnessPrefix(below-1)+"~")))
-	pages := dynamodb.NewQueryPaginator(s.client, &dynamodb.QueryInput{
-		TableName:                 aws.String(s.table),
-		KeyConditionExpression:    aws.String(cond),
-		ExpressionAttributeNames:  e.names,
-		ExpressionAttributeValues: e.vals(),
-		ProjectionExpression:      aws.String(e.n(attrPK) + ", " + e.n(attrSK)),
-		ConsistentRead:            aws.Bool(true),
-	})
-	var keys []item
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
-		if err != nil {
-			return 0, s.wrap("list witnesses to prune of", k, err)
-		}
-		for _, it := range page.Items {
-			keys = append(keys, item{attrPK: it[attrPK], attrSK: it[attrSK]})
-		}
+	keys, err := s.queryItems(ctx, e, cond, e.n(attrPK)+", "+e.n(attrSK))
+	if err != nil {
+		return 0, s.wrap("list witnesses to prune of", k, err)
 	}
 	n := 0
 	for chunk := range slices.Chunk(keys, 25) {
