@@ -280,6 +280,7 @@ func (in *paginatedInput) publishFrontier(ctx context.Context, every time.Durati
 		case err == nil:
 			if r.Next != nil {
 				in.feed.PublishRecord(f)
+				in.log.Debugf("Scope %s: published frontier version %d (epoch %d, scalar %s, %d partitions, held by %v, %s)", in.cfg.Scope, f.Version, f.Epoch, f.Scalar, len(f.Vector), f.HeldBy, f.Reason)
 			}
 			if advanced {
 				in.log.Infof("Scope %s is complete through %s (epoch %d)", in.cfg.Scope, f.Scalar, f.Epoch)

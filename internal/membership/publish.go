@@ -131,7 +131,12 @@ func (p *Publisher) Prepare(ctx context.Context) (Prepared, error) {
 	}
 	out.Snapshot = p.tracker.Frontier()
 	out.prev = f
-	if pub, ok := frontier.NextPublication(f.Snapshot(), out.Snapshot); ok {
+	// The snapshot in the form the store keeps it (held-by list capped):
+	// compared as computed, a list longer than the cap would differ from
+	// the stored record in every round, and every instance would write it
+	// again every round.
+	stored := store.FrontierRecord(p.scope, out.Snapshot).Snapshot()
+	if pub, ok := frontier.NextPublication(f.Snapshot(), stored); ok {
 		next := store.FrontierRecord(p.scope, pub)
 		out.Next = &next
 	}

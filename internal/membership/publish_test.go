@@ -168,3 +168,52 @@ func TestPublishersOfTwoInstancesFollowEachOthersChanges(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, f, loaded)
 }
+
+// Publishers of several instances that know the same durable checkpoints
+// stop writing once the record holds what they know: idle publication
+// writes nothing, whoever published last. With every partition at the
+// same watermark (complete partitions, say) more partitions hold the
+// frontier than the record's held-by list keeps (store.MaxPublishedHeldBy):
+// the computed snapshot is compared in its stored form, or every round
+// of every instance would write the record again.
+func TestIdlePublishersOfSeveralInstancesStopWriting(t *testing.T) {
+	for _, same := range []bool{false, true} {
+		t.Run(fmt.Sprintf("same_watermark=%v", same), func(t *testing.T) {
+			testIdlePublishersStopWriting(t, same)
+		})
+	}
+}
+
+func testIdlePublishersStopWriting(t *testing.T, sameWatermark bool) {
+	ctx := context.Background()
+	st := newCountingStore()
+	names := scopeOf(t, st, "many", 3*store.MaxPublishedHeldBy)
+	if sameWatermark {
+		for _, name := range names {
+			cp, err := st.LoadCheckpoint(ctx, store.Key{Scope: "many", Partition: name})
+			require.NoError(t, err)
+			_, err = st.Promote(ctx, store.Promotion{Key: cp.Key, FromCursor: cp.Cursor, FromGeneration: cp.Generation, To: []byte("e"), WitnessID: "w2", Watermark: coord.Integer(1_000_000), Epoch: 1})
+			require.NoError(t, err)
+		}
+	}
+	pubs := []*Publisher{NewPublisher(st, "many"), NewPublisher(st, "many"), NewPublisher(st, "many")}
+	writes := func() int {
+		n := 0
+		for _, p := range pubs {
+			r, _, _, err := p.Round(ctx)
+			if err != nil {
+				require.ErrorIs(t, err, store.ErrFenced)
+			}
+			if r.Next != nil {
+				n++
+			}
+		}
+		return n
+	}
+	for range 3 {
+		writes()
+	}
+	for round := range 5 {
+		require.Zero(t, writes(), "idle round %d: a publisher wrote", round)
+	}
+}

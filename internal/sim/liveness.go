@@ -157,7 +157,9 @@ func (s *sim) settled() string {
 	for _, cp := range cps {
 		_, _ = t.Apply(cp.Partition, cp.Watermark)
 	}
-	truth := t.Frontier()
+	// In the form the store keeps it (held-by list capped), as the
+	// publisher compares it.
+	truth := store.FrontierRecord(s.scope, t.Frontier()).Snapshot()
 	f, err := s.mem.LoadFrontier(bg, s.scope)
 	if err != nil && !errors.Is(err, store.ErrNoCheckpoint) {
 		return err.Error()

@@ -21,10 +21,13 @@ func (f Frontier) Snapshot() frontier.Snapshot {
 	}
 }
 
-// FrontierRecord is the record that publishes s for scope: the scalar is
-// stored only when s proves it.
+// FrontierRecord is the record that publishes s for scope, as a store
+// keeps it: the scalar only when s proves it, the held-by list capped
+// (CapHeldBy). Compare a computed snapshot with a stored record in this
+// form (FrontierRecord(scope, s).Snapshot()), or a list longer than the
+// cap always looks changed.
 func FrontierRecord(scope string, s frontier.Snapshot) Frontier {
-	f := Frontier{Scope: scope, Epoch: s.Epoch, Vector: s.Vector, HeldBy: s.HeldBy, Reason: s.Reason}
+	f := Frontier{Scope: scope, Epoch: s.Epoch, Vector: s.Vector, HeldBy: CapHeldBy(s.HeldBy), Reason: s.Reason}
 	if s.Proven {
 		f.Scalar = s.Scalar
 	}
