@@ -620,7 +620,7 @@ func (m *leaseManager) round(ctx context.Context, rebalance bool) time.Time {
 	}
 	var cps []store.Checkpoint
 	if r.ReadLeases {
-		if cps, err = m.readLeases(ctx, parts); err != nil {
+		if cps, err = m.readLeases(ctx, mach.Self(), parts); err != nil {
 			if ctx.Err() == nil {
 				m.log.Warnf("Leases: cannot read the leases of scope %s: %v", scope, err)
 			}
@@ -706,7 +706,7 @@ func (m *leaseManager) round(ctx context.Context, rebalance bool) time.Time {
 
 // readLeases reads every checkpoint of the scope, creating the missing
 // ones first (the lease lives on the checkpoint).
-func (m *leaseManager) readLeases(ctx context.Context, parts []string) ([]store.Checkpoint, error) {
+func (m *leaseManager) readLeases(ctx context.Context, self string, parts []string) ([]store.Checkpoint, error) {
 	tctx, cancel := context.WithTimeout(ctx, m.storeTimeout())
 	cps, err := m.in.store.ListCheckpoints(tctx, m.in.cfg.Scope)
 	cancel()
@@ -714,7 +714,7 @@ func (m *leaseManager) readLeases(ctx context.Context, parts []string) ([]store.
 		return nil, err
 	}
 	if missing := leaseMissing(cps, parts); len(missing) > 0 {
-		m.create(ctx, missing)
+		m.create(ctx, self, missing)
 		tctx, cancel := context.WithTimeout(ctx, m.storeTimeout())
 		cps, err = m.in.store.ListCheckpoints(tctx, m.in.cfg.Scope)
 		cancel()
@@ -738,18 +738,35 @@ func leaseMissing(cps []store.Checkpoint, parts []string) []string {
 }
 
 // create writes the first checkpoints of parts (losing a creation race is
-// fine: the winner's checkpoint is the same start).
-func (m *leaseManager) create(ctx context.Context, parts []string) {
+// fine: the winner's checkpoint is the same start), leaseInFlight at a
+// time, in this incarnation's rendezvous order: instances that start
+// together on a new scope create different partitions first instead of
+// all racing for the same item, one at a time (at 10,000 partitions, 3
+// instances made 30,000 sequential writes, two thirds refused, before the
+// first claim).
+func (m *leaseManager) create(ctx context.Context, self string, parts []string) {
+	parts = slices.Clone(parts)
+	lease.Rendezvous(self, parts)
+	sem := make(chan struct{}, leaseInFlight)
+	var wg sync.WaitGroup
 	for _, p := range parts {
-		tctx, cancel := context.WithTimeout(ctx, m.storeTimeout())
-		_, err := m.in.store.CreateCheckpoint(tctx, store.Checkpoint{
-			Key: store.Key{Scope: m.in.cfg.Scope, Partition: p}, Cursor: m.in.cfg.StartCursor, Generation: 1, Epoch: m.in.epoch(),
-		})
-		cancel()
-		if err != nil && !errors.Is(err, store.ErrFenced) {
-			m.log.Warnf("Leases: cannot create the checkpoint of partition %s: %v", p, err)
+		if ctx.Err() != nil {
+			break
 		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			tctx, cancel := context.WithTimeout(ctx, m.storeTimeout())
+			defer cancel()
+			_, err := m.in.store.CreateCheckpoint(tctx, store.Checkpoint{
+				Key: store.Key{Scope: m.in.cfg.Scope, Partition: p}, Cursor: m.in.cfg.StartCursor, Generation: 1, Epoch: m.in.epoch(),
+			})
+			if err != nil && !errors.Is(err, store.ErrFenced) && ctx.Err() == nil {
+				m.log.Warnf("Leases: cannot create the checkpoint of partition %s: %v", p, err)
+			}
+		})
 	}
+	wg.Wait()
 }
 
 // claim performs one claim (one conditional write) and starts the worker
