@@ -1,0 +1,68 @@
+package input
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tidemark/tidemark/internal/store"
+)
+
+// creationOrder records the order of CreateCheckpoint calls and the most
+// in flight at once.
+type creationOrder struct {
+	store.Store
+	mu             sync.Mutex
+	order          []string
+	inFlight, most int
+}
+
+func (s *creationOrder) CreateCheckpoint(ctx context.Context, cp store.Checkpoint) (store.Checkpoint, error) {
+	s.mu.Lock()
+	s.order = append(s.order, cp.Partition)
+	s.inFlight++
+	s.most = max(s.most, s.inFlight)
+	s.mu.Unlock()
+	time.Sleep(time.Millisecond) // a store round trip, so that calls can overlap
+	defer func() {
+		s.mu.Lock()
+		s.inFlight--
+		s.mu.Unlock()
+	}()
+	return s.Store.CreateCheckpoint(ctx, cp)
+}
+
+// Instances that start together on a new scope create the missing
+// checkpoints several at a time, each in its own order: they do not all
+// race for the same item, one item at a time.
+func TestLeaseCreationOfMissingCheckpointsIsConcurrentAndSpread(t *testing.T) {
+	parts := make([]string, 200)
+	for i := range parts {
+		parts[i] = fmt.Sprintf("p%03d", i)
+	}
+	mem := store.NewMemStore()
+	first := map[string][]string{}
+	for _, self := range []string{"a#1", "b#1"} {
+		st := &creationOrder{Store: mem}
+		m := &leaseManager{
+			in:  &paginatedInput{store: st, cfg: Config{Scope: "s", StartCursor: []byte("start")}},
+			cfg: LeaseConfig{RenewInterval: 5 * time.Second},
+			log: service.MockResources().Logger(),
+		}
+		m.create(context.Background(), self, parts)
+		assert.Len(t, st.order, len(parts), "every missing partition is created (or found created)")
+		assert.Greater(t, st.most, 1, "creations overlap")
+		assert.LessOrEqual(t, st.most, leaseInFlight, "at most leaseInFlight creations in flight")
+		first[self] = st.order[:10]
+	}
+	assert.NotEqual(t, first["a#1"], first["b#1"], "two instances start creating with the same partitions")
+	cps, err := mem.ListCheckpoints(context.Background(), "s")
+	require.NoError(t, err)
+	assert.Len(t, cps, len(parts))
+}
