@@ -280,6 +280,12 @@ type leasedStore struct {
 	store.Store
 }
 
+// Unwrap returns the store leasedStore decorates, so that the readers of
+// the membership and published frontier records (store.FrontierCache,
+// store.MembershipCache) find its cheap reads (the root alone, the epoch
+// alone) instead of reading every shard every round.
+func (s leasedStore) Unwrap() store.Store { return s.Store }
+
 // Promote stamps the holder's current lease on p, while no renewal runs.
 func (s leasedStore) Promote(ctx context.Context, p store.Promotion) (store.Checkpoint, error) {
 	h := holderOf(ctx)

@@ -421,6 +421,9 @@ type redactingStore struct {
 	red *redact.Set
 }
 
+// Unwrap returns the decorated store (see leasedStore.Unwrap).
+func (s redactingStore) Unwrap() store.Store { return s.Store }
+
 func (s redactingStore) SetParked(ctx context.Context, k store.Key, cursor []byte, generation uint64, lease store.Lease, reason string) (store.Checkpoint, error) {
 	if reason != "" {
 		s.red.AddBytes(cursor)
