@@ -609,6 +609,10 @@ func (m *leaseManager) round(ctx context.Context, rebalance bool) time.Time {
 	}
 	m.mu.Lock()
 	r := mach.Observe(time.Now(), hbs, parts)
+	// Missing checkpoints this round creates: about twice what this
+	// instance still lacks of its share (the others create theirs), and a
+	// few more for the stragglers nobody's share picked first.
+	createBudget := max(2*(r.Share-mach.Owned()), leaseInFlight)
 	m.mu.Unlock()
 	for _, seen := range r.TakeOvers {
 		tctx, cancel := context.WithTimeout(ctx, m.storeTimeout())
@@ -626,7 +630,7 @@ func (m *leaseManager) round(ctx context.Context, rebalance bool) time.Time {
 	}
 	var cps []store.Checkpoint
 	if r.ReadLeases {
-		if cps, err = m.readLeases(ctx, mach.Self(), parts); err != nil {
+		if cps, err = m.readLeases(ctx, mach.Self(), parts, createBudget); err != nil {
 			if ctx.Err() == nil {
 				m.log.Warnf("Leases: cannot read the leases of scope %s: %v", scope, err)
 			}
@@ -710,9 +714,15 @@ func (m *leaseManager) round(ctx context.Context, rebalance bool) time.Time {
 	return r.NextExpiry
 }
 
-// readLeases reads every checkpoint of the scope, creating the missing
-// ones first (the lease lives on the checkpoint).
-func (m *leaseManager) readLeases(ctx context.Context, self string, parts []string) ([]store.Checkpoint, error) {
+// readLeases reads every checkpoint of the scope, creating up to budget
+// missing ones first (the lease lives on the checkpoint; a partition
+// without one cannot be claimed): those first in this incarnation's
+// rendezvous order, the ones its claims pick first. Instances started
+// together on a new scope create about their own shares instead of every
+// instance creating every checkpoint before its first claim; a partition
+// left out is created by a later round of an instance below its share
+// (which reads the leases every round until it reaches it).
+func (m *leaseManager) readLeases(ctx context.Context, self string, parts []string, budget int) ([]store.Checkpoint, error) {
 	tctx, cancel := context.WithTimeout(ctx, m.storeTimeout())
 	cps, err := m.in.store.ListCheckpoints(tctx, m.in.cfg.Scope)
 	cancel()
@@ -720,7 +730,8 @@ func (m *leaseManager) readLeases(ctx context.Context, self string, parts []stri
 		return nil, err
 	}
 	if missing := leaseMissing(cps, parts); len(missing) > 0 {
-		m.create(ctx, self, missing)
+		lease.Rendezvous(self, missing)
+		m.create(ctx, self, missing[:min(len(missing), budget)])
 		tctx, cancel := context.WithTimeout(ctx, m.storeTimeout())
 		cps, err = m.in.store.ListCheckpoints(tctx, m.in.cfg.Scope)
 		cancel()

@@ -3,6 +3,7 @@ package input
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tidemark/tidemark/internal/lease"
 	"github.com/tidemark/tidemark/internal/store"
 )
 
@@ -65,4 +67,32 @@ func TestLeaseCreationOfMissingCheckpointsIsConcurrentAndSpread(t *testing.T) {
 	cps, err := mem.ListCheckpoints(context.Background(), "s")
 	require.NoError(t, err)
 	assert.Len(t, cps, len(parts))
+}
+
+// A round creates at most its budget of missing checkpoints, those first
+// in the instance's own order (the ones its claims pick first): instances
+// started together on a new scope do not each create every checkpoint
+// before their first claim.
+func TestLeaseReadCreatesAtMostItsBudgetInItsOwnOrder(t *testing.T) {
+	parts := make([]string, 100)
+	for i := range parts {
+		parts[i] = fmt.Sprintf("p%03d", i)
+	}
+	mem := store.NewMemStore()
+	st := &creationOrder{Store: mem}
+	m := &leaseManager{
+		in:  &paginatedInput{store: st, cfg: Config{Scope: "s", StartCursor: []byte("start")}},
+		cfg: LeaseConfig{RenewInterval: 5 * time.Second},
+		log: service.MockResources().Logger(),
+	}
+	cps, err := m.readLeases(context.Background(), "a#1", parts, 30)
+	require.NoError(t, err)
+	assert.Len(t, cps, 30, "the read returns what exists after this round's creations")
+	want := slices.Clone(parts)
+	lease.Rendezvous("a#1", want)
+	assert.ElementsMatch(t, want[:30], st.order, "the first 30 of a#1's order are created")
+
+	cps, err = m.readLeases(context.Background(), "a#1", parts, 1000)
+	require.NoError(t, err)
+	assert.Len(t, cps, len(parts), "a later round creates the rest")
 }
