@@ -430,8 +430,6 @@ func (in *paginatedInput) observePark(cp store.Checkpoint) {
 	in.checkAllDoneLocked()
 }
 
-func (in *paginatedInput) partitionStopped(*partition) {}
-
 // observeCheckpoint is called with every checkpoint a partition loads or
 // promotes.
 func (in *paginatedInput) observeCheckpoint(cp store.Checkpoint) {

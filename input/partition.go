@@ -269,7 +269,6 @@ func (p *partition) end() {
 	p.in.runner.sched.Cancel(p)
 	p.outbox = nil
 	p.in.budget.set(p.key.Partition, 0)
-	p.in.partitionStopped(p)
 	p.forgetState()
 	p.in.runner.live.Add(-1)
 	p.done()
