@@ -53,7 +53,10 @@ func TestDemoRunsWithoutOutsideServicesAndAnnouncesItsFailures(t *testing.T) {
 		assert.Contains(t, out, "Partition "+p+" is complete through 2000", "partition %s completes", p)
 	}
 	assert.Contains(t, out, "Scope demo is complete through 2000 (epoch 1)")
-	assert.Regexp(t, `(?m)^audit +page ending at 2000 +generation 20 +\S+ +frontier \d+ +held by `, out,
+	// The frontier a page's line shows is the one published when the page
+	// passed: on a loaded machine the last partition's pages may all pass
+	// before the first publication ("none").
+	assert.Regexp(t, `(?m)^audit +page ending at 2000 +generation 20 +\S+ +frontier (\d+|none) +held by `, out,
 		"one line per page with its generation, retry class and the combined frontier")
 
 	assert.NotContains(t, out, "level=error", "no error is logged: the demo's failures are deliberate")
