@@ -151,7 +151,7 @@ pipeline:
   processors:
     - partition_frontier:
         scope: %[2]s
-        refresh_interval: 5s
+        refresh_interval: %[11]s
         checkpoint:
           backend: dynamodb
           dynamodb:
@@ -177,12 +177,27 @@ output:
     codec: lines
 `
 
+// leaseSlowView is the instance whose partition_frontier reads the
+// published record least often: it is never the one killed, so it takes
+// partitions over (from the frozen one at least) with a view older than
+// the previous holder's, and attaches at least what that holder attached
+// only because a hand-off reads the record at once.
+const leaseSlowView = "i3"
+
+// leaseRefresh is the refresh_interval of instance id's partition_frontier.
+func leaseRefresh(id string) time.Duration {
+	if id == leaseSlowView {
+		return 10 * time.Second
+	}
+	return time.Second
+}
+
 // leaseStart starts instance id; the test's cleanup kills it.
 func leaseStart(t *testing.T, bin, dir, table, endpoint, id string) *leaseProc {
 	t.Helper()
 	p := &leaseProc{id: id, port: e2etest.FreePort(t), outPath: filepath.Join(dir, id+".jsonl")}
 	cfg := fmt.Sprintf(leaseConfig, p.port, leaseScope, strings.Join(leasePartitions(), ", "), table, endpoint, id,
-		leasePeriod, leaseRenew, leaseBalance, p.outPath)
+		leasePeriod, leaseRenew, leaseBalance, p.outPath, leaseRefresh(id))
 	cfgPath := filepath.Join(dir, id+".yaml")
 	require.NoError(t, os.WriteFile(cfgPath, []byte(cfg), 0o644))
 	cmd := exec.Command(bin, "run", cfgPath)
@@ -506,10 +521,11 @@ func TestLeaseThreeProcesses(t *testing.T) {
 		return true
 	}, all(ids...)...)
 
-	// 2. kill -9 of the instance holding the most partitions.
+	// 2. kill -9 of the instance holding the most partitions, not the slow
+	// view (so that it is the one taking over from the frozen one below).
 	victim := "i1"
 	for id := range procs {
-		if len(sampler.latest().owners()[id]) > len(sampler.latest().owners()[victim]) {
+		if id != leaseSlowView && len(sampler.latest().owners()[id]) > len(sampler.latest().owners()[victim]) {
 			victim = id
 		}
 	}
