@@ -20,11 +20,27 @@ package e2e
 //     its old lease again;
 //  4. SIGTERM of the survivors: graceful hand-off (leases released).
 //
+// Each pipeline (one thread) runs partition_frontier and writes every
+// message with its partition, position, lease and attached frontier
+// (scalar, epoch, vector) to the process's JSON lines file. i3's
+// partition_frontier reads the published record every 10s, the others'
+// every 1s; i3 is never the one killed, so it takes the frozen instance's
+// partitions over with an older view of its own. Every process attaches a
+// scalar before the kill, and the one to freeze a higher one after it.
+//
 // Throughout, a sampler reads every checkpoint every 100ms: generation,
 // watermark and lease counter never decrease (the counter is the fencing
-// token). At the end, the oracle: every event id simulated.EventID(p, 1..W)
-// at or below each partition's durable watermark W is in some process's
-// output file (No loss).
+// token), and no generation of a partition is written twice (no split
+// brain: a generation seen again has the same cursor and watermark). At the
+// end, the oracles: every event id simulated.EventID(p, 1..W) at or below
+// each partition's durable watermark W is in some process's output file
+// (No loss); every message carries its own process's lease; and for each
+// partition, over its messages in the order its holders held it (lease
+// counter, then each holder's output order; a frozen holder's late
+// messages belong to its own, earlier, tenure), neither the attached
+// scalar frontier nor any entry of the attached vector goes back or is
+// withdrawn within an epoch (issue 24, "monotone per partition across
+// hand-offs").
 //
 // Every wait is on an observable condition (store samples, log lines,
 // /metrics) with a generous deadline, so the test holds on a loaded
