@@ -25,7 +25,7 @@ package e2e
 // (scalar, epoch, vector) to the process's JSON lines file. i3's
 // partition_frontier reads the published record every 10s, the others'
 // every 1s; i3 is never the one killed, so it takes the frozen instance's
-// partitions over with an older view of its own. Every process attaches a
+// partitions over with the stalest store reads. Every process attaches a
 // scalar before the kill, and the one to freeze a higher one after it.
 //
 // Throughout, a sampler reads every checkpoint every 100ms: generation,
@@ -194,10 +194,12 @@ output:
 `
 
 // leaseSlowView is the instance whose partition_frontier reads the
-// published record least often: it is never the one killed, so it takes
-// partitions over (from the frozen one at least) with a view older than
-// the previous holder's, and attaches at least what that holder attached
-// only because a hand-off reads the record at once.
+// published record from the store least often: it is never the one
+// killed, so it takes partitions over (from the frozen one at least) with
+// the stalest store reads. (With source: feed its view also follows the
+// records its own input publishes, every frontier_publish_interval; the
+// hand-off read and the feed both keep it from attaching less than the
+// previous holder attached.)
 const leaseSlowView = "i3"
 
 // leaseRefresh is the refresh_interval of instance id's partition_frontier.
