@@ -20,11 +20,27 @@ package e2e
 //     its old lease again;
 //  4. SIGTERM of the survivors: graceful hand-off (leases released).
 //
+// Each pipeline (one thread) runs partition_frontier and writes every
+// message with its partition, position, lease and attached frontier
+// (scalar, epoch, vector) to the process's JSON lines file. i3's
+// partition_frontier reads the published record every 10s, the others'
+// every 1s; i3 is never the one killed, so it takes the frozen instance's
+// partitions over with the stalest store reads. Every process attaches a
+// scalar before the kill, and the one to freeze a higher one after it.
+//
 // Throughout, a sampler reads every checkpoint every 100ms: generation,
 // watermark and lease counter never decrease (the counter is the fencing
-// token). At the end, the oracle: every event id simulated.EventID(p, 1..W)
-// at or below each partition's durable watermark W is in some process's
-// output file (No loss).
+// token), and no generation of a partition is written twice (no split
+// brain: a generation seen again has the same cursor and watermark). At the
+// end, the oracles: every event id simulated.EventID(p, 1..W) at or below
+// each partition's durable watermark W is in some process's output file
+// (No loss); every message carries its own process's lease; and for each
+// partition, over its messages in the order its holders held it (lease
+// counter, then each holder's output order; a frozen holder's late
+// messages belong to its own, earlier, tenure), neither the attached
+// scalar frontier nor any entry of the attached vector goes back or is
+// withdrawn within an epoch (issue 24, "monotone per partition across
+// hand-offs").
 //
 // Every wait is on an observable condition (store samples, log lines,
 // /metrics) with a generous deadline, so the test holds on a loaded
@@ -37,6 +53,7 @@ package e2e
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -45,6 +62,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -127,7 +145,7 @@ input:
     max_pages_in_flight: 1
     poll_interval: 200ms
     store_backoff: 200ms
-    frontier_publish_interval: 0s
+    frontier_publish_interval: 500ms
     checkpoint:
       backend: dynamodb
       dynamodb:
@@ -145,25 +163,59 @@ input:
       latency: 200ms
       rotate_tokens: true
 pipeline:
+  threads: 1
   processors:
+    - partition_frontier:
+        scope: %[2]s
+        refresh_interval: %[11]s
+        checkpoint:
+          backend: dynamodb
+          dynamodb:
+            table: %[4]s
+            endpoint: %[5]s
+            region: us-east-1
     - mapping: |
         root.id = @tidemark_event_id
         root.partition = @tidemark_partition
+        root.pos = @tidemark_position.int64()
         root.owner = @tidemark_lease_owner
         root.counter = @tidemark_lease_counter
         root.generation = @tidemark_generation
+        root.epoch = @tidemark_epoch.int64()
+        root.frontier = @tidemark_frontier.int64().catch(null)
+        root.frontier_epoch = @tidemark_frontier_epoch.int64().catch(0)
+        root.frontier_vector = @tidemark_frontier_vector.parse_json().map_each(kv -> kv.value.int64().catch(null)).catch(null)
+        root.error = error()
+        root.at = now().ts_unix_nano()
 output:
   file:
     path: %[10]s
     codec: lines
 `
 
+// leaseSlowView is the instance whose partition_frontier reads the
+// published record from the store least often: it is never the one
+// killed, so it takes partitions over (from the frozen one at least) with
+// the stalest store reads. (With source: feed its view also follows the
+// records its own input publishes, every frontier_publish_interval; the
+// hand-off read and the feed both keep it from attaching less than the
+// previous holder attached.)
+const leaseSlowView = "i3"
+
+// leaseRefresh is the refresh_interval of instance id's partition_frontier.
+func leaseRefresh(id string) time.Duration {
+	if id == leaseSlowView {
+		return 10 * time.Second
+	}
+	return time.Second
+}
+
 // leaseStart starts instance id; the test's cleanup kills it.
 func leaseStart(t *testing.T, bin, dir, table, endpoint, id string) *leaseProc {
 	t.Helper()
 	p := &leaseProc{id: id, port: e2etest.FreePort(t), outPath: filepath.Join(dir, id+".jsonl")}
 	cfg := fmt.Sprintf(leaseConfig, p.port, leaseScope, strings.Join(leasePartitions(), ", "), table, endpoint, id,
-		leasePeriod, leaseRenew, leaseBalance, p.outPath)
+		leasePeriod, leaseRenew, leaseBalance, p.outPath, leaseRefresh(id))
 	cfgPath := filepath.Join(dir, id+".yaml")
 	require.NoError(t, os.WriteFile(cfgPath, []byte(cfg), 0o644))
 	cmd := exec.Command(bin, "run", cfgPath)
@@ -182,6 +234,12 @@ func leaseOwnerID(owner string) string {
 type leaseSample struct {
 	at  time.Time
 	cps map[string]store.Checkpoint
+}
+
+// leaseGen names one generation of one partition.
+type leaseGen struct {
+	partition  string
+	generation uint64
 }
 
 // leaseSampler reads every checkpoint every 100ms and checks that nothing
@@ -205,6 +263,10 @@ func newLeaseSampler(st store.Store) *leaseSampler {
 func (s *leaseSampler) run() {
 	defer close(s.done)
 	last := map[string]store.Checkpoint{}
+	// written: (partition, generation) -> the checkpoint first seen at it.
+	// A generation is written once (its promotion, by the lease holder of
+	// the time); claims, renewals and releases change only the lease.
+	written := map[leaseGen]store.Checkpoint{}
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -220,6 +282,16 @@ func (s *leaseSampler) run() {
 					if s.err == nil {
 						s.err = fmt.Errorf("partition %s regressed from generation %d watermark %s lease %s to generation %d watermark %s lease %s",
 							cp.Partition, prev.Generation, prev.Watermark, prev.Lease, cp.Generation, cp.Watermark, cp.Lease)
+					}
+					s.mu.Unlock()
+				}
+				if w, ok := written[leaseGen{cp.Partition, cp.Generation}]; !ok {
+					written[leaseGen{cp.Partition, cp.Generation}] = cp
+				} else if string(w.Cursor) != string(cp.Cursor) || w.Watermark != cp.Watermark {
+					s.mu.Lock()
+					if s.err == nil {
+						s.err = fmt.Errorf("split brain: partition %s generation %d was written twice: watermark %s under lease %s, then watermark %s under lease %s",
+							cp.Partition, cp.Generation, w.Watermark, w.Lease, cp.Watermark, cp.Lease)
 					}
 					s.mu.Unlock()
 				}
@@ -456,10 +528,22 @@ func TestLeaseThreeProcesses(t *testing.T) {
 		t.Logf("once spread, %d expired leases were taken over (an instance renewed too late); the most any instance held was %d", n, most)
 	}
 
-	// 2. kill -9 of the instance holding the most partitions.
+	// Every process attaches a scalar frontier before the faults: a hand-off
+	// then has a frontier to keep.
+	leaseWait(t, "every process to attach a scalar frontier", sampler, func() bool {
+		for _, p := range procs {
+			if leaseTopFrontier(p.outPath, "") < 0 {
+				return false
+			}
+		}
+		return true
+	}, all(ids...)...)
+
+	// 2. kill -9 of the instance holding the most partitions, not the slow
+	// view (so that it is the one taking over from the frozen one below).
 	victim := "i1"
 	for id := range procs {
-		if len(sampler.latest().owners()[id]) > len(sampler.latest().owners()[victim]) {
+		if id != leaseSlowView && len(sampler.latest().owners()[id]) > len(sampler.latest().owners()[victim]) {
 			victim = id
 		}
 	}
@@ -493,6 +577,16 @@ func TestLeaseThreeProcesses(t *testing.T) {
 	leaseWait(t, fmt.Sprintf("%v to hold 6 partitions each", survivors), sampler, func() bool { return spread(6, survivors...) }, all(survivors...)...)
 	zombie, other := survivors[0], survivors[1]
 	zp, op := procs[zombie], procs[other]
+	// The instance to freeze first attaches a frontier above any attached
+	// before the kill (its view moved on since): a new holder of its
+	// partitions must attach at least that.
+	top := -1
+	for _, p := range procs {
+		top = max(top, leaseTopFrontier(p.outPath, ""))
+	}
+	leaseWait(t, fmt.Sprintf("%s to attach a frontier above %d", zombie, top), sampler, func() bool {
+		return leaseTopFrontier(zp.outPath, "") > top
+	}, zp, op)
 	// The log offset is taken before the sample: any lease the zombie loses
 	// after the sample is logged after the offset.
 	logOffset := zp.Out.Len()
@@ -595,25 +689,18 @@ func TestLeaseThreeProcesses(t *testing.T) {
 		require.False(t, cp.Lease.Held(), "after a graceful stop of every live instance, %s is still owned by %s", cp.Partition, cp.Lease)
 	}
 
-	// The oracle.
+	// The oracles.
+	outs := map[string][]leaseLine{}
 	delivered := map[string]int{}
 	lines := 0
 	for id, p := range procs {
-		f, err := os.Open(p.outPath)
-		require.NoError(t, err)
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			var rec struct{ ID, Partition, Owner, Counter, Generation string }
-			if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-				continue // a line cut by kill -9
-			}
+		outs[id] = leaseOutput(t, p.outPath)
+		for _, l := range outs[id] {
 			lines++
-			delivered[rec.ID]++
-			require.Equal(t, id, leaseOwnerID(rec.Owner), "a message of %s carries the fencing token of %s", id, rec.Owner)
-			require.NotEmpty(t, rec.Counter)
+			delivered[l.ID]++
+			require.Equal(t, id, leaseOwnerID(l.Owner), "a message of %s carries the fencing token of %s", id, l.Owner)
+			require.NotEmpty(t, l.Counter)
 		}
-		require.NoError(t, sc.Err())
-		f.Close()
 	}
 	events := 0
 	for _, cp := range final {
@@ -626,4 +713,188 @@ func TestLeaseThreeProcesses(t *testing.T) {
 		events += int(cp.Watermark.Int)
 	}
 	t.Logf("oracle: %d events at or below the durable watermarks of %d partitions all delivered (%d output lines, %d distinct ids)", events, len(final), lines, len(delivered))
+
+	// The frontier attached to each partition's messages never goes back,
+	// across the hand-offs of the kill -9 and of the SIGSTOP.
+	res := leaseMonotoneOracle(outs)
+	require.Empty(t, res.violations, "the frontier attached to a partition's messages went back")
+	require.Positive(t, res.checked, "no message carried a scalar frontier")
+	require.Zero(t, res.errored, "messages carried a processing error instead of a frontier")
+	require.GreaterOrEqual(t, res.handOffs, len(held)+len(zheld), "every partition taken over after kill -9 and SIGSTOP changed hands in the outputs")
+	t.Logf("monotone: %d messages with a scalar frontier (highest %d) in %d tenures (%d hand-offs between holders) never saw it go back; the hand-offs:\n  %s",
+		res.checked, res.top, res.tenures, res.handOffs, strings.Join(res.boundaries, "\n  "))
+}
+
+// leaseLine is one output line: one message with its metadata.
+type leaseLine struct {
+	ID            string
+	Partition     string
+	Pos           int64
+	Owner         string
+	Counter       string
+	Generation    string
+	Epoch         uint64
+	Frontier      *int64
+	FrontierEpoch uint64 `json:"frontier_epoch"`
+	// FrontierVector: every partition's complete-through watermark (nil:
+	// none yet).
+	FrontierVector map[string]*int64 `json:"frontier_vector"`
+	Error          *string
+	At             int64
+}
+
+// leaseOutput reads a process's output file; a last line cut by kill -9 is
+// skipped.
+func leaseOutput(t *testing.T, path string) []leaseLine {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	var out []leaseLine
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
+	for sc.Scan() {
+		var l leaseLine
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			continue // a line cut by kill -9
+		}
+		out = append(out, l)
+	}
+	require.NoError(t, sc.Err())
+	return out
+}
+
+// leaseTopFrontier returns the highest scalar frontier attached in the
+// output file at path so far, to messages of partition (every partition
+// when ""), or -1 when none carried one.
+func leaseTopFrontier(path, partition string) int {
+	top := -1
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return top
+	}
+	for line := range strings.Lines(string(b)) {
+		var l leaseLine
+		if json.Unmarshal([]byte(line), &l) != nil || l.Frontier == nil || (partition != "" && l.Partition != partition) {
+			continue // a line being written
+		}
+		top = max(top, int(*l.Frontier))
+	}
+	return top
+}
+
+// leaseMonotoneResult is what leaseMonotoneOracle found.
+type leaseMonotoneResult struct {
+	checked, errored  int // messages with a scalar frontier; with a processing error
+	tenures, handOffs int // (partition, lease) runs; changes of holder between them
+	violations        []string
+	boundaries        []string // each hand-off: the last message before, the first after
+	top               int64    // the highest scalar attached
+}
+
+// leaseMonotoneOracle checks, for each partition, over its messages in
+// the order the partition's holders held it (the lease counter, the
+// fencing token, grows with every claim, renewal and release, so a later
+// tenure carries higher counters) and, within one holder, in the order its
+// single pipeline thread wrote them, that neither the attached scalar
+// frontier nor any entry of the attached vector is lowered or withdrawn
+// within a membership epoch. A paused former holder's messages written
+// after the take-over belong to its own, earlier, tenure.
+func leaseMonotoneOracle(outs map[string][]leaseLine) leaseMonotoneResult {
+	var res leaseMonotoneResult
+	type ordered struct {
+		leaseLine
+		proc    string
+		counter uint64
+		index   int
+	}
+	byPart := map[string][]ordered{}
+	for proc, ls := range outs {
+		for i, l := range ls {
+			if l.Error != nil {
+				res.errored++
+				continue
+			}
+			c, err := strconv.ParseUint(l.Counter, 10, 64)
+			if err != nil {
+				res.violations = append(res.violations, fmt.Sprintf("%s: message %s carries lease counter %q", proc, l.ID, l.Counter))
+				continue
+			}
+			byPart[l.Partition] = append(byPart[l.Partition], ordered{l, proc, c, i})
+		}
+	}
+	fail := func(format string, a ...any) {
+		if len(res.violations) < 10 {
+			res.violations = append(res.violations, fmt.Sprintf(format, a...))
+		}
+	}
+	for _, part := range slices.Sorted(maps.Keys(byPart)) {
+		ms := byPart[part]
+		slices.SortFunc(ms, func(a, b ordered) int {
+			return cmp.Or(cmp.Compare(a.counter, b.counter), cmp.Compare(a.proc, b.proc), cmp.Compare(a.index, b.index))
+		})
+		type mark struct {
+			scalar *int64
+			vector map[string]*int64
+			at     string
+		}
+		last := map[uint64]mark{} // frontier epoch -> the latest attached
+		var prev *ordered
+		for i := range ms {
+			m := &ms[i]
+			if prev != nil && prev.counter == m.counter && prev.proc != m.proc {
+				fail("%s: lease counter %d on messages of %s and of %s", part, m.counter, prev.proc, m.proc)
+			}
+			if prev == nil || prev.Owner != m.Owner || prev.counter != m.counter {
+				res.tenures++
+				if prev != nil && prev.proc != m.proc {
+					res.handOffs++
+					res.boundaries = append(res.boundaries, fmt.Sprintf("%s: %s/%d frontier %s vector %s at position %d -> %s/%d frontier %s vector %s at position %d",
+						part, prev.Owner, prev.counter, leaseInt(prev.Frontier), leaseVector(prev.FrontierVector), prev.Pos,
+						m.Owner, m.counter, leaseInt(m.Frontier), leaseVector(m.FrontierVector), m.Pos))
+				}
+			}
+			where := fmt.Sprintf("%s (%s, lease %s/%d, position %d)", m.ID, m.proc, m.Owner, m.counter, m.Pos)
+			if m.Frontier != nil {
+				res.checked++
+				res.top = max(res.top, *m.Frontier)
+			}
+			if before, ok := last[m.FrontierEpoch]; ok {
+				switch {
+				case before.scalar == nil:
+				case m.Frontier == nil:
+					fail("%s: epoch %d frontier %d attached at %s, then withdrawn at %s", part, m.FrontierEpoch, *before.scalar, before.at, where)
+				case *m.Frontier < *before.scalar:
+					fail("%s: epoch %d frontier %d attached at %s, then %d at %s", part, m.FrontierEpoch, *before.scalar, before.at, *m.Frontier, where)
+				}
+				for q, w := range before.vector {
+					if w == nil {
+						continue
+					}
+					if now := m.FrontierVector[q]; now == nil || *now < *w {
+						fail("%s: epoch %d vector entry of %s was %d at %s, then %s at %s", part, m.FrontierEpoch, q, *w, before.at, leaseInt(now), where)
+					}
+				}
+			}
+			last[m.FrontierEpoch] = mark{m.Frontier, m.FrontierVector, where}
+			prev = m
+		}
+	}
+	return res
+}
+
+// leaseVector renders an attached vector in partition order.
+func leaseVector(v map[string]*int64) string {
+	var b strings.Builder
+	for _, p := range slices.Sorted(maps.Keys(v)) {
+		fmt.Fprintf(&b, "%s=%s ", p, leaseInt(v[p]))
+	}
+	return "[" + strings.TrimSpace(b.String()) + "]"
+}
+
+func leaseInt(v *int64) string {
+	if v == nil {
+		return "null"
+	}
+	return strconv.FormatInt(*v, 10)
 }
