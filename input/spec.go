@@ -9,10 +9,10 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/tidemark/tidemark/input/httpprovider"
-	"github.com/tidemark/tidemark/input/provider"
 	"github.com/tidemark/tidemark/input/simulated"
 	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/storeconfig"
+	"github.com/tidemark/tidemark/provider"
 )
 
 // Field names of the paginated_partitions input.
