@@ -13,7 +13,6 @@ import (
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 
-	"github.com/tidemark/tidemark/input/simulated"
 	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/feed"
@@ -503,7 +502,6 @@ func (in *paginatedInput) message(p *partition, e chain.Emit, i int) *service.Me
 // cursorHash is how raw cursors appear in logs and metadata.
 func cursorHash(c []byte) string { return witness.CursorHash(c) }
 
-var _ = simulated.EventID
 
 // publishCheckpoint hands a durable checkpoint's watermark to
 // partition_frontier processors in this process.
