@@ -502,7 +502,6 @@ func (in *paginatedInput) message(p *partition, e chain.Emit, i int) *service.Me
 // cursorHash is how raw cursors appear in logs and metadata.
 func cursorHash(c []byte) string { return witness.CursorHash(c) }
 
-
 // publishCheckpoint hands a durable checkpoint's watermark to
 // partition_frontier processors in this process.
 func publishCheckpoint(cp store.Checkpoint) {

@@ -26,7 +26,7 @@ func TestProviderContract(t *testing.T) {
 						events[part] = append(events[part], simulated.EventID(part, pos))
 					}
 				}
-				return providertest.Fixture{Provider: p, Partitions: parts, Events: events, Replayable: true}
+				return providertest.Fixture{Provider: p, Partitions: parts, Events: events, Replayable: true, Lists: true}
 			})
 		})
 	}

@@ -23,7 +23,8 @@
 //   - the walk enumerates exactly the events the fake holds (Fixture.Events);
 //   - a replay of a cursor returns the same events (and the same successor
 //     unless tokens may rotate), when the fixture says replays are exact;
-//   - a restart cursor (Restarter) skips no event after the boundary;
+//   - a restart cursor (Restarter, under recovery restart_from_boundary or
+//     fresh_snapshot) skips no event after the boundary;
 //   - a Lister lists the fake's partitions; Incarnations are stable;
 //   - failures are classified: an expired cursor is an *ExpiredError, a
 //     malformed answer wraps ErrMalformed, a permanent failure wraps
@@ -88,6 +89,9 @@ type Fixture struct {
 	// Replayable declares that fetching a cursor again returns the same
 	// events (a fake without injected faults usually does).
 	Replayable bool
+	// Lists declares that the provider, as configured, lists its
+	// partitions (it is a Lister and discovery is set up).
+	Lists bool
 	// MaxPages bounds a walk of one partition (0: 10000).
 	MaxPages int
 	// Inject, when not nil, makes the fake answer the next fetch of
@@ -121,10 +125,10 @@ func Run(t *testing.T, newFixture Factory) {
 	if probe.Replayable {
 		check("replay of a cursor", CheckReplay)
 	}
-	if _, ok := probe.Provider.(provider.Restarter); ok {
+	if _, ok := probe.Provider.(provider.Restarter); ok && restarts(probe.Provider.Contract()) {
 		check("restart skips nothing after the boundary", CheckRestart)
 	}
-	if _, ok := probe.Provider.(provider.Lister); ok {
+	if _, ok := probe.Provider.(provider.Lister); ok && probe.Lists {
 		check("lister lists the partitions", CheckLister)
 	}
 	if inc, ok := probe.Provider.(provider.Incarnations); ok {
@@ -137,6 +141,12 @@ func Run(t *testing.T, newFixture Factory) {
 			check("fault "+f.String()+" is classified", func(fx Fixture) error { return CheckFault(fx, f) })
 		}
 	}
+}
+
+// restarts reports whether c's recovery asks the provider for restart
+// cursors.
+func restarts(c provider.Contract) bool {
+	return c.Recovery == provider.RecoveryRestartFromBoundary || c.Recovery == provider.RecoveryFreshSnapshot
 }
 
 // CheckContract checks that the contract is one the input can use.
