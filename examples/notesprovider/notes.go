@@ -207,4 +207,3 @@ var _ interface {
 	provider.Provider
 	provider.Lister
 } = (*Provider)(nil)
-
