@@ -13,12 +13,12 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tidemark/tidemark/input/provider"
 	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/e2etest"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/witness"
+	"github.com/tidemark/tidemark/provider"
 )
 
 // bigPages serves endless pages of bigPageEvents events of bigPayload

@@ -1,6 +1,8 @@
 // Package input is the paginated_partitions Benthos input: it reads every
-// partition of an event source page by page through a provider (package
-// provider; the http and simulated providers live below this package),
+// partition of an event source page by page through a provider (the public
+// package provider: the input's provider objects come from its registry,
+// and the input imports no concrete provider; the http and simulated
+// providers live below this package and register themselves),
 // records a durable response witness for every page before any of its
 // events leaves the input, classifies retries of the same cursor with the
 // pure core (internal/witness), and moves a partition's checkpoint to a

@@ -13,8 +13,6 @@ import (
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 
-	"github.com/tidemark/tidemark/input/provider"
-	"github.com/tidemark/tidemark/input/simulated"
 	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/feed"
@@ -23,6 +21,7 @@ import (
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/storeconfig"
 	"github.com/tidemark/tidemark/internal/witness"
+	"github.com/tidemark/tidemark/provider"
 )
 
 // Config is the validated configuration of the input (two-step
@@ -507,7 +506,6 @@ func (in *paginatedInput) message(p *partition, e chain.Emit, i int) *service.Me
 // cursorHash is how raw cursors appear in logs and metadata.
 func cursorHash(c []byte) string { return witness.CursorHash(c) }
 
-var _ = simulated.EventID
 
 // maybePrune deletes, every PruneEvery generations, the witnesses below the
 // durable checkpoint cp's generation: nothing reads them again

@@ -3,8 +3,7 @@ package input
 import (
 	"context"
 	"encoding/json"
-	"sync"
-	"time"
+	"sync/atomic"
 
 	"github.com/redpanda-data/benthos/v4/public/bloblang"
 	"github.com/redpanda-data/benthos/v4/public/service"
@@ -40,10 +39,8 @@ func registerLintFunction() bool {
 	return true
 }
 
-var (
-	lintSpecOnce sync.Once
-	lintSpec     *service.ConfigSpec
-)
+// lintSpec is the input's spec as last registered (registerInput).
+var lintSpec atomic.Pointer[service.ConfigSpec]
 
 // lintMessages parses a paginated_partitions config (as the lint rule sees
 // it: the component's object) with the input's spec and returns what
@@ -54,18 +51,15 @@ func lintMessages(v any) []any {
 	if err != nil {
 		return nil
 	}
-	lintSpecOnce.Do(func() { lintSpec = Spec() })
-	conf, err := lintSpec.ParseYAML(string(b), nil)
+	conf, err := lintSpec.Load().ParseYAML(string(b), nil)
 	if err != nil {
 		return nil
 	}
 	var opts []service.MockResourcesOptFn
-	if conf.Contains(ppFieldHTTP, "rate_limit") {
-		// Resources are the whole config's: lint cannot see them, run checks
-		// the name.
-		if name, _ := conf.FieldString(ppFieldHTTP, "rate_limit"); name != "" {
-			opts = append(opts, service.MockResourcesOptAddRateLimit(name, func(context.Context) (time.Duration, error) { return 0, nil }))
-		}
+	if p, err := chosenProvider(conf); err == nil && p.LintResources != nil {
+		// Resources are the whole config's: lint cannot see them, run
+		// checks them.
+		opts = p.LintResources(conf.Namespace(p.Name))
 	}
 	_, prov, err := configFromParsed(conf, service.MockResources(opts...))
 	if prov != nil {

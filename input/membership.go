@@ -24,11 +24,11 @@ import (
 	"slices"
 	"time"
 
-	"github.com/tidemark/tidemark/input/provider"
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/frontier"
 	"github.com/tidemark/tidemark/internal/membership"
 	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/provider"
 )
 
 // Values of the lineage field.

@@ -4,15 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 
-	"github.com/tidemark/tidemark/input/httpprovider"
-	"github.com/tidemark/tidemark/input/provider"
-	"github.com/tidemark/tidemark/input/simulated"
 	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/storeconfig"
+	"github.com/tidemark/tidemark/provider"
 )
 
 // Field names of the paginated_partitions input.
@@ -39,13 +38,94 @@ const (
 	ppFieldFrontierPublish   = "frontier_publish_interval"
 	ppFieldBackend           = "backend"
 	ppFieldDynamoDB          = "dynamodb"
-	ppFieldHTTP              = "http"
-	ppFieldSimulated         = "simulated"
 	ppFieldLeases            = "leases"
 )
 
-// Spec is the config spec of the paginated_partitions input.
+// Spec is the config spec of the paginated_partitions input, with an
+// optional object for every registered provider (provider.Register),
+// ordered by name, between `checkpoint` and `leases`.
 func Spec() *service.ConfigSpec {
+	provs := provider.Registered()
+	names := make([]string, len(provs))
+	for i, p := range provs {
+		names[i] = "`" + p.Name + "`"
+	}
+	fields := []*service.ConfigField{
+		service.NewStringField(ppFieldScope).
+			Description("The query scope checkpoints belong to: the same partitions with another filter are another scope.").
+			Example("okta-system-log"),
+		service.NewStringListField(ppFieldPartitions).
+			Description("The partitions to read (the membership of epoch 1).").
+			Default([]string{}).Example([]string{"p0", "p1", "p2"}),
+		service.NewBoolField(ppFieldDiscover).
+			Description("Discover the partitions through the provider instead of `partitions`: at connect, then every `discovery_interval`, and when an operator runs `connect tidemark discover`. A partition that appears joins the membership in a new epoch, proven when it is read from the provider's start (no `start_cursor`); one that vanishes leaves in a new epoch, proven when its checkpoint is complete (sealed and drained). A change without proof still happens: the epoch is unproven, the scalar frontier is withheld and the vector published, with the reason. A complete parent of a listed partition (a split's closed parent) leaves, proven, even while the provider still lists it. Running inputs start reading partitions that join and stop those that leave.").
+			Default(false).Example(true),
+		service.NewDurationField(ppFieldDiscoveryInterval).
+			Description("With `discover`, how often the partitions are listed again and the membership reconciled; 0s lists them only at connect (and on `connect tidemark discover`). Every instance of a scope may run discovery: the membership record changes by compare-and-swap on its epoch, so concurrent rounds write one epoch per change.").
+			Default("30s").Example("5s"),
+		service.NewStringAnnotatedEnumField(ppFieldLineage, map[string]string{
+			lineageParentsFirst: "A partition is not read before each of its parents that is still a member is complete (its checkpoint is complete: sealed, or the last page of a finite traversal promoted). A child's events are emitted after all of its parents', and its coordinates enter the frontier only once its parents' are final.",
+			lineageUnordered:    "Parents and children are read at the same time; choose it only when the order across them does not matter downstream.",
+		}).
+			Description("How partitions with parents (a split or merge reported by discovery) are read.").
+			Default(lineageParentsFirst).Example(lineageUnordered).Advanced(),
+		service.NewStringField(ppFieldStartCursor).
+			Description("The cursor a partition without a checkpoint starts from; empty means the provider's start.").
+			Default("").Example(""),
+		service.NewIntField(ppFieldMaxPagesInFlight).
+			Description("Pages per partition fetched ahead of promotion. Promotions stay strictly in page order. At least 1; a value above 1024 (the hard ceiling) is lowered to 1024 with a warning. The bytes those pages hold are capped by `max_bytes_in_flight` as well.").
+			Default(4).Example(8),
+		service.NewIntField(ppFieldMaxBytesInFlight).
+			Description("The most bytes the pages in flight of all this input's partitions hold (event ids and payloads, cursors, and 1 KiB per event besides for the message and its metadata), from their fetch until their promotion: no page is fetched ahead while they hold this much or more. A partition that holds no page still fetches one, so every partition makes progress: memory for pages stays below `max_bytes_in_flight` plus one page per partition (a page of the http provider is at most `max_response_bytes`), whatever `max_pages_in_flight` says. Default 64 MiB. Must be positive.").
+			Default(DefaultMaxBytesInFlight).Example(16 << 20).Advanced(),
+		service.NewIntField(ppFieldMaxBatchSize).
+			Description("Split a page into batches of at most this many events; 0 emits each page as one batch.").
+			Default(0).Example(50),
+		service.NewDurationField(ppFieldPollInterval).
+			Description("How long to wait before fetching a cursor again after an empty page without evidence, a page at the end of the data, or a transient error.").
+			Default("1s").Example("5s"),
+		service.NewDurationField(ppFieldParkCheckInterval).
+			Description("How often a parked partition checks whether an operator unparked it.").
+			Default("10s").Example("1m").Advanced(),
+		service.NewDurationField(ppFieldStoreBackoff).
+			Description("Back-off after a checkpoint store failure (the partition does not advance meanwhile).").
+			Default("1s").Example("5s").Advanced(),
+		service.NewIntField(ppFieldFetchRetries).
+			Description("Retries of one fetch. A transient failure (after the provider's own retries: the http provider's `max_retries`) is retried this many times, then the partition waits a `poll_interval` and tries again, for ever: it never parks on transient failures. A malformed answer (a 2xx body that cannot be read or mapped: truncated or not JSON, an HTML page from a proxy, no events array, an event without id or position, a duplicate id or positions out of order in one page) is fetched again on the same cursor this many times too: a page gets `fetch_retries`+1 attempts, and the `fetch_retries`+1st malformed answer in a row parks the partition with the reason `malformed page after N attempts` and the last malformation (with the default 5: 6 attempts). An answer that can be read ends the run of malformed answers; transient failures in between neither count nor end it. 0: no retries (a malformed answer parks at once). Expired cursors and permanent failures (an HTTP 4xx other than 429) are never retried here.").
+			Default(5).Example(10).Advanced(),
+		service.NewDurationField(ppFieldFetchBackoff).
+			Description("First back-off between two attempts of one fetch (after a transient failure or a malformed answer); it doubles on every further attempt up to 10s (or up to `fetch_backoff` itself when that is longer), and each wait is drawn between half of it and all of it (jitter). Shutdown interrupts it.").
+			Default("100ms").Example("500ms").Advanced(),
+		service.NewBoolField(ppFieldCoalesce).
+			Description("Promote consecutive delivered pages of a partition with one conditional write. While a promotion is in flight, the pages delivered behind it are promoted together by the next write: from the first page's cursor and generation to the last page's successor, the generation moving by the number of pages, each page's successor still the one its own witness recorded. Each page is still checked as if promoted alone. false: one write per page.").
+			Default(true).Example(false).Advanced(),
+		service.NewBoolField(ppFieldExitWhenComplete).
+			Description("End the input once every partition is complete or caught up. Complete is durable and survives restarts: the provider sealed the partition, or the last page of a finite traversal (no successor, under the http contract's `missing_successor: end_of_traversal`) was promoted. Caught up: every page was promoted and an empty page proved there is nothing more, by evidence bound to it (`empty_page` semantics or a snapshot marker) or by a mapped `has_more` that is false. A transient empty page without evidence never ends the input. Useful for exports and the demo.").
+			Default(false).Example(true),
+		service.NewDurationField(ppFieldExitParkedGrace).
+			Description("With `exit_when_complete`: once every partition is complete or parked, and at least one is parked, the input waits this long (an operator may `connect tidemark unpark` meanwhile: the partition resumes and the wait is cancelled), then ends, and the process exits with code 3 after logging and printing every park reason. 0s: a parked partition keeps the process running until it is unparked.").
+			Default("1m").Example("10s").Example("0s"),
+		service.NewIntField(ppFieldMaxRestarts).
+			Description("Under `recovery: restart_from_boundary`, how many restarts from a stable boundary in a row, without a real response promoted in between, a partition makes before it parks; the park reason then says that the restarts never got past the boundary (a permanent hole: the boundary itself keeps failing). The wait before each restart doubles, up to 30s. At least 1.").
+			Default(chain.MaxRestarts).Example(3).Advanced(),
+		service.NewDurationField(ppFieldFrontierPublish).
+			Description("How often the scope's published frontier record (read by the partition_frontier processor, the frontier_advances input and the status command) is advanced by compare-and-swap with this instance's promotions; each interval reads the membership epoch and the record's root (only its shards that changed), whatever the number of partitions. 0s disables publishing: with several instances, every instance must publish the partitions it holds.").
+			Default("1s").Example("10s"),
+		service.NewObjectField(ppFieldCheckpoint, storeconfig.CheckpointFields()...).
+			Description("The checkpoint store."),
+	}
+	for _, p := range provs {
+		f := service.NewObjectField(p.Name, p.Fields...).Description(p.Description).Optional()
+		if p.LintRule != "" {
+			f = f.LintRule(p.LintRule)
+		}
+		fields = append(fields, f)
+	}
+	fields = append(fields,
+		service.NewObjectField(ppFieldLeases, LeaseFields()...).
+			Description("Share the partitions with the other instances of this scope through leases on the checkpoint records (across processes with the `dynamodb` backend; the `memory` backend only shares within one process). Absent: this instance reads every partition. Every instance of a scope must use leases, or none. `exit_when_complete` cannot be combined with it.").
+			Optional().Default(leaseObjectDefault()),
+	)
 	return service.NewConfigSpec().
 		Beta().
 		Categories("Services").
@@ -67,78 +147,8 @@ Every message carries: `+"`tidemark_partition`, `tidemark_scope`, `tidemark_even
 
 With a `+"`leases`"+` object, several instances of the same pipeline share the scope's partitions: each partition's checkpoint record carries a lease (owner and counter), every promotion is conditional on it, and an instance that loses a lease stops that partition at once. See the `+"`leases`"+` fields for timing; metrics `+"`tidemark_owned_partitions`, `tidemark_lease_steals`, `tidemark_leases_lost`"+`.
 
-Exactly one of `+"`http`"+` and `+"`simulated`"+` must be set.`).
-		Fields(
-			service.NewStringField(ppFieldScope).
-				Description("The query scope checkpoints belong to: the same partitions with another filter are another scope.").
-				Example("okta-system-log"),
-			service.NewStringListField(ppFieldPartitions).
-				Description("The partitions to read (the membership of epoch 1).").
-				Default([]string{}).Example([]string{"p0", "p1", "p2"}),
-			service.NewBoolField(ppFieldDiscover).
-				Description("Discover the partitions through the provider instead of `partitions`: at connect, then every `discovery_interval`, and when an operator runs `connect tidemark discover`. A partition that appears joins the membership in a new epoch, proven when it is read from the provider's start (no `start_cursor`); one that vanishes leaves in a new epoch, proven when its checkpoint is complete (sealed and drained). A change without proof still happens: the epoch is unproven, the scalar frontier is withheld and the vector published, with the reason. A complete parent of a listed partition (a split's closed parent) leaves, proven, even while the provider still lists it. Running inputs start reading partitions that join and stop those that leave.").
-				Default(false).Example(true),
-			service.NewDurationField(ppFieldDiscoveryInterval).
-				Description("With `discover`, how often the partitions are listed again and the membership reconciled; 0s lists them only at connect (and on `connect tidemark discover`). Every instance of a scope may run discovery: the membership record changes by compare-and-swap on its epoch, so concurrent rounds write one epoch per change.").
-				Default("30s").Example("5s"),
-			service.NewStringAnnotatedEnumField(ppFieldLineage, map[string]string{
-				lineageParentsFirst: "A partition is not read before each of its parents that is still a member is complete (its checkpoint is complete: sealed, or the last page of a finite traversal promoted). A child's events are emitted after all of its parents', and its coordinates enter the frontier only once its parents' are final.",
-				lineageUnordered:    "Parents and children are read at the same time; choose it only when the order across them does not matter downstream.",
-			}).
-				Description("How partitions with parents (a split or merge reported by discovery) are read.").
-				Default(lineageParentsFirst).Example(lineageUnordered).Advanced(),
-			service.NewStringField(ppFieldStartCursor).
-				Description("The cursor a partition without a checkpoint starts from; empty means the provider's start.").
-				Default("").Example(""),
-			service.NewIntField(ppFieldMaxPagesInFlight).
-				Description("Pages per partition fetched ahead of promotion. Promotions stay strictly in page order. At least 1; a value above 1024 (the hard ceiling) is lowered to 1024 with a warning. The bytes those pages hold are capped by `max_bytes_in_flight` as well.").
-				Default(4).Example(8),
-			service.NewIntField(ppFieldMaxBytesInFlight).
-				Description("The most bytes the pages in flight of all this input's partitions hold (event ids and payloads, cursors, and 1 KiB per event besides for the message and its metadata), from their fetch until their promotion: no page is fetched ahead while they hold this much or more. A partition that holds no page still fetches one, so every partition makes progress: memory for pages stays below `max_bytes_in_flight` plus one page per partition (a page of the http provider is at most `max_response_bytes`), whatever `max_pages_in_flight` says. Default 64 MiB. Must be positive.").
-				Default(DefaultMaxBytesInFlight).Example(16<<20).Advanced(),
-			service.NewIntField(ppFieldMaxBatchSize).
-				Description("Split a page into batches of at most this many events; 0 emits each page as one batch.").
-				Default(0).Example(50),
-			service.NewDurationField(ppFieldPollInterval).
-				Description("How long to wait before fetching a cursor again after an empty page without evidence, a page at the end of the data, or a transient error.").
-				Default("1s").Example("5s"),
-			service.NewDurationField(ppFieldParkCheckInterval).
-				Description("How often a parked partition checks whether an operator unparked it.").
-				Default("10s").Example("1m").Advanced(),
-			service.NewDurationField(ppFieldStoreBackoff).
-				Description("Back-off after a checkpoint store failure (the partition does not advance meanwhile).").
-				Default("1s").Example("5s").Advanced(),
-			service.NewIntField(ppFieldFetchRetries).
-				Description("Retries of one fetch. A transient failure (after the provider's own retries: the http provider's `max_retries`) is retried this many times, then the partition waits a `poll_interval` and tries again, for ever: it never parks on transient failures. A malformed answer (a 2xx body that cannot be read or mapped: truncated or not JSON, an HTML page from a proxy, no events array, an event without id or position, a duplicate id or positions out of order in one page) is fetched again on the same cursor this many times too: a page gets `fetch_retries`+1 attempts, and the `fetch_retries`+1st malformed answer in a row parks the partition with the reason `malformed page after N attempts` and the last malformation (with the default 5: 6 attempts). An answer that can be read ends the run of malformed answers; transient failures in between neither count nor end it. 0: no retries (a malformed answer parks at once). Expired cursors and permanent failures (an HTTP 4xx other than 429) are never retried here.").
-				Default(5).Example(10).Advanced(),
-			service.NewDurationField(ppFieldFetchBackoff).
-				Description("First back-off between two attempts of one fetch (after a transient failure or a malformed answer); it doubles on every further attempt up to 10s (or up to `fetch_backoff` itself when that is longer), and each wait is drawn between half of it and all of it (jitter). Shutdown interrupts it.").
-				Default("100ms").Example("500ms").Advanced(),
-			service.NewBoolField(ppFieldCoalesce).
-				Description("Promote consecutive delivered pages of a partition with one conditional write. While a promotion is in flight, the pages delivered behind it are promoted together by the next write: from the first page's cursor and generation to the last page's successor, the generation moving by the number of pages, each page's successor still the one its own witness recorded. Each page is still checked as if promoted alone. false: one write per page.").
-				Default(true).Example(false).Advanced(),
-			service.NewBoolField(ppFieldExitWhenComplete).
-				Description("End the input once every partition is complete or caught up. Complete is durable and survives restarts: the provider sealed the partition, or the last page of a finite traversal (no successor, under the http contract's `missing_successor: end_of_traversal`) was promoted. Caught up: every page was promoted and an empty page proved there is nothing more, by evidence bound to it (`empty_page` semantics or a snapshot marker) or by a mapped `has_more` that is false. A transient empty page without evidence never ends the input. Useful for exports and the demo.").
-				Default(false).Example(true),
-			service.NewDurationField(ppFieldExitParkedGrace).
-				Description("With `exit_when_complete`: once every partition is complete or parked, and at least one is parked, the input waits this long (an operator may `connect tidemark unpark` meanwhile: the partition resumes and the wait is cancelled), then ends, and the process exits with code 3 after logging and printing every park reason. 0s: a parked partition keeps the process running until it is unparked.").
-				Default("1m").Example("10s").Example("0s"),
-			service.NewIntField(ppFieldMaxRestarts).
-				Description("Under `recovery: restart_from_boundary`, how many restarts from a stable boundary in a row, without a real response promoted in between, a partition makes before it parks; the park reason then says that the restarts never got past the boundary (a permanent hole: the boundary itself keeps failing). The wait before each restart doubles, up to 30s. At least 1.").
-				Default(chain.MaxRestarts).Example(3).Advanced(),
-			service.NewDurationField(ppFieldFrontierPublish).
-				Description("How often the scope's published frontier record (read by the partition_frontier processor, the frontier_advances input and the status command) is advanced by compare-and-swap with this instance's promotions; each interval reads the membership epoch and the record's root (only its shards that changed), whatever the number of partitions. 0s disables publishing: with several instances, every instance must publish the partitions it holds.").
-				Default("1s").Example("10s"),
-			service.NewObjectField(ppFieldCheckpoint, storeconfig.CheckpointFields()...).
-				Description("The checkpoint store."),
-			service.NewObjectField(ppFieldHTTP, httpprovider.Fields()...).
-				Description("Fetch pages from an HTTP API.").Optional().LintRule(httpprovider.ObjectLint()),
-			service.NewObjectField(ppFieldSimulated, simulated.Fields()...).
-				Description("An embedded deterministic source with injectable faults, for demos, tests and benchmarks.").Optional(),
-			service.NewObjectField(ppFieldLeases, LeaseFields()...).
-				Description("Share the partitions with the other instances of this scope through leases on the checkpoint records (across processes with the `dynamodb` backend; the `memory` backend only shares within one process). Absent: this instance reads every partition. Every instance of a scope must use leases, or none. `exit_when_complete` cannot be combined with it.").
-				Optional().Default(leaseObjectDefault()),
-		).
+Exactly one of `+oneOf(names, "and")+` must be set.`).
+		Fields(fields...).
 		LintRule(lintRule).
 		Example("Simulated source into stdout", "Reads three simulated partitions with token rotation and shifted pages, checkpointing in memory.", `
 input:
@@ -177,8 +187,19 @@ output:
 `)
 }
 
+// The input's spec has an object per registered provider, and providers
+// register from their own init functions, which may run before or after
+// this one: the input registers now and again after every later provider
+// registration (the Benthos environment keeps the last registration of a
+// name). The lint rule's function parses with the latest spec.
 func init() {
-	err := service.RegisterBatchInput("paginated_partitions", Spec(), func(conf *service.ParsedConfig, mgr *service.Resources) (service.BatchInput, error) {
+	provider.Watch(registerInput)
+}
+
+func registerInput() {
+	spec := Spec()
+	lintSpec.Store(spec)
+	err := service.RegisterBatchInput("paginated_partitions", spec, func(conf *service.ParsedConfig, mgr *service.Resources) (service.BatchInput, error) {
 		return FromParsed(conf, mgr)
 	})
 	if err != nil {
@@ -217,23 +238,51 @@ func configFromParsed(conf *service.ParsedConfig, mgr *service.Resources) (Confi
 	if err := storeconfig.ValidateCheckpoint(conf.Namespace(ppFieldCheckpoint)); err != nil {
 		return c, nil, fmt.Errorf("%s: %w", ppFieldCheckpoint, err)
 	}
-	switch {
-	case conf.Contains(ppFieldHTTP) && conf.Contains(ppFieldSimulated):
-		return c, nil, errors.New("exactly one of http or simulated must be set")
-	case conf.Contains(ppFieldHTTP):
-		hp, err := httpprovider.FromParsed(conf.Namespace(ppFieldHTTP), mgr, mgr.Logger())
-		if err != nil {
-			return c, nil, fmt.Errorf("%s: %w", ppFieldHTTP, err)
-		}
-		return c, hp, nil
-	case conf.Contains(ppFieldSimulated):
-		sp, err := simulated.FromParsed(conf.Namespace(ppFieldSimulated), c.Partitions)
-		if err != nil {
-			return c, nil, fmt.Errorf("%s: %w", ppFieldSimulated, err)
-		}
-		return c, sp, nil
+	p, err := chosenProvider(conf)
+	if err != nil {
+		return c, nil, err
 	}
-	return c, nil, errors.New("exactly one of http or simulated must be set")
+	prov, err := p.Build(conf.Namespace(p.Name), provider.Env{Resources: mgr, Partitions: c.Partitions})
+	if err != nil {
+		return c, nil, fmt.Errorf("%s: %w", p.Name, err)
+	}
+	return c, prov, nil
+}
+
+// chosenProvider returns the registered provider whose object conf sets:
+// exactly one must be.
+func chosenProvider(conf *service.ParsedConfig) (provider.Spec, error) {
+	provs := provider.Registered()
+	if len(provs) == 0 {
+		return provider.Spec{}, errNoProvider
+	}
+	var set []provider.Spec
+	names := make([]string, len(provs))
+	for i, p := range provs {
+		names[i] = p.Name
+		if conf.Contains(p.Name) {
+			set = append(set, p)
+		}
+	}
+	if len(set) != 1 {
+		return provider.Spec{}, fmt.Errorf("exactly one of %s must be set", oneOf(names, "or"))
+	}
+	return set[0], nil
+}
+
+// errNoProvider: no provider package is linked in.
+var errNoProvider = errors.New("no provider is registered (link one in with a blank import, e.g. of package github.com/tidemark/tidemark/plugin)")
+
+// oneOf phrases a choice among names: "a", "a or b", "a, b or c" (with the
+// conjunction given).
+func oneOf(names []string, conj string) string {
+	switch len(names) {
+	case 0:
+		return ""
+	case 1:
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " " + conj + " " + names[len(names)-1]
 }
 
 // readConfig reads the input's own fields into Config.

@@ -5,10 +5,15 @@ import (
 	_ "github.com/tidemark/tidemark/cache"
 	// The paginated_partitions input.
 	_ "github.com/tidemark/tidemark/input"
+	// The frontier_advances input.
+	_ "github.com/tidemark/tidemark/input/frontieradvances"
 	// The prometheus metrics exporter (/metrics).
 	_ "github.com/tidemark/tidemark/internal/promexport"
 	// The partition_frontier processor.
 	_ "github.com/tidemark/tidemark/processor"
-	// The frontier_advances input.
-	_ "github.com/tidemark/tidemark/input/frontieradvances"
+
+	// The providers of the paginated_partitions input: each registers its
+	// config object with package provider (docs/providers.md).
+	_ "github.com/tidemark/tidemark/input/httpprovider"
+	_ "github.com/tidemark/tidemark/input/simulated"
 )

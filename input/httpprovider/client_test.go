@@ -23,8 +23,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tidemark/tidemark/input/provider"
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/provider"
 )
 
 const onePage = `{"items":[{"id":"a","position":1}],"next":"n1"}`

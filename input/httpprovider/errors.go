@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/tidemark/tidemark/input/provider"
+	"github.com/tidemark/tidemark/provider"
 )
 
 var (

@@ -15,8 +15,8 @@ import (
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 
-	"github.com/tidemark/tidemark/input/provider"
 	"github.com/tidemark/tidemark/internal/witness"
+	"github.com/tidemark/tidemark/provider"
 )
 
 // builtRequest is one page request, built once and sent once per attempt.

@@ -10,9 +10,9 @@ import (
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 
-	"github.com/tidemark/tidemark/input/provider"
 	"github.com/tidemark/tidemark/internal/e2etest"
 	"github.com/tidemark/tidemark/internal/witness"
+	"github.com/tidemark/tidemark/provider"
 )
 
 // testSpec embeds the provider fields the way the paginated_partitions input

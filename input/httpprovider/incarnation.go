@@ -21,8 +21,8 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/bloblang"
 	"github.com/redpanda-data/benthos/v4/public/service"
 
-	"github.com/tidemark/tidemark/input/provider"
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/provider"
 )
 
 // Incarnation is the request that names a partition's source incarnation.

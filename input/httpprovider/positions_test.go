@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tidemark/tidemark/input/provider"
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/provider"
 )
 
 func TestParsePositionOfEachDeclaredKind(t *testing.T) {

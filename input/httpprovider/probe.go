@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/tidemark/tidemark/input/provider"
+	"github.com/tidemark/tidemark/provider"
 )
 
 // ErrNoValidation is returned by ValidateCursor when the config has no

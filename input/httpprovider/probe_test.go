@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tidemark/tidemark/input/provider"
+	"github.com/tidemark/tidemark/provider"
 )
 
 // ValidateCursor runs the validate request alone, with the values a

@@ -9,10 +9,10 @@ import (
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 
-	"github.com/tidemark/tidemark/input/provider"
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/redact"
 	"github.com/tidemark/tidemark/internal/witness"
+	"github.com/tidemark/tidemark/provider"
 )
 
 // Provider is the http provider. It is safe for concurrent use; the input

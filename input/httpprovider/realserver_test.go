@@ -24,10 +24,10 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"github.com/tidemark/tidemark/input/provider"
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/servertest"
 	"github.com/tidemark/tidemark/internal/witness"
+	"github.com/tidemark/tidemark/provider"
 )
 
 // call makes a setup request to a test server and returns its body; any

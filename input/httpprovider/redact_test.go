@@ -21,10 +21,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tidemark/tidemark/input/provider"
 	"github.com/tidemark/tidemark/internal/e2etest"
 	"github.com/tidemark/tidemark/internal/redact"
 	"github.com/tidemark/tidemark/internal/redact/redacttest"
+	"github.com/tidemark/tidemark/provider"
 )
 
 // traceLogger returns a Benthos logger writing every level, TRACE

@@ -20,7 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tidemark/tidemark/input/provider"
+	"github.com/tidemark/tidemark/provider"
 )
 
 // sigv4Verifier checks AWS Signature Version 4 as a service does: it

@@ -39,9 +39,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tidemark/tidemark/input/provider"
-	"github.com/tidemark/tidemark/internal/coord"
-	"github.com/tidemark/tidemark/internal/witness"
+	"github.com/tidemark/tidemark/provider"
 )
 
 // Config configures the simulated source.
@@ -148,18 +146,18 @@ func New(cfg Config) (*Provider, error) {
 // Contract is dense, ordered positions; empty pages are final through
 // their watermark; tokens rotate when configured; expired cursors restart
 // from the durable boundary.
-func (p *Provider) Contract() witness.Contract {
-	return witness.Contract{
-		EmptyPage:        witness.EmptyFinalThroughWatermark,
+func (p *Provider) Contract() provider.Contract {
+	return provider.Contract{
+		EmptyPage:        provider.EmptyFinalThroughWatermark,
 		TokensMayRotate:  p.cfg.RotateTokens,
 		OrderedPositions: true,
 		DensePositions:   true,
 		// Its watermarks are event positions.
 		WatermarkCoversPositions: true,
-		Recovery:                 witness.RecoveryRestartFromBoundary,
+		Recovery:                 provider.RecoveryRestartFromBoundary,
 		// The simulated source certifies its watermarks: it appends above
 		// every event it holds and says how far it has written.
-		Finality: witness.FinalitySource,
+		Finality: provider.FinalitySource,
 	}
 }
 
@@ -236,19 +234,19 @@ var malformedBodies = []string{
 var ErrTransient = errors.New("simulated: injected transient failure")
 
 // Fetch returns one page.
-func (p *Provider) Fetch(ctx context.Context, req provider.Request) (witness.Response, error) {
+func (p *Provider) Fetch(ctx context.Context, req provider.Request) (provider.Response, error) {
 	if p.cfg.Latency > 0 {
 		t := time.NewTimer(p.cfg.Latency)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return witness.Response{}, ctx.Err()
+			return provider.Response{}, ctx.Err()
 		case <-t.C:
 		}
 	}
 	start, err := decodeCursor(req.Cursor)
 	if err != nil {
-		return witness.Response{}, &provider.ExpiredError{Partition: req.Partition, Reason: err.Error()}
+		return provider.Response{}, &provider.ExpiredError{Partition: req.Partition, Reason: err.Error()}
 	}
 	p.mu.Lock()
 	p.fetches[req.Partition]++
@@ -278,11 +276,11 @@ func (p *Provider) Fetch(ctx context.Context, req provider.Request) (witness.Res
 
 	switch {
 	case transient:
-		return witness.Response{}, fmt.Errorf("partition %s: %w", part, ErrTransient)
+		return provider.Response{}, fmt.Errorf("partition %s: %w", part, ErrTransient)
 	case malformed:
-		return witness.Response{}, &provider.MalformedError{Partition: part, Reason: malformedBodies[visit%len(malformedBodies)]}
+		return provider.Response{}, &provider.MalformedError{Partition: part, Reason: malformedBodies[visit%len(malformedBodies)]}
 	case expired:
-		return witness.Response{}, &provider.ExpiredError{Partition: part, Reason: "injected cursor expiry"}
+		return provider.Response{}, &provider.ExpiredError{Partition: part, Reason: "injected cursor expiry"}
 	}
 	successorNonce := uint64(0)
 	if p.cfg.RotateTokens {
@@ -290,16 +288,16 @@ func (p *Provider) Fetch(ctx context.Context, req provider.Request) (witness.Res
 	}
 	if p.stall[part] && (p.cfg.StallFetches == 0 || fetchNo <= int64(p.cfg.StallFetches)) {
 		// No events, no evidence: a rotated successor for the same position.
-		return witness.Response{Successor: encodeCursor(start, nonce), HasMore: true}, nil
+		return provider.Response{Successor: encodeCursor(start, nonce), HasMore: true}, nil
 	}
 	if p.idle[part] {
-		return witness.Response{
+		return provider.Response{
 			Successor:       encodeCursor(start, successorNonce),
-			CompleteThrough: coord.Integer(fetchNo * int64(p.cfg.PageSize)),
+			CompleteThrough: provider.IntegerWatermark(fetchNo * int64(p.cfg.PageSize)),
 		}, nil
 	}
 	if p.chance("empty", part, start, visit) < p.cfg.EmptyRate {
-		return witness.Response{Successor: encodeCursor(start, nonce), HasMore: true}, nil
+		return provider.Response{Successor: encodeCursor(start, nonce), HasMore: true}, nil
 	}
 	size := int64(p.cfg.PageSize)
 	if visit > 0 && p.chance("shift", part, start, visit) < p.cfg.ShiftRate {
@@ -311,20 +309,20 @@ func (p *Provider) Fetch(ctx context.Context, req provider.Request) (witness.Res
 	}
 	if end < start {
 		// End of data: final through the last position.
-		return witness.Response{
+		return provider.Response{
 			Successor:       encodeCursor(start, successorNonce),
-			CompleteThrough: coord.Integer(start - 1),
+			CompleteThrough: provider.IntegerWatermark(start - 1),
 		}, nil
 	}
-	events := make([]witness.Event, 0, end-start+1)
+	events := make([]provider.Event, 0, end-start+1)
 	for pos := start; pos <= end; pos++ {
-		events = append(events, witness.Event{ID: EventID(part, pos), Position: coord.IntPosition(pos), Payload: Payload(part, pos)})
+		events = append(events, provider.Event{ID: EventID(part, pos), Position: provider.IntPosition(pos), Payload: Payload(part, pos)})
 	}
-	return witness.Response{
+	return provider.Response{
 		Events:          events,
 		Successor:       encodeCursor(end+1, successorNonce),
 		HasMore:         p.cfg.EventsPerPartition == 0 || end < p.cfg.EventsPerPartition,
-		CompleteThrough: coord.Integer(end),
+		CompleteThrough: provider.IntegerWatermark(end),
 	}, nil
 }
 
@@ -333,7 +331,7 @@ func (p *Provider) Fetch(ctx context.Context, req provider.Request) (witness.Res
 func (p *Provider) RestartCursor(_ context.Context, from provider.Boundary) ([]byte, error) {
 	durable := from.Watermark
 	next := int64(1)
-	if durable.Kind == coord.KindInteger {
+	if durable.Kind == provider.KindInteger {
 		next = durable.Int + 1
 	}
 	return encodeCursor(next, 0), nil

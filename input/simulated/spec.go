@@ -2,6 +2,8 @@ package simulated
 
 import (
 	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/tidemark/tidemark/provider"
 )
 
 const (
@@ -124,4 +126,19 @@ func FromParsed(conf *service.ParsedConfig, partitions []string) (*Provider, err
 		return nil, err
 	}
 	return New(c)
+}
+
+// Name is the name of the provider's object in the paginated_partitions
+// input.
+const Name = "simulated"
+
+func init() {
+	provider.MustRegister(provider.Spec{
+		Name:        Name,
+		Description: "An embedded deterministic source with injectable faults, for demos, tests and benchmarks.",
+		Fields:      Fields(),
+		Build: func(conf *service.ParsedConfig, env provider.Env) (provider.Provider, error) {
+			return FromParsed(conf, env.Partitions)
+		},
+	})
 }

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/tidemark/tidemark/input/provider"
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/witness"
+	"github.com/tidemark/tidemark/provider"
 )
 
 // Facts are what the checks judge: the observation with every page's

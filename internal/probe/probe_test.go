@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tidemark/tidemark/input/provider"
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/witness"
+	"github.com/tidemark/tidemark/provider"
 )
 
 // Contracts of the tests.

@@ -20,10 +20,10 @@ import (
 
 	"github.com/tidemark/tidemark/input"
 	"github.com/tidemark/tidemark/input/httpprovider"
-	"github.com/tidemark/tidemark/input/provider"
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/probe"
 	"github.com/tidemark/tidemark/internal/witness"
+	"github.com/tidemark/tidemark/provider"
 )
 
 // Target is the source a config reads, ready to probe.

@@ -1,5 +1,9 @@
-// Package provider is the port between the paginated_partitions input and an
-// event source: fetch one page of one partition from one opaque cursor.
+// Package provider is the public SDK of tidemark's event sources: the port
+// between the paginated_partitions input and a source (fetch one page of one
+// partition from one opaque cursor), the values a provider returns
+// (types.go), and the registry that puts a provider's config object into the
+// input (registry.go). docs/providers.md is the guide; providertest is the
+// contract suite every provider runs against its fake.
 //
 // Contract for implementations (plugin authors):
 //   - Fetch is called with at most one request in flight per partition, but
@@ -25,9 +29,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/tidemark/tidemark/internal/coord"
-	"github.com/tidemark/tidemark/internal/witness"
 )
 
 // Request is one page fetch.
@@ -38,7 +39,7 @@ type Request struct {
 	Cursor []byte
 	// Watermark is the partition's durable complete-through watermark (zero
 	// when none), for sources that resume by watermark.
-	Watermark coord.Watermark
+	Watermark Watermark
 	// Attempt counts fetches of this (partition, cursor, generation): 0 for
 	// the first, greater for retries.
 	Attempt int
@@ -47,9 +48,9 @@ type Request struct {
 // Provider fetches pages.
 type Provider interface {
 	// Fetch returns one response for (partition, cursor).
-	Fetch(ctx context.Context, req Request) (witness.Response, error)
+	Fetch(ctx context.Context, req Request) (Response, error)
 	// Contract is the source's declared pagination contract.
-	Contract() witness.Contract
+	Contract() Contract
 	// Close releases resources.
 	Close(ctx context.Context) error
 }
@@ -95,11 +96,11 @@ type Incarnations interface {
 type Boundary struct {
 	Partition string
 	// Watermark is the durable complete-through watermark (zero: none).
-	Watermark coord.Watermark
+	Watermark Watermark
 	// Applied, when HasApplied, is the durable applied boundary: the
 	// greatest position of an event with a durable terminal outcome (for
 	// sources that resume after a sequence number).
-	Applied    coord.Position
+	Applied    Position
 	HasApplied bool
 	// AppliedID is the stable id of the event at Applied, as the page
 	// that applied it gave it (for sources that resume after an event id);
