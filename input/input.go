@@ -506,7 +506,6 @@ func (in *paginatedInput) message(p *partition, e chain.Emit, i int) *service.Me
 // cursorHash is how raw cursors appear in logs and metadata.
 func cursorHash(c []byte) string { return witness.CursorHash(c) }
 
-
 // maybePrune deletes, every PruneEvery generations, the witnesses below the
 // durable checkpoint cp's generation: nothing reads them again
 // (store.Store.PruneWitnesses). It runs beside the partition's worker and
