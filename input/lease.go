@@ -446,6 +446,7 @@ func (m *leaseManager) renewTimeout() time.Duration {
 // run manages the leases until ctx ends, then stops every worker, hands
 // every held lease off and removes the heartbeat.
 func (m *leaseManager) run(ctx context.Context) {
+	m.in.feed.SetLeaseHolder(m.in.cfg.Scope, m.holds)
 	m.log.Infof("Leases: instance %s shares %d partitions of scope %s (lease period %s, heartbeat every %s, balance every %s)",
 		m.owner(), len(m.in.memberNames()), m.in.cfg.Scope, m.cfg.Period, m.cfg.RenewInterval, m.cfg.BalanceInterval)
 	var renewer sync.WaitGroup
@@ -487,6 +488,24 @@ func (m *leaseManager) run(ctx context.Context) {
 			m.mu.Unlock()
 		}
 	}
+}
+
+// holds is the pipeline's lease check (feed.LeaseHolder): whether this
+// instance still holds part under (owner, counter) at now, its heartbeat
+// fresh. A message emitted before a freeze longer than the lease and
+// processed after it gets no frontier: the partition's new holder may
+// already have attached a lower one from its own view, and a frontier
+// attached to a partition's messages must not go back (docs/design.md,
+// "Leases and fencing").
+func (m *leaseManager) holds(part, owner string, counter uint64, now time.Time) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	h := m.held[part]
+	if h == nil || !m.m.Fresh(now) {
+		return false
+	}
+	l, lost := h.current()
+	return lost == "" && l.Owner == owner && l.Counter == counter
 }
 
 // renewLoop renews the heartbeat at once and then every renew_interval,

@@ -57,7 +57,7 @@ Metadata set on every message:
 - `+"`tidemark_frontier_reason`"+`: why the scalar is withheld, when it is;
 - `+"`tidemark_frontier_finality`"+`: when the scalar rests on a member whose watermark is not certified by its source, which ones and on what: `+"`append_only_writer assertion (photos); lag 5m0s (p1)`"+` (the contract's `+"`finality`"+`, recorded with each checkpoint and read from the store).
 
-The frontier is computed from the scope's published frontier record only (what the paginated_partitions inputs of every instance published from their durable checkpoints): its root is read every `+"`refresh_interval`"+`, and only the shards that changed; with `+"`source: feed`"+` also each record the input in the same process publishes, as it publishes it. The record is read at once for the first message of a partition and for the first under a new lease owner, so the frontier attached to a partition's messages never goes back when the partition changes hands. A stale view may lag, never lead. Without a membership record (no input has run) the checkpoints of the configured partitions are read instead.`).
+The frontier is computed from the scope's published frontier record only (what the paginated_partitions inputs of every instance published from their durable checkpoints): its root is read every `+"`refresh_interval`"+`, and only the shards that changed; with `+"`source: feed`"+` also each record the input in the same process publishes, as it publishes it. The record is read at once for the first message of a partition and for the first under a new lease owner, so the frontier attached to a partition's messages never goes back when the partition changes hands. A message the input of this process emitted under a lease it no longer holds (the process was paused longer than the lease, or the partition was taken over) gets no frontier metadata: the new holder may already have attached a lower one. A stale view may lag, never lead. Without a membership record (no input has run) the checkpoints of the configured partitions are read instead.`).
 		Fields(
 			service.NewStringField(pfFieldScope).
 				Description("The scope of the paginated_partitions input.").
@@ -380,6 +380,13 @@ func (p *frontierProcessor) handOff(msg *service.Message) bool {
 }
 
 func (p *frontierProcessor) Process(ctx context.Context, msg *service.Message) (service.MessageBatch, error) {
+	if !p.leaseHeld(msg) {
+		// Emitted under a lease this process no longer holds (its
+		// heartbeat went stale, or the partition was taken over): the new
+		// holder may have attached a lower frontier already, so this
+		// late message carries none rather than one that goes back.
+		return service.MessageBatch{msg}, nil
+	}
 	var epoch uint64
 	if e, ok := msg.MetaGet(metaEpoch); ok {
 		epoch, _ = strconv.ParseUint(e, 10, 64)
@@ -393,11 +400,26 @@ func (p *frontierProcessor) Process(ctx context.Context, msg *service.Message) (
 	return service.MessageBatch{msg}, nil
 }
 
+// leaseHeld reports whether msg, when the input emitted it under a lease,
+// is still under a lease this process holds (the pipeline's feed hub asks
+// the input); true for a message without a lease.
+func (p *frontierProcessor) leaseHeld(msg *service.Message) bool {
+	owner, ok := msg.MetaGet(metaLeaseOwner)
+	if !ok || owner == "" || p.cfg.Feed == nil {
+		return true
+	}
+	part, _ := msg.MetaGet(metaPartition)
+	c, _ := msg.MetaGet(metaLeaseCounter)
+	counter, _ := strconv.ParseUint(c, 10, 64) // none: 0, which no held lease has
+	return p.cfg.Feed.Holds(p.cfg.Scope, part, owner, counter, time.Now())
+}
+
 // The paginated_partitions input's metadata keys read here.
 const (
-	metaEpoch      = "tidemark_epoch"
-	metaPartition  = "tidemark_partition"
-	metaLeaseOwner = "tidemark_lease_owner"
+	metaEpoch        = "tidemark_epoch"
+	metaPartition    = "tidemark_partition"
+	metaLeaseOwner   = "tidemark_lease_owner"
+	metaLeaseCounter = "tidemark_lease_counter"
 )
 
 func (p *frontierProcessor) Close(ctx context.Context) error {

@@ -74,3 +74,39 @@ func TestPartitionFrontierNeverGoesBackWhenAPartitionChangesHands(t *testing.T) 
 	require.Equal(t, "230", m.Frontier, "the new holder attached a lower frontier than the old one")
 	require.JSONEq(t, `{"p1":230,"p2":500}`, m.Vector)
 }
+
+// A message the input emitted under a lease its process no longer holds
+// (paused longer than the lease, or taken over) gets no frontier: the new
+// holder may have attached a lower one already.
+func TestPartitionFrontierSkipsMessagesOfALeaseNoLongerHeld(t *testing.T) {
+	ctx := context.Background()
+	st := store.NewMemStore()
+	scope := newScope(t)
+	w := writer{t: t, st: st, scope: scope}
+	_, err := st.SwapMembership(ctx, 0, store.Membership{Scope: scope, Epoch: 1, Partitions: []string{"p1"}, Proven: true})
+	require.NoError(t, err)
+	w.create("p1")
+	w.promote("p1", 190)
+
+	held := true
+	hubFor(scope).SetLeaseHolder(scope, func(partition, owner string, counter uint64, _ time.Time) bool {
+		return held && partition == "p1" && owner == "a#1" && counter == 3
+	})
+	view, err := NewView(ViewConfig{Scope: scope, Feed: hubFor(scope), FromFeed: true, Refresh: time.Hour}, st, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = view.Close(ctx) })
+	process := func(counter string) meta {
+		msg := service.NewMessage([]byte(`{}`))
+		msg.MetaSetMut(metaPartition, "p1")
+		msg.MetaSetMut(metaLeaseOwner, "a#1")
+		msg.MetaSetMut(metaLeaseCounter, counter)
+		msg.MetaSetMut(metaEpoch, "1")
+		batch, err := view.Process(ctx, msg)
+		require.NoError(t, err)
+		return readMeta(batch[0])
+	}
+	require.Equal(t, "190", process("3").Frontier, "under the held lease")
+	require.False(t, process("2").HasFrontier, "under an older lease of the partition")
+	held = false
+	require.False(t, process("3").HasFrontier, "after the lease was lost")
+}

@@ -22,6 +22,7 @@ package feed
 import (
 	"maps"
 	"sync"
+	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 
@@ -63,6 +64,9 @@ type Update struct {
 }
 
 type scopeFeed struct {
+	// holds, when set, says whether this process still holds the lease a
+	// message of a partition was emitted under (LeaseHolder).
+	holds  LeaseHolder
 	latest map[string]coord.Watermark
 	// bases is the finality basis of each partition's latest watermark
 	// (store.Checkpoint.Finality), when known.
@@ -154,6 +158,31 @@ func (s *Subscription) Close() {
 	s.hub.mu.Lock()
 	defer s.hub.mu.Unlock()
 	delete(s.hub.scope(s.scope).subs, s)
+}
+
+// LeaseHolder reports whether this process still holds, at now, the lease
+// of partition it emitted a message under (owner, counter): the lease is
+// the one it holds and its heartbeat is fresh (a lease period has not
+// passed since the start of its last successful renewal).
+type LeaseHolder func(partition, owner string, counter uint64, now time.Time) bool
+
+// SetLeaseHolder registers the input's lease check for scope (nil: none,
+// every lease counts as held). With leases on, the input registers it; the
+// processors ask it before attaching a frontier (Holds).
+func (h *Hub) SetLeaseHolder(scope string, holds LeaseHolder) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.scope(scope).holds = holds
+}
+
+// Holds reports whether a message of partition emitted under (owner,
+// counter) is still this process's to attach a frontier to: true without
+// a registered check (no leases in this process).
+func (h *Hub) Holds(scope, partition, owner string, counter uint64, now time.Time) bool {
+	h.mu.Lock()
+	holds := h.scope(scope).holds
+	h.mu.Unlock()
+	return holds == nil || holds(partition, owner, counter, now)
 }
 
 // PublishRecord hands f, just written to the store by this process (a

@@ -151,6 +151,14 @@ func (m *Machine) Renewed(start time.Time, got store.Heartbeat, err error) (stop
 	return m.Stale(start)
 }
 
+// Fresh reports, without changing anything, whether at now this
+// incarnation is live and its heartbeat's last successful renewal started
+// less than a lease period ago: what it holds is still its own (the others
+// take a lease over only after a lease period without a renewal).
+func (m *Machine) Fresh(now time.Time) bool {
+	return m.gone == "" && !m.renewedAt.IsZero() && now.Sub(m.renewedAt) < m.cfg.Period
+}
+
 // Stale checks, at now, whether the heartbeat went unrenewed for a lease
 // period since the start of its last successful renewal: the others may
 // consider this instance dead from then on, so it stops every worker
