@@ -789,11 +789,11 @@ func TestLeaseIdleUpkeepIndependentOfPartitions(t *testing.T) {
 		settled := counting.snapshot()["RenewHeartbeat"] + 6
 		c.waitFor("two more renewals each", func() bool { return counting.snapshot()["RenewHeartbeat"] >= settled })
 		const renewals = 30
-		before := counting.snapshot()
+		before, from := counting.snapshot(), time.Now()
 		c.waitFor(fmt.Sprintf("%d heartbeat renewals", renewals), func() bool {
 			return counting.snapshot()["RenewHeartbeat"]-before["RenewHeartbeat"] >= renewals
 		})
-		after := counting.snapshot()
+		after, elapsed := counting.snapshot(), time.Since(from)
 		require.True(t, c.spread(parts/3, "a", "b", "c"), "still balanced")
 		delta := map[string]int{}
 		for k, v := range after {
@@ -805,10 +805,13 @@ func TestLeaseIdleUpkeepIndependentOfPartitions(t *testing.T) {
 		for _, op := range []string{"ListCheckpoints", "ClaimLease", "ReleaseLease", "RenewLease", "TakeOverHeartbeat"} {
 			require.Zero(t, delta[op], "%s while idle with %d partitions", op, parts)
 		}
-		// Observation and renewal run on their own timers: the number of
-		// heartbeat queries per renewal is the same, give or take one
-		// tick per instance.
-		require.InDelta(t, delta["RenewHeartbeat"], delta["ListHeartbeats"], 6)
+		// Observation runs on its own timer, once per renew interval per
+		// instance (a ticker drops the ticks a slow round misses), plus a
+		// round when another's heartbeat may expire: the heartbeat queries
+		// follow time and instances, not partitions. (Renewals on a busy
+		// machine fall behind their ticker, so they are no yardstick.)
+		ticks := int(elapsed/c.lc.RenewInterval) + 2
+		require.LessOrEqual(t, delta["ListHeartbeats"], 3*(ticks+3), "heartbeat queries over %s with %d partitions", elapsed, parts)
 		upkeep[parts] = map[string]int{"lease writes": delta["ClaimLease"] + delta["ReleaseLease"] + delta["RenewLease"], "checkpoint reads": delta["ListCheckpoints"]}
 		for _, id := range []string{"a", "b", "c"} {
 			c.stop(id)
