@@ -212,7 +212,8 @@
 // CheckLeaseLost (no lease lost without a fault). LeaseVariant
 // RenewAfterTakeover, a driver that ignores its incarnation being gone and
 // keeps its workers writing, is caught as CheckWriteAfterGone
-// (TestLeaseSimCatchesRenewAfterTakeover).
+// (TestLeaseSimCatchesRenewAfterTakeover); PromoteWithoutLease, workers
+// whose promotions carry no lease, as CheckLeaseWriter.
 //
 //	go test ./internal/sim -run 'TestLeaseSim$' -lease-seeds=1000 -v   # many seeds (-lease-base, -lease-partitions)
 //	go test ./internal/sim -run 'TestLeaseSim$' -lease-seed=N -lease-variant=renew-after-takeover -v

@@ -69,6 +69,10 @@ const (
 	// or it went unrenewed for a lease period) it keeps its workers
 	// writing and keeps renewing, as if nothing happened.
 	RenewAfterTakeover
+	// PromoteWithoutLease is a broken worker: its promotions carry no
+	// lease (no lease condition), so a zombie's promotion lands after its
+	// partition was claimed away.
+	PromoteWithoutLease
 )
 
 func (v LeaseVariant) String() string {
@@ -77,13 +81,15 @@ func (v LeaseVariant) String() string {
 		return "faithful"
 	case RenewAfterTakeover:
 		return "renew-after-takeover"
+	case PromoteWithoutLease:
+		return "promote-without-lease"
 	}
 	return "lease-variant-" + strconv.Itoa(int(v))
 }
 
 // ParseLeaseVariant reads the names LeaseVariant.String prints.
 func ParseLeaseVariant(s string) (LeaseVariant, error) {
-	for _, v := range []LeaseVariant{LeaseFaithful, RenewAfterTakeover} {
+	for _, v := range []LeaseVariant{LeaseFaithful, RenewAfterTakeover, PromoteWithoutLease} {
 		if v.String() == s {
 			return v, nil
 		}
@@ -917,6 +923,9 @@ func (s *leaseSim) workerWrite(in *lsInstance, w *lsWorker) {
 		Key: k, FromCursor: w.cursor, FromGeneration: w.gen,
 		To: []byte("c" + strconv.FormatUint(w.gen, 10) + "." + w.owner), WitnessID: fmt.Sprintf("w%d-%s", w.gen, strings.ReplaceAll(w.owner, "#", "-")),
 		Epoch: 1, Lease: w.lease,
+	}
+	if s.cfg.Variant == PromoteWithoutLease {
+		p.Lease = store.Lease{}
 	}
 	var got store.Checkpoint
 	s.call(in, false, func() error {

@@ -13,7 +13,7 @@ var (
 	flagLeaseSeed    = flag.Uint64("lease-seed", 0, "TestLeaseSim: run only the lease schedule with this seed (0: -lease-seeds schedules from -lease-base)")
 	flagLeaseSeeds   = flag.Int("lease-seeds", 0, "schedules TestLeaseSim runs (default 12; 4 under -race or with -short)")
 	flagLeaseBase    = flag.Uint64("lease-base", 1, "first seed of TestLeaseSim")
-	flagLeaseVariant = flag.String("lease-variant", "faithful", "TestLeaseSim's driver: faithful, renew-after-takeover")
+	flagLeaseVariant = flag.String("lease-variant", "faithful", "TestLeaseSim's driver: faithful, renew-after-takeover, promote-without-lease")
 	flagLeaseParts   = flag.Int("lease-partitions", 0, "TestLeaseSim's partitions (0: drawn from the seed, 20..300)")
 )
 
@@ -160,6 +160,23 @@ func TestLeaseSimCatchesRenewAfterTakeover(t *testing.T) {
 		}
 	}
 	t.Fatalf("renew-after-takeover was not caught as a write after gone in seeds 1..40 (caught by %v)", caught)
+}
+
+// TestLeaseSimCatchesPromoteWithoutLease: workers whose promotions carry
+// no lease condition are caught by the lease-writer check (a zombie's
+// promotion lands after its partition was claimed away).
+func TestLeaseSimCatchesPromoteWithoutLease(t *testing.T) {
+	for seed := uint64(1); seed <= 40; seed++ {
+		cfg := leaseSchedule(seed, PromoteWithoutLease)
+		if cfg.NoFaults {
+			continue
+		}
+		if res := RunLeases(cfg); res.Failure != nil && res.Failure.Check == CheckLeaseWriter {
+			t.Logf("seed %d caught: %s", seed, res.Failure.Detail)
+			return
+		}
+	}
+	t.Fatal("promote-without-lease was not caught by the lease-writer check in seeds 1..40")
 }
 
 // TestLeaseSimDeterministic: one seed gives one history.
