@@ -186,6 +186,38 @@
 // partition up. CheckLease (oracle): a lane's promotion or park takes
 // effect only while the stored lease names that lane's worker.
 //
+// # Heartbeat leases
+//
+// RunLeases (leasesim.go) is a separate discrete-event simulation of the
+// product's heartbeat lease lifecycle: 3 to 5 instances, each process life
+// an incarnation driving the real lease.Machine the way input/lease.go
+// drives it (renewal on its own timer, observation every renew interval
+// and at the next heartbeat expiry, takeovers, checkpoint reads when the
+// machine asks, claims and releases with at most 16 in flight), each on
+// its own monotonic clock (own origin, rate within ±0.1%), against the
+// real MemStore's heartbeat, claim, release and lease-fenced Promote
+// writes; each held partition's worker promotes at random instants,
+// carrying its lease, as leasedStore stamps it. A store call takes effect
+// after its send and answers later; faults (fault phase only): failed
+// calls, lost answers and timeouts (unknown outcomes), outages, SIGSTOP
+// pauses (timers and answers wait; requests already sent land), kill -9
+// and restart as a new incarnation, an added instance, slow observers.
+// Checks: CheckLeaseWriter (a promotion took effect only if sent by the
+// incarnation the stored lease named), CheckWriteAfterGone (no promotion,
+// claim or renewal sent after the incarnation was gone takes effect),
+// CheckLeaseLiveness (after the faults: every partition held by a live
+// incarnation whose machine agrees with the stored lease within lease
+// period + renew interval + 3 balance rounds + the claims' time, then
+// fair shares within ceil(P/max moves) + 3 balance rounds) and
+// CheckLeaseLost (no lease lost without a fault). LeaseVariant
+// RenewAfterTakeover, a driver that ignores its incarnation being gone and
+// keeps its workers writing, is caught as CheckWriteAfterGone
+// (TestLeaseSimCatchesRenewAfterTakeover); PromoteWithoutLease, workers
+// whose promotions carry no lease, as CheckLeaseWriter.
+//
+//	go test ./internal/sim -run 'TestLeaseSim$' -lease-seeds=1000 -v   # many seeds (-lease-base, -lease-partitions)
+//	go test ./internal/sim -run 'TestLeaseSim$' -lease-seed=N -lease-variant=renew-after-takeover -v
+//
 // # Variants
 //
 // Variant injects one broken behaviour (PromoteOtherSuccessor,
