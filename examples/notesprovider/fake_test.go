@@ -70,18 +70,7 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fault := f.armed[nb]
 	delete(f.armed, nb)
 	f.mu.Unlock()
-	switch fault {
-	case providertest.FaultTransient:
-		http.Error(w, "try later", http.StatusServiceUnavailable)
-		return
-	case providertest.FaultExpired:
-		http.Error(w, "cursor gone", http.StatusGone)
-		return
-	case providertest.FaultPermanent:
-		http.Error(w, "who are you", http.StatusUnauthorized)
-		return
-	case providertest.FaultMalformed:
-		fmt.Fprint(w, `{"notes":[{"seq":1,"id":`)
+	if providertest.WriteHTTPFault(w, fault, `{"notes":[{"seq":1,"id":`) {
 		return
 	}
 	after, err1 := strconv.Atoi(r.URL.Query().Get("after"))

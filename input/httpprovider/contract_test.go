@@ -29,18 +29,7 @@ func (f *contractFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fault := f.armed[part]
 	delete(f.armed, part)
 	f.mu.Unlock()
-	switch fault {
-	case providertest.FaultTransient:
-		http.Error(w, "busy", http.StatusServiceUnavailable)
-		return
-	case providertest.FaultExpired:
-		http.Error(w, "cursor gone", http.StatusGone)
-		return
-	case providertest.FaultPermanent:
-		http.Error(w, "forbidden", http.StatusForbidden)
-		return
-	case providertest.FaultMalformed:
-		fmt.Fprint(w, `{"items":[{"id":"x","posi`)
+	if providertest.WriteHTTPFault(w, fault, `{"items":[{"id":"x","posi`) {
 		return
 	}
 	after, _ := strconv.Atoi(r.URL.Query().Get("after"))
