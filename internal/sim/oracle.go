@@ -446,16 +446,29 @@ func (o *oracle) checkpoint(p *part, cp store.Checkpoint) {
 // last's cursor), the last one named by cp and holding cp's cursor as its
 // successor, every event of each with a terminal outcome. Each page's
 // successor must be bound to its own witness.
+//
+// The checkpoint names only the last witness of the chain. Where two
+// lanes recorded different witnesses for one generation from the same
+// cursor (a page that shifted between their fetches), the oracle cannot
+// tell which one the promoting lane delivered, so it accepts the promotion
+// when some chain is delivered throughout, exactly as a one-generation
+// promotion is judged by its own witness. Candidates are tried in attempt
+// order so that a schedule's verdict does not depend on map order.
 func (o *oracle) coalesced(p *part, last, cp store.Checkpoint) {
 	k := cp.Generation - last.Generation
 	if strings.Contains(cp.PromotedWitness, ":") {
 		o.violate(CheckBinding, "partition %s: restart or repair %s moved %d generations", p.name, cp.PromotedWitness, k)
 		return
 	}
-	var find func(gen uint64, cursor []byte) []*witness.Witness
-	find = func(gen uint64, cursor []byte) []*witness.Witness {
-		for ref, w := range o.witnesses {
+	refs := slices.SortedFunc(maps.Keys(o.witnesses), func(a, b wref) int { return strings.Compare(a.attempt, b.attempt) })
+	var find func(gen uint64, cursor []byte, delivered bool) []*witness.Witness
+	find = func(gen uint64, cursor []byte, delivered bool) []*witness.Witness {
+		for _, ref := range refs {
+			w := o.witnesses[ref]
 			if ref.part != p.name || ref.gen != gen || !bytes.Equal(w.InputCursor, cursor) {
+				continue
+			}
+			if delivered && !o.terminal(p, w.Events) {
 				continue
 			}
 			if gen == cp.Generation-1 {
@@ -471,13 +484,18 @@ func (o *oracle) coalesced(p *part, last, cp store.Checkpoint) {
 			if len(w.Successor) == 0 {
 				continue
 			}
-			if rest := find(gen+1, w.Successor); rest != nil {
+			if rest := find(gen+1, w.Successor, delivered); rest != nil {
 				return append([]*witness.Witness{w}, rest...)
 			}
 		}
 		return nil
 	}
-	chain := find(last.Generation, last.Cursor)
+	chain := find(last.Generation, last.Cursor, true)
+	if chain == nil {
+		// No delivered chain: name the undelivered event of a chain that
+		// exists, or report that none does.
+		chain = find(last.Generation, last.Cursor, false)
+	}
 	if chain == nil {
 		o.violate(CheckBinding, "partition %s: one write moved from g%d (%s) to g%d (%s, witness %s), and no chain of durable witnesses, each fetched from its predecessor's successor, leads there",
 			p.name, last.Generation, curString(last.Cursor), cp.Generation, curString(cp.Cursor), cp.PromotedWitness)
@@ -492,6 +510,18 @@ func (o *oracle) coalesced(p *part, last, cp store.Checkpoint) {
 		o.promoted[wref{p.name, w.Generation, w.AttemptID}] = true
 		o.truth(CheckBinding, fmt.Sprintf("coalesced promotion of witness %s into g%d", w.AttemptID, cp.Generation), p.name, w.Events, len(w.Events))
 	}
+}
+
+// terminal reports whether every event of a witness is one the provider
+// issued and has a terminal outcome at the sink.
+func (o *oracle) terminal(p *part, events []witness.EventWitness) bool {
+	for _, e := range events {
+		log, k := issued(p, e)
+		if k < 0 || !log.events[k].acked {
+			return false
+		}
+	}
+	return true
 }
 
 func (o *oracle) membership() {
