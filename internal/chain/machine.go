@@ -193,7 +193,7 @@ type Machine struct {
 	// why it was lost.
 	lease   store.Lease
 	lostWhy string
-	now time.Time
+	now     time.Time
 	// announced is the deadline of the last Wait.
 	announced time.Time
 	out       []Action
