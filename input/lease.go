@@ -724,7 +724,7 @@ func (m *leaseManager) claim(ctx context.Context, mach *lease.Machine, c lease.C
 // release stops the worker and hands the lease off with one conditional
 // write (after any write of the worker still in flight).
 func (m *leaseManager) release(ctx context.Context, h *leaseHolder, why string) error {
-	h.stop("released: " + why)
+	first := h.stop("released: " + why)
 	tctx, cancel := context.WithTimeout(ctx, m.storeTimeout())
 	defer cancel()
 	if err := h.acquire(tctx); err != nil {
@@ -733,6 +733,15 @@ func (m *leaseManager) release(ctx context.Context, h *leaseHolder, why string) 
 	defer h.release()
 	l, _ := h.current()
 	if _, err := m.in.store.ReleaseLease(tctx, h.key, l); err != nil {
+		var fe *store.FenceError
+		if errors.As(err, &fe) && fe.Winner != nil && fe.Winner.Lease != l && first {
+			// Taken over before the hand-off: the lease was lost, not
+			// released (counted and logged as such, once: first says no
+			// loss was reported for this holding; the worker is stopped
+			// already).
+			m.onLost(h, fmt.Sprintf("release fenced: the lease is now %s, this instance held %s", fe.Winner.Lease, l))
+			return err
+		}
 		m.log.Warnf("Partition %s: releasing lease %s failed (this incarnation claims it back, or the others take it once it is gone): %v", h.key.Partition, l, err)
 		return err
 	}
