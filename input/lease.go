@@ -194,9 +194,9 @@ func readLeaseConfig(conf *service.ParsedConfig) (LeaseConfig, error) {
 // partition under it.
 type leaseHolder struct {
 	key store.Key
-	// sem serialises the worker's conditional writes with the release of
-	// the lease (a buffered channel of one, so acquiring can time out or be
-	// cancelled).
+	// sem serialises the worker's store calls that carry or check the
+	// lease (fenced) with the release of the lease (a buffered channel of
+	// one, so acquiring can time out or be cancelled).
 	sem chan struct{}
 
 	mu    sync.Mutex
