@@ -32,9 +32,11 @@
 //     PublishFrontier on the record last read. A lost write re-reads the
 //     winner and restarts the chain from it; a write with an unknown outcome
 //     is resolved by reading (store.ResolvePromotion), never by a blind
-//     rewrite. With leases every Promote and SetParked carries the worker's
-//     current lease (leasedStore) and a fenced worker stops
-//     (docs/design.md#leases-and-fencing).
+//     rewrite. With leases the worker's chain machine is given its lease
+//     (chain.Config.Lease; chain.LeaseLost when the lease manager loses
+//     it), every Promote and SetParked it asks for carries that lease, and
+//     a worker whose load or write finds another lease stops
+//     (chain.LeaseGone; docs/design.md#leases-and-fencing).
 //   - Monotone (invariant 3). The core never proposes a lower watermark;
 //     promotions happen strictly in page order, one generation at a time.
 //   - Witness first (invariant 4). The machine asks for a new witness's

@@ -267,7 +267,6 @@ func (in *paginatedInput) Connect(ctx context.Context) error {
 	}
 	in.adoptLocked(m, "connect")
 	if in.leases != nil {
-		in.store = leasedStore{Store: in.store}
 	}
 	wctx, cancel := context.WithCancel(context.Background())
 	in.stopWorker = cancel

@@ -17,11 +17,12 @@ package input
 //     instance's own clock readings, which instances are dead, what to
 //     take over, claim and release, and which workers to start and stop.
 //   - leaseHolder: one held lease and the worker it runs; a release waits
-//     for the worker's conditional write in flight.
-//   - leasedStore: the input's store when leases are on; it stamps the
-//     holder's lease on every Promote and SetParked of a worker (the holder
-//     rides in the worker's context), refuses them once the lease is lost,
-//     and marks the lease lost when a write is fenced by another lease.
+//     for the worker's conditional write in flight (fenced).
+//   - the worker's chain machine (internal/chain) is given the lease as an
+//     input (chain.Config.Leased, Lease; chain.LeaseLost when the manager
+//     loses it): it states the lease in every Promote and SetParked, and
+//     stops (chain.LeaseGone, which the worker reports to its holder) when
+//     a load or a write finds another lease.
 //   - leaseManager: drives the machine: one goroutine renews the heartbeat,
 //     another observes, takes over, claims and releases (bounded
 //     concurrency), and hands the leases off on shutdown.
@@ -193,9 +194,9 @@ func readLeaseConfig(conf *service.ParsedConfig) (LeaseConfig, error) {
 // partition under it.
 type leaseHolder struct {
 	key store.Key
-	// sem serialises the worker's conditional writes with the release of
-	// the lease (a buffered channel of one, so acquiring can time out or be
-	// cancelled).
+	// sem serialises the worker's store calls that carry or check the
+	// lease (fenced) with the release of the lease (a buffered channel of
+	// one, so acquiring can time out or be cancelled).
 	sem chan struct{}
 
 	mu    sync.Mutex
@@ -253,98 +254,31 @@ func (h *leaseHolder) stop(reason string) bool {
 	return first
 }
 
-// checkFence marks the lease lost when err is a fence whose winner holds
-// another lease than the one the write carried.
-func (h *leaseHolder) checkFence(err error, carried store.Lease) {
-	var fe *store.FenceError
-	if errors.As(err, &fe) && fe.Winner != nil && fe.Winner.Lease != carried {
-		h.lose(fmt.Sprintf("%s fenced: the lease is now %s, this worker held %s", fe.Op, fe.Winner.Lease, carried))
-	}
-}
-
-type holderCtxKey struct{}
-
-func withHolder(ctx context.Context, h *leaseHolder) context.Context {
-	return context.WithValue(ctx, holderCtxKey{}, h)
-}
-
-func holderOf(ctx context.Context) *leaseHolder {
-	h, _ := ctx.Value(holderCtxKey{}).(*leaseHolder)
-	return h
-}
-
-// leasedStore fences a worker's writes by its lease: the holder rides in
-// the worker's context. Calls without a holder (membership, frontier, the
-// manager itself) pass through.
-type leasedStore struct {
-	store.Store
-}
-
-// Unwrap returns the store leasedStore decorates, so that the readers of
-// the membership and published frontier records (store.FrontierCache,
-// store.MembershipCache) find its cheap reads (the root alone, the epoch
-// alone) instead of reading every shard every round.
-func (s leasedStore) Unwrap() store.Store { return s.Store }
-
-// Promote stamps the holder's current lease on p, while no renewal runs.
-func (s leasedStore) Promote(ctx context.Context, p store.Promotion) (store.Checkpoint, error) {
-	h := holderOf(ctx)
-	if h == nil {
-		return s.Store.Promote(ctx, p)
-	}
+// fenced performs one store call of the worker that carries or checks
+// the lease (Load, WaitUnparked, Promote, Resolve, Park, Reincarnate)
+// while no release of the lease runs, and reports false without calling
+// when the lease is already lost (the worker then steps the machine with
+// chain.LeaseLost).
+//
+// This is the guarantee the fencing needs beside the store's condition: a
+// held partition lease moves only on claim, takeover and release (the
+// heartbeat, not the partition lease, is renewed), so the lease the
+// machine states in its writes is the one it was given at its start; and a
+// release first marks the holding lost (stop) and then takes sem, so it
+// waits for the write in flight and every later write is never sent. A
+// write therefore either completes before the lease is handed off or does
+// not happen; one that races a takeover by another instance is refused by
+// the store (its lease condition) and the machine stops.
+func (h *leaseHolder) fenced(ctx context.Context, call func()) (bool, error) {
 	if err := h.acquire(ctx); err != nil {
-		return store.Checkpoint{}, err
+		return false, err
 	}
 	defer h.release()
-	lease, lost := h.current()
-	if lost != "" {
-		return store.Checkpoint{}, &store.FenceError{Key: p.Key, Op: "promote", Reason: "lease lost: " + lost, WantGeneration: p.FromGeneration}
+	if _, lost := h.current(); lost != "" {
+		return false, nil
 	}
-	p.Lease = lease
-	cp, err := s.Store.Promote(ctx, p)
-	h.checkFence(err, lease)
-	if err == nil && cp.Lease != lease {
-		h.lose(fmt.Sprintf("the promoted checkpoint holds lease %s, this worker held %s", cp.Lease, lease))
-	}
-	return cp, err
-}
-
-// SetParked stamps the holder's current lease, while no renewal runs.
-func (s leasedStore) SetParked(ctx context.Context, k store.Key, cursor []byte, generation uint64, _ store.Lease, reason string) (store.Checkpoint, error) {
-	h := holderOf(ctx)
-	if h == nil {
-		return s.Store.SetParked(ctx, k, cursor, generation, store.Lease{}, reason)
-	}
-	if err := h.acquire(ctx); err != nil {
-		return store.Checkpoint{}, err
-	}
-	defer h.release()
-	lease, lost := h.current()
-	if lost != "" {
-		return store.Checkpoint{}, &store.FenceError{Key: k, Op: "set parked", Reason: "lease lost: " + lost, WantGeneration: generation}
-	}
-	cp, err := s.Store.SetParked(ctx, k, cursor, generation, lease, reason)
-	h.checkFence(err, lease)
-	return cp, err
-}
-
-// LoadCheckpoint also checks the lease: a worker that (re)loads its
-// checkpoint and finds another lease stops at once instead of fetching
-// pages it could never promote.
-func (s leasedStore) LoadCheckpoint(ctx context.Context, k store.Key) (store.Checkpoint, error) {
-	h := holderOf(ctx)
-	if h == nil {
-		return s.Store.LoadCheckpoint(ctx, k)
-	}
-	if err := h.acquire(ctx); err != nil {
-		return store.Checkpoint{}, err
-	}
-	defer h.release()
-	cp, err := s.Store.LoadCheckpoint(ctx, k)
-	if lease, lost := h.current(); err == nil && lost == "" && cp.Lease != lease {
-		h.lose(fmt.Sprintf("the stored lease is %s, this worker held %s", cp.Lease, lease))
-	}
-	return cp, err
+	call()
+	return true, nil
 }
 
 // ---------------------------------------------------------------------------
@@ -850,7 +784,7 @@ func (m *leaseManager) claim(ctx context.Context, mach *lease.Machine, c lease.C
 // release stops the worker and hands the lease off with one conditional
 // write (after any write of the worker still in flight).
 func (m *leaseManager) release(ctx context.Context, h *leaseHolder, why string) error {
-	h.stop("released: " + why)
+	first := h.stop("released: " + why)
 	tctx, cancel := context.WithTimeout(ctx, m.storeTimeout())
 	defer cancel()
 	if err := h.acquire(tctx); err != nil {
@@ -859,6 +793,15 @@ func (m *leaseManager) release(ctx context.Context, h *leaseHolder, why string) 
 	defer h.release()
 	l, _ := h.current()
 	if _, err := m.in.store.ReleaseLease(tctx, h.key, l); err != nil {
+		var fe *store.FenceError
+		if errors.As(err, &fe) && fe.Winner != nil && fe.Winner.Lease != l && first {
+			// Taken over before the hand-off: the lease was lost, not
+			// released (counted and logged as such, once: first says no
+			// loss was reported for this holding; the worker is stopped
+			// already).
+			m.onLost(h, fmt.Sprintf("release fenced: the lease is now %s, this instance held %s", fe.Winner.Lease, l))
+			return err
+		}
 		m.log.Warnf("Partition %s: releasing lease %s failed (this incarnation claims it back, or the others take it once it is gone): %v", h.key.Partition, l, err)
 		return err
 	}

@@ -37,7 +37,8 @@ type partition struct {
 	key store.Key
 	log *service.Logger
 	// lease is the lease this worker runs under (nil without leases; see
-	// lease.go): its writes are fenced by it, its messages carry it.
+	// lease.go): its machine is given it (chain.Config.Lease) and states it
+	// in its writes, its messages carry it.
 	lease *leaseHolder
 	// red redacts this partition's logs and park reasons: the input's
 	// credentials and the cursors and successors it fetched lately.
@@ -96,7 +97,7 @@ func (p *partition) machineConfig() chain.Config {
 	if ip, ok := p.in.prov.(provider.Incarnations); ok {
 		incarnation, every = ip.IncarnationCheck()
 	}
-	return chain.Config{
+	c := chain.Config{
 		Incarnation: incarnation, IncarnationInterval: every,
 		Key: p.key, Contract: p.in.prov.Contract(), Restarter: restarter,
 		StartCursor: cfg.StartCursor, Epoch: p.in.epoch(),
@@ -106,6 +107,11 @@ func (p *partition) machineConfig() chain.Config {
 		ExitWhenComplete: cfg.ExitWhenComplete, CoalescePromotions: !cfg.NoCoalescing,
 		MaxRestarts: cfg.MaxRestarts,
 	}
+	if p.lease != nil {
+		c.Leased = true
+		c.Lease, _ = p.lease.current()
+	}
+	return c
 }
 
 // equalJitter draws a back-off from [d/2, d] ("equal jitter"), so that
@@ -118,14 +124,11 @@ func equalJitter(d time.Duration) time.Duration {
 
 // launch starts the partition's worker under ctx: it waits for the
 // partition's parents (lineage), then drives the machine until ctx ends or
-// the partition is complete; with a lease (p.lease), its store calls carry
+// the partition is complete; with a lease (p.lease), its machine is given
 // it. done is called once, when the worker ended. This is the one way
 // workers start (membership.go without leases, lease.go with them).
 func (p *partition) launch(ctx context.Context, done func()) {
 	p.ctx, p.done = ctx, done
-	if p.lease != nil {
-		p.ctx = withHolder(ctx, p.lease)
-	}
 	p.in.runner.live.Add(1)
 	begin := func() {
 		if !p.in.awaitParents(ctx, p.key.Partition) {
@@ -209,7 +212,7 @@ func (p *partition) drive() {
 	for round := 1; ; round++ {
 		mb := p.take()
 		if mb.stop || ctx.Err() != nil {
-			p.perform(ctx, p.m.Step(chain.Stop{}))
+			p.perform(ctx, p.m.Step(p.stopInput()))
 			p.end()
 			return
 		}
@@ -249,6 +252,18 @@ func (p *partition) drive() {
 		case <-p.wake:
 		}
 	}
+}
+
+// stopInput is what a stopping worker steps its machine with: the lost
+// lease as an input (chain.LeaseLost, the machine stops in
+// chain.StateLeaseLost), or a plain Stop.
+func (p *partition) stopInput() chain.Input {
+	if p.lease != nil {
+		if _, lost := p.lease.current(); lost != "" {
+			return chain.LeaseLost{Reason: lost}
+		}
+	}
+	return chain.Stop{}
 }
 
 // end ends the worker: its deadline is dropped, the budget forgets it and
@@ -323,6 +338,12 @@ func (p *partition) perform(ctx context.Context, acts []chain.Action) {
 			p.in.observeCheckpoint(a.Checkpoint)
 		case chain.Completed:
 			p.in.partitionDone(p)
+		case chain.LeaseGone:
+			// The machine found another lease (only a leased machine
+			// does): the holder stops the worker and tells the manager.
+			if p.lease != nil {
+				p.lease.lose(a.Reason)
+			}
 		case chain.RestartCursor:
 			if ctx.Err() != nil {
 				return
@@ -345,7 +366,10 @@ func (p *partition) perform(ctx context.Context, acts []chain.Action) {
 			if ctx.Err() != nil {
 				return
 			}
-			r := chainstore.Reincarnate(ctx, p.in.store, a)
+			var r chain.Reincarnated
+			if !p.call(ctx, a, func() { r = chainstore.Reincarnate(ctx, p.in.store, a) }) {
+				return // the lease is lost: drive steps chain.LeaseLost
+			}
 			if r.Membership.Epoch > 0 {
 				// The new epoch is the input's before any event of the new
 				// incarnation leaves: its messages carry it, and their
@@ -363,13 +387,38 @@ func (p *partition) perform(ctx context.Context, acts []chain.Action) {
 			if ctx.Err() != nil {
 				return
 			}
-			in, ok := chainstore.Do(ctx, redactingStore{Store: p.in.store, red: p.red}, a)
+			var in chain.Input
+			ok := true
+			if !p.call(ctx, a, func() { in, ok = chainstore.Do(ctx, redactingStore{Store: p.in.store, red: p.red}, a) }) {
+				return // the lease is lost: drive steps chain.LeaseLost
+			}
 			if !ok {
 				return
 			}
 			acts = append(acts, p.m.Step(in)...)
 		}
 	}
+}
+
+// call performs the machine's store call a (do). Under a lease, a call
+// that carries or checks the lease runs while no release runs
+// (leaseHolder.fenced); false: the lease is lost (or ctx ended while
+// waiting) and the call was not made. A lost lease cancels the worker's
+// context, so drive then steps the machine with chain.LeaseLost and ends
+// the worker.
+func (p *partition) call(ctx context.Context, a chain.Action, do func()) bool {
+	switch a.(type) {
+	case chain.Load, chain.WaitUnparked, chain.Promote, chain.Resolve, chain.Park, chain.Reincarnate:
+	default:
+		do()
+		return true
+	}
+	if p.lease == nil {
+		do()
+		return true
+	}
+	ok, err := p.lease.fenced(ctx, do)
+	return ok && err == nil
 }
 
 // redactCursor adds a cursor or successor to the partition's redaction
@@ -420,7 +469,10 @@ type redactingStore struct {
 	red *redact.Set
 }
 
-// Unwrap returns the decorated store (see leasedStore.Unwrap).
+// Unwrap returns the decorated store, so that the readers of the
+// membership and published frontier records (store.FrontierCache,
+// store.MembershipCache) find its cheap reads (the root alone, the epoch
+// alone) instead of reading every shard every round.
 func (s redactingStore) Unwrap() store.Store { return s.Store }
 
 func (s redactingStore) SetParked(ctx context.Context, k store.Key, cursor []byte, generation uint64, lease store.Lease, reason string) (store.Checkpoint, error) {

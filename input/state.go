@@ -68,10 +68,11 @@ func (c *stateCounts) move(was, now chain.State) {
 	c.add(now, +1)
 }
 
-// add counts d partitions into s (New and Stopped are not counted).
+// add counts d partitions into s (New, Stopped and LeaseLost are not
+// counted).
 // Requires c.mu.
 func (c *stateCounts) add(s chain.State, d int64) {
-	if s == chain.StateNew || s == chain.StateStopped {
+	if s == chain.StateNew || s == chain.StateStopped || s == chain.StateLeaseLost {
 		return
 	}
 	c.n[s] += d

@@ -32,14 +32,13 @@ func (s *fullFrontierReads) LoadMembership(ctx context.Context, scope string) (s
 	return s.MemStore.LoadMembership(ctx, scope)
 }
 
-// The input's store decorators leave the published frontier's and the
+// The input's store decorator (the redacting one) leaves the published frontier's and the
 // membership's cheap reads reachable: an idle publisher behind them reads
 // the root and the epoch, not every shard and page every round (with
 // leases on, every instance read the whole vector every second).
 func TestStoreDecoratorsKeepTheCheapRecordReads(t *testing.T) {
 	ctx := context.Background()
 	for name, wrap := range map[string]func(store.Store) store.Store{
-		"leasedStore":    func(st store.Store) store.Store { return leasedStore{Store: st} },
 		"redactingStore": func(st store.Store) store.Store { return redactingStore{Store: st} },
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -83,13 +83,16 @@ func (m *Machine) onIncarnationVerified(why string, r IncarnationFound, then *ne
 func (m *Machine) recordIncarnation(h string) {
 	prom := store.Promotion{
 		Key: m.cfg.Key, FromCursor: m.cp.Cursor, FromGeneration: m.cp.Generation, To: m.cp.Cursor,
-		WitnessID: "incarnation:" + h, Incarnation: h, Epoch: m.cfg.Epoch, Lease: m.cp.Lease,
+		WitnessID: "incarnation:" + h, Incarnation: h, Epoch: m.cfg.Epoch, Lease: m.writeLease(),
 	}
 	m.logf(Info, "Partition %s: recording its source incarnation %s at generation %d", m.part(), h, m.cp.Generation)
-	m.ask(StateReincarnating, Promote{Promotion: prom, Restart: true}, next{kind: onIncarnationRecorded})
+	m.ask(StateReincarnating, Promote{Promotion: prom, Restart: true}, next{kind: onIncarnationRecorded, prom: prom})
 }
 
-func (m *Machine) onIncarnationRecorded(r Promoted) {
+func (m *Machine) onIncarnationRecorded(carried store.Lease, r Promoted) {
+	if m.leaseGoneAfterWrite(r.Checkpoint, r.Err, carried) {
+		return
+	}
 	switch {
 	case r.Err == nil:
 		m.cp = r.Checkpoint
@@ -297,12 +300,15 @@ func (m *Machine) resetInto(from, to, why string) {
 		m.part(), ReasonIncarnation, shown, to, why, m.cp.Generation)
 	reset := store.Promotion{
 		Key: m.cfg.Key, FromCursor: m.cp.Cursor, FromGeneration: m.cp.Generation,
-		To: m.cfg.StartCursor, WitnessID: "incarnation:" + to, Incarnation: to, Reset: true, Lease: m.cp.Lease,
+		To: m.cfg.StartCursor, WitnessID: "incarnation:" + to, Incarnation: to, Reset: true, Lease: m.writeLease(),
 	}
-	m.ask(StateReincarnating, Reincarnate{Key: m.cfg.Key, From: from, To: to, Why: why, Reset: reset}, next{kind: onReincarnated, to: to})
+	m.ask(StateReincarnating, Reincarnate{Key: m.cfg.Key, From: from, To: to, Why: why, Reset: reset}, next{kind: onReincarnated, to: to, lease: reset.Lease})
 }
 
-func (m *Machine) onReincarnated(to string, r Reincarnated) {
+func (m *Machine) onReincarnated(to string, carried store.Lease, r Reincarnated) {
+	if m.leaseGoneAfterWrite(r.Checkpoint, r.Err, carried) {
+		return
+	}
 	switch {
 	case r.Err == nil:
 		m.cfg.Epoch = r.Epoch

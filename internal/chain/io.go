@@ -43,6 +43,25 @@ type Stop struct{}
 // is ignored. The machine asks for a Tick at a given time with Wait.
 type Tick struct{ Now time.Time }
 
+// LeaseChanged tells a leased machine (Config.Leased) the lease its
+// partition is now held under: a renewal that moved the stored lease (the
+// simulator's per-partition renewals; the input's partition leases move
+// only on claim, takeover and release, so it never sends one). The calls
+// the machine asks from then on carry it. A driver must not change the
+// stored lease while a call that carries the lease is outstanding (see
+// Config.Leased).
+type LeaseChanged struct{ Lease store.Lease }
+
+// LeaseLost tells a leased machine that its partition's lease is gone
+// (taken over, released, or the holder's heartbeat lost): the machine
+// stops (StateLeaseLost) with Reason and asks nothing more. Like Stop it
+// answers with the bookkeeping a stop needs.
+type LeaseLost struct{ Reason string }
+
+// EpochChanged tells the machine the membership epoch its writes state
+// from now on (Config.Epoch: the checkpoint it creates, every promotion).
+type EpochChanged struct{ Epoch uint64 }
+
 // Loaded answers Load: the checkpoint (read, created or the winner of a
 // racing create) and every witness at or above Load.From of it, or the
 // error of the first store call that failed.
@@ -187,6 +206,9 @@ type Withdrawn struct {
 func (Start) isInput()              {}
 func (Stop) isInput()               {}
 func (Tick) isInput()               {}
+func (LeaseChanged) isInput()       {}
+func (LeaseLost) isInput()          {}
+func (EpochChanged) isInput()       {}
 func (Loaded) isInput()             {}
 func (Fetched) isInput()            {}
 func (WitnessStored) isInput()      {}
@@ -427,6 +449,13 @@ type Observe struct{ Checkpoint store.Checkpoint }
 // exit_when_complete); the machine does nothing more.
 type Completed struct{}
 
+// LeaseGone: a leased machine found its lease gone (a load, a park check
+// or a read-back found another lease stored, or a write was fenced by
+// another lease): it stopped (StateLeaseLost) and asks nothing more. The
+// driver gives the partition up (the input tells its lease manager, which
+// counts and logs the loss and stops the worker).
+type LeaseGone struct{ Reason string }
+
 func (Load) isAction()             {}
 func (Fetch) isAction()            {}
 func (PutWitness) isAction()       {}
@@ -444,6 +473,7 @@ func (Log) isAction()              {}
 func (Count) isAction()            {}
 func (Observe) isAction()          {}
 func (Completed) isAction()        {}
+func (LeaseGone) isAction()        {}
 func (Withdraw) isAction()         {}
 func (CheckIncarnation) isAction() {}
 func (Reincarnate) isAction()      {}
@@ -587,6 +617,9 @@ func describePromotion(p store.Promotion) string {
 	if p.Pages > 1 {
 		fmt.Fprintf(&b, " (%d pages, to g%d)", p.Pages, p.ToGeneration())
 	}
+	if p.Lease.Held() {
+		fmt.Fprintf(&b, " lease %s", p.Lease)
+	}
 	return b.String()
 }
 
@@ -600,6 +633,9 @@ func (a Promote) String() string {
 func (a Resolve) String() string { return "resolve " + describePromotion(a.Promotion) }
 
 func (a Park) String() string {
+	if a.Lease.Held() {
+		return fmt.Sprintf("park g%d %s lease %s: %s", a.Generation, Cursor(a.Cursor), a.Lease, a.Reason)
+	}
 	return fmt.Sprintf("park g%d %s: %s", a.Generation, Cursor(a.Cursor), a.Reason)
 }
 
@@ -672,11 +708,17 @@ func (a Observe) String() string { return "observe " + DescribeCheckpoint(a.Chec
 
 func (Completed) String() string { return "completed" }
 
+func (a LeaseGone) String() string { return "lease gone: " + a.Reason }
+
 func errText(err error) string { return "error: " + err.Error() }
 
 func (Start) String() string  { return "start" }
 func (Stop) String() string   { return "stop" }
 func (t Tick) String() string { return "tick " + t.Now.UTC().Format("15:04:05.000") }
+
+func (l LeaseChanged) String() string { return "lease changed: " + l.Lease.String() }
+func (l LeaseLost) String() string    { return "lease lost: " + l.Reason }
+func (e EpochChanged) String() string { return fmt.Sprintf("epoch changed: %d", e.Epoch) }
 
 func (l Loaded) String() string {
 	if l.Err != nil {

@@ -28,9 +28,25 @@ type Config struct {
 	// (RestartCursor); without it every recovery parks.
 	Restarter bool
 	// StartCursor and Epoch are written when the checkpoint is created;
-	// Epoch is written with every promotion.
+	// Epoch is written with every promotion. Epoch is the machine's epoch
+	// until EpochChanged (or a reset into a new source incarnation) moves
+	// it.
 	StartCursor []byte
 	Epoch       uint64
+	// Leased: the partition is read under a lease (scale-out,
+	// docs/design.md#leases-and-fencing) and Lease is the one it holds when
+	// the machine starts; LeaseChanged moves it, LeaseLost ends it. A
+	// leased machine states its lease in every write that the lease fences
+	// (each Promote, Resolve and Reincarnate's Promotion.Lease, Park.Lease),
+	// so the store's condition is the holder's lease; and it stops
+	// (StateLeaseLost, LeaseGone) as soon as a load, a park check or a
+	// read-back finds another lease stored, or a write is fenced by one.
+	// The driver must not let the stored lease move while a call that
+	// carries it is outstanding (a renewal waits for it), so that a call
+	// never carries a lease its own holder has replaced. Without Leased
+	// the writes state the lease of the checkpoint last read.
+	Leased bool
+	Lease  store.Lease
 	// MaxPagesInFlight (at least 1) bounds the chain; MaxBatchSize (0: a
 	// whole page) the events of one Emit.
 	MaxPagesInFlight int
@@ -87,6 +103,7 @@ const (
 	phaseChain         // running a chain
 	phaseDone          // complete: nothing more
 	phaseStopped
+	phaseLeaseLost // the lease is gone: nothing more
 )
 
 // page is one fetched response travelling through the chain, from its
@@ -172,7 +189,11 @@ type sleep struct {
 // for concurrent use: one driver steps it.
 type Machine struct {
 	cfg Config
-	now time.Time
+	// lease is the lease a leased machine holds (Config.Leased); lostWhy
+	// why it was lost.
+	lease   store.Lease
+	lostWhy string
+	now     time.Time
 	// announced is the deadline of the last Wait.
 	announced time.Time
 	out       []Action
@@ -245,7 +266,7 @@ func New(cfg Config) *Machine {
 	if cfg.MaxPagesInFlight < 1 {
 		cfg.MaxPagesInFlight = 1
 	}
-	return &Machine{cfg: cfg, prior: map[uint64][]witness.Witness{}, batches: map[uint64]batchRef{}}
+	return &Machine{cfg: cfg, lease: cfg.Lease, prior: map[uint64][]witness.Witness{}, batches: map[uint64]batchRef{}}
 }
 
 // Known returns a copy of the witnesses the machine knows for generation
@@ -257,7 +278,7 @@ func (m *Machine) Known(gen uint64) []witness.Witness {
 // Step feeds one input and returns the actions it leads to, in order.
 func (m *Machine) Step(in Input) []Action {
 	m.out = nil
-	if m.phase == phaseStopped {
+	if m.phase == phaseStopped || m.phase == phaseLeaseLost {
 		return nil
 	}
 	switch in := in.(type) {
@@ -266,10 +287,17 @@ func (m *Machine) Step(in Input) []Action {
 			m.load()
 		}
 	case Stop:
-		if m.phase == phaseParked {
-			m.count(MetricParked, "", -1)
-		}
-		m.phase = phaseStopped
+		m.halt(phaseStopped)
+		return m.out
+	case LeaseLost:
+		m.lostWhy = in.Reason
+		m.halt(phaseLeaseLost)
+		return m.out
+	case LeaseChanged:
+		m.lease = in.Lease
+		return m.out
+	case EpochChanged:
+		m.cfg.Epoch = in.Epoch
 		return m.out
 	case Tick:
 		if in.Now.After(m.now) {
@@ -343,6 +371,9 @@ func (m *Machine) busy() bool { return m.await != nil || m.sleep != nil }
 // inputs, the end of a complete chain, the next fetch, and announces the
 // earliest deadline.
 func (m *Machine) settle() {
+	if m.phase == phaseLeaseLost {
+		return
+	}
 	for !m.busy() && len(m.queue) > 0 {
 		if acks := m.queuedOutcomes(); len(acks) > 0 {
 			m.onAcks(acks)
@@ -407,6 +438,70 @@ func (m *Machine) external(in Input) {
 		m.onAcks(in.Acks)
 	}
 }
+
+// halt ends the machine in phase p (stopped, or the lease lost) with the
+// bookkeeping a stop needs.
+func (m *Machine) halt(p phase) {
+	if m.phase == phaseParked {
+		m.count(MetricParked, "", -1)
+	}
+	m.phase = p
+}
+
+// ---------------------------------------------------------------------------
+// The lease (Config.Leased).
+
+// writeLease is the lease a write states: the held one when leased,
+// otherwise the one the checkpoint last read holds.
+func (m *Machine) writeLease() store.Lease {
+	if m.cfg.Leased {
+		return m.lease
+	}
+	return m.cp.Lease
+}
+
+// foreign reports, for a leased machine, why checkpoint cp (just read or
+// written) shows the lease gone: it holds another lease than this one.
+func (m *Machine) foreign(cp store.Checkpoint) (string, bool) {
+	if !m.cfg.Leased || cp.Lease == m.lease {
+		return "", false
+	}
+	return fmt.Sprintf("the stored lease is %s, this worker held %s", cp.Lease, m.lease), true
+}
+
+// fenced reports, for a leased machine, why err shows the lease gone: a
+// write carrying lease carried was fenced, and the winner holds another
+// lease.
+func (m *Machine) fenced(err error, carried store.Lease) (string, bool) {
+	var fe *store.FenceError
+	if !m.cfg.Leased || !errors.As(err, &fe) || fe.Winner == nil || fe.Winner.Lease == carried {
+		return "", false
+	}
+	return fmt.Sprintf("%s fenced: the lease is now %s, this worker held %s", fe.Op, fe.Winner.Lease, carried), true
+}
+
+// loseLease stops the machine: its lease is gone. The driver is told
+// (LeaseGone); the chain's emissions not yet handed on are dropped.
+func (m *Machine) loseLease(why string) {
+	if m.phase == phaseChain {
+		m.emit(EndChain{Chain: m.chainID})
+		m.chain = nil
+		clear(m.batches)
+	}
+	m.halt(phaseLeaseLost)
+	m.lostWhy = why
+	m.await, m.sleep, m.queue, m.fetch = nil, nil, nil, nil
+	m.emit(LeaseGone{Reason: why})
+}
+
+// Epoch is the membership epoch the machine's writes state now
+// (Config.Epoch, EpochChanged, or the epoch of a reset into a new source
+// incarnation).
+func (m *Machine) Epoch() uint64 { return m.cfg.Epoch }
+
+// LostLease returns why a leased machine's lease was lost ("" while it
+// holds it).
+func (m *Machine) LostLease() string { return m.lostWhy }
 
 // ---------------------------------------------------------------------------
 // Helpers.
@@ -526,6 +621,12 @@ func (m *Machine) onLoaded(ld Load, r Loaded) {
 		m.wait(StateLoading, m.cfg.StoreBackoff, next{kind: doLoad})
 		return
 	}
+	if why, ok := m.foreign(r.Checkpoint); ok {
+		// Another holder: stop at once rather than fetch pages this worker
+		// could never promote.
+		m.loseLease(why)
+		return
+	}
 	m.loaded(ld.From(r.Checkpoint), r.Checkpoint, r.Witnesses)
 }
 
@@ -580,6 +681,10 @@ func (m *Machine) askUnparked() {
 }
 
 func (m *Machine) onParkChecked(r ParkChecked) {
+	if why, ok := m.foreign(r.Checkpoint); r.Err == nil && ok {
+		m.loseLease(why)
+		return
+	}
 	if r.Err == nil && r.Checkpoint.Parked == "" {
 		m.logf(Info, "Partition %s unparked at generation %d", m.part(), r.Checkpoint.Generation)
 		m.count(MetricParked, "", -1)
@@ -1028,10 +1133,22 @@ func (m *Machine) onReceiptStored(pg *page, n int, r ReceiptStored, then *next) 
 // promote performs the one conditional write that moves the checkpoint from
 // the page's input cursor to its successor.
 func (m *Machine) promote(pg *page, prom store.Promotion, then *next) {
+	if m.cfg.Leased {
+		prom.Lease = m.lease // the held lease now (a retry after Resolve)
+	}
 	m.ask(StatePromoting, Promote{Promotion: prom}, next{kind: onPromoted, pg: pg, prom: prom, then: then})
 }
 
 func (m *Machine) onPromoted(pg *page, prom store.Promotion, r Promoted, then *next) {
+	if why, ok := m.fenced(r.Err, prom.Lease); ok {
+		m.count(MetricCASConflicts, "", 1)
+		m.logf(Warn, "Partition %s lost the promotion from generation %d (attempt %s): %v; the lease is gone, the partition stops", m.part(), pg.fromGen, pg.w.AttemptID, r.Err)
+		m.loseLease(why)
+		return
+	}
+	if m.leaseGoneAfterWrite(r.Checkpoint, r.Err, prom.Lease) {
+		return
+	}
 	if r.Err == nil {
 		m.promoted(pg, r.Checkpoint, then)
 		return
@@ -1058,6 +1175,10 @@ func (m *Machine) resolve(pg *page, prom store.Promotion, then *next) {
 }
 
 func (m *Machine) onResolved(pg *page, prom store.Promotion, r Resolved, then *next) {
+	if why, ok := m.foreign(r.Checkpoint); r.Err == nil && ok {
+		m.loseLease(why)
+		return
+	}
 	switch {
 	case r.Err != nil:
 		m.logf(Warn, "Partition %s: cannot read back the checkpoint, not advancing: %v", m.part(), r.Err)
@@ -1188,14 +1309,17 @@ func (m *Machine) onRestartCursor(reason string, r RestartCursorFound) {
 	m.count(MetricRestarts, "", 1)
 	prom := store.Promotion{
 		Key: m.cfg.Key, FromCursor: m.cp.Cursor, FromGeneration: m.cp.Generation,
-		To: r.Cursor, WitnessID: RestartWitnessPrefix + recovery.String(), Epoch: m.cfg.Epoch, Lease: m.cp.Lease,
+		To: r.Cursor, WitnessID: RestartWitnessPrefix + recovery.String(), Epoch: m.cfg.Epoch, Lease: m.writeLease(),
 		Violations:  m.violationTotals(),
 		Incarnation: m.incarnation,
 	}
-	m.ask(StateRecovering, Promote{Promotion: prom, Restart: true}, next{kind: onRestartPromoted})
+	m.ask(StateRecovering, Promote{Promotion: prom, Restart: true}, next{kind: onRestartPromoted, prom: prom})
 }
 
-func (m *Machine) onRestartPromoted(r Promoted) {
+func (m *Machine) onRestartPromoted(carried store.Lease, r Promoted) {
+	if m.leaseGoneAfterWrite(r.Checkpoint, r.Err, carried) {
+		return
+	}
 	if r.Err != nil && !errors.Is(r.Err, store.ErrFenced) {
 		m.logf(Warn, "Partition %s: restart write has an unknown outcome, re-reading: %v", m.part(), r.Err)
 	}
@@ -1203,6 +1327,23 @@ func (m *Machine) onRestartPromoted(r Promoted) {
 		m.countsWritten()
 	}
 	m.restartChain()
+}
+
+// leaseGoneAfterWrite stops a leased machine whose promotion carrying
+// lease carried was fenced by another lease, or took effect on a
+// checkpoint that holds another lease (the checkpoint is observed first:
+// it is durable); it reports whether it did.
+func (m *Machine) leaseGoneAfterWrite(cp store.Checkpoint, err error, carried store.Lease) bool {
+	if why, ok := m.fenced(err, carried); ok {
+		m.loseLease(why)
+		return true
+	}
+	if err == nil && m.cfg.Leased && cp.Lease != carried {
+		m.emit(Observe{Checkpoint: cp})
+		m.loseLease(fmt.Sprintf("the promoted checkpoint holds lease %s, this worker held %s", cp.Lease, carried))
+		return true
+	}
+	return false
 }
 
 // park stops the partition with a visible reason: in the log, a metric and
@@ -1215,10 +1356,15 @@ func (m *Machine) park(reason string) {
 }
 
 func (m *Machine) parkWrite(reason string) {
-	m.ask(StateParking, Park{Key: m.cfg.Key, Cursor: m.cp.Cursor, Generation: m.cp.Generation, Lease: m.cp.Lease, Reason: reason}, next{kind: onParked, text: reason})
+	a := Park{Key: m.cfg.Key, Cursor: m.cp.Cursor, Generation: m.cp.Generation, Lease: m.writeLease(), Reason: reason}
+	m.ask(StateParking, a, next{kind: onParked, text: reason, lease: a.Lease})
 }
 
-func (m *Machine) onParked(reason string, r Parked) {
+func (m *Machine) onParked(reason string, carried store.Lease, r Parked) {
+	if why, ok := m.fenced(r.Err, carried); ok {
+		m.loseLease(why)
+		return
+	}
 	switch {
 	case r.Err == nil:
 		m.cp = r.Checkpoint

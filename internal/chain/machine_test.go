@@ -7,6 +7,8 @@ package chain_test
 //	config <contract and options>     a new machine over a new in-memory store
 //	                                  (fetch retries 2, fetch back-off 100ms unless
 //	                                  retries=N, backoff=D);
+//	                                  leased=O: the machine holds a lease
+//	                                  claimed for owner O after the input lines;
 //	                                  input lines: "checkpoint k=v ...", "witness k=v ...",
 //	                                  "membership partitions=a,b" (epoch 1, proven)
 //	start | crash                     Start (crash: a new machine over the same store)
@@ -17,6 +19,10 @@ package chain_test
 //	fail op=M mode=throttle|lose      the next store call M fails (lose: it happens)
 //	pause op=ACTION | resume          hold the next call of that action / perform it
 //	writer promote|park|unpark ...    another writer changes the checkpoint
+//	writer takeover owner=O           another instance claims the lease over
+//	renew                             the holder renews its lease in the store
+//	                                  (its counter moves): LeaseChanged
+//	lease-lost reason=R               the driver's lease manager lost it: LeaseLost
 //	store                             print the stored checkpoint and witnesses
 //
 // Responses: tokens "POS" (id ePOS), "ID@POS", "ID@POS:PAYLOAD", "succ=C",
@@ -81,6 +87,8 @@ type harness struct {
 	// states are the machine's states seen after each step, consecutive
 	// repeats dropped.
 	states []chain.State
+	// lease is the lease the machine holds (config leased=OWNER).
+	lease store.Lease
 }
 
 func (h *harness) run(d *datadriven.TestData) string {
@@ -91,7 +99,9 @@ func (h *harness) run(d *datadriven.TestData) string {
 	case "start":
 		h.feed(chain.Start{})
 	case "crash":
-		h.m = chain.New(h.cfg)
+		cfg := h.cfg
+		cfg.Lease = h.lease
+		h.m = chain.New(cfg)
 		h.fetch, h.flight, h.held = nil, nil, nil
 		h.feed(chain.Start{})
 	case "fetched":
@@ -173,6 +183,18 @@ func (h *harness) run(d *datadriven.TestData) string {
 		return "ok"
 	case "writer":
 		return h.writer(d)
+	case "renew":
+		cp, err := h.mem.RenewLease(ctx, key, h.lease)
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		h.lease = cp.Lease
+		h.feed(chain.LeaseChanged{Lease: h.lease})
+	case "lease-lost":
+		var reason string
+		d.ScanArgs(h.t, "reason", &reason)
+		h.feed(chain.LeaseLost{Reason: reason})
+		fmt.Fprintf(&h.b, "lost: %s\n", h.m.LostLease())
 	case "store":
 		return h.dump()
 	case "tracked":
@@ -204,7 +226,7 @@ func (h *harness) handle(acts []chain.Action) {
 			h.flight = append(h.flight, a.Batch)
 		case chain.Wait:
 			h.wake = a.Until
-		case chain.Log, chain.Count, chain.Observe, chain.EndChain, chain.Completed:
+		case chain.Log, chain.Count, chain.Observe, chain.EndChain, chain.Completed, chain.LeaseGone:
 		default:
 			if h.pauseOn != "" && strings.HasPrefix(a.String(), h.pauseOn+" ") {
 				h.held = a
@@ -240,6 +262,7 @@ func (h *harness) config(d *datadriven.TestData) {
 		PollInterval: time.Second, ParkCheckInterval: 5 * time.Second, StoreBackoff: 2 * time.Second,
 		FetchRetries: 2, FetchBackoff: 100 * time.Millisecond,
 	}
+	leaseOwner := ""
 	for _, arg := range d.CmdArgs {
 		val := ""
 		if len(arg.Vals) > 0 {
@@ -307,12 +330,15 @@ func (h *harness) config(d *datadriven.TestData) {
 			if cfg.FetchBackoff, err = time.ParseDuration(val); err != nil {
 				d.Fatalf(h.t, "%v", err)
 			}
+		case "leased":
+			leaseOwner = val
 		default:
 			d.Fatalf(h.t, "unknown config %s", arg.Key)
 		}
 	}
 	cfg.Contract = c
 	h.cfg = cfg
+	h.lease = store.Lease{}
 	h.mem = store.NewMemStore()
 	h.st = &faulty{Store: h.mem, armed: map[string]string{}}
 	h.m = chain.New(cfg)
@@ -344,6 +370,24 @@ func (h *harness) config(d *datadriven.TestData) {
 		default:
 			d.Fatalf(h.t, "unknown setup line %q", line)
 		}
+	}
+	if leaseOwner != "" {
+		// The worker starts once its instance claimed the lease (on the
+		// checkpoint, created first when there is none).
+		cp, err := h.mem.LoadCheckpoint(ctx, key)
+		if errors.Is(err, store.ErrNoCheckpoint) {
+			cp, err = h.mem.CreateCheckpoint(ctx, store.Checkpoint{Key: key, Cursor: cfg.StartCursor, Generation: 1, Epoch: 1})
+		}
+		if err == nil {
+			cp, err = h.mem.ClaimLease(ctx, key, cp.Lease, leaseOwner)
+		}
+		if err != nil {
+			d.Fatalf(h.t, "%v", err)
+		}
+		h.lease = cp.Lease
+		h.cfg.Leased, h.cfg.Lease = true, cp.Lease
+		h.m = chain.New(h.cfg)
+		h.m.Step(chain.Tick{Now: h.now})
 	}
 	h.b.WriteString(h.dump())
 }
@@ -493,7 +537,9 @@ func (h *harness) writer(d *datadriven.TestData) string {
 	case "park":
 		cp, err = h.mem.SetParked(ctx, key, cp.Cursor, cp.Generation, store.Lease{}, kv["reason"])
 	case "unpark":
-		cp, err = h.mem.SetParked(ctx, key, cp.Cursor, cp.Generation, store.Lease{}, "")
+		cp, err = h.mem.SetParked(ctx, key, cp.Cursor, cp.Generation, cp.Lease, "")
+	case "takeover":
+		cp, err = h.mem.ClaimLease(ctx, key, cp.Lease, kv["owner"])
 	default:
 		d.Fatalf(h.t, "unknown writer command")
 	}

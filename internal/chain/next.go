@@ -22,13 +22,13 @@ const (
 	onPromoted                                 // pg, prom; then
 	onResolved                                 // pg, prom; then
 	onRestartCursor                            // text: the reason
-	onRestartPromoted                          //
-	onParked                                   // text: the reason
+	onRestartPromoted                          // prom
+	onParked                                   // text: the reason, lease
 	onIncarnationVerified                      // text: why; then
-	onIncarnationRecorded                      //
+	onIncarnationRecorded                      // prom
 	onIncarnationChecked                       // text: what, asked; then
 	onIncarnationConfirmed                     // asked
-	onReincarnated                             // to
+	onReincarnated                             // to, lease
 	onWithdrawn                                // violation, vs: the rest; then
 
 	// Continuations (run after a back-off, or when what they follow is done).
@@ -69,6 +69,7 @@ type next struct {
 	pages     []*page
 	i, n      int
 	prom      store.Promotion
+	lease     store.Lease // the lease the call carried
 	w         witness.Witness
 	f         *fetchRec
 	fetched   Fetched
@@ -111,19 +112,19 @@ func (m *Machine) run(k *next, in Input) {
 	case onRestartCursor:
 		m.onRestartCursor(k.text, in.(RestartCursorFound))
 	case onRestartPromoted:
-		m.onRestartPromoted(in.(Promoted))
+		m.onRestartPromoted(k.prom.Lease, in.(Promoted))
 	case onParked:
-		m.onParked(k.text, in.(Parked))
+		m.onParked(k.text, k.lease, in.(Parked))
 	case onIncarnationVerified:
 		m.onIncarnationVerified(k.text, in.(IncarnationFound), k.then)
 	case onIncarnationRecorded:
-		m.onIncarnationRecorded(in.(Promoted))
+		m.onIncarnationRecorded(k.prom.Lease, in.(Promoted))
 	case onIncarnationChecked:
 		m.onIncarnationChecked(k.text, k.asked, in.(IncarnationFound), k.then)
 	case onIncarnationConfirmed:
 		m.onIncarnationConfirmed(k.asked, in.(IncarnationFound))
 	case onReincarnated:
-		m.onReincarnated(k.to, in.(Reincarnated))
+		m.onReincarnated(k.to, k.lease, in.(Reincarnated))
 	case onWithdrawn:
 		m.onWithdrawn(k.violation, k.vs, in.(Withdrawn), k.then)
 

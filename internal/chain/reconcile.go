@@ -197,6 +197,9 @@ func witnessCheckpoint(cp store.Checkpoint) witness.Checkpoint {
 // cp is the checkpoint it is written over (m.cp, or for a coalesced page
 // the checkpoint the pages before it leave).
 func (m *Machine) storePromotion(pg *page, d witness.Promotion, cp store.Checkpoint) store.Promotion {
+	if m.cfg.Leased {
+		cp.Lease = m.lease
+	}
 	return store.Promotion{
 		Key:            m.cfg.Key,
 		FromCursor:     d.FromCursor,

@@ -70,6 +70,10 @@ const (
 	StateComplete
 	// StateStopped: the driver stopped the machine.
 	StateStopped
+	// StateLeaseLost: a leased machine's lease is gone (LeaseLost from
+	// the driver, or another lease found stored or fencing a write:
+	// LeaseGone); it asks nothing more (Machine.LostLease says why).
+	StateLeaseLost
 )
 
 var stateNames = [...]string{
@@ -92,6 +96,7 @@ var stateNames = [...]string{
 	StateParking:             "parking",
 	StateComplete:            "complete",
 	StateStopped:             "stopped",
+	StateLeaseLost:           "lease-lost",
 }
 
 func (s State) String() string {
@@ -119,6 +124,8 @@ func (m *Machine) State() State {
 		return StateStopped
 	case phaseDone:
 		return StateComplete
+	case phaseLeaseLost:
+		return StateLeaseLost
 	}
 	if m.await != nil {
 		return m.await.state

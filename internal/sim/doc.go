@@ -181,9 +181,13 @@
 // partition's lease: it claims a free lease, or steals one whose (owner,
 // counter) has not moved for a period of its own worker's clock (the
 // input's own lease.Tracker and lease.Balance decide, on that clock),
-// renews it every few steps and states it on every Promote and SetParked. A paused
-// worker resumes as a zombie whose writes the store fences; it gives the
-// partition up. CheckLease (oracle): a lane's promotion or park takes
+// renews it every few steps. The lease is the lane machine's input
+// (chain.Config.Lease, LeaseChanged after a renewal, LeaseLost), and the
+// machine states it on every Promote and SetParked it asks for; a renewal
+// waits while such a call is outstanding. A paused worker resumes as a
+// zombie whose writes the store fences (or whose load finds another
+// lease): its machine stops (chain.LeaseGone) and it gives the partition
+// up. CheckLease (oracle): a lane's promotion or park takes
 // effect only while the stored lease names that lane's worker.
 //
 // # Heartbeat leases
@@ -197,7 +201,7 @@
 // its own monotonic clock (own origin, rate within ±0.1%), against the
 // real MemStore's heartbeat, claim, release and lease-fenced Promote
 // writes; each held partition's worker promotes at random instants,
-// carrying its lease, as leasedStore stamps it. A store call takes effect
+// carrying its lease, as the chain machine states it. A store call takes effect
 // after its send and answers later; faults (fault phase only): failed
 // calls, lost answers and timeouts (unknown outcomes), outages, SIGSTOP
 // pauses (timers and answers wait; requests already sent land), kill -9

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/lease"
 	"github.com/tidemark/tidemark/internal/store"
 )
@@ -21,8 +22,13 @@ import (
 //     worker's clock (a worker's clock counts its lane steps; clocks of
 //     different workers are never compared), decided by the input's own
 //     lease.Tracker and lease.Balance on that clock;
-//   - a holder renews every leases.renew lane steps and passes its lease on
-//     every Promote and SetParked (Promotion.Lease);
+//   - a holder renews every leases.renew lane steps; its machine is given
+//     the lease (chain.Config.Lease, then chain.LeaseChanged after each
+//     renewal) and states it on every Promote and SetParked
+//     (Promotion.Lease). A renewal waits while the machine has a call
+//     outstanding that carries the lease, as the input's release waits for
+//     the worker's write in flight: a call never carries a lease its own
+//     holder has replaced;
 //   - "pause w1" freezes a worker (its lanes are not stepped and its clock
 //     stops); "resume w1" lets it continue from its stale in-memory state.
 //     A worker whose lease was stolen meanwhile is a zombie: its renewal,
@@ -149,7 +155,7 @@ func (l *lane) leaseStep() bool {
 	l.w.ticks++
 	if l.lease.Held() {
 		l.sinceRenew++
-		if l.sinceRenew < l.renewAt {
+		if l.sinceRenew < l.renewAt || carriesLease(l.call) {
 			return false
 		}
 		l.sinceRenew, l.renewAt = 0, lm.renew+lm.jitter.IntN(3)
@@ -159,10 +165,16 @@ func (l *lane) leaseStep() bool {
 		switch {
 		case err == nil:
 			l.lease = cp.Lease
+			if l.m != nil {
+				l.m.Step(chain.LeaseChanged{Lease: l.lease})
+			}
 			l.s.stats.Renewals++
 			l.note("renewed lease %s", l.lease)
 		case errors.As(err, &fe):
 			l.note("renew lease %s: %s", l.lease, fe.Reason)
+			if l.m != nil {
+				l.m.Step(chain.LeaseLost{Reason: "renewal fenced: " + fe.Reason})
+			}
 			l.giveUp("lease lost")
 		default:
 			// Maybe applied: renewing again is recognised by the store.
@@ -243,12 +255,13 @@ func (l *lane) leaseStep() bool {
 	return true
 }
 
-// leaseFenced handles a write fenced because the lane's lease is gone (a
-// zombie): it counts it and gives the partition up. It reports whether err
-// was such a fence.
-func (l *lane) leaseFenced(err error, what string) bool {
+// leaseFenced counts a write carrying lease carried that was fenced
+// because the lane's lease is gone (a zombie); the machine, given the
+// answer, stops (chain.LeaseGone) and the lane gives the partition up. It
+// reports whether err was such a fence.
+func (l *lane) leaseFenced(err error, carried store.Lease, what string) bool {
 	var fe *store.FenceError
-	if l.s.lease == nil || !errors.As(err, &fe) || fe.Winner == nil || fe.Winner.Lease == l.lease {
+	if l.s.lease == nil || !errors.As(err, &fe) || fe.Winner == nil || fe.Winner.Lease == carried {
 		return false
 	}
 	if fe.Winner.Lease.Owner != l.w.owner() {
@@ -258,10 +271,19 @@ func (l *lane) leaseFenced(err error, what string) bool {
 				l.s.stats.PausedZombieFenced++
 			}
 		}
-		l.note("zombie %s fenced: held %s, stored %s", what, l.lease, fe.Winner.Lease)
+		l.note("zombie %s fenced: held %s, stored %s", what, carried, fe.Winner.Lease)
 	}
-	l.giveUp("lease lost")
 	return true
+}
+
+// carriesLease reports whether the machine's outstanding call a states
+// the lease.
+func carriesLease(a chain.Action) bool {
+	switch a.(type) {
+	case chain.Promote, chain.Resolve, chain.Park, chain.Reincarnate:
+		return true
+	}
+	return false
 }
 
 // giveUp drops all of the lane's state: the worker replaces it by a fresh

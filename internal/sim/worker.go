@@ -25,7 +25,11 @@ import (
 // call against the store with its faults); whatever follows runs at the
 // lane's next step, so every store call is a point where another actor, a
 // fault or a crash can cut in. The broken variants are applied to the
-// machine's configuration or to the actions it returns (variant.go).
+// machine's configuration or to the actions it returns (variant.go); the
+// faithful lanes perform the machine's actions as they are: the lane's
+// lease and its worker's epoch are the machine's inputs (chain.Config,
+// LeaseChanged, LeaseLost, EpochChanged), as the input's workers are given
+// theirs.
 
 type worker struct {
 	id    int
@@ -122,6 +126,7 @@ func (l *lane) note(format string, a ...any) {
 func (l *lane) config() chain.Config {
 	cfg := chain.Config{
 		Key: l.key, Contract: l.p.prof.contract, Restarter: true, Epoch: l.w.epoch,
+		Leased: l.s.lease != nil, Lease: l.lease,
 		MaxPagesInFlight: l.s.setup.depth, MaxBatchSize: l.s.setup.batch,
 		PollInterval: time.Second, ParkCheckInterval: time.Second, StoreBackoff: time.Second,
 		FetchRetries: simFetchRetries, FetchBackoff: fetchBackoff,
@@ -150,6 +155,11 @@ func (l *lane) step(sel int) string {
 		if l.leaseStep() {
 			return joinNotes(l.out)
 		}
+	}
+	if l.m != nil && l.m.Epoch() != l.w.epoch {
+		// The worker's epoch moved (a membership change): the machine's
+		// writes state it from now on.
+		l.m.Step(chain.EpochChanged{Epoch: l.w.epoch})
 	}
 	switch {
 	case l.m == nil:
@@ -305,6 +315,11 @@ func (l *lane) handle(acts []chain.Action) {
 		case chain.Completed:
 			l.note("completed")
 			l.completed()
+		case chain.LeaseGone:
+			// The machine found another lease (on a load, a read-back or a
+			// fenced write) and stopped: a zombie gives the partition up.
+			l.note("%s", a)
+			l.giveUp("lease lost")
 		case chain.RestartCursor:
 			in := chain.RestartCursorFound{Cursor: l.p.restartCursor(a.Watermark)}
 			l.note("%s -> %s", a, in)
@@ -326,35 +341,12 @@ func (l *lane) handle(acts []chain.Action) {
 }
 
 // perform makes one store call the machine asked for and steps the
-// answer. Like the input's leasedStore, a lane in lease mode states its
-// lease on Promote and Park; every write states the worker's epoch.
+// answer. The call is the machine's own (its lease and epoch are the
+// machine's inputs), changed only by a broken variant (variant.go).
 func (l *lane) perform(a chain.Action) {
-	switch x := a.(type) {
-	case chain.Load:
-		x.Create.Epoch = l.w.epoch
-		a = x
-	case chain.Promote:
-		x.Promotion.Epoch = l.w.epoch
-		if l.s.lease != nil {
-			x.Promotion.Lease = l.lease
-		}
-		a = l.s.variant.rewrite(l, x)
-	case chain.Resolve:
-		x.Promotion.Epoch = l.w.epoch
-		if l.s.lease != nil {
-			x.Promotion.Lease = l.lease
-		}
-		a = l.s.variant.rewrite(l, x)
-	case chain.Park:
-		if l.s.lease != nil {
-			x.Lease = l.lease
-		}
-		a = x
-	case chain.Reincarnate:
-		if l.s.lease != nil {
-			x.Reset.Lease = l.lease
-		}
-		a = x
+	switch a.(type) {
+	case chain.Promote, chain.Resolve:
+		a = l.s.variant.rewrite(l, a)
 	}
 	l.note("%s", a)
 	in, ok := chainstore.Do(bg, l.st(), a)
@@ -367,8 +359,8 @@ func (l *lane) perform(a chain.Action) {
 		if a.(chain.Promote).Restart {
 			what = "restart"
 		}
-		if l.leaseFenced(r.Err, what) {
-			return
+		if l.leaseFenced(r.Err, a.(chain.Promote).Promotion.Lease, what) {
+			break
 		}
 		if what == "promote" {
 			var fe *store.FenceError
@@ -394,16 +386,16 @@ func (l *lane) perform(a chain.Action) {
 			l.s.stats.Withdrawals++
 		}
 	case chain.Reincarnated:
-		if l.leaseFenced(r.Err, "reincarnate") {
-			return
+		if l.leaseFenced(r.Err, a.(chain.Reincarnate).Reset.Lease, "reincarnate") {
+			break
 		}
 		if r.Err == nil {
 			l.s.stats.Reincarnations++
 			l.w.epoch = max(l.w.epoch, r.Epoch)
 		}
 	case chain.Parked:
-		if l.leaseFenced(r.Err, "park") {
-			return
+		if l.leaseFenced(r.Err, a.(chain.Park).Lease, "park") {
+			break
 		}
 		if r.Err == nil {
 			l.s.stats.Parks++
