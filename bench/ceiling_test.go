@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidemark/tidemark/input/simulated"
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/witness"
+	"github.com/tidemark/tidemark/provider/simulated"
 )
 
 // simWitness is the witness of page gen of a simulated partition: 100

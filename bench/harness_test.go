@@ -19,12 +19,12 @@ import (
 	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
 
 	"github.com/tidemark/tidemark/input"
-	"github.com/tidemark/tidemark/input/simulated"
 	"github.com/tidemark/tidemark/internal/dynalitetest"
 	"github.com/tidemark/tidemark/internal/dynamostore"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/witness"
 	"github.com/tidemark/tidemark/provider"
+	"github.com/tidemark/tidemark/provider/simulated"
 )
 
 // runSpec is one pipeline run: simulated source -> paginated_partitions ->

@@ -14,9 +14,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tidemark/tidemark/input/simulated"
 	"github.com/tidemark/tidemark/internal/e2etest"
 	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/provider/simulated"
 )
 
 // regressingPages serves a partition's dense events 1..n in pages of 10

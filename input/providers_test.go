@@ -3,6 +3,6 @@ package input
 import (
 	// The input imports no provider: its tests link in both of the
 	// module's (their config objects come from the registry).
-	_ "github.com/tidemark/tidemark/input/httpprovider"
-	_ "github.com/tidemark/tidemark/input/simulated"
+	_ "github.com/tidemark/tidemark/provider/httpprovider"
+	_ "github.com/tidemark/tidemark/provider/simulated"
 )

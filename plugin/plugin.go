@@ -6,7 +6,7 @@ import (
 	// The paginated_partitions input.
 	_ "github.com/tidemark/tidemark/input"
 	// The frontier_advances input.
-	_ "github.com/tidemark/tidemark/input/frontieradvances"
+	_ "github.com/tidemark/tidemark/frontieradvances"
 	// The prometheus metrics exporter (/metrics).
 	_ "github.com/tidemark/tidemark/internal/promexport"
 	// The partition_frontier processor.
@@ -14,6 +14,6 @@ import (
 
 	// The providers of the paginated_partitions input: each registers its
 	// config object with package provider (docs/providers.md).
-	_ "github.com/tidemark/tidemark/input/httpprovider"
-	_ "github.com/tidemark/tidemark/input/simulated"
+	_ "github.com/tidemark/tidemark/provider/httpprovider"
+	_ "github.com/tidemark/tidemark/provider/simulated"
 )

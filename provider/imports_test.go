@@ -40,7 +40,7 @@ const module = "github.com/tidemark/tidemark/"
 // the registry; no concrete provider is linked in by the input itself.
 func TestInputImportsNoConcreteProvider(t *testing.T) {
 	for _, p := range imports(t, "../input") {
-		require.NotContains(t, []string{module + "input/simulated", module + "input/httpprovider", module + "examples/notesprovider"}, p)
+		require.NotContains(t, []string{module + "provider/simulated", module + "provider/httpprovider", module + "examples/notesprovider"}, p)
 	}
 }
 
@@ -48,7 +48,7 @@ func TestInputImportsNoConcreteProvider(t *testing.T) {
 // provider import no tidemark package but the public SDK, as a provider in
 // another module must.
 func TestExamplesUseThePublicSDKOnly(t *testing.T) {
-	for _, dir := range []string{"../examples/notesprovider", "../input/simulated"} {
+	for _, dir := range []string{"../examples/notesprovider", "../provider/simulated"} {
 		for _, p := range imports(t, dir) {
 			if strings.HasPrefix(p, module) {
 				require.Equal(t, module+"provider", p, "%s imports %s", dir, p)

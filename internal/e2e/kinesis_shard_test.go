@@ -85,7 +85,7 @@ func kinesisEnv(t *testing.T, tb dynalitetest.Table, endpoint, stream, out strin
 
 // kinesisCall makes one Kinesis API call. kinesalite requires an
 // Authorization header but does not verify the signature (the provider's
-// signing is verified against the SDK's signer in input/httpprovider).
+// signing is verified against the SDK's signer in provider/httpprovider).
 func kinesisCall(ctx context.Context, base, op, body string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/", strings.NewReader(body))
 	if err != nil {

@@ -378,7 +378,7 @@ func TestProbeKubernetesList(t *testing.T) {
 
 // TestProbeFindsPageNumberPagination: json-server paged by page number
 // (`_page`, the next page from the Link header) over sparse ids, with the
-// contract of input/httpprovider/testdata/json_server_pages.yaml
+// contract of provider/httpprovider/testdata/json_server_pages.yaml
 // (positions ordered, not dense, pagination not declared: token): the
 // successors are page numbers, which the probe reports as contradicting
 // pagination token (a delete on an earlier page would slide an event onto a

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidemark/tidemark/input/simulated"
 	"github.com/tidemark/tidemark/internal/dynalitetest"
 	"github.com/tidemark/tidemark/internal/e2etest"
+	"github.com/tidemark/tidemark/provider/simulated"
 )
 
 // storeFaultConfig reads four simulated partitions into a file with

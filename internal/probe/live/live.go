@@ -19,11 +19,11 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/tidemark/tidemark/input"
-	"github.com/tidemark/tidemark/input/httpprovider"
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/probe"
 	"github.com/tidemark/tidemark/internal/witness"
 	"github.com/tidemark/tidemark/provider"
+	"github.com/tidemark/tidemark/provider/httpprovider"
 )
 
 // Target is the source a config reads, ready to probe.

@@ -6,8 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tidemark/tidemark/input/simulated"
 	"github.com/tidemark/tidemark/provider/providertest"
+	"github.com/tidemark/tidemark/provider/simulated"
 )
 
 // TestProviderContract runs the provider contract suite against the
