@@ -288,10 +288,9 @@
 // Under -race
 // (build tag, race_test.go) or -short TestSim runs 300 schedules.
 //
-// TestEndToEndFaults (e2e_test.go) runs the real binary against a real
-// dynalite (--path) with SIGKILLs of both, provider 500s, timeouts,
-// truncated JSON and HTML bodies, and a failing sink; it needs node and
-// dynalite and is skipped with -short.
+// The end-to-end test with the real binary, SIGKILLs of it and of
+// dynalite and a faulty provider and sink is internal/e2e's
+// TestEndToEndFaults (faults_test.go), with the other process-level tests.
 //
 // TestLivenessAbandonedWitnessTrap replays the schedule of a liveness bug
 // the simulator found (a witness abandoned on a park fence could never be

@@ -1,4 +1,6 @@
-package sim
+//go:build unix
+
+package e2e
 
 // End-to-end fault tests with the real binary (cmd/connect, built here) and
 // a real dynalite started with --path, against an HTTP provider and an HTTP
@@ -44,9 +46,6 @@ import (
 	"github.com/tidemark/tidemark/internal/e2etest"
 )
 
-// TestMain removes the binary built for TestEndToEndFaults.
-func TestMain(m *testing.M) { e2etest.Main(m) }
-
 const (
 	e2eScope  = "e2e"
 	e2eTable  = "tidemark-e2e"
@@ -63,7 +62,7 @@ func TestEndToEndFaults(t *testing.T) {
 	if s := os.Getenv("TIDEMARK_E2E_SEED"); s != "" {
 		seed, _ = strconv.ParseUint(s, 10, 64)
 	}
-	t.Logf("seed %d (rerun: TIDEMARK_E2E_SEED=%d go test ./internal/sim -run TestEndToEndFaults -v)", seed, seed)
+	t.Logf("seed %d (rerun: TIDEMARK_E2E_SEED=%d go test ./internal/e2e -run TestEndToEndFaults -v)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, 0xe2e))
 	prov := newE2EProvider(seed)
 	sink := newE2ESink(seed)
