@@ -401,7 +401,7 @@ func TestProbeFindsPageNumberPagination(t *testing.T) {
 		},
 		Ready: servertest.HTTPProbe(http.MethodGet, "/db", "", http.StatusOK),
 	})
-	httpObject, err := os.ReadFile(filepath.Join(e2etest.ModuleRoot(t), "input", "httpprovider", "testdata", "json_server_pages.yaml"))
+	httpObject, err := os.ReadFile(filepath.Join(e2etest.ModuleRoot(t), "provider", "httpprovider", "testdata", "json_server_pages.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
