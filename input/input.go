@@ -497,7 +497,7 @@ func (in *paginatedInput) message(p *partition, e chain.Emit, i int) *service.Me
 	m.MetaSetMut(MetaWitness, e.Attempt)
 	m.MetaSetMut(MetaCursorHash, cursorHash(e.Cursor))
 	m.MetaSetMut(MetaEpoch, strconv.FormatUint(in.epoch(), 10))
-	m.MetaSetMut(MetaRetryClass, e.Class)
+	m.MetaSetMut(MetaRetryClass, e.Class.String())
 	leaseMeta(p, m)
 	return m
 }

@@ -376,9 +376,6 @@ func (p *partition) perform(ctx context.Context, acts []chain.Action) {
 				// frontier is that epoch's (withheld until proven).
 				p.in.adopt(r.Membership, "source incarnation change of "+a.Key.Partition)
 			}
-			if r.Err == nil {
-				p.in.metrics.incarnationChanges.Incr(1)
-			}
 			acts = append(acts, p.m.Step(r)...)
 		default:
 			// A stopping worker makes no further call, but what the last

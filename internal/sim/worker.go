@@ -399,7 +399,7 @@ func (l *lane) perform(a chain.Action) {
 		}
 		if r.Err == nil {
 			l.s.stats.Parks++
-			if strings.HasPrefix(a.(chain.Park).Reason, chain.ReasonMalformed) {
+			if a.(chain.Park).Reason.Kind == chain.ParkMalformed {
 				l.s.stats.MalformedParks++
 			}
 		}
@@ -501,13 +501,7 @@ func (l *lane) doPrune() {
 func (s *Stats) count(c chain.Count) {
 	switch c.Metric {
 	case chain.MetricRetries:
-		s.class(c.Label)
-		switch c.Label {
-		case "unprovable_divergence":
-			s.Divergences++
-		case "idle", "empty_no_evidence":
-			s.Idle++
-		}
+		s.class(c.Class)
 	case chain.MetricRefusals:
 		s.Refusals++
 	case chain.MetricHolds:
@@ -519,12 +513,12 @@ func (s *Stats) count(c chain.Count) {
 	case chain.MetricRestarts:
 		s.Restarts++
 	case chain.MetricViolations:
-		switch c.Label {
-		case witness.TokensRotated.String():
+		switch c.Violation {
+		case witness.TokensRotated:
 			s.RogueRotationsSeen++
-		case witness.SelfCertified.String():
+		case witness.SelfCertified:
 			s.SelfCertifiedSeen++
-		case witness.WatermarkRegressed.String():
+		case witness.WatermarkRegressed:
 			s.RegressionsSeen++
 		default:
 			s.FalseAlarms++
