@@ -19,6 +19,7 @@ import (
 	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
 
 	"github.com/tidemark/tidemark/input"
+	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/dynalitetest"
 	"github.com/tidemark/tidemark/internal/dynamostore"
 	"github.com/tidemark/tidemark/internal/store"
@@ -81,15 +82,18 @@ func inputConfig(s runSpec, names []string) input.Config {
 	// The spec's defaults (input/spec.go), except poll_interval: a held
 	// page (a nack, an end of data) is polled again after 20 ms, not 1 s.
 	return input.Config{
-		Scope:                   "bench",
-		Partitions:              names,
-		MaxPagesInFlight:        inFlight,
-		PollInterval:            20 * time.Millisecond,
-		ParkCheckInterval:       10 * time.Second,
-		StoreBackoff:            time.Second,
-		FetchRetries:            5,
-		FetchBackoff:            100 * time.Millisecond,
-		ExitWhenComplete:        true,
+		Scope:      "bench",
+		Partitions: names,
+		Config: chain.Config{
+			MaxPagesInFlight:   inFlight,
+			PollInterval:       20 * time.Millisecond,
+			ParkCheckInterval:  10 * time.Second,
+			StoreBackoff:       time.Second,
+			FetchRetries:       5,
+			FetchBackoff:       100 * time.Millisecond,
+			ExitWhenComplete:   true,
+			CoalescePromotions: true,
+		},
 		FrontierPublishInterval: time.Second,
 	}
 }

@@ -75,9 +75,12 @@ func TestPagesInFlightBoundedByBytes(t *testing.T) {
 		names[i] = fmt.Sprintf("p%d", i)
 	}
 	cfg := Config{
-		Scope: newChainScope(t), Partitions: names, MaxPagesInFlight: 100_000_000, MaxBytesInFlight: budget,
-		PollInterval: 2 * time.Millisecond, ParkCheckInterval: 5 * time.Millisecond,
-		StoreBackoff: 5 * time.Millisecond, FetchBackoff: time.Millisecond,
+		Scope: newChainScope(t), Partitions: names, MaxBytesInFlight: budget,
+		Config: chain.Config{
+			MaxPagesInFlight: 100_000_000, CoalescePromotions: true,
+			PollInterval: 2 * time.Millisecond, ParkCheckInterval: 5 * time.Millisecond,
+			StoreBackoff: 5 * time.Millisecond, FetchBackoff: time.Millisecond,
+		},
 	}
 	runtime.GC()
 	var ms runtime.MemStats

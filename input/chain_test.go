@@ -139,10 +139,13 @@ func startChain(t *testing.T, st store.Store, scope string, prov provider.Provid
 func startChainWith(t *testing.T, st store.Store, scope string, prov provider.Provider, exit bool, policy ackPolicy, change func(*Config)) *chainRun {
 	t.Helper()
 	cfg := Config{
-		Scope: scope, Partitions: []string{"p"}, MaxPagesInFlight: 4, MaxBatchSize: 1,
-		PollInterval: 2 * time.Millisecond, ParkCheckInterval: 5 * time.Millisecond,
-		StoreBackoff: 5 * time.Millisecond, FetchRetries: 0, FetchBackoff: time.Millisecond,
-		ExitWhenComplete: exit,
+		Scope: scope, Partitions: []string{"p"},
+		Config: chain.Config{
+			MaxPagesInFlight: 4, MaxBatchSize: 1, CoalescePromotions: true,
+			PollInterval: 2 * time.Millisecond, ParkCheckInterval: 5 * time.Millisecond,
+			StoreBackoff: 5 * time.Millisecond, FetchRetries: 0, FetchBackoff: time.Millisecond,
+			ExitWhenComplete: exit,
+		},
 	}
 	if change != nil {
 		change(&cfg)

@@ -27,6 +27,7 @@ import (
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 
+	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/provider/simulated"
@@ -83,9 +84,11 @@ func benchIdle(b *testing.B, n int, complete bool) {
 	bi, err := New(Config{
 		Scope: "idle", Partitions: parts,
 		// The spec's defaults.
-		MaxPagesInFlight: 4, PollInterval: time.Second, ParkCheckInterval: 10 * time.Second,
-		StoreBackoff: time.Second, FetchRetries: 5, FetchBackoff: 100 * time.Millisecond,
-		ExitWhenComplete: complete,
+		Config: chain.Config{
+			MaxPagesInFlight: 4, PollInterval: time.Second, ParkCheckInterval: 10 * time.Second,
+			StoreBackoff: time.Second, FetchRetries: 5, FetchBackoff: 100 * time.Millisecond,
+			ExitWhenComplete: complete, CoalescePromotions: true,
+		},
 	}, prov, st, nil, service.MockResources())
 	if err != nil {
 		b.Fatal(err)

@@ -26,7 +26,17 @@ import (
 
 // Config is the validated configuration of the input (two-step
 // construction: the spec is read into Config, New validates it).
+//
+// The embedded chain.Config holds the fields every partition's machine
+// reads (start_cursor, max_pages_in_flight, max_batch_size, the intervals
+// and back-offs, fetch_retries, exit_when_complete, max_restarts,
+// coalesce_promotions) and Epoch, the membership epoch read from the store
+// at Connect. The spec fills them once; each partition's machine gets a
+// copy with its own key, the provider's contract and capabilities, the
+// current epoch and its lease (partition.machineConfig).
 type Config struct {
+	chain.Config
+
 	Scope      string
 	Partitions []string
 	Discover   bool
@@ -39,35 +49,17 @@ type Config struct {
 	// witnesses below its checkpoint's generation are deleted (0: never;
 	// storeconfig.PruneEvery).
 	PruneEvery uint64
-	// NoCoalescing promotes every page with its own write (the default
-	// coalesces consecutive delivered pages into one).
-	NoCoalescing     bool
-	StartCursor      []byte
-	MaxPagesInFlight int
 	// MaxBytesInFlight caps the bytes the pages in flight of all the
 	// input's partitions hold (byteBudget; 0: DefaultMaxBytesInFlight).
-	MaxBytesInFlight  int64
-	MaxBatchSize      int
-	PollInterval      time.Duration
-	ParkCheckInterval time.Duration
-	StoreBackoff      time.Duration
-	FetchRetries      int
-	FetchBackoff      time.Duration
-	ExitWhenComplete  bool
+	MaxBytesInFlight int64
 	// ExitWhenParkedGrace: with ExitWhenComplete, once every member is
 	// complete or parked and at least one is parked, and that held for this
 	// long, the input ends and the run fails (runstatus) listing the park
 	// reasons. 0: parks never end the input.
 	ExitWhenParkedGrace time.Duration
-	// MaxRestarts is how many restarts from a stable boundary in a row
-	// without progress a partition makes before it parks (0:
-	// chain.MaxRestarts).
-	MaxRestarts int
 	// FrontierPublishInterval is how often the published frontier record
 	// is advanced (0: never).
 	FrontierPublishInterval time.Duration
-	// Epoch is the membership epoch, read from the store at Connect.
-	Epoch uint64
 	// Leases, when set, shares the partitions with the other instances
 	// of the scope through leases (lease.go); nil: this instance reads
 	// every partition.
@@ -449,7 +441,7 @@ func (in *paginatedInput) observeCheckpoint(cp store.Checkpoint) {
 // back-off (up to fetch_retries times in a row, then parks) and parks on a
 // permanent failure.
 func (in *paginatedInput) fetchWithRetry(ctx context.Context, p *partition, req provider.Request) (resp witness.Response, err error) {
-	retry := chain.FetchRetry{Retries: in.cfg.FetchRetries, Backoff: in.cfg.FetchBackoff}
+	retry := in.cfg.FetchRetry()
 	for {
 		resp, err = in.prov.Fetch(ctx, req)
 		if err == nil || ctx.Err() != nil {
@@ -497,7 +489,7 @@ func (in *paginatedInput) message(p *partition, e chain.Emit, i int) *service.Me
 	m.MetaSetMut(MetaWitness, e.Attempt)
 	m.MetaSetMut(MetaCursorHash, cursorHash(e.Cursor))
 	m.MetaSetMut(MetaEpoch, strconv.FormatUint(in.epoch(), 10))
-	m.MetaSetMut(MetaRetryClass, e.Class)
+	m.MetaSetMut(MetaRetryClass, e.Class.String())
 	leaseMeta(p, m)
 	return m
 }

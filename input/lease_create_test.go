@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/lease"
 	"github.com/tidemark/tidemark/internal/store"
 )
@@ -53,7 +54,7 @@ func TestLeaseCreationOfMissingCheckpointsIsConcurrentAndSpread(t *testing.T) {
 	for _, self := range []string{"a#1", "b#1"} {
 		st := &creationOrder{Store: mem}
 		m := &leaseManager{
-			in:  &paginatedInput{store: st, cfg: Config{Scope: "s", StartCursor: []byte("start")}},
+			in:  &paginatedInput{store: st, cfg: Config{Scope: "s", Config: chain.Config{StartCursor: []byte("start")}}},
 			cfg: LeaseConfig{RenewInterval: 5 * time.Second},
 			log: service.MockResources().Logger(),
 		}
@@ -81,7 +82,7 @@ func TestLeaseReadCreatesAtMostItsBudgetInItsOwnOrder(t *testing.T) {
 	mem := store.NewMemStore()
 	st := &creationOrder{Store: mem}
 	m := &leaseManager{
-		in:  &paginatedInput{store: st, cfg: Config{Scope: "s", StartCursor: []byte("start")}},
+		in:  &paginatedInput{store: st, cfg: Config{Scope: "s", Config: chain.Config{StartCursor: []byte("start")}}},
 		cfg: LeaseConfig{RenewInterval: 5 * time.Second},
 		log: service.MockResources().Logger(),
 	}

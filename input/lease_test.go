@@ -26,6 +26,7 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/e2etest"
 	"github.com/tidemark/tidemark/internal/membership"
@@ -96,8 +97,8 @@ func TestLeaseConfigSpec(t *testing.T) {
 	}
 
 	// exit_when_complete cannot be combined with leases.
-	c := Config{Scope: "s", Partitions: []string{"p"}, MaxPagesInFlight: 1, PollInterval: time.Second, ParkCheckInterval: time.Second,
-		StoreBackoff: time.Second, FetchBackoff: time.Second, ExitWhenComplete: true, Leases: lc}
+	c := Config{Scope: "s", Partitions: []string{"p"}, Leases: lc, Config: chain.Config{MaxPagesInFlight: 1, PollInterval: time.Second, ParkCheckInterval: time.Second,
+		StoreBackoff: time.Second, FetchBackoff: time.Second, ExitWhenComplete: true}}
 	d := DefaultLeaseConfig()
 	c.Leases = &d
 	require.ErrorContains(t, c.validate(), "exit_when_complete")
@@ -152,8 +153,11 @@ func (c *leaseCluster) start(id string, st store.Store) *leaseInst {
 	lc := c.lc
 	lc.InstanceID = id
 	bi, err := New(Config{
-		Scope: c.scope, Partitions: c.parts, MaxPagesInFlight: 2, PollInterval: 50 * time.Millisecond,
-		ParkCheckInterval: time.Second, StoreBackoff: 50 * time.Millisecond, FetchRetries: 3, FetchBackoff: 10 * time.Millisecond,
+		Scope: c.scope, Partitions: c.parts,
+		Config: chain.Config{
+			MaxPagesInFlight: 2, PollInterval: 50 * time.Millisecond, CoalescePromotions: true,
+			ParkCheckInterval: time.Second, StoreBackoff: 50 * time.Millisecond, FetchRetries: 3, FetchBackoff: 10 * time.Millisecond,
+		},
 		Leases: &lc, FrontierPublishInterval: c.publish,
 	}, prov, st, nil, res)
 	require.NoError(c.t, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/e2etest"
 	"github.com/tidemark/tidemark/internal/store"
@@ -180,8 +181,10 @@ func startLiveWith(t *testing.T, src *shardSource, st store.Store, lineage bool,
 	res := service.MockResources(service.MockResourcesOptUseLogger(service.NewLoggerFromSlog(slog.New(slog.NewTextHandler(r.log, &slog.HandlerOptions{Level: slog.LevelInfo})))))
 	bi, err := New(Config{
 		Scope: "shards", Discover: true, DiscoveryInterval: 50 * time.Millisecond, UnorderedLineage: !lineage,
-		MaxPagesInFlight: 2, PollInterval: poll, ParkCheckInterval: time.Second,
-		StoreBackoff: 20 * time.Millisecond, FetchRetries: 3, FetchBackoff: 10 * time.Millisecond,
+		Config: chain.Config{
+			MaxPagesInFlight: 2, PollInterval: poll, ParkCheckInterval: time.Second, CoalescePromotions: true,
+			StoreBackoff: 20 * time.Millisecond, FetchRetries: 3, FetchBackoff: 10 * time.Millisecond,
+		},
 		FrontierPublishInterval: 20 * time.Millisecond, Leases: lc,
 	}, src, r.st, nil, res)
 	require.NoError(t, err)

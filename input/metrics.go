@@ -1,6 +1,8 @@
 package input
 
 import (
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
@@ -8,9 +10,37 @@ import (
 	"github.com/tidemark/tidemark/internal/chain"
 )
 
+// chainMetric is how the input exports one of the chain machine's
+// observations: the metric's name and its label (empty: unlabelled).
+type chainMetric struct {
+	name, label string
+}
+
+// chainMetrics is the one mapping from the chain machine's observations
+// (chain.Count, chain.Metric) to the input's Prometheus counters, their
+// names and labels (docs/design.md#metadata-and-metrics). The label's value
+// is the count's class (tidemark_retries) or violation kind
+// (tidemark_contract_violations). chain.MetricParked moves the
+// tidemark_parked_partitions gauge (setParked); the observations listed
+// nowhere (holds, refusals, bad responses) are not exported.
+var chainMetrics = map[chain.Metric]chainMetric{
+	chain.MetricPagesFetched:       {name: "tidemark_pages_fetched"},
+	chain.MetricEventsEmitted:      {name: "tidemark_events_emitted"},
+	chain.MetricPromotions:         {name: "tidemark_promotions"},
+	chain.MetricCASConflicts:       {name: "tidemark_cas_conflicts"},
+	chain.MetricFetchErrors:        {name: "tidemark_fetch_errors"},
+	chain.MetricMalformed:          {name: "tidemark_malformed_responses"},
+	chain.MetricParks:              {name: "tidemark_parks"},
+	chain.MetricRestarts:           {name: "tidemark_restarts"},
+	chain.MetricRetries:            {name: "tidemark_retries", label: "class"},
+	chain.MetricViolations:         {name: "tidemark_contract_violations", label: "kind"},
+	chain.MetricIncarnationChanges: {name: "tidemark_incarnation_changes"},
+}
+
 // inputMetrics are the input's counters; every name starts with tidemark_.
 type inputMetrics struct {
-	pagesFetched *service.MetricCounter
+	// chain holds a counter per chainMetrics entry.
+	chain map[chain.Metric]*service.MetricCounter
 	// promotionWrites counts the conditional writes that promoted pages
 	// (fewer than tidemark_promotions when coalesced).
 	promotionWrites *service.MetricCounter
@@ -18,25 +48,11 @@ type inputMetrics struct {
 	witnessesPruned *service.MetricCounter
 	// membershipChanges counts epochs this input wrote.
 	membershipChanges *service.MetricCounter
-	// incarnationChanges counts partitions reset into a new source
-	// incarnation (docs/design.md#source-incarnations).
-	incarnationChanges *service.MetricCounter
-	eventsEmitted      *service.MetricCounter
-	promotions         *service.MetricCounter
-	casConflicts       *service.MetricCounter
-	fetchErrors        *service.MetricCounter
-	malformed          *service.MetricCounter
-	parks              *service.MetricCounter
-	restarts           *service.MetricCounter
-	retries            *service.MetricCounter
-	// violations counts contract violations by kind
-	// (docs/design.md#contract-monitors).
-	violations *service.MetricCounter
-	parked     *service.MetricGauge
-	watermark  *service.MetricGauge
-	generation *service.MetricGauge
-	frontier   *service.MetricGauge
-	lag        *service.MetricGauge
+	parked            *service.MetricGauge
+	watermark         *service.MetricGauge
+	generation        *service.MetricGauge
+	frontier          *service.MetricGauge
+	lag               *service.MetricGauge
 
 	// parkedMu orders the count's changes with the gauge's Sets: two
 	// partitions parking at once must not leave the gauge at the first
@@ -59,64 +75,51 @@ func (m *inputMetrics) setParked(delta int64) {
 
 func newInputMetrics(m *service.Metrics) *inputMetrics {
 	im := &inputMetrics{
-		pagesFetched:       m.NewCounter("tidemark_pages_fetched"),
-		membershipChanges:  m.NewCounter("tidemark_membership_changes"),
-		incarnationChanges: m.NewCounter(chain.MetricIncarnationChanges),
-		promotionWrites:    m.NewCounter("tidemark_promotion_writes"),
-		witnessesPruned:    m.NewCounter("tidemark_witnesses_pruned"),
-		eventsEmitted:      m.NewCounter("tidemark_events_emitted"),
-		promotions:         m.NewCounter("tidemark_promotions"),
-		casConflicts:       m.NewCounter("tidemark_cas_conflicts"),
-		fetchErrors:        m.NewCounter("tidemark_fetch_errors"),
-		malformed:          m.NewCounter("tidemark_malformed_responses"),
-		parks:              m.NewCounter("tidemark_parks"),
-		restarts:           m.NewCounter("tidemark_restarts"),
-		retries:            m.NewCounter("tidemark_retries", "class"),
-		violations:         m.NewCounter(chain.MetricViolations, "kind"),
-		parked:             m.NewGauge("tidemark_parked_partitions"),
-		watermark:          m.NewGauge("tidemark_partition_watermark", "partition"),
-		generation:         m.NewGauge("tidemark_partition_generation", "partition"),
-		frontier:           m.NewGauge("tidemark_frontier", "scope"),
-		lag:                m.NewGauge("tidemark_partition_lag", "partition"),
+		chain:             make(map[chain.Metric]*service.MetricCounter, len(chainMetrics)),
+		membershipChanges: m.NewCounter("tidemark_membership_changes"),
+		promotionWrites:   m.NewCounter("tidemark_promotion_writes"),
+		witnessesPruned:   m.NewCounter("tidemark_witnesses_pruned"),
+		parked:            m.NewGauge("tidemark_parked_partitions"),
+		watermark:         m.NewGauge("tidemark_partition_watermark", "partition"),
+		generation:        m.NewGauge("tidemark_partition_generation", "partition"),
+		frontier:          m.NewGauge("tidemark_frontier", "scope"),
+		lag:               m.NewGauge("tidemark_partition_lag", "partition"),
+	}
+	for _, k := range slices.Sorted(maps.Keys(chainMetrics)) {
+		cm := chainMetrics[k]
+		if cm.label != "" {
+			im.chain[k] = m.NewCounter(cm.name, cm.label)
+		} else {
+			im.chain[k] = m.NewCounter(cm.name)
+		}
 	}
 	im.states.gauge = m.NewGauge("tidemark_partitions_in_state", "state") // state.go
 	im.parked.Set(0)                                                      // the series exists before anything parks
 	return im
 }
 
-func (m *inputMetrics) retryClass(class string) {
-	if class == "" || class == "first_response" {
-		return
-	}
-	m.retries.Incr(1, class)
-}
-
-// count adds a chain machine's Count to the metric of its name; the
-// machine's other observations are not exported.
+// count adds a chain machine's Count to its metric (chainMetrics); the
+// machine's other observations are not exported. Every retry class is
+// exported but first_response (the normal case).
 func (m *inputMetrics) count(c chain.Count) {
 	switch c.Metric {
-	case chain.MetricPagesFetched:
-		m.pagesFetched.Incr(c.N)
-	case chain.MetricEventsEmitted:
-		m.eventsEmitted.Incr(c.N)
-	case chain.MetricPromotions:
-		m.promotions.Incr(c.N)
-		m.promotionWrites.Incr(1)
-	case chain.MetricCASConflicts:
-		m.casConflicts.Incr(c.N)
-	case chain.MetricFetchErrors:
-		m.fetchErrors.Incr(c.N)
-	case chain.MetricMalformed:
-		m.malformed.Incr(c.N)
-	case chain.MetricParks:
-		m.parks.Incr(c.N)
-	case chain.MetricRestarts:
-		m.restarts.Incr(c.N)
-	case chain.MetricRetries:
-		m.retryClass(c.Label)
 	case chain.MetricParked:
 		m.setParked(c.N)
-	case chain.MetricViolations:
-		m.violations.Incr(c.N, c.Label)
+		return
+	case chain.MetricRetries:
+		if c.Class == 0 || c.Class == chain.ClassFirstResponse {
+			return
+		}
+	case chain.MetricPromotions:
+		m.promotionWrites.Incr(1)
 	}
+	ctr, ok := m.chain[c.Metric]
+	if !ok {
+		return
+	}
+	if chainMetrics[c.Metric].label != "" {
+		ctr.Incr(c.N, c.Label())
+		return
+	}
+	ctr.Incr(c.N)
 }

@@ -91,22 +91,17 @@ func (p *partition) enqueueAck(a chain.Ack) {
 }
 
 func (p *partition) machineConfig() chain.Config {
-	cfg := p.in.cfg
 	_, restarter := p.in.prov.(provider.Restarter)
 	incarnation, every := false, time.Duration(0)
 	if ip, ok := p.in.prov.(provider.Incarnations); ok {
 		incarnation, every = ip.IncarnationCheck()
 	}
-	c := chain.Config{
-		Incarnation: incarnation, IncarnationInterval: every,
-		Key: p.key, Contract: p.in.prov.Contract(), Restarter: restarter,
-		StartCursor: cfg.StartCursor, Epoch: p.in.epoch(),
-		MaxPagesInFlight: cfg.MaxPagesInFlight, MaxBatchSize: cfg.MaxBatchSize,
-		PollInterval: cfg.PollInterval, ParkCheckInterval: cfg.ParkCheckInterval, StoreBackoff: cfg.StoreBackoff,
-		FetchRetries: cfg.FetchRetries, FetchBackoff: cfg.FetchBackoff, Jitter: equalJitter,
-		ExitWhenComplete: cfg.ExitWhenComplete, CoalescePromotions: !cfg.NoCoalescing,
-		MaxRestarts: cfg.MaxRestarts,
-	}
+	// The spec's fields (Config's embedded chain.Config), then what is
+	// the partition's own.
+	c := p.in.cfg.Config
+	c.Key, c.Contract, c.Restarter, c.Epoch = p.key, p.in.prov.Contract(), restarter, p.in.epoch()
+	c.Incarnation, c.IncarnationInterval = incarnation, every
+	c.Jitter = equalJitter
 	if p.lease != nil {
 		c.Leased = true
 		c.Lease, _ = p.lease.current()
@@ -375,9 +370,6 @@ func (p *partition) perform(ctx context.Context, acts []chain.Action) {
 				// incarnation leaves: its messages carry it, and their
 				// frontier is that epoch's (withheld until proven).
 				p.in.adopt(r.Membership, "source incarnation change of "+a.Key.Partition)
-			}
-			if r.Err == nil {
-				p.in.metrics.incarnationChanges.Incr(1)
 			}
 			acts = append(acts, p.m.Step(r)...)
 		default:

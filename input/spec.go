@@ -310,7 +310,7 @@ func readConfig(conf *service.ParsedConfig) (Config, error) {
 	if coalesce, err = conf.FieldBool(ppFieldCoalesce); err != nil {
 		return c, err
 	}
-	c.NoCoalescing = !coalesce
+	c.CoalescePromotions = coalesce
 	if c.PruneEvery, err = storeconfig.PruneEvery(conf.Namespace(ppFieldCheckpoint)); err != nil {
 		return c, err
 	}

@@ -54,6 +54,24 @@ func TestStreamNoFaults(t *testing.T) {
 	})
 }
 
+// TestStreamExportsChainCountsByTheTable: the chain machine's typed counts
+// reach the metrics input/metrics.go names: pages, events and promotions
+// are counted, a write that promoted coalesced pages counts once in
+// tidemark_promotion_writes, and the normal class first_response is the
+// one retry class not exported.
+func TestStreamExportsChainCountsByTheTable(t *testing.T) {
+	h := newHarness(t, memoryBackend, threeParts, 120)
+	h.runToCompletion(simConfig{maxBatch: 4}, nil, nil, streamTimeout)
+	h.requireAllDelivered()
+	assert.GreaterOrEqual(t, h.metrics.get("tidemark_events_emitted"), int64(3*120))
+	assert.Positive(t, h.metrics.get("tidemark_pages_fetched"))
+	writes, promoted := h.metrics.get("tidemark_promotion_writes"), h.metrics.get("tidemark_promotions")
+	assert.Positive(t, writes)
+	assert.GreaterOrEqual(t, promoted, writes, "a write promotes one page or more")
+	assert.Zero(t, h.metrics.get("tidemark_retries{first_response}"))
+	assert.Zero(t, h.metrics.get("tidemark_parks"))
+}
+
 // TestStreamRegisteredComponent runs the component exactly as a user's
 // binary does: the global environment (service.NewStreamBuilder), no
 // instruments besides the consumer.

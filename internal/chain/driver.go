@@ -39,6 +39,12 @@ func (r *FetchRetry) Retry(f FetchFailure) (time.Duration, bool) {
 	return d, true
 }
 
+// FetchRetry is the retry of one fetch that config c asks for
+// (FetchRetries, FetchBackoff).
+func (c Config) FetchRetry() FetchRetry {
+	return FetchRetry{Retries: c.FetchRetries, Backoff: c.FetchBackoff}
+}
+
 // Tries is how many retries were granted.
 func (r *FetchRetry) Tries() int { return r.tries }
 

@@ -21,10 +21,6 @@ import (
 // partition's start in the new incarnation, with one conditional write
 // that clears the coordinates (they restart) and carries the new epoch.
 
-// MetricIncarnationChanges counts the incarnation changes a partition
-// recorded (the reset written).
-const MetricIncarnationChanges = "tidemark_incarnation_changes"
-
 // ReasonIncarnation starts the log line of an incarnation change.
 const ReasonIncarnation = "source incarnation changed"
 
@@ -290,7 +286,7 @@ func (m *Machine) resetInto(from, to, why string) {
 		clear(m.batches)
 	}
 	m.phase = phaseLoading
-	m.parkDrained = ""
+	m.parkDrained = ParkReason{}
 	m.nextCheck = time.Time{}
 	shown := from
 	if shown == "" {
@@ -306,6 +302,10 @@ func (m *Machine) resetInto(from, to, why string) {
 }
 
 func (m *Machine) onReincarnated(to string, carried store.Lease, r Reincarnated) {
+	if r.Err == nil {
+		// The reset is written (even when it shows the lease gone).
+		m.count(MetricIncarnationChanges, 1)
+	}
 	if m.leaseGoneAfterWrite(r.Checkpoint, r.Err, carried) {
 		return
 	}
@@ -315,7 +315,6 @@ func (m *Machine) onReincarnated(to string, carried store.Lease, r Reincarnated)
 		m.cp = r.Checkpoint
 		m.incarnation = to
 		m.restarts = 0
-		m.count(MetricIncarnationChanges, "", 1)
 		m.emit(Observe{Checkpoint: r.Checkpoint})
 		m.logf(Info, "Partition %s: reset into incarnation %s at generation %d in membership epoch %d; reading it from the start", m.part(), to, r.Checkpoint.Generation, r.Epoch)
 		m.load()

@@ -270,7 +270,7 @@ type Emit struct {
 	Cursor     []byte
 	Generation uint64
 	Attempt    string
-	Class      string
+	Class      RetryClass
 	From, To   int
 	Events     []witness.Event
 	Witnessed  []witness.EventWitness
@@ -309,14 +309,14 @@ type Promote struct {
 // (store.ResolvePromotion). Answer: Resolved.
 type Resolve struct{ Promotion store.Promotion }
 
-// Park: record Reason on the checkpoint, conditional on Cursor, Generation
-// and Lease (store.SetParked). Answer: Parked.
+// Park: record Reason (its String) on the checkpoint, conditional on
+// Cursor, Generation and Lease (store.SetParked). Answer: Parked.
 type Park struct {
 	Key        store.Key
 	Cursor     []byte
 	Generation uint64
 	Lease      store.Lease
-	Reason     string
+	Reason     ParkReason
 }
 
 // WaitUnparked: read the checkpoint of a parked partition (a consistent
@@ -399,46 +399,25 @@ type Log struct {
 	Text  string
 }
 
-// Metric names of Count. The tidemark_ ones are the input's metrics
-// (docs/design.md#metadata-and-metrics); the others are observations for
-// drivers that want them (the simulator's statistics).
-const (
-	MetricPagesFetched  = "tidemark_pages_fetched"
-	MetricEventsEmitted = "tidemark_events_emitted"
-	// MetricPromotions is counted once per promotion write, with N the
-	// pages it promoted (more than one when coalesced).
-	MetricPromotions   = "tidemark_promotions"
-	MetricCASConflicts = "tidemark_cas_conflicts"
-	MetricFetchErrors  = "tidemark_fetch_errors"
-	MetricParks        = "tidemark_parks"
-	MetricRestarts     = "tidemark_restarts"
-	// MetricRetries is counted for every class, first_response included,
-	// with the class as Label (the input exports every class but
-	// first_response).
-	MetricRetries = "tidemark_retries"
-	// MetricParked moves by N (+1, -1): the partition waits for an unpark.
-	MetricParked = "tidemark_parked_partitions"
-	// MetricHolds: a complete head page was held.
-	MetricHolds = "holds"
-	// MetricRefusals: a head page's promotion was refused.
-	MetricRefusals = "refusals"
-	// MetricBadResponses: a response contradicts durable evidence (a
-	// receipt conflict, a moved event): park.
-	MetricBadResponses = "bad_responses"
-	// MetricMalformed: a malformed answer (Config.FetchRetries): fetched
-	// again, or the one that parks the partition.
-	MetricMalformed = "tidemark_malformed_responses"
-)
-
-// MetricViolations counts contract violations, with the kind
-// (witness.ViolationKind) as Label (docs/design.md#contract-monitors).
-const MetricViolations = "tidemark_contract_violations"
-
-// Count: add N to Metric (with Label, for labelled metrics).
+// Count: add N to Metric (observe.go). Class is the retry class of
+// MetricRetries, Violation the kind of MetricViolations.
 type Count struct {
-	Metric string
-	Label  string
-	N      int64
+	Metric    Metric
+	Class     RetryClass
+	Violation witness.ViolationKind
+	N         int64
+}
+
+// Label is the count's label value: its class or violation kind, empty
+// for the unlabelled metrics.
+func (a Count) Label() string {
+	switch {
+	case a.Class != 0:
+		return a.Class.String()
+	case a.Violation != 0:
+		return a.Violation.String()
+	}
+	return ""
 }
 
 // Observe: Checkpoint is durable (loaded or promoted): for gauges and the
@@ -694,9 +673,9 @@ func (a Wait) String() string { return "wait until " + a.Until.UTC().Format("15:
 func (a Log) String() string { return fmt.Sprintf("log %s: %s", a.Level, a.Text) }
 
 func (a Count) String() string {
-	s := "count " + a.Metric
-	if a.Label != "" {
-		s += "{" + a.Label + "}"
+	s := "count " + a.Metric.String()
+	if l := a.Label(); l != "" {
+		s += "{" + l + "}"
 	}
 	if a.N != 1 {
 		s += fmt.Sprintf(" %+d", a.N)

@@ -227,7 +227,7 @@ type Machine struct {
 	// parkDrained is the reason of a park that waits for the pages before
 	// a malformed page to be promoted (malformed.go).
 	malformed   malformedRun
-	parkDrained string
+	parkDrained ParkReason
 	// mon is the state of the contract monitors (monitor.go).
 	mon monitorState
 	// unprovenSaid: the machine has logged that its contract proves no
@@ -443,7 +443,7 @@ func (m *Machine) external(in Input) {
 // bookkeeping a stop needs.
 func (m *Machine) halt(p phase) {
 	if m.phase == phaseParked {
-		m.count(MetricParked, "", -1)
+		m.count(MetricParked, -1)
 	}
 	m.phase = p
 }
@@ -512,8 +512,8 @@ func (m *Machine) logf(l Level, format string, a ...any) {
 	m.emit(Log{Level: l, Text: fmt.Sprintf(format, a...)})
 }
 
-func (m *Machine) count(metric, label string, n int64) {
-	m.emit(Count{Metric: metric, Label: label, N: n})
+func (m *Machine) count(metric Metric, n int64) {
+	m.emit(Count{Metric: metric, N: n})
 }
 
 // ask emits call a in state st; k runs with its answer (next.go).
@@ -660,7 +660,7 @@ func (m *Machine) afterLoad(cp store.Checkpoint) {
 	switch {
 	case cp.Parked != "":
 		m.phase = phaseParked
-		m.count(MetricParked, "", +1)
+		m.count(MetricParked, +1)
 		m.logf(Warn, "Partition %s is parked (%s); it resumes when the reason is cleared (connect tidemark unpark)", m.part(), cp.Parked)
 		m.checkUnparked()
 	case cp.Complete:
@@ -687,7 +687,7 @@ func (m *Machine) onParkChecked(r ParkChecked) {
 	}
 	if r.Err == nil && r.Checkpoint.Parked == "" {
 		m.logf(Info, "Partition %s unparked at generation %d", m.part(), r.Checkpoint.Generation)
-		m.count(MetricParked, "", -1)
+		m.count(MetricParked, -1)
 		m.load()
 		return
 	}
@@ -736,8 +736,8 @@ func (m *Machine) onAbandoned(attempt string, r Abandoned, then *next) {
 // startChain starts a chain from the loaded checkpoint.
 func (m *Machine) startChain() {
 	m.phase = phaseChain
-	m.parkDrained = ""
-	m.mon.recoverDrained = ""
+	m.parkDrained = ParkReason{}
+	m.mon.recoverDrained = ParkReason{}
 	m.chainID++
 	m.chain = nil
 	clear(m.batches)
@@ -763,8 +763,8 @@ func (m *Machine) maxRestarts() int {
 
 // restartChain ends the chain; the checkpoint is loaded again.
 func (m *Machine) restartChain() {
-	m.parkDrained = ""
-	m.mon.recoverDrained = ""
+	m.parkDrained = ParkReason{}
+	m.mon.recoverDrained = ParkReason{}
 	m.emit(EndChain{Chain: m.chainID})
 	m.chain = nil
 	clear(m.batches)
@@ -816,25 +816,25 @@ func (m *Machine) onFetched(f *fetchRec, r Fetched) {
 		// The response contradicts what is durable (a receipt, an earlier
 		// witness of its cursor and generation): fetching it again cannot
 		// make the two agree.
-		m.count(MetricBadResponses, "", 1)
-		m.park(fmt.Sprintf("%s at generation %d cursor %s: %v", rejectionClass(err), f.gen, witness.CursorHash(f.cursor), err))
+		m.count(MetricBadResponses, 1)
+		m.park(ParkReason{rejectionKind(err), fmt.Sprintf("at generation %d cursor %s: %v", f.gen, witness.CursorHash(f.cursor), err)})
 		return
 	}
 	// The first observation of a kind that breaks a claim makes the
 	// partition recover once the page is promoted; later ones are counted.
-	recoverWith := ""
+	var recoverWith ParkReason
 	if b, ok := claimBroken(v.violations); ok && !v.diverged && !m.mon.withdrawn[b.Kind] {
 		recoverWith = recoverAfter(f.gen, f.cursor, b)
 	}
-	m.report(v.violations, &next{kind: doOnReconciled, f: f, fetched: r, v: v, text: recoverWith})
+	m.report(v.violations, &next{kind: doOnReconciled, f: f, fetched: r, v: v, reason: recoverWith})
 }
 
 // onReconciled goes on with a reconciled response once its contract
 // violations are reported. recoverWith, when not empty, is the reason to
 // recover with once the page is delivered and promoted.
-func (m *Machine) onReconciled(f *fetchRec, r Fetched, v verdict, recoverWith string) {
+func (m *Machine) onReconciled(f *fetchRec, r Fetched, v verdict, recoverWith ParkReason) {
 	m.malformedDone()
-	m.count(MetricRetries, v.class, 1)
+	m.emit(Count{Metric: MetricRetries, Class: v.class, N: 1})
 	if !v.idle {
 		m.idle = idleRun{}
 	}
@@ -860,14 +860,14 @@ func (m *Machine) onReconciled(f *fetchRec, r Fetched, v verdict, recoverWith st
 		return
 	}
 	if v.diverged {
-		m.recover(false, fmt.Sprintf("%s at generation %d cursor %s: %s", ReasonDivergence, f.gen, witness.CursorHash(f.cursor), v.reason))
+		m.recover(false, ParkReason{ParkDivergence, fmt.Sprintf("at generation %d cursor %s: %s", f.gen, witness.CursorHash(f.cursor), v.reason)})
 		return
 	}
 	m.arrived++
 	pg := &page{chain: m.chainID, fromCursor: f.cursor, fromGen: f.gen, w: v.w, v: v, events: r.Response.Events, bytes: PageBytes(r.Response), ackedUpTo: v.w.AckedThrough, receiptAt: v.w.AckedThrough, seq: m.arrived}
 	m.chain = append(m.chain, pg)
-	m.count(MetricPagesFetched, "", 1)
-	breaks := recoverWith != ""
+	m.count(MetricPagesFetched, 1)
+	breaks := !recoverWith.IsZero()
 	if breaks {
 		// The page is delivered and promoted like any other (its events
 		// are never skipped); then the partition recovers as the contract
@@ -918,7 +918,7 @@ func (m *Machine) onWitnessStored(w witness.Witness, r WitnessStored, then *next
 	case r.Err == nil:
 		m.resume(then)
 	case errors.Is(r.Err, store.ErrInvalid):
-		m.park(fmt.Sprintf("%s of generation %d (attempt %s): %v", ReasonUnstorableWitness, w.Generation, w.AttemptID, r.Err))
+		m.park(ParkReason{ParkUnstorableWitness, fmt.Sprintf("of generation %d (attempt %s): %v", w.Generation, w.AttemptID, r.Err)})
 	default:
 		m.logf(Warn, "Partition %s cannot record the witness of generation %d (attempt %s), not emitting: %v", m.part(), w.Generation, w.AttemptID, r.Err)
 		m.wait(StateWitnessing, m.cfg.StoreBackoff, next{kind: doPutWitness, w: w, then: then})
@@ -944,7 +944,7 @@ func (m *Machine) emitPage(pg *page) {
 			Attempt: pg.w.AttemptID, Class: pg.v.class, From: from, To: to,
 			Events: pg.events[from:to], Witnessed: pg.w.Events[from:to],
 		})
-		m.count(MetricEventsEmitted, "", int64(to-from))
+		m.count(MetricEventsEmitted, int64(to-from))
 	}
 }
 
@@ -1007,8 +1007,8 @@ func (m *Machine) promoteHead() {
 	d := m.decide(pg)
 	switch d.Action {
 	case witness.Refuse:
-		m.count(MetricRefusals, "", 1)
-		m.recover(false, fmt.Sprintf("%s of attempt %s at generation %d: %s", ReasonRefused, pg.w.AttemptID, pg.fromGen, d.Reason))
+		m.count(MetricRefusals, 1)
+		m.recover(false, ParkReason{ParkRefused, fmt.Sprintf("of attempt %s at generation %d: %s", pg.w.AttemptID, pg.fromGen, d.Reason)})
 		return
 	case witness.Hold:
 		// Every event delivered, but no evidence to move past it (or
@@ -1016,7 +1016,7 @@ func (m *Machine) promoteHead() {
 		// same cursor again, or stop if the partition is caught up. The
 		// receipts are recorded first, so the next poll's exact replay
 		// resumes the witness with every event done and emits nothing.
-		m.count(MetricHolds, "", 1)
+		m.count(MetricHolds, 1)
 		m.writeReceipt(StateHolding, pg, &next{kind: doAfterHold, pg: pg, text: d.Reason})
 		return
 	}
@@ -1039,13 +1039,13 @@ func (m *Machine) afterHold(pg *page, reason string) {
 	m.chain = m.chain[1:]
 	// Pages fetched past a held page are dropped, and so is a park
 	// waiting for them: the malformed page lay past it.
-	m.parkDrained = ""
+	m.parkDrained = ParkReason{}
 	if m.ended(pg) {
 		m.done = true
 		return
 	}
-	if r := m.mon.recoverDrained; r != "" {
-		m.mon.recoverDrained = ""
+	if r := m.mon.recoverDrained; !r.IsZero() {
+		m.mon.recoverDrained = ParkReason{}
 		if len(m.chain) == 0 {
 			// The held page broke the claim: recover now.
 			m.recover(false, r)
@@ -1076,13 +1076,13 @@ func (m *Machine) afterPromotion(pg, last *page) {
 		m.chain = nil
 		return
 	}
-	if r := m.mon.recoverDrained; len(m.chain) == 0 && r != "" {
+	if r := m.mon.recoverDrained; len(m.chain) == 0 && !r.IsZero() {
 		// The page that broke a claim is delivered and promoted.
-		m.mon.recoverDrained = ""
+		m.mon.recoverDrained = ParkReason{}
 		m.recover(false, r)
 		return
 	}
-	if len(m.chain) == 0 && m.parkDrained != "" {
+	if len(m.chain) == 0 && !m.parkDrained.IsZero() {
 		// Every page before the malformed one is promoted: the
 		// checkpoint now holds its cursor.
 		m.park(m.parkDrained)
@@ -1141,7 +1141,7 @@ func (m *Machine) promote(pg *page, prom store.Promotion, then *next) {
 
 func (m *Machine) onPromoted(pg *page, prom store.Promotion, r Promoted, then *next) {
 	if why, ok := m.fenced(r.Err, prom.Lease); ok {
-		m.count(MetricCASConflicts, "", 1)
+		m.count(MetricCASConflicts, 1)
 		m.logf(Warn, "Partition %s lost the promotion from generation %d (attempt %s): %v; the lease is gone, the partition stops", m.part(), pg.fromGen, pg.w.AttemptID, r.Err)
 		m.loseLease(why)
 		return
@@ -1155,7 +1155,7 @@ func (m *Machine) onPromoted(pg *page, prom store.Promotion, r Promoted, then *n
 	}
 	var fe *store.FenceError
 	if errors.As(r.Err, &fe) {
-		m.count(MetricCASConflicts, "", 1)
+		m.count(MetricCASConflicts, 1)
 		m.logf(Warn, "Partition %s lost the promotion from generation %d (attempt %s): %v; re-reading the winner", m.part(), pg.fromGen, pg.w.AttemptID, r.Err)
 		// Abandon the witness only when the winner shows another
 		// response promoted from its (cursor, generation). A park or a
@@ -1212,7 +1212,7 @@ func (m *Machine) promoted(pg *page, cp store.Checkpoint, then *next) {
 	m.promotedEvents = pg.last().w.Events
 	m.restarts = 0
 	// One Count per conditional write, N pages.
-	m.count(MetricPromotions, "", int64(1+len(pg.coalesced)))
+	m.count(MetricPromotions, int64(1+len(pg.coalesced)))
 	m.emit(Observe{Checkpoint: cp})
 	m.settlePages(append([]*page{pg}, pg.coalesced...), 0, then)
 }
@@ -1239,14 +1239,14 @@ func (m *Machine) settlePages(pages []*page, i int, then *next) {
 }
 
 func (m *Machine) onFetchError(f *fetchRec, r Fetched) {
-	m.count(MetricFetchErrors, "", 1)
+	m.count(MetricFetchErrors, 1)
 	switch r.Failure {
 	case FetchExpired:
-		m.recover(true, fmt.Sprintf("%s %s at generation %d: %s", ReasonExpired, witness.CursorHash(f.cursor), f.gen, r.Detail))
+		m.recover(true, ParkReason{ParkExpired, fmt.Sprintf("%s at generation %d: %s", witness.CursorHash(f.cursor), f.gen, r.Detail)})
 	case FetchMalformed:
 		m.onMalformed(f, r.Err.Error())
 	case FetchPermanent:
-		m.park(fmt.Sprintf("%s of cursor %s at generation %d: %v", ReasonPermanent, witness.CursorHash(f.cursor), f.gen, r.Err))
+		m.park(ParkReason{ParkPermanent, fmt.Sprintf("of cursor %s at generation %d: %v", witness.CursorHash(f.cursor), f.gen, r.Err)})
 	default:
 		// Transient failures were already retried with back-off; keep the
 		// partition where it is and try again.
@@ -1258,14 +1258,14 @@ func (m *Machine) onFetchError(f *fetchRec, r Fetched) {
 // recover applies the contract's recovery for divergence, expiry (expired)
 // or a refused promotion: a restart from a provider-supported stable
 // boundary (one conditional write), or parking.
-func (m *Machine) recover(expired bool, reason string) {
+func (m *Machine) recover(expired bool, reason ParkReason) {
 	// A recreated source shows as divergence or an expired cursor first:
 	// check its incarnation before recovering from a boundary of the old
 	// one.
-	m.checkBefore(reason, &next{kind: doRecoverNow, expired: expired, text: reason})
+	m.checkBefore(reason.String(), &next{kind: doRecoverNow, expired: expired, reason: reason})
 }
 
-func (m *Machine) recoverNow(expired bool, reason string) {
+func (m *Machine) recoverNow(expired bool, reason ParkReason) {
 	recovery := m.cfg.Contract.Recovery
 	if recovery == witness.RecoveryPark || !m.cfg.Restarter {
 		m.park(reason)
@@ -1273,7 +1273,7 @@ func (m *Machine) recoverNow(expired bool, reason string) {
 	}
 	m.restarts++
 	if limit := m.maxRestarts(); m.restarts > limit {
-		m.park(fmt.Sprintf("%s; %d restarts from a stable boundary in a row never got past the boundary (max_restarts %d)", reason, limit, limit))
+		m.park(reason.also("%d restarts from a stable boundary in a row never got past the boundary (max_restarts %d)", limit, limit))
 		return
 	}
 	// Back off before each further restart without progress, so a boundary
@@ -1281,7 +1281,7 @@ func (m *Machine) recoverNow(expired bool, reason string) {
 	if m.restarts > 1 {
 		d := min(m.cfg.PollInterval<<(m.restarts-2), MaxRestartBackoff)
 		m.logf(Info, "Partition %s: restart %d without progress, waiting %s first", m.part(), m.restarts, d)
-		m.wait(StateRecovering, d, next{kind: doRestart, expired: expired, text: reason})
+		m.wait(StateRecovering, d, next{kind: doRestart, expired: expired, reason: reason})
 		return
 	}
 	m.restartFromBoundary(expired, reason)
@@ -1291,22 +1291,22 @@ func (m *Machine) recoverNow(expired bool, reason string) {
 // writes the restart promotion to it. The restart happens from the
 // durable checkpoint, so it waits for nothing; pages in flight are
 // abandoned (their events may repeat).
-func (m *Machine) restartFromBoundary(expired bool, reason string) {
+func (m *Machine) restartFromBoundary(expired bool, reason ParkReason) {
 	m.ask(StateRecovering, RestartCursor{
 		Partition: m.part(), Watermark: m.cp.Watermark,
 		Applied: m.cp.Applied, HasApplied: m.cp.HasApplied, AppliedID: m.cp.AppliedID,
 		Expired: expired,
-	}, next{kind: onRestartCursor, text: reason})
+	}, next{kind: onRestartCursor, reason: reason})
 }
 
-func (m *Machine) onRestartCursor(reason string, r RestartCursorFound) {
+func (m *Machine) onRestartCursor(reason ParkReason, r RestartCursorFound) {
 	if r.Err != nil {
-		m.park(fmt.Sprintf("%s; restart from a stable boundary failed: %v", reason, r.Err))
+		m.park(reason.also("restart from a stable boundary failed: %v", r.Err))
 		return
 	}
 	recovery := m.cfg.Contract.Recovery
 	m.logf(Warn, "Partition %s: %s; restarting from a stable boundary (%s) after generation %d", m.part(), reason, recovery, m.cp.Generation)
-	m.count(MetricRestarts, "", 1)
+	m.count(MetricRestarts, 1)
 	prom := store.Promotion{
 		Key: m.cfg.Key, FromCursor: m.cp.Cursor, FromGeneration: m.cp.Generation,
 		To: r.Cursor, WitnessID: RestartWitnessPrefix + recovery.String(), Epoch: m.cfg.Epoch, Lease: m.writeLease(),
@@ -1348,19 +1348,19 @@ func (m *Machine) leaseGoneAfterWrite(cp store.Checkpoint, err error, carried st
 
 // park stops the partition with a visible reason: in the log, a metric and
 // the store. The other partitions go on.
-func (m *Machine) park(reason string) {
-	m.parkDrained = ""
+func (m *Machine) park(reason ParkReason) {
+	m.parkDrained = ParkReason{}
 	m.logf(Error, "Partition %s parked: %s", m.part(), reason)
-	m.count(MetricParks, "", 1)
+	m.count(MetricParks, 1)
 	m.parkWrite(reason)
 }
 
-func (m *Machine) parkWrite(reason string) {
+func (m *Machine) parkWrite(reason ParkReason) {
 	a := Park{Key: m.cfg.Key, Cursor: m.cp.Cursor, Generation: m.cp.Generation, Lease: m.writeLease(), Reason: reason}
-	m.ask(StateParking, a, next{kind: onParked, text: reason, lease: a.Lease})
+	m.ask(StateParking, a, next{kind: onParked, reason: reason, lease: a.Lease})
 }
 
-func (m *Machine) onParked(reason string, carried store.Lease, r Parked) {
+func (m *Machine) onParked(reason ParkReason, carried store.Lease, r Parked) {
 	if why, ok := m.fenced(r.Err, carried); ok {
 		m.loseLease(why)
 		return
@@ -1373,6 +1373,6 @@ func (m *Machine) onParked(reason string, carried store.Lease, r Parked) {
 		m.restartChain()
 	default:
 		m.logf(Warn, "Partition %s: cannot record the park reason: %v", m.part(), r.Err)
-		m.wait(StateParking, m.cfg.StoreBackoff, next{kind: doParkWrite, text: reason})
+		m.wait(StateParking, m.cfg.StoreBackoff, next{kind: doParkWrite, reason: reason})
 	}
 }

@@ -35,7 +35,7 @@ type malformedRun struct {
 // before it in the chain are promoted. The chain stays as it is
 // meanwhile: earlier pages are still delivered and promoted.
 func (m *Machine) onMalformed(f *fetchRec, detail string) {
-	m.count(MetricMalformed, "", 1)
+	m.count(MetricMalformed, 1)
 	run := &m.malformed
 	if run.n == 0 || run.gen != f.gen || !bytes.Equal(run.cursor, f.cursor) {
 		*run = malformedRun{cursor: f.cursor, gen: f.gen}
@@ -43,8 +43,8 @@ func (m *Machine) onMalformed(f *fetchRec, detail string) {
 	run.n++
 	attempts := max(m.cfg.FetchRetries, 0) + 1
 	if run.n >= attempts {
-		reason := fmt.Sprintf("%s after %s: partition %s, generation %d, cursor %s: %s",
-			ReasonMalformed, plural(run.n, "attempt"), m.part(), f.gen, witness.CursorHash(f.cursor), detail)
+		reason := ParkReason{ParkMalformed, fmt.Sprintf("after %s: partition %s, generation %d, cursor %s: %s",
+			plural(run.n, "attempt"), m.part(), f.gen, witness.CursorHash(f.cursor), detail)}
 		m.malformed = malformedRun{}
 		if len(m.chain) == 0 {
 			m.park(reason)

@@ -31,7 +31,7 @@ type monitorState struct {
 	withdrawn map[witness.ViolationKind]bool
 	// recoverDrained is the reason to recover with once the chain has
 	// drained through the page that broke a claim ("" when none).
-	recoverDrained string
+	recoverDrained ParkReason
 }
 
 // monitorResponse returns what the witness of a response fetched by f
@@ -90,7 +90,7 @@ func (m *Machine) report(vs []witness.Violation, then *next) {
 	}
 	v := vs[0]
 	kind := v.Kind.String()
-	m.count(MetricViolations, kind, 1)
+	m.emit(Count{Metric: MetricViolations, Violation: v.Kind, N: 1})
 	if m.mon.pending == nil {
 		m.mon.pending = map[string]uint64{}
 	}
@@ -173,7 +173,7 @@ func (m *Machine) countsWritten() {
 
 // recoverAfter is the reason the machine recovers with once the page that
 // broke a claim (at generation gen, from cursor) is promoted.
-func recoverAfter(gen uint64, cursor []byte, v witness.Violation) string {
-	return fmt.Sprintf("%s at generation %d cursor %s: %s (the page that showed it was delivered and promoted)",
-		ReasonContractViolation, gen, witness.CursorHash(cursor), v)
+func recoverAfter(gen uint64, cursor []byte, v witness.Violation) ParkReason {
+	return ParkReason{ParkContractViolation, fmt.Sprintf("at generation %d cursor %s: %s (the page that showed it was delivered and promoted)",
+		gen, witness.CursorHash(cursor), v)}
 }

@@ -21,9 +21,9 @@ const (
 	onReceiptStored                            // pg, n; then
 	onPromoted                                 // pg, prom; then
 	onResolved                                 // pg, prom; then
-	onRestartCursor                            // text: the reason
+	onRestartCursor                            // reason
 	onRestartPromoted                          // prom
-	onParked                                   // text: the reason, lease
+	onParked                                   // reason, lease
 	onIncarnationVerified                      // text: why; then
 	onIncarnationRecorded                      // prom
 	onIncarnationChecked                       // text: what, asked; then
@@ -45,14 +45,14 @@ const (
 	doResolve           // pg, prom; then
 	doRestartChain      //
 	doSettlePages       // pages, i; then
-	doRecoverNow        // expired, text: the reason
-	doRestart           // expired, text: the reason
-	doParkWrite         // text: the reason
+	doRecoverNow        // expired, reason
+	doRestart           // expired, reason
+	doParkWrite         // reason
 	doVerifyIncarnation // text: why; then
 	doPromoteHead       //
 	doResetInto         // from, to, text: why
 	doOnMalformed       // f, text
-	doOnReconciled      // f, fetched, v, text: recoverWith
+	doOnReconciled      // f, fetched, v, reason: recoverWith
 )
 
 // next is one step of pending work: its kind and the few values it
@@ -81,6 +81,7 @@ type next struct {
 	asked     uint64
 	expired   bool
 	text      string
+	reason    ParkReason
 	from, to  string
 }
 
@@ -110,11 +111,11 @@ func (m *Machine) run(k *next, in Input) {
 	case onResolved:
 		m.onResolved(k.pg, k.prom, in.(Resolved), k.then)
 	case onRestartCursor:
-		m.onRestartCursor(k.text, in.(RestartCursorFound))
+		m.onRestartCursor(k.reason, in.(RestartCursorFound))
 	case onRestartPromoted:
 		m.onRestartPromoted(k.prom.Lease, in.(Promoted))
 	case onParked:
-		m.onParked(k.text, k.lease, in.(Parked))
+		m.onParked(k.reason, k.lease, in.(Parked))
 	case onIncarnationVerified:
 		m.onIncarnationVerified(k.text, in.(IncarnationFound), k.then)
 	case onIncarnationRecorded:
@@ -158,11 +159,11 @@ func (m *Machine) run(k *next, in Input) {
 	case doSettlePages:
 		m.settlePages(k.pages, k.i, k.then)
 	case doRecoverNow:
-		m.recoverNow(k.expired, k.text)
+		m.recoverNow(k.expired, k.reason)
 	case doRestart:
-		m.restartFromBoundary(k.expired, k.text)
+		m.restartFromBoundary(k.expired, k.reason)
 	case doParkWrite:
-		m.parkWrite(k.text)
+		m.parkWrite(k.reason)
 	case doVerifyIncarnation:
 		m.verifyIncarnation(k.text, k.then)
 	case doPromoteHead:
@@ -172,7 +173,7 @@ func (m *Machine) run(k *next, in Input) {
 	case doOnMalformed:
 		m.onMalformed(k.f, k.text)
 	case doOnReconciled:
-		m.onReconciled(k.f, k.fetched, k.v, k.text)
+		m.onReconciled(k.f, k.fetched, k.v, k.reason)
 	default:
 		panic("chain: unknown next kind")
 	}

@@ -10,7 +10,7 @@ import (
 
 // verdict is the machine's view of one reconciled response.
 type verdict struct {
-	class    string
+	class    RetryClass
 	w        witness.Witness // the witness to use (new, or resumed on exact replay)
 	core     witness.Verdict
 	fresh    bool // w must be written before emission
@@ -42,7 +42,7 @@ func (m *Machine) reconcile(f *fetchRec, r Fetched) (verdict, error) {
 		AttemptID: r.Attempt, Response: r.Response, Contract: contract,
 	})
 	if errors.Is(err, witness.ErrLoop) {
-		return verdict{class: "idle", idle: true, final: caughtUp(r.Response, false), reason: err.Error()}, nil
+		return verdict{class: ClassIdle, idle: true, final: caughtUp(r.Response, false), reason: err.Error()}, nil
 	}
 	if errors.Is(err, witness.ErrBadResponse) {
 		// Wrong on its own (no id or position, a duplicate id, positions
@@ -57,7 +57,7 @@ func (m *Machine) reconcile(f *fetchRec, r Fetched) (verdict, error) {
 		// Before anything else, an empty page included: under the overlap
 		// check an empty answer to a successor says the page shifted.
 		if ct := witness.CheckContinuity(m.continuityInput(f, w)); !ct.Continues {
-			return verdict{class: witness.UnprovableDivergence.String(), diverged: true, reason: ct.Reason}, nil
+			return verdict{class: ClassUnprovableDivergence, diverged: true, reason: ct.Reason}, nil
 		}
 	}
 	if len(w.Events) == 0 && !witness.CanPromote(contract, w).Complete {
@@ -66,7 +66,7 @@ func (m *Machine) reconcile(f *fetchRec, r Fetched) (verdict, error) {
 		// ever. Record nothing and poll the cursor again; in particular a
 		// transient empty retry of a cursor whose earlier response had
 		// events is not divergence, it is no answer.
-		return verdict{class: "empty_no_evidence", idle: true, final: caughtUp(r.Response, false), reason: "empty response without evidence"}, nil
+		return verdict{class: ClassEmptyNoEvidence, idle: true, final: caughtUp(r.Response, false), reason: "empty response without evidence"}, nil
 	}
 	classify := m.cfg.Classify
 	if classify == nil {
@@ -80,7 +80,7 @@ func (m *Machine) reconcile(f *fetchRec, r Fetched) (verdict, error) {
 	if err != nil {
 		return verdict{}, err
 	}
-	v := verdict{class: cv.Class.String(), core: cv, reason: cv.Reason, violations: m.monitorResponse(f, in, cv.Class)}
+	v := verdict{class: classOf(cv.Class), core: cv, reason: cv.Reason, violations: m.monitorResponse(f, in, cv.Class)}
 	if !cv.Advances() {
 		v.diverged = true
 		return v, nil
@@ -102,16 +102,16 @@ func (m *Machine) reconcile(f *fetchRec, r Fetched) (verdict, error) {
 	return v, nil
 }
 
-// rejectionClass names the park reason class of an error Classify returned
-// for a response that contradicts durable evidence.
-func rejectionClass(err error) string {
+// rejectionKind is the park kind of an error Classify returned for a
+// response that contradicts durable evidence.
+func rejectionKind(err error) ParkKind {
 	switch {
 	case errors.Is(err, witness.ErrReceiptConflict):
-		return ReasonReceiptConflict
+		return ParkReceiptConflict
 	case errors.Is(err, witness.ErrMoved):
-		return ReasonMovedEvent
+		return ParkMovedEvent
 	}
-	return ReasonUnreconcilable
+	return ParkUnreconcilable
 }
 
 // caughtUp reports whether an empty response says the partition is caught

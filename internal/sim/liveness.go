@@ -38,11 +38,14 @@ const (
 	maxRounds   = 20000
 )
 
-// operatorRestarts names the park reasons an operator clears with a
+// operatorRestart reports whether an operator clears a park reason with a
 // restart from a stable boundary rather than an unpark: the provider's own
-// faults (expiry, a rotation its contract forbids) that a retry of the
-// same cursor cannot get past.
-var operatorRestarts = []string{"expired", "does not permit token rotation"}
+// faults (an expired cursor, a rotation its contract forbids, which only
+// the classifier's detail names) that a retry of the same cursor cannot
+// get past.
+func operatorRestart(parked string) bool {
+	return chain.ParkKindOf(parked) == chain.ParkExpired || strings.Contains(parked, "does not permit token rotation")
+}
 
 // quiesce stops every fault and runs until every read partition caught up
 // or quiesceRounds passed. It reports a liveness violation for the
@@ -271,13 +274,11 @@ func (s *sim) repair(p *part) string {
 	if err != nil || cp.Parked == "" {
 		return ""
 	}
-	if p.brokenActive() && strings.HasPrefix(cp.Parked, chain.ReasonMalformed) {
+	if p.brokenActive() && chain.ParkKindOf(cp.Parked) == chain.ParkMalformed {
 		return "" // its source is broken: an unpark would only park it again
 	}
-	for _, r := range operatorRestarts {
-		if strings.Contains(cp.Parked, r) {
-			return s.restartRepair(p)
-		}
+	if operatorRestart(cp.Parked) {
+		return s.restartRepair(p)
 	}
 	if _, err := s.st.SetParked(bg, k, cp.Cursor, cp.Generation, cp.Lease, ""); err != nil {
 		return fmt.Sprintf("unpark: %v", err)
@@ -333,7 +334,7 @@ func (s *sim) caughtUp() string {
 		}
 		if p.broken && !cp.Complete {
 			// Persistently malformed answers: it must end parked for them.
-			if p.brokenActive() && strings.HasPrefix(cp.Parked, chain.ReasonMalformed) {
+			if p.brokenActive() && chain.ParkKindOf(cp.Parked) == chain.ParkMalformed {
 				continue
 			}
 			return fmt.Sprintf("partition %s answers only malformed pages after %d fetches (%d made) but is not parked for it (checkpoint g%d %s%s)", p.name, p.brokenAfter, p.fetches, cp.Generation, curString(cp.Cursor), parked(cp))

@@ -303,8 +303,8 @@ func (o *oracle) check() {
 }
 
 func (o *oracle) checkpoint(p *part, cp store.Checkpoint) {
-	if strings.HasPrefix(cp.Parked, chain.ReasonMalformed) {
-		want := fmt.Sprintf("%s after %d attempts: partition %s, generation %d, cursor %s: ", chain.ReasonMalformed, simFetchRetries+1, p.name, cp.Generation, witness.CursorHash(cp.Cursor))
+	if chain.ParkKindOf(cp.Parked) == chain.ParkMalformed {
+		want := chain.ParkReason{Kind: chain.ParkMalformed, Detail: fmt.Sprintf("after %d attempts: partition %s, generation %d, cursor %s: ", simFetchRetries+1, p.name, cp.Generation, witness.CursorHash(cp.Cursor))}.String()
 		switch {
 		case !p.brokenActive():
 			o.violate(CheckMalformed, "partition %s parked for malformed pages, yet its provider gives one reader at most %d malformed answers in a row (a transient fault): %s", p.name, maxMalformedStreak, cp.Parked)

@@ -338,18 +338,22 @@ func (s *Stats) note(n fetchNote) {
 	}
 }
 
-func (s *Stats) class(c string) {
+func (s *Stats) class(c chain.RetryClass) {
 	switch c {
-	case "first_response":
+	case chain.ClassFirstResponse:
 		s.FirstResponses++
-	case "exact_replay":
+	case chain.ClassExactReplay:
 		s.ExactReplays++
-	case "token_rotation":
+	case chain.ClassTokenRotation:
 		s.Rotations++
-	case "shifted_page":
+	case chain.ClassShiftedPage:
 		s.ShiftedPages++
-	case "head_growth":
+	case chain.ClassHeadGrowth:
 		s.HeadGrowths++
+	case chain.ClassUnprovableDivergence:
+		s.Divergences++
+	case chain.ClassIdle, chain.ClassEmptyNoEvidence:
+		s.Idle++
 	}
 }
 

@@ -84,16 +84,17 @@ type lane struct {
 	released bool
 
 	// Beside the machine, as the input's driver (chain/driver.go):
-	// fetchRetries is the machine's fetch_retries, retry the transient
-	// retries of the fetch in flight; outbox the emissions not yet handed
+	// cfg is the machine's config (its FetchRetry is the retry of
+	// transient fetch failures), retry the transient retries of the fetch
+	// in flight; outbox the emissions not yet handed
 	// to the sink (schedules with setup.queue), dropped when their chain
 	// ends; prune the witness deletion rule and prunes the deletions due,
 	// performed at later steps (beside the worker, as the input's).
-	fetchRetries int
-	retry        chain.FetchRetry
-	outbox       []*delivery
-	prune        chain.Pruning
-	prunes       []uint64
+	cfg    chain.Config
+	retry  chain.FetchRetry
+	outbox []*delivery
+	prune  chain.Pruning
+	prunes []uint64
 
 	budget int
 	// pending are the machine's actions handle has yet to perform;
@@ -163,10 +164,9 @@ func (l *lane) step(sel int) string {
 	}
 	switch {
 	case l.m == nil:
-		cfg := l.config()
-		l.fetchRetries = cfg.FetchRetries
+		l.cfg = l.config()
 		l.prune = chain.Pruning{Every: l.s.setup.prune}
-		l.m = chain.New(cfg)
+		l.m = chain.New(l.cfg)
 		l.feed(chain.Start{})
 	case l.call != nil:
 		a := l.call
@@ -278,7 +278,7 @@ func (l *lane) handle(acts []chain.Action) {
 			l.fetch = &a
 			l.retry = chain.FetchRetry{}
 			if l.s.setup.retry {
-				l.retry = chain.FetchRetry{Retries: l.fetchRetries, Backoff: fetchBackoff}
+				l.retry = l.cfg.FetchRetry()
 			}
 			if a.Ahead {
 				l.s.stats.FetchAhead++
@@ -399,7 +399,7 @@ func (l *lane) perform(a chain.Action) {
 		}
 		if r.Err == nil {
 			l.s.stats.Parks++
-			if strings.HasPrefix(a.(chain.Park).Reason, chain.ReasonMalformed) {
+			if a.(chain.Park).Reason.Kind == chain.ParkMalformed {
 				l.s.stats.MalformedParks++
 			}
 		}
@@ -501,13 +501,7 @@ func (l *lane) doPrune() {
 func (s *Stats) count(c chain.Count) {
 	switch c.Metric {
 	case chain.MetricRetries:
-		s.class(c.Label)
-		switch c.Label {
-		case "unprovable_divergence":
-			s.Divergences++
-		case "idle", "empty_no_evidence":
-			s.Idle++
-		}
+		s.class(c.Class)
 	case chain.MetricRefusals:
 		s.Refusals++
 	case chain.MetricHolds:
@@ -519,12 +513,12 @@ func (s *Stats) count(c chain.Count) {
 	case chain.MetricRestarts:
 		s.Restarts++
 	case chain.MetricViolations:
-		switch c.Label {
-		case witness.TokensRotated.String():
+		switch c.Violation {
+		case witness.TokensRotated:
 			s.RogueRotationsSeen++
-		case witness.SelfCertified.String():
+		case witness.SelfCertified:
 			s.SelfCertifiedSeen++
-		case witness.WatermarkRegressed.String():
+		case witness.WatermarkRegressed:
 			s.RegressionsSeen++
 		default:
 			s.FalseAlarms++

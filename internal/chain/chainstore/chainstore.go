@@ -49,7 +49,7 @@ func Do(ctx context.Context, st store.Store, a chain.Action) (in chain.Input, ok
 		cp, applied, err := store.ResolvePromotion(ctx, st, a.Promotion)
 		return chain.Resolved{Checkpoint: cp, Applied: applied, Err: err}, true
 	case chain.Park:
-		cp, err := st.SetParked(ctx, a.Key, a.Cursor, a.Generation, a.Lease, a.Reason)
+		cp, err := st.SetParked(ctx, a.Key, a.Cursor, a.Generation, a.Lease, a.Reason.String())
 		return chain.Parked{Checkpoint: cp, Err: err}, true
 	case chain.Reincarnate:
 		return Reincarnate(ctx, st, a), true
