@@ -167,6 +167,9 @@ type paginatedInput struct {
 	// pruned is, per partition, the generation witnesses were last pruned
 	// below (and whether a prune is in flight).
 	pruned map[string]*chain.Pruning
+	// prunes counts the deletions running; once every partition is
+	// complete (allClosed) no more start, and the input ends after them.
+	prunes sync.WaitGroup
 	// checkEvery is membershipCheckInterval, read at New.
 	checkEvery time.Duration
 	attemptSeq atomic.Uint64
@@ -258,8 +261,6 @@ func (in *paginatedInput) Connect(ctx context.Context) error {
 		return fmt.Errorf("paginated_partitions: no partitions to read in epoch %d of scope %s", m.Epoch, in.cfg.Scope)
 	}
 	in.adoptLocked(m, "connect")
-	if in.leases != nil {
-	}
 	wctx, cancel := context.WithCancel(context.Background())
 	in.stopWorker = cancel
 	in.wctx = wctx
@@ -356,7 +357,14 @@ func (in *paginatedInput) checkAllDoneLocked() {
 	if parked == 0 {
 		in.stopParkedTimerLocked()
 		in.allClosed = true
-		close(in.allDone)
+		// Every partition is complete: the deletions of witnesses still
+		// running finish (each store call has its deadline) before the
+		// input ends, so a run that completes leaves none below its
+		// checkpoints but the last round's.
+		go func() {
+			in.prunes.Wait()
+			close(in.allDone)
+		}()
 		return
 	}
 	if in.cfg.ExitWhenParkedGrace <= 0 || in.parkedTimer != nil {
@@ -423,8 +431,11 @@ func (in *paginatedInput) observePark(cp store.Checkpoint) {
 // observeCheckpoint is called with every checkpoint a partition loads or
 // promotes.
 func (in *paginatedInput) observeCheckpoint(cp store.Checkpoint) {
-	in.observePark(cp)
+	// The deletion first: a checkpoint that completes the last partition
+	// ends the input (observePark), and the input waits only for the
+	// deletions started before.
 	in.maybePrune(cp)
+	in.observePark(cp)
 	in.metrics.generation.Set(int64(cp.Generation), cp.Partition)
 	if k := cp.Watermark.Kind; k == coord.KindInteger || k == coord.KindTimestamp {
 		in.metrics.watermark.Set(cp.Watermark.Int, cp.Partition)
@@ -512,7 +523,7 @@ func (in *paginatedInput) maybePrune(cp store.Checkpoint) {
 		st = &chain.Pruning{Every: in.cfg.PruneEvery}
 		in.pruned[cp.Partition] = st
 	}
-	if in.wctx == nil || in.wctx.Err() != nil {
+	if in.wctx == nil || in.wctx.Err() != nil || in.allClosed {
 		in.mu.Unlock()
 		return
 	}
@@ -523,19 +534,27 @@ func (in *paginatedInput) maybePrune(cp store.Checkpoint) {
 	}
 	ctx := in.wctx
 	in.wg.Add(1)
+	in.prunes.Add(1)
 	in.mu.Unlock()
 	go func() {
 		defer in.wg.Done()
-		n, err := in.store.PruneWitnesses(ctx, cp.Key, below)
-		in.mu.Lock()
-		defer in.mu.Unlock()
-		st.Done(below, err)
-		if err != nil {
-			if ctx.Err() == nil {
-				in.log.Warnf("Partition %s: deleting the witnesses below generation %d failed (retried later): %v", cp.Partition, below, err)
+		defer in.prunes.Done()
+		for {
+			n, err := in.store.PruneWitnesses(ctx, cp.Key, below)
+			in.mu.Lock()
+			next, again := st.Done(below, err)
+			in.mu.Unlock()
+			if err != nil {
+				if ctx.Err() == nil {
+					in.log.Warnf("Partition %s: deleting the witnesses below generation %d failed (retried later): %v", cp.Partition, below, err)
+				}
+				return
 			}
-			return
+			in.metrics.witnessesPruned.Incr(int64(n))
+			if !again || ctx.Err() != nil {
+				return
+			}
+			below = next
 		}
-		in.metrics.witnessesPruned.Incr(int64(n))
 	}()
 }

@@ -685,8 +685,9 @@ func TestStreamPrunesWitnessesBelowTheCheckpoint(t *testing.T) {
 			k := store.Key{Scope: h.scope, Partition: p}
 			cp, err := h.st.LoadCheckpoint(t.Context(), k)
 			require.NoError(t, err)
-			// The last prune may still run as the stream ends: the store
-			// then holds at most the generations of one prune interval.
+			// The input ends after the deletions running (each catches up
+			// with the checkpoints durable meanwhile): the store holds at
+			// most the generations of one prune interval.
 			ws, err := h.st.WitnessesFrom(t.Context(), k, 0)
 			require.NoError(t, err)
 			every := uint64(1)

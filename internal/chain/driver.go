@@ -57,11 +57,16 @@ func (e EndChain) Ends(c uint64) bool { return c <= e.Chain }
 // Pruning is a driver's deletion of the witnesses below a durable
 // generation (checkpoint.witness_cleanup: prune, store.Store.PruneWitnesses):
 // every Every promoted generations, one deletion at a time, beside the
-// partition's worker. The zero Every never prunes.
+// partition's worker. Checkpoints that become durable while a deletion
+// runs are not forgotten: the deletion's Done names the next one they made
+// due, so the deleted range catches up with the checkpoint even when the
+// partition promotes nothing more (a complete partition). The zero Every
+// never prunes.
 type Pruning struct {
 	Every uint64
 
-	below    uint64
+	below    uint64 // witnesses below it are deleted
+	latest   uint64 // the highest durable generation Due was told of
 	inFlight bool
 }
 
@@ -73,19 +78,32 @@ type Pruning struct {
 // offset page must begin with its last event). The simulator found a
 // partition of offset pages that restarted for ever when it was deleted.
 func (p *Pruning) Due(generation uint64) (below uint64, ok bool) {
-	below = max(generation, 2) - 1
-	if p.Every == 0 || p.inFlight || below < p.below+p.Every {
+	p.latest = max(p.latest, generation)
+	if p.inFlight {
+		return 0, false
+	}
+	return p.next()
+}
+
+// next starts the deletion the latest durable generation makes due.
+func (p *Pruning) next() (uint64, bool) {
+	below := max(p.latest, 2) - 1
+	if p.Every == 0 || below < p.below+p.Every {
 		return 0, false
 	}
 	p.inFlight = true
 	return below, true
 }
 
-// Done ends the deletion Due started: below is what it deleted below, err
-// its failure (retried at a later checkpoint).
-func (p *Pruning) Done(below uint64, err error) {
+// Done ends the deletion Due (or an earlier Done) started: below is what
+// it deleted below, err its failure (retried at a later checkpoint). After
+// a success it reports the next deletion due (in flight until its own
+// Done), if checkpoints became durable meanwhile.
+func (p *Pruning) Done(below uint64, err error) (next uint64, ok bool) {
 	p.inFlight = false
-	if err == nil {
-		p.below = max(p.below, below)
+	if err != nil {
+		return 0, false
 	}
+	p.below = max(p.below, below)
+	return p.next()
 }

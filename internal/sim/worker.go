@@ -487,13 +487,20 @@ func (l *lane) doPrune() {
 	below := l.prunes[0]
 	l.prunes = l.prunes[1:]
 	n, err := l.st().PruneWitnesses(bg, l.key, below)
-	l.prune.Done(below, err)
+	next, again := l.prune.Done(below, err)
 	if err != nil {
 		l.note("prune below g%d: %v", below, err)
 		return
 	}
 	l.s.stats.Prunes++
 	l.s.stats.Pruned += n
+	if again {
+		// Checkpoints became durable meanwhile: the next deletion is due
+		// at once, as the input's pruning goroutine runs it.
+		l.prunes = append(l.prunes, next)
+		l.note("pruned %d witnesses below g%d; next below g%d", n, below, next)
+		return
+	}
 	l.note("pruned %d witnesses below g%d", n, below)
 }
 
