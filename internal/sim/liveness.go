@@ -32,7 +32,8 @@ const CheckLiveness Check = "liveness"
 // acknowledges every batch in flight, repairs parked partitions and steps
 // the publishers. It ends when every read partition caught up, or when
 // stallRounds rounds in a row made no progress (no event newly
-// acknowledged, no durable cursor moved forward), or after maxRounds.
+// acknowledged, no durable cursor moved forward since the round before),
+// or after maxRounds.
 const (
 	stallRounds = 150
 	maxRounds   = 20000
@@ -69,15 +70,21 @@ func (s *sim) quiesce(step *int) {
 		w.paused = false
 	}
 	s.record(fmt.Sprintf("#%d quiesce: faults stopped", *step))
-	best, still := s.progress(), 0
+	// Progress is judged against the round before, not the best so far: a
+	// restart from the provider's boundary moves the durable cursor back
+	// (a listing that is not a snapshot restarts from its first key and
+	// walks up to its applied boundary again), and the walk back up is
+	// progress. A partition that loops for ever still fails, at maxRounds.
+	last, still := s.progress(), 0
 	for round := 0; round < maxRounds && still < stallRounds; round++ {
 		if s.caughtUp() == "" && s.settled() == "" {
 			s.splitsSettled()
 			return
 		}
-		if p := s.progress(); p > best {
-			best, still = p, 0
+		if p := s.progress(); p > last {
+			last, still = p, 0
 		} else {
+			last = p
 			still++
 		}
 		s.round(round, step, "quiesce")
