@@ -29,7 +29,7 @@ import (
 	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/e2etest"
-	"github.com/tidemark/tidemark/internal/membership"
+	"github.com/tidemark/tidemark/internal/publish"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/provider/simulated"
 )
@@ -387,7 +387,7 @@ func TestPublisherCountsPartitionsPublishedByAnotherProcess(t *testing.T) {
 		require.NoError(t, err)
 		remote[p] = cp
 	}
-	remotePub := membership.NewPublisher(c.st, c.scope)
+	remotePub := publish.NewPublisher(c.st, c.scope)
 	advanceRemote := func(wm int64) {
 		for p, cp := range remote {
 			next, err := c.st.Promote(ctx, store.Promotion{Key: cp.Key, FromCursor: cp.Cursor, FromGeneration: cp.Generation,

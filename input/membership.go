@@ -13,7 +13,7 @@ package input
 //     balances over the new set).
 //   - awaitParents: a partition with parents waits until each parent that
 //     is still a member is complete (lineage: parents_first).
-//   - publishFrontier: membership.Publisher every frontier_publish_interval,
+//   - publishFrontier: publish.Publisher every frontier_publish_interval,
 //     from this process's promotions (the feed) and the published record
 //     (read incrementally), every checkpoint read once per epoch.
 
@@ -27,6 +27,7 @@ import (
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/frontier"
 	"github.com/tidemark/tidemark/internal/membership"
+	"github.com/tidemark/tidemark/internal/publish"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/provider"
 )
@@ -254,7 +255,7 @@ func (in *paginatedInput) watchMembership(ctx context.Context) {
 }
 
 // publishFrontier keeps the scope's published frontier record up to date
-// with membership.Publisher: every interval it reads the membership epoch
+// with publish.Publisher: every interval it reads the membership epoch
 // (a newer epoch is adopted) and the published record's root (only the
 // shards that changed), applies this process's durable promotions (the
 // in-process feed: the holder of a partition publishes it) and advances
@@ -264,7 +265,7 @@ func (in *paginatedInput) watchMembership(ctx context.Context) {
 func (in *paginatedInput) publishFrontier(ctx context.Context, every time.Duration) {
 	sub := in.feed.Subscribe(in.cfg.Scope)
 	defer sub.Close()
-	pub := membership.NewPublisher(in.store, in.cfg.Scope)
+	pub := publish.NewPublisher(in.store, in.cfg.Scope)
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	publish := func(ctx context.Context) {

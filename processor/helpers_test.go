@@ -16,7 +16,7 @@ import (
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/feed"
 	"github.com/tidemark/tidemark/internal/frontiermeta"
-	"github.com/tidemark/tidemark/internal/membership"
+	"github.com/tidemark/tidemark/internal/publish"
 	"github.com/tidemark/tidemark/internal/store"
 )
 
@@ -113,7 +113,7 @@ func (w writer) tryPromote(p store.Promotion) (store.Checkpoint, error) {
 // membership record there is nothing to publish.
 func (w writer) publish() {
 	w.t.Helper()
-	_, f, _, err := membership.NewPublisher(w.st, w.scope).Round(context.Background())
+	_, f, _, err := publish.NewPublisher(w.st, w.scope).Round(context.Background())
 	if errors.Is(err, store.ErrNoCheckpoint) {
 		return
 	}

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/internal/coord"
-	"github.com/tidemark/tidemark/internal/membership"
+	"github.com/tidemark/tidemark/internal/publish"
 	"github.com/tidemark/tidemark/internal/store"
 )
 
@@ -31,7 +31,7 @@ func TestIdlePublisherRequestsAreIndependentOfPartitions(t *testing.T) {
 		}
 		_, err := s.SwapMembership(ctx, 0, store.Membership{Scope: scope, Epoch: 1, Partitions: names, Proven: true})
 		require.NoError(t, err)
-		pub := membership.NewPublisher(s, scope)
+		pub := publish.NewPublisher(s, scope)
 		_, f, _, err := pub.Round(ctx)
 		require.NoError(t, err)
 		require.Equal(t, coord.Integer(100), f.Scalar)

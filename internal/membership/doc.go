@@ -1,7 +1,9 @@
-// Package membership decides how a scope's membership changes and publishes
-// its combined frontier from durable state. It is the one implementation of
-// both that the paginated_partitions input and the simulator run; it has no
-// Benthos or AWS imports and reads and writes only through store.Store.
+// Package membership decides how a scope's membership changes, from what
+// the provider lists and the durable checkpoints. It is the one
+// implementation that the paginated_partitions input and the simulator run;
+// it has no Benthos or AWS imports and reads and writes only through
+// store.Store. The frontier is published from the membership it writes by
+// package publish.
 //
 // Invariants:
 //
@@ -23,9 +25,4 @@
 //     A child is not read while a parent that is still a member is not
 //     complete (Waiting), so its coordinates cannot enter the frontier
 //     before its parents' are final.
-//   - Publication: the published record is computed from every checkpoint
-//     of the scope in the current epoch (not from one instance's view) and
-//     written by a compare-and-swap on the record's version; no scalar and
-//     no vector entry ever goes down within an epoch (frontier.
-//     NextPublication, store.PublishFrontier).
 package membership

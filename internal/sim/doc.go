@@ -1,7 +1,7 @@
 // Package sim is tidemark's deterministic simulator: it drives the real
 // pure core (internal/witness, internal/frontier), the partition machine
-// (internal/chain), the membership decisions and the frontier publisher
-// (internal/membership) and the real in-memory store (store.MemStore,
+// (internal/chain), the membership decisions (internal/membership) and
+// the frontier publisher (internal/publish) and the real in-memory store (store.MemStore,
 // with store.ResolvePromotion) through seeded
 // schedules of concurrent workers, crashes, store faults, provider
 // misbehaviour and membership changes, and checks an oracle after every
@@ -62,7 +62,7 @@
 //     batches in any order; a crashed worker's batches may still be
 //     acknowledged, only the callback is lost.
 //   - Publishers (one or two; one to three with discovery) are the
-//     product's membership.Publisher over the faulty store: one step runs
+//     product's publish.Publisher over the faulty store: one step runs
 //     Prepare (the membership record, every checkpoint, the published
 //     record, frontier.NextPublication), the publisher's next step Commit
 //     (one PublishFrontier compare-and-swap), so other actors interleave.

@@ -7,12 +7,12 @@ import (
 
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/frontier"
-	"github.com/tidemark/tidemark/internal/membership"
+	"github.com/tidemark/tidemark/internal/publish"
 	"github.com/tidemark/tidemark/internal/store"
 )
 
 // publisher is one instance's frontier publisher: the product's own
-// membership.Publisher over the faulty store. A round is two steps:
+// publish.Publisher over the faulty store. A round is two steps:
 // Prepare (the reads and the decision) at one step, Commit (the one
 // PublishFrontier compare-and-swap) at its next, so that workers, the
 // discoverer and other publishers interleave between them. A crash loses
@@ -26,8 +26,8 @@ import (
 type publisher struct {
 	s       *sim
 	id      int
-	pub     *membership.Publisher
-	pending *membership.Prepared
+	pub     *publish.Publisher
+	pending *publish.Prepared
 }
 
 func (p *publisher) crash() {
@@ -36,7 +36,7 @@ func (p *publisher) crash() {
 
 func (p *publisher) step() string {
 	if p.pub == nil {
-		p.pub = membership.NewPublisher(p.s.st, p.s.scope)
+		p.pub = publish.NewPublisher(p.s.st, p.s.scope)
 		if p.s.variant == PartialView {
 			p.pub.View = func(partition string) bool { return viewHolds(p.id, partition) }
 		}
