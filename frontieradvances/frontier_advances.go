@@ -19,6 +19,7 @@ import (
 
 	"github.com/tidemark/tidemark/internal/frontier"
 	"github.com/tidemark/tidemark/internal/frontiermeta"
+	"github.com/tidemark/tidemark/internal/frontierrec"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/storeconfig"
 )
@@ -138,7 +139,7 @@ func (a *advancesInput) Read(ctx context.Context) (*service.Message, service.Ack
 		if err != nil {
 			return nil, nil, err
 		}
-		cur := f.Snapshot()
+		cur := frontierrec.Snapshot(f)
 		if a.last.Epoch != 0 && cur.Epoch == a.last.Epoch && !frontier.ScalarAdvanced(a.last, cur) {
 			continue
 		}

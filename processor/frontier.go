@@ -30,6 +30,7 @@ import (
 	"github.com/tidemark/tidemark/internal/feed"
 	"github.com/tidemark/tidemark/internal/frontier"
 	"github.com/tidemark/tidemark/internal/frontiermeta"
+	"github.com/tidemark/tidemark/internal/frontierrec"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/storeconfig"
 )
@@ -299,7 +300,7 @@ func (p *frontierProcessor) refreshMembership(ctx context.Context) error {
 	if p.tracker != nil && m.Epoch == p.membership.Epoch && configured == p.configured {
 		return nil
 	}
-	t, err := frontier.NewTrackerFor(m.FrontierMembership())
+	t, err := frontier.NewTrackerFor(frontierrec.Membership(m))
 	if err != nil {
 		return fmt.Errorf("partition_frontier: membership epoch %d: %w", m.Epoch, err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/frontier"
+	"github.com/tidemark/tidemark/internal/frontierrec"
 	"github.com/tidemark/tidemark/internal/store"
 )
 
@@ -64,7 +65,7 @@ func DecideIncarnation(in PlanInput, ch IncarnationChange) Plan {
 	if in.Published.Epoch == cur.Epoch {
 		published = in.Published.Scalar
 	}
-	next := frontier.PlanChange(cur.FrontierMembership(), published, nil, nil)
+	next := frontier.PlanChange(frontierrec.Membership(cur), published, nil, nil)
 	unproven := append(slices.Clone(next.Unproven), ch.Partition)
 	slices.Sort(unproven)
 	incs := carriedIncarnations(cur, unproven)

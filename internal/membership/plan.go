@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/frontier"
+	"github.com/tidemark/tidemark/internal/frontierrec"
 	"github.com/tidemark/tidemark/internal/store"
 )
 
@@ -251,7 +252,7 @@ func Decide(in PlanInput) Plan {
 			}
 		}
 	}
-	next := frontier.PlanChange(cur.FrontierMembership(), published, adds, removes)
+	next := frontier.PlanChange(frontierrec.Membership(cur), published, adds, removes)
 	for _, p := range pendingOffered {
 		if !slices.Contains(next.Unproven, p) {
 			plan.Settled = append(plan.Settled, p)

@@ -28,6 +28,7 @@ import (
 
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/frontier"
+	"github.com/tidemark/tidemark/internal/frontierrec"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/witness"
 )
@@ -115,7 +116,7 @@ func ReadStatus(ctx context.Context, st store.Store, scope string) (Status, erro
 	s.Epoch, s.Proven, s.Membership = m.Epoch, m.Proven, m.Partitions
 	s.MembershipRepairs = m.Repairs
 	if len(m.Partitions) > 0 {
-		t, err := frontier.NewTrackerFor(m.FrontierMembership())
+		t, err := frontier.NewTrackerFor(frontierrec.Membership(m))
 		if err != nil {
 			return s, err
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/frontier"
+	"github.com/tidemark/tidemark/internal/frontierrec"
 	"github.com/tidemark/tidemark/internal/store"
 )
 
@@ -97,7 +98,7 @@ func (p *Publisher) Prepare(ctx context.Context) (Prepared, error) {
 		}
 	}
 	if p.tracker == nil || m.Epoch != p.tracker.Epoch() {
-		t, err := frontier.NewTrackerFor(m.FrontierMembership())
+		t, err := frontier.NewTrackerFor(frontierrec.Membership(m))
 		if err != nil {
 			return Prepared{}, fmt.Errorf("epoch %d cannot be tracked: %w", m.Epoch, err)
 		}
@@ -135,9 +136,9 @@ func (p *Publisher) Prepare(ctx context.Context) (Prepared, error) {
 	// compared as computed, a list longer than the cap would differ from
 	// the stored record in every round, and every instance would write it
 	// again every round.
-	stored := store.FrontierRecord(p.scope, out.Snapshot).Snapshot()
-	if pub, ok := frontier.NextPublication(f.Snapshot(), stored); ok {
-		next := store.FrontierRecord(p.scope, pub)
+	stored := frontierrec.Snapshot(frontierrec.Record(p.scope, out.Snapshot))
+	if pub, ok := frontier.NextPublication(frontierrec.Snapshot(f), stored); ok {
+		next := frontierrec.Record(p.scope, pub)
 		out.Next = &next
 	}
 	return out, nil
@@ -158,7 +159,7 @@ func (p *Publisher) Commit(ctx context.Context, r Prepared) (store.Frontier, boo
 		}
 		return store.Frontier{}, false, err
 	}
-	return f, frontier.ScalarAdvanced(r.prev.Snapshot(), f.Snapshot()), nil
+	return f, frontier.ScalarAdvanced(frontierrec.Snapshot(r.prev), frontierrec.Snapshot(f)), nil
 }
 
 // Round is Prepare then Commit.

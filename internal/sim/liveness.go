@@ -8,6 +8,7 @@ import (
 
 	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/frontier"
+	"github.com/tidemark/tidemark/internal/frontierrec"
 	"github.com/tidemark/tidemark/internal/membership"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/witness"
@@ -156,7 +157,7 @@ func (s *sim) settled() string {
 	if err != nil {
 		return err.Error()
 	}
-	t, err := frontier.NewTrackerFor(m.FrontierMembership())
+	t, err := frontier.NewTrackerFor(frontierrec.Membership(m))
 	if err != nil {
 		return err.Error()
 	}
@@ -169,12 +170,12 @@ func (s *sim) settled() string {
 	}
 	// In the form the store keeps it (held-by list capped), as the
 	// publisher compares it.
-	truth := store.FrontierRecord(s.scope, t.Frontier()).Snapshot()
+	truth := frontierrec.Snapshot(frontierrec.Record(s.scope, t.Frontier()))
 	f, err := s.mem.LoadFrontier(bg, s.scope)
 	if err != nil && !errors.Is(err, store.ErrNoCheckpoint) {
 		return err.Error()
 	}
-	if _, lags := frontier.NextPublication(f.Snapshot(), truth); lags {
+	if _, lags := frontier.NextPublication(frontierrec.Snapshot(f), truth); lags {
 		return fmt.Sprintf("the published frontier (%s) lags what every checkpoint of the epoch gives (%s)", describeFrontier(f), truth)
 	}
 	return ""

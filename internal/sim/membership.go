@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/tidemark/tidemark/internal/frontier"
+	"github.com/tidemark/tidemark/internal/frontierrec"
 	"github.com/tidemark/tidemark/internal/membership"
 	"github.com/tidemark/tidemark/internal/store"
 )
@@ -89,7 +90,7 @@ func (c *coordinator) step(op Op) string {
 		}
 		removes = append(removes, r)
 	}
-	next := frontier.PlanChange(cur.FrontierMembership(), published, adds, removes)
+	next := frontier.PlanChange(frontierrec.Membership(cur), published, adds, removes)
 	var lineage map[string][]string
 	for _, name := range next.Partitions {
 		if ps := cur.Parents[name]; len(ps) > 0 {

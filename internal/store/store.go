@@ -1,8 +1,11 @@
 // Package store is the port between tidemark's pure core and durable
 // storage: per-partition checkpoints, response witnesses with their receipts,
 // the membership record and the published frontier. DynamoDB (package
-// cache) and the in-memory twin (MemStore, this package) implement it, and
-// both must pass the contract suite in package storetest.
+// internal/dynamostore) and the in-memory twin (MemStore, this package)
+// implement it, and both must pass the contract suite in package
+// storetest. It imports no core package but the types it stores (coord,
+// witness); internal/frontierrec converts its records to the frontier
+// core's values.
 //
 // Invariants every implementation keeps:
 //   - Fencing. Every write of progress is conditional on the state the writer
