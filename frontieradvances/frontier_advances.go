@@ -133,7 +133,7 @@ func (a *advancesInput) Read(ctx context.Context) (*service.Message, service.Ack
 			a.cache = store.NewFrontierCache(a.st, a.scope)
 		}
 		f, _, err := a.cache.Refresh(ctx)
-		if errors.Is(err, store.ErrNoCheckpoint) {
+		if errors.Is(err, store.ErrNotFound) {
 			continue
 		}
 		if err != nil {

@@ -173,7 +173,7 @@ func (in *paginatedInput) awaitParents(ctx context.Context, name string) bool {
 			switch {
 			case err == nil:
 				cps = append(cps, cp)
-			case !errors.Is(err, store.ErrNoCheckpoint):
+			case !errors.Is(err, store.ErrNotFound):
 				readable = false
 				in.log.Debugf("Partition %s: cannot read the checkpoint of its parent %s: %v", name, p, err)
 			}

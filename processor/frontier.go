@@ -288,7 +288,7 @@ func (p *frontierProcessor) refreshMembership(ctx context.Context) error {
 	m, err := p.members.Load(ctx)
 	configured := false
 	switch {
-	case errors.Is(err, store.ErrNoCheckpoint):
+	case errors.Is(err, store.ErrNotFound):
 		if len(p.cfg.Partitions) == 0 {
 			return fmt.Errorf("partition_frontier: scope %s has no membership record and no partitions are configured", p.cfg.Scope)
 		}

@@ -114,7 +114,7 @@ func (w writer) tryPromote(p store.Promotion) (store.Checkpoint, error) {
 func (w writer) publish() {
 	w.t.Helper()
 	_, f, _, err := publish.NewPublisher(w.st, w.scope).Round(context.Background())
-	if errors.Is(err, store.ErrNoCheckpoint) {
+	if errors.Is(err, store.ErrNotFound) {
 		return
 	}
 	require.NoError(w.t, err)
@@ -162,7 +162,7 @@ func durableMin(t *testing.T, st store.Store, scope string, parts []string) (int
 	var lo int64
 	for i, part := range parts {
 		cp, err := st.LoadCheckpoint(context.Background(), store.Key{Scope: scope, Partition: part})
-		if errors.Is(err, store.ErrNoCheckpoint) {
+		if errors.Is(err, store.ErrNotFound) {
 			return 0, false
 		}
 		require.NoError(t, err)

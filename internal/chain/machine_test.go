@@ -375,7 +375,7 @@ func (h *harness) config(d *datadriven.TestData) {
 		// The worker starts once its instance claimed the lease (on the
 		// checkpoint, created first when there is none).
 		cp, err := h.mem.LoadCheckpoint(ctx, key)
-		if errors.Is(err, store.ErrNoCheckpoint) {
+		if errors.Is(err, store.ErrNotFound) {
 			cp, err = h.mem.CreateCheckpoint(ctx, store.Checkpoint{Key: key, Cursor: cfg.StartCursor, Generation: 1, Epoch: 1})
 		}
 		if err == nil {

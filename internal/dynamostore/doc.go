@@ -10,7 +10,7 @@
 //     DynamoDB Local or dynalite; Region defaults to the chain's.
 //  2. Use it through store.Store. Branch on store.ErrFenced (a lost race or a
 //     refused regression: *store.FenceError carries the winner, read back
-//     with a consistent read), store.ErrNoCheckpoint and store.ErrInvalid.
+//     with a consistent read), store.ErrNotFound and store.ErrInvalid.
 //  3. Treat any other error from a write as "outcome unknown": the SDK
 //     already retried throttling, 5xx and transport errors with bounded
 //     back-off, so the request may have been applied with its response lost.

@@ -238,7 +238,7 @@ func (s *DynamoStore) LoadCheckpoint(ctx context.Context, k store.Key) (store.Ch
 		return store.Checkpoint{}, err
 	}
 	if c == nil {
-		return store.Checkpoint{}, fmt.Errorf("%w: %s", store.ErrNoCheckpoint, k)
+		return store.Checkpoint{}, fmt.Errorf("%w: no checkpoint for %s", store.ErrNotFound, k)
 	}
 	return *c, nil
 }
@@ -665,7 +665,7 @@ func (s *DynamoStore) RecordReceipt(ctx context.Context, k store.Key, generation
 		return s.wrap("record receipt: reading the witness of", k, err)
 	}
 	if it == nil {
-		return fmt.Errorf("%w: no witness %s at generation %d of %s", store.ErrNoCheckpoint, attempt, generation, k)
+		return fmt.Errorf("%w: no witness %s at generation %d of %s", store.ErrNotFound, attempt, generation, k)
 	}
 	events, _, err := getU(it, attrNEvents)
 	if err != nil {
@@ -705,7 +705,7 @@ func (s *DynamoStore) SetDisposition(ctx context.Context, k store.Key, generatio
 		return s.wrap("set disposition: reading the witness of", k, err)
 	}
 	if it == nil {
-		return fmt.Errorf("%w: no witness %s at generation %d of %s", store.ErrNoCheckpoint, attempt, generation, k)
+		return fmt.Errorf("%w: no witness %s at generation %d of %s", store.ErrNotFound, attempt, generation, k)
 	}
 	ds, err := getS(it, attrDisp)
 	if err != nil {

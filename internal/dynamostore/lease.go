@@ -98,7 +98,7 @@ func (s *DynamoStore) writeLease(ctx context.Context, k store.Key, op string, wa
 		case w != nil && w.Lease == next:
 			return *w, nil
 		case w == nil && readErr == "":
-			return store.Checkpoint{}, fmt.Errorf("%w: %s (a lease lives on the checkpoint: create it first)", store.ErrNoCheckpoint, k)
+			return store.Checkpoint{}, fmt.Errorf("%w: no checkpoint for %s (a lease lives on the checkpoint: create it first)", store.ErrNotFound, k)
 		case w == nil:
 			return store.Checkpoint{}, &store.FenceError{Key: k, Op: op, Reason: fmt.Sprintf("the stored lease is not %s%s", want, readErr)}
 		}

@@ -191,7 +191,7 @@ func (s *DynamoStore) LoadMembership(ctx context.Context, scope string) (store.M
 			return store.Membership{}, s.wrap("load membership of", name(scope), err)
 		}
 		if it == nil {
-			return store.Membership{}, fmt.Errorf("%w: no membership record for scope %s", store.ErrNoCheckpoint, scope)
+			return store.Membership{}, fmt.Errorf("%w: no membership record for scope %s", store.ErrNotFound, scope)
 		}
 		if _, paged := it[attrPages]; !paged {
 			return decodeMembership(scope, it)
@@ -226,7 +226,7 @@ func (s *DynamoStore) MembershipEpoch(ctx context.Context, scope string) (uint64
 		return 0, s.wrap("load membership epoch of", name(scope), err)
 	}
 	if out.Item == nil {
-		return 0, fmt.Errorf("%w: no membership record for scope %s", store.ErrNoCheckpoint, scope)
+		return 0, fmt.Errorf("%w: no membership record for scope %s", store.ErrNotFound, scope)
 	}
 	e, _, err := getU(out.Item, attrEpoch)
 	return e, err

@@ -196,7 +196,7 @@ func (s *DynamoStore) LoadFrontierHead(ctx context.Context, scope string) (store
 		return store.FrontierHead{}, s.wrap("load frontier of", name(scope), err)
 	}
 	if it == nil {
-		return store.FrontierHead{}, fmt.Errorf("%w: no published frontier for scope %s", store.ErrNoCheckpoint, scope)
+		return store.FrontierHead{}, fmt.Errorf("%w: no published frontier for scope %s", store.ErrNotFound, scope)
 	}
 	return decodeFrontierHead(scope, it)
 }
@@ -355,7 +355,7 @@ func (s *DynamoStore) PublishFrontier(ctx context.Context, prev, next store.Fron
 	if isConditionFailed(err) {
 		h, err := s.LoadFrontierHead(ctx, next.Scope)
 		switch {
-		case errors.Is(err, store.ErrNoCheckpoint):
+		case errors.Is(err, store.ErrNotFound):
 			return store.Frontier{}, store.FrontierFence(next.Scope, nil)
 		case err != nil:
 			return store.Frontier{}, &store.FenceError{Key: store.Key{Scope: next.Scope}, Op: "publish frontier", Reason: fmt.Sprintf("the published frontier changed (reading it failed: %v)", err)}

@@ -267,7 +267,7 @@ func testPollingExample(t *testing.T, ex pollingExample) {
 		t.Fatal(err)
 	}
 	cp, err := st.LoadCheckpoint(context.Background(), store.Key{Scope: ex.scope, Partition: ex.partition})
-	if err != nil && !errors.Is(err, store.ErrNoCheckpoint) {
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		t.Fatal(err)
 	}
 	if cp.Parked != "" || cp.Generation <= 1 {

@@ -166,7 +166,7 @@ func checkpoints(t *testing.T, st store.Store) map[string]store.Checkpoint {
 	out := map[string]store.Checkpoint{}
 	for _, p := range partitions {
 		cp, err := st.LoadCheckpoint(context.Background(), store.Key{Scope: "e2e-kill", Partition: p})
-		if err != nil && !errors.Is(err, store.ErrNoCheckpoint) {
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("checkpoint of %s: %v", p, err)
 		}
 		out[p] = cp

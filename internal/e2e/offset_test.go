@@ -168,7 +168,7 @@ func (r *offsetRun) requireNoScalarFrontier(t *testing.T) {
 	t.Helper()
 	f, err := r.store(t).LoadFrontier(context.Background(), r.scope)
 	if err != nil {
-		require.ErrorIs(t, err, store.ErrNoCheckpoint)
+		require.ErrorIs(t, err, store.ErrNotFound)
 		return
 	}
 	assert.True(t, f.Scalar.IsZero(), "no scalar frontier: %+v", f)

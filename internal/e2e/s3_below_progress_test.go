@@ -135,7 +135,7 @@ func TestS3ListingNoScalarFrontierCoversAKeyWrittenBelowItsProgress(t *testing.T
 				t.Fatal(err)
 			}
 			published, err := st.LoadFrontier(context.Background(), "s3-listing")
-			if err != nil && !errors.Is(err, store.ErrNoCheckpoint) {
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
 				t.Fatal(err)
 			}
 			covering := 0

@@ -288,7 +288,7 @@ func Read(ctx context.Context, st store.Store, scope string, want []Member, fres
 	switch {
 	case err == nil:
 		in.Current, in.HasCurrent = cur, true
-	case !errors.Is(err, store.ErrNoCheckpoint):
+	case !errors.Is(err, store.ErrNotFound):
 		return in, err
 	}
 	if in.Checkpoints, err = st.ListCheckpoints(ctx, scope); err != nil {
@@ -298,7 +298,7 @@ func Read(ctx context.Context, st store.Store, scope string, want []Member, fres
 	switch {
 	case err == nil:
 		in.Published = f
-	case !errors.Is(err, store.ErrNoCheckpoint):
+	case !errors.Is(err, store.ErrNotFound):
 		return in, err
 	}
 	return in, nil

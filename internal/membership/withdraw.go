@@ -53,14 +53,14 @@ func PlanWithdraw(cur store.Membership, published store.Frontier, partition, rea
 func Withdraw(ctx context.Context, st store.Store, scope, partition, reason string) (store.Membership, bool, error) {
 	for try := 0; ; try++ {
 		cur, err := st.LoadMembership(ctx, scope)
-		if errors.Is(err, store.ErrNoCheckpoint) {
+		if errors.Is(err, store.ErrNotFound) {
 			return store.Membership{}, false, nil
 		}
 		if err != nil {
 			return store.Membership{}, false, err
 		}
 		published, err := st.LoadFrontier(ctx, scope)
-		if err != nil && !errors.Is(err, store.ErrNoCheckpoint) {
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return store.Membership{}, false, err
 		}
 		next, changed := PlanWithdraw(cur, published, partition, reason)

@@ -265,7 +265,7 @@ func TestPlanUnpark(t *testing.T) {
 	_, err = PlanUnpark(ctx, st, key("p1"), Options{})
 	assert.ErrorContains(t, err, "ops/p1 is not parked")
 	_, err = PlanUnpark(ctx, st, key("nope"), Options{})
-	assert.ErrorIs(t, err, store.ErrNoCheckpoint)
+	assert.ErrorIs(t, err, store.ErrNotFound)
 }
 
 func TestPlanUnparkLosesWhenStateChanged(t *testing.T) {
@@ -321,7 +321,7 @@ func TestPlanRestart(t *testing.T) {
 	_, err = PlanRestart(ctx, st, key("p2"), make([]byte, store.MaxCursorBytes+1), Options{})
 	assert.ErrorIs(t, err, store.ErrInvalid)
 	_, err = PlanRestart(ctx, st, key("nope"), nil, Options{})
-	assert.ErrorIs(t, err, store.ErrNoCheckpoint)
+	assert.ErrorIs(t, err, store.ErrNotFound)
 }
 
 func TestPlanRestartLosesWhenStateChanged(t *testing.T) {
@@ -385,7 +385,7 @@ func TestPlanAdvanceEpoch(t *testing.T) {
 	ctx := context.Background()
 	st := store.NewMemStore()
 	_, err := PlanAdvanceEpoch(ctx, st, scope, coord.Integer(90), Options{})
-	assert.ErrorIs(t, err, store.ErrNoCheckpoint, "no membership record to advance")
+	assert.ErrorIs(t, err, store.ErrNotFound, "no membership record to advance")
 
 	unproven := store.Membership{Scope: scope, Epoch: 2, Partitions: []string{"p0", "p1", "p2"}, Cutover: coord.Integer(80),
 		Reason: "add p2: no proof of coverage", Unproven: []string{"p2"}}

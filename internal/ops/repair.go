@@ -433,7 +433,7 @@ func cutoverRefusals(ctx context.Context, st store.Store, m store.Membership, cu
 	}
 	f, err := st.LoadFrontier(ctx, m.Scope)
 	switch {
-	case errors.Is(err, store.ErrNoCheckpoint):
+	case errors.Is(err, store.ErrNotFound):
 		f = store.Frontier{}
 	case err != nil:
 		return nil, fmt.Errorf("reading the published frontier of %s: %w", m.Scope, err)

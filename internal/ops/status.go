@@ -105,7 +105,7 @@ func ReadStatus(ctx context.Context, st store.Store, scope string) (Status, erro
 	slices.SortFunc(cps, func(a, b store.Checkpoint) int { return strings.Compare(a.Partition, b.Partition) })
 	m, err := st.LoadMembership(ctx, scope)
 	switch {
-	case errors.Is(err, store.ErrNoCheckpoint):
+	case errors.Is(err, store.ErrNotFound):
 		m = store.Membership{Scope: scope, Epoch: 1, Proven: true}
 		for _, cp := range cps {
 			m.Partitions = append(m.Partitions, cp.Partition)

@@ -219,7 +219,7 @@ func (l *lane) leaseStep() bool {
 	}
 	cp, err := l.st().LoadCheckpoint(bg, l.key)
 	switch {
-	case errors.Is(err, store.ErrNoCheckpoint):
+	case errors.Is(err, store.ErrNotFound):
 		l.create = true
 		l.note("no checkpoint to hold a lease on")
 		return true

@@ -172,7 +172,7 @@ func (s *sim) settled() string {
 	// publisher compares it.
 	truth := frontierrec.Snapshot(frontierrec.Record(s.scope, t.Frontier()))
 	f, err := s.mem.LoadFrontier(bg, s.scope)
-	if err != nil && !errors.Is(err, store.ErrNoCheckpoint) {
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err.Error()
 	}
 	if _, lags := frontier.NextPublication(frontierrec.Snapshot(f), truth); lags {

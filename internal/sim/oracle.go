@@ -289,7 +289,7 @@ func (o *oracle) check() {
 			continue
 		}
 		cp, err := s.mem.LoadCheckpoint(bg, store.Key{Scope: s.scope, Partition: p.name})
-		if errors.Is(err, store.ErrNoCheckpoint) {
+		if errors.Is(err, store.ErrNotFound) {
 			continue
 		}
 		if err != nil {
@@ -582,7 +582,7 @@ func (o *oracle) vectorEntry(f store.Frontier, name string, w coord.Watermark) {
 func (o *oracle) frontier() {
 	s := o.s
 	f, err := s.mem.LoadFrontier(bg, s.scope)
-	if errors.Is(err, store.ErrNoCheckpoint) {
+	if errors.Is(err, store.ErrNotFound) {
 		return
 	}
 	if err != nil {

@@ -178,7 +178,7 @@ func (s *MemStore) swapLease(k Key, op string, want, next Lease) (Checkpoint, er
 	defer s.mu.Unlock()
 	c, ok := s.checkpoints[k]
 	if !ok {
-		return Checkpoint{}, fmt.Errorf("%w: %s (a lease lives on the checkpoint: create it first)", ErrNoCheckpoint, k)
+		return Checkpoint{}, fmt.Errorf("%w: no checkpoint for %s (a lease lives on the checkpoint: create it first)", ErrNotFound, k)
 	}
 	if c.Lease == next {
 		return cloneCheckpoint(c), nil

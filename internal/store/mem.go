@@ -62,7 +62,7 @@ func (s *MemStore) LoadCheckpoint(_ context.Context, k Key) (Checkpoint, error) 
 	defer s.mu.Unlock()
 	c, ok := s.checkpoints[k]
 	if !ok {
-		return Checkpoint{}, fmt.Errorf("%w: %s", ErrNoCheckpoint, k)
+		return Checkpoint{}, fmt.Errorf("%w: no checkpoint for %s", ErrNotFound, k)
 	}
 	return cloneCheckpoint(c), nil
 }
@@ -236,7 +236,7 @@ func (s *MemStore) RecordReceipt(_ context.Context, k Key, generation uint64, at
 	w, ok := s.witnesses[ref]
 	switch {
 	case !ok:
-		return fmt.Errorf("%w: no witness %s at generation %d of %s", ErrNoCheckpoint, attempt, generation, k)
+		return fmt.Errorf("%w: no witness %s at generation %d of %s", ErrNotFound, attempt, generation, k)
 	case ackedThrough > len(w.Events):
 		return fmt.Errorf("%w: acked through %d of a witness of %d events", ErrInvalid, ackedThrough, len(w.Events))
 	case ackedThrough > w.AckedThrough:
@@ -258,7 +258,7 @@ func (s *MemStore) SetDisposition(_ context.Context, k Key, generation uint64, a
 	w, ok := s.witnesses[ref]
 	switch {
 	case !ok:
-		return fmt.Errorf("%w: no witness %s at generation %d of %s", ErrNoCheckpoint, attempt, generation, k)
+		return fmt.Errorf("%w: no witness %s at generation %d of %s", ErrNotFound, attempt, generation, k)
 	case w.Disposition == witness.Pending:
 		w.Disposition = d
 		s.witnesses[ref] = w
@@ -296,7 +296,7 @@ func (s *MemStore) LoadMembership(_ context.Context, scope string) (Membership, 
 	defer s.mu.Unlock()
 	m, ok := s.members[scope]
 	if !ok {
-		return Membership{}, fmt.Errorf("%w: no membership record for scope %s", ErrNoCheckpoint, scope)
+		return Membership{}, fmt.Errorf("%w: no membership record for scope %s", ErrNotFound, scope)
 	}
 	return cloneMembership(m), nil
 }
@@ -368,7 +368,7 @@ func (s *MemStore) LoadFrontier(_ context.Context, scope string) (Frontier, erro
 	defer s.mu.Unlock()
 	f, ok := s.frontiers[scope]
 	if !ok {
-		return Frontier{}, fmt.Errorf("%w: no published frontier for scope %s", ErrNoCheckpoint, scope)
+		return Frontier{}, fmt.Errorf("%w: no published frontier for scope %s", ErrNotFound, scope)
 	}
 	return cloneFrontier(f), nil
 }

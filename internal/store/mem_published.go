@@ -54,7 +54,7 @@ func (s *MemStore) LoadFrontierHead(_ context.Context, scope string) (FrontierHe
 	defer s.mu.Unlock()
 	f, ok := s.frontiers[scope]
 	if !ok {
-		return FrontierHead{}, fmt.Errorf("%w: no published frontier for scope %s", ErrNoCheckpoint, scope)
+		return FrontierHead{}, fmt.Errorf("%w: no published frontier for scope %s", ErrNotFound, scope)
 	}
 	h := FrontierHead{Frontier: cloneFrontier(f), Shards: slices.Clone(s.shardVersions[scope])}
 	h.Vector = nil
@@ -99,7 +99,7 @@ func (s *MemStore) MembershipEpoch(_ context.Context, scope string) (uint64, err
 	defer s.mu.Unlock()
 	m, ok := s.members[scope]
 	if !ok {
-		return 0, fmt.Errorf("%w: no membership record for scope %s", ErrNoCheckpoint, scope)
+		return 0, fmt.Errorf("%w: no membership record for scope %s", ErrNotFound, scope)
 	}
 	return m.Epoch, nil
 }

@@ -88,7 +88,7 @@ type FrontierHead struct {
 // frontier in shards: the reads that make publication follow change.
 type ShardedFrontier interface {
 	// LoadFrontierHead reads the root record only (one read), or
-	// ErrNoCheckpoint.
+	// ErrNotFound.
 	LoadFrontierHead(ctx context.Context, scope string) (FrontierHead, error)
 	// LoadFrontierShards reads the listed shards of epoch (absent shards
 	// come back empty at version 0).
@@ -182,7 +182,7 @@ func NewFrontierCache(st Store, scope string) *FrontierCache {
 func (c *FrontierCache) Reset() { c.loaded, c.vec, c.head = false, nil, FrontierHead{} }
 
 // Refresh reads the record and returns it whole (Vector included), and
-// whether anything changed since the last Refresh. ErrNoCheckpoint when
+// whether anything changed since the last Refresh. ErrNotFound when
 // none is published.
 func (c *FrontierCache) Refresh(ctx context.Context) (Frontier, bool, error) {
 	sf, ok := shardedOf(c.st)
@@ -264,7 +264,7 @@ func (c *FrontierCache) current() Frontier {
 }
 
 // IsNotPublished reports whether err says no frontier is published.
-func IsNotPublished(err error) bool { return errors.Is(err, ErrNoCheckpoint) }
+func IsNotPublished(err error) bool { return errors.Is(err, ErrNotFound) }
 
 // MembershipEpochReader is implemented by stores that can read the epoch
 // of the membership record alone (one small read, whatever the number of
@@ -290,7 +290,7 @@ func NewMembershipCache(st Store, scope string) *MembershipCache {
 	return &MembershipCache{st: st, scope: scope}
 }
 
-// Load returns the current membership record, or ErrNoCheckpoint.
+// Load returns the current membership record, or ErrNotFound.
 func (c *MembershipCache) Load(ctx context.Context) (Membership, error) {
 	if r, ok := epochReaderOf(c.st); ok && c.ok {
 		e, err := r.MembershipEpoch(ctx, c.scope)

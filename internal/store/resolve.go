@@ -24,7 +24,7 @@ import (
 //     stored, the checkpoint's promoted witness says it).
 //
 // err is non-nil only when the checkpoint could not be read
-// (ErrNoCheckpoint or a transport failure): the outcome is still unknown;
+// (ErrNotFound or a transport failure): the outcome is still unknown;
 // call again later.
 func ResolvePromotion(ctx context.Context, s Store, p Promotion) (Checkpoint, bool, error) {
 	cp, err := s.LoadCheckpoint(ctx, p.Key)

@@ -269,7 +269,7 @@ type Frontier struct {
 // failed write as unknown and resolve it by reading.
 type Store interface {
 	// LoadCheckpoint returns the checkpoint with a consistent read, or
-	// ErrNoCheckpoint.
+	// ErrNotFound.
 	LoadCheckpoint(ctx context.Context, k Key) (Checkpoint, error)
 	// CreateCheckpoint writes the first checkpoint of a partition (its
 	// Generation must be 1) only if none exists. When one exists it returns
@@ -303,7 +303,7 @@ type Store interface {
 	// conditional write on the checkpoint record that changes only its
 	// lease, and strictly increases the lease counter. A lost condition
 	// returns *FenceError with the winner; a missing checkpoint returns
-	// ErrNoCheckpoint (the lease lives on the checkpoint: create it
+	// ErrNotFound (the lease lives on the checkpoint: create it
 	// first). When the stored lease already is the write's exact result
 	// (the repeat of an applied write whose response was lost), the stored
 	// checkpoint is returned instead of a fence.
@@ -345,10 +345,10 @@ type Store interface {
 	// SetDisposition moves a witness from Pending to Promoted or Abandoned.
 	// Promoted and Abandoned are final: any other transition returns
 	// ErrFenced; setting the state the witness already has returns nil.
-	// A missing witness returns ErrNoCheckpoint.
+	// A missing witness returns ErrNotFound.
 	SetDisposition(ctx context.Context, k Key, generation uint64, attempt string, d witness.Disposition) error
 
-	// LoadMembership returns the membership record, or ErrNoCheckpoint.
+	// LoadMembership returns the membership record, or ErrNotFound.
 	LoadMembership(ctx context.Context, scope string) (Membership, error)
 	// SwapMembership writes next if the stored epoch equals prevEpoch (0:
 	// none stored). next.Epoch must be greater than prevEpoch.
@@ -371,7 +371,7 @@ type Store interface {
 	// when none was ever requested).
 	DiscoveryRequests(ctx context.Context, scope string) (uint64, error)
 
-	// LoadFrontier returns the published frontier, or ErrNoCheckpoint.
+	// LoadFrontier returns the published frontier, or ErrNotFound.
 	LoadFrontier(ctx context.Context, scope string) (Frontier, error)
 	// PublishFrontier writes next, with Version prev.Version+1, if the
 	// stored record is still prev (same version, epoch and scalar; zero
@@ -382,8 +382,10 @@ type Store interface {
 }
 
 var (
-	// ErrNoCheckpoint is returned by the Load methods when nothing is stored.
-	ErrNoCheckpoint = errors.New("store: no checkpoint")
+	// ErrNotFound is the one "absent" error of every store: no checkpoint,
+	// no witness, no membership record, no published frontier. The error
+	// wrapping it says which record of which key or scope was absent.
+	ErrNotFound = errors.New("store: not found")
 	// ErrFenced is the sentinel every *FenceError unwraps to: a conditional
 	// write lost to another writer or refused a regression.
 	ErrFenced = errors.New("store: fenced")

@@ -21,7 +21,7 @@ func Do(ctx context.Context, st store.Store, a chain.Action) (in chain.Input, ok
 	switch a := a.(type) {
 	case chain.Load:
 		cp, err := st.LoadCheckpoint(ctx, a.Key)
-		if errors.Is(err, store.ErrNoCheckpoint) {
+		if errors.Is(err, store.ErrNotFound) {
 			cp, err = st.CreateCheckpoint(ctx, a.Create)
 			var fe *store.FenceError
 			if errors.As(err, &fe) && fe.Winner != nil {

@@ -17,12 +17,16 @@ import (
 )
 
 func testLoadMissing(t *testing.T, s store.Store) {
+	// One sentinel for every absent record; the error names the record.
 	_, err := s.LoadCheckpoint(ctx(t), key)
-	require.ErrorIs(t, err, store.ErrNoCheckpoint)
+	require.ErrorIs(t, err, store.ErrNotFound)
+	require.ErrorContains(t, err, "no checkpoint for "+key.String())
 	_, err = s.LoadMembership(ctx(t), key.Scope)
-	require.ErrorIs(t, err, store.ErrNoCheckpoint)
+	require.ErrorIs(t, err, store.ErrNotFound)
+	require.ErrorContains(t, err, "no membership record for scope "+key.Scope)
 	_, err = s.LoadFrontier(ctx(t), key.Scope)
-	require.ErrorIs(t, err, store.ErrNoCheckpoint)
+	require.ErrorIs(t, err, store.ErrNotFound)
+	require.ErrorContains(t, err, "no published frontier for scope "+key.Scope)
 	ws, err := s.Witnesses(ctx(t), key, 1)
 	require.NoError(t, err)
 	require.Empty(t, ws)
@@ -62,7 +66,7 @@ func testCreateRequiresGenerationOne(t *testing.T, s store.Store) {
 		require.ErrorIs(t, err, store.ErrInvalid, "generation %d", g)
 	}
 	_, err := s.LoadCheckpoint(ctx(t), key)
-	require.ErrorIs(t, err, store.ErrNoCheckpoint)
+	require.ErrorIs(t, err, store.ErrNotFound)
 }
 
 // Two writers race to create the first checkpoint: exactly one wins and the
@@ -501,7 +505,7 @@ func testLostResponse(t *testing.T, s store.Store) {
 	t.Run("unreadable", func(t *testing.T) {
 		p := promotion(store.Checkpoint{Key: store.Key{Scope: key.Scope, Partition: "never-created"}, Cursor: []byte("C0"), Generation: 1}, "C1", "w")
 		_, applied, err := store.ResolvePromotion(ctx(t), ro(t), p)
-		require.ErrorIs(t, err, store.ErrNoCheckpoint)
+		require.ErrorIs(t, err, store.ErrNotFound)
 		require.False(t, applied)
 	})
 
@@ -814,7 +818,7 @@ func testKeysDoNotCollide(t *testing.T, s store.Store) {
 	require.NoError(t, err)
 	require.Equal(t, f, gotF)
 	_, err = s.LoadMembership(ctx(t), "a#b")
-	require.ErrorIs(t, err, store.ErrNoCheckpoint)
+	require.ErrorIs(t, err, store.ErrNotFound)
 	list, err := s.ListCheckpoints(ctx(t), "a")
 	require.NoError(t, err)
 	require.Len(t, list, 9)

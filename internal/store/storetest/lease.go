@@ -83,14 +83,14 @@ func testClaimUnowned(t *testing.T, s store.Store) {
 
 func testClaimNeedsCheckpoint(t *testing.T, s store.Store) {
 	_, err := s.ClaimLease(ctx(t), key, store.Lease{}, "a")
-	require.ErrorIs(t, err, store.ErrNoCheckpoint)
+	require.ErrorIs(t, err, store.ErrNotFound)
 	_, err = s.RenewLease(ctx(t), key, store.Lease{Owner: "a", Counter: 1})
-	require.ErrorIs(t, err, store.ErrNoCheckpoint)
+	require.ErrorIs(t, err, store.ErrNotFound)
 	_, err = s.ReleaseLease(ctx(t), key, store.Lease{Owner: "a", Counter: 1})
-	require.ErrorIs(t, err, store.ErrNoCheckpoint)
+	require.ErrorIs(t, err, store.ErrNotFound)
 	// No lease write creates a checkpoint.
 	_, err = s.LoadCheckpoint(ctx(t), key)
-	require.ErrorIs(t, err, store.ErrNoCheckpoint)
+	require.ErrorIs(t, err, store.ErrNotFound)
 }
 
 // Sixteen instances claim the same unowned partition: exactly one wins, the

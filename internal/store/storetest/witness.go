@@ -143,8 +143,8 @@ func testReceiptMonotone(t *testing.T, s store.Store) {
 
 	require.ErrorIs(t, s.RecordReceipt(ctx(t), key, 1, "a", 6), store.ErrInvalid)
 	require.ErrorIs(t, s.RecordReceipt(ctx(t), key, 1, "a", -1), store.ErrInvalid)
-	require.ErrorIs(t, s.RecordReceipt(ctx(t), key, 1, "missing", 1), store.ErrNoCheckpoint)
-	require.ErrorIs(t, s.RecordReceipt(ctx(t), key, 2, "a", 1), store.ErrNoCheckpoint)
+	require.ErrorIs(t, s.RecordReceipt(ctx(t), key, 1, "missing", 1), store.ErrNotFound)
+	require.ErrorIs(t, s.RecordReceipt(ctx(t), key, 2, "a", 1), store.ErrNotFound)
 	require.Equal(t, 5, acked())
 }
 
@@ -162,7 +162,7 @@ func testDisposition(t *testing.T, s store.Store) {
 	requireFence(t, s.SetDisposition(ctx(t), key, 1, "a2", witness.Promoted))
 	require.ErrorIs(t, s.SetDisposition(ctx(t), key, 1, "a3", witness.Pending), store.ErrInvalid)
 	require.ErrorIs(t, s.SetDisposition(ctx(t), key, 1, "a3", 0), store.ErrInvalid)
-	require.ErrorIs(t, s.SetDisposition(ctx(t), key, 1, "missing", witness.Abandoned), store.ErrNoCheckpoint)
+	require.ErrorIs(t, s.SetDisposition(ctx(t), key, 1, "missing", witness.Abandoned), store.ErrNotFound)
 
 	ws := witnesses(t, s, key, 1)
 	require.Equal(t, []witness.Disposition{witness.Promoted, witness.Abandoned, witness.Pending}, []witness.Disposition{ws[0].Disposition, ws[1].Disposition, ws[2].Disposition})
