@@ -150,25 +150,6 @@ func (s *MemStore) Unpark(_ context.Context, k Key, cursor []byte, generation ui
 	return cloneCheckpoint(next), nil
 }
 
-// ValidateUnpark checks Unpark's arguments the way every store does.
-func ValidateUnpark(k Key, cursor []byte, lease Lease, repairs []RepairEntry) error {
-	if err := ValidatePark(k, cursor, lease); err != nil {
-		return err
-	}
-	return CheckRepairs(repairs)
-}
-
-// ValidatePark checks SetParked's arguments the way every store does.
-func ValidatePark(k Key, cursor []byte, lease Lease) error {
-	if err := k.Validate(); err != nil {
-		return err
-	}
-	if err := CheckCursor("cursor", cursor); err != nil {
-		return err
-	}
-	return checkLease(lease)
-}
-
 // ListCheckpoints implements Store. Checkpoints come in partition order.
 func (s *MemStore) ListCheckpoints(_ context.Context, scope string) ([]Checkpoint, error) {
 	if err := CheckName("scope", scope); err != nil {
@@ -269,24 +250,6 @@ func (s *MemStore) SetDisposition(_ context.Context, k Key, generation uint64, a
 	return DispositionFence(k, generation, attempt, w.Disposition, d)
 }
 
-// ValidateDisposition checks SetDisposition's arguments the way every store
-// does: only Promoted and Abandoned can be set.
-func ValidateDisposition(k Key, attempt string, d witness.Disposition) error {
-	if err := ValidateAttempt(k, attempt); err != nil {
-		return err
-	}
-	if d != witness.Promoted && d != witness.Abandoned {
-		return fmt.Errorf("%w: a witness can only be marked promoted or abandoned, not %s", ErrInvalid, d)
-	}
-	return nil
-}
-
-// DispositionFence is the error of SetDisposition on a witness whose
-// disposition is already final (stored) and differs from want.
-func DispositionFence(k Key, generation uint64, attempt string, stored, want witness.Disposition) error {
-	return &FenceError{Key: k, Op: "set disposition", Reason: fmt.Sprintf("witness %s is already %s, cannot become %s", attempt, stored, want), WantGeneration: generation}
-}
-
 // LoadMembership implements Store.
 func (s *MemStore) LoadMembership(_ context.Context, scope string) (Membership, error) {
 	if err := CheckName("scope", scope); err != nil {
@@ -315,27 +278,6 @@ func (s *MemStore) SwapMembership(_ context.Context, prevEpoch uint64, next Memb
 	}
 	s.members[next.Scope] = next
 	return cloneMembership(next), nil
-}
-
-// ValidateSwap checks SwapMembership's arguments the way every store does.
-func ValidateSwap(prevEpoch uint64, next Membership) error {
-	if err := next.Validate(); err != nil {
-		return err
-	}
-	if next.Epoch <= prevEpoch {
-		return fmt.Errorf("%w: membership epoch %d does not follow %d", ErrInvalid, next.Epoch, prevEpoch)
-	}
-	return nil
-}
-
-// MembershipFence is the error of a SwapMembership whose prevEpoch is not
-// the stored epoch (found: whether any record is stored).
-func MembershipFence(scope string, prevEpoch uint64, found bool, stored uint64) error {
-	got := "none is stored"
-	if found {
-		got = fmt.Sprintf("epoch %d is stored", stored)
-	}
-	return &FenceError{Key: Key{Scope: scope}, Op: "swap membership", Reason: fmt.Sprintf("expected epoch %d but %s", prevEpoch, got)}
 }
 
 // RequestDiscovery implements Store.
@@ -393,32 +335,6 @@ func (s *MemStore) PublishFrontier(_ context.Context, prev, next Frontier) (Fron
 	next.Vector = s.writeShardsLocked(stored, next)
 	s.frontiers[next.Scope] = next
 	return cloneFrontier(next), nil
-}
-
-// ValidatePublish checks PublishFrontier's arguments the way every store
-// does: next must be valid, prev (when not zero) of the same scope, and next
-// must not regress from prev (FrontierRegression: a *FenceError).
-func ValidatePublish(prev, next Frontier) error {
-	if err := next.Validate(); err != nil {
-		return err
-	}
-	if !prev.IsZero() && prev.Scope != next.Scope {
-		return fmt.Errorf("%w: frontier of scope %q published over one of scope %q", ErrInvalid, next.Scope, prev.Scope)
-	}
-	if why := FrontierRegression(prev, next); why != "" {
-		return &FenceError{Key: Key{Scope: next.Scope}, Op: "publish frontier", Reason: why}
-	}
-	return nil
-}
-
-// FrontierFence is the error of a PublishFrontier whose prev is no longer
-// the stored frontier (nil: none stored).
-func FrontierFence(scope string, stored *Frontier) error {
-	got := "none is published"
-	if stored != nil {
-		got = fmt.Sprintf("epoch %d scalar %s is published", stored.Epoch, stored.Scalar)
-	}
-	return &FenceError{Key: Key{Scope: scope}, Op: "publish frontier", Reason: "the published frontier changed: " + got}
 }
 
 // The clone functions also normalise, so that MemStore returns what a

@@ -263,11 +263,27 @@ type Frontier struct {
 	Version uint64
 }
 
-// Store is the durable state of tidemark. Implementations are safe for
-// concurrent use. Errors other than the sentinels below are transport
-// failures after bounded retries; the caller must treat the outcome of a
-// failed write as unknown and resolve it by reading.
+// Store is the durable state of tidemark: the four roles below, each a
+// port of its own so that a component can ask for only the role it uses.
+// Implementations are safe for concurrent use. Errors other than the
+// sentinels below are transport failures after bounded retries; the caller
+// must treat the outcome of a failed write as unknown and resolve it by
+// reading. DynamoDB (internal/dynamostore) and the in-memory twin
+// (MemStore) implement every role and pass the contract suite (storetest).
 type Store interface {
+	CheckpointStore
+	LeaseStore
+	WitnessStore
+	ScopeStore
+}
+
+// CheckpointStore holds one checkpoint per partition: its durable cursor,
+// generation, watermark, applied boundary, park state and repair log.
+// Every write of progress is one conditional write on the checkpoint
+// record, conditional on the cursor, generation and scope the writer read
+// (and the lease, when one is given): conditions.go states each condition
+// as a pure function that both implementations use.
+type CheckpointStore interface {
 	// LoadCheckpoint returns the checkpoint with a consistent read, or
 	// ErrNotFound.
 	LoadCheckpoint(ctx context.Context, k Key) (Checkpoint, error)
@@ -298,7 +314,14 @@ type Store interface {
 	Unpark(ctx context.Context, k Key, cursor []byte, generation uint64, lease Lease, repairs []RepairEntry) (Checkpoint, error)
 	// ListCheckpoints returns every checkpoint of a scope.
 	ListCheckpoints(ctx context.Context, scope string) ([]Checkpoint, error)
+}
 
+// LeaseStore is the scale-out role: partition leases that live on the
+// checkpoint record (claims, renewals and releases, each one conditional
+// write that strictly increases the lease counter) and one heartbeat
+// record per instance. A lease is never a condition of its own item only:
+// CheckpointStore's writes carry it.
+type LeaseStore interface {
 	// Leases (scale-out; see lease.go for the state diagram). Each is ONE
 	// conditional write on the checkpoint record that changes only its
 	// lease, and strictly increases the lease counter. A lost condition
@@ -325,7 +348,13 @@ type Store interface {
 
 	// Heartbeats: one liveness record per instance (heartbeat.go).
 	HeartbeatStore
+}
 
+// WitnessStore holds the response witnesses of every page fetched, with
+// their receipts (how far delivery is durable) and dispositions. A
+// witness's contents never change once stored; its receipt only rises and
+// its disposition moves once, from pending to promoted or abandoned.
+type WitnessStore interface {
 	// PutWitness stores a witness; storing the same (key, generation,
 	// attempt) again is a no-op that returns nil. Events, Successor and
 	// Marker are stored whole; a witness the store cannot hold whole is
@@ -347,12 +376,6 @@ type Store interface {
 	// ErrFenced; setting the state the witness already has returns nil.
 	// A missing witness returns ErrNotFound.
 	SetDisposition(ctx context.Context, k Key, generation uint64, attempt string, d witness.Disposition) error
-
-	// LoadMembership returns the membership record, or ErrNotFound.
-	LoadMembership(ctx context.Context, scope string) (Membership, error)
-	// SwapMembership writes next if the stored epoch equals prevEpoch (0:
-	// none stored). next.Epoch must be greater than prevEpoch.
-	SwapMembership(ctx context.Context, prevEpoch uint64, next Membership) (Membership, error)
 	// PruneWitnesses deletes the witnesses of k at generations below
 	// below and returns how many it deleted. Callers pass at most the
 	// generation before a durable checkpoint's (chain.Pruning): a load
@@ -360,7 +383,18 @@ type Store interface {
 	// receipts and previous page of a retry), and nothing below it
 	// (generations never go back), so nothing pruned can be needed again.
 	PruneWitnesses(ctx context.Context, k Key, below uint64) (int, error)
+}
 
+// ScopeStore holds the records of a whole scope: the membership record
+// (written by compare-and-swap on its epoch), the discovery request
+// counter, and the published frontier (written by compare-and-swap on its
+// version; no scalar or vector entry goes down within an epoch).
+type ScopeStore interface {
+	// LoadMembership returns the membership record, or ErrNotFound.
+	LoadMembership(ctx context.Context, scope string) (Membership, error)
+	// SwapMembership writes next if the stored epoch equals prevEpoch (0:
+	// none stored). next.Epoch must be greater than prevEpoch.
+	SwapMembership(ctx context.Context, prevEpoch uint64, next Membership) (Membership, error)
 	// RequestDiscovery asks the running inputs of scope to discover their
 	// partitions now: it increments the scope's discovery request counter
 	// (creating it at 1) and returns the new value. It is a request, not
