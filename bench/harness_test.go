@@ -23,6 +23,7 @@ import (
 	"github.com/tidemark/tidemark/internal/dynalitetest"
 	"github.com/tidemark/tidemark/internal/dynamostore"
 	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/store/memstore"
 	"github.com/tidemark/tidemark/internal/witness"
 	"github.com/tidemark/tidemark/provider"
 	"github.com/tidemark/tidemark/provider/simulated"
@@ -105,11 +106,11 @@ func newStore(tb testing.TB, ctx context.Context, kind string) (store.Store, *me
 		if err != nil {
 			tb.Fatal(err)
 		}
-		return &slowStore{Store: store.NewMemStore(), d: lat}, nil, func() {}
+		return &slowStore{Store: memstore.New(), d: lat}, nil, func() {}
 	}
 	switch kind {
 	case "memory":
-		return store.NewMemStore(), nil, func() {}
+		return memstore.New(), nil, func() {}
 	case "dynamodb":
 		tbl := dynalitetest.NewTable(tb)
 		m := newMeter()

@@ -18,6 +18,7 @@ import (
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/frontiermeta"
 	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/store/memstore"
 )
 
 // publisher advances the published frontier record of a scope the way the
@@ -87,7 +88,7 @@ func ptr(s string) *string { return &s }
 // and one per new epoch (even with the scalar withheld), never one for a
 // publication that does not advance the scalar, however often it polls.
 func TestFrontierAdvancesOncePerAdvanceAndPerEpoch(t *testing.T) {
-	st := store.NewMemStore()
+	st := memstore.New()
 	scope := newScope(t)
 	a := &advancesInput{scope: scope, every: 2 * time.Millisecond, st: st}
 	require.NoError(t, a.Connect(context.Background()))
@@ -169,7 +170,7 @@ func TestFrontierAdvancesOncePerAdvanceAndPerEpoch(t *testing.T) {
 
 // Several advances between two polls are one message: the latest.
 func TestFrontierAdvancesCoalescesBetweenPolls(t *testing.T) {
-	st := store.NewMemStore()
+	st := memstore.New()
 	scope := newScope(t)
 	pub := &publisher{t: t, st: st, scope: scope}
 	pub.publish(1, 10, map[string]int64{"A": 10}, []string{"A"}, "")

@@ -16,7 +16,7 @@ import (
 	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/e2etest"
-	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/store/memstore"
 	"github.com/tidemark/tidemark/internal/witness"
 	"github.com/tidemark/tidemark/provider"
 )
@@ -87,7 +87,7 @@ func TestPagesInFlightBoundedByBytes(t *testing.T) {
 	runtime.ReadMemStats(&ms)
 	base := ms.HeapAlloc
 
-	in, err := New(cfg, prov, store.NewMemStore(), nil, service.MockResources())
+	in, err := New(cfg, prov, memstore.New(), nil, service.MockResources())
 	require.NoError(t, err)
 	require.NoError(t, in.Connect(t.Context()))
 	pi := in.(*paginatedInput)

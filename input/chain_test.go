@@ -31,6 +31,7 @@ import (
 	"github.com/tidemark/tidemark/internal/e2etest"
 	"github.com/tidemark/tidemark/internal/runstatus"
 	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/store/memstore"
 	"github.com/tidemark/tidemark/internal/witness"
 	"github.com/tidemark/tidemark/provider"
 	"github.com/tidemark/tidemark/provider/simulated"
@@ -240,7 +241,7 @@ func TestFiniteTraversalCompletesDurably(t *testing.T) {
 		"":   {{resp: resp("c1", event("e1", 1), event("e2", 2))}},
 		"c1": {{resp: resp("", event("e3", 3))}},
 	}
-	st := store.NewMemStore()
+	st := memstore.New()
 	scope := newChainScope(t)
 	prov := newScript(c, answers)
 	r := startChain(t, st, scope, prov, true, nil)
@@ -281,7 +282,7 @@ func TestFetchAheadCarriesTheWatermarkOfItsGeneration(t *testing.T) {
 		}
 	}
 	prov := newScript(c, answers)
-	r := startChain(t, store.NewMemStore(), newChainScope(t), prov, true, nil)
+	r := startChain(t, memstore.New(), newChainScope(t), prov, true, nil)
 	r.waitEnd()
 	for _, req := range prov.requestsSeen() {
 		assert.Equal(t, want[string(req.Cursor)], req.Watermark, "fetch of cursor %q", req.Cursor)
@@ -299,7 +300,7 @@ func TestOmittedEventRetryWithLaggingWatermarkParks(t *testing.T) {
 	retry := resp("N8", event("e501", 501), event("e503", 503))
 	retry.CompleteThrough = coord.Integer(500)
 	first := resp("N7", event("e501", 501), event("e502", 502), event("e503", 503))
-	st := store.NewMemStore()
+	st := memstore.New()
 	scope := newChainScope(t)
 	key := store.Key{Scope: scope, Partition: "p"}
 	// The checkpoint holds C0 with 500 applied.
@@ -345,7 +346,7 @@ func TestRestartLoopParksAtTheConfiguredBound(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, DensePositions: true, ExclusiveBoundary: true, Recovery: witness.RecoveryRestartFromBoundary}
-			st := store.NewMemStore()
+			st := memstore.New()
 			scope := newChainScope(t)
 			key := store.Key{Scope: scope, Partition: "p"}
 			_, err := st.CreateCheckpoint(context.Background(), store.Checkpoint{Key: key, Cursor: []byte("C5"), Generation: 1, Epoch: 1, Applied: coord.IntPosition(5), HasApplied: true})
@@ -375,7 +376,7 @@ func TestRestartLoopParksAtTheConfiguredBound(t *testing.T) {
 // reason (the binary exits non-zero with it).
 func TestExitWhenCompleteEndsWithParkedPartition(t *testing.T) {
 	c := witness.Contract{EmptyPage: witness.EmptyNoEvidence, Recovery: witness.RecoveryPark}
-	st := store.NewMemStore()
+	st := memstore.New()
 	scope := newChainScope(t)
 	prov := newScript(c, map[string][]answer{
 		"": {{err: fmt.Errorf("%w: 403 forbidden", provider.ErrPermanent)}},
@@ -480,7 +481,7 @@ paginated_partitions:
 // the durable cursor; the restart cursor R resumes after the applied event.
 func TestRestartBoundaryCarriesTheAppliedEventID(t *testing.T) {
 	c := witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, Recovery: witness.RecoveryRestartFromBoundary}
-	st := store.NewMemStore()
+	st := memstore.New()
 	scope := newChainScope(t)
 	c2Durable := func() bool {
 		cp, err := st.LoadCheckpoint(context.Background(), store.Key{Scope: scope, Partition: "p"})

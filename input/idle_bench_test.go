@@ -30,6 +30,7 @@ import (
 	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/store/memstore"
 	"github.com/tidemark/tidemark/provider/simulated"
 )
 
@@ -78,7 +79,7 @@ func benchIdle(b *testing.B, n int, complete bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	st := store.NewMemStore()
+	st := memstore.New()
 	before := idleSample()
 
 	bi, err := New(Config{

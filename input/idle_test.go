@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/store/memstore"
 )
 
 // seal marks the partition sealed at its current end.
@@ -55,7 +56,7 @@ func TestCompletePartitionsEndTheirWorkers(t *testing.T) {
 			if leased {
 				lc = &LeaseConfig{InstanceID: "a", Period: time.Second, RenewInterval: 200 * time.Millisecond, BalanceInterval: 300 * time.Millisecond, MaxSteals: 1}
 			}
-			r := startLiveOn(t, src, store.NewMemStore(), false, lc)
+			r := startLiveOn(t, src, memstore.New(), false, lc)
 			r.waitFor("every event", func() bool { return r.delivered(src.ids()) })
 			r.waitFor("both partitions complete", func() bool { return r.complete("s0", "s1") })
 			r.waitFor("no worker left", func() bool {
@@ -106,7 +107,7 @@ func TestQuietPartitionsWaitInOneSchedulerWithoutGoroutines(t *testing.T) {
 	// one drives the partition for a moment) leave the instants at which
 	// none is driven even under -race on a busy machine; at 20 ms they
 	// never did there.
-	r := startLiveWith(t, src, store.NewMemStore(), false, nil, 5*time.Second)
+	r := startLiveWith(t, src, memstore.New(), false, nil, 5*time.Second)
 	r.waitFor("every event", func() bool { return r.delivered(src.ids()) })
 	r.waitFor("every partition quiet at once", func() bool {
 		live, driving := r.in.runner.workers()

@@ -15,6 +15,7 @@ import (
 	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/lease"
 	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/store/memstore"
 )
 
 // creationOrder records the order of CreateCheckpoint calls and the most
@@ -49,7 +50,7 @@ func TestLeaseCreationOfMissingCheckpointsIsConcurrentAndSpread(t *testing.T) {
 	for i := range parts {
 		parts[i] = fmt.Sprintf("p%03d", i)
 	}
-	mem := store.NewMemStore()
+	mem := memstore.New()
 	first := map[string][]string{}
 	for _, self := range []string{"a#1", "b#1"} {
 		st := &creationOrder{Store: mem}
@@ -79,7 +80,7 @@ func TestLeaseReadCreatesAtMostItsBudgetInItsOwnOrder(t *testing.T) {
 	for i := range parts {
 		parts[i] = fmt.Sprintf("p%03d", i)
 	}
-	mem := store.NewMemStore()
+	mem := memstore.New()
 	st := &creationOrder{Store: mem}
 	m := &leaseManager{
 		in:  &paginatedInput{store: st, cfg: Config{Scope: "s", Config: chain.Config{StartCursor: []byte("start")}}},

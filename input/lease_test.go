@@ -31,6 +31,7 @@ import (
 	"github.com/tidemark/tidemark/internal/e2etest"
 	"github.com/tidemark/tidemark/internal/publish"
 	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/store/memstore"
 	"github.com/tidemark/tidemark/provider/simulated"
 )
 
@@ -137,7 +138,7 @@ type leaseCluster struct {
 
 func newLeaseCluster(t *testing.T, parts []string) *leaseCluster {
 	return &leaseCluster{
-		t: t, st: store.NewMemStore(), parts: parts, scope: "orders",
+		t: t, st: memstore.New(), parts: parts, scope: "orders",
 		lc:        LeaseConfig{Period: time.Second, RenewInterval: 200 * time.Millisecond, BalanceInterval: 300 * time.Millisecond, MaxSteals: 1},
 		delivered: map[string]int{}, epochs: map[string]int{}, insts: map[string]*leaseInst{},
 	}

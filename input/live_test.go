@@ -19,6 +19,7 @@ import (
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/e2etest"
 	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/store/memstore"
 	"github.com/tidemark/tidemark/internal/witness"
 	"github.com/tidemark/tidemark/provider"
 )
@@ -162,7 +163,7 @@ type liveRun struct {
 
 func startLive(t *testing.T, src *shardSource, lineage bool) *liveRun {
 	t.Helper()
-	return startLiveOn(t, src, store.NewMemStore(), lineage, nil)
+	return startLiveOn(t, src, memstore.New(), lineage, nil)
 }
 
 // startLiveOn starts an input on st, with leases when lc is set.
@@ -347,7 +348,7 @@ func TestLeasedInstancesShareALiveMembership(t *testing.T) {
 	src.add("s0", 9)
 	src.add("s1", 9)
 	src.holdPart, src.holdAt, src.release = "s1", 6, make(chan struct{})
-	st := store.NewMemStore()
+	st := memstore.New()
 	lease := func(id string) *LeaseConfig {
 		return &LeaseConfig{InstanceID: id, Period: time.Second, RenewInterval: 200 * time.Millisecond, BalanceInterval: 300 * time.Millisecond, MaxSteals: 1}
 	}

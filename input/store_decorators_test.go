@@ -13,23 +13,24 @@ import (
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/feed"
 	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/store/memstore"
 )
 
 // fullFrontierReads counts the reads of a whole published frontier record
 // (every shard) and of a whole membership record.
 type fullFrontierReads struct {
-	*store.MemStore
+	*memstore.Store
 	frontiers, memberships atomic.Int64
 }
 
 func (s *fullFrontierReads) LoadFrontier(ctx context.Context, scope string) (store.Frontier, error) {
 	s.frontiers.Add(1)
-	return s.MemStore.LoadFrontier(ctx, scope)
+	return s.Store.LoadFrontier(ctx, scope)
 }
 
 func (s *fullFrontierReads) LoadMembership(ctx context.Context, scope string) (store.Membership, error) {
 	s.memberships.Add(1)
-	return s.MemStore.LoadMembership(ctx, scope)
+	return s.Store.LoadMembership(ctx, scope)
 }
 
 // The input's store decorator (the redacting one) leaves the published frontier's and the
@@ -42,7 +43,7 @@ func TestStoreDecoratorsKeepTheCheapRecordReads(t *testing.T) {
 		"redactingStore": func(st store.Store) store.Store { return redactingStore{Store: st} },
 	} {
 		t.Run(name, func(t *testing.T) {
-			inner := &fullFrontierReads{MemStore: store.NewMemStore()}
+			inner := &fullFrontierReads{Store: memstore.New()}
 			m, err := inner.SwapMembership(ctx, 0, store.Membership{Scope: "s", Epoch: 1, Partitions: []string{"a", "b"}, Proven: true})
 			require.NoError(t, err)
 			_, err = inner.PublishFrontier(ctx, store.Frontier{}, store.Frontier{Scope: "s", Epoch: m.Epoch, Scalar: coord.Integer(3), Vector: map[string]coord.Watermark{"a": coord.Integer(3), "b": coord.Integer(4)}})
@@ -71,7 +72,7 @@ func TestStoreDecoratorsKeepTheCheapRecordReads(t *testing.T) {
 // frontier once the pause ends, whatever ran first after it.
 func TestLeaseHoldsOnlyTheHeldLeaseWhileTheHeartbeatIsFresh(t *testing.T) {
 	ctx := context.Background()
-	mem := store.NewMemStore()
+	mem := memstore.New()
 	in := &paginatedInput{store: mem, cfg: Config{Scope: "s"}, feed: feed.NewHub()}
 	lc := LeaseConfig{Period: time.Second, RenewInterval: 200 * time.Millisecond, BalanceInterval: time.Second, InstanceID: "a"}
 	m := &leaseManager{in: in, cfg: lc, log: service.MockResources().Logger(), held: map[string]*leaseHolder{}}

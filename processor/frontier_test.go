@@ -3,7 +3,6 @@ package processor
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"strconv"
 	"sync"
 	"testing"
@@ -16,6 +15,8 @@ import (
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/frontiermeta"
 	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/store/memstore"
+	"math/rand/v2"
 )
 
 // --- configuration -----------------------------------------------------------
@@ -149,7 +150,7 @@ checkpoint: { backend: memory }
 // frontier becomes 110. The maximum, 120, never appears.
 func TestFrontierExample_ThroughPartitionFrontier_AThrough120_BThrough90_LateRetryLosesCAS_Then110(t *testing.T) {
 	sources(t, func(t *testing.T, fromFeed bool) {
-		st := store.NewMemStore()
+		st := memstore.New()
 		scope := newScope(t)
 		w := writer{t: t, st: st, scope: scope}
 		p := newView(t, st, scope, []string{"A", "B"}, fromFeed)
@@ -212,7 +213,7 @@ func TestFrontierExample_ThroughPartitionFrontier_AThrough120_BThrough90_LateRet
 // not visible until the next refresh: the view lags. It never leads: the
 // attached frontier never exceeds the durable minimum.
 func TestPartitionFrontierStaleStoreViewLagsNeverLeads(t *testing.T) {
-	st := store.NewMemStore()
+	st := memstore.New()
 	scope := newScope(t)
 	w := writer{t: t, st: st, scope: scope}
 	w.create("A")
@@ -266,7 +267,7 @@ func mustInt(t *testing.T, s string) int64 {
 // never decrease.
 func TestPartitionFrontierPropertyNeverExceedsDurableMinimum(t *testing.T) {
 	sources(t, func(t *testing.T, fromFeed bool) {
-		st := store.NewMemStore()
+		st := memstore.New()
 		scope := newScope(t)
 		parts := []string{"p0", "p1", "p2", "p3"}
 		w := writer{t: t, st: st, scope: scope}
@@ -345,7 +346,7 @@ func TestPartitionFrontierPropertyNeverExceedsDurableMinimum(t *testing.T) {
 func TestPartitionFrontierUnprovenMembershipWithholdsScalar(t *testing.T) {
 	sources(t, func(t *testing.T, fromFeed bool) {
 		ctx := context.Background()
-		st := store.NewMemStore()
+		st := memstore.New()
 		scope := newScope(t)
 		w := writer{t: t, st: st, scope: scope}
 		for part, wm := range map[string]int64{"A": 100, "B": 80, "C": 120} {
@@ -393,7 +394,7 @@ func TestPartitionFrontierUnprovenMembershipWithholdsScalar(t *testing.T) {
 
 // An unproven record without a reason still explains itself.
 func TestPartitionFrontierUnprovenWithoutReason(t *testing.T) {
-	st := store.NewMemStore()
+	st := memstore.New()
 	scope := newScope(t)
 	w := writer{t: t, st: st, scope: scope}
 	w.create("A")
@@ -411,7 +412,7 @@ func TestPartitionFrontierUnprovenWithoutReason(t *testing.T) {
 // Without a membership record the configured partitions are epoch 1; a
 // partition without a checkpoint holds the frontier back.
 func TestPartitionFrontierConfiguredPartitionsWithoutRecord(t *testing.T) {
-	st := store.NewMemStore()
+	st := memstore.New()
 	scope := newScope(t)
 	w := writer{t: t, st: st, scope: scope}
 	w.create("A")
@@ -435,7 +436,7 @@ func TestPartitionFrontierConfiguredPartitionsWithoutRecord(t *testing.T) {
 // them.
 func TestPartitionFrontierIncomparableCoordinates(t *testing.T) {
 	ctx := context.Background()
-	st := store.NewMemStore()
+	st := memstore.New()
 	scope := newScope(t)
 	w := writer{t: t, st: st, scope: scope}
 	a := w.create("A")
@@ -463,7 +464,7 @@ func TestPartitionFrontierIncomparableCoordinates(t *testing.T) {
 // gets that epoch's frontier as last published.
 func TestPartitionFrontierAttachesTheFrontierOfTheMessagesEpoch(t *testing.T) {
 	ctx := context.Background()
-	st := store.NewMemStore()
+	st := memstore.New()
 	scope := newScope(t)
 	w := writer{t: t, st: st, scope: scope}
 	for part, wm := range map[string]int64{"A": 100, "B": 80, "C": 120} {
@@ -507,7 +508,7 @@ func TestPartitionFrontierAttachesTheFrontierOfTheMessagesEpoch(t *testing.T) {
 // writer assertion (or a lag) says so in tidemark_frontier_finality; one
 // resting on source-certified watermarks only carries no such key.
 func TestPartitionFrontierNamesTheFinalityItRestsOn(t *testing.T) {
-	st := store.NewMemStore()
+	st := memstore.New()
 	scope := newScope(t)
 	w := writer{t: t, st: st, scope: scope}
 	for part, basis := range map[string]string{"A": "append_only_writer assertion", "B": "source"} {
@@ -527,7 +528,7 @@ func TestPartitionFrontierNamesTheFinalityItRestsOn(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, "append_only_writer assertion (A)", got)
 
-	st2 := store.NewMemStore()
+	st2 := memstore.New()
 	w2 := writer{t: t, st: st2, scope: newScope(t)}
 	w2.create("A")
 	w2.promote("A", 5)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/store/memstore"
 )
 
 // processAs runs one message of partition, emitted by the lease holder
@@ -33,7 +34,7 @@ func processAs(t *testing.T, p *frontierProcessor, partition, owner string) meta
 // process (source: store) and last read the store long ago.
 func TestPartitionFrontierNeverGoesBackWhenAPartitionChangesHands(t *testing.T) {
 	ctx := context.Background()
-	st := store.NewMemStore()
+	st := memstore.New()
 	scope := newScope(t)
 	w := writer{t: t, st: st, scope: scope}
 	_, err := st.SwapMembership(ctx, 0, store.Membership{Scope: scope, Epoch: 1, Partitions: []string{"p1", "p2"}, Proven: true})
@@ -80,7 +81,7 @@ func TestPartitionFrontierNeverGoesBackWhenAPartitionChangesHands(t *testing.T) 
 // holder may have attached a lower one already.
 func TestPartitionFrontierSkipsMessagesOfALeaseNoLongerHeld(t *testing.T) {
 	ctx := context.Background()
-	st := store.NewMemStore()
+	st := memstore.New()
 	scope := newScope(t)
 	w := writer{t: t, st: st, scope: scope}
 	_, err := st.SwapMembership(ctx, 0, store.Membership{Scope: scope, Epoch: 1, Partitions: []string{"p1"}, Proven: true})

@@ -47,6 +47,7 @@ import (
 	"github.com/tidemark/tidemark/internal/chain/chainstore"
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/store/memstore"
 	"github.com/tidemark/tidemark/internal/witness"
 )
 
@@ -69,7 +70,7 @@ var (
 type harness struct {
 	t       *testing.T
 	cfg     chain.Config
-	mem     *store.MemStore
+	mem     *memstore.Store
 	st      *faulty
 	m       *chain.Machine
 	now     time.Time
@@ -339,7 +340,7 @@ func (h *harness) config(d *datadriven.TestData) {
 	cfg.Contract = c
 	h.cfg = cfg
 	h.lease = store.Lease{}
-	h.mem = store.NewMemStore()
+	h.mem = memstore.New()
 	h.st = &faulty{Store: h.mem, armed: map[string]string{}}
 	h.m = chain.New(cfg)
 	h.now, h.wake, h.attempt, h.fetch, h.flight = epoch, time.Time{}, 0, nil, nil

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"sync"
 	"testing"
@@ -17,6 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/store/memstore"
+	"math/rand/v2"
 )
 
 const (
@@ -104,7 +105,7 @@ type mCluster struct {
 }
 
 func newMCluster(t *testing.T, parts int, cfg Config) *mCluster {
-	c := &mCluster{t: t, st: &countingStore{Store: store.NewMemStore(), n: map[string]int{}}, now: time.Unix(1_000_000, 0), cfg: cfg}
+	c := &mCluster{t: t, st: &countingStore{Store: memstore.New(), n: map[string]int{}}, now: time.Unix(1_000_000, 0), cfg: cfg}
 	for i := range parts {
 		p := fmt.Sprintf("p%04d", i)
 		c.parts = append(c.parts, p)

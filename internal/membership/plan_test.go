@@ -8,6 +8,7 @@ import (
 
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/store/memstore"
 )
 
 func cp(p string, gen uint64, wm int64, complete bool) store.Checkpoint {
@@ -185,7 +186,7 @@ func TestWaiting(t *testing.T) {
 // Reconcile writes one epoch per change and loses no race: two planners
 // that decide the same change from the same epoch produce one new epoch.
 func TestReconcileRacesToOneEpoch(t *testing.T) {
-	st := store.NewMemStore()
+	st := memstore.New()
 	ctx := t.Context()
 	m, plan, err := Reconcile(ctx, st, "s", Names([]string{"a"}), true)
 	require.NoError(t, err)

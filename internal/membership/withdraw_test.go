@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/store/memstore"
 )
 
 func TestPlanWithdraw(t *testing.T) {
@@ -46,7 +47,7 @@ func TestPlanWithdraw(t *testing.T) {
 
 func TestWithdrawWritesOneEpoch(t *testing.T) {
 	ctx := context.Background()
-	st := store.NewMemStore()
+	st := memstore.New()
 	_, wrote, err := Withdraw(ctx, st, "s", "a", "why")
 	require.NoError(t, err)
 	assert.False(t, wrote, "no membership record: nothing to withdraw")

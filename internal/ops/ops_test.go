@@ -15,6 +15,7 @@ import (
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/membership"
 	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/store/memstore"
 	"github.com/tidemark/tidemark/internal/witness"
 )
 
@@ -66,10 +67,10 @@ const parkReason = "malformed page after 6 attempts: partition p1, generation 2,
 // fixture: p0 advancing (leased), p1 parked, p2 with one pending witness at
 // its checkpoint, p9 a checkpoint outside the membership; published
 // frontier 90.
-func fixture(t *testing.T) *store.MemStore {
+func fixture(t *testing.T) *memstore.Store {
 	t.Helper()
 	ctx := context.Background()
-	st := store.NewMemStore()
+	st := memstore.New()
 	_, err := st.SwapMembership(ctx, 0, store.Membership{Scope: scope, Epoch: 1, Partitions: []string{"p0", "p1", "p2"}, Proven: true})
 	require.NoError(t, err)
 
@@ -199,7 +200,7 @@ func TestStatusTable(t *testing.T) {
 
 func TestStatusWithheldAndEmpty(t *testing.T) {
 	ctx := context.Background()
-	st := store.NewMemStore()
+	st := memstore.New()
 	// No checkpoints, no membership: an empty, valid status.
 	s, err := ReadStatus(ctx, st, scope)
 	require.NoError(t, err)
@@ -351,14 +352,14 @@ func TestPlanRestartLosesWhenStateChanged(t *testing.T) {
 // it is parked, resumes and promotes as soon as it sees the park cleared:
 // exactly what input.partition.waitUnparked does.
 type resumingWorker struct {
-	*store.MemStore
+	*memstore.Store
 	t *testing.T
 }
 
 func (s resumingWorker) SetParked(ctx context.Context, k store.Key, cursor []byte, gen uint64, l store.Lease, reason string) (store.Checkpoint, error) {
-	cp, err := s.MemStore.SetParked(ctx, k, cursor, gen, l, reason)
+	cp, err := s.Store.SetParked(ctx, k, cursor, gen, l, reason)
 	if err == nil && reason == "" {
-		promote(s.t, s.MemStore, k.Partition, 0)
+		promote(s.t, s.Store, k.Partition, 0)
 	}
 	return cp, err
 }
@@ -369,7 +370,7 @@ func (s resumingWorker) SetParked(ctx context.Context, k store.Key, cursor []byt
 // rather than let the caller believe nothing was written.
 func TestPlanRestartOfParkedPartitionReportsThePartialWrite(t *testing.T) {
 	ctx := context.Background()
-	st := resumingWorker{MemStore: fixture(t), t: t}
+	st := resumingWorker{Store: fixture(t), t: t}
 	r, err := PlanRestart(ctx, st, key("p1"), []byte("boundary"), Options{})
 	require.NoError(t, err)
 	_, err = r.Apply(ctx)
@@ -383,7 +384,7 @@ func TestPlanRestartOfParkedPartitionReportsThePartialWrite(t *testing.T) {
 
 func TestPlanAdvanceEpoch(t *testing.T) {
 	ctx := context.Background()
-	st := store.NewMemStore()
+	st := memstore.New()
 	_, err := PlanAdvanceEpoch(ctx, st, scope, coord.Integer(90), Options{})
 	assert.ErrorIs(t, err, store.ErrNotFound, "no membership record to advance")
 
@@ -418,7 +419,7 @@ func TestPlanAdvanceEpoch(t *testing.T) {
 // still wait for their parent.
 func TestPlanAdvanceEpochKeepsLineage(t *testing.T) {
 	ctx := context.Background()
-	st := store.NewMemStore()
+	st := memstore.New()
 	split := store.Membership{Scope: scope, Epoch: 4, Partitions: []string{"p0", "p0.1", "p0.2"}, Proven: true,
 		Parents: map[string][]string{"p0.1": {"p0"}, "p0.2": {"p0"}}}
 	_, err := st.SwapMembership(ctx, 0, split)
@@ -434,7 +435,7 @@ func TestPlanAdvanceEpochKeepsLineage(t *testing.T) {
 
 func TestPlanAdvanceEpochLosesWhenMembershipChanged(t *testing.T) {
 	ctx := context.Background()
-	st := store.NewMemStore()
+	st := memstore.New()
 	_, err := st.SwapMembership(ctx, 0, store.Membership{Scope: scope, Epoch: 2, Partitions: []string{"p0"}, Reason: "x", Unproven: []string{"p1"}})
 	require.NoError(t, err)
 	r, err := PlanAdvanceEpoch(ctx, st, scope, coord.Integer(90), Options{Force: true})
@@ -462,7 +463,7 @@ func TestIsFenced(t *testing.T) {
 // A durably complete partition shows as complete in the status, in JSON and
 // in the table.
 func TestStatusShowsDurableCompletion(t *testing.T) {
-	st := store.NewMemStore()
+	st := memstore.New()
 	k := store.Key{Scope: "done-scope", Partition: "p0"}
 	cp, err := st.CreateCheckpoint(context.Background(), store.Checkpoint{Key: k, Cursor: []byte("c1"), Generation: 1, Epoch: 1})
 	require.NoError(t, err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/store/memstore"
 	"github.com/tidemark/tidemark/internal/witness"
 )
 
@@ -23,7 +24,7 @@ var operator = Operator{Time: time.Date(2026, 12, 4, 16, 40, 0, 0, time.UTC), Us
 
 // completeFixture adds to fixture(t) partition "done": complete at
 // generation 2, watermark 200, cursor "done-2".
-func completeFixture(t *testing.T) *store.MemStore {
+func completeFixture(t *testing.T) *memstore.Store {
 	t.Helper()
 	st := fixture(t)
 	create(t, st, "done", store.Lease{})
@@ -200,7 +201,7 @@ func TestAdvanceEpochRefusalsAndForce(t *testing.T) {
 // Mixed-kind members have no scalar to cut over at.
 func TestAdvanceEpochRefusesMixedKinds(t *testing.T) {
 	ctx := context.Background()
-	st := store.NewMemStore()
+	st := memstore.New()
 	_, err := st.SwapMembership(ctx, 0, store.Membership{Scope: scope, Epoch: 1, Partitions: []string{"a", "b"}, Proven: true})
 	require.NoError(t, err)
 	create(t, st, "a", store.Lease{})
@@ -292,7 +293,7 @@ func TestStatusShowsTheLastRepair(t *testing.T) {
 // checked and stored encrypted, and status shows the hashes the logs show.
 func TestRestartAndStatusOfAnEncryptedTable(t *testing.T) {
 	ctx := context.Background()
-	raw := store.NewMemStore()
+	raw := memstore.New()
 	enc, err := store.Encrypted(raw, []store.CursorKey{{ID: "k1", Key: []byte("0123456789abcdef0123456789abcdef")}}, "k1")
 	require.NoError(t, err)
 	_, err = enc.SwapMembership(ctx, 0, store.Membership{Scope: scope, Epoch: 1, Partitions: []string{"p0"}, Proven: true})

@@ -10,17 +10,18 @@ import (
 
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/store/memstore"
 )
 
 // countingStore counts the items a publisher reads, by operation.
 type countingStore struct {
-	*store.MemStore
+	*memstore.Store
 	mu    sync.Mutex
 	reads map[string]int
 }
 
 func newCountingStore() *countingStore {
-	return &countingStore{MemStore: store.NewMemStore(), reads: map[string]int{}}
+	return &countingStore{Store: memstore.New(), reads: map[string]int{}}
 }
 
 func (c *countingStore) count(op string, n int) {
@@ -42,38 +43,38 @@ func (c *countingStore) take() (map[string]int, int) {
 
 func (c *countingStore) LoadCheckpoint(ctx context.Context, k store.Key) (store.Checkpoint, error) {
 	c.count("LoadCheckpoint", 1)
-	return c.MemStore.LoadCheckpoint(ctx, k)
+	return c.Store.LoadCheckpoint(ctx, k)
 }
 
 func (c *countingStore) ListCheckpoints(ctx context.Context, scope string) ([]store.Checkpoint, error) {
-	cps, err := c.MemStore.ListCheckpoints(ctx, scope)
+	cps, err := c.Store.ListCheckpoints(ctx, scope)
 	c.count("ListCheckpoints", len(cps)+1)
 	return cps, err
 }
 
 func (c *countingStore) LoadMembership(ctx context.Context, scope string) (store.Membership, error) {
 	c.count("LoadMembership", 1)
-	return c.MemStore.LoadMembership(ctx, scope)
+	return c.Store.LoadMembership(ctx, scope)
 }
 
 func (c *countingStore) MembershipEpoch(ctx context.Context, scope string) (uint64, error) {
 	c.count("MembershipEpoch", 1)
-	return c.MemStore.MembershipEpoch(ctx, scope)
+	return c.Store.MembershipEpoch(ctx, scope)
 }
 
 func (c *countingStore) LoadFrontier(ctx context.Context, scope string) (store.Frontier, error) {
 	c.count("LoadFrontier", 1)
-	return c.MemStore.LoadFrontier(ctx, scope)
+	return c.Store.LoadFrontier(ctx, scope)
 }
 
 func (c *countingStore) LoadFrontierHead(ctx context.Context, scope string) (store.FrontierHead, error) {
 	c.count("LoadFrontierHead", 1)
-	return c.MemStore.LoadFrontierHead(ctx, scope)
+	return c.Store.LoadFrontierHead(ctx, scope)
 }
 
 func (c *countingStore) LoadFrontierShards(ctx context.Context, scope string, epoch uint64, shards []int) ([]store.FrontierShard, error) {
 	c.count("LoadFrontierShards", len(shards))
-	return c.MemStore.LoadFrontierShards(ctx, scope, epoch, shards)
+	return c.Store.LoadFrontierShards(ctx, scope, epoch, shards)
 }
 
 // scopeOf creates n partitions with watermarks and their membership.

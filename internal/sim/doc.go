@@ -1,7 +1,7 @@
 // Package sim is tidemark's deterministic simulator: it drives the real
 // pure core (internal/witness, internal/frontier), the partition machine
 // (internal/chain), the membership decisions (internal/membership) and
-// the frontier publisher (internal/publish) and the real in-memory store (store.MemStore,
+// the frontier publisher (internal/publish) and the real in-memory store (memstore.Store,
 // with store.ResolvePromotion) through seeded
 // schedules of concurrent workers, crashes, store faults, provider
 // misbehaviour and membership changes, and checks an oracle after every
@@ -124,7 +124,7 @@
 //
 // # Oracle
 //
-// After every step (oracle.go), from the MemStore under every wrapper and
+// After every step (oracle.go), from the in-memory store (memstore) under every wrapper and
 // the model's ground truth:
 //
 //   - no-loss (a): every event below a partition's durable cursor, at or
@@ -199,7 +199,7 @@
 // and at the next heartbeat expiry, takeovers, checkpoint reads when the
 // machine asks, claims and releases with at most 16 in flight), each on
 // its own monotonic clock (own origin, rate within ±0.1%), against the
-// real MemStore's heartbeat, claim, release and lease-fenced Promote
+// real memstore.Store's heartbeat, claim, release and lease-fenced Promote
 // writes; each held partition's worker promotes at random instants,
 // carrying its lease, as the chain machine states it. A store call takes effect
 // after its send and answers later; faults (fault phase only): failed

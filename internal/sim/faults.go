@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/witness"
+	"math/rand/v2"
 )
 
 // The store stack every actor of a run talks to, outermost first:
@@ -15,7 +15,7 @@ import (
 //	faults        throttling and lost responses, seeded (Faults)
 //	unconditional only under Variant UnconditionalWrite
 //	tap           tells the oracle about every write that took effect
-//	store.MemStore the real in-memory store; the oracle reads it directly
+//	memstore.Store the real in-memory store; the oracle reads it directly
 
 var (
 	// errThrottled: the call was refused before it reached the store; it
@@ -230,7 +230,7 @@ func (u unconditional) Promote(ctx context.Context, p store.Promotion) (store.Ch
 	return u.Store.Promote(ctx, p)
 }
 
-// tap passes every call to the MemStore and tells the oracle about the
+// tap passes every call to the in-memory store (memstore) and tells the oracle about the
 // witness writes that took effect.
 type tap struct {
 	store.Store

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/lease"
 	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/store/memstore"
+	"math/rand/v2"
 )
 
 // Lease mode (scale-out, input/lease.go). In a seeded fraction of the
@@ -333,7 +334,7 @@ func (t tap) SetParked(ctx context.Context, k store.Key, cursor []byte, generati
 // lose the lease condition (only cursor and generation still fence them).
 type leaseBlind struct {
 	store.Store
-	mem *store.MemStore
+	mem *memstore.Store
 }
 
 func (b leaseBlind) Promote(ctx context.Context, p store.Promotion) (store.Checkpoint, error) {

@@ -4,7 +4,6 @@ import (
 	"container/heap"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +11,8 @@ import (
 
 	"github.com/tidemark/tidemark/internal/lease"
 	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/store/memstore"
+	"math/rand/v2"
 )
 
 // The heartbeat lease simulation (RunLeases): several instances, each
@@ -210,7 +211,7 @@ type leaseSim struct {
 	rng   *rand.Rand // setup and fault schedule
 	frng  *rand.Rand // store faults and latencies
 	wrng  *rand.Rand // worker timing
-	mem   *store.MemStore
+	mem   *memstore.Store
 	parts []string
 
 	now    time.Duration
@@ -296,7 +297,7 @@ func RunLeases(cfg LeaseSimConfig) LeaseSimResult {
 		rng:    rand.New(rand.NewPCG(cfg.Seed, 0x1ea5e51)),
 		frng:   rand.New(rand.NewPCG(cfg.Seed, 0xfa17)),
 		wrng:   rand.New(rand.NewPCG(cfg.Seed, 0x3017)),
-		mem:    store.NewMemStore(),
+		mem:    memstore.New(),
 		goneAt: map[string]time.Duration{}, goneStep: map[string]uint64{},
 	}
 	for i := range cfg.Partitions {

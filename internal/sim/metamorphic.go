@@ -105,7 +105,7 @@ func (o Outcome) diff(p Outcome) string {
 	return ""
 }
 
-// outcome reads the run's outcome from the model and the MemStore.
+// outcome reads the run's outcome from the model and the in-memory store (memstore).
 func (s *sim) outcome() *Outcome {
 	o := &Outcome{Checkpoints: map[string]string{}}
 	for _, p := range s.parts {

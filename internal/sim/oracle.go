@@ -73,7 +73,7 @@ type wref struct {
 	attempt string
 }
 
-// oracle checks the invariants after every step, from the MemStore under
+// oracle checks the invariants after every step, from the in-memory store (memstore) under
 // every wrapper and the model's ground truth.
 type oracle struct {
 	s         *sim

@@ -3,7 +3,6 @@ package sim
 import (
 	"fmt"
 	"hash/fnv"
-	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strconv"
@@ -11,6 +10,8 @@ import (
 
 	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/store/memstore"
+	"math/rand/v2"
 )
 
 // Variant injects one deliberately broken behaviour into the simulated
@@ -403,7 +404,7 @@ type sim struct {
 	parts  []*part
 	byName map[string]*part
 
-	mem    *store.MemStore
+	mem    *memstore.Store
 	faults *Faults
 	st     store.Store
 
@@ -514,7 +515,7 @@ func newSim(cfg Config) *sim {
 		rng:           rand.New(rand.NewPCG(cfg.Seed, 0x5eed)),
 		scope:         "sim",
 		byName:        map[string]*part{},
-		mem:           store.NewMemStore(),
+		mem:           memstore.New(),
 		everMember:    map[string]bool{},
 		strictRecords: cfg.StrictRecords,
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/tidemark/tidemark/internal/witness"
 )
 
-// The conditions of the conditional writes, as pure functions. MemStore
+// The conditions of the conditional writes, as pure functions. The in-memory store (memstore)
 // evaluates them directly; the DynamoDB store states the same conditions as
 // ConditionExpressions and, after a failed condition, uses these functions
 // on the winner it read back to explain the loss. The contract suite checks

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"slices"
@@ -19,24 +18,6 @@ type CursorFinder interface {
 	// KeysHoldingCursor returns, sorted, up to limit partitions of scopes
 	// other than except that store cursor.
 	KeysHoldingCursor(ctx context.Context, cursor []byte, except string, limit int) ([]Key, error)
-}
-
-// KeysHoldingCursor implements CursorFinder.
-func (s *MemStore) KeysHoldingCursor(ctx context.Context, cursor []byte, except string, limit int) ([]Key, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	found := map[Key]bool{}
-	for k, c := range s.checkpoints {
-		if k.Scope != except && bytes.Equal(c.Cursor, cursor) {
-			found[k] = true
-		}
-	}
-	for ref, w := range s.witnesses {
-		if ref.key.Scope != except && (bytes.Equal(w.InputCursor, cursor) || bytes.Equal(w.Successor, cursor)) {
-			found[ref.key] = true
-		}
-	}
-	return SortedKeys(found, limit), nil
 }
 
 // SortedKeys returns the keys of found, sorted by scope then partition,

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/store/memstore"
 	"github.com/tidemark/tidemark/internal/store/storetest"
 	"github.com/tidemark/tidemark/internal/witness"
 )
@@ -24,7 +25,7 @@ func testKeys(ids ...string) []store.CursorKey {
 // The contract suite holds with cursors encrypted at rest.
 func TestEncryptedMemStoreContract(t *testing.T) {
 	newStore := func(*testing.T) store.Store {
-		s, err := store.Encrypted(store.NewMemStore(), testKeys("k1"), "")
+		s, err := store.Encrypted(memstore.New(), testKeys("k1"), "")
 		require.NoError(t, err)
 		return s
 	}
@@ -35,7 +36,7 @@ func TestEncryptedMemStoreContract(t *testing.T) {
 // The cursor-encryption properties (no plaintext at rest, rotation,
 // fencing, plaintext written before encryption) on the in-memory store.
 func TestEncryptedMemStore(t *testing.T) {
-	storetest.RunEncrypted(t, func(*testing.T) store.Store { return store.NewMemStore() })
+	storetest.RunEncrypted(t, func(*testing.T) store.Store { return memstore.New() })
 }
 
 func TestEncryptedRefusesBadKeys(t *testing.T) {
@@ -51,7 +52,7 @@ func TestEncryptedRefusesBadKeys(t *testing.T) {
 		"empty id":          {testKeys(""), ""},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := store.Encrypted(store.NewMemStore(), tc.keys, tc.active)
+			_, err := store.Encrypted(memstore.New(), tc.keys, tc.active)
 			assert.Error(t, err)
 		})
 	}

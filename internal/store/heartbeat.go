@@ -3,9 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
-	"strings"
 )
 
 // Heartbeats (scale-out liveness; docs/design.md#leases-and-fencing).
@@ -170,95 +168,4 @@ func ValidateHeartbeat(hb Heartbeat) error {
 // HeartbeatFence is the *FenceError of a lost heartbeat write.
 func HeartbeatFence(hb Heartbeat, op, reason string) error {
 	return &FenceError{Key: Key{Scope: hb.Scope, Partition: "heartbeat " + hb.Owner}, Op: op, Reason: reason}
-}
-
-// RenewHeartbeat implements Store.
-func (s *MemStore) RenewHeartbeat(_ context.Context, hb Heartbeat, held int) (Heartbeat, error) {
-	if err := ValidateHeartbeat(hb); err != nil {
-		return Heartbeat{}, err
-	}
-	if held < 0 {
-		return Heartbeat{}, fmt.Errorf("%w: held %d", ErrInvalid, held)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	stored := s.heartbeat(hb.Scope, hb.Owner)
-	if HeartbeatRenewApplied(hb, stored) {
-		return *stored, nil
-	}
-	if why := HeartbeatRenewConflict(hb, stored); why != "" {
-		return Heartbeat{}, HeartbeatFence(hb, "renew heartbeat", why)
-	}
-	next := RenewedHeartbeat(hb, held)
-	s.putHeartbeat(next)
-	return next, nil
-}
-
-// TakeOverHeartbeat implements Store.
-func (s *MemStore) TakeOverHeartbeat(_ context.Context, seen Heartbeat, by string) (Heartbeat, error) {
-	if err := ValidateHeartbeat(seen); err != nil {
-		return Heartbeat{}, err
-	}
-	if err := CheckName("heartbeat taker", by); err != nil {
-		return Heartbeat{}, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	stored := s.heartbeat(seen.Scope, seen.Owner)
-	if HeartbeatTakeOverApplied(seen, by, stored) {
-		return *stored, nil
-	}
-	if why := HeartbeatTakeOverConflict(seen, stored); why != "" {
-		return Heartbeat{}, HeartbeatFence(seen, "take over heartbeat", why)
-	}
-	next := TakenOverHeartbeat(*stored, by)
-	s.putHeartbeat(next)
-	return next, nil
-}
-
-// ListHeartbeats implements Store.
-func (s *MemStore) ListHeartbeats(_ context.Context, scope string) ([]Heartbeat, error) {
-	if err := CheckName("scope", scope); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []Heartbeat
-	for _, hb := range s.heartbeats[scope] {
-		out = append(out, hb)
-	}
-	slices.SortFunc(out, func(a, b Heartbeat) int { return strings.Compare(a.Owner, b.Owner) })
-	return out, nil
-}
-
-// DeleteHeartbeat implements Store.
-func (s *MemStore) DeleteHeartbeat(_ context.Context, hb Heartbeat) error {
-	if err := ValidateHeartbeat(hb); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if why := HeartbeatDeleteConflict(hb, s.heartbeat(hb.Scope, hb.Owner)); why != "" {
-		return HeartbeatFence(hb, "delete heartbeat", why)
-	}
-	delete(s.heartbeats[hb.Scope], hb.Owner)
-	return nil
-}
-
-func (s *MemStore) heartbeat(scope, owner string) *Heartbeat {
-	hb, ok := s.heartbeats[scope][owner]
-	if !ok {
-		return nil
-	}
-	return &hb
-}
-
-func (s *MemStore) putHeartbeat(hb Heartbeat) {
-	if s.heartbeats == nil {
-		s.heartbeats = map[string]map[string]Heartbeat{}
-	}
-	if s.heartbeats[hb.Scope] == nil {
-		s.heartbeats[hb.Scope] = map[string]Heartbeat{}
-	}
-	s.heartbeats[hb.Scope][hb.Owner] = hb
 }

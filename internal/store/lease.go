@@ -1,7 +1,6 @@
 package store
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 )
@@ -144,50 +143,4 @@ func checkCounter(l Lease) error {
 // "renew lease", "release lease").
 func LeaseFence(k Key, op string, want Lease, winner *Checkpoint, suffix string) error {
 	return &FenceError{Key: k, Op: op, Reason: LeaseConflict(want, winner) + suffix, Winner: winner}
-}
-
-// ClaimLease implements Store.
-func (s *MemStore) ClaimLease(_ context.Context, k Key, expect Lease, owner string) (Checkpoint, error) {
-	if err := ValidateClaim(k, expect, owner); err != nil {
-		return Checkpoint{}, err
-	}
-	return s.swapLease(k, "claim lease", expect, ClaimedLease(expect, owner))
-}
-
-// RenewLease implements Store.
-func (s *MemStore) RenewLease(_ context.Context, k Key, held Lease) (Checkpoint, error) {
-	if err := ValidateHeld(k, held); err != nil {
-		return Checkpoint{}, err
-	}
-	return s.swapLease(k, "renew lease", held, RenewedLease(held))
-}
-
-// ReleaseLease implements Store.
-func (s *MemStore) ReleaseLease(_ context.Context, k Key, held Lease) (Checkpoint, error) {
-	if err := ValidateHeld(k, held); err != nil {
-		return Checkpoint{}, err
-	}
-	return s.swapLease(k, "release lease", held, ReleasedLease(held))
-}
-
-// swapLease replaces the lease want by next, the one condition of every
-// lease write. A checkpoint already holding next is the repeat of an
-// applied write and is returned as such (see the package notes on leases).
-func (s *MemStore) swapLease(k Key, op string, want, next Lease) (Checkpoint, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, ok := s.checkpoints[k]
-	if !ok {
-		return Checkpoint{}, fmt.Errorf("%w: no checkpoint for %s (a lease lives on the checkpoint: create it first)", ErrNotFound, k)
-	}
-	if c.Lease == next {
-		return cloneCheckpoint(c), nil
-	}
-	if c.Lease != want {
-		w := cloneCheckpoint(c)
-		return Checkpoint{}, LeaseFence(k, op, want, &w, "")
-	}
-	c.Lease = next
-	s.checkpoints[k] = c
-	return cloneCheckpoint(c), nil
 }

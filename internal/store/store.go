@@ -1,7 +1,7 @@
 // Package store is the port between tidemark's pure core and durable
 // storage: per-partition checkpoints, response witnesses with their receipts,
 // the membership record and the published frontier. DynamoDB (package
-// internal/dynamostore) and the in-memory twin (MemStore, this package)
+// internal/dynamostore) and the in-memory twin (package memstore)
 // implement it, and both must pass the contract suite in package
 // storetest. It imports no core package but the types it stores (coord,
 // witness); internal/frontierrec converts its records to the frontier
@@ -269,7 +269,7 @@ type Frontier struct {
 // sentinels below are transport failures after bounded retries; the caller
 // must treat the outcome of a failed write as unknown and resolve it by
 // reading. DynamoDB (internal/dynamostore) and the in-memory twin
-// (MemStore) implement every role and pass the contract suite (storetest).
+// (memstore.Store) implement every role and pass the contract suite (storetest).
 type Store interface {
 	CheckpointStore
 	LeaseStore

@@ -21,6 +21,7 @@ import (
 
 	"github.com/tidemark/tidemark/internal/dynamostore"
 	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/store/memstore"
 )
 
 // Field names of the DynamoDB connection (DynamoFields) and of the
@@ -370,12 +371,12 @@ func Prepare(ctx context.Context, st store.Store, log *service.Logger) error {
 
 var (
 	memOnce  sync.Once
-	memStore *store.MemStore
+	memStore *memstore.Store
 )
 
 // SharedMemStore is the process-wide in-memory store, so that the input and
 // the partition_frontier processor of one process share it.
 func SharedMemStore() store.Store {
-	memOnce.Do(func() { memStore = store.NewMemStore() })
+	memOnce.Do(func() { memStore = memstore.New() })
 	return memStore
 }

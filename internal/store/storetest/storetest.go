@@ -1,5 +1,5 @@
 // Package storetest is the contract suite every store.Store implementation
-// must pass: the in-memory twin (store.MemStore) and the DynamoDB store
+// must pass: the in-memory twin (memstore.Store) and the DynamoDB store
 // (internal/dynamostore, against dynalite) run the same tests, so the twin that
 // unit tests and the simulator use cannot drift from the real store.
 //
@@ -19,13 +19,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/store"
+	"math/rand/v2"
 )
 
 // Run runs the contract suite, one subtest per property, each on a fresh

@@ -1,4 +1,4 @@
-package store
+package memstore
 
 import (
 	"context"
@@ -6,9 +6,10 @@ import (
 	"slices"
 
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/store"
 )
 
-var _ ShardedFrontier = (*MemStore)(nil)
+var _ store.ShardedFrontier = (*Store)(nil)
 
 // writeShardsLocked applies the shard writes of publishing next over the
 // stored record (nil: none) the way the DynamoDB store does: each changed
@@ -16,21 +17,21 @@ var _ ShardedFrontier = (*MemStore)(nil)
 // entries, and its version grows; a new epoch starts every shard at
 // version 1. It returns the vector the record now holds. The caller holds
 // s.mu.
-func (s *MemStore) writeShardsLocked(stored *Frontier, next Frontier) map[string]coord.Watermark {
-	n := ShardCount(len(next.Vector))
+func (s *Store) writeShardsLocked(stored *store.Frontier, next store.Frontier) map[string]coord.Watermark {
+	n := store.ShardCount(len(next.Vector))
 	vers := s.shardVersions[next.Scope]
-	var prev Frontier
+	var prev store.Frontier
 	if stored != nil && stored.Epoch == next.Epoch && len(vers) == n {
 		prev = *stored
 	} else {
 		vers = make([]uint64, n)
 	}
 	vers = slices.Clone(vers)
-	nextShards := SplitVector(next.Vector, n)
-	prevShards := SplitVector(prev.Vector, n)
+	nextShards := store.SplitVector(next.Vector, n)
+	prevShards := store.SplitVector(prev.Vector, n)
 	out := make(map[string]coord.Watermark, len(next.Vector))
 	for i := range n {
-		merged, changed, _ := MergeShard(prevShards[i], nextShards[i])
+		merged, changed, _ := store.MergeShard(prevShards[i], nextShards[i])
 		if changed || vers[i] == 0 {
 			vers[i]++
 		}
@@ -46,17 +47,17 @@ func (s *MemStore) writeShardsLocked(stored *Frontier, next Frontier) map[string
 }
 
 // LoadFrontierHead implements ShardedFrontier.
-func (s *MemStore) LoadFrontierHead(_ context.Context, scope string) (FrontierHead, error) {
-	if err := CheckName("scope", scope); err != nil {
-		return FrontierHead{}, err
+func (s *Store) LoadFrontierHead(_ context.Context, scope string) (store.FrontierHead, error) {
+	if err := store.CheckName("scope", scope); err != nil {
+		return store.FrontierHead{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f, ok := s.frontiers[scope]
 	if !ok {
-		return FrontierHead{}, fmt.Errorf("%w: no published frontier for scope %s", ErrNotFound, scope)
+		return store.FrontierHead{}, fmt.Errorf("%w: no published frontier for scope %s", store.ErrNotFound, scope)
 	}
-	h := FrontierHead{Frontier: cloneFrontier(f), Shards: slices.Clone(s.shardVersions[scope])}
+	h := store.FrontierHead{Frontier: cloneFrontier(f), Shards: slices.Clone(s.shardVersions[scope])}
 	h.Vector = nil
 	if h.Shards == nil {
 		h.Shards = []uint64{}
@@ -65,21 +66,21 @@ func (s *MemStore) LoadFrontierHead(_ context.Context, scope string) (FrontierHe
 }
 
 // LoadFrontierShards implements ShardedFrontier.
-func (s *MemStore) LoadFrontierShards(_ context.Context, scope string, epoch uint64, shards []int) ([]FrontierShard, error) {
-	if err := CheckName("scope", scope); err != nil {
+func (s *Store) LoadFrontierShards(_ context.Context, scope string, epoch uint64, shards []int) ([]store.FrontierShard, error) {
+	if err := store.CheckName("scope", scope); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f, ok := s.frontiers[scope]
 	vers := s.shardVersions[scope]
-	out := make([]FrontierShard, 0, len(shards))
+	out := make([]store.FrontierShard, 0, len(shards))
 	var split []map[string]coord.Watermark
 	if ok && f.Epoch == epoch {
-		split = SplitVector(f.Vector, len(vers))
+		split = store.SplitVector(f.Vector, len(vers))
 	}
 	for _, i := range shards {
-		sh := FrontierShard{Scope: scope, Epoch: epoch, Index: i}
+		sh := store.FrontierShard{Scope: scope, Epoch: epoch, Index: i}
 		if split != nil && i >= 0 && i < len(split) {
 			sh.Version, sh.Vector = vers[i], split[i]
 		}
@@ -88,18 +89,18 @@ func (s *MemStore) LoadFrontierShards(_ context.Context, scope string, epoch uin
 	return out, nil
 }
 
-var _ MembershipEpochReader = (*MemStore)(nil)
+var _ store.MembershipEpochReader = (*Store)(nil)
 
 // MembershipEpoch implements MembershipEpochReader.
-func (s *MemStore) MembershipEpoch(_ context.Context, scope string) (uint64, error) {
-	if err := CheckName("scope", scope); err != nil {
+func (s *Store) MembershipEpoch(_ context.Context, scope string) (uint64, error) {
+	if err := store.CheckName("scope", scope); err != nil {
 		return 0, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m, ok := s.members[scope]
 	if !ok {
-		return 0, fmt.Errorf("%w: no membership record for scope %s", ErrNotFound, scope)
+		return 0, fmt.Errorf("%w: no membership record for scope %s", store.ErrNotFound, scope)
 	}
 	return m.Epoch, nil
 }

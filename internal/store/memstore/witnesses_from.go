@@ -1,0 +1,42 @@
+package memstore
+
+import (
+	"context"
+
+	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/witness"
+)
+
+// WitnessesFrom implements Store.
+func (s *Store) WitnessesFrom(_ context.Context, k store.Key, fromGeneration uint64) ([]witness.Witness, error) {
+	if err := k.Validate(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []witness.Witness
+	for ref, w := range s.witnesses {
+		if ref.key == k && ref.generation >= fromGeneration {
+			out = append(out, cloneWitness(w))
+		}
+	}
+	store.SortByGenerationAttempt(out)
+	return out, nil
+}
+
+// PruneWitnesses implements Store.
+func (s *Store) PruneWitnesses(_ context.Context, k store.Key, below uint64) (int, error) {
+	if err := k.Validate(); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for ref := range s.witnesses {
+		if ref.key == k && ref.generation < below {
+			delete(s.witnesses, ref)
+			n++
+		}
+	}
+	return n, nil
+}
