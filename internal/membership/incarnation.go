@@ -166,7 +166,7 @@ var ErrIncarnationRecorded = errors.New("membership: the checkpoint is already i
 // caller then resets the partition's checkpoint with the returned epoch.
 // When the checkpoint already is in the new incarnation it writes nothing
 // and returns ErrIncarnationRecorded.
-func RecordIncarnation(ctx context.Context, st store.Store, scope string, ch IncarnationChange) (store.Membership, error) {
+func RecordIncarnation(ctx context.Context, st Records, scope string, ch IncarnationChange) (store.Membership, error) {
 	for try := 0; ; try++ {
 		in, err := Read(ctx, st, scope, nil, false)
 		if err != nil {

@@ -280,9 +280,17 @@ func equalLineage(a, b map[string][]string) bool {
 	return true
 }
 
+// Records is what deciding a membership change reads and writes: every
+// checkpoint of the scope (proofs of coverage and sealing) and the scope's
+// records (membership, published frontier).
+type Records interface {
+	store.CheckpointStore
+	store.ScopeStore
+}
+
 // Read gathers a PlanInput for want from st (the membership record, every
 // checkpoint, the published frontier).
-func Read(ctx context.Context, st store.Store, scope string, want []Member, freshFromStart bool) (PlanInput, error) {
+func Read(ctx context.Context, st Records, scope string, want []Member, freshFromStart bool) (PlanInput, error) {
 	in := PlanInput{Scope: scope, Want: want, FreshFromStart: freshFromStart}
 	cur, err := st.LoadMembership(ctx, scope)
 	switch {
@@ -309,7 +317,7 @@ func Read(ctx context.Context, st store.Store, scope string, want []Member, fres
 // again (a few times) when another instance or an operator changed the
 // record in between. It returns the stored record and the plan that was
 // written (Changed false when nothing had to change).
-func Reconcile(ctx context.Context, st store.Store, scope string, want []Member, freshFromStart bool) (store.Membership, Plan, error) {
+func Reconcile(ctx context.Context, st Records, scope string, want []Member, freshFromStart bool) (store.Membership, Plan, error) {
 	for try := 0; ; try++ {
 		in, err := Read(ctx, st, scope, want, freshFromStart)
 		if err != nil {

@@ -50,7 +50,7 @@ func PlanWithdraw(cur store.Membership, published store.Frontier, partition, rea
 // record in between. It returns the stored record and whether this call
 // wrote it. Without a membership record there is no scalar to withdraw
 // (none is published before the first epoch): nothing is written.
-func Withdraw(ctx context.Context, st store.Store, scope, partition, reason string) (store.Membership, bool, error) {
+func Withdraw(ctx context.Context, st store.ScopeStore, scope, partition, reason string) (store.Membership, bool, error) {
 	for try := 0; ; try++ {
 		cur, err := st.LoadMembership(ctx, scope)
 		if errors.Is(err, store.ErrNotFound) {
