@@ -27,7 +27,9 @@ import (
 // ns is the number of shards of the epoch, sv the list of their versions
 // as the root's writer knew them (a shard may be ahead of it). A root with
 // vec instead of ns is a record of one item, written before shards; it is
-// read whole, and the next publication writes shards.
+// read whole, and the next publication writes shards. The shards of an
+// epoch outlive it only until the root of the next is written: its
+// publisher deletes them.
 
 const (
 	attrShardCount    = "ns" // N: shards of the epoch
@@ -237,8 +239,21 @@ func (s *DynamoStore) LoadFrontierShards(ctx context.Context, scope string, epoc
 }
 
 // LoadFrontier implements store.Store: the root (one consistent GetItem),
-// then every shard of its epoch (consistent BatchGetItem).
+// then every shard of its epoch (consistent BatchGetItem); the root again
+// when its shards were replaced in between (store.MaxShardRereads reads
+// in all).
 func (s *DynamoStore) LoadFrontier(ctx context.Context, scope string) (store.Frontier, error) {
+	for attempt := 1; ; attempt++ {
+		f, err := s.loadFrontierOnce(ctx, scope)
+		if !errors.Is(err, store.ErrShardsReplaced) || attempt == store.MaxShardRereads {
+			return f, err
+		}
+	}
+}
+
+// loadFrontierOnce is one LoadFrontier: store.ErrShardsReplaced when a
+// newer epoch's root replaced the one read before its shards were read.
+func (s *DynamoStore) loadFrontierOnce(ctx context.Context, scope string) (store.Frontier, error) {
 	h, err := s.LoadFrontierHead(ctx, scope)
 	if err != nil || h.Shards == nil {
 		return h.Frontier, err
@@ -249,6 +264,9 @@ func (s *DynamoStore) LoadFrontier(ctx context.Context, scope string) (store.Fro
 	}
 	shards, err := s.LoadFrontierShards(ctx, scope, h.Epoch, idx)
 	if err != nil {
+		return store.Frontier{}, err
+	}
+	if err := store.CheckShardsOfHead(h, shards); err != nil {
 		return store.Frontier{}, err
 	}
 	f := h.Frontier
@@ -273,7 +291,9 @@ func (s *DynamoStore) LoadFrontier(ctx context.Context, scope string) (store.Fro
 //     new shard); a lost condition reads and merges again;
 //  4. one PutItem of the root, conditional on the stored root still being
 //     prev (version, epoch and scalar; attribute_not_exists(pk) for the
-//     zero prev).
+//     zero prev);
+//  5. when the root's epoch (or its number of shards) changed: the
+//     deletion of the shards it no longer names (deleteFrontierShards).
 //
 // Shards written by a publisher that then loses step 4 hold durable
 // watermarks only, never lower than before: readers may see them ahead of
@@ -365,6 +385,9 @@ func (s *DynamoStore) PublishFrontier(ctx context.Context, prev, next store.Fron
 	if err != nil {
 		return store.Frontier{}, s.wrap("publish frontier of", name(next.Scope), err)
 	}
+	if stored != nil && stored.Shards != nil && (stored.Epoch != next.Epoch || len(stored.Shards) > n) {
+		s.deleteFrontierShards(ctx, next.Scope, next.Epoch, n)
+	}
 	f, err := decodeFrontierHead(next.Scope, root)
 	if err != nil {
 		return store.Frontier{}, err
@@ -373,6 +396,38 @@ func (s *DynamoStore) PublishFrontier(ctx context.Context, prev, next store.Fron
 		f.Vector = out
 	}
 	return f.Frontier, nil
+}
+
+// deleteFrontierShards deletes the frontier shards of scope that the root
+// just written (epoch, n shards) no longer names: those of older epochs
+// and those of its epoch at index n or above. One consistent Query of the
+// shard keys, then one DeleteItem each. Best effort, like the deletion of
+// membership pages: a shard is not progress, and a reader that read the
+// older root and then finds its shards gone reads the root again
+// (store.ErrShardsReplaced). A shard a losing publisher of an older epoch
+// writes after this deletion stays until the next change of epoch, whose
+// publisher deletes it with the rest.
+func (s *DynamoStore) deleteFrontierShards(ctx context.Context, scope string, epoch uint64, n int) {
+	e := newExpr()
+	cond := e.n(attrPK) + " = " + e.v("pk", avS(recordPK(scope, recFrontier))) + " AND begins_with(" + e.n(attrSK) + ", " + e.v("pre", avS(skShardPrefix)) + ")"
+	items, err := s.queryItems(ctx, e, cond, e.n(attrPK)+", "+e.n(attrSK))
+	if err != nil {
+		return
+	}
+	for _, it := range items {
+		sk, err := getS(it, attrSK)
+		if err != nil {
+			continue
+		}
+		ep, i, err := parseShardSK(sk)
+		if err != nil || ep > epoch || (ep == epoch && i < n) {
+			continue
+		}
+		_, _ = s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+			TableName: aws.String(s.table),
+			Key:       item{attrPK: it[attrPK], attrSK: it[attrSK]},
+		})
+	}
 }
 
 func headFrontier(h *store.FrontierHead) *store.Frontier {

@@ -128,3 +128,74 @@ func TestFrontierRecordOfOneItemIsReadAndRepublishedInShards(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, pub, loaded)
 }
+
+// shardKeys lists the sort keys of scope's frontier shards in the table.
+func shardKeys(t *testing.T, s *DynamoStore, scope string) []string {
+	t.Helper()
+	items, err := s.queryPrefix(t.Context(), recordPK(scope, recFrontier), skShardPrefix)
+	require.NoError(t, err)
+	var out []string
+	for _, it := range items {
+		sk, err := getS(it, attrSK)
+		require.NoError(t, err)
+		out = append(out, sk)
+	}
+	return out
+}
+
+func shardSKs(epoch uint64, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s%020d#%06d", skShardPrefix, epoch, i)
+	}
+	return out
+}
+
+// The publisher of a new epoch deletes the shards the new root no longer
+// names: every shard of older epochs (a shard a losing publisher left
+// behind included), none of the new epoch's; a publication within an
+// epoch deletes nothing.
+func TestFrontierShardsOfSupersededEpochsAreDeleted(t *testing.T) {
+	dynalitetest.Endpoint(t)
+	s := newTestStore(t)
+	ctx := t.Context()
+	const scope = "tenants"
+	vector := func(n int, base int64) map[string]coord.Watermark {
+		v := make(map[string]coord.Watermark, n)
+		for i := range n {
+			v[fmt.Sprintf("tenant-%05d", i)] = coord.Integer(base + int64(i))
+		}
+		return v
+	}
+	f1, err := s.PublishFrontier(ctx, store.Frontier{}, store.Frontier{Scope: scope, Epoch: 1, Scalar: coord.Integer(100), Vector: vector(2500, 100)})
+	require.NoError(t, err)
+	require.Equal(t, shardSKs(1, 3), shardKeys(t, s, scope))
+
+	next := f1
+	next.Vector = vector(2500, 101)
+	next.Scalar = coord.Integer(101)
+	f1, err = s.PublishFrontier(ctx, f1, next)
+	require.NoError(t, err)
+	require.Equal(t, shardSKs(1, 3), shardKeys(t, s, scope), "a publication within the epoch keeps its shards")
+
+	// A shard of epoch 1 that no root of it names: left behind by a
+	// publisher that lost a race.
+	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: frontierShardItem(store.FrontierShard{Scope: scope, Epoch: 1, Index: 7, Version: 1})})
+	require.NoError(t, err)
+
+	f2, err := s.PublishFrontier(ctx, f1, store.Frontier{Scope: scope, Epoch: 2, Scalar: coord.Integer(500), Vector: vector(1200, 500)})
+	require.NoError(t, err)
+	require.Equal(t, shardSKs(2, 2), shardKeys(t, s, scope), "epoch 1's shards are gone, the left-behind one too")
+	got, err := s.LoadFrontier(ctx, scope)
+	require.NoError(t, err)
+	require.Equal(t, f2, got)
+
+	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: frontierShardItem(store.FrontierShard{Scope: scope, Epoch: 9, Index: 0, Version: 1})})
+	require.NoError(t, err)
+	f3, err := s.PublishFrontier(ctx, f2, store.Frontier{Scope: scope, Epoch: 3, Scalar: coord.Integer(900), Vector: vector(900, 900)})
+	require.NoError(t, err)
+	require.Equal(t, append(shardSKs(3, 1), shardSKs(9, 1)...), shardKeys(t, s, scope), "a newer epoch's shard is not the publisher's to delete")
+	got, err = s.LoadFrontier(ctx, scope)
+	require.NoError(t, err)
+	require.Equal(t, f3, got)
+}

@@ -196,6 +196,18 @@ func (c *FrontierCache) Refresh(ctx context.Context) (Frontier, bool, error) {
 		c.head, c.vec, c.loaded = FrontierHead{Frontier: f}, f.Vector, true
 		return c.current(), changed, nil
 	}
+	for attempt := 1; ; attempt++ {
+		f, changed, err := c.refreshSharded(ctx, sf)
+		if !errors.Is(err, ErrShardsReplaced) || attempt == MaxShardRereads {
+			return f, changed, err
+		}
+	}
+}
+
+// refreshSharded is one Refresh of a ShardedFrontier store:
+// ErrShardsReplaced (and the cache unchanged) when the root read was
+// replaced by a newer epoch's before its shards were read.
+func (c *FrontierCache) refreshSharded(ctx context.Context, sf ShardedFrontier) (Frontier, bool, error) {
 	h, err := sf.LoadFrontierHead(ctx, c.scope)
 	if err != nil {
 		return Frontier{}, false, err
@@ -225,6 +237,9 @@ func (c *FrontierCache) Refresh(ctx context.Context) (Frontier, bool, error) {
 		if err != nil {
 			return Frontier{}, false, err
 		}
+		if err := CheckShardsOfHead(h, shards); err != nil {
+			return Frontier{}, false, err
+		}
 		if !fresh {
 			vec = maps.Clone(vec)
 		}
@@ -238,6 +253,30 @@ func (c *FrontierCache) Refresh(ctx context.Context) (Frontier, bool, error) {
 	}
 	c.head, c.vec, c.loaded = h, vec, true
 	return c.current(), true, nil
+}
+
+// ErrShardsReplaced says a root's shards were gone when read: a newer
+// epoch's root replaced it in between and its publisher deleted the older
+// epoch's shards. The reader reads the root again (at most
+// MaxShardRereads times in all).
+var ErrShardsReplaced = errors.New("store: the published frontier's shards were replaced while read")
+
+// MaxShardRereads bounds the reads of the root a reader of a sharded
+// frontier makes when its shards keep being replaced under it.
+const MaxShardRereads = 4
+
+// CheckShardsOfHead returns ErrShardsReplaced when a shard read for head h
+// is older than the version h records for it. Within an epoch a shard's
+// version only grows and the root records a version its writer wrote, so
+// an older shard is one deleted (version 0, no entries) after a newer
+// epoch's root was written.
+func CheckShardsOfHead(h FrontierHead, shards []FrontierShard) error {
+	for _, s := range shards {
+		if s.Index >= 0 && s.Index < len(h.Shards) && s.Version < h.Shards[s.Index] {
+			return fmt.Errorf("%w: shard %d of epoch %d of scope %s is at version %d, the root read names %d", ErrShardsReplaced, s.Index, h.Epoch, h.Scope, s.Version, h.Shards[s.Index])
+		}
+	}
+	return nil
 }
 
 func (c *FrontierCache) filter(v map[string]coord.Watermark) map[string]coord.Watermark {

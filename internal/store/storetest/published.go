@@ -90,6 +90,70 @@ func testFrontierShardsFollowChange(t *testing.T, s store.Store) {
 	require.Equal(t, f2, loaded)
 }
 
+// replacingStore publishes replace, once, between a reader's read of the
+// frontier's root and its read of the shards that root names.
+type replacingStore struct {
+	store.Store
+	sf            store.ShardedFrontier
+	prev, replace store.Frontier
+	done          bool
+	published     store.Frontier
+}
+
+func (r *replacingStore) LoadFrontierHead(ctx context.Context, scope string) (store.FrontierHead, error) {
+	return r.sf.LoadFrontierHead(ctx, scope)
+}
+
+func (r *replacingStore) LoadFrontierShards(ctx context.Context, scope string, epoch uint64, shards []int) ([]store.FrontierShard, error) {
+	if !r.done {
+		r.done = true
+		f, err := r.Store.PublishFrontier(ctx, r.prev, r.replace)
+		if err != nil {
+			return nil, err
+		}
+		r.published = f
+	}
+	return r.sf.LoadFrontierShards(ctx, scope, epoch, shards)
+}
+
+// A reader of a sharded frontier that read the root of one epoch and then
+// finds that root replaced by a newer epoch's before it read the shards
+// (whose publisher may delete the older epoch's shards) never returns the
+// older root with entries missing: it reads the root again and returns
+// the newer record whole.
+func testFrontierReaderRereadsReplacedShards(t *testing.T, s store.Store) {
+	sf, ok := s.(store.ShardedFrontier)
+	if !ok {
+		t.Skip("the store keeps the frontier in one record")
+	}
+	const scope = "tenants"
+	names := names36(2500)
+	vec := make(map[string]coord.Watermark, len(names))
+	for i, p := range names {
+		vec[p] = integer(int64(100 + i))
+	}
+	f1, err := s.PublishFrontier(ctx(t), store.Frontier{}, store.Frontier{Scope: scope, Epoch: 1, Scalar: integer(100), Vector: vec})
+	require.NoError(t, err)
+	// Epoch 2: 1,200 of the partitions, each further on.
+	vec2 := make(map[string]coord.Watermark, 1200)
+	for i, p := range names[:1200] {
+		vec2[p] = integer(int64(10_000 + i))
+	}
+	r := &replacingStore{Store: s, sf: sf, prev: f1, replace: store.Frontier{Scope: scope, Epoch: 2, Scalar: integer(10_000), Vector: vec2}}
+
+	got, changed, err := store.NewFrontierCache(r, scope).Refresh(ctx(t))
+	require.NoError(t, err)
+	require.True(t, r.done, "the new epoch was published between the two reads")
+	require.True(t, changed)
+	require.Equal(t, uint64(2), got.Epoch, "the reader read the root again")
+	require.Equal(t, vec2, got.Vector, "and returned the new epoch's record whole")
+	require.Equal(t, r.published.Version, got.Version)
+
+	loaded, err := s.LoadFrontier(ctx(t), scope)
+	require.NoError(t, err)
+	require.Equal(t, got, loaded)
+}
+
 // No item approaches DynamoDB's item limit at 100,000 partitions with
 // 36-character names: the membership record (paged) and the published
 // frontier (sharded) round-trip, and every item written is under 350 KB.

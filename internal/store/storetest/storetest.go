@@ -83,6 +83,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"FrontierRoundTrip", testFrontierRoundTrip},
 		{"FrontierVersionFencesAStalePublisher", testFrontierVersionFencesAStalePublisher},
 		{"FrontierShardsFollowChange", testFrontierShardsFollowChange},
+		{"FrontierReaderRereadsTheRootWhenANewEpochReplacesItsShards", testFrontierReaderRereadsReplacedShards},
 		{"RecordsAt100kPartitions", testRecordsAt100kPartitions},
 	}
 	for _, tc := range tests {
