@@ -417,9 +417,13 @@ func (m *Machine) external(in Input) {
 			return // not the fetch in flight
 		}
 		m.fetch = nil
-		if m.phase != phaseChain || f.chain != m.chainID {
-			// A fetch of an abandoned chain. An answer that can be read
-			// still ends a run of malformed answers: the source answers.
+		if m.phase != phaseChain || f.chain != m.chainID || m.done {
+			// A fetch of an abandoned chain, or one past the page that
+			// ended the partition (done: a fetch ahead answered while
+			// that page's promotion was in flight; nothing follows a
+			// durably complete partition's last page). An answer that
+			// can be read still ends a run of malformed answers: the
+			// source answers.
 			if in.Err == nil {
 				m.malformedDone()
 			}
@@ -1266,6 +1270,13 @@ func (m *Machine) recover(expired bool, reason ParkReason) {
 }
 
 func (m *Machine) recoverNow(expired bool, reason ParkReason) {
+	if m.cp.Complete {
+		// A restart promotion would write a checkpoint that is no longer
+		// complete: a durably complete partition is only ever reopened
+		// by an operator.
+		m.finish(fmt.Sprintf("Partition %s is complete (durably, at generation %d) through %s: %s, nothing to recover", m.part(), m.cp.Generation, m.cp.Watermark, reason))
+		return
+	}
 	recovery := m.cfg.Contract.Recovery
 	if recovery == witness.RecoveryPark || !m.cfg.Restarter {
 		m.park(reason)
