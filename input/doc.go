@@ -10,7 +10,7 @@
 // the outputs acknowledged every event of that exact page. It also keeps the
 // scope's membership record and publishes the combined frontier
 // (internal/frontier), and, with a `leases` object, shares the partitions
-// of a scope between instances (lease.go).
+// of a scope between instances (internal/leasing).
 //
 // The sequencing of one partition (fetch, classify, witness, emit,
 // receipts, promotion, recovery) is the state machine of internal/chain;
@@ -69,8 +69,8 @@
 // (internal/chain/chainstore), fetches, emissions and waits, on a goroutine
 // only while it has work (runner.go: one scheduler and one bounded pool
 // per input; a complete partition's worker ends); membership.go the membership record and the frontier
-// publisher (docs/design.md#frontier-and-membership-epochs); lease.go
-// scale-out; spec.go the config spec; metrics.go the tidemark_* metrics
+// publisher (docs/design.md#frontier-and-membership-epochs); lease.go the hook of
+// scale-out (internal/leasing); spec.go the config spec; metrics.go the tidemark_* metrics
 // (docs/design.md#metadata-and-metrics).
 //
 // Where the input falls short of the design (completion not recorded on

@@ -16,6 +16,7 @@ import (
 	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/feed"
+	"github.com/tidemark/tidemark/internal/leasing"
 	"github.com/tidemark/tidemark/internal/redact"
 	"github.com/tidemark/tidemark/internal/runstatus"
 	"github.com/tidemark/tidemark/internal/store"
@@ -122,7 +123,7 @@ func (c *Config) validate() error {
 		c.Epoch = 1
 	}
 	if c.Leases != nil {
-		if err := c.Leases.validate(); err != nil {
+		if err := c.Leases.Validate(); err != nil {
 			return err
 		}
 		if c.ExitWhenComplete {
@@ -178,7 +179,7 @@ type paginatedInput struct {
 	epochNow    atomic.Uint64
 	attemptBase string
 	started     bool
-	leases      *leaseManager // nil without leases
+	leases      *leasing.Manager // nil without leases
 	budget      *byteBudget
 	// runner schedules and drives the partitions' workers (runner.go).
 	runner *partitionRunner
@@ -286,7 +287,8 @@ func (in *paginatedInput) Connect(ctx context.Context) error {
 		in.wg.Add(1)
 		go func() {
 			defer in.wg.Done()
-			in.leases.run(wctx)
+			in.feed.SetLeaseHolder(in.cfg.Scope, in.leases.Holds)
+			in.leases.Run(wctx)
 		}()
 		return nil
 	}

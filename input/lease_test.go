@@ -29,6 +29,7 @@ import (
 	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/e2etest"
+	"github.com/tidemark/tidemark/internal/leasing"
 	"github.com/tidemark/tidemark/internal/publish"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/store/memstore"
@@ -60,16 +61,16 @@ simulated:
 
 func TestLeaseConfigSpec(t *testing.T) {
 	conf := leaseParse(t, leaseBaseYAML)
-	lc, err := leaseConfigFromParsed(conf.Namespace(ppFieldLeases))
+	lc, err := leasing.ConfigFromParsed(conf.Namespace(ppFieldLeases))
 	require.NoError(t, err)
 	require.Nil(t, lc, "no leases object: no leases")
 
 	conf = leaseParse(t, leaseBaseYAML+"leases: {}\n")
-	lc, err = leaseConfigFromParsed(conf.Namespace(ppFieldLeases))
+	lc, err = leasing.ConfigFromParsed(conf.Namespace(ppFieldLeases))
 	require.NoError(t, err)
 	require.NotNil(t, lc)
 	require.Equal(t, DefaultLeaseConfig(), *lc)
-	require.NoError(t, lc.validate())
+	require.NoError(t, lc.Validate())
 
 	conf = leaseParse(t, leaseBaseYAML+`leases:
   instance_id: connect-0
@@ -79,12 +80,12 @@ func TestLeaseConfigSpec(t *testing.T) {
   max_partitions_per_instance: 5
   max_steals_per_balance: 2
 `)
-	lc, err = leaseConfigFromParsed(conf.Namespace(ppFieldLeases))
+	lc, err = leasing.ConfigFromParsed(conf.Namespace(ppFieldLeases))
 	require.NoError(t, err)
 	require.Equal(t, LeaseConfig{InstanceID: "connect-0", Period: 2 * time.Second, RenewInterval: 500 * time.Millisecond, BalanceInterval: time.Second, MaxPartitions: 5, MaxSteals: 2}, *lc)
 
 	conf = leaseParse(t, leaseBaseYAML+"leases: { enabled: false, lease_period: 2s }\n")
-	lc, err = leaseConfigFromParsed(conf.Namespace(ppFieldLeases))
+	lc, err = leasing.ConfigFromParsed(conf.Namespace(ppFieldLeases))
 	require.NoError(t, err)
 	require.Nil(t, lc)
 
@@ -94,7 +95,7 @@ func TestLeaseConfigSpec(t *testing.T) {
 		{Period: 2 * time.Second, RenewInterval: 500 * time.Millisecond, BalanceInterval: time.Second, MaxPartitions: -1},
 		{InstanceID: "a#b", Period: 2 * time.Second, RenewInterval: 500 * time.Millisecond, BalanceInterval: time.Second},
 	} {
-		require.Error(t, bad.validate(), "%+v", bad)
+		require.Error(t, bad.Validate(), "%+v", bad)
 	}
 
 	// exit_when_complete cannot be combined with leases.
@@ -864,7 +865,7 @@ func TestLeaseRenewalNeverWaitsBehindClaims(t *testing.T) {
 	c.waitFor("the heartbeat renewed 15 times while the claims hang", func() bool {
 		return slow.snapshot()["RenewHeartbeat"]-renewed >= 15
 	})
-	require.LessOrEqual(t, slow.claimsWaiting(), leaseInFlight, "claims in flight are bounded")
+	require.LessOrEqual(t, slow.claimsWaiting(), leasing.InFlight, "claims in flight are bounded")
 	close(slow.release)
 	c.waitFor("solo holds every partition", func() bool { return len(c.owners()["solo"]) == 40 })
 	require.NotContains(t, solo.log.String(), "stops all", "the instance gave its incarnation up while its claims hung:\n%s", solo.log)

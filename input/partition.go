@@ -12,6 +12,7 @@ import (
 
 	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/chain/chainstore"
+	"github.com/tidemark/tidemark/internal/leasing"
 	"github.com/tidemark/tidemark/internal/redact"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/witness"
@@ -39,7 +40,7 @@ type partition struct {
 	// lease is the lease this worker runs under (nil without leases; see
 	// lease.go): its machine is given it (chain.Config.Lease) and states it
 	// in its writes, its messages carry it.
-	lease *leaseHolder
+	lease *leasing.Holder
 	// red redacts this partition's logs and park reasons: the input's
 	// credentials and the cursors and successors it fetched lately.
 	red *redact.Set
@@ -104,7 +105,7 @@ func (p *partition) machineConfig() chain.Config {
 	c.Jitter = equalJitter
 	if p.lease != nil {
 		c.Leased = true
-		c.Lease, _ = p.lease.current()
+		c.Lease, _ = p.lease.Current()
 	}
 	return c
 }
@@ -254,7 +255,7 @@ func (p *partition) drive() {
 // chain.StateLeaseLost), or a plain Stop.
 func (p *partition) stopInput() chain.Input {
 	if p.lease != nil {
-		if _, lost := p.lease.current(); lost != "" {
+		if _, lost := p.lease.Current(); lost != "" {
 			return chain.LeaseLost{Reason: lost}
 		}
 	}
@@ -337,7 +338,7 @@ func (p *partition) perform(ctx context.Context, acts []chain.Action) {
 			// The machine found another lease (only a leased machine
 			// does): the holder stops the worker and tells the manager.
 			if p.lease != nil {
-				p.lease.lose(a.Reason)
+				p.lease.Lose(a.Reason)
 			}
 		case chain.RestartCursor:
 			if ctx.Err() != nil {
@@ -394,7 +395,7 @@ func (p *partition) perform(ctx context.Context, acts []chain.Action) {
 
 // call performs the machine's store call a (do). Under a lease, a call
 // that carries or checks the lease runs while no release runs
-// (leaseHolder.fenced); false: the lease is lost (or ctx ended while
+// (leasing.Holder.Fenced); false: the lease is lost (or ctx ended while
 // waiting) and the call was not made. A lost lease cancels the worker's
 // context, so drive then steps the machine with chain.LeaseLost and ends
 // the worker.
@@ -409,7 +410,7 @@ func (p *partition) call(ctx context.Context, a chain.Action, do func()) bool {
 		do()
 		return true
 	}
-	ok, err := p.lease.fenced(ctx, do)
+	ok, err := p.lease.Fenced(ctx, do)
 	return ok && err == nil
 }
 

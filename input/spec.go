@@ -10,6 +10,7 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/tidemark/tidemark/internal/chain"
+	"github.com/tidemark/tidemark/internal/leasing"
 	"github.com/tidemark/tidemark/internal/storeconfig"
 	"github.com/tidemark/tidemark/provider"
 )
@@ -122,9 +123,9 @@ func Spec() *service.ConfigSpec {
 		fields = append(fields, f)
 	}
 	fields = append(fields,
-		service.NewObjectField(ppFieldLeases, LeaseFields()...).
+		service.NewObjectField(ppFieldLeases, leasing.Fields()...).
 			Description("Share the partitions with the other instances of this scope through leases on the checkpoint records (across processes with the `dynamodb` backend; the `memory` backend only shares within one process). Absent: this instance reads every partition. Every instance of a scope must use leases, or none. `exit_when_complete` cannot be combined with it.").
-			Optional().Default(leaseObjectDefault()),
+			Optional().Default(leasing.ObjectDefault()),
 	)
 	return service.NewConfigSpec().
 		Beta().
@@ -362,7 +363,7 @@ func readConfig(conf *service.ParsedConfig) (Config, error) {
 	if c.MaxRestarts < 1 {
 		return c, fmt.Errorf("%s must be at least 1, got %d", ppFieldMaxRestarts, c.MaxRestarts)
 	}
-	if c.Leases, err = leaseConfigFromParsed(conf.Namespace(ppFieldLeases)); err != nil {
+	if c.Leases, err = leasing.ConfigFromParsed(conf.Namespace(ppFieldLeases)); err != nil {
 		return c, err
 	}
 	return c, nil

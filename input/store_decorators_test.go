@@ -4,14 +4,10 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
-	"time"
-
-	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/internal/coord"
-	"github.com/tidemark/tidemark/internal/feed"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/store/memstore"
 )
@@ -64,35 +60,4 @@ func TestStoreDecoratorsKeepTheCheapRecordReads(t *testing.T) {
 			require.Equal(t, int64(1), inner.memberships.Load(), "the whole membership is read once, then only its epoch")
 		})
 	}
-}
-
-// The pipeline's lease check says a message's lease is held only while the
-// instance holds that partition under that lease and its heartbeat is
-// fresh: a message emitted before a pause longer than the lease gets no
-// frontier once the pause ends, whatever ran first after it.
-func TestLeaseHoldsOnlyTheHeldLeaseWhileTheHeartbeatIsFresh(t *testing.T) {
-	ctx := context.Background()
-	mem := memstore.New()
-	in := &paginatedInput{store: mem, cfg: Config{Scope: "s"}, feed: feed.NewHub()}
-	lc := LeaseConfig{Period: time.Second, RenewInterval: 200 * time.Millisecond, BalanceInterval: time.Second, InstanceID: "a"}
-	m := &leaseManager{in: in, cfg: lc, log: service.MockResources().Logger(), held: map[string]*leaseHolder{}}
-	m.m = m.newMachine()
-	in.feed.SetLeaseHolder("s", m.holds)
-
-	start := time.Now()
-	hb, held, ok := m.m.Heartbeat("s")
-	require.True(t, ok)
-	got, err := mem.RenewHeartbeat(ctx, hb, held)
-	require.NoError(t, err)
-	require.Empty(t, m.m.Renewed(start, got, nil))
-	l := store.Lease{Owner: m.m.Self(), Counter: 7}
-	m.held["p"] = newLeaseHolder(store.Key{Scope: "s", Partition: "p"}, l, func(*leaseHolder, string) {})
-
-	require.True(t, in.feed.Holds("s", "p", l.Owner, 7, start.Add(100*time.Millisecond)), "the held lease, heartbeat fresh")
-	require.False(t, in.feed.Holds("s", "p", l.Owner, 6, start.Add(100*time.Millisecond)), "an older lease of the partition")
-	require.False(t, in.feed.Holds("s", "q", l.Owner, 7, start.Add(100*time.Millisecond)), "a partition not held")
-	require.False(t, in.feed.Holds("s", "p", l.Owner, 7, start.Add(lc.Period)), "a lease period after the last renewal began: the others may have taken it")
-	m.held["p"].lose("taken over")
-	require.False(t, in.feed.Holds("s", "p", l.Owner, 7, start.Add(100*time.Millisecond)), "a lost lease")
-	require.True(t, feed.NewHub().Holds("s", "p", "x", 1, time.Now()), "without leases every message's lease counts as held")
 }

@@ -194,7 +194,7 @@
 //
 // RunLeases (leasesim.go) is a separate discrete-event simulation of the
 // product's heartbeat lease lifecycle: 3 to 5 instances, each process life
-// an incarnation driving the real lease.Machine the way input/lease.go
+// an incarnation driving the real lease.Machine the way internal/leasing
 // drives it (renewal on its own timer, observation every renew interval
 // and at the next heartbeat expiry, takeovers, checkpoint reads when the
 // machine asks, claims and releases with at most 16 in flight), each on

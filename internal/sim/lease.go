@@ -13,7 +13,7 @@ import (
 	"math/rand/v2"
 )
 
-// Lease mode (scale-out, input/lease.go). In a seeded fraction of the
+// Lease mode (scale-out, internal/leasing). In a seeded fraction of the
 // schedules (every schedule under Variant IgnoreLease) every lane must hold
 // its partition's lease before it loads, fetches or writes:
 //

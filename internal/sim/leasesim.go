@@ -17,7 +17,7 @@ import (
 
 // The heartbeat lease simulation (RunLeases): several instances, each
 // process life an incarnation driving the real lease.Machine, as
-// input/lease.go drives it, against the real in-memory store's heartbeat,
+// internal/leasing drives it, against the real in-memory store's heartbeat,
 // claim, release and fenced-promotion conditional writes. It is a
 // discrete-event simulation on one virtual timeline: nothing sleeps, reads
 // a clock or starts a goroutine, and one seed decides everything.
@@ -63,7 +63,7 @@ const (
 type LeaseVariant uint8
 
 const (
-	// LeaseFaithful drives the machine as input/lease.go does.
+	// LeaseFaithful drives the machine as internal/leasing does.
 	LeaseFaithful LeaseVariant = iota
 	// RenewAfterTakeover is a broken driver: when the machine says the
 	// incarnation is gone (its heartbeat renewal was fenced: taken over;
@@ -274,7 +274,7 @@ type lsWorker struct {
 	gen      uint64
 	inflight bool
 	// afterWrite runs once the write in flight answered (a release waits
-	// for it, as leaseHolder's semaphore makes it).
+	// for it, as leasing.Holder's semaphore makes it).
 	afterWrite func()
 }
 
@@ -526,7 +526,7 @@ func (s *leaseSim) endFaults() {
 }
 
 // ---------------------------------------------------------------------------
-// Instances (the input's leaseManager).
+// Instances (internal/leasing's Manager).
 
 func (s *leaseSim) addInstance(delay time.Duration) {
 	in := &lsInstance{
@@ -649,7 +649,7 @@ func (s *leaseSim) lost(n int, format string, args ...any) {
 	}
 }
 
-// round is one observation, as leaseManager.round: stale check, new
+// round is one observation, as leasing.Manager.round: stale check, new
 // incarnation when gone, heartbeat read, takeovers, checkpoint read when
 // asked, decision, releases and claims with bounded concurrency,
 // heartbeat deletions.
@@ -958,7 +958,7 @@ func (s *leaseSim) workerWrite(in *lsInstance, w *lsWorker) {
 	})
 }
 
-// workerLost is leaseHolder.lose plus the manager's reap: the worker stops
+// workerLost is leasing.Holder.Lose plus the manager's reap: the worker stops
 // and the machine forgets the partition.
 func (s *leaseSim) workerLost(in *lsInstance, w *lsWorker, why string) {
 	if w.stopped {

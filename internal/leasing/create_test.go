@@ -1,4 +1,4 @@
-package input
+package leasing
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/lease"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/store/memstore"
@@ -54,15 +53,15 @@ func TestLeaseCreationOfMissingCheckpointsIsConcurrentAndSpread(t *testing.T) {
 	first := map[string][]string{}
 	for _, self := range []string{"a#1", "b#1"} {
 		st := &creationOrder{Store: mem}
-		m := &leaseManager{
-			in:  &paginatedInput{store: st, cfg: Config{Scope: "s", Config: chain.Config{StartCursor: []byte("start")}}},
-			cfg: LeaseConfig{RenewInterval: 5 * time.Second},
-			log: service.MockResources().Logger(),
+		m := &Manager{
+			host: Host{Scope: "s", StartCursor: []byte("start"), Store: st, Epoch: func() uint64 { return 1 }},
+			cfg:  Config{RenewInterval: 5 * time.Second},
+			log:  service.MockResources().Logger(),
 		}
 		m.create(context.Background(), self, parts)
 		assert.Len(t, st.order, len(parts), "every missing partition is created (or found created)")
 		assert.Greater(t, st.most, 1, "creations overlap")
-		assert.LessOrEqual(t, st.most, leaseInFlight, "at most leaseInFlight creations in flight")
+		assert.LessOrEqual(t, st.most, InFlight, "at most InFlight creations in flight")
 		first[self] = st.order[:10]
 	}
 	assert.NotEqual(t, first["a#1"], first["b#1"], "two instances start creating with the same partitions")
@@ -82,10 +81,10 @@ func TestLeaseReadCreatesAtMostItsBudgetInItsOwnOrder(t *testing.T) {
 	}
 	mem := memstore.New()
 	st := &creationOrder{Store: mem}
-	m := &leaseManager{
-		in:  &paginatedInput{store: st, cfg: Config{Scope: "s", Config: chain.Config{StartCursor: []byte("start")}}},
-		cfg: LeaseConfig{RenewInterval: 5 * time.Second},
-		log: service.MockResources().Logger(),
+	m := &Manager{
+		host: Host{Scope: "s", StartCursor: []byte("start"), Store: st, Epoch: func() uint64 { return 1 }},
+		cfg:  Config{RenewInterval: 5 * time.Second},
+		log:  service.MockResources().Logger(),
 	}
 	cps, err := m.readLeases(context.Background(), "a#1", parts, 30)
 	require.NoError(t, err)
