@@ -370,7 +370,11 @@ func (o *oracle) checkpoint(p *part, cp store.Checkpoint) {
 		}
 		return
 	}
-	// (c) Monotone.
+	// (c) Monotone. Completion is durable: only an operator's repair
+	// reopens a complete partition.
+	if last.Complete && !cp.Complete && !strings.HasPrefix(cp.PromotedWitness, chain.RepairWitnessPrefix) {
+		o.violate(CheckMonotone, "partition %s: complete at g%d, then g%d (witness %s) is not", p.name, last.Generation, cp.Generation, cp.PromotedWitness)
+	}
 	if !last.Watermark.IsZero() {
 		if cmp, err := cp.Watermark.Compare(last.Watermark); err != nil || cmp < 0 {
 			o.violate(CheckMonotone, "partition %s: durable watermark went from %s to %s (g%d -> g%d)", p.name, last.Watermark, cp.Watermark, last.Generation, cp.Generation)
