@@ -283,10 +283,7 @@ func equalLineage(a, b map[string][]string) bool {
 // Records is what deciding a membership change reads and writes: every
 // checkpoint of the scope (proofs of coverage and sealing) and the scope's
 // records (membership, published frontier).
-type Records interface {
-	store.CheckpointStore
-	store.ScopeStore
-}
+type Records = store.ScopeProgress
 
 // Read gathers a PlanInput for want from st (the membership record, every
 // checkpoint, the published frontier).

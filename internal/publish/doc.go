@@ -1,7 +1,8 @@
 // Package publish keeps a scope's published frontier record up to date
 // from durable state: the Publisher that the paginated_partitions input
 // runs once per instance and the simulator steps in two halves. It has no
-// Benthos or AWS imports and reads and writes only through store.Store.
+// Benthos or AWS imports and reads and writes only through store.ScopeProgress (the checkpoints and
+// the scope's records).
 //
 // Invariants:
 //

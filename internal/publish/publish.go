@@ -35,7 +35,7 @@ import (
 // or loses the compare-and-swap, so the record's scalar and vector entries
 // never go down within an epoch.
 type Publisher struct {
-	st    store.Store
+	st    store.ScopeProgress
 	scope string
 
 	// View, when set, keeps only the partitions it accepts from what a
@@ -52,7 +52,7 @@ type Publisher struct {
 }
 
 // NewPublisher returns a publisher of scope's frontier.
-func NewPublisher(st store.Store, scope string) *Publisher {
+func NewPublisher(st store.ScopeProgress, scope string) *Publisher {
 	return &Publisher{st: st, scope: scope, members: store.NewMembershipCache(st, scope)}
 }
 

@@ -5,7 +5,7 @@ package store
 
 // shardedOf returns st, or the store it wraps (Unwrap), as a
 // ShardedFrontier when it is one.
-func shardedOf(st Store) (ShardedFrontier, bool) {
+func shardedOf(st ScopeStore) (ShardedFrontier, bool) {
 	for range 8 {
 		if sf, ok := st.(ShardedFrontier); ok {
 			return sf, true
@@ -20,7 +20,7 @@ func shardedOf(st Store) (ShardedFrontier, bool) {
 }
 
 // epochReaderOf is shardedOf for MembershipEpochReader.
-func epochReaderOf(st Store) (MembershipEpochReader, bool) {
+func epochReaderOf(st ScopeStore) (MembershipEpochReader, bool) {
 	for range 8 {
 		if r, ok := st.(MembershipEpochReader); ok {
 			return r, true

@@ -160,7 +160,7 @@ func CapHeldBy(h []string) []string {
 // read when nothing changed); with any other store it reads the whole
 // record. Not safe for concurrent use.
 type FrontierCache struct {
-	st    Store
+	st    ScopeStore
 	scope string
 
 	// Filter, when set, drops entries read from the shards (the
@@ -174,7 +174,7 @@ type FrontierCache struct {
 }
 
 // NewFrontierCache returns a cache of scope's published frontier.
-func NewFrontierCache(st Store, scope string) *FrontierCache {
+func NewFrontierCache(st ScopeStore, scope string) *FrontierCache {
 	return &FrontierCache{st: st, scope: scope}
 }
 
@@ -318,14 +318,14 @@ type MembershipEpochReader interface {
 // epoch: SwapMembership writes a greater one). Not safe for concurrent
 // use.
 type MembershipCache struct {
-	st    Store
+	st    ScopeStore
 	scope string
 	m     Membership
 	ok    bool
 }
 
 // NewMembershipCache returns a cache of scope's membership record.
-func NewMembershipCache(st Store, scope string) *MembershipCache {
+func NewMembershipCache(st ScopeStore, scope string) *MembershipCache {
 	return &MembershipCache{st: st, scope: scope}
 }
 
@@ -350,7 +350,7 @@ func (c *MembershipCache) Load(ctx context.Context) (Membership, error) {
 
 // LoadFrontierHead reads the root of scope's published frontier alone
 // when st keeps shards (the vector is then nil), else the whole record.
-func LoadFrontierHead(ctx context.Context, st Store, scope string) (FrontierHead, error) {
+func LoadFrontierHead(ctx context.Context, st ScopeStore, scope string) (FrontierHead, error) {
 	if sf, ok := shardedOf(st); ok {
 		return sf.LoadFrontierHead(ctx, scope)
 	}

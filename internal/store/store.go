@@ -277,6 +277,15 @@ type Store interface {
 	ScopeStore
 }
 
+// ScopeProgress is the part of the store that reads a scope's progress and
+// writes its records: every checkpoint and the scope's records
+// (membership, published frontier). The membership decisions and the
+// frontier publisher need no more.
+type ScopeProgress interface {
+	CheckpointStore
+	ScopeStore
+}
+
 // CheckpointStore holds one checkpoint per partition: its durable cursor,
 // generation, watermark, applied boundary, park state and repair log.
 // Every write of progress is one conditional write on the checkpoint
