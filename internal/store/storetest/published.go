@@ -29,21 +29,28 @@ func names36(n int) []string {
 	return out
 }
 
-// A frontier published over a vector of many partitions is stored in
-// shards: a change of one entry raises the version of its shard only, the
-// root carries every shard's version, and a reader following the record
-// (store.FrontierCache) reads only the changed shard.
-func testFrontierShardsFollowChange(t *testing.T, s store.Store) {
+// shardedVector skips the test unless s keeps the frontier in shards, and
+// returns a vector of 2,500 partitions (three shards) and their names.
+func shardedVector(t *testing.T, s store.Store) (store.ShardedFrontier, []string, map[string]coord.Watermark) {
 	sf, ok := s.(store.ShardedFrontier)
 	if !ok {
 		t.Skip("the store keeps the frontier in one record")
 	}
-	const scope = "tenants"
 	names := names36(2500)
 	vec := make(map[string]coord.Watermark, len(names))
 	for i, p := range names {
 		vec[p] = integer(int64(100 + i))
 	}
+	return sf, names, vec
+}
+
+// A frontier published over a vector of many partitions is stored in
+// shards: a change of one entry raises the version of its shard only, the
+// root carries every shard's version, and a reader following the record
+// (store.FrontierCache) reads only the changed shard.
+func testFrontierShardsFollowChange(t *testing.T, s store.Store) {
+	sf, names, vec := shardedVector(t, s)
+	const scope = "tenants"
 	f1, err := s.PublishFrontier(ctx(t), store.Frontier{}, store.Frontier{Scope: scope, Epoch: 1, Scalar: integer(100), Vector: vec, HeldBy: names[:200]})
 	require.NoError(t, err)
 	require.Len(t, f1.HeldBy, store.MaxPublishedHeldBy, "the root keeps a bounded held-by list")
@@ -122,16 +129,8 @@ func (r *replacingStore) LoadFrontierShards(ctx context.Context, scope string, e
 // older root with entries missing: it reads the root again and returns
 // the newer record whole.
 func testFrontierReaderRereadsReplacedShards(t *testing.T, s store.Store) {
-	sf, ok := s.(store.ShardedFrontier)
-	if !ok {
-		t.Skip("the store keeps the frontier in one record")
-	}
+	sf, names, vec := shardedVector(t, s)
 	const scope = "tenants"
-	names := names36(2500)
-	vec := make(map[string]coord.Watermark, len(names))
-	for i, p := range names {
-		vec[p] = integer(int64(100 + i))
-	}
 	f1, err := s.PublishFrontier(ctx(t), store.Frontier{}, store.Frontier{Scope: scope, Epoch: 1, Scalar: integer(100), Vector: vec})
 	require.NoError(t, err)
 	// Epoch 2: 1,200 of the partitions, each further on.
