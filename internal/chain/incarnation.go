@@ -82,7 +82,7 @@ func (m *Machine) recordIncarnation(h string) {
 		WitnessID: "incarnation:" + h, Incarnation: h, Epoch: m.cfg.Epoch, Lease: m.writeLease(),
 	}
 	m.logf(Info, "Partition %s: recording its source incarnation %s at generation %d", m.part(), h, m.cp.Generation)
-	m.ask(StateReincarnating, Promote{Promotion: prom, Restart: true}, next{kind: onIncarnationRecorded, prom: prom})
+	m.ask(StateReincarnating, Promote{Promotion: prom, Restart: true}, next{kind: onIncarnationRecorded, prom: &prom})
 }
 
 func (m *Machine) onIncarnationRecorded(carried store.Lease, r Promoted) {

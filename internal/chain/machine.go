@@ -616,7 +616,7 @@ func PageBytes(r witness.Response) int64 {
 func (m *Machine) load() {
 	m.phase = phaseLoading
 	ld := Load{Key: m.cfg.Key, Create: store.Checkpoint{Key: m.cfg.Key, Cursor: m.cfg.StartCursor, Generation: 1, Epoch: m.cfg.Epoch}}
-	m.ask(StateLoading, ld, next{kind: onLoaded, ld: ld})
+	m.ask(StateLoading, ld, next{kind: onLoaded, ld: &ld})
 }
 
 func (m *Machine) onLoaded(ld Load, r Loaded) {
@@ -654,7 +654,7 @@ func (m *Machine) loaded(from uint64, cp store.Checkpoint, ws []witness.Witness)
 			older = append(older, w)
 		}
 	}
-	m.abandonAll(StateLoading, from, witness.Abandon(witnessCheckpoint(cp), older), &next{kind: doAfterLoad, cp: cp})
+	m.abandonAll(StateLoading, from, witness.Abandon(witnessCheckpoint(cp), older), &next{kind: doAfterLoad, cp: &cp})
 }
 
 // afterLoad goes on with the loaded checkpoint cp once the leftover
@@ -830,7 +830,7 @@ func (m *Machine) onFetched(f *fetchRec, r Fetched) {
 	if b, ok := claimBroken(v.violations); ok && !v.diverged && !m.mon.withdrawn[b.Kind] {
 		recoverWith = recoverAfter(f.gen, f.cursor, b)
 	}
-	m.report(v.violations, &next{kind: doOnReconciled, f: f, fetched: r, v: v, reason: recoverWith})
+	m.report(v.violations, &next{kind: doOnReconciled, f: f, fetched: &r, v: &v, reason: recoverWith})
 }
 
 // onReconciled goes on with a reconciled response once its contract
@@ -914,7 +914,7 @@ func (m *Machine) onReconciled(f *fetchRec, r Fetched, v verdict, recoverWith Pa
 }
 
 func (m *Machine) putWitness(w witness.Witness, then *next) {
-	m.ask(StateWitnessing, PutWitness{Witness: w}, next{kind: onWitnessStored, w: w, then: then})
+	m.ask(StateWitnessing, PutWitness{Witness: w}, next{kind: onWitnessStored, w: &w, then: then})
 }
 
 func (m *Machine) onWitnessStored(w witness.Witness, r WitnessStored, then *next) {
@@ -925,7 +925,7 @@ func (m *Machine) onWitnessStored(w witness.Witness, r WitnessStored, then *next
 		m.park(ParkReason{ParkUnstorableWitness, fmt.Sprintf("of generation %d (attempt %s): %v", w.Generation, w.AttemptID, r.Err)})
 	default:
 		m.logf(Warn, "Partition %s cannot record the witness of generation %d (attempt %s), not emitting: %v", m.part(), w.Generation, w.AttemptID, r.Err)
-		m.wait(StateWitnessing, m.cfg.StoreBackoff, next{kind: doPutWitness, w: w, then: then})
+		m.wait(StateWitnessing, m.cfg.StoreBackoff, next{kind: doPutWitness, w: &w, then: then})
 	}
 }
 
@@ -1140,7 +1140,7 @@ func (m *Machine) promote(pg *page, prom store.Promotion, then *next) {
 	if m.cfg.Leased {
 		prom.Lease = m.lease // the held lease now (a retry after Resolve)
 	}
-	m.ask(StatePromoting, Promote{Promotion: prom}, next{kind: onPromoted, pg: pg, prom: prom, then: then})
+	m.ask(StatePromoting, Promote{Promotion: prom}, next{kind: onPromoted, pg: pg, prom: &prom, then: then})
 }
 
 func (m *Machine) onPromoted(pg *page, prom store.Promotion, r Promoted, then *next) {
@@ -1175,7 +1175,7 @@ func (m *Machine) onPromoted(pg *page, prom store.Promotion, r Promoted, then *n
 }
 
 func (m *Machine) resolve(pg *page, prom store.Promotion, then *next) {
-	m.ask(StateResolving, Resolve{Promotion: prom}, next{kind: onResolved, pg: pg, prom: prom, then: then})
+	m.ask(StateResolving, Resolve{Promotion: prom}, next{kind: onResolved, pg: pg, prom: &prom, then: then})
 }
 
 func (m *Machine) onResolved(pg *page, prom store.Promotion, r Resolved, then *next) {
@@ -1186,7 +1186,7 @@ func (m *Machine) onResolved(pg *page, prom store.Promotion, r Resolved, then *n
 	switch {
 	case r.Err != nil:
 		m.logf(Warn, "Partition %s: cannot read back the checkpoint, not advancing: %v", m.part(), r.Err)
-		m.wait(StateResolving, m.cfg.StoreBackoff, next{kind: doResolve, pg: pg, prom: prom, then: then})
+		m.wait(StateResolving, m.cfg.StoreBackoff, next{kind: doResolve, pg: pg, prom: &prom, then: then})
 	case r.Applied:
 		m.promoted(pg, r.Checkpoint, then)
 	case !prom.StillAt(r.Checkpoint):
@@ -1324,7 +1324,7 @@ func (m *Machine) onRestartCursor(reason ParkReason, r RestartCursorFound) {
 		Violations:  m.violationTotals(),
 		Incarnation: m.incarnation,
 	}
-	m.ask(StateRecovering, Promote{Promotion: prom, Restart: true}, next{kind: onRestartPromoted, prom: prom})
+	m.ask(StateRecovering, Promote{Promotion: prom, Restart: true}, next{kind: onRestartPromoted, prom: &prom})
 }
 
 func (m *Machine) onRestartPromoted(carried store.Lease, r Promoted) {

@@ -62,18 +62,21 @@ type next struct {
 	kind nextKind
 	then *next
 
+	// The large values are held by pointer (never changed once set): a
+	// next is allocated for every call and back-off, and an idle poll
+	// makes several.
 	st        State
-	ld        Load
-	cp        store.Checkpoint
+	ld        *Load
+	cp        *store.Checkpoint
 	pg, last  *page
 	pages     []*page
 	i, n      int
-	prom      store.Promotion
+	prom      *store.Promotion
 	lease     store.Lease // the lease the call carried
-	w         witness.Witness
+	w         *witness.Witness
 	f         *fetchRec
-	fetched   Fetched
-	v         verdict
+	fetched   *Fetched
+	v         *verdict
 	violation witness.Violation
 	vs        []witness.Violation
 	gen       uint64
@@ -97,19 +100,19 @@ func (m *Machine) resume(k *next) {
 func (m *Machine) run(k *next, in Input) {
 	switch k.kind {
 	case onLoaded:
-		m.onLoaded(k.ld, in.(Loaded))
+		m.onLoaded(*k.ld, in.(Loaded))
 	case onParkChecked:
 		m.onParkChecked(in.(ParkChecked))
 	case onAbandoned:
 		m.onAbandoned(k.text, in.(Abandoned), k.then)
 	case onWitnessStored:
-		m.onWitnessStored(k.w, in.(WitnessStored), k.then)
+		m.onWitnessStored(*k.w, in.(WitnessStored), k.then)
 	case onReceiptStored:
 		m.onReceiptStored(k.pg, k.n, in.(ReceiptStored), k.then)
 	case onPromoted:
-		m.onPromoted(k.pg, k.prom, in.(Promoted), k.then)
+		m.onPromoted(k.pg, *k.prom, in.(Promoted), k.then)
 	case onResolved:
-		m.onResolved(k.pg, k.prom, in.(Resolved), k.then)
+		m.onResolved(k.pg, *k.prom, in.(Resolved), k.then)
 	case onRestartCursor:
 		m.onRestartCursor(k.reason, in.(RestartCursorFound))
 	case onRestartPromoted:
@@ -132,7 +135,7 @@ func (m *Machine) run(k *next, in Input) {
 	case doLoad:
 		m.load()
 	case doAfterLoad:
-		m.afterLoad(k.cp)
+		m.afterLoad(*k.cp)
 	case doStartChain:
 		m.startChain()
 	case doAskUnparked:
@@ -140,7 +143,7 @@ func (m *Machine) run(k *next, in Input) {
 	case doAbandonAll:
 		m.abandonAll(k.st, k.gen, k.ids, k.then)
 	case doPutWitness:
-		m.putWitness(k.w, k.then)
+		m.putWitness(*k.w, k.then)
 	case doEmitWitnessed:
 		m.rememberWitness(k.pg.w)
 		m.emitPage(k.pg)
@@ -153,7 +156,7 @@ func (m *Machine) run(k *next, in Input) {
 	case doAfterPromotion:
 		m.afterPromotion(k.pg, k.last)
 	case doResolve:
-		m.resolve(k.pg, k.prom, k.then)
+		m.resolve(k.pg, *k.prom, k.then)
 	case doRestartChain:
 		m.restartChain()
 	case doSettlePages:
@@ -173,7 +176,7 @@ func (m *Machine) run(k *next, in Input) {
 	case doOnMalformed:
 		m.onMalformed(k.f, k.text)
 	case doOnReconciled:
-		m.onReconciled(k.f, k.fetched, k.v, k.reason)
+		m.onReconciled(k.f, *k.fetched, *k.v, k.reason)
 	default:
 		panic("chain: unknown next kind")
 	}

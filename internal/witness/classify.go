@@ -501,7 +501,17 @@ type history struct {
 }
 
 func newHistory(prior []Witness, extra, pending []EventWitness) history {
-	h := history{byID: map[uint64]receipt{}, byPos: map[coord.Position]receipt{}, seen: map[uint64]receipt{}, soon: map[uint64]receipt{}, soonPos: map[coord.Position]receipt{}}
+	// Sized once (a poll of a quiet partition builds one for every
+	// answer); the pending maps stay nil, and read as empty, without
+	// pending events.
+	n := len(extra)
+	for _, p := range prior {
+		n += len(p.Events)
+	}
+	h := history{byID: make(map[uint64]receipt, n), byPos: make(map[coord.Position]receipt, n), seen: make(map[uint64]receipt, n)}
+	if len(pending) > 0 {
+		h.soon, h.soonPos = make(map[uint64]receipt, len(pending)), make(map[coord.Position]receipt, len(pending))
+	}
 	for _, e := range pending {
 		if _, ok := h.soon[e.IDHash]; !ok {
 			h.soon[e.IDHash] = receipt{e, "pending"}
