@@ -26,7 +26,7 @@ var (
 	errLost = errors.New("sim: store response lost (injected)")
 )
 
-// Fault is one scripted store fault (see Faults.Arm).
+// Fault is one store fault Faults injects.
 type Fault uint8
 
 const (
@@ -49,7 +49,6 @@ func (f Fault) String() string {
 // Faults wraps a store.Store and injects faults from its own PCG:
 // throttling on every call (the call has no effect and returns an error) and
 // lost responses on writes (the write happens, the caller sees an error).
-// Scripted one-off faults (Arm) take precedence over the random ones.
 type Faults struct {
 	// The embedded store passes through any method added to store.Store
 	// later; every method known here is wrapped below.
