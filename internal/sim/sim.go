@@ -296,6 +296,11 @@ type Stats struct {
 	// not a fault), and any other kind, which the model never commits: a
 	// false alarm (TestSim fails on one).
 	HeadGrowths, RogueRotationsSeen, SelfCertifiedSeen, FalseAlarms int
+	// LateSeen: events at or below a durable watermark, never delivered
+	// (late_position): only a recreated source's restarted positions,
+	// read from the old incarnation's cursor before the incarnation
+	// check, make them.
+	LateSeen int
 	// Regressing watermarks: schedules with the fault, pages that carried
 	// one, reports of it (watermark_regressed), withdrawals of the scalar
 	// frontier written.

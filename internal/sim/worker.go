@@ -527,6 +527,8 @@ func (s *Stats) count(c chain.Count) {
 			s.SelfCertifiedSeen++
 		case witness.WatermarkRegressed:
 			s.RegressionsSeen++
+		case witness.LatePosition:
+			s.LateSeen++
 		default:
 			s.FalseAlarms++
 		}
