@@ -49,9 +49,12 @@ func DecideIncarnation(in PlanInput, ch IncarnationChange) Plan {
 		return Plan{}
 	}
 	for _, cp := range in.Checkpoints {
-		if cp.Partition == ch.Partition && cp.Incarnation == ch.To && ch.To != ch.From {
-			// Another worker (a stale concurrent reader) already recorded
-			// this change and reset the checkpoint: nothing to record.
+		if cp.Partition == ch.Partition && cp.Incarnation != "" && cp.Incarnation != ch.From {
+			// Another worker already recorded a change and reset the
+			// checkpoint (into this incarnation, or into another: a source
+			// recreated twice): this change is stale, nothing to record.
+			// (Recording it would name an epoch no reset can follow, and
+			// leave the partition unproven for good.)
 			return Plan{}
 		}
 	}
@@ -156,16 +159,16 @@ func settleIncarnations(cur store.Membership, next *store.Membership) {
 }
 
 // ErrIncarnationRecorded is returned by RecordIncarnation when the
-// partition's checkpoint already is in the new incarnation: another writer
-// recorded the change and reset it.
-var ErrIncarnationRecorded = errors.New("membership: the checkpoint is already in the new incarnation")
+// partition's checkpoint is no longer in the incarnation the change starts
+// from: another writer recorded a change and reset it.
+var ErrIncarnationRecorded = errors.New("membership: the checkpoint was already reset into another incarnation")
 
 // RecordIncarnation writes the epoch that records ch (DecideIncarnation)
 // with one compare-and-swap on the membership epoch, re-reading and
 // deciding again when another writer changed the record in between. The
 // caller then resets the partition's checkpoint with the returned epoch.
-// When the checkpoint already is in the new incarnation it writes nothing
-// and returns ErrIncarnationRecorded.
+// When the checkpoint is no longer in the incarnation the change starts
+// from it writes nothing and returns ErrIncarnationRecorded.
 func RecordIncarnation(ctx context.Context, st Records, scope string, ch IncarnationChange) (store.Membership, error) {
 	for try := 0; ; try++ {
 		in, err := Read(ctx, st, scope, nil, false)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/internal/store/memstore"
 )
 
 // A recreated source is a membership change: a new, unproven epoch that
@@ -96,4 +97,38 @@ func TestIncarnationChangeIsUnprovenUntilTheNewIncarnationIsRead(t *testing.T) {
 	assert.Equal(t, map[string]uint64{"db": 3}, p.Next.Incarnations)
 	assert.Contains(t, p.Next.Reason, "db: incarnation changed at epoch 3")
 	assert.NotContains(t, p.Next.Reason, "db: added by an earlier epoch")
+}
+
+// A source recreated twice: one worker found the latest incarnation,
+// recorded it and reset the checkpoint into it; another, holding the
+// change to the incarnation in between (read before that reset), is stale
+// and records nothing. Recording it would name an epoch whose reset is
+// refused (the checkpoint has moved on), so no checkpoint would ever prove
+// it and the partition would stay unproven for good.
+func TestStaleIncarnationChangeRecordsNothing(t *testing.T) {
+	cur := store.Membership{Scope: "s", Epoch: 4, Partitions: []string{"a", "db"}, Incarnations: map[string]uint64{"db": 4}, Unproven: []string{"db"}}
+	latest := cp("db", 10, 0, false)
+	latest.Epoch, latest.Incarnation, latest.IncarnationEpoch = 4, "sha256:cccc", 4
+	in := PlanInput{Scope: "s", Current: cur, HasCurrent: true, FreshFromStart: true,
+		Checkpoints: []store.Checkpoint{cp("a", 5, 500, false), latest}}
+	p := DecideIncarnation(in, IncarnationChange{Partition: "db", From: "sha256:aaaa", To: "sha256:bbbb"})
+	assert.False(t, p.Changed, "a stale change records no epoch")
+
+	// The same change seen from the incarnation the checkpoint is in is
+	// recorded.
+	p = DecideIncarnation(in, IncarnationChange{Partition: "db", From: "sha256:cccc", To: "sha256:dddd"})
+	require.True(t, p.Changed)
+	assert.Equal(t, uint64(5), p.Next.Epoch)
+
+	st := memstore.New()
+	ctx := t.Context()
+	_, err := st.SwapMembership(ctx, 0, cur)
+	require.NoError(t, err)
+	_, err = st.CreateCheckpoint(ctx, store.Checkpoint{Key: latest.Key, Generation: 1, Epoch: 4, Incarnation: "sha256:cccc", IncarnationEpoch: 4})
+	require.NoError(t, err)
+	_, err = RecordIncarnation(ctx, st, "s", IncarnationChange{Partition: "db", From: "sha256:aaaa", To: "sha256:bbbb"})
+	require.ErrorIs(t, err, ErrIncarnationRecorded)
+	m, err := st.LoadMembership(ctx, "s")
+	require.NoError(t, err)
+	assert.Equal(t, uint64(4), m.Epoch, "nothing written")
 }
