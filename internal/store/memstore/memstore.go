@@ -200,19 +200,7 @@ func (s *Store) PutWitness(_ context.Context, w witness.Witness) error {
 
 // Witnesses implements Store. Witnesses come in byte-wise AttemptID order.
 func (s *Store) Witnesses(_ context.Context, k store.Key, generation uint64) ([]witness.Witness, error) {
-	if err := k.Validate(); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []witness.Witness
-	for ref, w := range s.witnesses {
-		if ref.key == k && ref.generation == generation {
-			out = append(out, cloneWitness(w))
-		}
-	}
-	slices.SortFunc(out, func(a, b witness.Witness) int { return strings.Compare(a.AttemptID, b.AttemptID) })
-	return out, nil
+	return s.witnessesOf(k, func(g uint64) bool { return g == generation })
 }
 
 // RecordReceipt implements Store.

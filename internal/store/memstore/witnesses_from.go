@@ -9,6 +9,12 @@ import (
 
 // WitnessesFrom implements Store.
 func (s *Store) WitnessesFrom(_ context.Context, k store.Key, fromGeneration uint64) ([]witness.Witness, error) {
+	return s.witnessesOf(k, func(g uint64) bool { return g >= fromGeneration })
+}
+
+// witnessesOf returns copies of k's witnesses whose generation keep
+// accepts, in generation order and, within one, byte-wise AttemptID order.
+func (s *Store) witnessesOf(k store.Key, keep func(generation uint64) bool) ([]witness.Witness, error) {
 	if err := k.Validate(); err != nil {
 		return nil, err
 	}
@@ -16,7 +22,7 @@ func (s *Store) WitnessesFrom(_ context.Context, k store.Key, fromGeneration uin
 	defer s.mu.Unlock()
 	var out []witness.Witness
 	for ref, w := range s.witnesses {
-		if ref.key == k && ref.generation >= fromGeneration {
+		if ref.key == k && keep(ref.generation) {
 			out = append(out, cloneWitness(w))
 		}
 	}
