@@ -42,9 +42,9 @@ lint-configs: build
 	$(BIN) test ./config/examples/...
 
 ## sim: the full simulator run (2,000 schedules; under -race above it runs
-## 300). Long mode: go test ./internal/sim -run 'TestSim$$' -schedules=100000 -timeout=3h
+## 300). Long mode: go test ./internal/clustersim -run 'TestSim$$' -schedules=100000 -timeout=3h
 sim:
-	$(GO) test -count=1 -run 'TestSim$$|TestVariantsAreCaught' ./internal/sim/
+	$(GO) test -count=1 -run 'TestSim$$|TestVariantsAreCaught' ./internal/clustersim/
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzClassify$$' -fuzztime=15s ./internal/witness/

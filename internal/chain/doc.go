@@ -6,7 +6,7 @@
 // logs, metrics). Both the paginated_partitions input (package input: a
 // worker per partition, one scheduler for the waits, the emission channel,
 // acks) and the
-// simulator (internal/sim: one step at a time against the in-memory store
+// simulator (internal/clustersim: one step at a time against the in-memory store
 // with its faults and the model provider) drive this one machine, so the
 // sequencing they exercise is the same. It imports only internal/witness,
 // internal/store (types and pure functions) and internal/coord: no

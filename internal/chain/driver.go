@@ -4,7 +4,7 @@ import "time"
 
 // Decisions a driver makes beside the machine, kept here (pure) so that
 // the input (input/input.go, input/partition.go) and the simulator's lanes
-// (internal/sim) call the same rule rather than each keeping a copy.
+// (internal/clustersim) call the same rule rather than each keeping a copy.
 
 // FetchRetry is a driver's retry of one fetch's transient failures
 // (fetch_retries, fetch_backoff): the machine sees a transient failure

@@ -1,6 +1,6 @@
 // Package e2etest is the one harness of the end-to-end tests: the tests
 // that run the real connect binary (internal/e2e, internal/e2eops, the
-// simulator's fault test in internal/sim) and the in-process stream and
+// simulator's fault test in internal/clustersim) and the in-process stream and
 // lease tests (input, provider/httpprovider) share it.
 //
 // It offers:

@@ -1,4 +1,6 @@
-// Package sim is tidemark's deterministic simulator: it drives the real
+// Package clustersim is tidemark's deterministic simulator of a cluster of
+// readers (not to be confused with provider/simulated, a fake event source
+// the demo and tests read from): it drives the real
 // pure core (internal/witness, internal/frontier), the partition machine
 // (internal/chain), the membership decisions (internal/membership) and
 // the frontier publisher (internal/publish) and the real in-memory store (memstore.Store,
@@ -120,7 +122,7 @@
 // did; a failure prints the seed, the setup, the tail of the history and
 // the command that reruns it:
 //
-//	go test ./internal/sim -run TestSim -seed=N -v            # add -history for the whole history
+//	go test ./internal/clustersim -run TestSim -seed=N -v            # add -history for the whole history
 //
 // # Oracle
 //
@@ -219,8 +221,8 @@
 // (TestLeaseSimCatchesRenewAfterTakeover); PromoteWithoutLease, workers
 // whose promotions carry no lease, as CheckLeaseWriter.
 //
-//	go test ./internal/sim -run 'TestLeaseSim$' -lease-seeds=1000 -v   # many seeds (-lease-base, -lease-partitions)
-//	go test ./internal/sim -run 'TestLeaseSim$' -lease-seed=N -lease-variant=renew-after-takeover -v
+//	go test ./internal/clustersim -run 'TestLeaseSim$' -lease-seeds=1000 -v   # many seeds (-lease-base, -lease-partitions)
+//	go test ./internal/clustersim -run 'TestLeaseSim$' -lease-seed=N -lease-variant=renew-after-takeover -v
 //
 // # Variants
 //
@@ -272,13 +274,13 @@
 //
 // # Tests
 //
-//	go test ./internal/sim                                     # CI: 2,000 schedules, variants, end-to-end
-//	go test ./internal/sim -run 'TestSim$' -schedules=100000 -timeout=3h -v   # long mode
-//	go test ./internal/sim -run 'TestSim$' -seed=N -variant=max-frontier -v   # one schedule
-//	go test ./internal/sim -run 'TestSim$' -seed=N -replay=FILE -v            # replay a shrunk op list
-//	go test ./internal/sim -run TestMetamorphic -v                            # 200 schedules x 6 shapes
-//	go test ./internal/sim -run TestMetamorphic -metamorphic-seeds=2000 -timeout=2h -v
-//	go test ./internal/sim -run TestMetamorphic -seed=N -variant=coalesced-watermark-dropped -v
+//	go test ./internal/clustersim                                     # CI: 2,000 schedules, variants, end-to-end
+//	go test ./internal/clustersim -run 'TestSim$' -schedules=100000 -timeout=3h -v   # long mode
+//	go test ./internal/clustersim -run 'TestSim$' -seed=N -variant=max-frontier -v   # one schedule
+//	go test ./internal/clustersim -run 'TestSim$' -seed=N -replay=FILE -v            # replay a shrunk op list
+//	go test ./internal/clustersim -run TestMetamorphic -v                            # 200 schedules x 6 shapes
+//	go test ./internal/clustersim -run TestMetamorphic -metamorphic-seeds=2000 -timeout=2h -v
+//	go test ./internal/clustersim -run TestMetamorphic -seed=N -variant=coalesced-watermark-dropped -v
 //
 // Flags of TestSim: -seed, -schedules, -steps, -base (first seed),
 // -variant, -liveness, -strict-records, -history (whole history of -seed),
@@ -297,4 +299,4 @@
 // promoted again); it is fixed, the machine's golden test
 // internal/chain/testdata/park_fence_keeps_witness pins the rule, and
 // -liveness is on by default.
-package sim
+package clustersim

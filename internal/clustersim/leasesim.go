@@ -1,4 +1,4 @@
-package sim
+package clustersim
 
 import (
 	"container/heap"
@@ -146,7 +146,7 @@ type LeaseFailure struct {
 
 func (f *LeaseFailure) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "leasesim: seed %d (%s) failed check %s at %s:\n  %s\n  setup: %s\n  replay: go test ./internal/sim/ -run 'TestLeaseSim$' -lease-seed=%d", f.Seed, f.Variant, f.Check, f.At, f.Detail, f.Setup, f.Seed)
+	fmt.Fprintf(&b, "leasesim: seed %d (%s) failed check %s at %s:\n  %s\n  setup: %s\n  replay: go test ./internal/clustersim/ -run 'TestLeaseSim$' -lease-seed=%d", f.Seed, f.Variant, f.Check, f.At, f.Detail, f.Setup, f.Seed)
 	if f.Variant != LeaseFaithful {
 		fmt.Fprintf(&b, " -lease-variant=%s", f.Variant)
 	}

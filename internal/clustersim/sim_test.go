@@ -1,4 +1,4 @@
-package sim
+package clustersim
 
 import (
 	"flag"
@@ -15,7 +15,7 @@ import (
 
 // Flags of the simulator tests. CI runs the defaults; the long mode is
 //
-//	go test ./internal/sim -run TestSim -schedules=100000 -timeout=2h -v
+//	go test ./internal/clustersim -run TestSim -schedules=100000 -timeout=2h -v
 var (
 	flagSeed      = flag.Uint64("seed", 0, "run only the schedule with this seed (0: run -schedules schedules from -base)")
 	flagSchedules = flag.Int("schedules", 0, "number of schedules TestSim runs (default 2000; 300 under -race or with -short)")

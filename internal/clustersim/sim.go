@@ -1,4 +1,4 @@
-package sim
+package clustersim
 
 import (
 	"fmt"
@@ -193,10 +193,10 @@ type Failure struct {
 
 // Rerun is the command that reproduces the failure.
 func (f *Failure) Rerun() string {
-	cmd := fmt.Sprintf("go test ./internal/sim -run TestSim -seed=%d", f.Seed)
+	cmd := fmt.Sprintf("go test ./internal/clustersim -run TestSim -seed=%d", f.Seed)
 	c := f.Config
 	if c.Metamorphic {
-		cmd = fmt.Sprintf("go test ./internal/sim -run TestMetamorphic -seed=%d", f.Seed)
+		cmd = fmt.Sprintf("go test ./internal/clustersim -run TestMetamorphic -seed=%d", f.Seed)
 		if f.Variant != Faithful {
 			cmd += " -variant=" + f.Variant.String()
 		}

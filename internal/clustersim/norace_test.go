@@ -1,6 +1,6 @@
 //go:build !race
 
-package sim
+package clustersim
 
 // raceEnabled is false without the race detector (see race_test.go).
 const raceEnabled = false

@@ -1,4 +1,4 @@
-package sim
+package clustersim
 
 import (
 	"flag"
@@ -12,7 +12,7 @@ import (
 
 // Flags of TestMetamorphic (-seed and -variant are TestSim's):
 //
-//	go test ./internal/sim -run TestMetamorphic -metamorphic-seeds=2000 -timeout=2h -v
+//	go test ./internal/clustersim -run TestMetamorphic -metamorphic-seeds=2000 -timeout=2h -v
 var (
 	flagMetaSeeds = flag.Int("metamorphic-seeds", 200, "schedules TestMetamorphic runs under every shape (from -base)")
 	flagMetaSteps = flag.Int("metamorphic-steps", 600, "ops per metamorphic schedule")

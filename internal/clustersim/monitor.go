@@ -1,4 +1,4 @@
-package sim
+package clustersim
 
 // CheckMonitor: the contract monitors (docs/design.md#contract-monitors)
 // report only what the model did. The model keeps its contract except for
