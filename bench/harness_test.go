@@ -257,7 +257,7 @@ func newWindowProvider(p provider.Provider, names []string, end int64, open, clo
 	return w
 }
 
-func (w *windowProvider) Fetch(ctx context.Context, req provider.Request) (witness.Response, error) {
+func (w *windowProvider) Fetch(ctx context.Context, req provider.Request) (provider.Response, error) {
 	w.mu.Lock()
 	delete(w.unseen, req.Partition)
 	if !w.isOpen && len(w.unseen) == 0 {

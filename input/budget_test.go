@@ -17,7 +17,6 @@ import (
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/e2etest"
 	"github.com/tidemark/tidemark/internal/store/memstore"
-	"github.com/tidemark/tidemark/internal/witness"
 	"github.com/tidemark/tidemark/provider"
 )
 
@@ -30,26 +29,26 @@ const (
 	bigPayload    = 4 << 10
 )
 
-func (b *bigPages) Fetch(_ context.Context, req provider.Request) (witness.Response, error) {
+func (b *bigPages) Fetch(_ context.Context, req provider.Request) (provider.Response, error) {
 	b.fetches.Add(1)
 	n := int64(0)
 	if len(req.Cursor) > 0 {
 		n, _ = strconv.ParseInt(string(req.Cursor), 10, 64)
 	}
-	evs := make([]witness.Event, bigPageEvents)
+	evs := make([]provider.Event, bigPageEvents)
 	for i := range evs {
 		pos := n*bigPageEvents + int64(i) + 1
 		payload := make([]byte, bigPayload)
 		for j := range payload {
 			payload[j] = byte('a' + (int(pos)+j)%26)
 		}
-		evs[i] = witness.Event{ID: fmt.Sprintf("%s-%d", req.Partition, pos), Position: coord.IntPosition(pos), Payload: payload}
+		evs[i] = provider.Event{ID: fmt.Sprintf("%s-%d", req.Partition, pos), Position: coord.IntPosition(pos), Payload: payload}
 	}
-	return witness.Response{Events: evs, Successor: []byte(strconv.FormatInt(n+1, 10))}, nil
+	return provider.Response{Events: evs, Successor: []byte(strconv.FormatInt(n+1, 10))}, nil
 }
 
-func (b *bigPages) Contract() witness.Contract {
-	return witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, Recovery: witness.RecoveryPark}
+func (b *bigPages) Contract() provider.Contract {
+	return provider.Contract{EmptyPage: provider.EmptyNoEvidence, OrderedPositions: true, Recovery: provider.RecoveryPark}
 }
 
 func (b *bigPages) Close(context.Context) error { return nil }

@@ -32,7 +32,6 @@ import (
 	"github.com/tidemark/tidemark/internal/runstatus"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/store/memstore"
-	"github.com/tidemark/tidemark/internal/witness"
 	"github.com/tidemark/tidemark/provider"
 	"github.com/tidemark/tidemark/provider/simulated"
 )
@@ -41,7 +40,7 @@ import (
 // fetch of a cursor returns answers[cursor][min(n, len-1)]. It records
 // every request.
 type script struct {
-	contract witness.Contract
+	contract provider.Contract
 	restart  []byte // RestartCursor's answer
 
 	mu         sync.Mutex
@@ -52,7 +51,7 @@ type script struct {
 }
 
 type answer struct {
-	resp witness.Response
+	resp provider.Response
 	err  error
 	// gate, when set, holds this answer back (the previous one is given
 	// again) until it reports true: an answer that must come only once the
@@ -60,17 +59,17 @@ type answer struct {
 	gate func() bool
 }
 
-func newScript(c witness.Contract, answers map[string][]answer) *script {
+func newScript(c provider.Contract, answers map[string][]answer) *script {
 	return &script{contract: c, answers: answers, fetches: map[string]int{}}
 }
 
-func (s *script) Fetch(_ context.Context, req provider.Request) (witness.Response, error) {
+func (s *script) Fetch(_ context.Context, req provider.Request) (provider.Response, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.requests = append(s.requests, req)
 	as, ok := s.answers[string(req.Cursor)]
 	if !ok {
-		return witness.Response{}, &provider.MalformedError{Partition: req.Partition, Reason: fmt.Sprintf("the script has no answer for cursor %q", req.Cursor)}
+		return provider.Response{}, &provider.MalformedError{Partition: req.Partition, Reason: fmt.Sprintf("the script has no answer for cursor %q", req.Cursor)}
 	}
 	n := s.fetches[string(req.Cursor)]
 	a := as[min(n, len(as)-1)]
@@ -82,7 +81,7 @@ func (s *script) Fetch(_ context.Context, req provider.Request) (witness.Respons
 	return a.resp, a.err
 }
 
-func (s *script) Contract() witness.Contract { return s.contract }
+func (s *script) Contract() provider.Contract { return s.contract }
 
 func (s *script) Close(context.Context) error { return nil }
 
@@ -111,12 +110,12 @@ func (s *script) requestsSeen() []provider.Request {
 	return append([]provider.Request(nil), s.requests...)
 }
 
-func resp(successor string, evs ...witness.Event) witness.Response {
-	return witness.Response{Events: evs, Successor: []byte(successor)}
+func resp(successor string, evs ...provider.Event) provider.Response {
+	return provider.Response{Events: evs, Successor: []byte(successor)}
 }
 
-func event(id string, pos int64) witness.Event {
-	return witness.Event{ID: id, Position: coord.IntPosition(pos), Payload: []byte(`{"id":"` + id + `"}`)}
+func event(id string, pos int64) provider.Event {
+	return provider.Event{ID: id, Position: coord.IntPosition(pos), Payload: []byte(`{"id":"` + id + `"}`)}
 }
 
 // chainRun is one input over a script; reader goroutine acks per the
@@ -236,7 +235,7 @@ func newChainScope(t *testing.T) string {
 // completes the partition durably: the input ends, and a restarted input
 // reads nothing at all.
 func TestFiniteTraversalCompletesDurably(t *testing.T) {
-	c := witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, MissingSuccessor: witness.MissingSuccessorEndsTraversal, Recovery: witness.RecoveryPark}
+	c := provider.Contract{EmptyPage: provider.EmptyNoEvidence, OrderedPositions: true, MissingSuccessor: provider.MissingSuccessorEndsTraversal, Recovery: provider.RecoveryPark}
 	answers := map[string][]answer{
 		"":   {{resp: resp("c1", event("e1", 1), event("e2", 2))}},
 		"c1": {{resp: resp("", event("e3", 3))}},
@@ -263,7 +262,7 @@ func TestFiniteTraversalCompletesDurably(t *testing.T) {
 // hold when its cursor is durable, not the one durable at the time of the
 // fetch: every fetch of one (cursor, generation) sees one watermark.
 func TestFetchAheadCarriesTheWatermarkOfItsGeneration(t *testing.T) {
-	c := witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, OrderedPositions: true, DensePositions: true, WatermarkCoversPositions: true, MissingSuccessor: witness.MissingSuccessorEndsTraversal, Recovery: witness.RecoveryPark, Finality: witness.FinalitySource}
+	c := provider.Contract{EmptyPage: provider.EmptyFinalThroughWatermark, OrderedPositions: true, DensePositions: true, WatermarkCoversPositions: true, MissingSuccessor: provider.MissingSuccessorEndsTraversal, Recovery: provider.RecoveryPark, Finality: provider.FinalitySource}
 	answers := map[string][]answer{}
 	want := map[string]coord.Watermark{"": {}}
 	for i := int64(0); i < 6; i++ {
@@ -296,7 +295,7 @@ func TestFetchAheadCarriesTheWatermarkOfItsGeneration(t *testing.T) {
 // which covers nothing above 500. The partition parks: N8 is never
 // promoted, so 502 is never skipped.
 func TestOmittedEventRetryWithLaggingWatermarkParks(t *testing.T) {
-	c := witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, OrderedPositions: true, DensePositions: true, WatermarkCoversPositions: true, Recovery: witness.RecoveryPark, Finality: witness.FinalitySource}
+	c := provider.Contract{EmptyPage: provider.EmptyFinalThroughWatermark, OrderedPositions: true, DensePositions: true, WatermarkCoversPositions: true, Recovery: provider.RecoveryPark, Finality: provider.FinalitySource}
 	retry := resp("N8", event("e501", 501), event("e503", 503))
 	retry.CompleteThrough = coord.Integer(500)
 	first := resp("N7", event("e501", 501), event("e502", 502), event("e503", 503))
@@ -345,7 +344,7 @@ func TestRestartLoopParksAtTheConfiguredBound(t *testing.T) {
 		{"configured", 3, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, DensePositions: true, ExclusiveBoundary: true, Recovery: witness.RecoveryRestartFromBoundary}
+			c := provider.Contract{EmptyPage: provider.EmptyNoEvidence, OrderedPositions: true, DensePositions: true, ExclusiveBoundary: true, Recovery: provider.RecoveryRestartFromBoundary}
 			st := memstore.New()
 			scope := newChainScope(t)
 			key := store.Key{Scope: scope, Partition: "p"}
@@ -375,7 +374,7 @@ func TestRestartLoopParksAtTheConfiguredBound(t *testing.T) {
 // exit_when_parked_grace, and the run is recorded as failed with the park
 // reason (the binary exits non-zero with it).
 func TestExitWhenCompleteEndsWithParkedPartition(t *testing.T) {
-	c := witness.Contract{EmptyPage: witness.EmptyNoEvidence, Recovery: witness.RecoveryPark}
+	c := provider.Contract{EmptyPage: provider.EmptyNoEvidence, Recovery: provider.RecoveryPark}
 	st := memstore.New()
 	scope := newChainScope(t)
 	prov := newScript(c, map[string][]answer{
@@ -480,7 +479,7 @@ paginated_partitions:
 // first answers an empty page that proves nothing, then expires once it is
 // the durable cursor; the restart cursor R resumes after the applied event.
 func TestRestartBoundaryCarriesTheAppliedEventID(t *testing.T) {
-	c := witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, Recovery: witness.RecoveryRestartFromBoundary}
+	c := provider.Contract{EmptyPage: provider.EmptyNoEvidence, OrderedPositions: true, Recovery: provider.RecoveryRestartFromBoundary}
 	st := memstore.New()
 	scope := newChainScope(t)
 	c2Durable := func() bool {

@@ -453,7 +453,7 @@ func (in *paginatedInput) observeCheckpoint(cp store.Checkpoint) {
 // expired cursor, fetches a malformed answer's cursor again after its own
 // back-off (up to fetch_retries times in a row, then parks) and parks on a
 // permanent failure.
-func (in *paginatedInput) fetchWithRetry(ctx context.Context, p *partition, req provider.Request) (resp witness.Response, err error) {
+func (in *paginatedInput) fetchWithRetry(ctx context.Context, p *partition, req provider.Request) (resp provider.Response, err error) {
 	retry := in.cfg.FetchRetry()
 	for {
 		resp, err = in.prov.Fetch(ctx, req)

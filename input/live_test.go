@@ -20,7 +20,6 @@ import (
 	"github.com/tidemark/tidemark/internal/e2etest"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/store/memstore"
-	"github.com/tidemark/tidemark/internal/witness"
 	"github.com/tidemark/tidemark/provider"
 )
 
@@ -98,7 +97,7 @@ func (s *shardSource) Partitions(context.Context) ([]provider.Partition, error) 
 
 const shardPage = 3
 
-func (s *shardSource) Fetch(ctx context.Context, req provider.Request) (witness.Response, error) {
+func (s *shardSource) Fetch(ctx context.Context, req provider.Request) (provider.Response, error) {
 	time.Sleep(2 * time.Millisecond)
 	s.mu.Lock()
 	at, _ := strconv.Atoi(string(req.Cursor))
@@ -109,27 +108,27 @@ func (s *shardSource) Fetch(ctx context.Context, req provider.Request) (witness.
 		select {
 		case <-release:
 		case <-ctx.Done():
-			return witness.Response{}, ctx.Err()
+			return provider.Response{}, ctx.Err()
 		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sh := s.shards[req.Partition]
 	if sh == nil {
-		return witness.Response{}, &provider.MalformedError{Partition: req.Partition, Reason: "no such shard"}
+		return provider.Response{}, &provider.MalformedError{Partition: req.Partition, Reason: "no such shard"}
 	}
 	from := 0
 	if len(req.Cursor) > 0 {
 		n, err := strconv.Atoi(string(req.Cursor))
 		if err != nil {
-			return witness.Response{}, &provider.MalformedError{Partition: req.Partition, Reason: err.Error()}
+			return provider.Response{}, &provider.MalformedError{Partition: req.Partition, Reason: err.Error()}
 		}
 		from = n
 	}
 	to := min(from+shardPage, len(sh.events))
-	r := witness.Response{Successor: []byte(strconv.Itoa(to))}
+	r := provider.Response{Successor: []byte(strconv.Itoa(to))}
 	for _, pos := range sh.events[from:to] {
-		r.Events = append(r.Events, witness.Event{ID: eventID(req.Partition, pos), Position: coord.IntPosition(pos), Payload: []byte(`{}`)})
+		r.Events = append(r.Events, provider.Event{ID: eventID(req.Partition, pos), Position: coord.IntPosition(pos), Payload: []byte(`{}`)})
 	}
 	if to > 0 {
 		r.CompleteThrough = coord.Integer(sh.events[to-1])
@@ -141,8 +140,8 @@ func (s *shardSource) Fetch(ctx context.Context, req provider.Request) (witness.
 	return r, nil
 }
 
-func (s *shardSource) Contract() witness.Contract {
-	return witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, OrderedPositions: true, WatermarkCoversPositions: true, Recovery: witness.RecoveryPark, Finality: witness.FinalitySource}
+func (s *shardSource) Contract() provider.Contract {
+	return provider.Contract{EmptyPage: provider.EmptyFinalThroughWatermark, OrderedPositions: true, WatermarkCoversPositions: true, Recovery: provider.RecoveryPark, Finality: provider.FinalitySource}
 }
 
 func (s *shardSource) Close(context.Context) error { return nil }

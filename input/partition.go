@@ -15,13 +15,12 @@ import (
 	"github.com/tidemark/tidemark/internal/leasing"
 	"github.com/tidemark/tidemark/internal/redact"
 	"github.com/tidemark/tidemark/internal/store"
-	"github.com/tidemark/tidemark/internal/witness"
 	"github.com/tidemark/tidemark/provider"
 )
 
 type fetchResult struct {
 	id   uint64
-	resp witness.Response
+	resp provider.Response
 	err  error
 }
 

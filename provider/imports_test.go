@@ -56,3 +56,14 @@ func TestExamplesUseThePublicSDKOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestTheSDKDefinesTheContract: the contract and the values a provider
+// returns are defined in this package, not borrowed from the
+// reconciliation core; the SDK imports only the typed coordinates.
+func TestTheSDKDefinesTheContract(t *testing.T) {
+	for _, p := range imports(t, ".") {
+		if strings.HasPrefix(p, module) {
+			require.Equal(t, module+"internal/coord", p, "package provider imports %s", p)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/witness"
+	"github.com/tidemark/tidemark/provider"
 )
 
 // Input is what a driver steps the machine with: a start or stop, the
@@ -104,7 +105,7 @@ func (f FetchFailure) String() string {
 type Fetched struct {
 	Fetch    uint64
 	Attempt  string
-	Response witness.Response
+	Response provider.Response
 	Err      error
 	Failure  FetchFailure
 	// Detail is the provider's reason for an expired cursor.
@@ -272,7 +273,7 @@ type Emit struct {
 	Attempt    string
 	Class      RetryClass
 	From, To   int
-	Events     []witness.Event
+	Events     []provider.Event
 	Witnessed  []witness.EventWitness
 }
 
@@ -707,7 +708,7 @@ func (l Loaded) String() string {
 }
 
 // DescribeResponse renders a response on one line.
-func DescribeResponse(r witness.Response) string {
+func DescribeResponse(r provider.Response) string {
 	var b strings.Builder
 	b.WriteString("[")
 	for i, e := range r.Events {

@@ -9,6 +9,7 @@ import (
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/witness"
+	"github.com/tidemark/tidemark/provider"
 )
 
 // MaxRestarts is the default of Config.MaxRestarts: how many restarts from
@@ -23,7 +24,7 @@ const (
 // Config is one partition's machine.
 type Config struct {
 	Key      store.Key
-	Contract witness.Contract
+	Contract provider.Contract
 	// Restarter: the provider can name a stable boundary cursor
 	// (RestartCursor); without it every recovery parks.
 	Restarter bool
@@ -114,8 +115,8 @@ type page struct {
 	fromGen    uint64
 	w          witness.Witness
 	v          verdict
-	events     []witness.Event // the response's events (ids, payloads)
-	bytes      int64           // what the page holds: ids, payloads, cursors (PageBytes)
+	events     []provider.Event // the response's events (ids, payloads)
+	bytes      int64            // what the page holds: ids, payloads, cursors (PageBytes)
 	decision   witness.Promotion
 	// coalesced are the pages after this one promoted with it in one
 	// write (coalesce.go); set when its promotion is built.
@@ -231,7 +232,7 @@ type Machine struct {
 	// mon is the state of the contract monitors (monitor.go).
 	mon monitorState
 	// unprovenSaid: the machine has logged that its contract proves no
-	// continuity of offset pages (witness.Contract.OffsetUnproven).
+	// continuity of offset pages (provider.Contract.OffsetUnproven).
 	unprovenSaid bool
 	// incarnation is the hash of the source incarnation the partition
 	// reads (checked, or the checkpoint's); promotions record it.
@@ -596,7 +597,7 @@ func (m *Machine) TrackedBytes() int64 {
 // PageBytes estimates the memory one response holds while its page is in
 // the chain: its events' ids and payloads, its cursors and marker, and a
 // fixed overhead per event.
-func PageBytes(r witness.Response) int64 {
+func PageBytes(r provider.Response) int64 {
 	// The event, its witness and the driver's message with its metadata
 	// (about ten entries): measured with the binary at about 1 KiB of live
 	// heap per event of a small payload.
@@ -1278,7 +1279,7 @@ func (m *Machine) recoverNow(expired bool, reason ParkReason) {
 		return
 	}
 	recovery := m.cfg.Contract.Recovery
-	if recovery == witness.RecoveryPark || !m.cfg.Restarter {
+	if recovery == provider.RecoveryPark || !m.cfg.Restarter {
 		m.park(reason)
 		return
 	}

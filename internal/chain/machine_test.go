@@ -49,6 +49,7 @@ import (
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/store/memstore"
 	"github.com/tidemark/tidemark/internal/witness"
+	"github.com/tidemark/tidemark/provider"
 )
 
 func TestMachine(t *testing.T) {
@@ -257,7 +258,7 @@ func (h *harness) perform(a chain.Action) {
 }
 
 func (h *harness) config(d *datadriven.TestData) {
-	c := witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, Recovery: witness.RecoveryPark}
+	c := provider.Contract{EmptyPage: provider.EmptyNoEvidence, OrderedPositions: true, Recovery: provider.RecoveryPark}
 	cfg := chain.Config{
 		Key: key, Epoch: 1, MaxPagesInFlight: 4, MaxBatchSize: 1,
 		PollInterval: time.Second, ParkCheckInterval: 5 * time.Second, StoreBackoff: 2 * time.Second,
@@ -271,13 +272,13 @@ func (h *harness) config(d *datadriven.TestData) {
 		}
 		switch arg.Key {
 		case "empty":
-			c.EmptyPage = map[string]witness.EmptyPage{"no_evidence": witness.EmptyNoEvidence, "end_of_data": witness.EmptyEndOfData, "final_through_watermark": witness.EmptyFinalThroughWatermark, "follow_successor": witness.EmptyFollowsSuccessor}[val]
+			c.EmptyPage = map[string]provider.EmptyPage{"no_evidence": provider.EmptyNoEvidence, "end_of_data": provider.EmptyEndOfData, "final_through_watermark": provider.EmptyFinalThroughWatermark, "follow_successor": provider.EmptyFollowsSuccessor}[val]
 		case "positions":
 			c.OrderedPositions, c.DensePositions = val != "unordered", val == "dense"
 		case "covers":
 			c.WatermarkCoversPositions = true
 		case "finality":
-			f, err := witness.ParseFinality(val)
+			f, err := provider.ParseFinality(val)
 			if err != nil {
 				h.t.Fatal(err)
 			}
@@ -298,13 +299,13 @@ func (h *harness) config(d *datadriven.TestData) {
 			c.SnapshotMarker = true
 		case "missing":
 			if val == "end_of_traversal" {
-				c.MissingSuccessor = witness.MissingSuccessorEndsTraversal
+				c.MissingSuccessor = provider.MissingSuccessorEndsTraversal
 			}
 		case "recovery":
-			c.Recovery = map[string]witness.Recovery{"park": witness.RecoveryPark, "restart_from_boundary": witness.RecoveryRestartFromBoundary, "fresh_snapshot": witness.RecoveryFreshSnapshot}[val]
+			c.Recovery = map[string]provider.Recovery{"park": provider.RecoveryPark, "restart_from_boundary": provider.RecoveryRestartFromBoundary, "fresh_snapshot": provider.RecoveryFreshSnapshot}[val]
 			cfg.Restarter = true
 		case "pagination":
-			c.Pagination = map[string]witness.Pagination{"token": witness.PaginationToken, "keyset": witness.PaginationKeyset, "offset": witness.PaginationOffset}[val]
+			c.Pagination = map[string]provider.Pagination{"token": provider.PaginationToken, "keyset": provider.PaginationKeyset, "offset": provider.PaginationOffset}[val]
 		case "overlap":
 			c.OffsetOverlap = true
 		case "unproven":
@@ -494,8 +495,8 @@ func (h *harness) seedWitness(d *datadriven.TestData, kv map[string]string) {
 }
 
 // response parses the response syntax.
-func (h *harness) response(d *datadriven.TestData, s string) witness.Response {
-	var r witness.Response
+func (h *harness) response(d *datadriven.TestData, s string) provider.Response {
+	var r provider.Response
 	for _, tok := range strings.Fields(s) {
 		k, v, isKV := strings.Cut(tok, "=")
 		switch {
@@ -520,7 +521,7 @@ func (h *harness) response(d *datadriven.TestData, s string) witness.Response {
 			if !hasPayload {
 				payload = "payload of " + id
 			}
-			r.Events = append(r.Events, witness.Event{ID: id, Position: coord.IntPosition(num(d, h.t, pos)), Payload: []byte(payload)})
+			r.Events = append(r.Events, provider.Event{ID: id, Position: coord.IntPosition(num(d, h.t, pos)), Payload: []byte(payload)})
 		}
 	}
 	return r

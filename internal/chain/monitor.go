@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/tidemark/tidemark/internal/witness"
+	"github.com/tidemark/tidemark/provider"
 )
 
 // Contract monitors (docs/design.md#contract-monitors): the core decides
@@ -53,7 +54,7 @@ func (m *Machine) monitorResponse(f *fetchRec, in witness.ClassifyInput, class w
 	// position is what an honest log certifies (no position can appear
 	// below it without breaking density, which rule (b) checks), so it is
 	// no hint either.
-	if class != witness.ExactReplay && in.Contract.Finality == witness.FinalitySource && !in.Contract.DensePositions {
+	if class != witness.ExactReplay && in.Contract.Finality == provider.FinalitySource && !in.Contract.DensePositions {
 		var v witness.Violation
 		var ok bool
 		if m.mon.selfRun, v, ok = m.mon.selfRun.Observe(in.Witness); ok {

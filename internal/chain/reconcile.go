@@ -6,6 +6,7 @@ import (
 
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/witness"
+	"github.com/tidemark/tidemark/provider"
 )
 
 // verdict is the machine's view of one reconciled response.
@@ -53,7 +54,7 @@ func (m *Machine) reconcile(f *fetchRec, r Fetched) (verdict, error) {
 	if err != nil {
 		return verdict{}, err
 	}
-	if contract.Pagination == witness.PaginationOffset {
+	if contract.Pagination == provider.PaginationOffset {
 		// Before anything else, an empty page included: under the overlap
 		// check an empty answer to a successor says the page shifted.
 		if ct := witness.CheckContinuity(m.continuityInput(f, w)); !ct.Continues {
@@ -119,7 +120,7 @@ func rejectionKind(err error) ParkKind {
 // (evidenced), or the provider states its "more pages" flag and it is
 // false. A transient empty page of a source that states neither (has_more
 // unmapped, empty_page: no_evidence) never counts.
-func caughtUp(r witness.Response, evidenced bool) bool {
+func caughtUp(r provider.Response, evidenced bool) bool {
 	return len(r.Events) == 0 && !r.HasMore && (evidenced || r.HasMoreKnown)
 }
 

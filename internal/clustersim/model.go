@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/witness"
+	"github.com/tidemark/tidemark/provider"
 )
 
 // The model provider: one event log per partition, paginated by opaque
@@ -40,7 +41,7 @@ import (
 // profile is one provider behaviour with its declared contract.
 type profile struct {
 	name     string
-	contract witness.Contract
+	contract provider.Contract
 	// ct: responses carry complete-through watermarks.
 	ct bool
 	// marker: responses carry the log revision as a snapshot marker.
@@ -165,50 +166,50 @@ func (p *part) ord(w coord.Watermark) (n int64, ok bool) {
 
 var (
 	denseCT = profile{name: "dense-ct", hasMore: true,
-		contract: witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, OrderedPositions: true, DensePositions: true, WatermarkCoversPositions: true, Finality: witness.FinalitySource, Recovery: witness.RecoveryRestartFromBoundary},
+		contract: provider.Contract{EmptyPage: provider.EmptyFinalThroughWatermark, OrderedPositions: true, DensePositions: true, WatermarkCoversPositions: true, Finality: provider.FinalitySource, Recovery: provider.RecoveryRestartFromBoundary},
 		ct:       true, lag: .1, glitch: .05, quiet: .05, shift: .25, transient: .04, garbage: .003, malformed: .02, pageSize: 3}
 	denseCTRotate = profile{name: "dense-ct-rotate",
-		contract: witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, TokensMayRotate: true, OrderedPositions: true, DensePositions: true, WatermarkCoversPositions: true, Finality: witness.FinalitySource, Recovery: witness.RecoveryRestartFromBoundary},
+		contract: provider.Contract{EmptyPage: provider.EmptyFinalThroughWatermark, TokensMayRotate: true, OrderedPositions: true, DensePositions: true, WatermarkCoversPositions: true, Finality: provider.FinalitySource, Recovery: provider.RecoveryRestartFromBoundary},
 		ct:       true, lag: .1, rotate: true, glitch: .05, quiet: .05, shift: .25, transient: .04, garbage: .003, malformed: .02, pageSize: 3}
 	denseOmit = profile{name: "dense-omit",
-		contract: witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, DensePositions: true, Recovery: witness.RecoveryRestartFromBoundary},
+		contract: provider.Contract{EmptyPage: provider.EmptyNoEvidence, OrderedPositions: true, DensePositions: true, Recovery: provider.RecoveryRestartFromBoundary},
 		omit:     .1, rogue: .03, glitch: .05, quiet: .05, shift: .25, transient: .04, garbage: .003, malformed: .02, pageSize: 4}
 	densePark = profile{name: "dense-park",
-		contract: witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, DensePositions: true, Recovery: witness.RecoveryPark},
+		contract: provider.Contract{EmptyPage: provider.EmptyNoEvidence, OrderedPositions: true, DensePositions: true, Recovery: provider.RecoveryPark},
 		omit:     .06, rogue: .02, glitch: .04, quiet: .05, shift: .2, transient: .04, garbage: .003, malformed: .02, pageSize: 3}
 	sparseCT = profile{name: "sparse-ct", hasMore: true,
-		contract: witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, OrderedPositions: true, WatermarkCoversPositions: true, Finality: witness.FinalitySource, Recovery: witness.RecoveryRestartFromBoundary},
+		contract: provider.Contract{EmptyPage: provider.EmptyFinalThroughWatermark, OrderedPositions: true, WatermarkCoversPositions: true, Finality: provider.FinalitySource, Recovery: provider.RecoveryRestartFromBoundary},
 		ct:       true, glitch: .05, quiet: .05, shift: .25, transient: .04, garbage: .003, malformed: .02, gap: 3, pageSize: 3}
 	sparseMarker = profile{name: "sparse-marker",
-		contract: witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, SnapshotMarker: true, WatermarkCoversPositions: true, Finality: witness.FinalitySource, Recovery: witness.RecoveryFreshSnapshot},
+		contract: provider.Contract{EmptyPage: provider.EmptyNoEvidence, OrderedPositions: true, SnapshotMarker: true, WatermarkCoversPositions: true, Finality: provider.FinalitySource, Recovery: provider.RecoveryFreshSnapshot},
 		ct:       true, marker: true, glitch: .05, quiet: .05, transient: .04, garbage: .003, malformed: .02, gap: 2, pageSize: 3}
 	sparseMarkerRotate = profile{name: "sparse-marker-rotate",
-		contract: witness.Contract{EmptyPage: witness.EmptyNoEvidence, TokensMayRotate: true, OrderedPositions: true, SnapshotMarker: true, Recovery: witness.RecoveryFreshSnapshot},
+		contract: provider.Contract{EmptyPage: provider.EmptyNoEvidence, TokensMayRotate: true, OrderedPositions: true, SnapshotMarker: true, Recovery: provider.RecoveryFreshSnapshot},
 		marker:   true, rotate: true, glitch: .05, quiet: .05, transient: .04, garbage: .003, malformed: .02, gap: 2, pageSize: 2}
 	sparseEOD = profile{name: "sparse-eod", hasMore: true,
-		contract: witness.Contract{EmptyPage: witness.EmptyEndOfData, OrderedPositions: true, Recovery: witness.RecoveryRestartFromBoundary},
+		contract: provider.Contract{EmptyPage: provider.EmptyEndOfData, OrderedPositions: true, Recovery: provider.RecoveryRestartFromBoundary},
 		quiet:    .05, shift: .2, transient: .04, garbage: .003, malformed: .02, gap: 3, pageSize: 3}
 	sparseRotate = profile{name: "sparse-rotate",
-		contract: witness.Contract{EmptyPage: witness.EmptyNoEvidence, TokensMayRotate: true, OrderedPositions: true, Recovery: witness.RecoveryRestartFromBoundary},
+		contract: provider.Contract{EmptyPage: provider.EmptyNoEvidence, TokensMayRotate: true, OrderedPositions: true, Recovery: provider.RecoveryRestartFromBoundary},
 		rotate:   true, glitch: .06, quiet: .05, shift: .2, transient: .04, garbage: .003, malformed: .02, gap: 2, pageSize: 3}
 	// densePoll: the head of a change feed answers without a successor.
 	densePoll = profile{name: "dense-poll", hasMore: true,
-		contract: witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, DensePositions: true, MissingSuccessor: witness.MissingSuccessorPoll, Recovery: witness.RecoveryRestartFromBoundary},
+		contract: provider.Contract{EmptyPage: provider.EmptyNoEvidence, OrderedPositions: true, DensePositions: true, MissingSuccessor: provider.MissingSuccessorPoll, Recovery: provider.RecoveryRestartFromBoundary},
 		nosucc:   .5, overlap: .1, glitch: .04, quiet: .05, shift: .2, transient: .04, garbage: .003, malformed: .02, pageSize: 3}
 	// denseExclusive: the source resumes strictly after the applied
 	// boundary, yet retries repeat the boundary event (its receipt matches)
 	// and restarts go to just after the durable watermark.
 	denseExclusive = profile{name: "dense-exclusive",
-		contract: witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, OrderedPositions: true, DensePositions: true, WatermarkCoversPositions: true, ExclusiveBoundary: true, Finality: witness.FinalitySource, Recovery: witness.RecoveryRestartFromBoundary},
+		contract: provider.Contract{EmptyPage: provider.EmptyFinalThroughWatermark, OrderedPositions: true, DensePositions: true, WatermarkCoversPositions: true, ExclusiveBoundary: true, Finality: provider.FinalitySource, Recovery: provider.RecoveryRestartFromBoundary},
 		ct:       true, overlap: .15, lag: .05, glitch: .04, quiet: .05, shift: .25, transient: .04, garbage: .003, malformed: .02, pageSize: 3}
 	// finiteList: a finite traversal (an object listing) whose last page has
 	// no successor once the partition is sealed.
 	finiteList = profile{name: "finite-list", hasMore: true,
-		contract: witness.Contract{EmptyPage: witness.EmptyEndOfData, OrderedPositions: true, DensePositions: true, MissingSuccessor: witness.MissingSuccessorEndsTraversal, Recovery: witness.RecoveryRestartFromBoundary},
+		contract: provider.Contract{EmptyPage: provider.EmptyEndOfData, OrderedPositions: true, DensePositions: true, MissingSuccessor: provider.MissingSuccessorEndsTraversal, Recovery: provider.RecoveryRestartFromBoundary},
 		eot:      true, overlap: .1, quiet: .05, shift: .2, transient: .04, garbage: .003, malformed: .02, pageSize: 3}
 	// unorderedTies: positions carry no order and two events may share one.
 	unorderedTies = profile{name: "unordered-ties",
-		contract: witness.Contract{EmptyPage: witness.EmptyNoEvidence, Recovery: witness.RecoveryRestartFromBoundary},
+		contract: provider.Contract{EmptyPage: provider.EmptyNoEvidence, Recovery: provider.RecoveryRestartFromBoundary},
 		ties:     .3, quiet: .05, transient: .04, garbage: .003, malformed: .02, pageSize: 3}
 )
 
@@ -216,7 +217,7 @@ var (
 // below its progress) whose pages' own last keys are mapped as
 // complete_through under finality none: recorded, never durable.
 var lateListing = profile{name: "late-listing",
-	contract: witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, Recovery: witness.RecoveryRestartFromBoundary},
+	contract: provider.Contract{EmptyPage: provider.EmptyNoEvidence, OrderedPositions: true, Recovery: provider.RecoveryRestartFromBoundary},
 	selfCT:   true, hidden: .3, glitch: .04, quiet: .05, shift: .2, transient: .04, garbage: .003, malformed: .02, gap: 2, pageSize: 3}
 
 // Profiles whose positions and watermarks are of other kinds: a shard of
@@ -395,12 +396,12 @@ func (p *part) logs() []*part { return append(slices.Clone(p.retired), p) }
 // sealed through).
 func (pr profile) completes() bool {
 	c := pr.contract
-	return pr.ct && (c.EmptyPage == witness.EmptyFinalThroughWatermark || (c.SnapshotMarker && pr.marker) ||
-		c.EmptyPage == witness.EmptyEndOfData || pr.eot)
+	return pr.ct && (c.EmptyPage == provider.EmptyFinalThroughWatermark || (c.SnapshotMarker && pr.marker) ||
+		c.EmptyPage == provider.EmptyEndOfData || pr.eot)
 }
 
 func newPart(name string, rng *rand.Rand, prof profile, created int64) *part {
-	if prof.contract.EmptyPage == witness.EmptyEndOfData && !prof.hasMore {
+	if prof.contract.EmptyPage == provider.EmptyEndOfData && !prof.hasMore {
 		panic("sim: profile " + prof.name + " would serve empty pages that claim the end of data while events follow")
 	}
 	return &part{name: name, rng: rng, log: rng, prof: prof, final: created - 1, created: created, visits: map[int64]int{}, streak: map[streakKey]int{}}
@@ -544,7 +545,7 @@ type fetchNote string
 
 // fetch answers one request of reader for cursor cur, with the "more
 // pages" flag as the profile maps it.
-func (p *part) fetch(reader string, cur []byte) (witness.Response, fetchNote, error) {
+func (p *part) fetch(reader string, cur []byte) (provider.Response, fetchNote, error) {
 	p.fetches++
 	r, note, err := p.answer(reader, cur)
 	if c, derr := decodeCursor(cur); derr == nil {
@@ -571,23 +572,23 @@ func (p *part) fetch(reader string, cur []byte) (witness.Response, fetchNote, er
 }
 
 // answer is the response to cur before the "more pages" flag is mapped.
-func (p *part) answer(reader string, cur []byte) (witness.Response, fetchNote, error) {
+func (p *part) answer(reader string, cur []byte) (provider.Response, fetchNote, error) {
 	c, err := decodeCursor(cur)
 	if err != nil {
-		return witness.Response{}, "", &fetchError{expired: true, reason: err.Error()}
+		return provider.Response{}, "", &fetchError{expired: true, reason: err.Error()}
 	}
 	if p.chance(p.prof.transient) {
-		return witness.Response{}, "", &fetchError{reason: "transient provider error"}
+		return provider.Response{}, "", &fetchError{reason: "transient provider error"}
 	}
 	if c.session >= 0 && c.session < p.session {
-		return witness.Response{}, "", &fetchError{expired: true, reason: fmt.Sprintf("cursor of session %d expired (now %d)", c.session, p.session)}
+		return provider.Response{}, "", &fetchError{expired: true, reason: fmt.Sprintf("cursor of session %d expired (now %d)", c.session, p.session)}
 	}
 	streak := p.streak[streakKey{reader, c.next}]
 	switch {
 	case p.brokenActive():
-		return witness.Response{}, "malformed", &fetchError{malformed: true, reason: "persistently malformed body (injected)"}
+		return provider.Response{}, "malformed", &fetchError{malformed: true, reason: "persistently malformed body (injected)"}
 	case streak < maxMalformedStreak && p.chance(p.prof.malformed):
-		return witness.Response{}, "malformed", &fetchError{malformed: true, reason: "truncated body (injected)"}
+		return provider.Response{}, "malformed", &fetchError{malformed: true, reason: "truncated body (injected)"}
 	}
 	p.visits[c.next]++
 	retry := p.visits[c.next] > 1
@@ -598,24 +599,24 @@ func (p *part) answer(reader string, cur []byte) (witness.Response, fetchNote, e
 		}
 		return c.nonce
 	}
-	glitch := func() witness.Response {
+	glitch := func() provider.Response {
 		// An empty page without evidence whose successor skips ahead: if
 		// it were promoted, events in the skipped range would be lost.
 		p.nonce++
 		next := c.next + 1 + int64(p.rng.IntN(2*p.prof.pageSize+1))
-		return witness.Response{Successor: cursor{next: next, session: p.session, nonce: p.nonce}.bytes(), HasMore: true}
+		return provider.Response{Successor: cursor{next: next, session: p.session, nonce: p.nonce}.bytes(), HasMore: true}
 	}
-	quiet := func() witness.Response {
-		return witness.Response{Successor: cursor{next: c.next, session: c.session, nonce: rotated()}.bytes(), HasMore: true}
+	quiet := func() provider.Response {
+		return provider.Response{Successor: cursor{next: c.next, session: c.session, nonce: rotated()}.bytes(), HasMore: true}
 	}
 	if p.stall > 0 {
 		p.stall--
-		if p.prof.contract.EmptyPage != witness.EmptyEndOfData && p.rng.IntN(2) == 0 {
+		if p.prof.contract.EmptyPage != provider.EmptyEndOfData && p.rng.IntN(2) == 0 {
 			return glitch(), "stall-glitch", nil
 		}
 		return quiet(), "stall", nil
 	}
-	if p.prof.contract.EmptyPage != witness.EmptyEndOfData && p.chance(p.prof.glitch) {
+	if p.prof.contract.EmptyPage != provider.EmptyEndOfData && p.chance(p.prof.glitch) {
 		return glitch(), "glitch", nil
 	}
 	if p.chance(p.prof.quiet) {
@@ -649,7 +650,7 @@ func (p *part) answer(reader string, cur []byte) (witness.Response, fetchNote, e
 		i, j, offsetNote = p.offsetPage(i, j)
 	}
 	session := p.session
-	r := witness.Response{}
+	r := provider.Response{}
 	if p.prof.marker {
 		r.Marker = []byte("rev" + strconv.FormatInt(rev, 10))
 	}
@@ -667,7 +668,7 @@ func (p *part) answer(reader string, cur []byte) (witness.Response, fetchNote, e
 	evs := p.events[i:j]
 	exhausted := j == len(p.events)
 	last := evs[len(evs)-1].pos
-	r.Events = make([]witness.Event, 0, len(evs))
+	r.Events = make([]provider.Event, 0, len(evs))
 	drop := -1
 	lagging := false
 	switch {
@@ -682,7 +683,7 @@ func (p *part) answer(reader string, cur []byte) (witness.Response, fetchNote, e
 		if k == drop || e.hidden {
 			continue
 		}
-		r.Events = append(r.Events, witness.Event{ID: e.id, Position: p.at(e.pos), Payload: e.payload})
+		r.Events = append(r.Events, provider.Event{ID: e.id, Position: p.at(e.pos), Payload: e.payload})
 	}
 	if overlap && note == "" {
 		note = "overlap"

@@ -1,6 +1,6 @@
 package clustersim
 
-import "github.com/tidemark/tidemark/internal/witness"
+import "github.com/tidemark/tidemark/provider"
 
 // offsetOverlap pages by offset over sparse positions with the overlap
 // check (docs/pagination.md): every page after the first begins with the
@@ -13,8 +13,8 @@ import "github.com/tidemark/tidemark/internal/witness"
 // exist, so the profile serves none (no glitch, no quiet page): the check
 // treats an empty answer to a successor as a shift.
 var offsetOverlap = profile{name: "offset-overlap",
-	contract: witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, Pagination: witness.PaginationOffset, OffsetOverlap: true,
-		Recovery: witness.RecoveryRestartFromBoundary},
+	contract: provider.Contract{EmptyPage: provider.EmptyNoEvidence, OrderedPositions: true, Pagination: provider.PaginationOffset, OffsetOverlap: true,
+		Recovery: provider.RecoveryRestartFromBoundary},
 	offsetShift: .15, shift: .2, transient: .04, garbage: .003, malformed: .02, gap: 3, pageSize: 3}
 
 func init() { otherProfiles = append(otherProfiles, offsetOverlap) }

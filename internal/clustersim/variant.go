@@ -6,6 +6,7 @@ import (
 	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/witness"
+	"github.com/tidemark/tidemark/provider"
 )
 
 // The broken variants of the lanes are applied to the real machine: to its
@@ -28,14 +29,14 @@ func (v Variant) configure(cfg *chain.Config) {
 	case IgnoreIncarnation:
 		cfg.IgnoreIncarnation = true
 	case BareEmptyPage:
-		cfg.Contract.EmptyPage = witness.EmptyEndOfData
+		cfg.Contract.EmptyPage = provider.EmptyEndOfData
 	case ParkOnMalformed:
 		cfg.FetchRetries = 0
 	case RetryMalformedForever:
 		cfg.FetchRetries = math.MaxInt32
 	case SelfCertifiedWatermark:
-		if cfg.Contract.Finality <= witness.FinalityNone {
-			cfg.Contract.Finality = witness.FinalitySource
+		if cfg.Contract.Finality <= provider.FinalityNone {
+			cfg.Contract.Finality = provider.FinalitySource
 		}
 	case IgnoreOffsetOverlap:
 		if cfg.Contract.OffsetOverlap {

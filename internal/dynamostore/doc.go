@@ -59,7 +59,7 @@
 //	                             (N for integer/timestamp, B for string so <= compares bytes)
 //	            app, appk  N|B, N  durable applied boundary (absent: none) and its position kind (absent: integer)
 //	            appid      B     id of the event at the applied boundary (absent: unknown)
-//	            fin        S     finality basis of the watermark (witness.Contract.Basis; absent: unknown)
+//	            fin        S     finality basis of the watermark (provider.Contract.Basis; absent: unknown)
 //	            ep         N     membership epoch of the last write
 //	            wid        S     promoted witness (attempt id)
 //	            park       S     parked reason (absent: not parked)

@@ -7,7 +7,7 @@ import (
 
 // FinalityNote names the members of s whose durable watermark rests on a
 // basis other than the source's own certification (an append-only writer
-// assertion, a lag; see witness.Contract.Basis), grouped by basis and
+// assertion, a lag; see provider.Contract.Basis), grouped by basis and
 // sorted: "append_only_writer assertion (a, b); lag 5m0s (c)". bases maps a
 // partition to the basis its checkpoint records; "" (unknown) and "source"
 // are left out. It is "" when s has no proven scalar or no such member: a

@@ -63,9 +63,9 @@ func positionKind(d Declared) coord.Kind {
 	return d.Contract.PositionKind
 }
 
-func recovery(d Declared) witness.Recovery {
+func recovery(d Declared) provider.Recovery {
 	if d.Contract.Recovery == 0 {
-		return witness.RecoveryPark
+		return provider.RecoveryPark
 	}
 	return d.Contract.Recovery
 }
@@ -87,15 +87,15 @@ func completeThroughValue(d Declared) string {
 	return "not mapped"
 }
 
-func finality(d Declared) witness.Finality {
+func finality(d Declared) provider.Finality {
 	if d.Contract.Finality == 0 {
-		return witness.FinalityNone
+		return provider.FinalityNone
 	}
 	return d.Contract.Finality
 }
 
 func finalityValue(d Declared) string {
-	if f := finality(d); f == witness.FinalityLag {
+	if f := finality(d); f == provider.FinalityLag {
 		return f.String() + " (" + d.Contract.Basis(d.Coordinate) + ")"
 	}
 	return finality(d).String()
@@ -104,7 +104,7 @@ func finalityValue(d Declared) string {
 func paginationValue(d Declared) string {
 	c := d.Contract
 	s := c.Pagination.String()
-	if c.Pagination == witness.PaginationOffset {
+	if c.Pagination == provider.PaginationOffset {
 		switch {
 		case c.OffsetOverlap:
 			s += ", offset_overlap"
@@ -131,7 +131,7 @@ func incarnationValue(d Declared) string {
 // append-only writer, a lag) instead of having the source certify it.
 func finalityAsserted(d Declared) bool {
 	f := finality(d)
-	return f == witness.FinalityAppendOnlyWriter || f == witness.FinalityLag
+	return f == provider.FinalityAppendOnlyWriter || f == provider.FinalityLag
 }
 
 func hash(b []byte) string { return witness.CursorHash(b) }
@@ -260,7 +260,7 @@ func judgePositions(d Declared, fx *Facts) (Verdict, string) {
 // coveredGap: the page's own complete_through, in the positions'
 // coordinate, covers every position before pos (the input accepts such a
 // gap under dense positions).
-func coveredGap(c witness.Contract, p PageFacts, pos coord.Position) bool {
+func coveredGap(c provider.Contract, p PageFacts, pos coord.Position) bool {
 	prev, ok := pos.Prev()
 	ct := p.Response.CompleteThrough
 	return ok && c.WatermarkCoversPositions && !ct.IsZero() && ct.Kind == prev.Kind && prev.Compare(coord.Position(ct)) <= 0
@@ -311,7 +311,7 @@ func judgeCompleteThrough(d Declared, fx *Facts) (Verdict, string) {
 			if ct.IsZero() {
 				continue
 			}
-			if ct.Less(prev) && finality(d) != witness.FinalityNone {
+			if ct.Less(prev) && finality(d) != provider.FinalityNone {
 				return Contradicted, fmt.Sprintf("%s carried complete_through %s, below %s of %s: a final watermark never goes back", p.Label, ct, prev, prevLabel)
 			}
 			prev, prevLabel = ct, p.Label
@@ -327,7 +327,7 @@ func judgeCompleteThrough(d Declared, fx *Facts) (Verdict, string) {
 	switch {
 	case n == 0:
 		return CannotTell, "no page carried a complete_through"
-	case finality(d) == witness.FinalityNone:
+	case finality(d) == provider.FinalityNone:
 		return Supported, fmt.Sprintf("%s carried one (%s); under finality none it stays in the witness and never becomes a watermark", plural(n, "page", "pages"), firstNonEmpty(example, independent))
 	case self:
 		return Supported, fmt.Sprintf("%s carried one, never going back; it was each page's own last position (%s): finality judges what that certifies", plural(n, "page", "pages"), example)
@@ -349,7 +349,7 @@ func firstNonEmpty(ss ...string) string {
 // finality (append-only writer, lag) is a claim no answer can show.
 func judgeFinality(d Declared, fx *Facts) (Verdict, string) {
 	f := finality(d)
-	if f == witness.FinalityNone {
+	if f == provider.FinalityNone {
 		if !d.CompleteThrough {
 			return Supported, "none (claims nothing): complete_through is not mapped; no watermark is written"
 		}
@@ -364,9 +364,9 @@ func judgeFinality(d Declared, fx *Facts) (Verdict, string) {
 		selfNote = fmt.Sprintf("; complete_through was each page's own last position on the %s that carried one (%s), so it rests on this assertion alone", plural(n, "page", "pages"), example)
 	}
 	switch f {
-	case witness.FinalityAppendOnlyWriter:
+	case provider.FinalityAppendOnlyWriter:
 		return CannotTell, "append_only_writer asserts that positions are only ever created above every existing one (one writer, time-ordered keys, a log): no answer can show it; if it is wrong, an event created later below the watermark is never read while the frontier claims it" + selfNote
-	case witness.FinalityLag:
+	case provider.FinalityLag:
 		return CannotTell, fmt.Sprintf("lag asserts the source's documented bound on late arrival (the durable watermark is complete_through less %s): no answer can show it; an event arriving later than that below the watermark is never read while the frontier claims it%s", d.Contract.Basis(d.Coordinate), selfNote)
 	}
 	switch {
@@ -470,14 +470,14 @@ func judgeEmptyPage(d Declared, fx *Facts) (Verdict, string) {
 		return CannotTell, "no answer was empty; " + walkEnd(fx.Obs.First)
 	}
 	switch d.Contract.EmptyPage {
-	case witness.EmptyNoEvidence:
+	case provider.EmptyNoEvidence:
 		return Supported, fmt.Sprintf("claims nothing for an empty page (%s seen, e.g. %s)", plural(len(empty), "empty answer", "empty answers"), empty[0].Label)
-	case witness.EmptyFollowsSuccessor:
+	case provider.EmptyFollowsSuccessor:
 		// Followed, claiming nothing: no watermark, no end. Nothing an
 		// answer shows can contradict that; the claim is the vendor's
 		// that the successor continues the traversal.
 		return Supported, fmt.Sprintf("claims nothing for an empty page and follows its successor (%s seen, e.g. %s, successor %s)", plural(len(empty), "empty answer", "empty answers"), empty[0].Label, hash(empty[0].Response.Successor))
-	case witness.EmptyEndOfData:
+	case provider.EmptyEndOfData:
 		for _, p := range empty {
 			if p.Response.HasMoreKnown && p.Response.HasMore {
 				return Contradicted, fmt.Sprintf("%s was empty and its has_more is true: an empty page was not the end of the data", p.Label)
@@ -505,14 +505,14 @@ func judgeMissingSuccessor(d Declared, fx *Facts) (Verdict, string) {
 		}
 	}
 	for _, pr := range fx.Pairs {
-		if len(pr.First.Response.Successor) == 0 && len(pr.Second.Response.Successor) > 0 && d.Contract.MissingSuccessor == witness.MissingSuccessorEndsTraversal {
+		if len(pr.First.Response.Successor) == 0 && len(pr.Second.Response.Successor) > 0 && d.Contract.MissingSuccessor == provider.MissingSuccessorEndsTraversal {
 			return Contradicted, fmt.Sprintf("%s: the same cursor answered without a successor, then with one (%s): the traversal had not ended", pr.Label, hash(pr.Second.Response.Successor))
 		}
 	}
 	if len(last) == 0 {
 		return CannotTell, "every answer had a successor; " + walkEnd(fx.Obs.First)
 	}
-	if d.Contract.MissingSuccessor == witness.MissingSuccessorEndsTraversal {
+	if d.Contract.MissingSuccessor == provider.MissingSuccessorEndsTraversal {
 		for _, p := range last {
 			if p.Response.HasMoreKnown && p.Response.HasMore {
 				return Contradicted, fmt.Sprintf("%s has no successor but its has_more is true: the traversal had not ended", p.Label)
@@ -757,7 +757,7 @@ func offsetShape(d Declared, fx *Facts) (like bool, shape string, withToken, key
 func judgePagination(d Declared, fx *Facts) (Verdict, string) {
 	c := d.Contract
 	like, shape, withToken, keysetN := offsetShape(d, fx)
-	if c.Pagination == witness.PaginationOffset {
+	if c.Pagination == provider.PaginationOffset {
 		switch {
 		case c.OffsetOverlap:
 			return judgeOverlap(fx)
@@ -779,7 +779,7 @@ func judgePagination(d Declared, fx *Facts) (Verdict, string) {
 		return CannotTell, "no page with events had a successor"
 	case keysetN == withToken:
 		return Supported, fmt.Sprintf("each of the %s names its page's last position or id (keyset)", plural(withToken, "successor", "successors"))
-	case c.Pagination == witness.PaginationKeyset:
+	case c.Pagination == provider.PaginationKeyset:
 		return CannotTell, fmt.Sprintf("%s: not the page's last position or id as the probe reads them, nor offsets", plural(withToken-keysetN, "successor", "successors"))
 	}
 	return Supported, fmt.Sprintf("%s: opaque tokens, not offsets or page numbers", plural(withToken, "successor", "successors"))
@@ -901,7 +901,7 @@ func judgeValidate(d Declared, fx *Facts) (Verdict, string) {
 func judgeRestart(d Declared, fx *Facts) (Verdict, string) {
 	r := fx.Obs.Restart
 	switch {
-	case recovery(d) == witness.RecoveryPark:
+	case recovery(d) == provider.RecoveryPark:
 		return Supported, "recovery park: a partition that cannot advance waits for an operator; no restart cursor is used"
 	case r == nil:
 		return CannotTell, "no restart was probed (it needs a first walk of two pages or more, the first with events)"

@@ -61,7 +61,7 @@ func (p PageFacts) overlap() int {
 
 // newEvents are the page's events after those that repeat the previous
 // page under the overlap check.
-func (p PageFacts) newEvents() []witness.Event { return p.Response.Events[p.overlap():] }
+func (p PageFacts) newEvents() []provider.Event { return p.Response.Events[p.overlap():] }
 
 // newWitnessEvents are the witnesses of newEvents.
 func (p PageFacts) newWitnessEvents() []witness.EventWitness { return p.Witness.Events[p.overlap():] }
@@ -145,7 +145,7 @@ func Derive(d Declared, o Observation) *Facts {
 				}
 				applied, has = m, true
 			}
-			if d.Contract.Pagination == witness.PaginationOffset && pf.BuildErr == nil {
+			if d.Contract.Pagination == provider.PaginationOffset && pf.BuildErr == nil {
 				in := witness.ContinuityInput{Contract: d.Contract, Witness: pf.Witness, Boundary: i == 0}
 				if i > 0 {
 					if prev := fx.Walks[wi][i-1]; prev.BuildErr == nil && len(prev.Witness.Events) > 0 {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/tidemark/tidemark/internal/coord"
-	"github.com/tidemark/tidemark/internal/witness"
+	"github.com/tidemark/tidemark/provider"
 )
 
 // Verdict is what the observations say about one declared field. The zero
@@ -37,7 +37,7 @@ func (v Verdict) String() string {
 // Declared is the contract a config declares, and which optional evidence
 // and requests it configures.
 type Declared struct {
-	Contract witness.Contract
+	Contract provider.Contract
 	// Coordinate is the kind of complete_through.
 	Coordinate coord.Kind
 	// CompleteThrough, Marker and HasMore: the mapping is configured.
@@ -58,7 +58,7 @@ type Page struct {
 	// Cursor is the input cursor the page was fetched with.
 	Cursor []byte
 	// Response is the provider's answer.
-	Response witness.Response
+	Response provider.Response
 	// Token is the source's own token inside Response.Successor (the same
 	// bytes for configs without a request sequence).
 	Token []byte

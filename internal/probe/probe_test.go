@@ -19,14 +19,14 @@ import (
 
 // Contracts of the tests.
 var (
-	ordered = witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, Recovery: witness.RecoveryRestartFromBoundary}
-	dense   = with(ordered, func(c *witness.Contract) { c.DensePositions = true })
-	overlap = with(ordered, func(c *witness.Contract) { c.Pagination, c.OffsetOverlap = witness.PaginationOffset, true })
+	ordered = provider.Contract{EmptyPage: provider.EmptyNoEvidence, OrderedPositions: true, Recovery: provider.RecoveryRestartFromBoundary}
+	dense   = with(ordered, func(c *provider.Contract) { c.DensePositions = true })
+	overlap = with(ordered, func(c *provider.Contract) { c.Pagination, c.OffsetOverlap = provider.PaginationOffset, true })
 )
 
-func with(c witness.Contract, f func(*witness.Contract)) witness.Contract { f(&c); return c }
+func with(c provider.Contract, f func(*provider.Contract)) provider.Contract { f(&c); return c }
 
-func declared(c witness.Contract, f ...func(*Declared)) Declared {
+func declared(c provider.Contract, f ...func(*Declared)) Declared {
 	d := Declared{Contract: c, Coordinate: coord.KindInteger}
 	for _, g := range f {
 		g(&d)
@@ -34,17 +34,17 @@ func declared(c witness.Contract, f ...func(*Declared)) Declared {
 	return d
 }
 
-func ev(pos int64) witness.Event {
-	return witness.Event{ID: fmt.Sprintf("e%d", pos), Position: coord.IntPosition(pos), Payload: []byte(fmt.Sprintf("payload %d", pos))}
+func ev(pos int64) provider.Event {
+	return provider.Event{ID: fmt.Sprintf("e%d", pos), Position: coord.IntPosition(pos), Payload: []byte(fmt.Sprintf("payload %d", pos))}
 }
 
 // pg is a page fetched with cursor, answering successor and events.
-func pg(cursor, successor string, events ...witness.Event) Page {
+func pg(cursor, successor string, events ...provider.Event) Page {
 	var s []byte
 	if successor != "" {
 		s = []byte(successor)
 	}
-	return Page{Cursor: []byte(cursor), Token: s, Response: witness.Response{Successor: s, Events: events}}
+	return Page{Cursor: []byte(cursor), Token: s, Response: provider.Response{Successor: s, Events: events}}
 }
 
 // ct sets a page's complete_through.
@@ -57,8 +57,8 @@ func hasMore(p Page, more bool) Page {
 	return p
 }
 
-func evs(from, to int64) []witness.Event {
-	var out []witness.Event
+func evs(from, to int64) []provider.Event {
+	var out []provider.Event
 	for i := from; i <= to; i++ {
 		out = append(out, ev(i))
 	}
@@ -119,8 +119,8 @@ func finding(t *testing.T, fs []Finding, field string) Finding {
 // A listing: keys as positions, each page's complete_through its own last
 // key, as http_s3_listing.yaml maps it.
 func listing() Observation {
-	key := func(k string) witness.Event {
-		return witness.Event{ID: k, Position: coord.StringPosition(k), Payload: []byte(k)}
+	key := func(k string) provider.Event {
+		return provider.Event{ID: k, Position: coord.StringPosition(k), Payload: []byte(k)}
 	}
 	p1 := pg("", "t1", key("a"), key("b"))
 	p1.Response.CompleteThrough = coord.String("b")
@@ -130,9 +130,9 @@ func listing() Observation {
 }
 
 func listingDeclared(f ...func(*Declared)) Declared {
-	c := with(ordered, func(c *witness.Contract) {
-		c.PositionKind, c.WatermarkCoversPositions, c.MissingSuccessor = coord.KindString, true, witness.MissingSuccessorEndsTraversal
-		c.Finality = witness.FinalitySource
+	c := with(ordered, func(c *provider.Contract) {
+		c.PositionKind, c.WatermarkCoversPositions, c.MissingSuccessor = coord.KindString, true, provider.MissingSuccessorEndsTraversal
+		c.Finality = provider.FinalitySource
 	})
 	d := Declared{Contract: c, Coordinate: coord.KindString, CompleteThrough: true}
 	for _, g := range f {
@@ -158,7 +158,7 @@ func TestFindings(t *testing.T) {
 		},
 		{
 			name: "tokens that rotate support tokens_may_rotate true",
-			d:    declared(with(ordered, func(c *witness.Contract) { c.TokensMayRotate = true })), field: "tokens_may_rotate", want: Supported, evidence: "another successor",
+			d:    declared(with(ordered, func(c *provider.Contract) { c.TokensMayRotate = true })), field: "tokens_may_rotate", want: Supported, evidence: "another successor",
 			o: obs(walkOf(pg("", "c1", ev(1), ev(2))), Retry{Of: 0, Page: pg("", "c1-rotated", ev(1), ev(2))}),
 		},
 		{
@@ -183,7 +183,7 @@ func TestFindings(t *testing.T) {
 		},
 		{
 			name: "a gap the page's own watermark covers is accepted under dense positions",
-			d:    declared(with(dense, func(c *witness.Contract) { c.WatermarkCoversPositions = true; c.Finality = witness.FinalitySource }), withCT), field: "positions", want: Supported,
+			d:    declared(with(dense, func(c *provider.Contract) { c.WatermarkCoversPositions = true; c.Finality = provider.FinalitySource }), withCT), field: "positions", want: Supported,
 			o: obs(walkOf(ct(pg("", "c1", ev(1), ev(3)), 3))),
 		},
 		{
@@ -209,7 +209,7 @@ func TestFindings(t *testing.T) {
 		{
 			name: "a position of another kind contradicts position_type",
 			d:    declared(ordered), field: "position_type", want: Contradicted, evidence: "walk 1 page 1",
-			o: obs(walkOf(pg("", "c1", witness.Event{ID: "k", Position: coord.StringPosition("k"), Payload: []byte("k")}))),
+			o: obs(walkOf(pg("", "c1", provider.Event{ID: "k", Position: coord.StringPosition("k"), Payload: []byte("k")}))),
 		},
 		{
 			name: "a page's own last position as complete_through contradicts finality source",
@@ -226,18 +226,18 @@ func TestFindings(t *testing.T) {
 		{
 			name: "a self-computed watermark under finality append_only_writer cannot be told",
 			d: listingDeclared(func(d *Declared) {
-				d.Contract.Finality, d.Contract.WatermarkCoversPositions = witness.FinalityAppendOnlyWriter, false
+				d.Contract.Finality, d.Contract.WatermarkCoversPositions = provider.FinalityAppendOnlyWriter, false
 			}), o: listing(), field: "finality", want: CannotTell, evidence: "rests on this assertion alone",
 		},
 		{
 			name: "finality lag cannot be told and names its lag",
-			d:    declared(with(ordered, func(c *witness.Contract) { c.Finality, c.FinalityLag = witness.FinalityLag, 5 }), withCT),
+			d:    declared(with(ordered, func(c *provider.Contract) { c.Finality, c.FinalityLag = provider.FinalityLag, 5 }), withCT),
 			o:    obs(walkOf(ct(pg("", "c1", evs(1, 3)...), 9))), field: "finality", want: CannotTell, evidence: "complete_through less lag 5",
 		},
 		{
 			name: "finality none claims nothing, even for a page's own last position",
 			d: listingDeclared(func(d *Declared) {
-				d.Contract.Finality, d.Contract.WatermarkCoversPositions = witness.FinalityNone, false
+				d.Contract.Finality, d.Contract.WatermarkCoversPositions = provider.FinalityNone, false
 			}), o: listing(), field: "finality", want: Supported, evidence: "never becomes the partition's watermark",
 		},
 		{
@@ -246,17 +246,17 @@ func TestFindings(t *testing.T) {
 		},
 		{
 			name: "a complete_through apart from the page's last position supports finality source",
-			d:    declared(with(ordered, func(c *witness.Contract) { c.Finality = witness.FinalitySource }), withCT), field: "finality", want: Supported, evidence: "not its last position 3",
+			d:    declared(with(ordered, func(c *provider.Contract) { c.Finality = provider.FinalitySource }), withCT), field: "finality", want: Supported, evidence: "not its last position 3",
 			o: obs(walkOf(ct(pg("", "c1", evs(1, 3)...), 9))),
 		},
 		{
 			name: "finality source with no complete_through seen cannot tell",
-			d:    declared(with(ordered, func(c *witness.Contract) { c.Finality = witness.FinalitySource }), withCT), field: "finality", want: CannotTell, evidence: "no page carried",
+			d:    declared(with(ordered, func(c *provider.Contract) { c.Finality = provider.FinalitySource }), withCT), field: "finality", want: CannotTell, evidence: "no page carried",
 			o: obs(walkOf(pg("", "c1", evs(1, 3)...))),
 		},
 		{
 			name: "a complete_through on an empty page is the source's own",
-			d:    declared(with(ordered, func(c *witness.Contract) { c.Finality = witness.FinalitySource }), withCT), field: "finality", want: Supported, evidence: "walk 1 page 2 had no events and carried complete_through 8",
+			d:    declared(with(ordered, func(c *provider.Contract) { c.Finality = provider.FinalitySource }), withCT), field: "finality", want: Supported, evidence: "walk 1 page 2 had no events and carried complete_through 8",
 			o: obs(walkOf(ct(pg("", "3", evs(1, 3)...), 3), ct(pg("3", "3"), 8))),
 		},
 		{
@@ -266,7 +266,7 @@ func TestFindings(t *testing.T) {
 		},
 		{
 			name: "a complete_through that goes back contradicts it",
-			d:    declared(with(ordered, func(c *witness.Contract) { c.Finality = witness.FinalitySource }), withCT), field: "complete_through", want: Contradicted, evidence: "below 9",
+			d:    declared(with(ordered, func(c *provider.Contract) { c.Finality = provider.FinalitySource }), withCT), field: "complete_through", want: Contradicted, evidence: "below 9",
 			o: obs(walkOf(ct(pg("", "c1", evs(1, 3)...), 9), ct(pg("c1", "c2", evs(4, 5)...), 7))),
 		},
 		{
@@ -276,12 +276,12 @@ func TestFindings(t *testing.T) {
 		},
 		{
 			name: "a later event at or below a certified watermark contradicts watermark_covers_positions",
-			d:    declared(with(ordered, func(c *witness.Contract) { c.WatermarkCoversPositions = true; c.Finality = witness.FinalitySource }), withCT), field: "watermark_covers_positions", want: Contradicted, evidence: "position 4, at or below complete_through 6",
+			d:    declared(with(ordered, func(c *provider.Contract) { c.WatermarkCoversPositions = true; c.Finality = provider.FinalitySource }), withCT), field: "watermark_covers_positions", want: Contradicted, evidence: "position 4, at or below complete_through 6",
 			o: obs(walkOf(ct(pg("", "c1", evs(1, 3)...), 6), pg("c1", "c2", ev(4), ev(7)))),
 		},
 		{
 			name: "an event below a watermark in the second walk contradicts watermark_covers_positions",
-			d:    declared(with(ordered, func(c *witness.Contract) { c.WatermarkCoversPositions = true; c.Finality = witness.FinalitySource }), withCT), field: "watermark_covers_positions", want: Contradicted, evidence: "walk 2 page 1 has an event at position 2",
+			d:    declared(with(ordered, func(c *provider.Contract) { c.WatermarkCoversPositions = true; c.Finality = provider.FinalitySource }), withCT), field: "watermark_covers_positions", want: Contradicted, evidence: "walk 2 page 1 has an event at position 2",
 			o: func() Observation {
 				o := obs(walkOf(ct(pg("", "c1", ev(1), ev(3)), 9)))
 				o.Second = walkOf(ct(pg("", "c1", evs(1, 3)...), 9))
@@ -290,32 +290,32 @@ func TestFindings(t *testing.T) {
 		},
 		{
 			name: "an empty page followed by events contradicts end_of_data",
-			d:    declared(with(ordered, func(c *witness.Contract) { c.EmptyPage = witness.EmptyEndOfData })), field: "empty_page", want: Contradicted, evidence: "not the end of the data",
+			d:    declared(with(ordered, func(c *provider.Contract) { c.EmptyPage = provider.EmptyEndOfData })), field: "empty_page", want: Contradicted, evidence: "not the end of the data",
 			o: obs(walkOf(pg("", "c1", ev(1)), pg("c1", "c2"), pg("c2", "c3", ev(2)))),
 		},
 		{
 			name: "an empty page with has_more contradicts end_of_data",
-			d:    declared(with(ordered, func(c *witness.Contract) { c.EmptyPage = witness.EmptyEndOfData })), field: "empty_page", want: Contradicted, evidence: "has_more is true",
+			d:    declared(with(ordered, func(c *provider.Contract) { c.EmptyPage = provider.EmptyEndOfData })), field: "empty_page", want: Contradicted, evidence: "has_more is true",
 			o: obs(walkOf(hasMore(pg("", "c1"), true))),
 		},
 		{
 			name: "an empty last page supports end_of_data",
-			d:    declared(with(ordered, func(c *witness.Contract) { c.EmptyPage = witness.EmptyEndOfData })), field: "empty_page", want: Supported,
+			d:    declared(with(ordered, func(c *provider.Contract) { c.EmptyPage = provider.EmptyEndOfData })), field: "empty_page", want: Supported,
 			o: obs(walkOf(pg("", "c1", ev(1)), pg("c1", ""))),
 		},
 		{
 			name: "an empty page with a watermark supports final_through_watermark",
-			d:    declared(with(ordered, func(c *witness.Contract) { c.EmptyPage = witness.EmptyFinalThroughWatermark }), withCT), field: "empty_page", want: Supported, evidence: "carried complete_through 1",
+			d:    declared(with(ordered, func(c *provider.Contract) { c.EmptyPage = provider.EmptyFinalThroughWatermark }), withCT), field: "empty_page", want: Supported, evidence: "carried complete_through 1",
 			o: obs(walkOf(ct(pg("", "1", ev(1)), 1), ct(pg("1", "1"), 1))),
 		},
 		{
 			name: "an empty page without a watermark cannot tell final_through_watermark",
-			d:    declared(with(ordered, func(c *witness.Contract) { c.EmptyPage = witness.EmptyFinalThroughWatermark }), withCT), field: "empty_page", want: CannotTell,
+			d:    declared(with(ordered, func(c *provider.Contract) { c.EmptyPage = provider.EmptyFinalThroughWatermark }), withCT), field: "empty_page", want: CannotTell,
 			o: obs(walkOf(pg("", "1", ev(1)), pg("1", "1"))),
 		},
 		{
 			name: "an empty page under follow_successor claims nothing",
-			d:    declared(with(ordered, func(c *witness.Contract) { c.EmptyPage = witness.EmptyFollowsSuccessor })), field: "empty_page", want: Supported, evidence: "follows its successor",
+			d:    declared(with(ordered, func(c *provider.Contract) { c.EmptyPage = provider.EmptyFollowsSuccessor })), field: "empty_page", want: Supported, evidence: "follows its successor",
 			o: obs(walkOf(pg("", "c1", ev(1)), pg("c1", "c2"), pg("c2", "c3", ev(2)))),
 		},
 		{
@@ -325,12 +325,12 @@ func TestFindings(t *testing.T) {
 		},
 		{
 			name: "a page without successor but with has_more contradicts end_of_traversal",
-			d:    declared(with(ordered, func(c *witness.Contract) { c.MissingSuccessor = witness.MissingSuccessorEndsTraversal })), field: "missing_successor", want: Contradicted, evidence: "has_more is true",
+			d:    declared(with(ordered, func(c *provider.Contract) { c.MissingSuccessor = provider.MissingSuccessorEndsTraversal })), field: "missing_successor", want: Contradicted, evidence: "has_more is true",
 			o: obs(walkOf(hasMore(pg("", "", ev(1)), true))),
 		},
 		{
 			name: "a cursor answered without and then with a successor contradicts end_of_traversal",
-			d:    declared(with(ordered, func(c *witness.Contract) { c.MissingSuccessor = witness.MissingSuccessorEndsTraversal })), field: "missing_successor", want: Contradicted, evidence: "had not ended",
+			d:    declared(with(ordered, func(c *provider.Contract) { c.MissingSuccessor = provider.MissingSuccessorEndsTraversal })), field: "missing_successor", want: Contradicted, evidence: "had not ended",
 			o: obs(walkOf(pg("", "", ev(1))), Retry{Of: 0, Page: pg("", "c2", ev(1), ev(2))}),
 		},
 		{
@@ -345,7 +345,7 @@ func TestFindings(t *testing.T) {
 		},
 		{
 			name: "a page repeating the boundary contradicts exclusive_boundary",
-			d:    declared(with(ordered, func(c *witness.Contract) { c.ExclusiveBoundary = true })), field: "exclusive_boundary", want: Contradicted, evidence: "repeats position 2",
+			d:    declared(with(ordered, func(c *provider.Contract) { c.ExclusiveBoundary = true })), field: "exclusive_boundary", want: Contradicted, evidence: "repeats position 2",
 			o: obs(walkOf(pg("", "c1", ev(1), ev(2)), pg("c1", "c2", ev(2), ev(3)))),
 		},
 		{
@@ -355,22 +355,22 @@ func TestFindings(t *testing.T) {
 		},
 		{
 			name: "pages starting after the boundary support exclusive_boundary",
-			d:    declared(with(ordered, func(c *witness.Contract) { c.ExclusiveBoundary = true })), field: "exclusive_boundary", want: Supported,
+			d:    declared(with(ordered, func(c *provider.Contract) { c.ExclusiveBoundary = true })), field: "exclusive_boundary", want: Supported,
 			o: obs(walkOf(pg("", "c1", ev(1), ev(2)), pg("c1", "c2", ev(3)))),
 		},
 		{
 			name: "the same marker with other events contradicts snapshot_marker",
-			d:    declared(with(ordered, func(c *witness.Contract) { c.SnapshotMarker = true })), field: "snapshot_marker", want: Contradicted, evidence: "not stable",
+			d:    declared(with(ordered, func(c *provider.Contract) { c.SnapshotMarker = true })), field: "snapshot_marker", want: Contradicted, evidence: "not stable",
 			o: obs(walkOf(marker(pg("", "c1", ev(1), ev(3)), "r7")), Retry{Of: 0, Page: marker(pg("", "c1", ev(1), ev(2), ev(3)), "r7")}),
 		},
 		{
 			name: "the same marker with the same events supports snapshot_marker",
-			d:    declared(with(ordered, func(c *witness.Contract) { c.SnapshotMarker = true })), field: "snapshot_marker", want: Supported,
+			d:    declared(with(ordered, func(c *provider.Contract) { c.SnapshotMarker = true })), field: "snapshot_marker", want: Supported,
 			o: obs(walkOf(marker(pg("", "c1", ev(1)), "r7")), Retry{Of: 0, Page: marker(pg("", "c1", ev(1)), "r7")}),
 		},
 		{
 			name: "no marker cannot tell snapshot_marker",
-			d:    declared(with(ordered, func(c *witness.Contract) { c.SnapshotMarker = true })), field: "snapshot_marker", want: CannotTell, evidence: "no page carried a marker",
+			d:    declared(with(ordered, func(c *provider.Contract) { c.SnapshotMarker = true })), field: "snapshot_marker", want: CannotTell, evidence: "no page carried a marker",
 			o: obs(walkOf(pg("", "c1", ev(1)))),
 		},
 		{
@@ -385,7 +385,7 @@ func TestFindings(t *testing.T) {
 		},
 		{
 			name: "offset successors contradict pagination keyset",
-			d:    declared(with(ordered, func(c *witness.Contract) { c.Pagination = witness.PaginationKeyset })), field: "pagination", want: Contradicted, evidence: "not keyset successors",
+			d:    declared(with(ordered, func(c *provider.Contract) { c.Pagination = provider.PaginationKeyset })), field: "pagination", want: Contradicted, evidence: "not keyset successors",
 			o: obs(walkOf(pg("", "2", ev(10), ev(20)), pg("2", "4", ev(30), ev(40)), pg("4", "6", ev(50), ev(60)))),
 		},
 		{
@@ -395,12 +395,12 @@ func TestFindings(t *testing.T) {
 		},
 		{
 			name: "offset pagination over dense positions is supported",
-			d:    declared(with(dense, func(c *witness.Contract) { c.Pagination = witness.PaginationOffset })), field: "pagination", want: Supported, evidence: "offsets (each grew",
+			d:    declared(with(dense, func(c *provider.Contract) { c.Pagination = provider.PaginationOffset })), field: "pagination", want: Supported, evidence: "offsets (each grew",
 			o: obs(walkOf(pg("", "2", ev(10), ev(11)), pg("2", "4", ev(12), ev(13)), pg("4", "6", ev(14), ev(15)))),
 		},
 		{
 			name: "offset_unproven claims no completeness",
-			d:    declared(with(ordered, func(c *witness.Contract) { c.Pagination, c.OffsetUnproven = witness.PaginationOffset, true })), field: "pagination", want: Supported, evidence: "claims no completeness",
+			d:    declared(with(ordered, func(c *provider.Contract) { c.Pagination, c.OffsetUnproven = provider.PaginationOffset, true })), field: "pagination", want: Supported, evidence: "claims no completeness",
 			o: obs(walkOf(pg("", "2", ev(10), ev(20)), pg("2", "4", ev(30), ev(40)))),
 		},
 		{
@@ -429,7 +429,7 @@ func TestFindings(t *testing.T) {
 		},
 		{
 			name: "the overlap event is not a repeat under exclusive_boundary",
-			d:    declared(with(overlap, func(c *witness.Contract) { c.ExclusiveBoundary = true })), field: "exclusive_boundary", want: Supported, evidence: "none repeated",
+			d:    declared(with(overlap, func(c *provider.Contract) { c.ExclusiveBoundary = true })), field: "exclusive_boundary", want: Supported, evidence: "none repeated",
 			o: obs(walkOf(pg("", "2", ev(10), ev(20), ev(30)), pg("2", "4", ev(30), ev(40), ev(50)))),
 		},
 		{
@@ -460,7 +460,7 @@ func TestFindings(t *testing.T) {
 		{
 			name: "a retry that moves an event is an answer the input cannot reconcile",
 			d:    declared(ordered), field: "retries", want: Contradicted, evidence: "cannot reconcile",
-			o: obs(walkOf(pg("", "c1", ev(1), ev(2))), Retry{Of: 0, Page: pg("", "c1", ev(1), witness.Event{ID: "e2", Position: coord.IntPosition(3), Payload: []byte("payload 2")})}),
+			o: obs(walkOf(pg("", "c1", ev(1), ev(2))), Retry{Of: 0, Page: pg("", "c1", ev(1), provider.Event{ID: "e2", Position: coord.IntPosition(3), Payload: []byte("payload 2")})}),
 		},
 		{
 			name: "a malformed retry is judged by positions, not retries",
@@ -504,7 +504,7 @@ func TestFindings(t *testing.T) {
 		},
 		{
 			name: "recovery park uses no restart cursor",
-			d:    declared(with(ordered, func(c *witness.Contract) { c.Recovery = witness.RecoveryPark })), field: "restart_cursor", want: Supported, evidence: "recovery park",
+			d:    declared(with(ordered, func(c *provider.Contract) { c.Recovery = provider.RecoveryPark })), field: "restart_cursor", want: Supported, evidence: "recovery park",
 			o: obs(walkOf(pg("", "c1", ev(1)))),
 		},
 		{

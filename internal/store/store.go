@@ -87,7 +87,7 @@ type Checkpoint struct {
 	Watermark coord.Watermark
 	// Finality names what Watermark's finality rests on, as the contract
 	// declared it when Watermark was written ("source", "append_only_writer
-	// assertion", "lag 5m0s"; witness.Contract.Basis). Empty when unknown
+	// assertion", "lag 5m0s"; provider.Contract.Basis). Empty when unknown
 	// (no watermark, or one written before finality was recorded).
 	Finality string
 	// Applied is the source position of the last event with a durable

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/provider"
 )
 
 // HashID is the stored identity of an event: the first 8 bytes of the
@@ -47,56 +48,6 @@ func CursorHash(cursor []byte) string {
 	return "sha256:" + hex.EncodeToString(s[:8])
 }
 
-// Validate reports a contract the core cannot use: an EmptyPage that is not
-// one of the declared values (the zero value included), an unknown
-// Recovery, a finality the core cannot use (see validateFinality), or a
-// pagination contract that cannot keep its promise (see
-// validatePagination). A zero Recovery is allowed and means RecoveryPark; a
-// zero Finality means FinalityNone.
-func (c Contract) Validate() error {
-	if c.EmptyPage < EmptyNoEvidence || c.EmptyPage > EmptyFollowsSuccessor {
-		return fmt.Errorf("%w: contract empty page %s", ErrInvalid, c.EmptyPage)
-	}
-	if c.Recovery > RecoveryFreshSnapshot {
-		return fmt.Errorf("%w: contract recovery %s", ErrInvalid, c.Recovery)
-	}
-	if err := c.validateFinality(); err != nil {
-		return err
-	}
-	return c.validatePagination()
-}
-
-func (c Contract) ordered() bool { return c.OrderedPositions || c.DensePositions }
-
-// positionKind is the declared kind of positions (integer when unset).
-func (c Contract) positionKind() coord.Kind {
-	if c.PositionKind == coord.KindNone {
-		return coord.KindInteger
-	}
-	return c.PositionKind
-}
-
-// ValidPositionKind reports why c's position kind cannot be used, or nil.
-func (c Contract) ValidPositionKind() error {
-	k := c.positionKind()
-	switch k {
-	case coord.KindInteger, coord.KindDecimal, coord.KindTimestamp, coord.KindString:
-	default:
-		return fmt.Errorf("witness: unknown position kind %s", k)
-	}
-	if c.DensePositions && !coord.HasSuccessorArithmetic(k) {
-		return fmt.Errorf("witness: dense positions need integer or decimal positions, not %s", k)
-	}
-	return nil
-}
-
-func (c Contract) recovery() Recovery {
-	if c.Recovery == 0 {
-		return RecoveryPark
-	}
-	return c.Recovery
-}
-
 // BuildInput is one successful fetch and the checkpoint state it was made
 // from.
 type BuildInput struct {
@@ -126,7 +77,7 @@ func Build(in BuildInput) (Witness, error) {
 		return Witness{}, fmt.Errorf("%w: build needs a partition and an attempt id (got %q, %q)", ErrInvalid, in.Partition, in.AttemptID)
 	}
 	if err := in.Contract.Validate(); err != nil {
-		return Witness{}, err
+		return Witness{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	r := in.Response
 	events := make([]EventWitness, 0, len(r.Events))
@@ -142,10 +93,10 @@ func Build(in BuildInput) (Witness, error) {
 			return Witness{}, &DuplicateIDError{Partition: in.Partition, ID: e.ID, IDHash: HashID(e.ID), Positions: [2]coord.Position{p, e.Position}}
 		}
 		seen[e.ID] = e.Position
-		if e.Position.Kind != in.Contract.positionKind() {
-			return Witness{}, &KindError{Partition: in.Partition, Index: i, Position: e.Position, Want: in.Contract.positionKind()}
+		if e.Position.Kind != in.Contract.EffectivePositionKind() {
+			return Witness{}, &KindError{Partition: in.Partition, Index: i, Position: e.Position, Want: in.Contract.EffectivePositionKind()}
 		}
-		if in.Contract.ordered() && i > 0 && e.Position.Compare(r.Events[i-1].Position) <= 0 {
+		if in.Contract.Ordered() && i > 0 && e.Position.Compare(r.Events[i-1].Position) <= 0 {
 			return Witness{}, &OrderError{Partition: in.Partition, Index: i, Previous: r.Events[i-1].Position, Position: e.Position}
 		}
 		events = append(events, EventOf(e))
@@ -183,7 +134,7 @@ func checkEvents(c Contract, w Witness) error {
 			return &DuplicateIDError{Partition: w.Partition, IDHash: e.IDHash, Positions: [2]coord.Position{p, e.Position}}
 		}
 		seen[e.IDHash] = e.Position
-		if c.ordered() && i > 0 && e.Position.Compare(w.Events[i-1].Position) <= 0 {
+		if c.Ordered() && i > 0 && e.Position.Compare(w.Events[i-1].Position) <= 0 {
 			return &OrderError{Partition: w.Partition, Index: i, Previous: w.Events[i-1].Position, Position: e.Position}
 		}
 	}
@@ -194,11 +145,11 @@ func checkEvents(c Contract, w Witness) error {
 // response promote under contract c, or returns "" when there is none.
 func emptyEvidence(c Contract, w Witness) string {
 	switch {
-	case c.EmptyPage == EmptyFinalThroughWatermark && c.certifies() && !w.CompleteThrough.IsZero():
+	case c.EmptyPage == provider.EmptyFinalThroughWatermark && c.Certifies() && !w.CompleteThrough.IsZero():
 		return "complete-through watermark " + w.CompleteThrough.String() + " (the contract makes empty pages final through it)"
 	case c.SnapshotMarker && len(w.Marker) > 0:
 		return "snapshot marker " + CursorHash(w.Marker)
-	case c.EmptyPage == EmptyEndOfData:
+	case c.EmptyPage == provider.EmptyEndOfData:
 		return "the contract's empty-page semantics (end of data)"
 	case followsOnly(c, w):
 		return "the contract's empty-page semantics (follow the successor: the source continues the traversal after the range this page read; nothing is claimed)"
@@ -208,13 +159,13 @@ func emptyEvidence(c Contract, w Witness) string {
 
 // followsOnly reports whether an empty response w may promote only because
 // the contract says its successor continues the traversal
-// (EmptyFollowsSuccessor), with no other evidence: a successor other than
+// (provider.EmptyFollowsSuccessor), with no other evidence: a successor other than
 // its own cursor, or none on a sealed response (the source documents that a
 // closed partition answers without successor: Kinesis "returns null in
 // NextShardIterator"; the traversal ends there). Such a promotion claims
 // nothing: no watermark, no applied boundary, not caught up.
 func followsOnly(c Contract, w Witness) bool {
-	if c.EmptyPage != EmptyFollowsSuccessor || len(w.Events) > 0 || (c.SnapshotMarker && len(w.Marker) > 0) {
+	if c.EmptyPage != provider.EmptyFollowsSuccessor || len(w.Events) > 0 || (c.SnapshotMarker && len(w.Marker) > 0) {
 		return false
 	}
 	if len(w.Successor) == 0 {
@@ -227,10 +178,10 @@ func followsOnly(c Contract, w Witness) bool {
 // covered (every required event at or below it was delivered), and whether
 // it proves any: only a complete-through watermark in the positions'
 // coordinate (Contract.WatermarkCoversPositions) that the source certifies
-// (FinalitySource) does. A watermark is never evidence for a position above
+// (provider.FinalitySource) does. A watermark is never evidence for a position above
 // its value.
 func coveredThrough(c Contract, w Witness) (coord.Position, bool) {
-	if !c.WatermarkCoversPositions || !c.certifies() || w.CompleteThrough.IsZero() {
+	if !c.WatermarkCoversPositions || !c.Certifies() || w.CompleteThrough.IsZero() {
 		return coord.Position{}, false
 	}
 	return coord.Position(w.CompleteThrough), true

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/provider"
 )
 
 func TestBuild_RecordsTheResponse(t *testing.T) {
@@ -125,9 +126,9 @@ func TestBuild_EmptyResponseIsNoLoopWithEvidence(t *testing.T) {
 		contract Contract
 		r        Response
 	}{
-		{"end-of-data contract", with(dense, func(c *Contract) { c.EmptyPage = EmptyEndOfData }), resp("C41")},
+		{"end-of-data contract", with(dense, func(c *Contract) { c.EmptyPage = provider.EmptyEndOfData }), resp("C41")},
 		{"snapshot marker", snap, marked(resp("C41"), "rv")},
-		{"final through a watermark", with(dense, func(c *Contract) { c.EmptyPage = EmptyFinalThroughWatermark }), Response{Successor: []byte("C41"), CompleteThrough: coord.Integer(3)}},
+		{"final through a watermark", with(dense, func(c *Contract) { c.EmptyPage = provider.EmptyFinalThroughWatermark }), Response{Successor: []byte("C41"), CompleteThrough: coord.Integer(3)}},
 		{"another successor", dense, resp("N1")},
 		{"events", dense, resp("C41", ev("e1", 1))},
 	} {
@@ -136,14 +137,6 @@ func TestBuild_EmptyResponseIsNoLoopWithEvidence(t *testing.T) {
 			assert.Equal(t, Pending, w.Disposition)
 		})
 	}
-}
-
-func TestContract_Validate(t *testing.T) {
-	assert.NoError(t, dense.Validate())
-	assert.NoError(t, with(dense, func(c *Contract) { c.Recovery = 0 }).Validate(), "zero recovery means park")
-	assert.ErrorIs(t, with(dense, func(c *Contract) { c.EmptyPage = EmptyFollowsSuccessor + 1 }).Validate(), ErrInvalid)
-	assert.NoError(t, with(dense, func(c *Contract) { c.EmptyPage = EmptyFollowsSuccessor }).Validate())
-	assert.Equal(t, RecoveryPark, Contract{}.recovery())
 }
 
 func TestWitness_CloneAndString(t *testing.T) {
@@ -177,12 +170,6 @@ func TestEnumStrings(t *testing.T) {
 	assert.Equal(t, "promoted", Promoted.String())
 	assert.Equal(t, "abandoned", Abandoned.String())
 	assert.Equal(t, "disposition(0)", Disposition(0).String())
-	assert.Equal(t, "no_evidence", EmptyNoEvidence.String())
-	assert.Equal(t, "end_of_data", EmptyEndOfData.String())
-	assert.Equal(t, "final_through_watermark", EmptyFinalThroughWatermark.String())
-	assert.Equal(t, "park", RecoveryPark.String())
-	assert.Equal(t, "restart_from_boundary", RecoveryRestartFromBoundary.String())
-	assert.Equal(t, "fresh_snapshot", RecoveryFreshSnapshot.String())
 	for c, want := range map[RetryClass]string{
 		0: "retry_class(0)", FirstResponse: "first_response", ExactReplay: "exact_replay", TokenRotation: "token_rotation",
 		ShiftedPage: "shifted_page", UnprovableDivergence: "unprovable_divergence", HeadGrowth: "head_growth", 7: "retry_class(7)",

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/provider"
 )
 
 // RetryClass is how a response for (cursor C, generation G) relates to the
@@ -94,7 +95,7 @@ type Verdict struct {
 	// Reason says which rule decided, with positions.
 	Reason string
 	// Recovery is what the contract allows when Class is
-	// UnprovableDivergence (RecoveryPark when the contract names none).
+	// UnprovableDivergence (provider.RecoveryPark when the contract names none).
 	Recovery Recovery
 	// Satisfied counts the leading events of the new witness that match a
 	// durable receipt (position, identity and digest): their outcome is
@@ -154,7 +155,7 @@ func (v Verdict) String() string {
 func Classify(in ClassifyInput) (Verdict, error) {
 	c, w := in.Contract, in.Witness
 	if err := c.Validate(); err != nil {
-		return Verdict{}, err
+		return Verdict{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	if w.Partition == "" || w.AttemptID == "" {
 		return Verdict{}, fmt.Errorf("%w: classify needs a witness with a partition and an attempt id", ErrInvalid)
@@ -238,7 +239,7 @@ func Classify(in ClassifyInput) (Verdict, error) {
 }
 
 func diverge(c Contract, v Verdict, why string) Verdict {
-	v.Class, v.Reason, v.Recovery = UnprovableDivergence, why, c.recovery()
+	v.Class, v.Reason, v.Recovery = UnprovableDivergence, why, c.EffectiveRecovery()
 	return v
 }
 
@@ -344,7 +345,7 @@ func unsafe(c Contract, b boundary, h history, prior []Witness, w Witness, shift
 //
 //   - is a head answer: not sealed, and either empty (recorded on evidence
 //     bound to it: nothing followed C when it was fetched) or without a
-//     successor under MissingSuccessorPoll (the feed's head, polled again);
+//     successor under provider.MissingSuccessorPoll (the feed's head, polled again);
 //   - is an exact prefix of w (same identities, positions and digests, in
 //     order; shorter, since a prior with w's very events is a replay or a
 //     rotation);
@@ -355,7 +356,7 @@ func unsafe(c Contract, b boundary, h history, prior []Witness, w Witness, shift
 // it: nothing a prior showed is omitted, moved or changed, and nothing
 // appeared inside a range a prior enumerated.
 func grewAtHead(c Contract, b boundary, prior []Witness, w Witness) string {
-	if !c.ordered() || len(prior) == 0 {
+	if !c.Ordered() || len(prior) == 0 {
 		return ""
 	}
 	shortest := len(w.Events)
@@ -367,7 +368,7 @@ func grewAtHead(c Contract, b boundary, prior []Witness, w Witness) string {
 			return ""
 		case n == 0 && emptyEvidence(c, p) != "":
 			head = "empty"
-		case len(p.Successor) == 0 && c.MissingSuccessor == MissingSuccessorPoll:
+		case len(p.Successor) == 0 && c.MissingSuccessor == provider.MissingSuccessorPoll:
 			head = "without a successor (polled)"
 		default:
 			return ""
@@ -560,10 +561,10 @@ func (h history) check(c Contract, w Witness) error {
 		if r, ok := h.soon[e.IDHash]; ok && (r.ev.Digest != e.Digest || r.ev.Position != e.Position) {
 			return &ReceiptConflictError{Partition: w.Partition, Position: e.Position, Attempt: r.attempt, Receipt: r.ev, Got: e}
 		}
-		if r, ok := h.soonPos[e.Position]; ok && c.ordered() && r.ev.IDHash != e.IDHash {
+		if r, ok := h.soonPos[e.Position]; ok && c.Ordered() && r.ev.IDHash != e.IDHash {
 			return &ReceiptConflictError{Partition: w.Partition, Position: e.Position, Attempt: r.attempt, Receipt: r.ev, Got: e}
 		}
-		if r, ok := h.byPos[e.Position]; ok && c.ordered() && r.ev.IDHash != e.IDHash {
+		if r, ok := h.byPos[e.Position]; ok && c.Ordered() && r.ev.IDHash != e.IDHash {
 			return &ReceiptConflictError{Partition: w.Partition, Position: e.Position, Attempt: r.attempt, Receipt: r.ev, Got: e}
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/provider"
 )
 
 // fetched is one earlier response to C41 at generation 9, with how many of
@@ -28,7 +29,7 @@ func TestClassify_Classes(t *testing.T) {
 	// couch: a changes feed (CouchDB last_seq): empty pages final through
 	// their watermark, ordered sparse positions; quiet: its empty head page
 	// at C41 (successor C41 itself, last_seq 500).
-	couch := with(sparse, func(c *Contract) { c.EmptyPage = EmptyFinalThroughWatermark })
+	couch := with(sparse, func(c *Contract) { c.EmptyPage = provider.EmptyFinalThroughWatermark })
 	couchCT := with(couch, func(c *Contract) { c.WatermarkCoversPositions = true })
 	quiet := Response{Successor: []byte("C41"), CompleteThrough: coord.Integer(500)}
 	grown := func(succ string, events ...Event) Response {
@@ -36,7 +37,7 @@ func TestClassify_Classes(t *testing.T) {
 		r.CompleteThrough = coord.Integer(events[len(events)-1].Position.Int)
 		return r
 	}
-	ends := with(sparse, func(c *Contract) { c.MissingSuccessor = MissingSuccessorEndsTraversal })
+	ends := with(sparse, func(c *Contract) { c.MissingSuccessor = provider.MissingSuccessorEndsTraversal })
 	unordered := with(sparse, func(c *Contract) { c.OrderedPositions = false })
 	for _, tc := range []struct {
 		name      string
@@ -98,8 +99,8 @@ func TestClassify_Classes(t *testing.T) {
 		{name: "grew at the head: appends after a quiet page, nothing applied yet", contract: couch, applied: -1, prior: []fetched{{r: Response{Successor: []byte("C41"), CompleteThrough: coord.Integer(7)}}}, retry: grown("9", ev("a", 9)), class: HeadGrowth, reason: "above the durable applied boundary none"},
 		{name: "grew at the head: a polled page without a successor", contract: sparse, applied: 500, prior: []fetched{{r: resp("", ev("e501", 501), ev("e502", 502)), acked: 2}}, retry: resp("", ev("e501", 501), ev("e502", 502), ev("e509", 509)), class: HeadGrowth, satisfied: 2, reason: "(the last without a successor (polled), 2 events)"},
 		{name: "grew at the head twice", contract: couch, applied: 500, prior: []fetched{{r: quiet}, {r: resp("", ev("e501", 501)), acked: 1}}, retry: grown("509", ev("e501", 501), ev("e509", 509)), class: HeadGrowth, satisfied: 1, reason: "its 2 new events at positions 501..509"},
-		{name: "grew at the head: a new snapshot after an empty one", contract: with(snap, func(c *Contract) { c.EmptyPage = EmptyFinalThroughWatermark }), applied: 500, prior: []fetched{{r: marked(quiet, "rv1")}}, retry: marked(resp("N8", ev("e501", 501)), "rv2"), class: HeadGrowth},
-		{name: "not head growth: the same snapshot grew", contract: with(snap, func(c *Contract) { c.EmptyPage = EmptyFinalThroughWatermark }), applied: 500, prior: []fetched{{r: marked(quiet, "rv1")}}, retry: marked(resp("N8", ev("e501", 501)), "rv1"), class: UnprovableDivergence, reason: "the snapshot is not stable"},
+		{name: "grew at the head: a new snapshot after an empty one", contract: with(snap, func(c *Contract) { c.EmptyPage = provider.EmptyFinalThroughWatermark }), applied: 500, prior: []fetched{{r: marked(quiet, "rv1")}}, retry: marked(resp("N8", ev("e501", 501)), "rv2"), class: HeadGrowth},
+		{name: "not head growth: the same snapshot grew", contract: with(snap, func(c *Contract) { c.EmptyPage = provider.EmptyFinalThroughWatermark }), applied: 500, prior: []fetched{{r: marked(quiet, "rv1")}}, retry: marked(resp("N8", ev("e501", 501)), "rv1"), class: UnprovableDivergence, reason: "the snapshot is not stable"},
 		{name: "not head growth: the earlier page had a successor (a middle page)", contract: sparse, applied: 500, prior: []fetched{{r: n7}}, retry: resp("", ev("e501", 501), ev("e502", 502), ev("e509", 509)), class: UnprovableDivergence, reason: "the page shifted"},
 		{name: "not head growth: a prefix event's payload changed", contract: sparse, applied: 500, prior: []fetched{{r: resp("", ev("e501", 501), ev("e502", 502))}}, retry: resp("", ev("e501", 501), evp("e502", 502, "v2"), ev("e509", 509)), class: UnprovableDivergence, reason: "the page shifted"},
 		{name: "not head growth: an event appeared inside the earlier range", contract: sparse, applied: 500, prior: []fetched{{r: resp("", ev("e501", 501), ev("e505", 505))}}, retry: resp("", ev("e501", 501), ev("e503", 503), ev("e505", 505), ev("e509", 509)), class: UnprovableDivergence, reason: "the page shifted"},
@@ -148,7 +149,7 @@ func TestClassify_Classes(t *testing.T) {
 			}
 			if tc.class == UnprovableDivergence {
 				assert.False(t, v.Advances())
-				assert.Equal(t, tc.contract.recovery(), v.Recovery)
+				assert.Equal(t, tc.contract.EffectiveRecovery(), v.Recovery)
 			} else {
 				assert.True(t, v.Advances())
 				assert.Zero(t, v.Recovery)
@@ -242,7 +243,7 @@ func TestClassify_ErrorTypes(t *testing.T) {
 // share a position (two keys written in one transaction), and a retry after
 // a partial acknowledgement is an exact replay, not a receipt conflict.
 func TestClassifyTiedPositionsMatchReceiptsByIdentity(t *testing.T) {
-	unordered := Contract{EmptyPage: EmptyNoEvidence, Recovery: RecoveryPark}
+	unordered := Contract{EmptyPage: provider.EmptyNoEvidence, Recovery: provider.RecoveryPark}
 	cp := checkpoint("C41", 9, 6, true)
 	page := resp("N7", ev("k-a", 7), ev("k-b", 7), ev("k-c", 8))
 	first := acked(build(t, unordered, "C41", 9, "a1", page), 1)

@@ -3,9 +3,12 @@
 // same cursor, and decides which successor may be promoted
 // (docs/design.md#retry-classification and
 // docs/design.md#completion-and-promotion describe the rules; this package
-// makes them executable). It imports only the standard library and
-// internal/coord; it reads no clock, draws no random number and performs no
-// I/O: inputs in, decisions out, as values the caller acts on.
+// makes them executable). The provider contract it trusts and the
+// responses it reads are defined in the public SDK (package provider) and
+// named here by alias (contract.go). It imports only the standard library,
+// internal/coord and those types; it reads no clock, draws no random number
+// and performs no I/O: inputs in, decisions out, as values the caller acts
+// on.
 //
 // # Invariants
 //
@@ -71,8 +74,8 @@
 //   - Finality is declared, never inferred: a CompleteThrough becomes a
 //     durable watermark only as the contract's Finality makes it final
 //     (Contract.Final: source, an append-only writer assertion, or less a
-//     declared lag; under FinalityNone it stays in the witness), and only
-//     FinalitySource makes it coverage evidence (a gap, a shifted page, a
+//     declared lag; under provider.FinalityNone it stays in the witness), and only
+//     provider.FinalitySource makes it coverage evidence (a gap, a shifted page, a
 //     withdrawn event, an empty page).
 //   - Bad input is an error naming the partition and the positions: a
 //     missing id or position, a duplicate id in one response, positions out

@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/provider"
 )
 
 const (
@@ -15,11 +16,11 @@ const (
 // Contracts used throughout the tests.
 var (
 	// dense: consecutive positions, no snapshot markers, tokens fixed.
-	dense = Contract{EmptyPage: EmptyNoEvidence, OrderedPositions: true, DensePositions: true, Recovery: RecoveryRestartFromBoundary, Finality: FinalitySource}
+	dense = Contract{EmptyPage: provider.EmptyNoEvidence, OrderedPositions: true, DensePositions: true, Recovery: provider.RecoveryRestartFromBoundary, Finality: provider.FinalitySource}
 	// sparse: ordered positions with gaps, nothing else.
-	sparse = Contract{EmptyPage: EmptyNoEvidence, OrderedPositions: true, Recovery: RecoveryFreshSnapshot, Finality: FinalitySource}
+	sparse = Contract{EmptyPage: provider.EmptyNoEvidence, OrderedPositions: true, Recovery: provider.RecoveryFreshSnapshot, Finality: provider.FinalitySource}
 	// snap: sparse positions and stable snapshot markers.
-	snap = Contract{EmptyPage: EmptyNoEvidence, OrderedPositions: true, SnapshotMarker: true, Recovery: RecoveryFreshSnapshot, Finality: FinalitySource}
+	snap = Contract{EmptyPage: provider.EmptyNoEvidence, OrderedPositions: true, SnapshotMarker: true, Recovery: provider.RecoveryFreshSnapshot, Finality: provider.FinalitySource}
 )
 
 func with(c Contract, f func(*Contract)) Contract { f(&c); return c }

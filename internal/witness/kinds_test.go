@@ -94,11 +94,3 @@ func TestBuildRefusesAPositionOfAnotherKind(t *testing.T) {
 	assert.Equal(t, 1, ke.Index)
 	assert.Contains(t, err.Error(), "integer position 7, but the contract declares decimal positions")
 }
-
-func TestContractRefusesDensePositionsWithoutSuccessorArithmetic(t *testing.T) {
-	for k, ok := range map[coord.Kind]bool{coord.KindInteger: true, coord.KindDecimal: true, coord.KindTimestamp: false, coord.KindString: false} {
-		err := with(dense, func(c *Contract) { c.PositionKind = k }).ValidPositionKind()
-		assert.Equal(t, ok, err == nil, "%s: %v", k, err)
-		assert.NoError(t, with(sparse, func(c *Contract) { c.PositionKind = k }).ValidPositionKind(), "ordered %s", k)
-	}
-}

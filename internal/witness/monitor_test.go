@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/provider"
 )
 
 func TestMonitor(t *testing.T) {
@@ -41,9 +42,9 @@ func TestMonitor(t *testing.T) {
 		{name: "a late arrival after a restart is late all the same", contract: covered, durable: 510, applied: 505, replay: true, retry: resp("N9", ev("late", 507)), want: []ViolationKind{LatePosition}},
 		{name: "a watermark below the durable one", contract: sparse, durable: 510, applied: 510, retry: ct(resp("N9", ev("e511", 511)), 505), want: []ViolationKind{WatermarkRegressed},
 			evidence: "certifies complete through 505, below the durable complete-through watermark 510"},
-		{name: "an empty page with a watermark below the durable one", contract: with(sparse, func(c *Contract) { c.EmptyPage = EmptyFinalThroughWatermark }), durable: 510, applied: 510, retry: ct(resp("N9"), 505), want: []ViolationKind{WatermarkRegressed}},
+		{name: "an empty page with a watermark below the durable one", contract: with(sparse, func(c *Contract) { c.EmptyPage = provider.EmptyFinalThroughWatermark }), durable: 510, applied: 510, retry: ct(resp("N9"), 505), want: []ViolationKind{WatermarkRegressed}},
 		{name: "a replayed page may certify less", contract: sparse, durable: 510, applied: 510, retry: ct(resp("N9", ev("e505", 505)), 505)},
-		{name: "an empty page read from a restart cursor may certify less", contract: with(sparse, func(c *Contract) { c.EmptyPage = EmptyFinalThroughWatermark }), durable: 510, applied: 510, replay: true, retry: ct(resp("N9"), 505)},
+		{name: "an empty page read from a restart cursor may certify less", contract: with(sparse, func(c *Contract) { c.EmptyPage = provider.EmptyFinalThroughWatermark }), durable: 510, applied: 510, replay: true, retry: ct(resp("N9"), 505)},
 		{name: "new events after a restart certify no less", contract: sparse, durable: 510, applied: 510, replay: true, retry: ct(resp("N9", ev("e511", 511)), 505), want: []ViolationKind{WatermarkRegressed}},
 		{name: "both claims broken at once", contract: covered, durable: 510, applied: 505, retry: ct(resp("N9", ev("late", 507)), 507), want: []ViolationKind{LatePosition, WatermarkRegressed}},
 	} {
@@ -87,7 +88,7 @@ func TestBuildViolation(t *testing.T) {
 // pages with events in a row is reported once; empty pages neither count
 // nor break the run; a page with another watermark ends it.
 func TestSelfCertifyRun(t *testing.T) {
-	c := with(sparse, func(c *Contract) { c.EmptyPage = EmptyFinalThroughWatermark })
+	c := with(sparse, func(c *Contract) { c.EmptyPage = provider.EmptyFinalThroughWatermark })
 	page := func(pos, wm int64) Witness {
 		r := resp("N", ev("e", pos))
 		if wm != 0 {

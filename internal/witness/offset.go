@@ -2,80 +2,9 @@ package witness
 
 import (
 	"fmt"
+
+	"github.com/tidemark/tidemark/provider"
 )
-
-// Pagination is how a source's pages follow one another
-// (docs/pagination.md). The zero value is PaginationToken.
-type Pagination uint8
-
-const (
-	// PaginationToken: the successor is a token or position the source
-	// issues with the page (a continuation token, a change feed's sequence,
-	// a deltaLink). Nothing a later write does to earlier pages moves it.
-	PaginationToken Pagination = iota
-	// PaginationKeyset: the successor is built from the page's last
-	// position ("after id X", "id >= X"); positions are ordered. A delete
-	// or an insert below it moves nothing.
-	PaginationKeyset
-	// PaginationOffset: the successor counts rows to skip (an offset, a
-	// page number, a `Link: rel="next"` built from one). A delete on an
-	// earlier page slides an event onto a page already read; an insert
-	// slides one onto the next page again. Only dense positions or the
-	// overlap check (Contract.OffsetOverlap) prove a page continues the
-	// previous one; otherwise the contract must say so (OffsetUnproven).
-	PaginationOffset
-)
-
-func (p Pagination) String() string {
-	switch p {
-	case PaginationToken:
-		return "token"
-	case PaginationKeyset:
-		return "keyset"
-	case PaginationOffset:
-		return "offset"
-	}
-	return fmt.Sprintf("pagination(%d)", uint8(p))
-}
-
-// validatePagination reports a pagination contract that cannot keep its
-// promise: offset pagination without a proof of continuity (dense
-// positions or the overlap check) and without the explicit OffsetUnproven;
-// OffsetUnproven with anything that would claim completeness; the offset
-// fields without offset pagination; keyset pagination over unordered
-// positions.
-func (c Contract) validatePagination() error {
-	switch c.Pagination {
-	case PaginationToken:
-	case PaginationKeyset:
-		if !c.ordered() {
-			return fmt.Errorf("%w: keyset pagination needs ordered (or dense) positions: the successor is built from the last position", ErrInvalid)
-		}
-	case PaginationOffset:
-		if !c.DensePositions && !c.OffsetOverlap && !c.OffsetUnproven {
-			return fmt.Errorf("%w: offset pagination over positions that are not dense cannot prove that a page continues the previous one "+
-				"(a delete on an earlier page slides an event onto a page already read): page by keyset, request each page one event early "+
-				"(offset_overlap), or declare offset_unproven and claim no completeness", ErrInvalid)
-		}
-	default:
-		return fmt.Errorf("%w: contract pagination %s", ErrInvalid, c.Pagination)
-	}
-	if c.Pagination != PaginationOffset && (c.OffsetOverlap || c.OffsetUnproven) {
-		return fmt.Errorf("%w: offset_overlap and offset_unproven need pagination offset, not %s", ErrInvalid, c.Pagination)
-	}
-	if c.OffsetOverlap && c.OffsetUnproven {
-		return fmt.Errorf("%w: offset_overlap proves continuity; offset_unproven says nothing does: declare one", ErrInvalid)
-	}
-	if c.OffsetUnproven {
-		switch {
-		case c.MissingSuccessor == MissingSuccessorEndsTraversal:
-			return fmt.Errorf("%w: offset_unproven claims no completeness, so a traversal cannot end complete: missing_successor must be poll", ErrInvalid)
-		case c.EmptyPage == EmptyFinalThroughWatermark || c.WatermarkCoversPositions:
-			return fmt.Errorf("%w: offset_unproven claims no completeness: no complete-through watermark can be final (empty_page final_through_watermark, watermark_covers_positions)", ErrInvalid)
-		}
-	}
-	return nil
-}
 
 // ContinuityInput is one response to a request of an offset-paged
 // partition and what is known of the page it must continue.
@@ -134,7 +63,7 @@ type Continuity struct {
 //   - under OffsetUnproven: continues, Unproven, with the reason to log.
 func CheckContinuity(in ContinuityInput) Continuity {
 	c, w := in.Contract, in.Witness
-	if c.Pagination != PaginationOffset {
+	if c.Pagination != provider.PaginationOffset {
 		return Continuity{Continues: true, Reason: fmt.Sprintf("%s pagination: the source names the next page, no offset can shift", c.Pagination)}
 	}
 	switch {

@@ -4,51 +4,19 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/provider"
 )
 
 var (
 	// overlap: offset pages over sparse ids, each requested one event early.
-	overlap = with(sparse, func(c *Contract) { c.Pagination, c.OffsetOverlap = PaginationOffset, true })
+	overlap = with(sparse, func(c *Contract) { c.Pagination, c.OffsetOverlap = provider.PaginationOffset, true })
 	// unproven: offset pages over sparse ids, nothing proving continuity.
-	unproven = with(sparse, func(c *Contract) { c.Pagination, c.OffsetUnproven = PaginationOffset, true })
+	unproven = with(sparse, func(c *Contract) { c.Pagination, c.OffsetUnproven = provider.PaginationOffset, true })
 	// offsetDense: offset pages over dense positions.
-	offsetDense = with(dense, func(c *Contract) { c.Pagination = PaginationOffset })
+	offsetDense = with(dense, func(c *Contract) { c.Pagination = provider.PaginationOffset })
 )
-
-func TestValidateRefusesOffsetPaginationThatCannotProveContinuity(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		c       Contract
-		invalid string // a substring of the error; "" = valid
-	}{
-		{"token is the default", sparse, ""},
-		{"keyset over ordered positions", with(sparse, func(c *Contract) { c.Pagination = PaginationKeyset }), ""},
-		{"keyset over unordered positions", with(sparse, func(c *Contract) { c.Pagination, c.OrderedPositions = PaginationKeyset, false }), "keyset pagination needs ordered"},
-		{"offset over sparse positions alone", with(sparse, func(c *Contract) { c.Pagination = PaginationOffset }), "cannot prove that a page continues"},
-		{"offset over dense positions", offsetDense, ""},
-		{"offset with the overlap check", overlap, ""},
-		{"offset declared unproven", unproven, ""},
-		{"overlap and unproven at once", with(overlap, func(c *Contract) { c.OffsetUnproven = true }), "declare one"},
-		{"overlap without offset pagination", with(sparse, func(c *Contract) { c.OffsetOverlap = true }), "need pagination offset"},
-		{"unproven ending a traversal complete", with(unproven, func(c *Contract) { c.MissingSuccessor = MissingSuccessorEndsTraversal }), "missing_successor must be poll"},
-		{"unproven with a final watermark", with(unproven, func(c *Contract) { c.EmptyPage = EmptyFinalThroughWatermark }), "no complete-through watermark can be final"},
-		{"unproven with a covering watermark", with(unproven, func(c *Contract) { c.WatermarkCoversPositions = true }), "no complete-through watermark can be final"},
-		{"unknown pagination", with(sparse, func(c *Contract) { c.Pagination = 9 }), "pagination(9)"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := tc.c.Validate()
-			if tc.invalid == "" {
-				assert.NoError(t, err)
-				return
-			}
-			require.ErrorIs(t, err, ErrInvalid)
-			assert.Contains(t, err.Error(), tc.invalid)
-		})
-	}
-}
 
 func TestCheckContinuity(t *testing.T) {
 	page := func(c Contract, events ...Event) Witness { return build(t, c, "O2", 2, "a2", resp("O4", events...)) }
@@ -63,7 +31,7 @@ func TestCheckContinuity(t *testing.T) {
 	}{
 		{"token pagination continues", ContinuityInput{Contract: sparse, Witness: page(sparse, ev("r-50", 50))},
 			true, 0, false, "token pagination"},
-		{"keyset pagination continues", ContinuityInput{Contract: with(sparse, func(c *Contract) { c.Pagination = PaginationKeyset }), Witness: page(sparse, ev("r-50", 50))},
+		{"keyset pagination continues", ContinuityInput{Contract: with(sparse, func(c *Contract) { c.Pagination = provider.PaginationKeyset }), Witness: page(sparse, ev("r-50", 50))},
 			true, 0, false, "keyset pagination"},
 		{"overlap: a page that begins with the previous last event continues it",
 			ContinuityInput{Contract: overlap, Previous: last, HasPrevious: true, Witness: page(overlap, ev("r-30", 30), ev("r-40", 40))},

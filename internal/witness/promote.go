@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/provider"
 )
 
 // Checkpoint is the part of a partition's durable checkpoint the core reads;
@@ -59,7 +60,7 @@ type Completion struct {
 	Applied    coord.Position
 	HasApplied bool
 	// FollowOnly: an empty response complete only because the contract
-	// says its successor continues the traversal (EmptyFollowsSuccessor).
+	// says its successor continues the traversal (provider.EmptyFollowsSuccessor).
 	// It proves no completeness: Watermark is zero and the response never
 	// says the partition is caught up.
 	FollowOnly bool
@@ -69,9 +70,9 @@ type Completion struct {
 // successor. A response with events is complete when every event has a
 // durable terminal outcome (AckedThrough >= len(Events)). An empty response
 // is complete only with evidence bound to it: a CompleteThrough under
-// EmptyFinalThroughWatermark, a marker under SnapshotMarker, or the
-// EmptyEndOfData contract, or a successor other than its own cursor under
-// EmptyFollowsSuccessor (FollowOnly: promoted to move on, claiming nothing);
+// provider.EmptyFinalThroughWatermark, a marker under SnapshotMarker, or the
+// provider.EmptyEndOfData contract, or a successor other than its own cursor under
+// provider.EmptyFollowsSuccessor (FollowOnly: promoted to move on, claiming nothing);
 // otherwise its witness stays pending. A seal flag or the absence of events
 // is never evidence.
 func CanPromote(c Contract, w Witness) Completion {
@@ -155,7 +156,7 @@ type Promotion struct {
 	// Sealed: the provider says the partition ends with this response.
 	Sealed bool
 	// Complete: the promotion completes the partition (Sealed, or a last
-	// page without a successor under MissingSuccessorEndsTraversal); the
+	// page without a successor under provider.MissingSuccessorEndsTraversal); the
 	// store keeps the mark with the checkpoint.
 	Complete bool
 }
@@ -194,7 +195,7 @@ type PromotionInput struct {
 // promoting would change nothing. Otherwise it returns the Promotion: from
 // (C, G) to the witness's own successor, with the witness's own
 // complete-through watermark as the contract's finality makes it final
-// (Contract.Final: none under FinalityNone) and applied boundary.
+// (Contract.Final: none under provider.FinalityNone) and applied boundary.
 func DecidePromotion(in PromotionInput) Decision {
 	c, cp, w, v := in.Contract, in.Checkpoint, in.Witness, in.Verdict
 	refuse := func(format string, a ...any) Decision {
@@ -236,7 +237,7 @@ func DecidePromotion(in PromotionInput) Decision {
 	if !comp.Complete {
 		return hold("attempt %s: %s", w.AttemptID, comp.Reason)
 	}
-	ends := len(w.Successor) == 0 && c.MissingSuccessor == MissingSuccessorEndsTraversal
+	ends := len(w.Successor) == 0 && c.MissingSuccessor == provider.MissingSuccessorEndsTraversal
 	if len(w.Successor) == 0 && !w.Sealed && !ends {
 		return hold("attempt %s returned no successor: under missing_successor poll the same cursor is fetched again later (its receipts keep its events from being emitted again)", w.AttemptID)
 	}

@@ -7,11 +7,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/provider"
 )
 
 func TestCanPromote(t *testing.T) {
-	endOfData := with(sparse, func(c *Contract) { c.EmptyPage = EmptyEndOfData })
-	finalThrough := with(sparse, func(c *Contract) { c.EmptyPage = EmptyFinalThroughWatermark })
+	endOfData := with(sparse, func(c *Contract) { c.EmptyPage = provider.EmptyEndOfData })
+	finalThrough := with(sparse, func(c *Contract) { c.EmptyPage = provider.EmptyFinalThroughWatermark })
 	two := resp("N8", ev("a", 501), ev("b", 505))
 	for _, tc := range []struct {
 		name     string
@@ -70,8 +71,8 @@ func TestDecidePromotion(t *testing.T) {
 	wmOther, vOther := withWM(coord.String("x"))
 	wmSame, vSame := withWM(coord.Integer(100))
 
-	endOfData := with(dense, func(c *Contract) { c.EmptyPage = EmptyEndOfData })
-	finalThrough := with(dense, func(c *Contract) { c.EmptyPage = EmptyFinalThroughWatermark })
+	endOfData := with(dense, func(c *Contract) { c.EmptyPage = provider.EmptyEndOfData })
+	finalThrough := with(dense, func(c *Contract) { c.EmptyPage = provider.EmptyFinalThroughWatermark })
 	emptyEnd := build(t, endOfData, "C41", 9, "e1", resp("N9"))
 	vEmptyEnd := classify(t, endOfData, cp, emptyEnd)
 	stay := build(t, endOfData, "C41", 9, "e2", resp("C41"))
@@ -84,7 +85,7 @@ func TestDecidePromotion(t *testing.T) {
 	vNoSucc := classify(t, dense, cp, noSucc)
 	sealed := acked(build(t, dense, "C41", 9, "s1", Response{Events: []Event{ev("e501", 501)}, Sealed: true}), 1)
 	vSealed := classify(t, dense, cp, sealed)
-	finite := with(dense, func(c *Contract) { c.MissingSuccessor = MissingSuccessorEndsTraversal })
+	finite := with(dense, func(c *Contract) { c.MissingSuccessor = provider.MissingSuccessorEndsTraversal })
 	last := acked(build(t, finite, "C41", 9, "l1", resp("", ev("e501", 501))), 1)
 	vLast := classify(t, finite, cp, last)
 	complete9 := cp
@@ -251,8 +252,8 @@ func TestAbandon(t *testing.T) {
 // never takes it for caught up. A successor equal to its own cursor, or
 // none, is no progress.
 func TestCanPromote_FollowSuccessorClaimsNothing(t *testing.T) {
-	follow := with(sparse, func(c *Contract) { c.EmptyPage = EmptyFollowsSuccessor })
-	followSnap := with(snap, func(c *Contract) { c.EmptyPage = EmptyFollowsSuccessor })
+	follow := with(sparse, func(c *Contract) { c.EmptyPage = provider.EmptyFollowsSuccessor })
+	followSnap := with(snap, func(c *Contract) { c.EmptyPage = provider.EmptyFollowsSuccessor })
 	for _, tc := range []struct {
 		name       string
 		contract   Contract
@@ -283,7 +284,7 @@ func TestCanPromote_FollowSuccessorClaimsNothing(t *testing.T) {
 }
 
 func TestBuild_FollowedEmptyPageLoopingToItsCursorIsNoProgress(t *testing.T) {
-	follow := with(sparse, func(c *Contract) { c.EmptyPage = EmptyFollowsSuccessor })
+	follow := with(sparse, func(c *Contract) { c.EmptyPage = provider.EmptyFollowsSuccessor })
 	_, err := Build(BuildInput{Scope: "s", Partition: "p", Generation: 9, InputCursor: []byte("C41"), AttemptID: "a1", Response: resp("C41"), Contract: follow})
 	assert.ErrorIs(t, err, ErrLoop)
 }

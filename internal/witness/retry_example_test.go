@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/provider"
 )
 
 // The worked examples of docs/design.md#retry-example and
@@ -179,7 +180,7 @@ func TestRetryOmittingAWitnessedEventWithALaggingWatermarkDiverges(t *testing.T)
 // a provider-defined coverage marker. After the marker is durably recorded
 // in the N9 witness, N9 may be promoted with the usual compare-and-swap.
 func TestRetryExample_EmptyResponseAtBoundary700_WithCoverageMarker_Promotes(t *testing.T) {
-	final := with(sparse, func(c *Contract) { c.EmptyPage = EmptyFinalThroughWatermark })
+	final := with(sparse, func(c *Contract) { c.EmptyPage = provider.EmptyFinalThroughWatermark })
 	for _, tc := range []struct {
 		name     string
 		contract Contract
@@ -237,7 +238,7 @@ func TestRetryExample_EmptyResponseAtBoundary700_WithoutMarker_StaysPending(t *t
 		{"only N9", snap, resp("N9")},
 		{"marker the contract does not declare", sparse, marked(resp("N9"), "rv-700")},
 		{"watermark without final-through-watermark semantics", sparse, Response{Successor: []byte("N9"), CompleteThrough: coord.Integer(800)}},
-		{"final-through-watermark contract without a watermark", with(sparse, func(c *Contract) { c.EmptyPage = EmptyFinalThroughWatermark }), resp("N9")},
+		{"final-through-watermark contract without a watermark", with(sparse, func(c *Contract) { c.EmptyPage = provider.EmptyFinalThroughWatermark }), resp("N9")},
 		{"undocumented end-of-stream flag", snap, Response{Successor: []byte("N9"), Sealed: true}},
 		{"has-more flag cleared", snap, Response{Successor: []byte("N9"), HasMore: false}},
 	} {

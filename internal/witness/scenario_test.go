@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/provider"
 )
 
 // A scenario retries one input cursor (C41 at generation 9) a few times
@@ -160,7 +161,7 @@ func runScenario(ch chooser) (stats, []string, error) {
 		ExclusiveBoundary: ch.IntN(2) == 0,
 		SnapshotMarker:    ch.IntN(2) == 0,
 		Recovery:          Recovery(ch.IntN(4)),
-		Finality:          FinalitySource,
+		Finality:          provider.FinalitySource,
 	}
 	has := ch.IntN(4) != 0
 	s.cp = Checkpoint{Scope: scope, Partition: part, Cursor: []byte("C41"), Generation: 9, PromotedWitness: "z0"}
@@ -440,8 +441,8 @@ func oracleProof(c Contract, w Witness) bool {
 }
 
 func oracleEmptyEvidence(c Contract, w Witness) bool {
-	return c.EmptyPage == EmptyEndOfData ||
-		(c.EmptyPage == EmptyFinalThroughWatermark && w.CompleteThrough.Kind != coord.KindNone) ||
+	return c.EmptyPage == provider.EmptyEndOfData ||
+		(c.EmptyPage == provider.EmptyFinalThroughWatermark && w.CompleteThrough.Kind != coord.KindNone) ||
 		(c.SnapshotMarker && len(w.Marker) > 0)
 }
 

@@ -12,7 +12,7 @@ import (
 
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/redact"
-	"github.com/tidemark/tidemark/internal/witness"
+	"github.com/tidemark/tidemark/provider"
 )
 
 // Backoff is the exponential back-off between retries of transient failures.
@@ -24,7 +24,7 @@ type Backoff struct {
 	Max time.Duration
 }
 
-// Mappings are the Bloblang mappings from a response to a witness.Response.
+// Mappings are the Bloblang mappings from a response to a provider.Response.
 // See the package documentation for what they run against.
 type Mappings struct {
 	// Events returns the array of events (nil: `root = this`).
@@ -89,9 +89,9 @@ type Config struct {
 	// Contract is the declared contract. EmptyPage and Recovery must be set
 	// (their zero values are invalid); DensePositions implies
 	// OrderedPositions. Finality must be set when Mappings.CompleteThrough
-	// is (witness.FinalityNone records the watermark without a frontier);
+	// is (provider.FinalityNone records the watermark without a frontier);
 	// FinalityLag is in the Coordinate's units (nanoseconds for timestamps).
-	Contract witness.Contract
+	Contract provider.Contract
 	// Coordinate is the kind of complete_through (and of positions, for
 	// KindTimestamp). Required.
 	Coordinate coord.Kind
@@ -254,12 +254,12 @@ func (c Config) validate() error {
 		bad("successor mapping is required")
 	}
 	switch c.Contract.EmptyPage {
-	case witness.EmptyNoEvidence, witness.EmptyEndOfData, witness.EmptyFinalThroughWatermark, witness.EmptyFollowsSuccessor:
+	case provider.EmptyNoEvidence, provider.EmptyEndOfData, provider.EmptyFinalThroughWatermark, provider.EmptyFollowsSuccessor:
 	default:
 		bad("contract.empty_page %s is not set", c.Contract.EmptyPage)
 	}
 	switch c.Contract.Recovery {
-	case witness.RecoveryPark, witness.RecoveryRestartFromBoundary, witness.RecoveryFreshSnapshot:
+	case provider.RecoveryPark, provider.RecoveryRestartFromBoundary, provider.RecoveryFreshSnapshot:
 	default:
 		bad("contract.recovery %s is not set", c.Contract.Recovery)
 	}
@@ -334,26 +334,26 @@ const finalityChoices = "declare contract.finality: source (the source certifies
 func (c Config) validateFinality(bad func(string, ...any)) {
 	f := c.Contract.Finality
 	switch {
-	case f > witness.FinalityLag:
+	case f > provider.FinalityLag:
 		bad("contract.finality %s is not none, source, append_only_writer or lag", f)
 		return
 	case f == 0 && c.Mappings.CompleteThrough != nil:
 		bad("complete_through is mapped but contract.finality is not declared: a page's own last position or key, or the request's time, certifies nothing; %s", finalityChoices)
 	}
-	if f != witness.FinalitySource {
+	if f != provider.FinalitySource {
 		if c.Contract.WatermarkCoversPositions {
 			bad("contract.watermark_covers_positions needs finality: source, not %s: only a watermark the source certifies proves that no event of a page's range was skipped (an asserted or lagged watermark advances the frontier but never covers a gap)", f)
 		}
-		if c.Contract.EmptyPage == witness.EmptyFinalThroughWatermark {
+		if c.Contract.EmptyPage == provider.EmptyFinalThroughWatermark {
 			bad("contract.empty_page final_through_watermark needs finality: source, not %s: only a watermark the source certifies makes an empty page evidence", f)
 		}
 	}
 	switch {
-	case f == witness.FinalityLag && c.Coordinate == coord.KindString:
+	case f == provider.FinalityLag && c.Coordinate == coord.KindString:
 		bad("contract.finality lag needs an integer, decimal or timestamp coordinate, not string: a string has no arithmetic to subtract a lag from")
-	case f == witness.FinalityLag && c.Contract.FinalityLag <= 0:
+	case f == provider.FinalityLag && c.Contract.FinalityLag <= 0:
 		bad("contract.finality lag needs a positive contract.finality_lag (a duration for a timestamp coordinate, an integer otherwise)")
-	case f != witness.FinalityLag && c.Contract.FinalityLag != 0:
+	case f != provider.FinalityLag && c.Contract.FinalityLag != 0:
 		bad("contract.finality_lag is set but contract.finality is %s, not lag", f)
 	}
 }

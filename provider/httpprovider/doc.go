@@ -76,7 +76,7 @@
 // Finality. A mapped complete_through needs contract.finality (New refuses
 // it otherwise): source, append_only_writer, lag (with finality_lag, in the
 // coordinate's units: a duration for timestamps) or none. The core decides
-// what it becomes (witness.Contract.Final); only source makes it coverage
+// what it becomes (provider.Contract.Final); only source makes it coverage
 // evidence, so watermark_covers_positions and final_through_watermark need
 // it. ObjectLint is the lint rule of the http object that says the same at
 // lint time.

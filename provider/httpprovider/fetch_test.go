@@ -82,7 +82,7 @@ http:
 	if got != want {
 		t.Errorf("request:\ngot  %+v\nwant %+v", got, want)
 	}
-	wantEvents := []witness.Event{
+	wantEvents := []provider.Event{
 		{ID: "a", Position: coord.IntPosition(10), Payload: []byte(`{"id":"a","position":10,"v":"x"}`), Semantic: []byte("x")},
 		{ID: "7", Position: coord.IntPosition(11), Payload: []byte(`{"id":7,"position":"11","v":"<y&>"}`), Semantic: []byte("<y&>")},
 		{ID: "c", Position: coord.IntPosition(12), Payload: []byte(`{"id":"c","position":12,"v":"z"}`), Semantic: []byte("z")},
@@ -101,7 +101,7 @@ http:
 		t.Errorf("page evidence: successor %q has_more %t sealed %t marker %q complete_through %s",
 			resp.Successor, resp.HasMore, resp.Sealed, resp.Marker, resp.CompleteThrough)
 	}
-	if c := p.Contract(); !c.DensePositions || !c.OrderedPositions || c.EmptyPage != witness.EmptyFinalThroughWatermark {
+	if c := p.Contract(); !c.DensePositions || !c.OrderedPositions || c.EmptyPage != provider.EmptyFinalThroughWatermark {
 		t.Errorf("contract: %+v", c)
 	}
 }

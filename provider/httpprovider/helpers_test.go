@@ -11,7 +11,6 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/tidemark/tidemark/internal/e2etest"
-	"github.com/tidemark/tidemark/internal/witness"
 	"github.com/tidemark/tidemark/provider"
 )
 
@@ -81,7 +80,7 @@ func captureLogger() (*service.Logger, *e2etest.SyncBuffer) {
 	return service.NewLoggerFromSlog(slog.New(h)), buf
 }
 
-func fetch(t *testing.T, p *Provider, partition, cursor string) witness.Response {
+func fetch(t *testing.T, p *Provider, partition, cursor string) provider.Response {
 	t.Helper()
 	resp, err := p.Fetch(context.Background(), provider.Request{Scope: "test", Partition: partition, Cursor: []byte(cursor)})
 	if err != nil {
@@ -90,7 +89,7 @@ func fetch(t *testing.T, p *Provider, partition, cursor string) witness.Response
 	return resp
 }
 
-func ids(resp witness.Response) []string {
+func ids(resp provider.Response) []string {
 	out := make([]string, len(resp.Events))
 	for i, e := range resp.Events {
 		out[i] = e.ID

@@ -46,10 +46,10 @@ var (
 )
 
 // Contract is the declared contract.
-func (p *Provider) Contract() witness.Contract { return p.cfg.Contract }
+func (p *Provider) Contract() provider.Contract { return p.cfg.Contract }
 
 // Coordinate is the kind of the watermarks (and, for timestamps, of the
-// positions) this provider returns. witness.Contract does not carry it.
+// positions) this provider returns. provider.Contract does not carry it.
 func (p *Provider) Coordinate() coord.Kind { return p.cfg.Coordinate }
 
 // Close releases idle connections.

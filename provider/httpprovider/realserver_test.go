@@ -80,7 +80,7 @@ func TestPouchDBChanges(t *testing.T) {
 	call(t, http.MethodPost, srv.URL+"/events/_bulk_docs", `{"docs":[`+strings.Join(docs, ",")+`]}`)
 
 	p := parseProvider(t, loadTestdata(t, "pouchdb_changes.yaml", map[string]string{"POUCHDB_URL": srv.URL}), nil, nil)
-	if c := p.Contract(); c.EmptyPage != witness.EmptyFinalThroughWatermark || !c.OrderedPositions {
+	if c := p.Contract(); c.EmptyPage != provider.EmptyFinalThroughWatermark || !c.OrderedPositions {
 		t.Fatalf("contract %+v", c)
 	}
 
@@ -89,7 +89,7 @@ func TestPouchDBChanges(t *testing.T) {
 		read   []string
 		last   int64
 		pages  []int
-		final  witness.Response
+		final  provider.Response
 	)
 	for page := 0; ; page++ {
 		if page > 10 {
@@ -210,7 +210,7 @@ func TestJSONServerShiftedPage(t *testing.T) {
 	}
 
 	seen := map[string]bool{}
-	for _, r := range []witness.Response{page1, first, retry, page3} {
+	for _, r := range []provider.Response{page1, first, retry, page3} {
 		for _, id := range ids(r) {
 			seen[id] = true
 		}
@@ -233,7 +233,7 @@ func TestJSONServerShiftedPage(t *testing.T) {
 	// contract gives no coverage proof, so this is unprovable divergence,
 	// recovered as the contract says, never a silent advance past record 15.
 	contract := p.Contract()
-	build := func(gen uint64, cursor, attempt string, r witness.Response) witness.Witness {
+	build := func(gen uint64, cursor, attempt string, r provider.Response) witness.Witness {
 		t.Helper()
 		w, err := witness.Build(witness.BuildInput{Scope: "test", Partition: "items", Generation: gen,
 			InputCursor: []byte(cursor), AttemptID: attempt, Response: r, Contract: contract})
@@ -256,7 +256,7 @@ func TestJSONServerShiftedPage(t *testing.T) {
 		t.Fatalf("classifying the shifted retry: %v", err)
 	}
 	t.Logf("shifted retry classified: %v", v2)
-	if v2.Class != witness.UnprovableDivergence || v2.Advances() || v2.Recovery != witness.RecoveryRestartFromBoundary {
+	if v2.Class != witness.UnprovableDivergence || v2.Advances() || v2.Recovery != provider.RecoveryRestartFromBoundary {
 		t.Fatalf("shifted retry: %v (recovery %s); want unprovable divergence, recovered by restart_from_boundary", v2, v2.Recovery)
 	}
 }
@@ -297,7 +297,7 @@ func TestEtcdRangeSnapshot(t *testing.T) {
 	etcdPut(t, srv.URL, "tn/other", "outside the prefix")
 
 	p := parseProvider(t, loadTestdata(t, "etcd_range.yaml", map[string]string{"ETCD_URL": srv.URL}), nil, nil)
-	if c := p.Contract(); !c.SnapshotMarker || c.OrderedPositions || c.Recovery != witness.RecoveryFreshSnapshot {
+	if c := p.Contract(); !c.SnapshotMarker || c.OrderedPositions || c.Recovery != provider.RecoveryFreshSnapshot {
 		t.Fatalf("contract %+v", c)
 	}
 
@@ -317,7 +317,7 @@ func TestEtcdRangeSnapshot(t *testing.T) {
 	etcdPut(t, srv.URL, "tm/k3", "v3-overwritten")
 	etcdPut(t, srv.URL, "tm/k9", "new")
 
-	var events []witness.Event
+	var events []provider.Event
 	events = append(events, page1.Events...)
 	cursor := page1.Successor
 	var page2Cursor []byte
@@ -372,7 +372,7 @@ func TestEtcdRangeSnapshot(t *testing.T) {
 	if m, _ := strconv.ParseInt(string(fresh.Marker), 10, 64); m < current {
 		t.Fatalf("fresh snapshot at revision %q, want >= %d", fresh.Marker, current)
 	}
-	var all []witness.Event
+	var all []provider.Event
 	all = append(all, fresh.Events...)
 	for cursor := fresh.Successor; cursor != nil; {
 		resp := fetch(t, p, "tm", string(cursor))
@@ -514,7 +514,7 @@ func TestJSONServerOffsetOverlap(t *testing.T) {
 	srv := startJSONServer(t, `{"items":[{"id":10},{"id":20},{"id":30},{"id":40},{"id":50},{"id":60},{"id":70}]}`)
 	p := parseProvider(t, loadTestdata(t, "json_server_offset.yaml", map[string]string{"JSON_SERVER_URL": srv.URL}), nil, nil)
 	contract := p.Contract()
-	build := func(gen uint64, cursor, attempt string, r witness.Response) witness.Witness {
+	build := func(gen uint64, cursor, attempt string, r provider.Response) witness.Witness {
 		t.Helper()
 		w, err := witness.Build(witness.BuildInput{Scope: "test", Partition: "items", Generation: gen,
 			InputCursor: []byte(cursor), AttemptID: attempt, Response: r, Contract: contract})

@@ -12,8 +12,8 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/bloblang"
 	"github.com/redpanda-data/benthos/v4/public/service"
 
-	"github.com/tidemark/tidemark/internal/witness"
 	"github.com/tidemark/tidemark/internal/xmlmap"
+	"github.com/tidemark/tidemark/provider"
 )
 
 // responseMessage parses a 2xx body and returns the message the mappings
@@ -242,20 +242,20 @@ func encodeLikeBenthos(v any) []byte {
 	return buf.Bytes()[:buf.Len()-1]
 }
 
-// mapResponse maps a 2xx response to a witness.Response. Every failure is a
+// mapResponse maps a 2xx response to a provider.Response. Every failure is a
 // *provider.MalformedError naming what was wrong.
-func (p *Provider) mapResponse(rq *builtRequest, res *httpResult) (witness.Response, error) {
+func (p *Provider) mapResponse(rq *builtRequest, res *httpResult) (provider.Response, error) {
 	msg, pre, err := p.pageMessage(rq, res)
 	if err != nil {
-		return witness.Response{}, err
+		return provider.Response{}, err
 	}
 	return p.mapPage(rq, msg, pre)
 }
 
 // mapPage maps the message of a 2xx page (pageMessage) to a
-// witness.Response; pre are the payloads encoded with the page (nil: none).
-func (p *Provider) mapPage(rq *builtRequest, msg *service.Message, pre *prePayloads) (witness.Response, error) {
-	var out witness.Response
+// provider.Response; pre are the payloads encoded with the page (nil: none).
+func (p *Provider) mapPage(rq *builtRequest, msg *service.Message, pre *prePayloads) (provider.Response, error) {
+	var out provider.Response
 	var err error
 	m := p.cfg.Mappings
 
@@ -277,7 +277,7 @@ func (p *Provider) mapPage(rq *builtRequest, msg *service.Message, pre *prePaylo
 			return out, rq.malformed(fmt.Sprintf("events mapping returned %s, want an array", describe(v, present)), nil)
 		}
 	}
-	out.Events = make([]witness.Event, 0, len(events))
+	out.Events = make([]provider.Event, 0, len(events))
 	ec := eventContext{page: msg}
 	ec.pre, _ = pre.of(events)
 	if n := len(events); n > 0 && ec.pre == nil && (p.fast.payload != nil || p.fast.valuePayload) {
@@ -288,7 +288,7 @@ func (p *Provider) mapPage(rq *builtRequest, msg *service.Message, pre *prePaylo
 		ec.raw, ec.set = raw, false
 		ev, err := p.mapEvent(&ec, i)
 		if err != nil {
-			return witness.Response{}, rq.malformed(err.Error(), errors.Unwrap(err))
+			return provider.Response{}, rq.malformed(err.Error(), errors.Unwrap(err))
 		}
 		out.Events = append(out.Events, ev)
 	}
@@ -297,39 +297,39 @@ func (p *Provider) mapPage(rq *builtRequest, msg *service.Message, pre *prePaylo
 	}
 
 	if v, present, err = runMapping(msg, m.Successor); err != nil {
-		return witness.Response{}, rq.malformed("successor mapping failed", err)
+		return provider.Response{}, rq.malformed("successor mapping failed", err)
 	} else if present {
 		if out.Successor, ok = opaque(v); !ok {
-			return witness.Response{}, rq.malformed(fmt.Sprintf("successor is %s, want a string", describe(v, present)), nil)
+			return provider.Response{}, rq.malformed(fmt.Sprintf("successor is %s, want a string", describe(v, present)), nil)
 		}
 		rq.red.add(string(out.Successor))
 	}
 	if m.HasMore != nil {
 		out.HasMoreKnown = true
 		if out.HasMore, err = mapBool(msg, m.HasMore, hpFieldHasMore); err != nil {
-			return witness.Response{}, rq.malformed(err.Error(), errors.Unwrap(err))
+			return provider.Response{}, rq.malformed(err.Error(), errors.Unwrap(err))
 		}
 	}
 	if m.Sealed != nil {
 		if out.Sealed, err = mapBool(msg, m.Sealed, hpFieldSealed); err != nil {
-			return witness.Response{}, rq.malformed(err.Error(), errors.Unwrap(err))
+			return provider.Response{}, rq.malformed(err.Error(), errors.Unwrap(err))
 		}
 	}
 	if m.Marker != nil {
 		if v, present, err = runMapping(msg, m.Marker); err != nil {
-			return witness.Response{}, rq.malformed("marker mapping failed", err)
+			return provider.Response{}, rq.malformed("marker mapping failed", err)
 		} else if present {
 			if out.Marker, ok = opaque(v); !ok {
-				return witness.Response{}, rq.malformed(fmt.Sprintf("marker is %s, want a string or number", describe(v, present)), nil)
+				return provider.Response{}, rq.malformed(fmt.Sprintf("marker is %s, want a string or number", describe(v, present)), nil)
 			}
 		}
 	}
 	if m.CompleteThrough != nil {
 		if v, present, err = runMapping(msg, m.CompleteThrough); err != nil {
-			return witness.Response{}, rq.malformed("complete_through mapping failed", err)
+			return provider.Response{}, rq.malformed("complete_through mapping failed", err)
 		} else if present {
 			if out.CompleteThrough, err = parseWatermark(p.cfg.Coordinate, v); err != nil {
-				return witness.Response{}, rq.malformed("complete_through", err)
+				return provider.Response{}, rq.malformed("complete_through", err)
 			}
 		}
 	}
@@ -372,9 +372,9 @@ func (ec *eventContext) message() *service.Message {
 	return ec.msg
 }
 
-func (p *Provider) mapEvent(ec *eventContext, i int) (witness.Event, error) {
+func (p *Provider) mapEvent(ec *eventContext, i int) (provider.Event, error) {
 	m := p.cfg.Mappings
-	var ev witness.Event
+	var ev provider.Event
 	if f := p.fast.id; f != nil {
 		if id, ok := f.id(ec.raw); ok {
 			ev.ID = id
@@ -462,7 +462,7 @@ func (p *Provider) arenaHint(events int) int {
 }
 
 // mapID runs the event_id mapping.
-func (p *Provider) mapID(ec *eventContext, i int, ev *witness.Event) error {
+func (p *Provider) mapID(ec *eventContext, i int, ev *provider.Event) error {
 	v, present, err := p.runEvent(ec, p.cfg.Mappings.EventID, p.fast.valueID)
 	if err != nil {
 		return &mappingError{fmt.Sprintf("event %d: event_id mapping failed", i), err}

@@ -206,10 +206,10 @@ func (c *checked) mark(partition string) {
 // first when the traversal starts there, the validation first when the
 // cursor is a stored one not yet checked, then the page. See the package
 // documentation for the error classes.
-func (p *Provider) Fetch(ctx context.Context, req provider.Request) (witness.Response, error) {
+func (p *Provider) Fetch(ctx context.Context, req provider.Request) (provider.Response, error) {
 	env, err := p.openCursor(req.Partition, req.Cursor)
 	if err != nil {
-		return witness.Response{}, err
+		return provider.Response{}, err
 	}
 	token, values := env.token(), env.Values
 	reason := ""
@@ -224,20 +224,20 @@ func (p *Provider) Fetch(ctx context.Context, req provider.Request) (witness.Res
 	switch {
 	case reason != "":
 		if token, values, err = p.bootstrap(ctx, req, reason, env.Boot); err != nil {
-			return witness.Response{}, err
+			return provider.Response{}, err
 		}
 		p.checked.mark(req.Partition)
 	case len(req.Cursor) == 0:
 		p.checked.mark(req.Partition)
 	case p.cfg.Validate != nil && !p.checked.has(req.Partition):
 		if err := p.validate(ctx, req, token, values); err != nil {
-			return witness.Response{}, err
+			return provider.Response{}, err
 		}
 		p.checked.mark(req.Partition)
 	}
 	resp, values, err := p.fetchPage(ctx, req, token, values)
 	if err != nil {
-		return witness.Response{}, err
+		return provider.Response{}, err
 	}
 	if p.sequenced() && resp.Successor != nil {
 		resp.Successor = encodeEnvelope(withToken(envelope{Values: values}, resp.Successor))
@@ -263,23 +263,23 @@ func valuesMeta(values map[string]string) [][2]string {
 // values and with a pin mapping, the page's own answer pins them: they are
 // set on its message before any other mapping runs, so the whole page reads
 // as its successors will. It returns the values the traversal carries on.
-func (p *Provider) fetchPage(ctx context.Context, req provider.Request, token []byte, values map[string]string) (witness.Response, map[string]string, error) {
+func (p *Provider) fetchPage(ctx context.Context, req provider.Request, token []byte, values map[string]string) (provider.Response, map[string]string, error) {
 	meta := append(requestMeta(req.Scope, req.Partition, token, req.Watermark, req.Attempt), valuesMeta(values)...)
 	rq, err := p.build(req.Partition, req.Cursor, meta, p.pageCall())
 	if err != nil {
-		return witness.Response{}, nil, err
+		return provider.Response{}, nil, err
 	}
 	res, err := p.do(ctx, rq)
 	if err != nil {
-		return witness.Response{}, nil, err
+		return provider.Response{}, nil, err
 	}
 	msg, pre, err := p.pageMessage(rq, res)
 	if err != nil {
-		return witness.Response{}, nil, err
+		return provider.Response{}, nil, err
 	}
 	if p.cfg.Pin != nil && len(values) == 0 {
 		if values, err = p.pin(rq, msg, "pin"); err != nil {
-			return witness.Response{}, nil, err
+			return provider.Response{}, nil, err
 		}
 		for _, kv := range valuesMeta(values) {
 			msg.MetaSetMut(kv[0], kv[1])
@@ -287,7 +287,7 @@ func (p *Provider) fetchPage(ctx context.Context, req provider.Request, token []
 	}
 	resp, err := p.mapPage(rq, msg, pre)
 	if err != nil {
-		return witness.Response{}, nil, err
+		return provider.Response{}, nil, err
 	}
 	p.log.Debugf("httpprovider: partition %s: cursor %s: HTTP %d, %d events, successor %s",
 		req.Partition, witness.CursorHash(req.Cursor), res.status, len(resp.Events), successorHash(resp.Successor))

@@ -18,7 +18,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/internal/coord"
-	"github.com/tidemark/tidemark/internal/witness"
 	"github.com/tidemark/tidemark/provider"
 )
 
@@ -115,7 +114,7 @@ func shardProvider(t *testing.T, s *shardServer) *Provider {
 	return parseProvider(t, fmt.Sprintf(shardConfig, s.URL, s.URL), nil, nil)
 }
 
-func positions(resp witness.Response) []string {
+func positions(resp provider.Response) []string {
 	out := make([]string, len(resp.Events))
 	for i, e := range resp.Events {
 		out[i] = e.Position.String()

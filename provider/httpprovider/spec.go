@@ -11,7 +11,7 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/tidemark/tidemark/internal/coord"
-	"github.com/tidemark/tidemark/internal/witness"
+	"github.com/tidemark/tidemark/provider"
 )
 
 // Field names of the http provider object.
@@ -253,14 +253,14 @@ func Fields() []*service.ConfigField {
 		// Contract.
 		service.NewObjectField(hpFieldContract,
 			service.NewStringAnnotatedEnumField(hpFieldEmptyPage, map[string]string{
-				witness.EmptyNoEvidence.String():            "An empty page proves nothing (polling APIs such as Okta's System Log, Kinesis).",
-				witness.EmptyEndOfData.String():             "An empty page means the partition is complete up to its successor (Slack, S3 listings without a token).",
-				witness.EmptyFinalThroughWatermark.String(): "An empty page is final through its `complete_through` watermark (CouchDB `last_seq`); without one it proves nothing. Requires `finality: source`.",
-				witness.EmptyFollowsSuccessor.String():      "An empty page proves nothing (no watermark, not the end of the data), but the source documents that its successor continues the traversal after the range it read, so the successor is promoted and read next (Kinesis GetRecords behind the head of a shard: \"It might take multiple calls to get to a portion of the shard that contains records\"). A `complete_through` on such a page is not written, and it never counts as caught up. A successor equal to the page's own cursor is polled again like `no_evidence`; map the successor to `deleted()` where the source says the page is the head (polled, not followed).",
+				provider.EmptyNoEvidence.String():            "An empty page proves nothing (polling APIs such as Okta's System Log, Kinesis).",
+				provider.EmptyEndOfData.String():             "An empty page means the partition is complete up to its successor (Slack, S3 listings without a token).",
+				provider.EmptyFinalThroughWatermark.String(): "An empty page is final through its `complete_through` watermark (CouchDB `last_seq`); without one it proves nothing. Requires `finality: source`.",
+				provider.EmptyFollowsSuccessor.String():      "An empty page proves nothing (no watermark, not the end of the data), but the source documents that its successor continues the traversal after the range it read, so the successor is promoted and read next (Kinesis GetRecords behind the head of a shard: \"It might take multiple calls to get to a portion of the shard that contains records\"). A `complete_through` on such a page is not written, and it never counts as caught up. A successor equal to the page's own cursor is polled again like `no_evidence`; map the successor to `deleted()` where the source says the page is the head (polled, not followed).",
 			}).
 				Description("What an empty response proves.").
-				Default(witness.EmptyNoEvidence.String()).
-				Example(witness.EmptyFinalThroughWatermark.String()),
+				Default(provider.EmptyNoEvidence.String()).
+				Example(provider.EmptyFinalThroughWatermark.String()),
 			service.NewBoolField(hpFieldTokensMayRotate).
 				Description("Whether a retry of the same cursor may return the same events with another valid successor (Kinesis iterators, Salesforce locators, Elasticsearch PIT ids).").
 				Default(false).
@@ -290,12 +290,12 @@ func Fields() []*service.ConfigField {
 				Default(false).
 				Example(true),
 			service.NewStringAnnotatedEnumField(hpFieldMissingSuccessor, map[string]string{
-				witness.MissingSuccessorPoll.String():          "The source has nothing after this page yet (a change feed's head): once all its events are acknowledged the page is held (its receipts are recorded, so its events are not emitted again) and its cursor is fetched again every `poll_interval`.",
-				witness.MissingSuccessorEndsTraversal.String(): "The page is the last of a finite traversal (an object listing, a Kubernetes list, a key range): once all its events are acknowledged it is promoted with the partition marked complete in its checkpoint. A complete partition is never read again, also after a restart; `exit_when_complete` ends on it.",
+				provider.MissingSuccessorPoll.String():          "The source has nothing after this page yet (a change feed's head): once all its events are acknowledged the page is held (its receipts are recorded, so its events are not emitted again) and its cursor is fetched again every `poll_interval`.",
+				provider.MissingSuccessorEndsTraversal.String(): "The page is the last of a finite traversal (an object listing, a Kubernetes list, a key range): once all its events are acknowledged it is promoted with the partition marked complete in its checkpoint. A complete partition is never read again, also after a restart; `exit_when_complete` ends on it.",
 			}).
 				Description("What a response without a successor (`successor` deleted or null) means.").
-				Default(witness.MissingSuccessorPoll.String()).
-				Example(witness.MissingSuccessorEndsTraversal.String()),
+				Default(provider.MissingSuccessorPoll.String()).
+				Example(provider.MissingSuccessorEndsTraversal.String()),
 			service.NewStringAnnotatedEnumField(hpFieldCoordinate, map[string]string{
 				coord.KindInteger.String():   "`complete_through` is a signed 64-bit integer (a JSON number or numeric string).",
 				coord.KindDecimal.String():   "`complete_through` is an unsigned integer of any length in decimal (a numeric string, or a JSON number), compared numerically: Kinesis and DynamoDB Streams sequence numbers (56 digits and more).",
@@ -323,22 +323,22 @@ func Fields() []*service.ConfigField {
 				Default([]any{}).
 				Example([]any{"required revision has been compacted", "syncStateNotFound"}),
 			service.NewStringAnnotatedEnumField(hpFieldRecovery, map[string]string{
-				witness.RecoveryPark.String():                "Stop the partition and wait for an operator.",
-				witness.RecoveryRestartFromBoundary.String(): "Restart from the stable boundary `restart_cursor` gives; events after the durable boundary are replayed and deduplicated downstream.",
-				witness.RecoveryFreshSnapshot.String():       "Take a fresh snapshot (the cursor `restart_cursor` gives, without a pinned snapshot) and replay the partition in it.",
+				provider.RecoveryPark.String():                "Stop the partition and wait for an operator.",
+				provider.RecoveryRestartFromBoundary.String(): "Restart from the stable boundary `restart_cursor` gives; events after the durable boundary are replayed and deduplicated downstream.",
+				provider.RecoveryFreshSnapshot.String():       "Take a fresh snapshot (the cursor `restart_cursor` gives, without a pinned snapshot) and replay the partition in it.",
 			}).
 				Description("What to do on unprovable divergence or an expired cursor.").
-				Default(witness.RecoveryPark.String()).
-				Example(witness.RecoveryFreshSnapshot.String()),
+				Default(provider.RecoveryPark.String()).
+				Example(provider.RecoveryFreshSnapshot.String()),
 			service.NewStringAnnotatedEnumField(hpFieldFinality, map[string]string{
-				witness.FinalityNone.String():             "The watermark is recorded in each response witness but never becomes the partition's durable watermark and never advances the frontier.",
-				witness.FinalitySource.String():           "The source certifies it with finality: nothing can later appear at or below it in the frontier's coordinate (CouchDB 1.x `last_seq`, a snapshot's revision in the revision's coordinate). The only finality that is also coverage evidence (`watermark_covers_positions`, `events_may_be_withdrawn`, empty pages under `final_through_watermark`).",
-				witness.FinalityAppendOnlyWriter.String(): "Your assertion that positions are only ever created above every existing one (one writer with time-ordered keys, a log). The watermark advances the frontier, named as this assertion in `status` and the frontier's reason, but never covers a gap. When the assertion is wrong, an event created below it is missed and the frontier claims it.",
-				witness.FinalityLag.String():              "The source documents a bound on late arrival: the durable watermark is the mapped one minus `finality_lag`. It advances the frontier, named with its lag, but never covers a gap.",
+				provider.FinalityNone.String():             "The watermark is recorded in each response witness but never becomes the partition's durable watermark and never advances the frontier.",
+				provider.FinalitySource.String():           "The source certifies it with finality: nothing can later appear at or below it in the frontier's coordinate (CouchDB 1.x `last_seq`, a snapshot's revision in the revision's coordinate). The only finality that is also coverage evidence (`watermark_covers_positions`, `events_may_be_withdrawn`, empty pages under `final_through_watermark`).",
+				provider.FinalityAppendOnlyWriter.String(): "Your assertion that positions are only ever created above every existing one (one writer with time-ordered keys, a log). The watermark advances the frontier, named as this assertion in `status` and the frontier's reason, but never covers a gap. When the assertion is wrong, an event created below it is missed and the frontier claims it.",
+				provider.FinalityLag.String():              "The source documents a bound on late arrival: the durable watermark is the mapped one minus `finality_lag`. It advances the frontier, named with its lag, but never covers a gap.",
 			}).
 				Description("Where the finality of `complete_through` comes from. Required when `complete_through` is mapped (a config that maps it without `finality` is refused at lint and at run). A page's own last position or key, and the request's time, are never a basis.").
 				Optional().
-				Example(witness.FinalitySource.String()),
+				Example(provider.FinalitySource.String()),
 			service.NewStringField(hpFieldFinalityLag).
 				Description("With `finality: lag`, the documented bound on late arrival subtracted from every `complete_through`: a duration (`5m`) under a timestamp `coordinate`, a positive integer under an integer or decimal one. Refused under a string coordinate and with any other finality.").
 				Optional().
@@ -348,13 +348,13 @@ func Fields() []*service.ConfigField {
 				Default("").
 				Example(`${! @watermark }`),
 			service.NewStringAnnotatedEnumField(hpFieldPagination, map[string]string{
-				witness.PaginationToken.String():  "The successor is a token or position the source issues with the page (a continuation token, a change feed's sequence, a delta link): a delete or an insert on an earlier page cannot move it.",
-				witness.PaginationKeyset.String(): "The successor is built from the page's last position (`after_id`, `id_gte`, `start-after`); positions must be ordered. A delete or an insert on an earlier page moves nothing.",
-				witness.PaginationOffset.String(): "The successor counts rows to skip (`?offset=N`, `?page=N`, a `Link: rel=\"next\"` header built from them). A delete on an earlier page slides an event onto a page already read, so unless positions are `dense` the contract needs `offset_overlap` (checked) or `offset_unproven` (no completeness claimed); `connect lint` refuses anything else.",
+				provider.PaginationToken.String():  "The successor is a token or position the source issues with the page (a continuation token, a change feed's sequence, a delta link): a delete or an insert on an earlier page cannot move it.",
+				provider.PaginationKeyset.String(): "The successor is built from the page's last position (`after_id`, `id_gte`, `start-after`); positions must be ordered. A delete or an insert on an earlier page moves nothing.",
+				provider.PaginationOffset.String(): "The successor counts rows to skip (`?offset=N`, `?page=N`, a `Link: rel=\"next\"` header built from them). A delete on an earlier page slides an event onto a page already read, so unless positions are `dense` the contract needs `offset_overlap` (checked) or `offset_unproven` (no completeness claimed); `connect lint` refuses anything else.",
 			}).
 				Description("How the source's pages follow one another. [Pagination styles](pagination.md) (docs/pagination.md) takes each style in turn (token, keyset, offset and page number, time window, changes feed, snapshot listing): what the input can prove, the contract to declare and a worked config. Behaviour changes only under `offset`.").
-				Default(witness.PaginationToken.String()).
-				Example(witness.PaginationOffset.String()),
+				Default(provider.PaginationToken.String()).
+				Example(provider.PaginationOffset.String()),
 			service.NewBoolField(hpFieldOffsetOverlap).
 				Description("With `pagination: offset`: every page after the first of a traversal is requested one event early (the successor is the previous offset plus the page's length minus one), so it must begin with the previous page's last event (identity, position and payload digest). When it does not, the page shifted (an event on an earlier page was deleted or inserted) and the partition recovers as `recovery` says, restarting from `restart_cursor`, instead of skipping the event that slid onto a page already read. The repeated event is not emitted again once its page is promoted. A response to the partition's start or to a restart cursor continues nothing and is not checked.").
 				Default(false).
@@ -367,11 +367,11 @@ func Fields() []*service.ConfigField {
 			Description("The source's declared pagination contract. Classification trusts only what is declared here.").
 			LintRule(contractLint()).
 			Example(map[string]any{
-				hpFieldEmptyPage:          witness.EmptyFinalThroughWatermark.String(),
+				hpFieldEmptyPage:          provider.EmptyFinalThroughWatermark.String(),
 				hpFieldPositions:          positionsOrdered,
 				hpFieldCoordinate:         coord.KindInteger.String(),
 				hpFieldExpiredStatusCodes: []any{410},
-				hpFieldRecovery:           witness.RecoveryRestartFromBoundary.String(),
+				hpFieldRecovery:           provider.RecoveryRestartFromBoundary.String(),
 				hpFieldRestartCursor:      "",
 			}),
 
@@ -538,10 +538,10 @@ func FromParsed(conf *service.ParsedConfig, res *service.Resources, logger *serv
 		return nil, err
 	}
 	switch missing {
-	case witness.MissingSuccessorPoll.String():
-		c.Contract.MissingSuccessor = witness.MissingSuccessorPoll
-	case witness.MissingSuccessorEndsTraversal.String():
-		c.Contract.MissingSuccessor = witness.MissingSuccessorEndsTraversal
+	case provider.MissingSuccessorPoll.String():
+		c.Contract.MissingSuccessor = provider.MissingSuccessorPoll
+	case provider.MissingSuccessorEndsTraversal.String():
+		c.Contract.MissingSuccessor = provider.MissingSuccessorEndsTraversal
 	default:
 		return nil, fmt.Errorf("httpprovider: contract.missing_successor: unknown value %q (want poll or end_of_traversal)", missing)
 	}
@@ -636,7 +636,7 @@ func finalityFromParsed(cc *service.ParsedConfig, c *Config) error {
 		if err != nil {
 			return err
 		}
-		if c.Contract.Finality, err = witness.ParseFinality(s); err != nil {
+		if c.Contract.Finality, err = provider.ParseFinality(s); err != nil {
 			return fmt.Errorf("httpprovider: contract.finality: %q is not one of none, source, append_only_writer, lag", s)
 		}
 	}
@@ -666,8 +666,8 @@ func finalityFromParsed(cc *service.ParsedConfig, c *Config) error {
 	return nil
 }
 
-func parseEmptyPage(s string) (witness.EmptyPage, error) {
-	for _, e := range []witness.EmptyPage{witness.EmptyNoEvidence, witness.EmptyEndOfData, witness.EmptyFinalThroughWatermark, witness.EmptyFollowsSuccessor} {
+func parseEmptyPage(s string) (provider.EmptyPage, error) {
+	for _, e := range []provider.EmptyPage{provider.EmptyNoEvidence, provider.EmptyEndOfData, provider.EmptyFinalThroughWatermark, provider.EmptyFollowsSuccessor} {
 		if e.String() == s {
 			return e, nil
 		}
@@ -675,8 +675,8 @@ func parseEmptyPage(s string) (witness.EmptyPage, error) {
 	return 0, fmt.Errorf("httpprovider: contract.empty_page: unknown value %q (want no_evidence, end_of_data, final_through_watermark or follow_successor)", s)
 }
 
-func parsePagination(s string) (witness.Pagination, error) {
-	for _, p := range []witness.Pagination{witness.PaginationToken, witness.PaginationKeyset, witness.PaginationOffset} {
+func parsePagination(s string) (provider.Pagination, error) {
+	for _, p := range []provider.Pagination{provider.PaginationToken, provider.PaginationKeyset, provider.PaginationOffset} {
 		if p.String() == s {
 			return p, nil
 		}
@@ -684,8 +684,8 @@ func parsePagination(s string) (witness.Pagination, error) {
 	return 0, fmt.Errorf("httpprovider: contract.pagination: unknown value %q (want token, keyset or offset)", s)
 }
 
-func parseRecovery(s string) (witness.Recovery, error) {
-	for _, r := range []witness.Recovery{witness.RecoveryPark, witness.RecoveryRestartFromBoundary, witness.RecoveryFreshSnapshot} {
+func parseRecovery(s string) (provider.Recovery, error) {
+	for _, r := range []provider.Recovery{provider.RecoveryPark, provider.RecoveryRestartFromBoundary, provider.RecoveryFreshSnapshot} {
 		if r.String() == s {
 			return r, nil
 		}
@@ -699,19 +699,19 @@ func parseRecovery(s string) (witness.Recovery, error) {
 func contractEnums() [][2]any {
 	kinds := []string{coord.KindInteger.String(), coord.KindDecimal.String(), coord.KindTimestamp.String(), coord.KindString.String()}
 	return [][2]any{
-		{hpFieldEmptyPage, []string{witness.EmptyNoEvidence.String(), witness.EmptyEndOfData.String(), witness.EmptyFinalThroughWatermark.String(), witness.EmptyFollowsSuccessor.String()}},
+		{hpFieldEmptyPage, []string{provider.EmptyNoEvidence.String(), provider.EmptyEndOfData.String(), provider.EmptyFinalThroughWatermark.String(), provider.EmptyFollowsSuccessor.String()}},
 		{hpFieldPositions, []string{positionsUnordered, positionsOrdered, positionsDense}},
-		{hpFieldMissingSuccessor, []string{witness.MissingSuccessorPoll.String(), witness.MissingSuccessorEndsTraversal.String()}},
+		{hpFieldMissingSuccessor, []string{provider.MissingSuccessorPoll.String(), provider.MissingSuccessorEndsTraversal.String()}},
 		{hpFieldCoordinate, kinds},
 		{hpFieldPositionType, kinds},
-		{hpFieldRecovery, []string{witness.RecoveryPark.String(), witness.RecoveryRestartFromBoundary.String(), witness.RecoveryFreshSnapshot.String()}},
-		{hpFieldFinality, []string{witness.FinalityNone.String(), witness.FinalitySource.String(), witness.FinalityAppendOnlyWriter.String(), witness.FinalityLag.String()}},
-		{hpFieldPagination, []string{witness.PaginationToken.String(), witness.PaginationKeyset.String(), witness.PaginationOffset.String()}},
+		{hpFieldRecovery, []string{provider.RecoveryPark.String(), provider.RecoveryRestartFromBoundary.String(), provider.RecoveryFreshSnapshot.String()}},
+		{hpFieldFinality, []string{provider.FinalityNone.String(), provider.FinalitySource.String(), provider.FinalityAppendOnlyWriter.String(), provider.FinalityLag.String()}},
+		{hpFieldPagination, []string{provider.PaginationToken.String(), provider.PaginationKeyset.String(), provider.PaginationOffset.String()}},
 	}
 }
 
 // offsetLint is the lint of offset pagination over the contract object
-// (witness.Contract.Validate says the same at start-up): positions that
+// (provider.Contract.Validate says the same at start-up): positions that
 // are not dense need the overlap check or the explicit offset_unproven,
 // which claims no completeness.
 const offsetLint = `  if this.pagination.or("token") == "offset" && this.positions.or("ordered") != "dense" && !this.offset_overlap.or(false) && !this.offset_unproven.or(false) { "contract.pagination: offset over positions that are not dense cannot prove that a page continues the previous one (a delete on an earlier page slides an event onto a page already read, and it is skipped silently): page by keyset (pagination: keyset), request each page one event early (offset_overlap: true), or declare offset_unproven: true and claim no completeness (see docs/pagination.md)" },

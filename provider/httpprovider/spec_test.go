@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/internal/coord"
-	"github.com/tidemark/tidemark/internal/witness"
 	"github.com/tidemark/tidemark/provider"
 )
 
@@ -34,7 +33,7 @@ http:
 	if c.MaxResponseBytes != 64<<20 {
 		t.Errorf("max_response_bytes default: %d", c.MaxResponseBytes)
 	}
-	want := witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, PositionKind: coord.KindInteger, Recovery: witness.RecoveryPark}
+	want := provider.Contract{EmptyPage: provider.EmptyNoEvidence, OrderedPositions: true, PositionKind: coord.KindInteger, Recovery: provider.RecoveryPark}
 	if p.Contract() != want {
 		t.Errorf("contract defaults: got %+v, want %+v", p.Contract(), want)
 	}
@@ -60,7 +59,7 @@ http:
 func TestSpecContract(t *testing.T) {
 	for _, tc := range []struct {
 		yaml string
-		want witness.Contract
+		want provider.Contract
 		kind coord.Kind
 	}{
 		{`
@@ -76,46 +75,46 @@ func TestSpecContract(t *testing.T) {
     position_type: decimal
     finality: source
     recovery: fresh_snapshot`,
-			witness.Contract{EmptyPage: witness.EmptyFinalThroughWatermark, TokensMayRotate: true, OrderedPositions: true,
+			provider.Contract{EmptyPage: provider.EmptyFinalThroughWatermark, TokensMayRotate: true, OrderedPositions: true,
 				PositionKind: coord.KindDecimal, DensePositions: true, ExclusiveBoundary: true, SnapshotMarker: true, WatermarkCoversPositions: true, EventsMayBeWithdrawn: true,
-				MissingSuccessor: witness.MissingSuccessorEndsTraversal, Recovery: witness.RecoveryFreshSnapshot, Finality: witness.FinalitySource},
+				MissingSuccessor: provider.MissingSuccessorEndsTraversal, Recovery: provider.RecoveryFreshSnapshot, Finality: provider.FinalitySource},
 			coord.KindDecimal},
 		{`
     watermark_covers_positions: true
     finality: source
     coordinate: timestamp`,
-			witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, PositionKind: coord.KindTimestamp, WatermarkCoversPositions: true, Recovery: witness.RecoveryPark, Finality: witness.FinalitySource},
+			provider.Contract{EmptyPage: provider.EmptyNoEvidence, OrderedPositions: true, PositionKind: coord.KindTimestamp, WatermarkCoversPositions: true, Recovery: provider.RecoveryPark, Finality: provider.FinalitySource},
 			coord.KindTimestamp},
 		{`
     finality: lag
     finality_lag: 5m
     coordinate: timestamp`,
-			witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, PositionKind: coord.KindTimestamp, Recovery: witness.RecoveryPark, Finality: witness.FinalityLag, FinalityLag: int64(5 * time.Minute)},
+			provider.Contract{EmptyPage: provider.EmptyNoEvidence, OrderedPositions: true, PositionKind: coord.KindTimestamp, Recovery: provider.RecoveryPark, Finality: provider.FinalityLag, FinalityLag: int64(5 * time.Minute)},
 			coord.KindTimestamp},
 		{`
     finality: lag
     finality_lag: "100"
     coordinate: decimal`,
-			witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, PositionKind: coord.KindDecimal, Recovery: witness.RecoveryPark, Finality: witness.FinalityLag, FinalityLag: 100},
+			provider.Contract{EmptyPage: provider.EmptyNoEvidence, OrderedPositions: true, PositionKind: coord.KindDecimal, Recovery: provider.RecoveryPark, Finality: provider.FinalityLag, FinalityLag: 100},
 			coord.KindDecimal},
 		{`
     finality: append_only_writer
     coordinate: string
     position_type: string`,
-			witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, PositionKind: coord.KindString, Recovery: witness.RecoveryPark, Finality: witness.FinalityAppendOnlyWriter},
+			provider.Contract{EmptyPage: provider.EmptyNoEvidence, OrderedPositions: true, PositionKind: coord.KindString, Recovery: provider.RecoveryPark, Finality: provider.FinalityAppendOnlyWriter},
 			coord.KindString},
 		{`
     positions: ordered
     coordinate: string
     position_type: string`,
-			witness.Contract{EmptyPage: witness.EmptyNoEvidence, OrderedPositions: true, PositionKind: coord.KindString, Recovery: witness.RecoveryPark},
+			provider.Contract{EmptyPage: provider.EmptyNoEvidence, OrderedPositions: true, PositionKind: coord.KindString, Recovery: provider.RecoveryPark},
 			coord.KindString},
 		{`
     empty_page: end_of_data
     positions: unordered
     coordinate: string
     recovery: restart_from_boundary`,
-			witness.Contract{EmptyPage: witness.EmptyEndOfData, PositionKind: coord.KindInteger, Recovery: witness.RecoveryRestartFromBoundary},
+			provider.Contract{EmptyPage: provider.EmptyEndOfData, PositionKind: coord.KindInteger, Recovery: provider.RecoveryRestartFromBoundary},
 			coord.KindString},
 	} {
 		p := parseProvider(t, `
@@ -343,7 +342,7 @@ func TestSpecRefusesUndeclaredOrUnfitFinality(t *testing.T) {
 		})
 	}
 	p := parseProvider(t, ct+"  contract:\n    finality: none\n", nil, nil)
-	assert.Equal(t, witness.FinalityNone, p.Contract().Finality, "finality: none declares that the watermark is only recorded")
+	assert.Equal(t, provider.FinalityNone, p.Contract().Finality, "finality: none declares that the watermark is only recorded")
 }
 
 // Lint refuses complete_through without a declared finality, coverage

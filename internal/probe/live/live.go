@@ -226,7 +226,7 @@ func (t *Target) incarnation(ctx context.Context, partition string) probe.Incarn
 // fetches one page from it. nil when the recovery is park or the walk is
 // too short to compare.
 func (t *Target) restart(ctx context.Context, partition string, w probe.Walk) *probe.Restart {
-	if t.Declared.Contract.Recovery == witness.RecoveryPark || len(w.Pages) < 2 {
+	if t.Declared.Contract.Recovery == provider.RecoveryPark || len(w.Pages) < 2 {
 		return nil
 	}
 	first := w.Pages[0].Response

@@ -1,0 +1,158 @@
+package provider
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tidemark/tidemark/internal/coord"
+)
+
+// Contracts the tests start from.
+var (
+	// dense: consecutive positions, no snapshot markers, tokens fixed.
+	dense = Contract{EmptyPage: EmptyNoEvidence, OrderedPositions: true, DensePositions: true, Recovery: RecoveryRestartFromBoundary, Finality: FinalitySource}
+	// sparse: ordered positions with gaps, nothing else.
+	sparse = Contract{EmptyPage: EmptyNoEvidence, OrderedPositions: true, Recovery: RecoveryFreshSnapshot, Finality: FinalitySource}
+	// overlap: offset pages over sparse ids, each requested one event early.
+	overlap = with(sparse, func(c *Contract) { c.Pagination, c.OffsetOverlap = PaginationOffset, true })
+	// unproven: offset pages over sparse ids, nothing proving continuity.
+	unproven = with(sparse, func(c *Contract) { c.Pagination, c.OffsetUnproven = PaginationOffset, true })
+	// offsetDense: offset pages over dense positions.
+	offsetDense = with(dense, func(c *Contract) { c.Pagination = PaginationOffset })
+)
+
+func with(c Contract, f func(*Contract)) Contract { f(&c); return c }
+
+func TestContractEnumStrings(t *testing.T) {
+	assert.Equal(t, "no_evidence", EmptyNoEvidence.String())
+	assert.Equal(t, "end_of_data", EmptyEndOfData.String())
+	assert.Equal(t, "final_through_watermark", EmptyFinalThroughWatermark.String())
+	assert.Equal(t, "follow_successor", EmptyFollowsSuccessor.String())
+	assert.Equal(t, "empty_page(9)", EmptyPage(9).String())
+	assert.Equal(t, "park", RecoveryPark.String())
+	assert.Equal(t, "restart_from_boundary", RecoveryRestartFromBoundary.String())
+	assert.Equal(t, "fresh_snapshot", RecoveryFreshSnapshot.String())
+	assert.Equal(t, "poll", MissingSuccessorPoll.String())
+	assert.Equal(t, "end_of_traversal", MissingSuccessorEndsTraversal.String())
+	assert.Equal(t, "offset", PaginationOffset.String())
+}
+
+func TestContract_Validate(t *testing.T) {
+	assert.NoError(t, dense.Validate())
+	assert.NoError(t, with(dense, func(c *Contract) { c.Recovery = 0 }).Validate(), "zero recovery means park")
+	assert.ErrorIs(t, with(dense, func(c *Contract) { c.EmptyPage = EmptyFollowsSuccessor + 1 }).Validate(), ErrInvalidContract)
+	assert.NoError(t, with(dense, func(c *Contract) { c.EmptyPage = EmptyFollowsSuccessor }).Validate())
+	assert.Equal(t, RecoveryPark, Contract{}.EffectiveRecovery())
+}
+
+func TestFinalTurnsACompleteThroughIntoTheWatermarkAPromotionMayWrite(t *testing.T) {
+	ts := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	lag := func(n int64) Contract { return Contract{Finality: FinalityLag, FinalityLag: n} }
+	for _, tc := range []struct {
+		name   string
+		c      Contract
+		ct     coord.Watermark
+		want   coord.Watermark
+		basis  string
+		reason string
+	}{
+		{"unset finality is none: recorded, never durable", Contract{}, coord.Integer(300), coord.Watermark{}, "", "recorded but not final"},
+		{"none", Contract{Finality: FinalityNone}, coord.Integer(300), coord.Watermark{}, "", "declares no finality"},
+		{"source", Contract{Finality: FinalitySource}, coord.Integer(300), coord.Integer(300), "source", ""},
+		{"append-only writer, named as an assertion", Contract{Finality: FinalityAppendOnlyWriter}, coord.String("p3/e000300.json"), coord.String("p3/e000300.json"), "append_only_writer assertion", ""},
+		{"integer lag", lag(50), coord.Integer(300), coord.Integer(250), "lag 50", ""},
+		{"timestamp lag as a duration", lag(int64(5 * time.Minute)), coord.Timestamp(ts), coord.Timestamp(ts.Add(-5 * time.Minute)), "lag 5m0s", ""},
+		{"a string has no lag arithmetic", lag(1), coord.String("k"), coord.Watermark{}, "", "nothing is final"},
+		{"no complete-through", Contract{Finality: FinalitySource}, coord.Watermark{}, coord.Watermark{}, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := tc.c.Final(tc.ct)
+			assert.Equal(t, tc.want, f.Watermark)
+			assert.Equal(t, tc.basis, f.Basis)
+			if tc.reason == "" {
+				assert.Empty(t, f.Reason)
+			} else {
+				assert.Contains(t, f.Reason, tc.reason)
+			}
+		})
+	}
+}
+
+func TestValidateRefusesCoverageWithoutSourceFinality(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		c    Contract
+		err  string
+	}{
+		{"covers positions under none", with(sparse, func(c *Contract) { c.Finality, c.WatermarkCoversPositions = 0, true }), "watermark covers positions needs finality source, not none"},
+		{"covers positions under an append-only assertion", with(sparse, func(c *Contract) { c.Finality, c.WatermarkCoversPositions = FinalityAppendOnlyWriter, true }), "not append_only_writer"},
+		{"final-through empty pages under a lag", with(sparse, func(c *Contract) {
+			c.Finality, c.FinalityLag, c.EmptyPage = FinalityLag, 5, EmptyFinalThroughWatermark
+		}), "empty page final through watermark needs finality source, not lag"},
+		{"a lag that is not positive", with(sparse, func(c *Contract) { c.Finality = FinalityLag }), "positive lag"},
+		{"a lag without lag finality", with(sparse, func(c *Contract) { c.FinalityLag = 5 }), "not lag"},
+		{"unknown finality", with(sparse, func(c *Contract) { c.Finality = 9 }), "finality(9)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.c.Validate()
+			require.ErrorIs(t, err, ErrInvalidContract)
+			assert.Contains(t, err.Error(), tc.err)
+		})
+	}
+	ok := with(sparse, func(c *Contract) { c.WatermarkCoversPositions, c.EmptyPage = true, EmptyFinalThroughWatermark })
+	require.NoError(t, ok.Validate())
+}
+
+func TestFinalityNamesRoundTrip(t *testing.T) {
+	for f := FinalityNone; f <= FinalityLag; f++ {
+		got, err := ParseFinality(f.String())
+		require.NoError(t, err)
+		assert.Equal(t, f, got)
+	}
+	_, err := ParseFinality("self")
+	require.ErrorIs(t, err, ErrInvalidContract)
+	assert.Equal(t, "none", Finality(0).String())
+}
+
+func TestValidateRefusesOffsetPaginationThatCannotProveContinuity(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		c       Contract
+		invalid string // a substring of the error; "" = valid
+	}{
+		{"token is the default", sparse, ""},
+		{"keyset over ordered positions", with(sparse, func(c *Contract) { c.Pagination = PaginationKeyset }), ""},
+		{"keyset over unordered positions", with(sparse, func(c *Contract) { c.Pagination, c.OrderedPositions = PaginationKeyset, false }), "keyset pagination needs ordered"},
+		{"offset over sparse positions alone", with(sparse, func(c *Contract) { c.Pagination = PaginationOffset }), "cannot prove that a page continues"},
+		{"offset over dense positions", offsetDense, ""},
+		{"offset with the overlap check", overlap, ""},
+		{"offset declared unproven", unproven, ""},
+		{"overlap and unproven at once", with(overlap, func(c *Contract) { c.OffsetUnproven = true }), "declare one"},
+		{"overlap without offset pagination", with(sparse, func(c *Contract) { c.OffsetOverlap = true }), "need pagination offset"},
+		{"unproven ending a traversal complete", with(unproven, func(c *Contract) { c.MissingSuccessor = MissingSuccessorEndsTraversal }), "missing_successor must be poll"},
+		{"unproven with a final watermark", with(unproven, func(c *Contract) { c.EmptyPage = EmptyFinalThroughWatermark }), "no complete-through watermark can be final"},
+		{"unproven with a covering watermark", with(unproven, func(c *Contract) { c.WatermarkCoversPositions = true }), "no complete-through watermark can be final"},
+		{"unknown pagination", with(sparse, func(c *Contract) { c.Pagination = 9 }), "pagination(9)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.c.Validate()
+			if tc.invalid == "" {
+				assert.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, ErrInvalidContract)
+			assert.Contains(t, err.Error(), tc.invalid)
+		})
+	}
+}
+
+func TestContractRefusesDensePositionsWithoutSuccessorArithmetic(t *testing.T) {
+	for k, ok := range map[coord.Kind]bool{coord.KindInteger: true, coord.KindDecimal: true, coord.KindTimestamp: false, coord.KindString: false} {
+		err := with(dense, func(c *Contract) { c.PositionKind = k }).ValidPositionKind()
+		assert.Equal(t, ok, err == nil, "%s: %v", k, err)
+		assert.NoError(t, with(sparse, func(c *Contract) { c.PositionKind = k }).ValidPositionKind(), "ordered %s", k)
+	}
+}
