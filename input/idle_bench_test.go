@@ -4,7 +4,7 @@ package input
 // partition once every partition has delivered its events and only polls
 // (docs/design.md "Performance model", "Idle partitions").
 //
-//	go test -run '^$' -bench BenchmarkIdlePartitions -benchtime 1x ./input/
+//	go test -run '^$' -bench 'BenchmarkIdlePartitions|BenchmarkQuietPartitionsBackedOff' -benchtime 1x ./input/
 //
 // reports, per partition, over an idle window of idleWindow: goroutines,
 // goroutine stack bytes, the live heap the input holds (after a GC: what
@@ -42,10 +42,36 @@ func BenchmarkIdlePartitions(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("partitions=%d", n), func(b *testing.B) {
 			for range b.N {
-				benchIdle(b, n, false)
+				benchIdle(b, n, idleRun{window: idleWindow})
 			}
 		})
 	}
+}
+
+// BenchmarkQuietPartitionsBackedOff is BenchmarkIdlePartitions with
+// max_poll_interval 10s: the window starts once every partition's
+// back-off has reached it (1s, 2s, 4s, 8s of quiet first), and is three
+// of its polls long.
+func BenchmarkQuietPartitionsBackedOff(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("partitions=%d", n), func(b *testing.B) {
+			for range b.N {
+				benchIdle(b, n, idleRun{maxPoll: 10 * time.Second, settle: 20 * time.Second, window: 30 * time.Second})
+			}
+		})
+	}
+}
+
+// idleRun is one idle measurement's shape.
+type idleRun struct {
+	// complete: exit_when_complete (the partitions end once caught up).
+	complete bool
+	// maxPoll is max_poll_interval (0: no back-off).
+	maxPoll time.Duration
+	// settle: how long to wait once idle before the window starts.
+	settle time.Duration
+	// window: how long the idle input is measured.
+	window time.Duration
 }
 
 // BenchmarkCompletePartitions is the same with exit_when_complete: every
@@ -55,7 +81,7 @@ func BenchmarkCompletePartitions(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("partitions=%d", n), func(b *testing.B) {
 			for range b.N {
-				benchIdle(b, n, true)
+				benchIdle(b, n, idleRun{complete: true, window: idleWindow})
 			}
 		})
 	}
@@ -69,7 +95,8 @@ type idleFigures struct {
 	cpuPerSec  float64 // CPU seconds per second of idle window
 }
 
-func benchIdle(b *testing.B, n int, complete bool) {
+func benchIdle(b *testing.B, n int, run idleRun) {
+	complete := run.complete
 	const events = 5
 	parts := make([]string, n)
 	for i := range parts {
@@ -86,7 +113,7 @@ func benchIdle(b *testing.B, n int, complete bool) {
 		Scope: "idle", Partitions: parts,
 		// The spec's defaults.
 		Config: chain.Config{
-			MaxPagesInFlight: 4, PollInterval: time.Second, ParkCheckInterval: 10 * time.Second,
+			MaxPagesInFlight: 4, PollInterval: time.Second, MaxPollInterval: run.maxPoll, ParkCheckInterval: 10 * time.Second,
 			StoreBackoff: time.Second, FetchRetries: 5, FetchBackoff: 100 * time.Millisecond,
 			ExitWhenComplete: complete, CoalescePromotions: true,
 		},
@@ -137,6 +164,7 @@ func benchIdle(b *testing.B, n int, complete bool) {
 		time.Sleep(100 * time.Millisecond)
 	}
 
+	time.Sleep(run.settle)
 	b.ResetTimer()
 	if path := os.Getenv("IDLE_CPUPROFILE"); path != "" {
 		f, err := os.Create(path)
@@ -150,7 +178,7 @@ func benchIdle(b *testing.B, n int, complete bool) {
 	}
 	cpu0 := cpuTime()
 	wall0 := time.Now()
-	time.Sleep(idleWindow)
+	time.Sleep(run.window)
 	cpu := cpuTime() - cpu0
 	wall := time.Since(wall0)
 	pprof.StopCPUProfile()

@@ -113,6 +113,9 @@ func (c *Config) validate() error {
 			return fmt.Errorf("%s must be positive, got %s", d.name, d.v)
 		}
 	}
+	if c.MaxPollInterval < 0 {
+		return fmt.Errorf("max_poll_interval must not be negative (0s: no back-off), got %s", c.MaxPollInterval)
+	}
 	if c.ExitWhenParkedGrace < 0 {
 		return fmt.Errorf("exit_when_parked_grace must not be negative (0s: parked partitions never end the input), got %s", c.ExitWhenParkedGrace)
 	}

@@ -28,6 +28,7 @@ const (
 	ppFieldMaxBytesInFlight  = "max_bytes_in_flight"
 	ppFieldMaxBatchSize      = "max_batch_size"
 	ppFieldPollInterval      = "poll_interval"
+	ppFieldMaxPollInterval   = "max_poll_interval"
 	ppFieldParkCheckInterval = "park_check_interval"
 	ppFieldStoreBackoff      = "store_backoff"
 	ppFieldFetchRetries      = "fetch_retries"
@@ -85,6 +86,9 @@ func Spec() *service.ConfigSpec {
 		service.NewDurationField(ppFieldPollInterval).
 			Description("How long to wait before fetching a cursor again after an empty page without evidence, a page at the end of the data, or a transient error.").
 			Default("1s").Example("5s"),
+		service.NewDurationField(ppFieldMaxPollInterval).
+			Description("Back off the polls of a quiet partition up to this wait. After an answer without events a partition waits `poll_interval`, then twice as long after each further answer without events in a row, up to `max_poll_interval`; an answer with events returns it to `poll_interval`. Transient failures always wait `poll_interval`. The cost of a quiet partition (its polls, their witnesses and checkpoint writes, and the provider's requests) falls by up to `max_poll_interval`/`poll_interval`; the price is latency: the first event after a quiet spell is read up to `max_poll_interval` late, and a quiet partition's complete-through (so the combined frontier, when it is the lowest) advances only when it polls. `0s` (the default), or anything not longer than `poll_interval`: no back-off, every poll waits `poll_interval`.").
+			Default("0s").Example("30s").Advanced(),
 		service.NewDurationField(ppFieldParkCheckInterval).
 			Description("How often a parked partition checks whether an operator unparked it.").
 			Default("10s").Example("1m").Advanced(),
@@ -340,7 +344,7 @@ func readConfig(conf *service.ParsedConfig) (Config, error) {
 		fld string
 		dst *time.Duration
 	}{
-		{ppFieldPollInterval, &c.PollInterval}, {ppFieldParkCheckInterval, &c.ParkCheckInterval},
+		{ppFieldPollInterval, &c.PollInterval}, {ppFieldMaxPollInterval, &c.MaxPollInterval}, {ppFieldParkCheckInterval, &c.ParkCheckInterval},
 		{ppFieldStoreBackoff, &c.StoreBackoff}, {ppFieldFetchBackoff, &c.FetchBackoff},
 		{ppFieldFrontierPublish, &c.FrontierPublishInterval},
 	} {

@@ -2,6 +2,7 @@ package input
 
 import (
 	"testing"
+	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/assert"
@@ -51,6 +52,35 @@ paginated_partitions:
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.err)
 			assert.NotContains(t, err.Error(), "failed assignment")
+		})
+	}
+}
+
+// max_poll_interval reaches the partition machine as it is written, is off
+// by default, and a negative one is refused with its field's name.
+func TestMaxPollIntervalReachesTheMachine(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		yaml string
+		want time.Duration
+		err  string
+	}{
+		{"default: no back-off", "", 0, ""},
+		{"written", "max_poll_interval: 30s\n", 30 * time.Second, ""},
+		{"negative", "max_poll_interval: -1s\n", 0, "max_poll_interval must not be negative"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conf, err := Spec().ParseYAML("scope: s\npartitions: [ p0 ]\nsimulated:\n  events_per_partition: 1\n"+tc.yaml, nil)
+			require.NoError(t, err)
+			c, err := readConfig(conf)
+			require.NoError(t, err)
+			err = c.validate()
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, c.MaxPollInterval)
 		})
 	}
 }

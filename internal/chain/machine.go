@@ -53,7 +53,15 @@ type Config struct {
 	MaxPagesInFlight int
 	MaxBatchSize     int
 	// PollInterval, ParkCheckInterval and StoreBackoff must be positive.
-	PollInterval      time.Duration
+	PollInterval time.Duration
+	// MaxPollInterval, when longer than PollInterval, backs off the polls
+	// of a quiet partition: after an answer without events the next poll
+	// waits PollInterval, then twice as long after each further such
+	// answer in a row, up to MaxPollInterval; an answer with events returns
+	// the partition to PollInterval. Zero (or not longer than PollInterval):
+	// every poll waits PollInterval. Transient failures always wait
+	// PollInterval.
+	MaxPollInterval   time.Duration
 	ParkCheckInterval time.Duration
 	StoreBackoff      time.Duration
 	// FetchRetries is how many times a malformed answer to one fetch
@@ -221,6 +229,9 @@ type Machine struct {
 	tail      tail
 	extend    bool // whether the tail may be fetched past
 	pollAt    time.Time
+	// quiet counts the answers in a row that carried no events; it sets
+	// the back-off of the next poll (pollLater, Config.MaxPollInterval).
+	quiet int
 	// idle tracks answers without evidence in a row: since when, how
 	// many, and when the machine last said so at info level.
 	idle idleRun
@@ -793,7 +804,26 @@ func (m *Machine) maybeFetch() {
 	})
 }
 
-func (m *Machine) pollLater() { m.pollAt = m.now.Add(m.cfg.PollInterval) }
+// maxQuiet bounds Machine.quiet: past it the back-off has long reached
+// any MaxPollInterval.
+const maxQuiet = 64
+
+// pollLater fetches the tail's cursor again after the poll wait.
+func (m *Machine) pollLater() { m.pollAt = m.now.Add(m.pollWait()) }
+
+// pollWait is the wait before the next poll: PollInterval, doubled for
+// each answer in a row without events after the first, up to
+// MaxPollInterval when that is longer.
+func (m *Machine) pollWait() time.Duration {
+	d, most := m.cfg.PollInterval, m.cfg.MaxPollInterval
+	for i := 1; i < m.quiet && d <= most/2; i++ {
+		d *= 2
+	}
+	if most > m.cfg.PollInterval {
+		d = min(d, most)
+	}
+	return d
+}
 
 // onFetched reconciles one response: build its witness, classify it
 // against the earlier witnesses of its (cursor, generation), make the
@@ -840,6 +870,11 @@ func (m *Machine) onFetched(f *fetchRec, r Fetched) {
 func (m *Machine) onReconciled(f *fetchRec, r Fetched, v verdict, recoverWith ParkReason) {
 	m.malformedDone()
 	m.emit(Count{Metric: MetricRetries, Class: v.class, N: 1})
+	if len(r.Response.Events) == 0 {
+		m.quiet = min(m.quiet+1, maxQuiet)
+	} else {
+		m.quiet = 0
+	}
 	if !v.idle {
 		m.idle = idleRun{}
 	}
@@ -851,7 +886,7 @@ func (m *Machine) onReconciled(f *fetchRec, r Fetched, v verdict, recoverWith Pa
 		if d := m.now.Sub(m.idle.since); d >= IdleReport && m.now.Sub(m.idle.reported) >= IdleReport {
 			m.idle.reported = m.now
 			m.logf(Info, "Partition %s is not advancing: %d answers in %s proved nothing (%s); polling cursor %s at generation %d every %s",
-				m.cfg.Key.Partition, m.idle.n, d.Round(time.Second), v.reason, witness.CursorHash(f.cursor), f.gen, m.cfg.PollInterval)
+				m.cfg.Key.Partition, m.idle.n, d.Round(time.Second), v.reason, witness.CursorHash(f.cursor), f.gen, m.pollWait())
 		}
 		// An empty response that loops to its own cursor, or carries no
 		// evidence: nothing to record or emit; poll again. With everything
@@ -1256,7 +1291,7 @@ func (m *Machine) onFetchError(f *fetchRec, r Fetched) {
 		// Transient failures were already retried with back-off; keep the
 		// partition where it is and try again.
 		m.logf(Warn, "Partition %s: fetch of cursor %s failed, not advancing: %v", m.part(), witness.CursorHash(f.cursor), r.Err)
-		m.pollLater()
+		m.pollAt = m.now.Add(m.cfg.PollInterval)
 	}
 }
 

@@ -334,6 +334,11 @@ func (h *harness) config(d *datadriven.TestData) {
 			}
 		case "leased":
 			leaseOwner = val
+		case "maxpoll":
+			var err error
+			if cfg.MaxPollInterval, err = time.ParseDuration(val); err != nil {
+				d.Fatalf(h.t, "%v", err)
+			}
 		default:
 			d.Fatalf(h.t, "unknown config %s", arg.Key)
 		}

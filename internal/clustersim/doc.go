@@ -278,7 +278,7 @@
 //	go test ./internal/clustersim -run 'TestSim$' -schedules=100000 -timeout=3h -v   # long mode
 //	go test ./internal/clustersim -run 'TestSim$' -seed=N -variant=max-frontier -v   # one schedule
 //	go test ./internal/clustersim -run 'TestSim$' -seed=N -replay=FILE -v            # replay a shrunk op list
-//	go test ./internal/clustersim -run TestMetamorphic -v                            # 200 schedules x 6 shapes
+//	go test ./internal/clustersim -run TestMetamorphic -v                            # 200 schedules x 8 shapes
 //	go test ./internal/clustersim -run TestMetamorphic -metamorphic-seeds=2000 -timeout=2h -v
 //	go test ./internal/clustersim -run TestMetamorphic -seed=N -variant=coalesced-watermark-dropped -v
 //

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/tidemark/tidemark/internal/store"
 )
@@ -38,14 +39,17 @@ import (
 // Shape is the input's configuration a metamorphic run varies.
 type Shape struct {
 	Coalesce bool
-	Depth    int // max_pages_in_flight
+	Depth    int           // max_pages_in_flight
+	MaxPoll  time.Duration // max_poll_interval (0: no back-off)
 }
 
-func (s Shape) String() string { return fmt.Sprintf("coalesce=%v depth=%d", s.Coalesce, s.Depth) }
+func (s Shape) String() string {
+	return fmt.Sprintf("coalesce=%v depth=%d max_poll=%s", s.Coalesce, s.Depth, s.MaxPoll)
+}
 
 // Shapes are the configurations every schedule is compared under; the
 // first is the reference.
-var Shapes = []Shape{{false, 1}, {false, 2}, {false, 8}, {true, 1}, {true, 2}, {true, 8}}
+var Shapes = []Shape{{false, 1, 0}, {false, 2, 0}, {false, 8, 0}, {true, 1, 0}, {true, 2, 0}, {true, 8, 0}, {false, 2, 8 * time.Second}, {true, 8, 8 * time.Second}}
 
 // CheckMetamorphic: one schedule ends differently under two shapes.
 const CheckMetamorphic Check = "metamorphic"
@@ -163,7 +167,7 @@ func (s *sim) metamorphicOp(op Op) bool {
 func (s *sim) metamorphicSetup(su *setup) {
 	su.exit, su.discovery, su.recreates = false, false, false
 	if sh := s.cfg.Shape; sh != nil {
-		su.coalesce, su.depth = sh.Coalesce, sh.Depth
+		su.coalesce, su.depth, su.maxPoll = sh.Coalesce, sh.Depth, sh.MaxPoll
 	}
 }
 

@@ -7,11 +7,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
+
+	"math/rand/v2"
 
 	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/store/memstore"
-	"math/rand/v2"
 )
 
 // Variant injects one deliberately broken behaviour into the simulated
@@ -394,6 +396,9 @@ type setup struct {
 	// backend's).
 	retry, queue bool
 	prune        uint64
+	// maxPoll: the machines back off quiet polls up to it
+	// (max_poll_interval; 0: none).
+	maxPoll time.Duration
 	// recreates: partitions' sources are now and then deleted and created
 	// again under the same name (op "recreate", a new incarnation).
 	recreates bool
@@ -547,6 +552,8 @@ func newSim(cfg Config) *sim {
 		retry: partSeed(cfg.Seed, "fetch_retries")%2 == 0,
 		queue: partSeed(cfg.Seed, "queued_emissions")%2 == 0,
 		prune: []uint64{0, 1, 3}[partSeed(cfg.Seed, "witness_cleanup")%3],
+		// Half back off quiet polls, from its own hash too.
+		maxPoll: []time.Duration{0, 8 * time.Second}[partSeed(cfg.Seed, "max_poll_interval")%2],
 	}
 	if cfg.NoDriverPaths {
 		su.retry, su.queue, su.prune = false, false, 0
@@ -669,8 +676,8 @@ func newSim(cfg Config) *sim {
 	}
 	s.oracle.membership()
 	s.syncLanes()
-	s.desc = fmt.Sprintf("seed=%d variant=%s workers=%d publishers=%d depth=%d batch=%d coalesce=%v retry=%v queue=%v prune=%d %s %s parts=%s",
-		cfg.Seed, cfg.Variant, su.workers, su.publishers, su.depth, su.batch, su.coalesce, su.retry, su.queue, su.prune, s.faults, s.lease, strings.Join(desc, ","))
+	s.desc = fmt.Sprintf("seed=%d variant=%s workers=%d publishers=%d depth=%d batch=%d coalesce=%v retry=%v queue=%v prune=%d max_poll=%s %s %s parts=%s",
+		cfg.Seed, cfg.Variant, su.workers, su.publishers, su.depth, su.batch, su.coalesce, su.retry, su.queue, su.prune, su.maxPoll, s.faults, s.lease, strings.Join(desc, ","))
 	if su.discovery {
 		s.desc += " discovery"
 	}
