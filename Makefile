@@ -47,7 +47,7 @@ sim:
 	$(GO) test -count=1 -run 'TestSim$$|TestVariantsAreCaught' ./internal/clustersim/
 
 fuzz:
-	$(GO) test -run='^$$' -fuzz='^FuzzClassify$$' -fuzztime=15s ./internal/witness/
+	$(GO) test -run='^$$' -fuzz='^FuzzClassify$$' -fuzztime=15s ./internal/reconcile/
 
 ## docs: regenerate the component reference under docs/ (a test fails when
 ## it is stale). Only generated pages (their first line says so) are removed

@@ -12,31 +12,31 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
-	"github.com/tidemark/tidemark/internal/witness"
 	"github.com/tidemark/tidemark/provider/simulated"
 )
 
 // simWitness is the witness of page gen of a simulated partition: 100
 // events, the simulated source's cursors (the same item sizes as the
 // pipeline writes).
-func simWitness(k store.Key, gen uint64) witness.Witness {
+func simWitness(k store.Key, gen uint64) reconcile.Witness {
 	first := int64(gen-1)*benchPageSize + 1
-	evs := make([]witness.EventWitness, benchPageSize)
+	evs := make([]reconcile.EventWitness, benchPageSize)
 	for i := range evs {
 		pos := first + int64(i)
 		h := fnv.New64a()
 		h.Write([]byte(simulated.EventID(k.Partition, pos)))
 		d := sha256.Sum256(simulated.Payload(k.Partition, pos))
-		evs[i] = witness.EventWitness{IDHash: h.Sum64(), Position: coord.IntPosition(pos), Digest: binary.BigEndian.Uint64(d[:8])}
+		evs[i] = reconcile.EventWitness{IDHash: h.Sum64(), Position: coord.IntPosition(pos), Digest: binary.BigEndian.Uint64(d[:8])}
 	}
-	return witness.Witness{
+	return reconcile.Witness{
 		Scope: k.Scope, Partition: k.Partition, Generation: gen,
 		InputCursor: simCursor(first), Successor: simCursor(first + benchPageSize),
 		AttemptID:       fmt.Sprintf("%012x-0badcafe-%08x", time.Now().UnixMilli(), gen),
 		Events:          evs,
 		CompleteThrough: coord.Integer(first + benchPageSize - 1),
-		Disposition:     witness.Pending,
+		Disposition:     reconcile.Pending,
 	}
 }
 
@@ -75,7 +75,7 @@ func BenchmarkStoreCeiling(b *testing.B) {
 					cps[i] = cp
 				}
 				// Witnesses are built up front: only the store is measured.
-				ws := make([][]witness.Witness, p)
+				ws := make([][]reconcile.Witness, p)
 				for i := range ws {
 					for g := range pagesEach {
 						ws[i] = append(ws[i], simWitness(keys[i], uint64(g+1)))

@@ -22,9 +22,9 @@ import (
 	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/dynalitetest"
 	"github.com/tidemark/tidemark/internal/dynamostore"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/store/memstore"
-	"github.com/tidemark/tidemark/internal/witness"
 	"github.com/tidemark/tidemark/provider"
 	"github.com/tidemark/tidemark/provider/simulated"
 )
@@ -366,12 +366,12 @@ func (s *slowStore) Promote(ctx context.Context, p store.Promotion) (store.Check
 	return s.Store.Promote(ctx, p)
 }
 
-func (s *slowStore) PutWitness(ctx context.Context, w witness.Witness) error {
+func (s *slowStore) PutWitness(ctx context.Context, w reconcile.Witness) error {
 	s.wait(ctx)
 	return s.Store.PutWitness(ctx, w)
 }
 
-func (s *slowStore) WitnessesFrom(ctx context.Context, k store.Key, from uint64) ([]witness.Witness, error) {
+func (s *slowStore) WitnessesFrom(ctx context.Context, k store.Key, from uint64) ([]reconcile.Witness, error) {
 	s.wait(ctx)
 	return s.Store.WitnessesFrom(ctx, k, from)
 }
@@ -381,7 +381,7 @@ func (s *slowStore) RecordReceipt(ctx context.Context, k store.Key, gen uint64, 
 	return s.Store.RecordReceipt(ctx, k, gen, attempt, acked)
 }
 
-func (s *slowStore) SetDisposition(ctx context.Context, k store.Key, gen uint64, attempt string, d witness.Disposition) error {
+func (s *slowStore) SetDisposition(ctx context.Context, k store.Key, gen uint64, attempt string, d reconcile.Disposition) error {
 	s.wait(ctx)
 	return s.Store.SetDisposition(ctx, k, gen, attempt, d)
 }

@@ -5,7 +5,7 @@
 // providers live below this package and register themselves),
 // records a durable response witness for every page before any of its
 // events leaves the input, classifies retries of the same cursor with the
-// pure core (internal/witness), and moves a partition's checkpoint to a
+// pure core (internal/reconcile), and moves a partition's checkpoint to a
 // page's successor with one conditional write (internal/store) only after
 // the outputs acknowledged every event of that exact page. It also keeps the
 // scope's membership record and publishes the combined frontier
@@ -23,7 +23,7 @@
 //
 //   - Binding (invariant 1). A page's successor is promoted only by the
 //     core's decision for that page's own witness and verdict
-//     (witness.DecidePromotion, asked by the chain machine), with completion read from that page's own receipts
+//     (reconcile.DecidePromotion, asked by the chain machine), with completion read from that page's own receipts
 //     or evidence; pages fetched ahead from a successor that is not durable
 //     are dropped when the chain restarts or holds.
 //   - Fencing (invariant 2). Every progress write is conditional:

@@ -42,9 +42,9 @@ import (
 	"github.com/tidemark/tidemark/internal/dynalitetest"
 	"github.com/tidemark/tidemark/internal/dynamostore"
 	"github.com/tidemark/tidemark/internal/e2etest"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/storeconfig"
-	"github.com/tidemark/tidemark/internal/witness"
 	"github.com/tidemark/tidemark/provider/simulated"
 )
 
@@ -484,15 +484,15 @@ type promotionRecord struct {
 
 type recorder struct {
 	mu         sync.Mutex
-	loads      map[store.Key]int          // LoadCheckpoint calls
-	witnesses  map[string]witness.Witness // by attempt id, once durable
+	loads      map[store.Key]int            // LoadCheckpoint calls
+	witnesses  map[string]reconcile.Witness // by attempt id, once durable
 	promotions map[store.Key][]promotionRecord
 	created    map[store.Key]store.Checkpoint
 	violations []string
 }
 
 func newRecorder() *recorder {
-	return &recorder{loads: map[store.Key]int{}, witnesses: map[string]witness.Witness{}, promotions: map[store.Key][]promotionRecord{}, created: map[store.Key]store.Checkpoint{}}
+	return &recorder{loads: map[store.Key]int{}, witnesses: map[string]reconcile.Witness{}, promotions: map[store.Key][]promotionRecord{}, created: map[store.Key]store.Checkpoint{}}
 }
 
 // loadsOf is the number of LoadCheckpoint calls the inputs made for k (a
@@ -575,7 +575,7 @@ func (r *recorder) requireChain(t *testing.T, scope string, parts []string, n in
 					t.Fatalf("%s: restart at generation %d after watermark %s but applied boundary %d", part, gen, wm, applied)
 				}
 			} else {
-				var ws []witness.Witness
+				var ws []reconcile.Witness
 				if pages == 1 {
 					w, ok := r.witnesses[p.WitnessID]
 					if !ok {
@@ -585,7 +585,7 @@ func (r *recorder) requireChain(t *testing.T, scope string, parts []string, n in
 						t.Fatalf("%s: promotion from generation %d cursor %q to %q uses witness %s of generation %d cursor %q successor %q (binding)",
 							part, gen, cur, p.To, w.AttemptID, w.Generation, w.InputCursor, w.Successor)
 					}
-					ws = []witness.Witness{w}
+					ws = []reconcile.Witness{w}
 				} else if ws = r.chainOf(k, gen, cur, pages, p.WitnessID, p.To); ws == nil {
 					t.Fatalf("%s: promotion of %d pages from generation %d cursor %q to %q (witness %s): no chain of durable witnesses, each fetched from its predecessor's successor, leads there (binding)",
 						part, pages, gen, cur, p.To, p.WitnessID)
@@ -627,19 +627,19 @@ func (r *recorder) requireChain(t *testing.T, scope string, parts []string, n in
 // from (gen, cur) to "to" stands for: one per generation, each fetched from
 // its predecessor's successor, the last one last with successor to. nil
 // when there is none. Requires r.mu.
-func (r *recorder) chainOf(k store.Key, gen uint64, cur []byte, pages uint64, last string, to []byte) []witness.Witness {
+func (r *recorder) chainOf(k store.Key, gen uint64, cur []byte, pages uint64, last string, to []byte) []reconcile.Witness {
 	for _, w := range r.witnesses {
 		if w.Scope != k.Scope || w.Partition != k.Partition || w.Generation != gen || !bytes.Equal(w.InputCursor, cur) {
 			continue
 		}
 		if pages == 1 {
 			if w.AttemptID == last && bytes.Equal(w.Successor, to) {
-				return []witness.Witness{w}
+				return []reconcile.Witness{w}
 			}
 			continue
 		}
 		if rest := r.chainOf(k, gen+1, w.Successor, pages-1, last, to); rest != nil {
-			return append([]witness.Witness{w}, rest...)
+			return append([]reconcile.Witness{w}, rest...)
 		}
 	}
 	return nil
@@ -668,7 +668,7 @@ func (s *spyStore) LoadCheckpoint(ctx context.Context, k store.Key) (store.Check
 	return s.Store.LoadCheckpoint(ctx, k)
 }
 
-func (s *spyStore) PutWitness(ctx context.Context, w witness.Witness) error {
+func (s *spyStore) PutWitness(ctx context.Context, w reconcile.Witness) error {
 	err := s.Store.PutWitness(ctx, w)
 	if err == nil {
 		s.rec.mu.Lock()
@@ -678,13 +678,13 @@ func (s *spyStore) PutWitness(ctx context.Context, w witness.Witness) error {
 	return err
 }
 
-func (s *spyStore) Witnesses(ctx context.Context, k store.Key, generation uint64) ([]witness.Witness, error) {
+func (s *spyStore) Witnesses(ctx context.Context, k store.Key, generation uint64) ([]reconcile.Witness, error) {
 	ws, err := s.Store.Witnesses(ctx, k, generation)
 	s.loaded(ws, err)
 	return ws, err
 }
 
-func (s *spyStore) WitnessesFrom(ctx context.Context, k store.Key, fromGeneration uint64) ([]witness.Witness, error) {
+func (s *spyStore) WitnessesFrom(ctx context.Context, k store.Key, fromGeneration uint64) ([]reconcile.Witness, error) {
 	ws, err := s.Store.WitnessesFrom(ctx, k, fromGeneration)
 	s.loaded(ws, err)
 	return ws, err
@@ -692,7 +692,7 @@ func (s *spyStore) WitnessesFrom(ctx context.Context, k store.Key, fromGeneratio
 
 // loaded records witnesses read back from the store: an earlier process
 // made them durable.
-func (s *spyStore) loaded(ws []witness.Witness, err error) {
+func (s *spyStore) loaded(ws []reconcile.Witness, err error) {
 	if err != nil {
 		return
 	}

@@ -17,11 +17,11 @@ import (
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/feed"
 	"github.com/tidemark/tidemark/internal/leasing"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/redact"
 	"github.com/tidemark/tidemark/internal/runstatus"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/storeconfig"
-	"github.com/tidemark/tidemark/internal/witness"
 	"github.com/tidemark/tidemark/provider"
 )
 
@@ -511,7 +511,7 @@ func (in *paginatedInput) message(p *partition, e chain.Emit, i int) *service.Me
 }
 
 // cursorHash is how raw cursors appear in logs and metadata.
-func cursorHash(c []byte) string { return witness.CursorHash(c) }
+func cursorHash(c []byte) string { return reconcile.CursorHash(c) }
 
 // maybePrune deletes, every PruneEvery generations, the witnesses below the
 // durable checkpoint cp's generation: nothing reads them again

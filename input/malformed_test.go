@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/internal/e2etest"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
-	"github.com/tidemark/tidemark/internal/witness"
 	"github.com/tidemark/tidemark/provider/simulated"
 )
 
@@ -197,13 +197,13 @@ func TestStreamMalformedAnswersRetriedThenGood(t *testing.T) {
 					want := src.event(part, pos)
 					gs := delivered[want.ID]
 					require.NotEmpty(t, gs, "event %s delivered", want.ID)
-					require.Equal(t, witness.HashID(want.ID), ew.IDHash, "witness of %s records its id", want.ID)
+					require.Equal(t, reconcile.HashID(want.ID), ew.IDHash, "witness of %s records its id", want.ID)
 					for _, g := range gs {
 						assert.Equal(t, strconv.FormatInt(pos, 10), g.pos, "%s delivered at its position", want.ID)
 						var ev flakyEvent
 						require.NoError(t, json.Unmarshal(g.payload, &ev), "%s: payload %q", want.ID, g.payload)
 						assert.Equal(t, want, ev, "%s delivered as the good answer had it", want.ID)
-						assert.Equal(t, ew.Digest, witness.HashPayload(g.payload), "%s delivered as its witness recorded it", want.ID)
+						assert.Equal(t, ew.Digest, reconcile.HashPayload(g.payload), "%s delivered as its witness recorded it", want.ID)
 					}
 				}
 			}
@@ -224,7 +224,7 @@ func (h *harness) noParks() error {
 }
 
 // witnessOf returns the durable witness with attempt id id.
-func (h *harness) witnessOf(id string) (witness.Witness, bool) {
+func (h *harness) witnessOf(id string) (reconcile.Witness, bool) {
 	h.rec.mu.Lock()
 	defer h.rec.mu.Unlock()
 	w, ok := h.rec.witnesses[id]

@@ -10,7 +10,7 @@ import (
 )
 
 // The contract a provider declares: what its responses prove. The
-// reconciliation core (internal/witness) trusts nothing else. These types
+// reconciliation core (internal/reconcile) trusts nothing else. These types
 // are defined here, in the public SDK, and the core uses them as they are;
 // docs/design.md#provider-contract says what each field promises and what
 // the input does with it.
@@ -185,11 +185,11 @@ type Contract struct {
 	// no arithmetic and never becomes durable under a lag). Positive.
 	FinalityLag int64
 	// Pagination is how pages follow one another (token, keyset, offset);
-	// see witness.CheckContinuity (internal) and docs/pagination.md.
+	// see reconcile.CheckContinuity (internal) and docs/pagination.md.
 	Pagination Pagination
 	// OffsetOverlap (offset pagination): every page after the first of a
 	// traversal is requested one event early and must begin with the
-	// previous page's last event; otherwise it shifted (witness.CheckContinuity).
+	// previous page's last event; otherwise it shifted (reconcile.CheckContinuity).
 	OffsetOverlap bool
 	// OffsetUnproven (offset pagination): the contract declares that
 	// nothing proves a page continues the previous one. The partition reads

@@ -3,8 +3,8 @@ package chain
 import (
 	"bytes"
 
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
-	"github.com/tidemark/tidemark/internal/witness"
 )
 
 // Promotion coalescing. When acknowledgements run ahead of promotions (a
@@ -15,7 +15,7 @@ import (
 //   - page i+1 was fetched from page i's successor at the generation after
 //     it (the chain's fetch-ahead), every event of it has a terminal
 //     outcome, and it is not nacked;
-//   - witness.DecidePromotion, asked with the checkpoint page i's own
+//   - reconcile.DecidePromotion, asked with the checkpoint page i's own
 //     promotion would leave (store.Promotion.Apply), answers Promote;
 //   - page i does not complete the partition, nor end it under
 //     exit_when_complete.
@@ -57,14 +57,14 @@ func (m *Machine) coalesce(head *page) []*page {
 			break
 		}
 		nx.w.AckedThrough = len(nx.w.Events)
-		d := witness.DecidePromotion(witness.PromotionInput{
+		d := reconcile.DecidePromotion(reconcile.PromotionInput{
 			Contract:   m.cfg.Contract,
 			Checkpoint: witnessCheckpoint(virt),
 			Witness:    nx.w,
 			Verdict:    nx.v.core,
 			Witnesses:  m.prior[nx.fromGen],
 		})
-		if d.Action != witness.Promote {
+		if d.Action != reconcile.Promote {
 			break
 		}
 		nx.decision = d.Promotion

@@ -8,7 +8,7 @@
 // acks) and the
 // simulator (internal/clustersim: one step at a time against the in-memory store
 // with its faults and the model provider) drive this one machine, so the
-// sequencing they exercise is the same. It imports only internal/witness,
+// sequencing they exercise is the same. It imports only internal/reconcile,
 // internal/store (types and pure functions) and internal/coord: no
 // goroutines, no clock (time comes in Tick), no I/O (package chainstore
 // performs its store calls).
@@ -20,7 +20,7 @@
 //     generation, lease) it last read; a lost condition reloads, an unknown
 //     outcome is resolved by reading (Resolve), never by writing blindly.
 //   - Binding (invariant 1): a page's successor is promoted only with the
-//     verdict of its own witness (witness.DecidePromotion); pages are
+//     verdict of its own witness (reconcile.DecidePromotion); pages are
 //     promoted strictly in chain order.
 //   - Witness first (invariant 4): a fresh witness is made durable
 //     (PutWitness answered without error) before any Emit of its events;
@@ -46,7 +46,7 @@
 //     records its receipts so it is never emitted again; a promotion that
 //     completes the partition ends the machine (Completed).
 //   - Contract monitors (monitor.go, docs/design.md#contract-monitors):
-//     every response is also held against the contract (witness.Monitor):
+//     every response is also held against the contract (reconcile.Monitor):
 //     each observation is counted (MetricViolations, and the checkpoint's
 //     counts with the next promotion) and the first of a kind logged; one
 //     that breaks a published claim withdraws the scope's scalar frontier

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
-	"github.com/tidemark/tidemark/internal/witness"
 	"github.com/tidemark/tidemark/provider"
 )
 
@@ -16,7 +16,7 @@ import (
 // starts (every load: start-up, a lease taken, a restart, an unpark),
 // before every recovery, and every IncarnationInterval while it reads. A
 // response whose positions went back where the contract says they never
-// do (witness.Recreated) is evidence of a new incarnation too. A change is
+// do (reconcile.Recreated) is evidence of a new incarnation too. A change is
 // never a silent continuation: Reincarnate records it as a membership
 // change (a new, unproven epoch) and resets the checkpoint to the
 // partition's start in the new incarnation, with one conditional write
@@ -56,7 +56,7 @@ func (m *Machine) onIncarnationVerified(why string, r IncarnationFound, then *ne
 		m.wait(StateCheckingIncarnation, m.cfg.PollInterval, next{kind: doVerifyIncarnation, text: why, then: then})
 		return
 	}
-	h := witness.IncarnationHash(r.Value)
+	h := reconcile.IncarnationHash(r.Value)
 	m.scheduleCheck()
 	switch {
 	case m.cp.Incarnation == h:
@@ -137,7 +137,7 @@ func (m *Machine) onIncarnationChecked(what string, asked uint64, r IncarnationF
 		m.resume(then)
 		return
 	}
-	h := witness.IncarnationHash(r.Value)
+	h := reconcile.IncarnationHash(r.Value)
 	m.scheduleCheck()
 	if h == m.incarnation && !m.cfg.IgnoreIncarnation {
 		m.confirmed = max(m.confirmed, asked)
@@ -177,7 +177,7 @@ func (m *Machine) onIncarnationConfirmed(asked uint64, r IncarnationFound) {
 		m.wait(StateCheckingIncarnation, m.cfg.PollInterval, next{kind: doPromoteHead})
 		return
 	}
-	h := witness.IncarnationHash(r.Value)
+	h := reconcile.IncarnationHash(r.Value)
 	if h != m.incarnation {
 		m.reincarnate(m.incarnation, h, fmt.Sprintf("the check before a promotion answered another value at %s", m.stamp()))
 		return
@@ -205,7 +205,7 @@ func (m *Machine) recreated(f *fetchRec, r provider.Response) (string, bool) {
 	if m.cfg.IgnoreIncarnation || m.cfg.Incarnation || m.evidenceResets > 0 {
 		return "", false
 	}
-	return witness.Recreated(witness.RecreationInput{
+	return reconcile.Recreated(reconcile.RecreationInput{
 		Contract: m.cfg.Contract, Applied: m.tail.applied, HasApplied: m.tail.hasApplied, Watermark: m.tail.wm,
 		AfterPage: m.followsBoundary(f), Response: r,
 	})
@@ -220,7 +220,7 @@ func (m *Machine) followsBoundary(f *fetchRec) bool {
 	if !m.tail.hasApplied {
 		return false
 	}
-	var evs []witness.EventWitness
+	var evs []reconcile.EventWitness
 	switch {
 	case f.gen == m.cp.Generation:
 		evs = m.promotedEvents
@@ -248,9 +248,9 @@ func (m *Machine) followsBoundary(f *fetchRec) bool {
 // partition that declares no incarnation (recreated): a new incarnation,
 // recorded under a hash of the evidence, once per process.
 func (m *Machine) onRecreated(f *fetchRec, attempt, why string) {
-	evidence := fmt.Sprintf("a response of generation %d cursor %s: %s", f.gen, witness.CursorHash(f.cursor), why)
+	evidence := fmt.Sprintf("a response of generation %d cursor %s: %s", f.gen, reconcile.CursorHash(f.cursor), why)
 	m.evidenceResets++
-	m.reincarnate(m.incarnation, witness.IncarnationHash("positions-went-back:"+attempt), evidence+" at "+m.stamp())
+	m.reincarnate(m.incarnation, reconcile.IncarnationHash("positions-went-back:"+attempt), evidence+" at "+m.stamp())
 }
 
 func (m *Machine) stamp() string { return m.now.UTC().Format(time.RFC3339) }

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
-	"github.com/tidemark/tidemark/internal/witness"
 	"github.com/tidemark/tidemark/provider"
 )
 
@@ -68,7 +68,7 @@ type EpochChanged struct{ Epoch uint64 }
 // error of the first store call that failed.
 type Loaded struct {
 	Checkpoint store.Checkpoint
-	Witnesses  []witness.Witness
+	Witnesses  []reconcile.Witness
 	Err        error
 }
 
@@ -260,7 +260,7 @@ type Fetch struct {
 }
 
 // PutWitness: make Witness durable (idempotent). Answer: WitnessStored.
-type PutWitness struct{ Witness witness.Witness }
+type PutWitness struct{ Witness reconcile.Witness }
 
 // Emit: hand events From..To-1 of a page downstream as batch Batch, and
 // report its outcome with Acked/Nacked/Delivered. Events are the
@@ -274,7 +274,7 @@ type Emit struct {
 	Class      RetryClass
 	From, To   int
 	Events     []provider.Event
-	Witnessed  []witness.EventWitness
+	Witnessed  []reconcile.EventWitness
 }
 
 // EndChain: the chain Chain ended: its emissions not yet handed downstream
@@ -405,7 +405,7 @@ type Log struct {
 type Count struct {
 	Metric    Metric
 	Class     RetryClass
-	Violation witness.ViolationKind
+	Violation reconcile.ViolationKind
 	N         int64
 }
 
@@ -480,7 +480,7 @@ func wm(w coord.Watermark) string {
 	return w.String()
 }
 
-func positions(evs []witness.EventWitness) string {
+func positions(evs []reconcile.EventWitness) string {
 	var b strings.Builder
 	b.WriteString("[")
 	for i, e := range evs {
@@ -540,7 +540,7 @@ func DescribeCheckpoint(cp store.Checkpoint) string {
 }
 
 // DescribeWitness renders a witness on one line.
-func DescribeWitness(w witness.Witness) string {
+func DescribeWitness(w reconcile.Witness) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s g%d %s -> %s events %s", w.AttemptID, w.Generation, Cursor(w.InputCursor), Cursor(w.Successor), positions(w.Events))
 	if !w.CompleteThrough.IsZero() {
@@ -659,7 +659,7 @@ func (r IncarnationFound) String() string {
 	if r.Err != nil {
 		return "incarnation: " + errText(r.Err)
 	}
-	return "incarnation " + witness.IncarnationHash(r.Value)
+	return "incarnation " + reconcile.IncarnationHash(r.Value)
 }
 
 func (r Reincarnated) String() string {

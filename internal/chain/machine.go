@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
-	"github.com/tidemark/tidemark/internal/witness"
 	"github.com/tidemark/tidemark/provider"
 )
 
@@ -98,9 +98,9 @@ type Config struct {
 	// IgnoreIncarnation makes the machine read on across a changed
 	// incarnation. Only the simulator's broken variant sets it.
 	IgnoreIncarnation bool
-	// Classify replaces witness.Classify (nil: witness.Classify). Only the
+	// Classify replaces reconcile.Classify (nil: reconcile.Classify). Only the
 	// simulator's broken variants set it.
-	Classify func(witness.ClassifyInput) (witness.Verdict, error)
+	Classify func(reconcile.ClassifyInput) (reconcile.Verdict, error)
 }
 
 type phase uint8
@@ -121,11 +121,11 @@ type page struct {
 	chain      uint64 // the chain that fetched it
 	fromCursor []byte
 	fromGen    uint64
-	w          witness.Witness
+	w          reconcile.Witness
 	v          verdict
 	events     []provider.Event // the response's events (ids, payloads)
 	bytes      int64            // what the page holds: ids, payloads, cursors (PageBytes)
-	decision   witness.Promotion
+	decision   reconcile.Promotion
 	// coalesced are the pages after this one promoted with it in one
 	// write (coalesce.go); set when its promotion is built.
 	coalesced []*page
@@ -213,8 +213,8 @@ type Machine struct {
 	queue []Input // fetch results and delivery outcomes that came while a call or a sleep was outstanding
 
 	cp             store.Checkpoint
-	prior          map[uint64][]witness.Witness // witnesses by generation, loaded and written
-	promotedEvents []witness.EventWitness       // events of the witness whose successor is the durable cursor
+	prior          map[uint64][]reconcile.Witness // witnesses by generation, loaded and written
+	promotedEvents []reconcile.EventWitness       // events of the witness whose successor is the durable cursor
 	// restarts counts restarts from a boundary since the last promotion of
 	// a real response; it sets the back-off and, past MaxRestarts, parks.
 	restarts int
@@ -255,7 +255,7 @@ type Machine struct {
 	arrived, confirmed uint64
 	// evidenceResets counts the resets this machine made on evidence its
 	// provider's incarnation check did not confirm (positions went back,
-	// witness.Recreated): one per process, then the same evidence is the
+	// reconcile.Recreated): one per process, then the same evidence is the
 	// contract violation it also is. reincarnations counts every reset, to
 	// back off before the next one.
 	evidenceResets, reincarnations int
@@ -278,13 +278,13 @@ func New(cfg Config) *Machine {
 	if cfg.MaxPagesInFlight < 1 {
 		cfg.MaxPagesInFlight = 1
 	}
-	return &Machine{cfg: cfg, lease: cfg.Lease, prior: map[uint64][]witness.Witness{}, batches: map[uint64]batchRef{}}
+	return &Machine{cfg: cfg, lease: cfg.Lease, prior: map[uint64][]reconcile.Witness{}, batches: map[uint64]batchRef{}}
 }
 
 // Known returns a copy of the witnesses the machine knows for generation
 // gen (loaded, or written since).
-func (m *Machine) Known(gen uint64) []witness.Witness {
-	return append([]witness.Witness(nil), m.prior[gen]...)
+func (m *Machine) Known(gen uint64) []reconcile.Witness {
+	return append([]reconcile.Witness(nil), m.prior[gen]...)
 }
 
 // Step feeds one input and returns the actions it leads to, in order.
@@ -651,11 +651,11 @@ func (m *Machine) onLoaded(ld Load, r Loaded) {
 // generation before is the durable cursor's receipts; the other pending
 // witnesses of that generation lost and are marked abandoned (again, if an
 // earlier incarnation could not).
-func (m *Machine) loaded(from uint64, cp store.Checkpoint, ws []witness.Witness) {
+func (m *Machine) loaded(from uint64, cp store.Checkpoint, ws []reconcile.Witness) {
 	m.cp = cp
-	m.prior = map[uint64][]witness.Witness{}
+	m.prior = map[uint64][]reconcile.Witness{}
 	m.promotedEvents = nil
-	var older []witness.Witness
+	var older []reconcile.Witness
 	for _, w := range ws {
 		switch {
 		case w.Generation >= cp.Generation:
@@ -666,7 +666,7 @@ func (m *Machine) loaded(from uint64, cp store.Checkpoint, ws []witness.Witness)
 			older = append(older, w)
 		}
 	}
-	m.abandonAll(StateLoading, from, witness.Abandon(witnessCheckpoint(cp), older), &next{kind: doAfterLoad, cp: &cp})
+	m.abandonAll(StateLoading, from, reconcile.Abandon(witnessCheckpoint(cp), older), &next{kind: doAfterLoad, cp: &cp})
 }
 
 // afterLoad goes on with the loaded checkpoint cp once the leftover
@@ -761,7 +761,7 @@ func (m *Machine) startChain() {
 	m.extend = true
 	m.pollAt = time.Time{}
 	if !m.unprovenSaid {
-		ct := witness.CheckContinuity(witness.ContinuityInput{Contract: m.cfg.Contract, Boundary: true, Witness: witness.Witness{Partition: m.part()}})
+		ct := reconcile.CheckContinuity(reconcile.ContinuityInput{Contract: m.cfg.Contract, Boundary: true, Witness: reconcile.Witness{Partition: m.part()}})
 		if ct.Unproven {
 			m.unprovenSaid = true
 			m.logf(Warn, "Partition %s cannot prove completeness: %s", m.part(), ct.Reason)
@@ -841,8 +841,8 @@ func (m *Machine) onFetched(f *fetchRec, r Fetched) {
 	var mp malformedPage
 	switch {
 	case errors.As(err, &mp):
-		var vs []witness.Violation
-		if bv, ok := witness.BuildViolation(mp.err); ok {
+		var vs []reconcile.Violation
+		if bv, ok := reconcile.BuildViolation(mp.err); ok {
 			vs = append(vs, bv)
 		}
 		m.report(vs, &next{kind: doOnMalformed, f: f, text: mp.Error()})
@@ -852,7 +852,7 @@ func (m *Machine) onFetched(f *fetchRec, r Fetched) {
 		// witness of its cursor and generation): fetching it again cannot
 		// make the two agree.
 		m.count(MetricBadResponses, 1)
-		m.park(ParkReason{rejectionKind(err), fmt.Sprintf("at generation %d cursor %s: %v", f.gen, witness.CursorHash(f.cursor), err)})
+		m.park(ParkReason{rejectionKind(err), fmt.Sprintf("at generation %d cursor %s: %v", f.gen, reconcile.CursorHash(f.cursor), err)})
 		return
 	}
 	// The first observation of a kind that breaks a claim makes the
@@ -886,7 +886,7 @@ func (m *Machine) onReconciled(f *fetchRec, r Fetched, v verdict, recoverWith Pa
 		if d := m.now.Sub(m.idle.since); d >= IdleReport && m.now.Sub(m.idle.reported) >= IdleReport {
 			m.idle.reported = m.now
 			m.logf(Info, "Partition %s is not advancing: %d answers in %s proved nothing (%s); polling cursor %s at generation %d every %s",
-				m.cfg.Key.Partition, m.idle.n, d.Round(time.Second), v.reason, witness.CursorHash(f.cursor), f.gen, m.pollWait())
+				m.cfg.Key.Partition, m.idle.n, d.Round(time.Second), v.reason, reconcile.CursorHash(f.cursor), f.gen, m.pollWait())
 		}
 		// An empty response that loops to its own cursor, or carries no
 		// evidence: nothing to record or emit; poll again. With everything
@@ -900,7 +900,7 @@ func (m *Machine) onReconciled(f *fetchRec, r Fetched, v verdict, recoverWith Pa
 		return
 	}
 	if v.diverged {
-		m.recover(false, ParkReason{ParkDivergence, fmt.Sprintf("at generation %d cursor %s: %s", f.gen, witness.CursorHash(f.cursor), v.reason)})
+		m.recover(false, ParkReason{ParkDivergence, fmt.Sprintf("at generation %d cursor %s: %s", f.gen, reconcile.CursorHash(f.cursor), v.reason)})
 		return
 	}
 	m.arrived++
@@ -949,11 +949,11 @@ func (m *Machine) onReconciled(f *fetchRec, r Fetched, v verdict, recoverWith Pa
 	m.promoteHead()
 }
 
-func (m *Machine) putWitness(w witness.Witness, then *next) {
+func (m *Machine) putWitness(w reconcile.Witness, then *next) {
 	m.ask(StateWitnessing, PutWitness{Witness: w}, next{kind: onWitnessStored, w: &w, then: then})
 }
 
-func (m *Machine) onWitnessStored(w witness.Witness, r WitnessStored, then *next) {
+func (m *Machine) onWitnessStored(w reconcile.Witness, r WitnessStored, then *next) {
 	switch {
 	case r.Err == nil:
 		m.resume(then)
@@ -1046,11 +1046,11 @@ func (m *Machine) promoteHead() {
 	pg.w.AckedThrough = len(pg.w.Events)
 	d := m.decide(pg)
 	switch d.Action {
-	case witness.Refuse:
+	case reconcile.Refuse:
 		m.count(MetricRefusals, 1)
 		m.recover(false, ParkReason{ParkRefused, fmt.Sprintf("of attempt %s at generation %d: %s", pg.w.AttemptID, pg.fromGen, d.Reason)})
 		return
-	case witness.Hold:
+	case reconcile.Hold:
 		// Every event delivered, but no evidence to move past it (or
 		// nothing would change): keep the witness pending and poll the
 		// same cursor again, or stop if the partition is caught up. The
@@ -1265,12 +1265,12 @@ func (m *Machine) settlePages(pages []*page, i int, then *next) {
 		return
 	}
 	p := pages[i]
-	p.w.Disposition = witness.Promoted
+	p.w.Disposition = reconcile.Promoted
 	m.rememberWitness(p.w)
 	// Other pending witnesses of the same (cursor, generation) lost.
 	var others []string
 	for _, w := range m.prior[p.fromGen] {
-		if w.AttemptID != p.w.AttemptID && w.Disposition == witness.Pending && string(w.InputCursor) == string(p.fromCursor) {
+		if w.AttemptID != p.w.AttemptID && w.Disposition == reconcile.Pending && string(w.InputCursor) == string(p.fromCursor) {
 			others = append(others, w.AttemptID)
 		}
 	}
@@ -1282,15 +1282,15 @@ func (m *Machine) onFetchError(f *fetchRec, r Fetched) {
 	m.count(MetricFetchErrors, 1)
 	switch r.Failure {
 	case FetchExpired:
-		m.recover(true, ParkReason{ParkExpired, fmt.Sprintf("%s at generation %d: %s", witness.CursorHash(f.cursor), f.gen, r.Detail)})
+		m.recover(true, ParkReason{ParkExpired, fmt.Sprintf("%s at generation %d: %s", reconcile.CursorHash(f.cursor), f.gen, r.Detail)})
 	case FetchMalformed:
 		m.onMalformed(f, r.Err.Error())
 	case FetchPermanent:
-		m.park(ParkReason{ParkPermanent, fmt.Sprintf("of cursor %s at generation %d: %v", witness.CursorHash(f.cursor), f.gen, r.Err)})
+		m.park(ParkReason{ParkPermanent, fmt.Sprintf("of cursor %s at generation %d: %v", reconcile.CursorHash(f.cursor), f.gen, r.Err)})
 	default:
 		// Transient failures were already retried with back-off; keep the
 		// partition where it is and try again.
-		m.logf(Warn, "Partition %s: fetch of cursor %s failed, not advancing: %v", m.part(), witness.CursorHash(f.cursor), r.Err)
+		m.logf(Warn, "Partition %s: fetch of cursor %s failed, not advancing: %v", m.part(), reconcile.CursorHash(f.cursor), r.Err)
 		m.pollAt = m.now.Add(m.cfg.PollInterval)
 	}
 }

@@ -46,9 +46,9 @@ import (
 	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/chain/chainstore"
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/store/memstore"
-	"github.com/tidemark/tidemark/internal/witness"
 	"github.com/tidemark/tidemark/provider"
 )
 
@@ -484,7 +484,7 @@ func (h *harness) seedWitness(d *datadriven.TestData, kv map[string]string) {
 		toks = append(toks, strings.Split(e, ",")...)
 	}
 	slices.Sort(toks)
-	w, err := witness.Build(witness.BuildInput{
+	w, err := reconcile.Build(reconcile.BuildInput{
 		Scope: key.Scope, Partition: key.Partition, Generation: uint64(num(d, h.t, kv["gen"])), InputCursor: []byte(kv["cursor"]),
 		AttemptID: kv["id"], Response: h.response(d, strings.Join(toks, " ")), Contract: h.cfg.Contract,
 	})
@@ -609,14 +609,14 @@ func (f *faulty) LoadCheckpoint(c context.Context, k store.Key) (store.Checkpoin
 	return f.Store.LoadCheckpoint(c, k)
 }
 
-func (f *faulty) WitnessesFrom(c context.Context, k store.Key, g uint64) ([]witness.Witness, error) {
+func (f *faulty) WitnessesFrom(c context.Context, k store.Key, g uint64) ([]reconcile.Witness, error) {
 	if f.take("WitnessesFrom") != "" {
 		return nil, errInjected
 	}
 	return f.Store.WitnessesFrom(c, k, g)
 }
 
-func (f *faulty) PutWitness(c context.Context, w witness.Witness) error {
+func (f *faulty) PutWitness(c context.Context, w reconcile.Witness) error {
 	switch f.take("PutWitness") {
 	case "throttle":
 		return errInjected

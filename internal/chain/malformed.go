@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/tidemark/tidemark/internal/witness"
+	"github.com/tidemark/tidemark/internal/reconcile"
 )
 
 // MaxFetchBackoff caps the doubling of the wait between two fetches of a
@@ -44,7 +44,7 @@ func (m *Machine) onMalformed(f *fetchRec, detail string) {
 	attempts := max(m.cfg.FetchRetries, 0) + 1
 	if run.n >= attempts {
 		reason := ParkReason{ParkMalformed, fmt.Sprintf("after %s: partition %s, generation %d, cursor %s: %s",
-			plural(run.n, "attempt"), m.part(), f.gen, witness.CursorHash(f.cursor), detail)}
+			plural(run.n, "attempt"), m.part(), f.gen, reconcile.CursorHash(f.cursor), detail)}
 		m.malformed = malformedRun{}
 		if len(m.chain) == 0 {
 			m.park(reason)
@@ -62,7 +62,7 @@ func (m *Machine) onMalformed(f *fetchRec, detail string) {
 	}
 	d := m.fetchBackoff(run.n)
 	m.logf(Warn, "Partition %s: malformed answer %d of at most %d to cursor %s at generation %d, fetching it again in %s: %s",
-		m.part(), run.n, attempts, witness.CursorHash(f.cursor), f.gen, d, detail)
+		m.part(), run.n, attempts, reconcile.CursorHash(f.cursor), f.gen, d, detail)
 	// The tail is unchanged: the next fetch asks for the same cursor once
 	// the back-off has passed (maybeFetch waits for pollAt).
 	m.pollAt = m.now.Add(d)
@@ -88,7 +88,7 @@ func (m *Machine) fetchBackoff(n int) time.Duration {
 	return d
 }
 
-// malformedPage marks an error of witness.Build about the response alone:
+// malformedPage marks an error of reconcile.Build about the response alone:
 // the answer is malformed, and may be fetched again.
 type malformedPage struct{ err error }
 

@@ -5,13 +5,13 @@ import (
 	"maps"
 	"strings"
 
-	"github.com/tidemark/tidemark/internal/witness"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/provider"
 )
 
 // Contract monitors (docs/design.md#contract-monitors): the core decides
-// what a response shows (witness.Monitor, witness.BuildViolation,
-// witness.SelfCertifyRun); the machine counts each observation
+// what a response shows (reconcile.Monitor, reconcile.BuildViolation,
+// reconcile.SelfCertifyRun); the machine counts each observation
 // (MetricViolations{kind}, and the checkpoint's counts, written with the
 // next promotion), logs the first of each kind, and for an observation
 // that breaks a claim the partition may have published withdraws the
@@ -20,7 +20,7 @@ import (
 
 // monitorState is the machine's part of the monitors.
 type monitorState struct {
-	selfRun witness.SelfCertifyRun
+	selfRun reconcile.SelfCertifyRun
 	// pending counts the observations since the counts were last written
 	// (with a promotion); nil when none. inflight is the part of pending
 	// the promotion in flight carries.
@@ -28,8 +28,8 @@ type monitorState struct {
 	// logged and withdrawn: the kinds already logged, and already
 	// withdrawn (the write succeeded or found it withheld), by this
 	// machine.
-	logged    map[witness.ViolationKind]bool
-	withdrawn map[witness.ViolationKind]bool
+	logged    map[reconcile.ViolationKind]bool
+	withdrawn map[reconcile.ViolationKind]bool
 	// recoverDrained is the reason to recover with once the chain has
 	// drained through the page that broke a claim ("" when none).
 	recoverDrained ParkReason
@@ -40,8 +40,8 @@ type monitorState struct {
 // watermark it is held against is the one the checkpoint holds once f's
 // generation is durable: the pages before it are promoted first, so their
 // claim is published before this page's.
-func (m *Machine) monitorResponse(f *fetchRec, in witness.ClassifyInput, class witness.RetryClass) []witness.Violation {
-	vs := witness.Monitor(witness.MonitorInput{
+func (m *Machine) monitorResponse(f *fetchRec, in reconcile.ClassifyInput, class reconcile.RetryClass) []reconcile.Violation {
+	vs := reconcile.Monitor(reconcile.MonitorInput{
 		Contract: in.Contract, Durable: f.wm,
 		Applied: in.Applied, HasApplied: in.HasApplied,
 		Replay: in.Witness.Generation == m.cp.Generation && restarted(m.cp.PromotedWitness),
@@ -54,8 +54,8 @@ func (m *Machine) monitorResponse(f *fetchRec, in witness.ClassifyInput, class w
 	// position is what an honest log certifies (no position can appear
 	// below it without breaking density, which rule (b) checks), so it is
 	// no hint either.
-	if class != witness.ExactReplay && in.Contract.Finality == provider.FinalitySource && !in.Contract.DensePositions {
-		var v witness.Violation
+	if class != reconcile.ExactReplay && in.Contract.Finality == provider.FinalitySource && !in.Contract.DensePositions {
+		var v reconcile.Violation
 		var ok bool
 		if m.mon.selfRun, v, ok = m.mon.selfRun.Observe(in.Witness); ok {
 			vs = append(vs, v)
@@ -73,18 +73,18 @@ func restarted(wid string) bool {
 
 // claimBroken returns the first violation of vs that breaks a claim (one
 // per kind: Monitor reports each kind once).
-func claimBroken(vs []witness.Violation) (witness.Violation, bool) {
+func claimBroken(vs []reconcile.Violation) (reconcile.Violation, bool) {
 	for _, v := range vs {
 		if v.Kind.BreaksClaim() {
 			return v, true
 		}
 	}
-	return witness.Violation{}, false
+	return reconcile.Violation{}, false
 }
 
 // report counts and logs vs, withdraws the scalar frontier for those that
 // break a claim (once per kind, unless the write failed), then runs then.
-func (m *Machine) report(vs []witness.Violation, then *next) {
+func (m *Machine) report(vs []reconcile.Violation, then *next) {
 	if len(vs) == 0 {
 		m.resume(then)
 		return
@@ -97,7 +97,7 @@ func (m *Machine) report(vs []witness.Violation, then *next) {
 	}
 	m.mon.pending[kind]++
 	if m.mon.logged == nil {
-		m.mon.logged = map[witness.ViolationKind]bool{}
+		m.mon.logged = map[reconcile.ViolationKind]bool{}
 	}
 	if !m.mon.logged[v.Kind] {
 		m.mon.logged[v.Kind] = true
@@ -108,7 +108,7 @@ func (m *Machine) report(vs []witness.Violation, then *next) {
 		// A watermark equal to the last position page after page is a
 		// hint (an honest source may certify exactly that): info.
 		level := Warn
-		if v.Kind == witness.SelfCertified {
+		if v.Kind == reconcile.SelfCertified {
 			level = Info
 		}
 		m.logf(level, "Partition %s: %s (logged once per partition and kind; counted in %s{kind=%q} and by connect tidemark status)%s",
@@ -119,7 +119,7 @@ func (m *Machine) report(vs []witness.Violation, then *next) {
 		return
 	}
 	if m.mon.withdrawn == nil {
-		m.mon.withdrawn = map[witness.ViolationKind]bool{}
+		m.mon.withdrawn = map[reconcile.ViolationKind]bool{}
 	}
 	m.mon.withdrawn[v.Kind] = true
 	m.ask(StateWithdrawing, Withdraw{Key: m.cfg.Key, Reason: v.String()}, next{kind: onWithdrawn, violation: v, vs: vs[1:], then: then})
@@ -127,7 +127,7 @@ func (m *Machine) report(vs []witness.Violation, then *next) {
 
 // onWithdrawn goes on with the violations rest once the scalar frontier is
 // withdrawn for v.
-func (m *Machine) onWithdrawn(v witness.Violation, rest []witness.Violation, r Withdrawn, then *next) {
+func (m *Machine) onWithdrawn(v reconcile.Violation, rest []reconcile.Violation, r Withdrawn, then *next) {
 	kind := v.Kind.String()
 	switch {
 	case r.Err != nil:
@@ -174,7 +174,7 @@ func (m *Machine) countsWritten() {
 
 // recoverAfter is the reason the machine recovers with once the page that
 // broke a claim (at generation gen, from cursor) is promoted.
-func recoverAfter(gen uint64, cursor []byte, v witness.Violation) ParkReason {
+func recoverAfter(gen uint64, cursor []byte, v reconcile.Violation) ParkReason {
 	return ParkReason{ParkContractViolation, fmt.Sprintf("at generation %d cursor %s: %s (the page that showed it was delivered and promoted)",
-		gen, witness.CursorHash(cursor), v)}
+		gen, reconcile.CursorHash(cursor), v)}
 }

@@ -1,8 +1,8 @@
 package chain
 
 import (
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
-	"github.com/tidemark/tidemark/internal/witness"
 )
 
 // nextKind names what the machine does next: once the call it made is
@@ -73,12 +73,12 @@ type next struct {
 	i, n      int
 	prom      *store.Promotion
 	lease     store.Lease // the lease the call carried
-	w         *witness.Witness
+	w         *reconcile.Witness
 	f         *fetchRec
 	fetched   *Fetched
 	v         *verdict
-	violation witness.Violation
-	vs        []witness.Violation
+	violation reconcile.Violation
+	vs        []reconcile.Violation
 	gen       uint64
 	ids       []string
 	asked     uint64
@@ -149,7 +149,7 @@ func (m *Machine) run(k *next, in Input) {
 		m.emitPage(k.pg)
 		m.promoteHead()
 	case doRefetchAfterNack:
-		m.logf(Info, "Partition %s re-fetching cursor %s at generation %d after a failed delivery", m.part(), witness.CursorHash(k.pg.fromCursor), k.pg.fromGen)
+		m.logf(Info, "Partition %s re-fetching cursor %s at generation %d after a failed delivery", m.part(), reconcile.CursorHash(k.pg.fromCursor), k.pg.fromGen)
 		m.restartChain()
 	case doAfterHold:
 		m.afterHold(k.pg, k.text)

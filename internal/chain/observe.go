@@ -3,23 +3,23 @@ package chain
 import (
 	"fmt"
 
-	"github.com/tidemark/tidemark/internal/witness"
+	"github.com/tidemark/tidemark/internal/reconcile"
 )
 
 // RetryClass is how the machine took a fetched response
 // (docs/design.md#retry-classification): one of the classifier's classes
-// (witness.RetryClass, converted), or an answer that proved nothing and is
+// (reconcile.RetryClass, converted), or an answer that proved nothing and is
 // polled again (ClassIdle, ClassEmptyNoEvidence). The zero value is
 // invalid.
 type RetryClass uint8
 
 const (
-	ClassFirstResponse        = RetryClass(witness.FirstResponse)
-	ClassExactReplay          = RetryClass(witness.ExactReplay)
-	ClassTokenRotation        = RetryClass(witness.TokenRotation)
-	ClassShiftedPage          = RetryClass(witness.ShiftedPage)
-	ClassUnprovableDivergence = RetryClass(witness.UnprovableDivergence)
-	ClassHeadGrowth           = RetryClass(witness.HeadGrowth)
+	ClassFirstResponse        = RetryClass(reconcile.FirstResponse)
+	ClassExactReplay          = RetryClass(reconcile.ExactReplay)
+	ClassTokenRotation        = RetryClass(reconcile.TokenRotation)
+	ClassShiftedPage          = RetryClass(reconcile.ShiftedPage)
+	ClassUnprovableDivergence = RetryClass(reconcile.UnprovableDivergence)
+	ClassHeadGrowth           = RetryClass(reconcile.HeadGrowth)
 	// ClassIdle: an empty response that loops to its own cursor.
 	ClassIdle = ClassHeadGrowth + 1
 	// ClassEmptyNoEvidence: an empty response without evidence bound to
@@ -28,14 +28,14 @@ const (
 )
 
 // classOf is the machine's class of a classifier's class.
-func classOf(c witness.RetryClass) RetryClass { return RetryClass(c) }
+func classOf(c reconcile.RetryClass) RetryClass { return RetryClass(c) }
 
 // String is the class's name: the tidemark_retries label, the
 // tidemark_retry_class metadata and the traces show it.
 func (c RetryClass) String() string {
 	switch {
 	case c >= ClassFirstResponse && c <= ClassHeadGrowth:
-		return witness.RetryClass(c).String()
+		return reconcile.RetryClass(c).String()
 	case c == ClassIdle:
 		return "idle"
 	case c == ClassEmptyNoEvidence:

@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/tidemark/tidemark/internal/witness"
+	"github.com/tidemark/tidemark/internal/reconcile"
 )
 
 func TestParkKindOfReadsTheKindOfEveryReasonTheMachineWrites(t *testing.T) {
@@ -29,7 +29,7 @@ func TestParkReasonStringIsTheKindThenTheDetail(t *testing.T) {
 }
 
 func TestRetryClassNamesTheClassifierClassesAndTheIdleAnswers(t *testing.T) {
-	for c := witness.FirstResponse; c <= witness.HeadGrowth; c++ {
+	for c := reconcile.FirstResponse; c <= reconcile.HeadGrowth; c++ {
 		assert.Equal(t, c.String(), classOf(c).String())
 	}
 	assert.Equal(t, "idle", ClassIdle.String())
@@ -42,7 +42,7 @@ func TestCountLabelIsItsClassOrViolationKind(t *testing.T) {
 		want string
 	}{
 		{Count{Metric: MetricRetries, Class: ClassShiftedPage, N: 1}, "count tidemark_retries{shifted_page}"},
-		{Count{Metric: MetricViolations, Violation: witness.LatePosition, N: 1}, "count tidemark_contract_violations{late_position}"},
+		{Count{Metric: MetricViolations, Violation: reconcile.LatePosition, N: 1}, "count tidemark_contract_violations{late_position}"},
 		{Count{Metric: MetricParked, N: -1}, "count tidemark_parked_partitions -1"},
 		{Count{Metric: MetricHolds, N: 1}, "count holds"},
 	}

@@ -4,16 +4,16 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
-	"github.com/tidemark/tidemark/internal/witness"
 	"github.com/tidemark/tidemark/provider"
 )
 
 // verdict is the machine's view of one reconciled response.
 type verdict struct {
 	class    RetryClass
-	w        witness.Witness // the witness to use (new, or resumed on exact replay)
-	core     witness.Verdict
+	w        reconcile.Witness // the witness to use (new, or resumed on exact replay)
+	core     reconcile.Verdict
 	fresh    bool // w must be written before emission
 	idle     bool // no answer: nothing to record, poll again
 	diverged bool
@@ -26,7 +26,7 @@ type verdict struct {
 	final bool
 	// violations are the contract violations the response shows
 	// (monitor.go).
-	violations []witness.Violation
+	violations []reconcile.Violation
 	// followOnly: an empty response promotable only to follow its successor
 	// (empty_page follow_successor): it claims nothing, no watermark.
 	followOnly bool
@@ -37,15 +37,15 @@ type verdict struct {
 // (docs/design.md#retry-classification).
 func (m *Machine) reconcile(f *fetchRec, r Fetched) (verdict, error) {
 	contract := m.cfg.Contract
-	w, err := witness.Build(witness.BuildInput{
+	w, err := reconcile.Build(reconcile.BuildInput{
 		Scope: m.cfg.Key.Scope, Partition: m.cfg.Key.Partition,
 		Generation: f.gen, InputCursor: f.cursor,
 		AttemptID: r.Attempt, Response: r.Response, Contract: contract,
 	})
-	if errors.Is(err, witness.ErrLoop) {
+	if errors.Is(err, reconcile.ErrLoop) {
 		return verdict{class: ClassIdle, idle: true, final: caughtUp(r.Response, false), reason: err.Error()}, nil
 	}
-	if errors.Is(err, witness.ErrBadResponse) {
+	if errors.Is(err, reconcile.ErrBadResponse) {
 		// Wrong on its own (no id or position, a duplicate id, positions
 		// out of order or of another kind): a malformed answer, nothing of
 		// it recorded.
@@ -57,11 +57,11 @@ func (m *Machine) reconcile(f *fetchRec, r Fetched) (verdict, error) {
 	if contract.Pagination == provider.PaginationOffset {
 		// Before anything else, an empty page included: under the overlap
 		// check an empty answer to a successor says the page shifted.
-		if ct := witness.CheckContinuity(m.continuityInput(f, w)); !ct.Continues {
+		if ct := reconcile.CheckContinuity(m.continuityInput(f, w)); !ct.Continues {
 			return verdict{class: ClassUnprovableDivergence, diverged: true, reason: ct.Reason}, nil
 		}
 	}
-	if len(w.Events) == 0 && !witness.CanPromote(contract, w).Complete {
+	if len(w.Events) == 0 && !reconcile.CanPromote(contract, w).Complete {
 		// An empty response without evidence bound to it proves nothing
 		// and can never be promoted: its witness would stay pending for
 		// ever. Record nothing and poll the cursor again; in particular a
@@ -71,9 +71,9 @@ func (m *Machine) reconcile(f *fetchRec, r Fetched) (verdict, error) {
 	}
 	classify := m.cfg.Classify
 	if classify == nil {
-		classify = witness.Classify
+		classify = reconcile.Classify
 	}
-	in := witness.ClassifyInput{
+	in := reconcile.ClassifyInput{
 		Contract: contract, Applied: m.tail.applied, HasApplied: m.tail.hasApplied,
 		Prior: m.priorWitnesses(f.cursor, f.gen), Receipts: m.receiptsFor(f.gen), Pending: m.pendingFor(f.gen), Witness: w,
 	}
@@ -86,7 +86,7 @@ func (m *Machine) reconcile(f *fetchRec, r Fetched) (verdict, error) {
 		v.diverged = true
 		return v, nil
 	}
-	if cv.Class == witness.ExactReplay && cv.Resume != nil {
+	if cv.Class == reconcile.ExactReplay && cv.Resume != nil {
 		v.w = cv.Resume.Clone()
 	} else {
 		v.w = w
@@ -95,7 +95,7 @@ func (m *Machine) reconcile(f *fetchRec, r Fetched) (verdict, error) {
 	}
 	all := v.w
 	all.AckedThrough = len(all.Events)
-	comp := witness.CanPromote(contract, all)
+	comp := reconcile.CanPromote(contract, all)
 	v.promotable, v.followOnly = comp.Complete, comp.FollowOnly
 	// An empty page followed to its successor (follow_successor) is not
 	// evidence that the partition is caught up: only its has_more can say so.
@@ -107,9 +107,9 @@ func (m *Machine) reconcile(f *fetchRec, r Fetched) (verdict, error) {
 // response that contradicts durable evidence.
 func rejectionKind(err error) ParkKind {
 	switch {
-	case errors.Is(err, witness.ErrReceiptConflict):
+	case errors.Is(err, reconcile.ErrReceiptConflict):
 		return ParkReceiptConflict
-	case errors.Is(err, witness.ErrMoved):
+	case errors.Is(err, reconcile.ErrMoved):
 		return ParkMovedEvent
 	}
 	return ParkUnreconcilable
@@ -127,7 +127,7 @@ func caughtUp(r provider.Response, evidenced bool) bool {
 // receiptsFor returns the durable receipts a response for generation gen
 // is checked against: the events of the witness whose successor is the
 // durable cursor.
-func (m *Machine) receiptsFor(gen uint64) []witness.EventWitness {
+func (m *Machine) receiptsFor(gen uint64) []reconcile.EventWitness {
 	if gen == m.cp.Generation {
 		return m.promotedEvents
 	}
@@ -136,8 +136,8 @@ func (m *Machine) receiptsFor(gen uint64) []witness.EventWitness {
 
 // pendingFor returns, for a page fetched ahead (gen past the durable
 // generation), the events of the chain page whose successor it follows:
-// not durable yet, so they satisfy nothing (witness.ClassifyInput.Pending).
-func (m *Machine) pendingFor(gen uint64) []witness.EventWitness {
+// not durable yet, so they satisfy nothing (reconcile.ClassifyInput.Pending).
+func (m *Machine) pendingFor(gen uint64) []reconcile.EventWitness {
 	if gen == m.cp.Generation {
 		return nil
 	}
@@ -151,8 +151,8 @@ func (m *Machine) pendingFor(gen uint64) []witness.EventWitness {
 
 // priorWitnesses returns the witnesses recorded for (cursor, gen): complete
 // since the load (see loaded), kept up to date since.
-func (m *Machine) priorWitnesses(cursor []byte, gen uint64) []witness.Witness {
-	var out []witness.Witness
+func (m *Machine) priorWitnesses(cursor []byte, gen uint64) []reconcile.Witness {
+	var out []reconcile.Witness
 	for _, w := range m.prior[gen] {
 		if string(w.InputCursor) == string(cursor) {
 			out = append(out, w)
@@ -161,7 +161,7 @@ func (m *Machine) priorWitnesses(cursor []byte, gen uint64) []witness.Witness {
 	return out
 }
 
-func (m *Machine) rememberWitness(w witness.Witness) {
+func (m *Machine) rememberWitness(w reconcile.Witness) {
 	ws := m.prior[w.Generation]
 	for i := range ws {
 		if ws[i].AttemptID == w.AttemptID {
@@ -174,8 +174,8 @@ func (m *Machine) rememberWitness(w witness.Witness) {
 
 // decide asks the core whether the head page's successor may be promoted
 // from the durable checkpoint now.
-func (m *Machine) decide(pg *page) witness.Decision {
-	return witness.DecidePromotion(witness.PromotionInput{
+func (m *Machine) decide(pg *page) reconcile.Decision {
+	return reconcile.DecidePromotion(reconcile.PromotionInput{
 		Contract:   m.cfg.Contract,
 		Checkpoint: witnessCheckpoint(m.cp),
 		Witness:    pg.w,
@@ -185,8 +185,8 @@ func (m *Machine) decide(pg *page) witness.Decision {
 }
 
 // witnessCheckpoint is the part of a stored checkpoint the core reads.
-func witnessCheckpoint(cp store.Checkpoint) witness.Checkpoint {
-	return witness.Checkpoint{
+func witnessCheckpoint(cp store.Checkpoint) reconcile.Checkpoint {
+	return reconcile.Checkpoint{
 		Scope: cp.Scope, Partition: cp.Partition, Cursor: cp.Cursor, Generation: cp.Generation,
 		Applied: cp.Applied, HasApplied: cp.HasApplied, Watermark: cp.Watermark,
 		PromotedWitness: cp.PromotedWitness, Parked: cp.Parked, Complete: cp.Complete,
@@ -197,7 +197,7 @@ func witnessCheckpoint(cp store.Checkpoint) witness.Checkpoint {
 // conditional write.
 // cp is the checkpoint it is written over (m.cp, or for a coalesced page
 // the checkpoint the pages before it leave).
-func (m *Machine) storePromotion(pg *page, d witness.Promotion, cp store.Checkpoint) store.Promotion {
+func (m *Machine) storePromotion(pg *page, d reconcile.Promotion, cp store.Checkpoint) store.Promotion {
 	if m.cfg.Leased {
 		cp.Lease = m.lease
 	}
@@ -223,7 +223,7 @@ func (m *Machine) storePromotion(pg *page, d witness.Promotion, cp store.Checkpo
 // the last event of pg at that position, or, when pg has none there (its
 // positions lie below the durable boundary), the checkpoint's own. An id
 // longer than store.MaxAppliedIDBytes is not recorded.
-func appliedID(pg *page, d witness.Promotion, cp store.Checkpoint) string {
+func appliedID(pg *page, d reconcile.Promotion, cp store.Checkpoint) string {
 	if !d.HasApplied {
 		return ""
 	}
@@ -259,14 +259,14 @@ const (
 )
 
 // continuityInput is what the machine knows of the page a response to f
-// must continue (witness.CheckContinuity): for a page fetched ahead, the
+// must continue (reconcile.CheckContinuity): for a page fetched ahead, the
 // chain page whose successor f's cursor is; otherwise the witness promoted
 // into the durable checkpoint, or failing that (its witness is gone) the
 // checkpoint's applied position and id. A checkpoint that no response
 // promoted (the start, a restart or repair) is a boundary.
-func (m *Machine) continuityInput(f *fetchRec, w witness.Witness) witness.ContinuityInput {
-	in := witness.ContinuityInput{Contract: m.cfg.Contract, Witness: w}
-	last := func(evs []witness.EventWitness) {
+func (m *Machine) continuityInput(f *fetchRec, w reconcile.Witness) reconcile.ContinuityInput {
+	in := reconcile.ContinuityInput{Contract: m.cfg.Contract, Witness: w}
+	last := func(evs []reconcile.EventWitness) {
 		if n := len(evs); n > 0 {
 			in.Previous, in.HasPrevious = evs[n-1], true
 		}
@@ -286,7 +286,7 @@ func (m *Machine) continuityInput(f *fetchRec, w witness.Witness) witness.Contin
 	}
 	last(m.promotedEvents)
 	if !in.HasPrevious && m.cp.HasApplied && m.cp.AppliedID != "" {
-		in.Previous = witness.EventWitness{IDHash: witness.HashID(m.cp.AppliedID), Position: m.cp.Applied}
+		in.Previous = reconcile.EventWitness{IDHash: reconcile.HashID(m.cp.AppliedID), Position: m.cp.Applied}
 		in.HasPrevious, in.PreviousIDOnly = true, true
 	}
 	return in

@@ -1,7 +1,7 @@
 // Package clustersim is tidemark's deterministic simulator of a cluster of
 // readers (not to be confused with provider/simulated, a fake event source
 // the demo and tests read from): it drives the real
-// pure core (internal/witness, internal/frontier), the partition machine
+// pure core (internal/reconcile, internal/frontier), the partition machine
 // (internal/chain), the membership decisions (internal/membership) and
 // the frontier publisher (internal/publish) and the real in-memory store (memstore.Store,
 // with store.ResolvePromotion) through seeded

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
-	"github.com/tidemark/tidemark/internal/witness"
 	"math/rand/v2"
 )
 
@@ -146,19 +146,19 @@ func (f *Faults) ListCheckpoints(ctx context.Context, scope string) ([]store.Che
 	return f.inner.ListCheckpoints(ctx, scope)
 }
 
-func (f *Faults) PutWitness(ctx context.Context, w witness.Witness) error {
+func (f *Faults) PutWitness(ctx context.Context, w reconcile.Witness) error {
 	_, err := write(f, "PutWitness", func() (struct{}, error) { return struct{}{}, f.inner.PutWitness(ctx, w) })
 	return err
 }
 
-func (f *Faults) Witnesses(ctx context.Context, k store.Key, generation uint64) ([]witness.Witness, error) {
+func (f *Faults) Witnesses(ctx context.Context, k store.Key, generation uint64) ([]reconcile.Witness, error) {
 	if err := f.read("Witnesses"); err != nil {
 		return nil, err
 	}
 	return f.inner.Witnesses(ctx, k, generation)
 }
 
-func (f *Faults) WitnessesFrom(ctx context.Context, k store.Key, fromGeneration uint64) ([]witness.Witness, error) {
+func (f *Faults) WitnessesFrom(ctx context.Context, k store.Key, fromGeneration uint64) ([]reconcile.Witness, error) {
 	if err := f.read("WitnessesFrom"); err != nil {
 		return nil, err
 	}
@@ -184,7 +184,7 @@ func (f *Faults) RecordReceipt(ctx context.Context, k store.Key, generation uint
 	return err
 }
 
-func (f *Faults) SetDisposition(ctx context.Context, k store.Key, generation uint64, attempt string, d witness.Disposition) error {
+func (f *Faults) SetDisposition(ctx context.Context, k store.Key, generation uint64, attempt string, d reconcile.Disposition) error {
 	_, err := write(f, "SetDisposition", func() (struct{}, error) {
 		return struct{}{}, f.inner.SetDisposition(ctx, k, generation, attempt, d)
 	})
@@ -236,7 +236,7 @@ type tap struct {
 	o *oracle
 }
 
-func (t tap) PutWitness(ctx context.Context, w witness.Witness) error {
+func (t tap) PutWitness(ctx context.Context, w reconcile.Witness) error {
 	err := t.Store.PutWitness(ctx, w)
 	if err == nil {
 		t.o.witnessStored(w)
@@ -252,7 +252,7 @@ func (t tap) RecordReceipt(ctx context.Context, k store.Key, generation uint64, 
 	return err
 }
 
-func (t tap) SetDisposition(ctx context.Context, k store.Key, generation uint64, attempt string, d witness.Disposition) error {
+func (t tap) SetDisposition(ctx context.Context, k store.Key, generation uint64, attempt string, d reconcile.Disposition) error {
 	err := t.Store.SetDisposition(ctx, k, generation, attempt, d)
 	if err == nil {
 		t.o.dispositionStored(k, generation, attempt, d)

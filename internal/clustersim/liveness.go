@@ -10,8 +10,8 @@ import (
 	"github.com/tidemark/tidemark/internal/frontier"
 	"github.com/tidemark/tidemark/internal/frontierrec"
 	"github.com/tidemark/tidemark/internal/membership"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
-	"github.com/tidemark/tidemark/internal/witness"
 )
 
 // CheckLiveness: after the faults stop, every partition a worker reads
@@ -347,7 +347,7 @@ func (s *sim) caughtUp() string {
 			}
 			return fmt.Sprintf("partition %s answers only malformed pages after %d fetches (%d made) but is not parked for it (checkpoint g%d %s%s)", p.name, p.brokenAfter, p.fetches, cp.Generation, curString(cp.Cursor), parked(cp))
 		}
-		if h := witness.IncarnationHash(p.incarnationValue()); cp.Incarnation != "" && cp.Incarnation != h {
+		if h := reconcile.IncarnationHash(p.incarnationValue()); cp.Incarnation != "" && cp.Incarnation != h {
 			return fmt.Sprintf("partition %s: the checkpoint (g%d %s%s) reads incarnation %s, the source is in incarnation %d (%s)", p.name, cp.Generation, curString(cp.Cursor), parked(cp), cp.Incarnation, p.inc, h)
 		}
 		if e, ok := p.ackedBelowOnTime(p.final + 1); !ok {

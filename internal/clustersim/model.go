@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/tidemark/tidemark/internal/coord"
-	"github.com/tidemark/tidemark/internal/witness"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/provider"
 )
 
@@ -374,7 +374,7 @@ func (p *part) recreate() {
 // current one for h empty or unknown).
 func (p *part) incarnation(h string) *part {
 	for i, r := range p.retired {
-		if witness.IncarnationHash(p.name+"#"+strconv.Itoa(i)) == h {
+		if reconcile.IncarnationHash(p.name+"#"+strconv.Itoa(i)) == h {
 			return r
 		}
 	}
@@ -442,7 +442,7 @@ func (p *part) appendEvents(n int) (int64, int64) {
 		}
 		payload := []byte(fmt.Sprintf(`{"p":%q,"pos":%d,"r":%d}`, p.name, pos, p.log.IntN(1000)))
 		hide := logChance(p.log, p.prof.hidden)
-		p.events = append(p.events, event{pos: pos, id: id, payload: payload, idHash: witness.HashID(id), digest: witness.HashPayload(payload), hidden: hide, late: hide})
+		p.events = append(p.events, event{pos: pos, id: id, payload: payload, idHash: reconcile.HashID(id), digest: reconcile.HashPayload(payload), hidden: hide, late: hide})
 		p.final = pos
 		if i == 0 {
 			first = pos
@@ -476,7 +476,7 @@ func (p *part) index(pos int64) int {
 
 // find returns the index of the event at e's position with e's identity
 // (several events may share a position), or -1.
-func (p *part) find(e witness.EventWitness) int {
+func (p *part) find(e reconcile.EventWitness) int {
 	n, ok := p.ord(e.Position.AsWatermark())
 	if !ok {
 		return -1

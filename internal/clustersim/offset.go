@@ -7,7 +7,7 @@ import "github.com/tidemark/tidemark/provider"
 // previous page's last event. With probability offsetShift an earlier page
 // lost or gained a row and the page begins elsewhere, one event late
 // included: the event that slid onto a page already read is then in no
-// answer, and only witness.CheckContinuity, run by the partition machine,
+// answer, and only reconcile.CheckContinuity, run by the partition machine,
 // keeps the consumer from skipping it (the oracle's no-loss check would
 // see the skip). An honest offset API answers no empty page where rows
 // exist, so the profile serves none (no glitch, no quiet page): the check

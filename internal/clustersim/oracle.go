@@ -11,8 +11,8 @@ import (
 
 	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
-	"github.com/tidemark/tidemark/internal/witness"
 )
 
 // Check names one family of oracle checks; the invariant numbers are those
@@ -77,7 +77,7 @@ type wref struct {
 // every wrapper and the model's ground truth.
 type oracle struct {
 	s         *sim
-	witnesses map[wref]*witness.Witness
+	witnesses map[wref]*reconcile.Witness
 	// promoted marks the witnesses a checkpoint was promoted to.
 	promoted map[wref]bool
 	last     map[string]store.Checkpoint
@@ -134,7 +134,7 @@ type violation struct {
 func newOracle(s *sim) *oracle {
 	return &oracle{
 		s:             s,
-		witnesses:     map[wref]*witness.Witness{},
+		witnesses:     map[wref]*reconcile.Witness{},
 		promoted:      map[wref]bool{},
 		last:          map[string]store.Checkpoint{},
 		epochs:        map[uint64]store.Membership{},
@@ -151,7 +151,7 @@ func (o *oracle) violate(c Check, format string, a ...any) {
 
 // truth checks that the events of a witness are events the provider
 // issued, and that the first n have a terminal outcome.
-func (o *oracle) truth(c Check, what string, part string, events []witness.EventWitness, n int) {
+func (o *oracle) truth(c Check, what string, part string, events []reconcile.EventWitness, n int) {
 	p := o.s.part(part)
 	if p == nil {
 		o.violate(CheckModel, "%s: unknown partition %s", what, part)
@@ -170,7 +170,7 @@ func (o *oracle) truth(c Check, what string, part string, events []witness.Event
 	}
 }
 
-func (o *oracle) witnessStored(w witness.Witness) {
+func (o *oracle) witnessStored(w reconcile.Witness) {
 	r := wref{w.Partition, w.Generation, w.AttemptID}
 	if old, ok := o.witnesses[r]; ok {
 		// An idempotent repeat: the stored record keeps its receipts.
@@ -192,16 +192,16 @@ func (o *oracle) receiptStored(k store.Key, gen uint64, attempt string, n int) {
 	o.truth(CheckNoLoss, fmt.Sprintf("receipt of witness %s through %d", attempt, n), k.Partition, w.Events, n)
 }
 
-func (o *oracle) dispositionStored(k store.Key, gen uint64, attempt string, d witness.Disposition) {
+func (o *oracle) dispositionStored(k store.Key, gen uint64, attempt string, d reconcile.Disposition) {
 	r := wref{k.Partition, gen, attempt}
 	w, ok := o.witnesses[r]
 	if !ok {
 		return
 	}
-	if w.Disposition == witness.Pending {
+	if w.Disposition == reconcile.Pending {
 		w.Disposition = d
 	}
-	if d == witness.Abandoned && o.promoted[r] {
+	if d == reconcile.Abandoned && o.promoted[r] {
 		o.s.stats.DispositionConflicts++
 		if o.s.strictRecords {
 			o.violate(CheckRecords, "witness %s of partition %s was promoted into generation %d, yet is now recorded abandoned", attempt, k.Partition, gen+1)
@@ -255,7 +255,7 @@ func (o *oracle) acked(d *delivery) {
 
 // issued finds e in the log of any incarnation of p (ids differ between
 // incarnations): the log and the index, or -1.
-func issued(p *part, e witness.EventWitness) (*part, int) {
+func issued(p *part, e reconcile.EventWitness) (*part, int) {
 	for _, log := range p.logs() {
 		if k := log.find(e); k >= 0 && log.events[k].digest == e.Digest {
 			return log, k
@@ -304,7 +304,7 @@ func (o *oracle) check() {
 
 func (o *oracle) checkpoint(p *part, cp store.Checkpoint) {
 	if chain.ParkKindOf(cp.Parked) == chain.ParkMalformed {
-		want := chain.ParkReason{Kind: chain.ParkMalformed, Detail: fmt.Sprintf("after %d attempts: partition %s, generation %d, cursor %s: ", simFetchRetries+1, p.name, cp.Generation, witness.CursorHash(cp.Cursor))}.String()
+		want := chain.ParkReason{Kind: chain.ParkMalformed, Detail: fmt.Sprintf("after %d attempts: partition %s, generation %d, cursor %s: ", simFetchRetries+1, p.name, cp.Generation, reconcile.CursorHash(cp.Cursor))}.String()
 		switch {
 		case !p.brokenActive():
 			o.violate(CheckMalformed, "partition %s parked for malformed pages, yet its provider gives one reader at most %d malformed answers in a row (a transient fault): %s", p.name, maxMalformedStreak, cp.Parked)
@@ -426,7 +426,7 @@ func (o *oracle) checkpoint(p *part, cp store.Checkpoint) {
 		// its own cursor.
 	case !bytes.Equal(w.Successor, cp.Cursor):
 		o.violate(CheckBinding, "partition %s: generation %d writes cursor %s with the evidence of witness %s, whose own successor is %s", p.name, cp.Generation, curString(cp.Cursor), w.AttemptID, curString(w.Successor))
-	case w.Disposition == witness.Abandoned:
+	case w.Disposition == reconcile.Abandoned:
 		o.s.stats.DispositionConflicts++
 		if o.s.strictRecords {
 			o.violate(CheckRecords, "partition %s: generation %d promotes witness %s, which is recorded abandoned", p.name, cp.Generation, w.AttemptID)
@@ -465,8 +465,8 @@ func (o *oracle) coalesced(p *part, last, cp store.Checkpoint) {
 		return
 	}
 	refs := slices.SortedFunc(maps.Keys(o.witnesses), func(a, b wref) int { return strings.Compare(a.attempt, b.attempt) })
-	var find func(gen uint64, cursor []byte, delivered bool) []*witness.Witness
-	find = func(gen uint64, cursor []byte, delivered bool) []*witness.Witness {
+	var find func(gen uint64, cursor []byte, delivered bool) []*reconcile.Witness
+	find = func(gen uint64, cursor []byte, delivered bool) []*reconcile.Witness {
 		for _, ref := range refs {
 			w := o.witnesses[ref]
 			if ref.part != p.name || ref.gen != gen || !bytes.Equal(w.InputCursor, cursor) {
@@ -481,7 +481,7 @@ func (o *oracle) coalesced(p *part, last, cp store.Checkpoint) {
 				// completes at its own cursor.
 				ends := len(w.Successor) == 0 && cp.Complete && bytes.Equal(cp.Cursor, w.InputCursor)
 				if ref.attempt == cp.PromotedWitness && (bytes.Equal(w.Successor, cp.Cursor) || ends) {
-					return []*witness.Witness{w}
+					return []*reconcile.Witness{w}
 				}
 				continue
 			}
@@ -489,7 +489,7 @@ func (o *oracle) coalesced(p *part, last, cp store.Checkpoint) {
 				continue
 			}
 			if rest := find(gen+1, w.Successor, delivered); rest != nil {
-				return append([]*witness.Witness{w}, rest...)
+				return append([]*reconcile.Witness{w}, rest...)
 			}
 		}
 		return nil
@@ -518,7 +518,7 @@ func (o *oracle) coalesced(p *part, last, cp store.Checkpoint) {
 
 // terminal reports whether every event of a witness is one the provider
 // issued and has a terminal outcome at the sink.
-func (o *oracle) terminal(p *part, events []witness.EventWitness) bool {
+func (o *oracle) terminal(p *part, events []reconcile.EventWitness) bool {
 	for _, e := range events {
 		log, k := issued(p, e)
 		if k < 0 || !log.events[k].acked {

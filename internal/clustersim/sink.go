@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/tidemark/tidemark/internal/witness"
+	"github.com/tidemark/tidemark/internal/reconcile"
 )
 
 // The model sink stands for the pipeline and output behind the input: it
@@ -21,7 +21,7 @@ type delivery struct {
 	part    string
 	gen     uint64
 	attempt string
-	events  []witness.EventWitness
+	events  []reconcile.EventWitness
 }
 
 func (d *delivery) String() string {

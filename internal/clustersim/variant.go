@@ -4,8 +4,8 @@ import (
 	"math"
 
 	"github.com/tidemark/tidemark/internal/chain"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
-	"github.com/tidemark/tidemark/internal/witness"
 	"github.com/tidemark/tidemark/provider"
 )
 
@@ -43,10 +43,10 @@ func (v Variant) configure(cfg *chain.Config) {
 			cfg.Contract.OffsetOverlap, cfg.Contract.OffsetUnproven = false, true
 		}
 	case AnyWatermarkCovers:
-		cfg.Classify = func(in witness.ClassifyInput) (witness.Verdict, error) {
-			v, err := witness.Classify(in)
-			if err == nil && v.Class == witness.UnprovableDivergence && !in.Witness.CompleteThrough.IsZero() {
-				v.Class, v.Attempt, v.Resume = witness.ShiftedPage, in.Witness.AttemptID, nil
+		cfg.Classify = func(in reconcile.ClassifyInput) (reconcile.Verdict, error) {
+			v, err := reconcile.Classify(in)
+			if err == nil && v.Class == reconcile.UnprovableDivergence && !in.Witness.CompleteThrough.IsZero() {
+				v.Class, v.Attempt, v.Resume = reconcile.ShiftedPage, in.Witness.AttemptID, nil
 				v.Reason = "variant: its complete-through watermark " + in.Witness.CompleteThrough.String() + " counts as coverage of " + v.Reason
 			}
 			return v, err

@@ -12,8 +12,8 @@ import (
 	"github.com/tidemark/tidemark/internal/chain/chainstore"
 	"github.com/tidemark/tidemark/internal/lease"
 	"github.com/tidemark/tidemark/internal/membership"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
-	"github.com/tidemark/tidemark/internal/witness"
 )
 
 // A worker stands for one process running the paginated_partitions input:
@@ -522,13 +522,13 @@ func (s *Stats) count(c chain.Count) {
 		s.Restarts++
 	case chain.MetricViolations:
 		switch c.Violation {
-		case witness.TokensRotated:
+		case reconcile.TokensRotated:
 			s.RogueRotationsSeen++
-		case witness.SelfCertified:
+		case reconcile.SelfCertified:
 			s.SelfCertifiedSeen++
-		case witness.WatermarkRegressed:
+		case reconcile.WatermarkRegressed:
 			s.RegressionsSeen++
-		case witness.LatePosition:
+		case reconcile.LatePosition:
 			s.LateSeen++
 		default:
 			s.FalseAlarms++

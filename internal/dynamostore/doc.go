@@ -70,7 +70,7 @@
 //	witness     in         B     input cursor
 //	            succ       B     exact successor cursor
 //	            mk         B     snapshot / coverage marker (absent: none)
-//	            ev         B     compact event witness (witness.EncodeEvents: per event a
+//	            ev         B     compact event witness (reconcile.EncodeEvents: per event a
 //	                             position (dense runs compacted), 8-byte id hash, 8-byte digest)
 //	            nev        N     number of events (bounds receipts)
 //	            ctk, ct    N, N|B  complete-through watermark the response certifies

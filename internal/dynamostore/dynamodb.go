@@ -15,8 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
-	"github.com/tidemark/tidemark/internal/witness"
 )
 
 // DynamoStore is the store.Store over one DynamoDB table (see the package
@@ -527,7 +527,7 @@ func (s *DynamoStore) batchGet(ctx context.Context, keys []item) ([]item, error)
 // attribute_not_exists(pk). A failed condition is an idempotent no-op once a
 // consistent read shows the same response under that attempt id
 // (store.SameWitness); another response under the same id is fenced.
-func (s *DynamoStore) PutWitness(ctx context.Context, w witness.Witness) error {
+func (s *DynamoStore) PutWitness(ctx context.Context, w reconcile.Witness) error {
 	if err := store.ValidateWitness(w); err != nil {
 		return err
 	}
@@ -570,7 +570,7 @@ func (s *DynamoStore) PutWitness(ctx context.Context, w witness.Witness) error {
 
 // Witnesses implements store.Store with one consistent Query on
 // begins_with(sk, "witness#<generation>#") (paginated).
-func (s *DynamoStore) Witnesses(ctx context.Context, k store.Key, generation uint64) ([]witness.Witness, error) {
+func (s *DynamoStore) Witnesses(ctx context.Context, k store.Key, generation uint64) ([]reconcile.Witness, error) {
 	if err := k.Validate(); err != nil {
 		return nil, err
 	}
@@ -586,7 +586,7 @@ func (s *DynamoStore) Witnesses(ctx context.Context, k store.Key, generation uin
 
 // queryWitnesses runs one consistent Query of witness items of k under
 // cond (a key condition built with e), across every result page.
-func (s *DynamoStore) queryWitnesses(ctx context.Context, k store.Key, e *expr, cond string) ([]witness.Witness, error) {
+func (s *DynamoStore) queryWitnesses(ctx context.Context, k store.Key, e *expr, cond string) ([]reconcile.Witness, error) {
 	items, err := s.queryItems(ctx, e, cond, "")
 	if err != nil {
 		return nil, s.wrap("read witnesses of", k, err)
@@ -680,7 +680,7 @@ func (s *DynamoStore) RecordReceipt(ctx context.Context, k store.Key, generation
 // SetDisposition implements store.Store with one UpdateItem conditional on
 // disp = "pending". Setting the state a witness already has is an
 // idempotent no-op.
-func (s *DynamoStore) SetDisposition(ctx context.Context, k store.Key, generation uint64, attempt string, d witness.Disposition) error {
+func (s *DynamoStore) SetDisposition(ctx context.Context, k store.Key, generation uint64, attempt string, d reconcile.Disposition) error {
 	if err := store.ValidateDisposition(k, attempt, d); err != nil {
 		return err
 	}
@@ -690,7 +690,7 @@ func (s *DynamoStore) SetDisposition(ctx context.Context, k store.Key, generatio
 		TableName:                 aws.String(s.table),
 		Key:                       key,
 		UpdateExpression:          aws.String("SET " + e.n(attrDisp) + " = " + e.v("d", avS(dispositionNames[d]))),
-		ConditionExpression:       aws.String(e.n(attrDisp) + " = " + e.v("pending", avS(dispositionNames[witness.Pending]))),
+		ConditionExpression:       aws.String(e.n(attrDisp) + " = " + e.v("pending", avS(dispositionNames[reconcile.Pending]))),
 		ExpressionAttributeNames:  e.names,
 		ExpressionAttributeValues: e.vals(),
 	})

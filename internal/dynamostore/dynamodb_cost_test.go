@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
-	"github.com/tidemark/tidemark/internal/witness"
 )
 
 // The success path of a promotion is exactly one UpdateItem and no read; a
@@ -41,19 +41,19 @@ func TestRequestsPerOperation(t *testing.T) {
 	require.Equal(t, map[string]int64{"UpdateItem": 1}, rc.Snapshot(), "promotion: one UpdateItem, zero reads")
 
 	rc.Reset()
-	require.NoError(t, s.SetDisposition(ctx, faultKey, 1, "attempt-1", witness.Promoted))
+	require.NoError(t, s.SetDisposition(ctx, faultKey, 1, "attempt-1", reconcile.Promoted))
 	require.Equal(t, map[string]int64{"UpdateItem": 1}, rc.Snapshot(), "disposition")
 }
 
 // pageWitness is a realistic witness of n events: a 64-byte opaque cursor
 // and successor (a typical base64 page token), a ULID-sized attempt id,
 // dense positions, a 16-byte snapshot marker and a watermark.
-func pageWitness(k store.Key, gen uint64, attempt string, n int) witness.Witness {
-	evs := make([]witness.EventWitness, n)
+func pageWitness(k store.Key, gen uint64, attempt string, n int) reconcile.Witness {
+	evs := make([]reconcile.EventWitness, n)
 	for i := range evs {
-		evs[i] = witness.EventWitness{IDHash: 0x9e3779b97f4a7c15 * uint64(i+1), Position: coord.IntPosition(1_000 + int64(i)), Digest: ^uint64(i) * 0x2545f4914f6cdd1d}
+		evs[i] = reconcile.EventWitness{IDHash: 0x9e3779b97f4a7c15 * uint64(i+1), Position: coord.IntPosition(1_000 + int64(i)), Digest: ^uint64(i) * 0x2545f4914f6cdd1d}
 	}
-	return witness.Witness{
+	return reconcile.Witness{
 		Scope: k.Scope, Partition: k.Partition, Generation: gen,
 		InputCursor:     []byte(fmt.Sprintf("%064d", 41)),
 		AttemptID:       attempt,
@@ -61,7 +61,7 @@ func pageWitness(k store.Key, gen uint64, attempt string, n int) witness.Witness
 		Successor:       []byte(fmt.Sprintf("%064d", 42)),
 		Marker:          []byte("snapshot-0000042"),
 		CompleteThrough: coord.Integer(1_000 + int64(n)),
-		Disposition:     witness.Pending,
+		Disposition:     reconcile.Pending,
 	}
 }
 
@@ -72,7 +72,7 @@ func TestWitnessItemSize(t *testing.T) {
 	w := pageWitness(k, 123456, "01JF3Z9K7Q8X2M4N6P0R5T7V9W", 100)
 	it := witnessItem(w)
 	size := ItemSize(it)
-	t.Logf("100-event witness item: %d bytes (events %d bytes), %d write units", size, len(witness.EncodeEvents(w.Events)), (size+1023)/1024)
+	t.Logf("100-event witness item: %d bytes (events %d bytes), %d write units", size, len(reconcile.EncodeEvents(w.Events)), (size+1023)/1024)
 	require.LessOrEqual(t, size, 2048, "a 100-event page must fit in 2 write units")
 
 	cp := ItemSize(checkpointItem(store.Checkpoint{Key: k, Cursor: w.Successor, Generation: 123457, Watermark: coord.Integer(1100), Applied: coord.IntPosition(1099), HasApplied: true, Epoch: 3, PromotedWitness: w.AttemptID}))

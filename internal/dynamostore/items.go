@@ -12,8 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
-	"github.com/tidemark/tidemark/internal/witness"
 )
 
 // Key design and attribute names; doc.go has the table. Attribute names
@@ -513,13 +513,13 @@ func decodeCheckpoint(k store.Key, it item) (store.Checkpoint, error) {
 
 // Witnesses.
 
-var dispositionNames = map[witness.Disposition]string{
-	witness.Pending:   "pending",
-	witness.Promoted:  "promoted",
-	witness.Abandoned: "abandoned",
+var dispositionNames = map[reconcile.Disposition]string{
+	reconcile.Pending:   "pending",
+	reconcile.Promoted:  "promoted",
+	reconcile.Abandoned: "abandoned",
 }
 
-func parseDisposition(s string) (witness.Disposition, error) {
+func parseDisposition(s string) (reconcile.Disposition, error) {
 	for d, n := range dispositionNames {
 		if n == s {
 			return d, nil
@@ -528,14 +528,14 @@ func parseDisposition(s string) (witness.Disposition, error) {
 	return 0, fmt.Errorf("%w: unknown disposition %q", errMalformed, s)
 }
 
-func witnessItem(w witness.Witness) item {
+func witnessItem(w reconcile.Witness) item {
 	it := witnessKey(store.Key{Scope: w.Scope, Partition: w.Partition}, w.Generation, w.AttemptID)
 	it[attrInput] = avB(w.InputCursor)
 	it[attrSuccessor] = avB(w.Successor)
 	if len(w.Marker) > 0 {
 		it[attrMarker] = avB(w.Marker)
 	}
-	it[attrEvents] = avB(witness.EncodeEvents(w.Events))
+	it[attrEvents] = avB(reconcile.EncodeEvents(w.Events))
 	it[attrNEvents] = avU(uint64(len(w.Events)))
 	putWatermark(it, attrCTKind, attrCT, w.CompleteThrough)
 	if w.Sealed {
@@ -546,24 +546,24 @@ func witnessItem(w witness.Witness) item {
 	return it
 }
 
-func decodeWitness(it item) (witness.Witness, error) {
+func decodeWitness(it item) (reconcile.Witness, error) {
 	pk, err := getS(it, attrPK)
 	if err != nil {
-		return witness.Witness{}, err
+		return reconcile.Witness{}, err
 	}
 	sk, err := getS(it, attrSK)
 	if err != nil {
-		return witness.Witness{}, err
+		return reconcile.Witness{}, err
 	}
 	k, err := parseCheckpointPK(pk)
 	if err != nil {
-		return witness.Witness{}, err
+		return reconcile.Witness{}, err
 	}
 	gen, attempt, err := parseWitnessSK(sk)
 	if err != nil {
-		return witness.Witness{}, err
+		return reconcile.Witness{}, err
 	}
-	w := witness.Witness{Scope: k.Scope, Partition: k.Partition, Generation: gen, AttemptID: attempt}
+	w := reconcile.Witness{Scope: k.Scope, Partition: k.Partition, Generation: gen, AttemptID: attempt}
 	errs := make([]error, 0, 8)
 	add := func(e error) { errs = append(errs, e) }
 	w.InputCursor, err = getB(it, attrInput)
@@ -575,7 +575,7 @@ func decodeWitness(it item) (witness.Witness, error) {
 	ev, err := getB(it, attrEvents)
 	add(err)
 	if err == nil {
-		w.Events, err = witness.DecodeEvents(ev)
+		w.Events, err = reconcile.DecodeEvents(ev)
 		add(err)
 	}
 	w.CompleteThrough, err = getWatermark(it, attrCTKind, attrCT)
@@ -592,7 +592,7 @@ func decodeWitness(it item) (witness.Witness, error) {
 	add(err)
 	w.AckedThrough = int(acked)
 	if err := errors.Join(errs...); err != nil {
-		return witness.Witness{}, fmt.Errorf("dynamostore: witness %s/%s: %w", pk, sk, err)
+		return reconcile.Witness{}, fmt.Errorf("dynamostore: witness %s/%s: %w", pk, sk, err)
 	}
 	return w, nil
 }
@@ -821,6 +821,6 @@ func numberSize(s string) int {
 // sortWitnesses orders witnesses by AttemptID byte-wise (DynamoDB orders
 // sort keys by UTF-8 bytes already; dynalite by UTF-16 code units, which
 // differs above U+FFFF).
-func sortWitnesses(ws []witness.Witness) {
+func sortWitnesses(ws []reconcile.Witness) {
 	sort.SliceStable(ws, func(i, j int) bool { return ws[i].AttemptID < ws[j].AttemptID })
 }

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
-	"github.com/tidemark/tidemark/internal/witness"
 )
 
 // Keys never collide, whatever the names (no dynalite needed).
@@ -86,11 +86,11 @@ func TestItemSize(t *testing.T) {
 
 // The witness item round-trips through its attribute encoding.
 func TestWitnessItemRoundTrip(t *testing.T) {
-	w := witness.Witness{
+	w := reconcile.Witness{
 		Scope: "s#1", Partition: "p%2", Generation: 12, InputCursor: []byte{0, 1}, AttemptID: "att#1",
-		Events:    []witness.EventWitness{{IDHash: 1, Position: coord.IntPosition(-3), Digest: 2}, {IDHash: 3, Position: coord.IntPosition(9), Digest: 4}},
+		Events:    []reconcile.EventWitness{{IDHash: 1, Position: coord.IntPosition(-3), Digest: 2}, {IDHash: 3, Position: coord.IntPosition(9), Digest: 4}},
 		Successor: []byte{0xff}, Marker: []byte("m"), CompleteThrough: coord.String("z"), Sealed: true,
-		Disposition: witness.Abandoned, AckedThrough: 1,
+		Disposition: reconcile.Abandoned, AckedThrough: 1,
 	}
 	got, err := decodeWitness(witnessItem(w))
 	require.NoError(t, err)

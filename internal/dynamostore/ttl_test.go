@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
-	"github.com/tidemark/tidemark/internal/witness"
 )
 
 // With a witness TTL every witness carries the expiry attribute DynamoDB's
@@ -18,9 +18,9 @@ import (
 // the same witness; without a TTL no expiry is written.
 func TestWitnessTTLWritesTheExpiryAttribute(t *testing.T) {
 	k := store.Key{Scope: "ttl", Partition: "p"}
-	w := witness.Witness{Scope: k.Scope, Partition: k.Partition, Generation: 1, AttemptID: "a1",
-		InputCursor: []byte("c0"), Successor: []byte("c1"), Disposition: witness.Pending,
-		Events: []witness.EventWitness{{IDHash: 7, Position: coord.IntPosition(1), Digest: 9}}}
+	w := reconcile.Witness{Scope: k.Scope, Partition: k.Partition, Generation: 1, AttemptID: "a1",
+		InputCursor: []byte("c0"), Successor: []byte("c1"), Disposition: reconcile.Pending,
+		Events: []reconcile.EventWitness{{IDHash: 7, Position: coord.IntPosition(1), Digest: 9}}}
 	at := time.Unix(1_800_000_000, 0)
 
 	s := newTestStore(t, func(c *DynamoConfig) { c.WitnessTTL = 48 * time.Hour })

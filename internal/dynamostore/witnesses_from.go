@@ -8,14 +8,14 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
-	"github.com/tidemark/tidemark/internal/witness"
 )
 
 // WitnessesFrom implements store.Store with one consistent Query over the
 // sort-key range witness#<from>… (generations are zero-padded, so the range
 // is exactly the generations at or above from).
-func (s *DynamoStore) WitnessesFrom(ctx context.Context, k store.Key, fromGeneration uint64) ([]witness.Witness, error) {
+func (s *DynamoStore) WitnessesFrom(ctx context.Context, k store.Key, fromGeneration uint64) ([]reconcile.Witness, error) {
 	if err := k.Validate(); err != nil {
 		return nil, err
 	}

@@ -14,8 +14,8 @@ import (
 	"github.com/tidemark/tidemark/internal/dynalitetest"
 	"github.com/tidemark/tidemark/internal/dynamostore"
 	"github.com/tidemark/tidemark/internal/e2etest"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
-	"github.com/tidemark/tidemark/internal/witness"
 )
 
 // TestExampleCouchDBQuietFeedGrowsAtTheHead runs http_couchdb_changes.yaml
@@ -68,14 +68,14 @@ func TestExampleCouchDBQuietFeedGrowsAtTheHead(t *testing.T) {
 				return false, err.Error()
 			}
 			if string(cp.Cursor) != fmt.Sprint(seq) {
-				return false, fmt.Sprintf("checkpoint at cursor %s generation %d", witness.CursorHash(cp.Cursor), cp.Generation)
+				return false, fmt.Sprintf("checkpoint at cursor %s generation %d", reconcile.CursorHash(cp.Cursor), cp.Generation)
 			}
 			ws, err := st.Witnesses(context.Background(), key, cp.Generation)
 			if err != nil {
 				return false, err.Error()
 			}
 			for _, w := range ws {
-				if len(w.Events) == 0 && w.Disposition == witness.Pending {
+				if len(w.Events) == 0 && w.Disposition == reconcile.Pending {
 					return true, ""
 				}
 			}

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/internal/ops"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
-	"github.com/tidemark/tidemark/internal/witness"
 )
 
 const parkedReason = "operator test: malformed page at generation 1"
@@ -123,7 +123,7 @@ output:
 	assert.Contains(t, out, fmt.Sprintf(`dry run: would clear the park reason of %s/p1 (%q) if it still holds generation 1`, scope, parkedReason))
 	out, code = e.cli("", "restart", "--scope", scope, "--partition", "p1", "--cursor", "sim1:1:0", "--dry-run")
 	require.Equal(t, 0, code, out)
-	assert.Contains(t, out, "dry run: would move "+scope+"/p1 from generation 1 to generation 2 at the given boundary cursor "+witness.CursorHash([]byte("sim1:1:0"))+
+	assert.Contains(t, out, "dry run: would move "+scope+"/p1 from generation 1 to generation 2 at the given boundary cursor "+reconcile.CursorHash([]byte("sim1:1:0"))+
 		", a cursor this partition's checkpoint and witnesses do not hold: its position is not checked (watermark none and applied none kept), unparking it first")
 	assert.Contains(t, out, "before: generation 1, cursor none, watermark none, applied none, complete false")
 	out, code = e.cli("", "advance-epoch", "--scope", scope, "--cutover", "200", "--dry-run")
@@ -188,7 +188,7 @@ output:
 	boundary := fmt.Sprintf("sim1:%d:0", events+1)
 	out, code = e.cli("", "restart", "--scope", scope, "--partition", "p2", "--cursor", boundary, "--yes")
 	require.Equal(t, 0, code, out)
-	assert.Contains(t, out, fmt.Sprintf("done: move %s/p2 from generation %d to generation %d at the given boundary cursor %s", scope, cur.Generation, cur.Generation+1, witness.CursorHash([]byte(boundary))))
+	assert.Contains(t, out, fmt.Sprintf("done: move %s/p2 from generation %d to generation %d at the given boundary cursor %s", scope, cur.Generation, cur.Generation+1, reconcile.CursorHash([]byte(boundary))))
 	assert.Contains(t, out, "(watermark 200 and applied 200 kept), unparking it first")
 	restarted := load(t, e.st, scope, "p2")
 	assert.Equal(t, cur.Generation+1, restarted.Generation)

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
-	"github.com/tidemark/tidemark/internal/witness"
 )
 
 // repairScope writes, through the DynamoDB store the binary uses, a scope
@@ -30,8 +30,8 @@ func repairScope(t *testing.T, st store.Store, scope string) {
 		k := store.Key{Scope: scope, Partition: p.name}
 		cp, err := st.CreateCheckpoint(ctx, store.Checkpoint{Key: k, Cursor: []byte(p.name + "-1"), Generation: 1, Epoch: 1})
 		require.NoError(t, err)
-		require.NoError(t, st.PutWitness(ctx, witness.Witness{Scope: scope, Partition: p.name, Generation: 1, InputCursor: cp.Cursor,
-			AttemptID: "0001", Successor: []byte(p.name + "-2"), Disposition: witness.Promoted}))
+		require.NoError(t, st.PutWitness(ctx, reconcile.Witness{Scope: scope, Partition: p.name, Generation: 1, InputCursor: cp.Cursor,
+			AttemptID: "0001", Successor: []byte(p.name + "-2"), Disposition: reconcile.Promoted}))
 		cp, err = st.Promote(ctx, store.Promotion{Key: k, FromCursor: cp.Cursor, FromGeneration: 1, To: []byte(p.name + "-2"), WitnessID: "0001", Epoch: 1,
 			Watermark: coord.Integer(p.wm - 10), Applied: coord.IntPosition(p.wm - 10), HasApplied: true})
 		require.NoError(t, err)
@@ -64,7 +64,7 @@ func TestRepairRefusalsForceAndAudit(t *testing.T) {
 		want string
 	}{
 		{"a complete partition", []string{"restart", "--partition", "a", "--cursor", "a-boundary"},
-			"refusing to restart " + scope + "/a at cursor " + witness.CursorHash([]byte("a-boundary")) + ": " + scope + "/a is complete (watermark 50): the restart would clear its complete flag and read it again"},
+			"refusing to restart " + scope + "/a at cursor " + reconcile.CursorHash([]byte("a-boundary")) + ": " + scope + "/a is complete (watermark 50): the restart would clear its complete flag and read it again"},
 		{"another partition's cursor", []string{"restart", "--partition", "b", "--cursor", "a-2"},
 			"the cursor belongs to partition a of scope " + scope + " (the successor of its witness 0001 at generation 1), not to b"},
 		{"a cursor older than the partition's", []string{"restart", "--partition", "b", "--cursor", "b-2"},
@@ -102,14 +102,14 @@ func TestRepairRefusalsForceAndAudit(t *testing.T) {
 	// --force makes each restart, prints before/after and the audit entry.
 	out, code = e.cli("", "restart", "--scope", scope, "--partition", "b", "--cursor", "b-2", "--force", "--yes")
 	require.Equal(t, 0, code, out)
-	assert.Contains(t, out, "before: generation 3, cursor "+witness.CursorHash([]byte("b-3"))+", watermark 60, applied 60, complete false")
-	assert.Contains(t, out, "after:  generation 4, cursor "+witness.CursorHash([]byte("b-2"))+", watermark 60, applied 60, complete false")
+	assert.Contains(t, out, "before: generation 3, cursor "+reconcile.CursorHash([]byte("b-3"))+", watermark 60, applied 60, complete false")
+	assert.Contains(t, out, "after:  generation 4, cursor "+reconcile.CursorHash([]byte("b-2"))+", watermark 60, applied 60, complete false")
 	assert.Contains(t, out, "audit: ")
-	assert.Contains(t, out, ": restart --scope "+scope+" --partition b --cursor "+witness.CursorHash([]byte("b-2"))+" --force (before: applied=60, complete=false")
+	assert.Contains(t, out, ": restart --scope "+scope+" --partition b --cursor "+reconcile.CursorHash([]byte("b-2"))+" --force (before: applied=60, complete=false")
 	out, code = e.cli("", "restart", "--scope", scope, "--partition", "a", "--cursor", "a-boundary", "--force", "--yes")
 	require.Equal(t, 0, code, out)
-	assert.Contains(t, out, "before: generation 3, cursor "+witness.CursorHash([]byte("a-3"))+", watermark 50, applied 50, complete true")
-	assert.Contains(t, out, "after:  generation 4, cursor "+witness.CursorHash([]byte("a-boundary"))+", watermark 50, applied 50, complete false")
+	assert.Contains(t, out, "before: generation 3, cursor "+reconcile.CursorHash([]byte("a-3"))+", watermark 50, applied 50, complete true")
+	assert.Contains(t, out, "after:  generation 4, cursor "+reconcile.CursorHash([]byte("a-boundary"))+", watermark 50, applied 50, complete false")
 	a, b := load(t, e.st, scope, "a"), load(t, e.st, scope, "b")
 	assert.Equal(t, []byte("b-2"), b.Cursor)
 	assert.Equal(t, coord.Integer(60), b.Watermark, "a forced restart keeps the watermark")
@@ -129,7 +129,7 @@ func TestRepairRefusalsForceAndAudit(t *testing.T) {
 	}
 	require.Len(t, lines, 3, out)
 	assert.Contains(t, lines[0], "last repair of a: ")
-	assert.Contains(t, lines[0], "restart --scope "+scope+" --partition a --cursor "+witness.CursorHash([]byte("a-boundary"))+" --force (before: applied=50, complete=true, cursor="+witness.CursorHash([]byte("a-3")))
+	assert.Contains(t, lines[0], "restart --scope "+scope+" --partition a --cursor "+reconcile.CursorHash([]byte("a-boundary"))+" --force (before: applied=50, complete=true, cursor="+reconcile.CursorHash([]byte("a-3")))
 	assert.Contains(t, lines[0], `forced="`+scope+`/a is complete`)
 	assert.Contains(t, lines[1], "last repair of b: ")
 	assert.Contains(t, lines[2], "last repair of the membership: ")
@@ -144,7 +144,7 @@ func TestRepairRefusalsForceAndAudit(t *testing.T) {
 	assert.NotEmpty(t, pa.Repairs[0].User, "the OS user")
 	assert.NotEmpty(t, pa.Repairs[0].Host, "the host")
 	assert.False(t, pa.Repairs[0].Time.IsZero())
-	assert.Equal(t, map[string]string{"generation": "3", "cursor": witness.CursorHash([]byte("a-3")), "watermark": "50", "applied": "50", "complete": "true",
+	assert.Equal(t, map[string]string{"generation": "3", "cursor": reconcile.CursorHash([]byte("a-3")), "watermark": "50", "applied": "50", "complete": "true",
 		"forced": scope + "/a is complete (watermark 50): the restart would clear its complete flag and read it again"}, pa.Repairs[0].Previous)
 	require.Len(t, partitionOf(t, s, "b").Repairs, 1)
 	require.Len(t, s.MembershipRepairs, 2, "each advance-epoch adds its entry to the log it read")

@@ -29,7 +29,7 @@ import (
 type IncarnationChange struct {
 	Partition string
 	// From and To are the hashes of the old and new incarnation
-	// (witness.IncarnationHash; From may equal To when only the positions
+	// (reconcile.IncarnationHash; From may equal To when only the positions
 	// showed the change).
 	From, To string
 	// Why says how it was found, with when (the caller's clock).

@@ -14,9 +14,9 @@ import (
 
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/membership"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/store/memstore"
-	"github.com/tidemark/tidemark/internal/witness"
 )
 
 const scope = "ops"
@@ -58,8 +58,8 @@ func create(t *testing.T, st store.Store, part string, lease store.Lease) {
 	require.NoError(t, err)
 }
 
-func pendingWitness(part string, gen uint64, cursor []byte, attempt string, d witness.Disposition) witness.Witness {
-	return witness.Witness{Scope: scope, Partition: part, Generation: gen, InputCursor: cursor, AttemptID: attempt, Successor: []byte("next"), Disposition: d}
+func pendingWitness(part string, gen uint64, cursor []byte, attempt string, d reconcile.Disposition) reconcile.Witness {
+	return reconcile.Witness{Scope: scope, Partition: part, Generation: gen, InputCursor: cursor, AttemptID: attempt, Successor: []byte("next"), Disposition: d}
 }
 
 const parkReason = "malformed page after 6 attempts: partition p1, generation 2, cursor sha256:0123abcd01234567: injected garbage body"
@@ -86,11 +86,11 @@ func fixture(t *testing.T) *memstore.Store {
 	create(t, st, "p2", store.Lease{})
 	p2 := promote(t, st, "p2", 120)
 	// Counted: pending, at p2's generation and cursor.
-	require.NoError(t, st.PutWitness(ctx, pendingWitness("p2", p2.Generation, p2.Cursor, "0002-a", witness.Pending)))
+	require.NoError(t, st.PutWitness(ctx, pendingWitness("p2", p2.Generation, p2.Cursor, "0002-a", reconcile.Pending)))
 	// Not counted: another cursor, abandoned, or an older generation.
-	require.NoError(t, st.PutWitness(ctx, pendingWitness("p2", p2.Generation, []byte("other"), "0002-b", witness.Pending)))
-	require.NoError(t, st.PutWitness(ctx, pendingWitness("p2", p2.Generation, p2.Cursor, "0002-c", witness.Abandoned)))
-	require.NoError(t, st.PutWitness(ctx, pendingWitness("p2", 1, []byte("p2-1"), "0001-a", witness.Pending)))
+	require.NoError(t, st.PutWitness(ctx, pendingWitness("p2", p2.Generation, []byte("other"), "0002-b", reconcile.Pending)))
+	require.NoError(t, st.PutWitness(ctx, pendingWitness("p2", p2.Generation, p2.Cursor, "0002-c", reconcile.Abandoned)))
+	require.NoError(t, st.PutWitness(ctx, pendingWitness("p2", 1, []byte("p2-1"), "0001-a", reconcile.Pending)))
 
 	create(t, st, "p9", store.Lease{})
 	promote(t, st, "p9", 10)
@@ -124,13 +124,13 @@ func TestReadStatus(t *testing.T) {
 	assert.Equal(t, str("90 (epoch 1)"), s.Published)
 
 	want := []PartitionStatus{
-		{Partition: "p0", AppliedID: "p0-ev150", Generation: 3, Watermark: "150", Finality: "append_only_writer assertion", Applied: "150", CursorHash: witness.CursorHash([]byte("p0-3")),
+		{Partition: "p0", AppliedID: "p0-ev150", Generation: 3, Watermark: "150", Finality: "append_only_writer assertion", Applied: "150", CursorHash: reconcile.CursorHash([]byte("p0-3")),
 			PromotedWitness: "w-p0-2", LeaseOwner: "worker-a", LeaseCounter: 3, Lag: i64(0), Member: true},
-		{Partition: "p1", AppliedID: "p1-ev90", Generation: 2, Watermark: "90", Finality: "source", Applied: "90", CursorHash: witness.CursorHash([]byte("p1-2")),
+		{Partition: "p1", AppliedID: "p1-ev90", Generation: 2, Watermark: "90", Finality: "source", Applied: "90", CursorHash: reconcile.CursorHash([]byte("p1-2")),
 			PromotedWitness: "w-p1-1", Parked: parkReason, Lag: i64(60), Member: true},
-		{Partition: "p2", AppliedID: "p2-ev120", Generation: 2, Watermark: "120", Finality: "source", Applied: "120", CursorHash: witness.CursorHash([]byte("p2-2")),
+		{Partition: "p2", AppliedID: "p2-ev120", Generation: 2, Watermark: "120", Finality: "source", Applied: "120", CursorHash: reconcile.CursorHash([]byte("p2-2")),
 			PromotedWitness: "w-p2-1", PendingWitness: 1, Lag: i64(30), Member: true},
-		{Partition: "p9", AppliedID: "p9-ev10", Generation: 2, Watermark: "10", Finality: "source", Applied: "10", CursorHash: witness.CursorHash([]byte("p9-2")),
+		{Partition: "p9", AppliedID: "p9-ev10", Generation: 2, Watermark: "10", Finality: "source", Applied: "10", CursorHash: reconcile.CursorHash([]byte("p9-2")),
 			PromotedWitness: "w-p9-1", Lag: i64(140), Member: false},
 	}
 	assert.Equal(t, want, s.Partitions)
@@ -159,7 +159,7 @@ func TestStatusJSON(t *testing.T) {
 	p1 := parts[1].(map[string]any)
 	assert.Equal(t, map[string]any{
 		"partition": "p1", "generation": float64(2), "watermark": "90", "finality": "source", "applied": "90", "applied_id": "p1-ev90",
-		"cursor_hash": witness.CursorHash([]byte("p1-2")), "promoted_witness": "w-p1-1",
+		"cursor_hash": reconcile.CursorHash([]byte("p1-2")), "promoted_witness": "w-p1-1",
 		"pending_witnesses": float64(0), "parked": parkReason, "lag": float64(60), "member": true, "complete": false,
 	}, p1)
 	p2 := parts[2].(map[string]any)
@@ -186,10 +186,10 @@ func TestStatusTable(t *testing.T) {
 	require.Len(t, lines, 6, buf.String())
 	assert.Equal(t, "scope ops  epoch 1 (proven true)  frontier 90  held by p1  resting on append_only_writer assertion (p0)  published 90 (epoch 1)", lines[0])
 	assert.Equal(t, []string{"PARTITION", "GENERATION", "WATERMARK", "FINALITY", "APPLIED", "APPLIED_ID", "LAG", "CURSOR", "PENDING", "LEASE", "PARKED"}, strings.Fields(lines[1]))
-	assert.Equal(t, []string{"p0", "3", "150", "append_only_writer_assertion", "150", "p0-ev150", "0", witness.CursorHash([]byte("p0-3")), "0", "worker-a#3", "-"}, strings.Fields(lines[2]))
-	assert.Equal(t, append([]string{"p1", "2", "90", "source", "90", "p1-ev90", "60", witness.CursorHash([]byte("p1-2")), "0", "-"}, strings.Fields(parkReason)...), strings.Fields(lines[3]))
-	assert.Equal(t, []string{"p2", "2", "120", "source", "120", "p2-ev120", "30", witness.CursorHash([]byte("p2-2")), "1", "-", "-"}, strings.Fields(lines[4]))
-	assert.Equal(t, []string{"p9", "(not", "a", "member)", "2", "10", "source", "10", "p9-ev10", "140", witness.CursorHash([]byte("p9-2")), "0", "-", "-"}, strings.Fields(lines[5]))
+	assert.Equal(t, []string{"p0", "3", "150", "append_only_writer_assertion", "150", "p0-ev150", "0", reconcile.CursorHash([]byte("p0-3")), "0", "worker-a#3", "-"}, strings.Fields(lines[2]))
+	assert.Equal(t, append([]string{"p1", "2", "90", "source", "90", "p1-ev90", "60", reconcile.CursorHash([]byte("p1-2")), "0", "-"}, strings.Fields(parkReason)...), strings.Fields(lines[3]))
+	assert.Equal(t, []string{"p2", "2", "120", "source", "120", "p2-ev120", "30", reconcile.CursorHash([]byte("p2-2")), "1", "-", "-"}, strings.Fields(lines[4]))
+	assert.Equal(t, []string{"p9", "(not", "a", "member)", "2", "10", "source", "10", "p9-ev10", "140", reconcile.CursorHash([]byte("p9-2")), "0", "-", "-"}, strings.Fields(lines[5]))
 	// Columns line up: every row's generation starts where the header's does.
 	col := strings.Index(lines[1], "GENERATION")
 	for _, l := range lines[2:] {
@@ -295,7 +295,7 @@ func TestPlanRestart(t *testing.T) {
 	before := load(t, st, "p2")
 	r, err := PlanRestart(ctx, st, key("p2"), []byte("boundary-121"), Options{})
 	require.NoError(t, err)
-	assert.Equal(t, "move ops/p2 from generation 2 to generation 3 at the given boundary cursor "+witness.CursorHash([]byte("boundary-121"))+
+	assert.Equal(t, "move ops/p2 from generation 2 to generation 3 at the given boundary cursor "+reconcile.CursorHash([]byte("boundary-121"))+
 		", a cursor this partition's checkpoint and witnesses do not hold: its position is not checked (watermark 120 and applied 120 kept)", r.Describe)
 	assert.Equal(t, before, load(t, st, "p2"), "planning writes nothing")
 	require.NoError(t, firstErr(r.Apply(ctx)))

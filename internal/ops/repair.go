@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
-	"github.com/tidemark/tidemark/internal/witness"
 )
 
 // Repair is one planned conditional write.
@@ -76,7 +76,7 @@ func CheckpointState(cp store.Checkpoint) string {
 		applied = cp.Applied.String()
 	}
 	s := fmt.Sprintf("generation %d, cursor %s, watermark %s, applied %s, complete %t",
-		cp.Generation, witness.CursorHash(cp.Cursor), cp.Watermark, applied, cp.Complete)
+		cp.Generation, reconcile.CursorHash(cp.Cursor), cp.Watermark, applied, cp.Complete)
 	if cp.Parked != "" {
 		s += fmt.Sprintf(", parked %q", cp.Parked)
 	}
@@ -93,7 +93,7 @@ func MembershipState(m store.Membership) string {
 func checkpointPrevious(cp store.Checkpoint) map[string]string {
 	p := map[string]string{
 		"generation": strconv.FormatUint(cp.Generation, 10),
-		"cursor":     witness.CursorHash(cp.Cursor),
+		"cursor":     reconcile.CursorHash(cp.Cursor),
 		"watermark":  cp.Watermark.String(),
 		"applied":    "none",
 		"complete":   strconv.FormatBool(cp.Complete),
@@ -309,8 +309,8 @@ func PlanRestart(ctx context.Context, st store.Store, k store.Key, cursor []byte
 		why = append(why, fmt.Sprintf("the cursor belongs to partition %s of scope %s (%s), not to %s (cursors that look alike across partitions, such as offsets, need --force)",
 			other.partition, k.Scope, other.how, k.Partition))
 	}
-	command := fmt.Sprintf("restart --scope %s --partition %s --cursor %s", k.Scope, k.Partition, witness.CursorHash(cursor))
-	repair := fmt.Sprintf("restart %s at cursor %s", k, witness.CursorHash(cursor))
+	command := fmt.Sprintf("restart --scope %s --partition %s --cursor %s", k.Scope, k.Partition, reconcile.CursorHash(cursor))
+	repair := fmt.Sprintf("restart %s at cursor %s", k, reconcile.CursorHash(cursor))
 	if err := o.refuse(repair, why); err != nil {
 		return Repair{}, err
 	}
@@ -318,7 +318,7 @@ func PlanRestart(ctx context.Context, st store.Store, k store.Key, cursor []byte
 	unpark := map[bool]string{true: ", unparking it first", false: ""}[cp.Parked != ""]
 	return Repair{
 		Describe: fmt.Sprintf("move %s from generation %d to generation %d at the given boundary cursor %s, %s (watermark %s and applied %s kept)%s",
-			k, cp.Generation, cp.Generation+1, witness.CursorHash(cursor), where, cp.Watermark, appliedString(cp), unpark),
+			k, cp.Generation, cp.Generation+1, reconcile.CursorHash(cursor), where, cp.Watermark, appliedString(cp), unpark),
 		Before: CheckpointState(cp),
 		Entry:  e,
 		apply: func(ctx context.Context) (string, error) {

@@ -13,9 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/store/memstore"
-	"github.com/tidemark/tidemark/internal/witness"
 )
 
 func firstErr[T any](_ T, err error) error { return err }
@@ -106,9 +106,9 @@ func TestRestartRefusalsAndForce(t *testing.T) {
 			assert.Equal(t, operator.Time, e.Time)
 			assert.Equal(t, "alice", e.User)
 			assert.Equal(t, "bastion-1", e.Host)
-			wantCommand := "restart --scope ops --partition " + tc.partition + " --cursor " + witness.CursorHash([]byte(tc.cursor))
+			wantCommand := "restart --scope ops --partition " + tc.partition + " --cursor " + reconcile.CursorHash([]byte(tc.cursor))
 			wantPrev := map[string]string{
-				"generation": strconv.FormatUint(before.Generation, 10), "cursor": witness.CursorHash(before.Cursor),
+				"generation": strconv.FormatUint(before.Generation, 10), "cursor": reconcile.CursorHash(before.Cursor),
 				"watermark": before.Watermark.String(), "applied": before.Applied.String(), "complete": strconv.FormatBool(before.Complete),
 			}
 			if len(tc.refusal) > 0 {
@@ -253,9 +253,9 @@ func TestStatusShowsTheLastRepair(t *testing.T) {
 	require.NoError(t, WriteTable(&buf, s))
 	out := buf.String()
 	assert.Contains(t, out, "\nlast repair of p1: 2026-12-04T16:40:00.000Z by alice@bastion-1: unpark --scope ops --partition p1 (before: applied=90, complete=false, cursor="+
-		witness.CursorHash([]byte("p1-2"))+", generation=2, parked="+`"`+parkReason+`"`+", watermark=90)\n")
+		reconcile.CursorHash([]byte("p1-2"))+", generation=2, parked="+`"`+parkReason+`"`+", watermark=90)\n")
 	assert.Contains(t, out, "\nlast repair of done: 2026-12-04T16:40:00.000Z by alice@bastion-1: restart --scope ops --partition done --cursor "+
-		witness.CursorHash([]byte("done-2"))+" --force (before: applied=200, complete=true, cursor="+witness.CursorHash([]byte("done-2"))+
+		reconcile.CursorHash([]byte("done-2"))+" --force (before: applied=200, complete=true, cursor="+reconcile.CursorHash([]byte("done-2"))+
 		`, forced="ops/done is complete (watermark 200): the restart would clear its complete flag and read it again", generation=2, watermark=200)`+"\n")
 	assert.Contains(t, out, "\nlast repair of the membership: 2026-12-04T16:40:00.000Z by alice@bastion-1: advance-epoch --scope ops --cutover 90 --coordinate integer (before: cutover=none, epoch=1, proven=true)\n")
 	assert.Equal(t, 3, strings.Count(out, "last repair of"))
@@ -316,7 +316,7 @@ func TestRestartAndStatusOfAnEncryptedTable(t *testing.T) {
 		want string
 	}{
 		{name: "without the keys", st: raw, want: "encrypted"},
-		{name: "with the keys", st: enc, want: witness.CursorHash(plain)},
+		{name: "with the keys", st: enc, want: reconcile.CursorHash(plain)},
 	} {
 		s, err := ReadStatus(ctx, tc.st, scope)
 		require.NoError(t, err, tc.name)
@@ -324,7 +324,7 @@ func TestRestartAndStatusOfAnEncryptedTable(t *testing.T) {
 		assert.Equal(t, tc.want, s.Partitions[0].CursorHash, tc.name)
 		var text bytes.Buffer
 		require.NoError(t, WriteTable(&text, s))
-		assert.NotContains(t, text.String(), witness.CursorHash(load(t, raw, "p0").Cursor), "%s: never the hash of the ciphertext", tc.name)
+		assert.NotContains(t, text.String(), reconcile.CursorHash(load(t, raw, "p0").Cursor), "%s: never the hash of the ciphertext", tc.name)
 	}
 
 	r, err := PlanRestart(ctx, enc, key("p0"), []byte("boundary-7"), Options{Operator: operator})

@@ -29,8 +29,8 @@ import (
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/frontier"
 	"github.com/tidemark/tidemark/internal/frontierrec"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
-	"github.com/tidemark/tidemark/internal/witness"
 )
 
 // PartitionStatus is one row of the status table.
@@ -177,7 +177,7 @@ func ReadStatus(ctx context.Context, st store.Store, scope string) (Status, erro
 			return s, fmt.Errorf("reading witnesses of %s: %w", cp.Key, err)
 		}
 		for _, w := range ws {
-			if w.Disposition == witness.Pending && string(w.InputCursor) == string(cp.Cursor) {
+			if w.Disposition == reconcile.Pending && string(w.InputCursor) == string(cp.Cursor) {
 				ps.PendingWitness++
 			}
 		}
@@ -319,5 +319,5 @@ func cursorHash(cursor []byte) string {
 	if store.IsSealedCursor(cursor) {
 		return "encrypted"
 	}
-	return witness.CursorHash(cursor)
+	return reconcile.CursorHash(cursor)
 }

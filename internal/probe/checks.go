@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/tidemark/tidemark/internal/coord"
-	"github.com/tidemark/tidemark/internal/witness"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/provider"
 )
 
@@ -134,7 +134,7 @@ func finalityAsserted(d Declared) bool {
 	return f == provider.FinalityAppendOnlyWriter || f == provider.FinalityLag
 }
 
-func hash(b []byte) string { return witness.CursorHash(b) }
+func hash(b []byte) string { return reconcile.CursorHash(b) }
 
 func plural(n int, one, many string) string {
 	if n == 1 {
@@ -145,8 +145,8 @@ func plural(n int, one, many string) string {
 
 func judgeResponse(_ Declared, fx *Facts) (Verdict, string) {
 	for _, b := range fx.Bad {
-		var ke *witness.KindError
-		if errors.As(b.Err, &ke) || errors.Is(b.Err, witness.ErrOutOfOrder) {
+		var ke *reconcile.KindError
+		if errors.As(b.Err, &ke) || errors.Is(b.Err, reconcile.ErrOutOfOrder) {
 			continue // judged by position_type and positions
 		}
 		return Contradicted, fmt.Sprintf("%s: %v (the input fetches a malformed page fetch_retries more times, then parks the partition)", b.Label, b.Err)
@@ -174,7 +174,7 @@ func countEvents(fx *Facts) int {
 
 func judgePositionType(d Declared, fx *Facts) (Verdict, string) {
 	for _, b := range fx.Bad {
-		var ke *witness.KindError
+		var ke *reconcile.KindError
 		if errors.As(b.Err, &ke) {
 			return Contradicted, fmt.Sprintf("%s: %v", b.Label, b.Err)
 		}
@@ -203,10 +203,10 @@ func judgeCoordinate(d Declared, fx *Facts) (Verdict, string) {
 }
 
 // judgePositions checks the declared order and density along each walk:
-// within a page (witness.Build) and across its pages.
+// within a page (reconcile.Build) and across its pages.
 func judgePositions(d Declared, fx *Facts) (Verdict, string) {
 	for _, b := range fx.Bad {
-		if errors.Is(b.Err, witness.ErrOutOfOrder) {
+		if errors.Is(b.Err, reconcile.ErrOutOfOrder) {
 			return Contradicted, fmt.Sprintf("%s: %v", b.Label, b.Err)
 		}
 	}
@@ -793,7 +793,7 @@ func shapeNote(like bool, shape string) string {
 }
 
 // judgeOverlap reports the overlap check the input runs
-// (witness.CheckContinuity) on every page after the first of each walk. A
+// (reconcile.CheckContinuity) on every page after the first of each walk. A
 // page that fails it in every walk that reached a second page contradicts
 // the declaration (the successor is not one event early: the input would
 // find every traversal shifted and restart it for ever); a failure in one
@@ -840,8 +840,8 @@ func judgeOverlap(fx *Facts) (Verdict, string) {
 // same cursor. Divergence for a token rotation or an unstable snapshot is
 // judged by tokens_may_rotate and snapshot_marker.
 func judgeRetries(d Declared, fx *Facts) (Verdict, string) {
-	classes := map[witness.RetryClass]int{}
-	var order []witness.RetryClass
+	classes := map[reconcile.RetryClass]int{}
+	var order []reconcile.RetryClass
 	idle := 0
 	for _, p := range fx.Pairs {
 		switch {
@@ -854,7 +854,7 @@ func judgeRetries(d Declared, fx *Facts) (Verdict, string) {
 			continue // an answer the input cannot use: judged by response, positions, position_type
 		}
 		c := p.Verdict.Class
-		if c == witness.UnprovableDivergence {
+		if c == reconcile.UnprovableDivergence {
 			rotation := p.Rotated() && !d.Contract.TokensMayRotate
 			unstable := d.Contract.SnapshotMarker && len(p.First.Response.Marker) > 0 && bytes.Equal(p.First.Response.Marker, p.Second.Response.Marker) && !p.SameEvents()
 			if !rotation && !unstable {

@@ -16,10 +16,10 @@
 //     non-zero.
 //
 // Two responses of one cursor are compared with the core's own code
-// (witness.Build and witness.Classify with the contract), so "identical",
+// (reconcile.Build and reconcile.Classify with the contract), so "identical",
 // "rotated", "shifted" and "divergent" mean what the input would decide.
 // Nothing here fetches, reads a clock or writes anywhere. Cursors appear in
-// evidence only as witness.CursorHash; positions and watermarks appear as
+// evidence only as reconcile.CursorHash; positions and watermarks appear as
 // they are (status shows them too).
 //
 // A check for a new contract field is one entry of Checks: its field name,

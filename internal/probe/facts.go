@@ -7,7 +7,7 @@ import (
 	"slices"
 
 	"github.com/tidemark/tidemark/internal/coord"
-	"github.com/tidemark/tidemark/internal/witness"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/provider"
 )
 
@@ -36,18 +36,18 @@ type PageFacts struct {
 	Label string
 	// Witness is the page's witness as the input builds it (zero when
 	// BuildErr is set).
-	Witness  witness.Witness
+	Witness  reconcile.Witness
 	BuildErr error
 	// Applied and HasApplied are the applied boundary before the page: the
 	// greatest position of the walk's earlier pages, as the input keeps it.
 	Applied    coord.Position
 	HasApplied bool
 	// Continuity is the offset continuity check the input runs on the
-	// page (witness.CheckContinuity against the walk's page before it);
+	// page (reconcile.CheckContinuity against the walk's page before it);
 	// nil when the pagination is not offset or the page cannot be built.
 	// Under offset_overlap a page that continues repeats the previous
 	// page's last event first (Continuity.Overlap).
-	Continuity *witness.Continuity
+	Continuity *reconcile.Continuity
 }
 
 // overlap is how many leading events of the page repeat the previous page
@@ -64,7 +64,7 @@ func (p PageFacts) overlap() int {
 func (p PageFacts) newEvents() []provider.Event { return p.Response.Events[p.overlap():] }
 
 // newWitnessEvents are the witnesses of newEvents.
-func (p PageFacts) newWitnessEvents() []witness.EventWitness { return p.Witness.Events[p.overlap():] }
+func (p PageFacts) newWitnessEvents() []reconcile.EventWitness { return p.Witness.Events[p.overlap():] }
 
 // Empty reports whether the page has no events.
 func (p PageFacts) Empty() bool { return len(p.Response.Events) == 0 }
@@ -98,7 +98,7 @@ type Pair struct {
 	First, Second PageFacts
 	// Class is the core's verdict on the second answer (zero when Idle or
 	// Err).
-	Verdict witness.Verdict
+	Verdict reconcile.Verdict
 	// Idle: the second answer was empty without evidence (the input polls
 	// again; nothing is classified).
 	Idle bool
@@ -136,7 +136,7 @@ func Derive(d Declared, o Observation) *Facts {
 		for i, p := range w.Pages {
 			pf := buildPage(d, o.Partition, fmt.Sprintf("walk %d page %d", wi+1, i+1), p, attempt1)
 			pf.Applied, pf.HasApplied = applied, has
-			if pf.BuildErr != nil && !errors.Is(pf.BuildErr, witness.ErrLoop) {
+			if pf.BuildErr != nil && !errors.Is(pf.BuildErr, reconcile.ErrLoop) {
 				fx.Bad = append(fx.Bad, BadAnswer{pf.Label, pf.BuildErr})
 			}
 			if m, ok := pf.Max(); ok {
@@ -146,13 +146,13 @@ func Derive(d Declared, o Observation) *Facts {
 				applied, has = m, true
 			}
 			if d.Contract.Pagination == provider.PaginationOffset && pf.BuildErr == nil {
-				in := witness.ContinuityInput{Contract: d.Contract, Witness: pf.Witness, Boundary: i == 0}
+				in := reconcile.ContinuityInput{Contract: d.Contract, Witness: pf.Witness, Boundary: i == 0}
 				if i > 0 {
 					if prev := fx.Walks[wi][i-1]; prev.BuildErr == nil && len(prev.Witness.Events) > 0 {
 						in.Previous, in.HasPrevious = prev.Witness.Events[len(prev.Witness.Events)-1], true
 					}
 				}
-				ct := witness.CheckContinuity(in)
+				ct := reconcile.CheckContinuity(in)
 				pf.Continuity = &ct
 			}
 			fx.Walks[wi] = append(fx.Walks[wi], pf)
@@ -176,7 +176,7 @@ func Derive(d Declared, o Observation) *Facts {
 		}
 		fx.Fetched++
 		p := pairOf(d, o.Partition, label, first[r.Of], r.Page)
-		if err := p.Second.BuildErr; err != nil && !errors.Is(err, witness.ErrLoop) {
+		if err := p.Second.BuildErr; err != nil && !errors.Is(err, reconcile.ErrLoop) {
 			fx.Bad = append(fx.Bad, BadAnswer{label, err})
 		}
 		fx.Pairs = append(fx.Pairs, p)
@@ -195,7 +195,7 @@ func buildPage(d Declared, partition, label string, p Page, attempt string) Page
 	if partition == "" {
 		partition = "(unnamed)"
 	}
-	w, err := witness.Build(witness.BuildInput{
+	w, err := reconcile.Build(reconcile.BuildInput{
 		Scope: scope, Partition: partition, InputCursor: p.Cursor, AttemptID: attempt,
 		Response: p.Response, Contract: d.Contract,
 	})
@@ -205,7 +205,7 @@ func buildPage(d Declared, partition, label string, p Page, attempt string) Page
 // pairOf classifies again, a second answer to first's cursor, the way the
 // input's chain does (internal/chain reconcile): an empty answer without
 // evidence is no answer (the input records nothing for it and polls
-// again), so a pair with one is Idle; otherwise witness.Classify against
+// again), so a pair with one is Idle; otherwise reconcile.Classify against
 // the first answer, whose events all have a durable outcome. An answer
 // that cannot be built is reported by Derive (Bad), and the pair is not
 // classified (Err).
@@ -214,8 +214,8 @@ func pairOf(d Declared, partition, label string, first PageFacts, again Page) Pa
 	s.Applied, s.HasApplied = first.Applied, first.HasApplied
 	p := Pair{Label: label, First: first, Second: s}
 	noAnswer := func(pf PageFacts) bool {
-		return errors.Is(pf.BuildErr, witness.ErrLoop) ||
-			(pf.BuildErr == nil && len(pf.Witness.Events) == 0 && !witness.CanPromote(d.Contract, pf.Witness).Complete)
+		return errors.Is(pf.BuildErr, reconcile.ErrLoop) ||
+			(pf.BuildErr == nil && len(pf.Witness.Events) == 0 && !reconcile.CanPromote(d.Contract, pf.Witness).Complete)
 	}
 	switch {
 	case noAnswer(first) || noAnswer(s):
@@ -230,9 +230,9 @@ func pairOf(d Declared, partition, label string, first PageFacts, again Page) Pa
 	}
 	prior := first.Witness.Clone()
 	prior.AckedThrough = len(prior.Events)
-	v, err := witness.Classify(witness.ClassifyInput{
+	v, err := reconcile.Classify(reconcile.ClassifyInput{
 		Contract: d.Contract, Applied: first.Applied, HasApplied: first.HasApplied,
-		Prior: []witness.Witness{prior}, Witness: s.Witness,
+		Prior: []reconcile.Witness{prior}, Witness: s.Witness,
 	})
 	p.Verdict, p.Err, p.classified = v, err, true
 	return p

@@ -148,7 +148,7 @@ type Restart struct {
 type IncarnationRead struct {
 	// Ran: the request was made.
 	Ran bool
-	// Found: it named an incarnation, whose witness.IncarnationHash is
+	// Found: it named an incarnation, whose reconcile.IncarnationHash is
 	// Hash (the value itself never leaves the provider's caller).
 	Found bool
 	Hash  string

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/internal/coord"
-	"github.com/tidemark/tidemark/internal/witness"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/provider"
 )
 
@@ -538,12 +538,12 @@ func TestFindings(t *testing.T) {
 		{
 			name: "an incarnation read twice alike is supported, as its hash",
 			d:    declared(ordered, withIncarnation(false)), field: "incarnation", want: Supported, evidence: "incarnation sha256:",
-			o: incarnations(IncarnationRead{Ran: true, Found: true, Hash: witness.IncarnationHash("uuid-1")}, IncarnationRead{Ran: true, Found: true, Hash: witness.IncarnationHash("uuid-1")}),
+			o: incarnations(IncarnationRead{Ran: true, Found: true, Hash: reconcile.IncarnationHash("uuid-1")}, IncarnationRead{Ran: true, Found: true, Hash: reconcile.IncarnationHash("uuid-1")}),
 		},
 		{
 			name: "an incarnation that changes during the probe contradicts it",
 			d:    declared(ordered, withIncarnation(false)), field: "incarnation", want: Contradicted, evidence: "not an incarnation",
-			o: incarnations(IncarnationRead{Ran: true, Found: true, Hash: witness.IncarnationHash("t1")}, IncarnationRead{Ran: true, Found: true, Hash: witness.IncarnationHash("t2")}),
+			o: incarnations(IncarnationRead{Ran: true, Found: true, Hash: reconcile.IncarnationHash("t1")}, IncarnationRead{Ran: true, Found: true, Hash: reconcile.IncarnationHash("t2")}),
 		},
 		{
 			name: "no marker yet with a create request cannot tell, and the probe creates nothing",
@@ -581,7 +581,7 @@ func TestFindings(t *testing.T) {
 }
 
 // TestCursorsOnlyAsHashes: no finding quotes a cursor or successor; they
-// appear as witness.CursorHash.
+// appear as reconcile.CursorHash.
 func TestCursorsOnlyAsHashes(t *testing.T) {
 	secret := "SECRET-token-"
 	o := obs(walkOf(pg("", secret+"1", ev(1), ev(2))), Retry{Of: 0, Page: pg("", secret+"2", ev(1), ev(2))})
@@ -590,7 +590,7 @@ func TestCursorsOnlyAsHashes(t *testing.T) {
 	var b strings.Builder
 	require.NoError(t, Write(&b, o, fs))
 	assert.NotContains(t, b.String(), secret)
-	assert.Contains(t, b.String(), witness.CursorHash([]byte(secret+"1")))
+	assert.Contains(t, b.String(), reconcile.CursorHash([]byte(secret+"1")))
 }
 
 // TestEvaluateRunsEveryApplicableCheckOnce: one finding per check whose

@@ -7,7 +7,7 @@ import (
 	"slices"
 
 	"github.com/tidemark/tidemark/internal/coord"
-	"github.com/tidemark/tidemark/internal/witness"
+	"github.com/tidemark/tidemark/internal/reconcile"
 )
 
 // The conditions of the conditional writes, as pure functions. The in-memory store (memstore)
@@ -203,7 +203,7 @@ func FrontierMatches(stored *Frontier, prev Frontier) bool {
 // watermark and sealed flag. Disposition and AckedThrough change over a
 // witness's life and are not compared. PutWitness uses it to tell an
 // idempotent repeat from a conflicting reuse of an attempt id.
-func SameWitness(a, b witness.Witness) bool {
+func SameWitness(a, b reconcile.Witness) bool {
 	return bytes.Equal(a.InputCursor, b.InputCursor) &&
 		bytes.Equal(a.Successor, b.Successor) &&
 		bytes.Equal(a.Marker, b.Marker) &&
@@ -253,11 +253,11 @@ func ValidatePark(k Key, cursor []byte, lease Lease) error {
 
 // ValidateDisposition checks SetDisposition's arguments the way every store
 // does: only Promoted and Abandoned can be set.
-func ValidateDisposition(k Key, attempt string, d witness.Disposition) error {
+func ValidateDisposition(k Key, attempt string, d reconcile.Disposition) error {
 	if err := ValidateAttempt(k, attempt); err != nil {
 		return err
 	}
-	if d != witness.Promoted && d != witness.Abandoned {
+	if d != reconcile.Promoted && d != reconcile.Abandoned {
 		return fmt.Errorf("%w: a witness can only be marked promoted or abandoned, not %s", ErrInvalid, d)
 	}
 	return nil
@@ -265,7 +265,7 @@ func ValidateDisposition(k Key, attempt string, d witness.Disposition) error {
 
 // DispositionFence is the error of SetDisposition on a witness whose
 // disposition is already final (stored) and differs from want.
-func DispositionFence(k Key, generation uint64, attempt string, stored, want witness.Disposition) error {
+func DispositionFence(k Key, generation uint64, attempt string, stored, want reconcile.Disposition) error {
 	return &FenceError{Key: k, Op: "set disposition", Reason: fmt.Sprintf("witness %s is already %s, cannot become %s", attempt, stored, want), WantGeneration: generation}
 }
 

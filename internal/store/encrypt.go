@@ -11,7 +11,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/tidemark/tidemark/internal/witness"
+	"github.com/tidemark/tidemark/internal/reconcile"
 )
 
 // CursorKey is one key of cursor encryption: 32 bytes (AES-256) named by an
@@ -317,7 +317,7 @@ func (s *encryptedStore) ReleaseLease(ctx context.Context, k Key, held Lease) (C
 	return s.checkpoint(s.Store.ReleaseLease(ctx, k, held))
 }
 
-func (s *encryptedStore) PutWitness(ctx context.Context, w witness.Witness) error {
+func (s *encryptedStore) PutWitness(ctx context.Context, w reconcile.Witness) error {
 	if err := CheckCursor("successor", w.Successor); err != nil {
 		return err
 	}
@@ -330,7 +330,7 @@ func (s *encryptedStore) PutWitness(ctx context.Context, w witness.Witness) erro
 	return s.Store.PutWitness(ctx, w)
 }
 
-func (s *encryptedStore) witnesses(ws []witness.Witness, err error) ([]witness.Witness, error) {
+func (s *encryptedStore) witnesses(ws []reconcile.Witness, err error) ([]reconcile.Witness, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -346,10 +346,10 @@ func (s *encryptedStore) witnesses(ws []witness.Witness, err error) ([]witness.W
 	return ws, nil
 }
 
-func (s *encryptedStore) Witnesses(ctx context.Context, k Key, generation uint64) ([]witness.Witness, error) {
+func (s *encryptedStore) Witnesses(ctx context.Context, k Key, generation uint64) ([]reconcile.Witness, error) {
 	return s.witnesses(s.Store.Witnesses(ctx, k, generation))
 }
 
-func (s *encryptedStore) WitnessesFrom(ctx context.Context, k Key, fromGeneration uint64) ([]witness.Witness, error) {
+func (s *encryptedStore) WitnessesFrom(ctx context.Context, k Key, fromGeneration uint64) ([]reconcile.Witness, error) {
 	return s.witnesses(s.Store.WitnessesFrom(ctx, k, fromGeneration))
 }

@@ -8,10 +8,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/store/memstore"
 	"github.com/tidemark/tidemark/internal/store/storetest"
-	"github.com/tidemark/tidemark/internal/witness"
 )
 
 func testKeys(ids ...string) []store.CursorKey {
@@ -57,5 +57,5 @@ func TestEncryptedRefusesBadKeys(t *testing.T) {
 		})
 	}
 	_ = context.Background
-	_ = witness.Pending
+	_ = reconcile.Pending
 }

@@ -23,7 +23,7 @@ const maxRepairPrevious = 12
 // RepairEntry is the audit record of one operator repair (`connect tidemark
 // unpark|restart|advance-epoch`), kept on the record the repair wrote, in
 // the same conditional write (docs/design.md#operator-repairs). It never
-// holds a raw cursor: cursors appear as witness.CursorHash.
+// holds a raw cursor: cursors appear as reconcile.CursorHash.
 type RepairEntry struct {
 	// Time is when the operator made the repair (UTC, milliseconds).
 	Time time.Time `json:"time"`

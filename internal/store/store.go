@@ -34,7 +34,7 @@ import (
 	"fmt"
 
 	"github.com/tidemark/tidemark/internal/coord"
-	"github.com/tidemark/tidemark/internal/witness"
+	"github.com/tidemark/tidemark/internal/reconcile"
 )
 
 // Key names one partition's checkpoint within one query scope.
@@ -119,12 +119,12 @@ type Checkpoint struct {
 	// ({"", n} once released: unowned, counter n).
 	Lease Lease
 	// Violations counts the contract violations the partition's workers
-	// observed, by kind (witness.ViolationKind.String), as of the last
+	// observed, by kind (reconcile.ViolationKind.String), as of the last
 	// promotion that wrote them (docs/design.md#contract-monitors). nil:
 	// none recorded.
 	Violations map[string]uint64
 	// Incarnation is the hash of the source incarnation the checkpoint's
-	// progress belongs to (witness.IncarnationHash of the value the
+	// progress belongs to (reconcile.IncarnationHash of the value the
 	// provider's incarnation check gave; docs/design.md#source-incarnations).
 	// Empty when none was recorded: the provider declares none and no
 	// response showed positions going back, or the partition has not been
@@ -368,15 +368,15 @@ type WitnessStore interface {
 	// attempt) again is a no-op that returns nil. Events, Successor and
 	// Marker are stored whole; a witness the store cannot hold whole is
 	// refused with ErrInvalid, never cut.
-	PutWitness(ctx context.Context, w witness.Witness) error
+	PutWitness(ctx context.Context, w reconcile.Witness) error
 	// Witnesses returns every witness recorded for (key, generation), in
 	// byte-wise AttemptID order (callers make attempt ids sort in creation
 	// order, e.g. zero-padded counters or ULIDs).
-	Witnesses(ctx context.Context, k Key, generation uint64) ([]witness.Witness, error)
+	Witnesses(ctx context.Context, k Key, generation uint64) ([]reconcile.Witness, error)
 	// WitnessesFrom returns every witness recorded for generations at or
 	// above fromGeneration, ordered by generation then attempt: one query
 	// when a partition (re)starts, so that later pages need no reads.
-	WitnessesFrom(ctx context.Context, k Key, fromGeneration uint64) ([]witness.Witness, error)
+	WitnessesFrom(ctx context.Context, k Key, fromGeneration uint64) ([]reconcile.Witness, error)
 	// RecordReceipt raises a witness's AckedThrough to ackedThrough (never
 	// lowers it). One write per acknowledged batch.
 	RecordReceipt(ctx context.Context, k Key, generation uint64, attempt string, ackedThrough int) error
@@ -384,7 +384,7 @@ type WitnessStore interface {
 	// Promoted and Abandoned are final: any other transition returns
 	// ErrFenced; setting the state the witness already has returns nil.
 	// A missing witness returns ErrNotFound.
-	SetDisposition(ctx context.Context, k Key, generation uint64, attempt string, d witness.Disposition) error
+	SetDisposition(ctx context.Context, k Key, generation uint64, attempt string, d reconcile.Disposition) error
 	// PruneWitnesses deletes the witnesses of k at generations below
 	// below and returns how many it deleted. Callers pass at most the
 	// generation before a durable checkpoint's (chain.Pruning): a load

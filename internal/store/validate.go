@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tidemark/tidemark/internal/coord"
-	"github.com/tidemark/tidemark/internal/witness"
+	"github.com/tidemark/tidemark/internal/reconcile"
 )
 
 // Limits every Store implementation enforces, so that the in-memory twin
@@ -305,13 +305,13 @@ func (f Frontier) Validate() error {
 
 // WitnessSize is the payload size of a witness as every store counts it
 // against MaxRecordBytes: both cursors, the marker, the compact event
-// encoding (witness.EncodeEvents) and a string watermark.
-func WitnessSize(w witness.Witness) int {
-	return len(w.InputCursor) + len(w.Successor) + len(w.Marker) + len(witness.EncodeEvents(w.Events)) + len(w.CompleteThrough.Str)
+// encoding (reconcile.EncodeEvents) and a string watermark.
+func WitnessSize(w reconcile.Witness) int {
+	return len(w.InputCursor) + len(w.Successor) + len(w.Marker) + len(reconcile.EncodeEvents(w.Events)) + len(w.CompleteThrough.Str)
 }
 
 // ValidateWitness reports whether w can be stored whole.
-func ValidateWitness(w witness.Witness) error {
+func ValidateWitness(w reconcile.Witness) error {
 	k := Key{Scope: w.Scope, Partition: w.Partition}
 	if err := ValidateAttempt(k, w.AttemptID); err != nil {
 		return err
@@ -326,7 +326,7 @@ func ValidateWitness(w witness.Witness) error {
 		return err
 	}
 	switch w.Disposition {
-	case witness.Pending, witness.Promoted, witness.Abandoned:
+	case reconcile.Pending, reconcile.Promoted, reconcile.Abandoned:
 	default:
 		return fmt.Errorf("%w: witness %s has disposition %s (want pending, promoted or abandoned)", ErrInvalid, w.AttemptID, w.Disposition)
 	}

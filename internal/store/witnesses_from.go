@@ -5,12 +5,12 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tidemark/tidemark/internal/witness"
+	"github.com/tidemark/tidemark/internal/reconcile"
 )
 
 // SortByGenerationAttempt orders witnesses by generation, then attempt id.
-func SortByGenerationAttempt(ws []witness.Witness) {
-	slices.SortStableFunc(ws, func(a, b witness.Witness) int {
+func SortByGenerationAttempt(ws []reconcile.Witness) {
+	slices.SortStableFunc(ws, func(a, b reconcile.Witness) int {
 		if c := cmp.Compare(a.Generation, b.Generation); c != 0 {
 			return c
 		}

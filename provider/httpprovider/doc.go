@@ -25,7 +25,7 @@
 //     status, e.g. 400/401/403/404) and *RequestError (the request cannot
 //     be built from the config and cursor): park, retrying cannot help;
 //     anything else is transient: try again later.
-//  4. Log cursors only through witness.CursorHash. Errors returned here never carry
+//  4. Log cursors only through reconcile.CursorHash. Errors returned here never carry
 //     header values or raw cursors: transport errors name only the method,
 //     the host and a hash of the URL, and response bodies quoted in errors
 //     are cut to 256 bytes after the configured header values, the cursor

@@ -15,7 +15,7 @@ import (
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 
-	"github.com/tidemark/tidemark/internal/witness"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/provider"
 )
 
@@ -115,7 +115,7 @@ func (p *Provider) build(partition string, cursor []byte, meta [][2]string, c ca
 	parsed, err := url.Parse(u)
 	if err != nil || (parsed.Scheme != "http" && parsed.Scheme != "https") || parsed.Host == "" {
 		// url.Parse errors quote the URL: never show them.
-		return nil, &RequestError{Partition: partition, Field: c.field + "url", Err: fmt.Errorf("url %s is not an absolute http(s) URL", witness.CursorHash([]byte(u)))}
+		return nil, &RequestError{Partition: partition, Field: c.field + "url", Err: fmt.Errorf("url %s is not an absolute http(s) URL", reconcile.CursorHash([]byte(u)))}
 	}
 	for _, vs := range parsed.Query() {
 		for _, v := range vs {
@@ -124,7 +124,7 @@ func (p *Provider) build(partition string, cursor []byte, meta [][2]string, c ca
 	}
 	rq.url = u
 	rq.host = parsed.Scheme + "://" + parsed.Host
-	rq.urlHash = witness.CursorHash([]byte(u))
+	rq.urlHash = reconcile.CursorHash([]byte(u))
 	if body != nil {
 		b, err := body.TryBytes(msg)
 		if err != nil {
@@ -203,7 +203,7 @@ func (p *Provider) pause(ctx context.Context, rq *builtRequest, attempt int, ret
 		text = se.brief()
 	}
 	p.log.Warnf("httpprovider: partition %s: cursor %s: %s; retry %d of %d in %s",
-		rq.partition, witness.CursorHash(rq.cursor), rq.red.apply(text), attempt+1, p.cfg.MaxRetries, wait.Round(time.Millisecond))
+		rq.partition, reconcile.CursorHash(rq.cursor), rq.red.apply(text), attempt+1, p.cfg.MaxRetries, wait.Round(time.Millisecond))
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {

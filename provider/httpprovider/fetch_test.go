@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/internal/coord"
-	"github.com/tidemark/tidemark/internal/witness"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/provider"
 )
 
@@ -510,8 +510,8 @@ http:
 			t.Errorf("logs leak %q:\n%s", leak, logs.String())
 		}
 	}
-	if !strings.Contains(logs.String(), witness.CursorHash([]byte(cursor))) {
-		t.Errorf("logs do not name the cursor by its hash %s:\n%s", witness.CursorHash([]byte(cursor)), logs.String())
+	if !strings.Contains(logs.String(), reconcile.CursorHash([]byte(cursor))) {
+		t.Errorf("logs do not name the cursor by its hash %s:\n%s", reconcile.CursorHash([]byte(cursor)), logs.String())
 	}
 }
 

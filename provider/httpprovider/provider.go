@@ -10,8 +10,8 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/redact"
-	"github.com/tidemark/tidemark/internal/witness"
 	"github.com/tidemark/tidemark/provider"
 )
 
@@ -108,7 +108,7 @@ func successorHash(s []byte) string {
 	if len(s) == 0 {
 		return "none"
 	}
-	return witness.CursorHash(s)
+	return reconcile.CursorHash(s)
 }
 
 // discoveryLabel names partition discovery where errors name a partition.
@@ -267,6 +267,6 @@ func (p *Provider) RestartCursor(_ context.Context, from provider.Boundary) ([]b
 	if len(cursor) == 0 {
 		return nil, nil
 	}
-	p.log.Infof("httpprovider: partition %s: restart cursor %s (durable watermark %s)", partition, witness.CursorHash(cursor), durable)
+	p.log.Infof("httpprovider: partition %s: restart cursor %s (durable watermark %s)", partition, reconcile.CursorHash(cursor), durable)
 	return cursor, nil
 }

@@ -25,8 +25,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/servertest"
-	"github.com/tidemark/tidemark/internal/witness"
 	"github.com/tidemark/tidemark/provider"
 )
 
@@ -233,30 +233,30 @@ func TestJSONServerShiftedPage(t *testing.T) {
 	// contract gives no coverage proof, so this is unprovable divergence,
 	// recovered as the contract says, never a silent advance past record 15.
 	contract := p.Contract()
-	build := func(gen uint64, cursor, attempt string, r provider.Response) witness.Witness {
+	build := func(gen uint64, cursor, attempt string, r provider.Response) reconcile.Witness {
 		t.Helper()
-		w, err := witness.Build(witness.BuildInput{Scope: "test", Partition: "items", Generation: gen,
+		w, err := reconcile.Build(reconcile.BuildInput{Scope: "test", Partition: "items", Generation: gen,
 			InputCursor: []byte(cursor), AttemptID: attempt, Response: r, Contract: contract})
 		if err != nil {
-			t.Fatalf("witness.Build(%s): %v", attempt, err)
+			t.Fatalf("reconcile.Build(%s): %v", attempt, err)
 		}
 		return w
 	}
 	promoted := build(1, "", "g1-a1", page1)
 	firstW := build(2, cursor, "g2-a1", first)
 	retryW := build(2, cursor, "g2-a2", retry)
-	v1, err := witness.Classify(witness.ClassifyInput{Contract: contract, Applied: coord.IntPosition(30), HasApplied: true,
+	v1, err := reconcile.Classify(reconcile.ClassifyInput{Contract: contract, Applied: coord.IntPosition(30), HasApplied: true,
 		Receipts: promoted.Events, Witness: firstW})
-	if err != nil || v1.Class != witness.FirstResponse {
+	if err != nil || v1.Class != reconcile.FirstResponse {
 		t.Fatalf("first response to cursor 2: %v, %v", v1, err)
 	}
-	v2, err := witness.Classify(witness.ClassifyInput{Contract: contract, Applied: coord.IntPosition(30), HasApplied: true,
-		Prior: []witness.Witness{firstW}, Receipts: promoted.Events, Witness: retryW})
+	v2, err := reconcile.Classify(reconcile.ClassifyInput{Contract: contract, Applied: coord.IntPosition(30), HasApplied: true,
+		Prior: []reconcile.Witness{firstW}, Receipts: promoted.Events, Witness: retryW})
 	if err != nil {
 		t.Fatalf("classifying the shifted retry: %v", err)
 	}
 	t.Logf("shifted retry classified: %v", v2)
-	if v2.Class != witness.UnprovableDivergence || v2.Advances() || v2.Recovery != provider.RecoveryRestartFromBoundary {
+	if v2.Class != reconcile.UnprovableDivergence || v2.Advances() || v2.Recovery != provider.RecoveryRestartFromBoundary {
 		t.Fatalf("shifted retry: %v (recovery %s); want unprovable divergence, recovered by restart_from_boundary", v2, v2.Recovery)
 	}
 }
@@ -514,12 +514,12 @@ func TestJSONServerOffsetOverlap(t *testing.T) {
 	srv := startJSONServer(t, `{"items":[{"id":10},{"id":20},{"id":30},{"id":40},{"id":50},{"id":60},{"id":70}]}`)
 	p := parseProvider(t, loadTestdata(t, "json_server_offset.yaml", map[string]string{"JSON_SERVER_URL": srv.URL}), nil, nil)
 	contract := p.Contract()
-	build := func(gen uint64, cursor, attempt string, r provider.Response) witness.Witness {
+	build := func(gen uint64, cursor, attempt string, r provider.Response) reconcile.Witness {
 		t.Helper()
-		w, err := witness.Build(witness.BuildInput{Scope: "test", Partition: "items", Generation: gen,
+		w, err := reconcile.Build(reconcile.BuildInput{Scope: "test", Partition: "items", Generation: gen,
 			InputCursor: []byte(cursor), AttemptID: attempt, Response: r, Contract: contract})
 		if err != nil {
-			t.Fatalf("witness.Build(%s): %v", attempt, err)
+			t.Fatalf("reconcile.Build(%s): %v", attempt, err)
 		}
 		return w
 	}
@@ -530,7 +530,7 @@ func TestJSONServerOffsetOverlap(t *testing.T) {
 	}
 	w1 := build(1, "", "g1-a1", page1)
 	last := w1.Events[len(w1.Events)-1]
-	start := witness.CheckContinuity(witness.ContinuityInput{Contract: contract, Boundary: true, Witness: w1})
+	start := reconcile.CheckContinuity(reconcile.ContinuityInput{Contract: contract, Boundary: true, Witness: w1})
 	if !start.Continues {
 		t.Fatalf("page 1 from the start: %+v", start)
 	}
@@ -539,7 +539,7 @@ func TestJSONServerOffsetOverlap(t *testing.T) {
 	if !slices.Equal(ids(page2), []string{"30", "40", "50"}) {
 		t.Fatalf("page 2: %v, want it to begin with page 1's last row", ids(page2))
 	}
-	ok := witness.CheckContinuity(witness.ContinuityInput{Contract: contract, Previous: last, HasPrevious: true, Witness: build(2, "2", "g2-a1", page2)})
+	ok := reconcile.CheckContinuity(reconcile.ContinuityInput{Contract: contract, Previous: last, HasPrevious: true, Witness: build(2, "2", "g2-a1", page2)})
 	if !ok.Continues || ok.Overlap != 1 {
 		t.Fatalf("page 2 continues page 1: %+v", ok)
 	}
@@ -549,7 +549,7 @@ func TestJSONServerOffsetOverlap(t *testing.T) {
 	if !slices.Equal(ids(shifted), []string{"40", "50", "60"}) {
 		t.Fatalf("page 2 after the delete: %v", ids(shifted))
 	}
-	got := witness.CheckContinuity(witness.ContinuityInput{Contract: contract, Previous: last, HasPrevious: true, Witness: build(2, "2", "g2-a2", shifted)})
+	got := reconcile.CheckContinuity(reconcile.ContinuityInput{Contract: contract, Previous: last, HasPrevious: true, Witness: build(2, "2", "g2-a2", shifted)})
 	t.Logf("after the delete: %s", got.Reason)
 	if got.Continues || !strings.Contains(got.Reason, "the page shifted") {
 		t.Fatalf("page 2 after a delete on page 1: %+v; want it refused", got)

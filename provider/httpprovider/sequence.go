@@ -34,7 +34,7 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/bloblang"
 	"github.com/redpanda-data/benthos/v4/public/service"
 
-	"github.com/tidemark/tidemark/internal/witness"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/provider"
 )
 
@@ -174,7 +174,7 @@ func (p *Provider) openCursor(partition string, cursor []byte) (envelope, error)
 	dec := json.NewDecoder(bytes.NewReader(cursor[len(envelopePrefix):]))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&e); err != nil {
-		return envelope{}, &RequestError{Partition: partition, Field: "cursor", Err: fmt.Errorf("cursor %s starts like a sequence envelope but does not decode", witness.CursorHash(cursor))}
+		return envelope{}, &RequestError{Partition: partition, Field: "cursor", Err: fmt.Errorf("cursor %s starts like a sequence envelope but does not decode", reconcile.CursorHash(cursor))}
 	}
 	return e, nil
 }
@@ -290,7 +290,7 @@ func (p *Provider) fetchPage(ctx context.Context, req provider.Request, token []
 		return provider.Response{}, nil, err
 	}
 	p.log.Debugf("httpprovider: partition %s: cursor %s: HTTP %d, %d events, successor %s",
-		req.Partition, witness.CursorHash(req.Cursor), res.status, len(resp.Events), successorHash(resp.Successor))
+		req.Partition, reconcile.CursorHash(req.Cursor), res.status, len(resp.Events), successorHash(resp.Successor))
 	return resp, values, nil
 }
 
@@ -332,7 +332,7 @@ func (p *Provider) bootstrap(ctx context.Context, req provider.Request, reason s
 			return nil, nil, err
 		}
 	}
-	p.log.Debugf("httpprovider: partition %s: bootstrap (%s): HTTP %d, first cursor %s", req.Partition, reason, res.status, witness.CursorHash(token))
+	p.log.Debugf("httpprovider: partition %s: bootstrap (%s): HTTP %d, first cursor %s", req.Partition, reason, res.status, reconcile.CursorHash(token))
 	return token, values, nil
 }
 
@@ -397,7 +397,7 @@ func (p *Provider) validate(ctx context.Context, req provider.Request, token []b
 		return rq.malformed(fmt.Sprintf("validate.valid returned %s, want a boolean", describe(v, present)), nil)
 	}
 	if !valid {
-		p.log.Warnf("httpprovider: partition %s: stored cursor %s declared invalid by the validation request", req.Partition, witness.CursorHash(req.Cursor))
+		p.log.Warnf("httpprovider: partition %s: stored cursor %s declared invalid by the validation request", req.Partition, reconcile.CursorHash(req.Cursor))
 		return &provider.ExpiredError{Partition: req.Partition, Reason: "the validation request declared the stored cursor invalid (validate.valid is false)"}
 	}
 	return nil

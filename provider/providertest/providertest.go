@@ -42,7 +42,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tidemark/tidemark/internal/witness"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/provider"
 )
 
@@ -361,7 +361,7 @@ func walk(fx Fixture, part string) (walked, error) {
 			return w, fmt.Errorf("partition %s: page %d: %w", part, n, err)
 		}
 		// The core's own rules for one page: what the input accepts.
-		if _, err := witness.Build(witness.BuildInput{Scope: "providertest", Partition: part, InputCursor: cursor, AttemptID: fmt.Sprintf("a%06d", n), Response: resp, Contract: c}); err != nil {
+		if _, err := reconcile.Build(reconcile.BuildInput{Scope: "providertest", Partition: part, InputCursor: cursor, AttemptID: fmt.Sprintf("a%06d", n), Response: resp, Contract: c}); err != nil {
 			return w, fmt.Errorf("partition %s: page %d is not one the input accepts: %w", part, n, err)
 		}
 		for _, e := range resp.Events {

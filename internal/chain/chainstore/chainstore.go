@@ -10,8 +10,8 @@ import (
 
 	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/membership"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
-	"github.com/tidemark/tidemark/internal/witness"
 )
 
 // Do performs a against st and returns the machine's input answering it;
@@ -41,7 +41,7 @@ func Do(ctx context.Context, st store.Store, a chain.Action) (in chain.Input, ok
 	case chain.RecordReceipt:
 		return chain.ReceiptStored{Err: st.RecordReceipt(ctx, a.Key, a.Generation, a.Attempt, a.AckedThrough)}, true
 	case chain.Abandon:
-		return chain.Abandoned{Err: st.SetDisposition(ctx, a.Key, a.Generation, a.Attempt, witness.Abandoned)}, true
+		return chain.Abandoned{Err: st.SetDisposition(ctx, a.Key, a.Generation, a.Attempt, reconcile.Abandoned)}, true
 	case chain.Promote:
 		cp, err := st.Promote(ctx, a.Promotion)
 		return chain.Promoted{Checkpoint: cp, Err: err}, true

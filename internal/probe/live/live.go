@@ -21,7 +21,7 @@ import (
 	"github.com/tidemark/tidemark/input"
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/probe"
-	"github.com/tidemark/tidemark/internal/witness"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/provider"
 	"github.com/tidemark/tidemark/provider/httpprovider"
 )
@@ -217,7 +217,7 @@ func (t *Target) incarnation(ctx context.Context, partition string) probe.Incarn
 		return probe.IncarnationRead{}
 	}
 	v, found, err := t.Provider.ReadIncarnation(ctx, t.Scope, partition)
-	return probe.IncarnationRead{Ran: true, Found: found, Hash: witness.IncarnationHash(v), Err: err}
+	return probe.IncarnationRead{Ran: true, Found: found, Hash: reconcile.IncarnationHash(v), Err: err}
 }
 
 // restart asks the provider for the restart cursor of the boundary after

@@ -20,8 +20,8 @@ import (
 	"sync"
 
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
-	"github.com/tidemark/tidemark/internal/witness"
 )
 
 // Store is the in-memory twin of the DynamoDB store (internal/dynamostore): the
@@ -34,7 +34,7 @@ import (
 type Store struct {
 	mu          sync.Mutex
 	checkpoints map[store.Key]store.Checkpoint
-	witnesses   map[witnessRef]witness.Witness
+	witnesses   map[witnessRef]reconcile.Witness
 	members     map[string]store.Membership
 	frontiers   map[string]store.Frontier
 	// shardVersions is the version of each shard of the published
@@ -56,7 +56,7 @@ var _ store.Store = (*Store)(nil)
 func New() *Store {
 	return &Store{
 		checkpoints: map[store.Key]store.Checkpoint{},
-		witnesses:   map[witnessRef]witness.Witness{},
+		witnesses:   map[witnessRef]reconcile.Witness{},
 		members:     map[string]store.Membership{},
 		frontiers:   map[string]store.Frontier{},
 		discovery:   map[string]uint64{},
@@ -180,7 +180,7 @@ func (s *Store) ListCheckpoints(_ context.Context, scope string) ([]store.Checkp
 }
 
 // PutWitness implements Store.
-func (s *Store) PutWitness(_ context.Context, w witness.Witness) error {
+func (s *Store) PutWitness(_ context.Context, w reconcile.Witness) error {
 	if err := store.ValidateWitness(w); err != nil {
 		return err
 	}
@@ -199,7 +199,7 @@ func (s *Store) PutWitness(_ context.Context, w witness.Witness) error {
 }
 
 // Witnesses implements Store. Witnesses come in byte-wise AttemptID order.
-func (s *Store) Witnesses(_ context.Context, k store.Key, generation uint64) ([]witness.Witness, error) {
+func (s *Store) Witnesses(_ context.Context, k store.Key, generation uint64) ([]reconcile.Witness, error) {
 	return s.witnessesOf(k, func(g uint64) bool { return g == generation })
 }
 
@@ -229,7 +229,7 @@ func (s *Store) RecordReceipt(_ context.Context, k store.Key, generation uint64,
 
 // SetDisposition implements Store. Setting the state a witness already has
 // is an idempotent no-op (a retry after a lost response).
-func (s *Store) SetDisposition(_ context.Context, k store.Key, generation uint64, attempt string, d witness.Disposition) error {
+func (s *Store) SetDisposition(_ context.Context, k store.Key, generation uint64, attempt string, d reconcile.Disposition) error {
 	if err := store.ValidateDisposition(k, attempt, d); err != nil {
 		return err
 	}
@@ -240,7 +240,7 @@ func (s *Store) SetDisposition(_ context.Context, k store.Key, generation uint64
 	switch {
 	case !ok:
 		return fmt.Errorf("%w: no witness %s at generation %d of %s", store.ErrNotFound, attempt, generation, k)
-	case w.Disposition == witness.Pending:
+	case w.Disposition == reconcile.Pending:
 		w.Disposition = d
 		s.witnesses[ref] = w
 		return nil
@@ -367,7 +367,7 @@ func cloneCheckpoint(c store.Checkpoint) store.Checkpoint {
 	return c
 }
 
-func cloneWitness(w witness.Witness) witness.Witness {
+func cloneWitness(w reconcile.Witness) reconcile.Witness {
 	w.InputCursor = cloneBytes(w.InputCursor)
 	w.Successor = cloneBytes(w.Successor)
 	w.Marker = cloneBytes(w.Marker)

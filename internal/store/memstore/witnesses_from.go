@@ -3,24 +3,24 @@ package memstore
 import (
 	"context"
 
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
-	"github.com/tidemark/tidemark/internal/witness"
 )
 
 // WitnessesFrom implements Store.
-func (s *Store) WitnessesFrom(_ context.Context, k store.Key, fromGeneration uint64) ([]witness.Witness, error) {
+func (s *Store) WitnessesFrom(_ context.Context, k store.Key, fromGeneration uint64) ([]reconcile.Witness, error) {
 	return s.witnessesOf(k, func(g uint64) bool { return g >= fromGeneration })
 }
 
 // witnessesOf returns copies of k's witnesses whose generation keep
 // accepts, in generation order and, within one, byte-wise AttemptID order.
-func (s *Store) witnessesOf(k store.Key, keep func(generation uint64) bool) ([]witness.Witness, error) {
+func (s *Store) witnessesOf(k store.Key, keep func(generation uint64) bool) ([]reconcile.Witness, error) {
 	if err := k.Validate(); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []witness.Witness
+	var out []reconcile.Witness
 	for ref, w := range s.witnesses {
 		if ref.key == k && keep(ref.generation) {
 			out = append(out, cloneWitness(w))

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
-	"github.com/tidemark/tidemark/internal/witness"
 )
 
 func testLoadMissing(t *testing.T, s store.Store) {
@@ -513,7 +513,7 @@ func testLostResponse(t *testing.T, s store.Store) {
 		k := store.Key{Scope: key.Scope, Partition: "moved"}
 		cp := create(t, s, k, "C41")
 		p := promotion(cp, "N8", "attempt-2")
-		require.NoError(t, s.PutWitness(ctx(t), witness.Witness{Scope: k.Scope, Partition: k.Partition, Generation: 1, InputCursor: cp.Cursor, AttemptID: "attempt-2", Successor: []byte("N8"), Disposition: witness.Pending}))
+		require.NoError(t, s.PutWitness(ctx(t), reconcile.Witness{Scope: k.Scope, Partition: k.Partition, Generation: 1, InputCursor: cp.Cursor, AttemptID: "attempt-2", Successor: []byte("N8"), Disposition: reconcile.Pending}))
 		_, err := lossy{Store: s, apply: true}.Promote(ctx(t), p)
 		require.Error(t, err)
 		g2, err := s.LoadCheckpoint(ctx(t), k)
@@ -554,13 +554,13 @@ func (r readOnly) SetParked(context.Context, store.Key, []byte, uint64, store.Le
 	return store.Checkpoint{}, r.fail("SetParked")
 }
 
-func (r readOnly) PutWitness(context.Context, witness.Witness) error { return r.fail("PutWitness") }
+func (r readOnly) PutWitness(context.Context, reconcile.Witness) error { return r.fail("PutWitness") }
 
 func (r readOnly) RecordReceipt(context.Context, store.Key, uint64, string, int) error {
 	return r.fail("RecordReceipt")
 }
 
-func (r readOnly) SetDisposition(context.Context, store.Key, uint64, string, witness.Disposition) error {
+func (r readOnly) SetDisposition(context.Context, store.Key, uint64, string, reconcile.Disposition) error {
 	return r.fail("SetDisposition")
 }
 
@@ -640,7 +640,7 @@ func testInvalid(t *testing.T, s store.Store) {
 		require.ErrorIs(t, err, store.ErrInvalid, "promote %q", k)
 		_, err = s.SetParked(ctx(t), k, nil, 1, store.Lease{}, "x")
 		require.ErrorIs(t, err, store.ErrInvalid, "park %q", k)
-		err = s.PutWitness(ctx(t), witness.Witness{Scope: k.Scope, Partition: k.Partition, Generation: 1, AttemptID: "a", Disposition: witness.Pending})
+		err = s.PutWitness(ctx(t), reconcile.Witness{Scope: k.Scope, Partition: k.Partition, Generation: 1, AttemptID: "a", Disposition: reconcile.Pending})
 		require.ErrorIs(t, err, store.ErrInvalid, "put witness %q", k)
 		_, err = s.Witnesses(ctx(t), k, 1)
 		require.ErrorIs(t, err, store.ErrInvalid, "witnesses %q", k)
@@ -678,21 +678,21 @@ func testInvalid(t *testing.T, s store.Store) {
 	require.ErrorIs(t, err, store.ErrInvalid)
 	for _, bad := range []struct {
 		name string
-		edit func(w *witness.Witness)
+		edit func(w *reconcile.Witness)
 	}{
-		{"oversized input cursor", func(w *witness.Witness) { w.InputCursor = big }},
-		{"oversized successor", func(w *witness.Witness) { w.Successor = big }},
-		{"empty attempt id", func(w *witness.Witness) { w.AttemptID = "" }},
-		{"zero disposition", func(w *witness.Witness) { w.Disposition = 0 }},
-		{"unknown disposition", func(w *witness.Witness) { w.Disposition = 9 }},
-		{"acked beyond events", func(w *witness.Witness) { w.AckedThrough = 1 }},
+		{"oversized input cursor", func(w *reconcile.Witness) { w.InputCursor = big }},
+		{"oversized successor", func(w *reconcile.Witness) { w.Successor = big }},
+		{"empty attempt id", func(w *reconcile.Witness) { w.AttemptID = "" }},
+		{"zero disposition", func(w *reconcile.Witness) { w.Disposition = 0 }},
+		{"unknown disposition", func(w *reconcile.Witness) { w.Disposition = 9 }},
+		{"acked beyond events", func(w *reconcile.Witness) { w.AckedThrough = 1 }},
 	} {
-		w := witness.Witness{Scope: key.Scope, Partition: key.Partition, Generation: 1, AttemptID: "a", Disposition: witness.Pending}
+		w := reconcile.Witness{Scope: key.Scope, Partition: key.Partition, Generation: 1, AttemptID: "a", Disposition: reconcile.Pending}
 		bad.edit(&w)
 		require.ErrorIs(t, s.PutWitness(ctx(t), w), store.ErrInvalid, bad.name)
 	}
 	require.ErrorIs(t, s.RecordReceipt(ctx(t), key, 1, "", 1), store.ErrInvalid)
-	require.ErrorIs(t, s.SetDisposition(ctx(t), key, 1, "", witness.Promoted), store.ErrInvalid)
+	require.ErrorIs(t, s.SetDisposition(ctx(t), key, 1, "", reconcile.Promoted), store.ErrInvalid)
 
 	// Nothing invalid reached the store.
 	requireStored(t, s, cp)
@@ -733,7 +733,7 @@ func testCursorBytesExact(t *testing.T, s store.Store) {
 	made, err := s.CreateCheckpoint(ctx(t), store.Checkpoint{Key: k, Cursor: big, Generation: 1})
 	require.NoError(t, err)
 	require.Equal(t, big, made.Cursor)
-	w := witness.Witness{Scope: k.Scope, Partition: k.Partition, Generation: 1, InputCursor: big, AttemptID: "a", Successor: randomBytes(4, 60<<10), Marker: []byte{0, 0xff, 0}, Disposition: witness.Pending}
+	w := reconcile.Witness{Scope: k.Scope, Partition: k.Partition, Generation: 1, InputCursor: big, AttemptID: "a", Successor: randomBytes(4, 60<<10), Marker: []byte{0, 0xff, 0}, Disposition: reconcile.Pending}
 	require.NoError(t, s.PutWitness(ctx(t), w))
 	ws, err := s.Witnesses(ctx(t), k, 1)
 	require.NoError(t, err)
@@ -799,7 +799,7 @@ func testKeysDoNotCollide(t *testing.T, s store.Store) {
 	for i, k := range keys {
 		_, err := s.CreateCheckpoint(ctx(t), store.Checkpoint{Key: k, Cursor: fmt.Appendf(nil, "c%d", i), Generation: 1})
 		require.NoError(t, err, "%q", k)
-		require.NoError(t, s.PutWitness(ctx(t), witness.Witness{Scope: k.Scope, Partition: k.Partition, Generation: 1, AttemptID: "x", Successor: fmt.Appendf(nil, "s%d", i), Disposition: witness.Pending}))
+		require.NoError(t, s.PutWitness(ctx(t), reconcile.Witness{Scope: k.Scope, Partition: k.Partition, Generation: 1, AttemptID: "x", Successor: fmt.Appendf(nil, "s%d", i), Disposition: reconcile.Pending}))
 	}
 	for i, k := range keys {
 		cp, err := s.LoadCheckpoint(ctx(t), k)
@@ -837,9 +837,9 @@ func testDeepCopies(t *testing.T, s store.Store) {
 	require.Equal(t, []byte("C0"), got.Cursor)
 	got.Cursor[0] = 'Z'
 
-	events := []witness.EventWitness{{IDHash: 1, Position: coord.IntPosition(1), Digest: 1}}
+	events := []reconcile.EventWitness{{IDHash: 1, Position: coord.IntPosition(1), Digest: 1}}
 	succ := []byte("N1")
-	require.NoError(t, s.PutWitness(ctx(t), witness.Witness{Scope: key.Scope, Partition: key.Partition, Generation: 1, AttemptID: "a", Events: events, Successor: succ, Disposition: witness.Pending}))
+	require.NoError(t, s.PutWitness(ctx(t), reconcile.Witness{Scope: key.Scope, Partition: key.Partition, Generation: 1, AttemptID: "a", Events: events, Successor: succ, Disposition: reconcile.Pending}))
 	events[0].Position = coord.IntPosition(99)
 	succ[0] = 'X'
 	ws, err := s.Witnesses(ctx(t), key, 1)

@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
-	"github.com/tidemark/tidemark/internal/witness"
 )
 
 // RunCursorFinder checks store.CursorFinder: a stored cursor is found in
@@ -30,10 +30,10 @@ func RunCursorFinder(t *testing.T, newStore func(t *testing.T) store.Store) {
 	a := mk("scope-a", "p1", "shared-cursor")
 	b := mk("scope-b", "p#2", "b-start")
 	mk("scope-c", "p3", "c-start")
-	require.NoError(t, s.PutWitness(ctx, witness.Witness{Scope: "scope-b", Partition: "p#2", Generation: 1, AttemptID: "0001-x",
-		InputCursor: []byte("b-start"), Successor: []byte("shared-cursor"), Disposition: witness.Pending}))
-	require.NoError(t, s.PutWitness(ctx, witness.Witness{Scope: "scope-c", Partition: "p3", Generation: 1, AttemptID: "0001-y",
-		InputCursor: []byte("c-start"), Successor: []byte("c-next"), Disposition: witness.Pending}))
+	require.NoError(t, s.PutWitness(ctx, reconcile.Witness{Scope: "scope-b", Partition: "p#2", Generation: 1, AttemptID: "0001-x",
+		InputCursor: []byte("b-start"), Successor: []byte("shared-cursor"), Disposition: reconcile.Pending}))
+	require.NoError(t, s.PutWitness(ctx, reconcile.Witness{Scope: "scope-c", Partition: "p3", Generation: 1, AttemptID: "0001-y",
+		InputCursor: []byte("c-start"), Successor: []byte("c-next"), Disposition: reconcile.Pending}))
 
 	tests := []struct {
 		name   string

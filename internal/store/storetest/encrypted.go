@@ -6,8 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
-	"github.com/tidemark/tidemark/internal/witness"
 )
 
 // RunEncrypted checks store.Encrypted over a backend: newRaw returns an
@@ -32,7 +32,7 @@ func RunEncrypted(t *testing.T, newRaw func(t *testing.T) store.Store) {
 		require.NoError(t, err)
 		cp := create(t, s, key, string(secret))
 		require.Equal(t, secret, cp.Cursor)
-		require.NoError(t, s.PutWitness(ctx(t), witness.Witness{Scope: key.Scope, Partition: key.Partition, Generation: 1, AttemptID: "w1", InputCursor: secret, Successor: next, Disposition: witness.Pending}))
+		require.NoError(t, s.PutWitness(ctx(t), reconcile.Witness{Scope: key.Scope, Partition: key.Partition, Generation: 1, AttemptID: "w1", InputCursor: secret, Successor: next, Disposition: reconcile.Pending}))
 		cp = promote(t, s, promotion(cp, string(next), "w1"))
 		require.Equal(t, next, cp.Cursor)
 

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
-	"github.com/tidemark/tidemark/internal/witness"
 )
 
 // RunLease runs the lease contract (scale-out; internal/store/lease.go has
@@ -196,11 +196,11 @@ func testZombieWitnessNeverPromotes(t *testing.T, s store.Store) {
 	zombie := claim(t, s, key, store.Lease{}, "a")
 	thief := claim(t, s, key, zombie.Lease, "b")
 
-	w := witness.Witness{
+	w := reconcile.Witness{
 		Scope: key.Scope, Partition: key.Partition, Generation: 1, AttemptID: "zombie-1",
 		InputCursor: []byte("C0"), Successor: []byte("Z1"),
-		Events:      []witness.EventWitness{{IDHash: 1, Position: coord.IntPosition(1), Digest: 1}},
-		Disposition: witness.Pending,
+		Events:      []reconcile.EventWitness{{IDHash: 1, Position: coord.IntPosition(1), Digest: 1}},
+		Disposition: reconcile.Pending,
 	}
 	require.NoError(t, s.PutWitness(ctx(t), w))
 	require.NoError(t, s.RecordReceipt(ctx(t), key, 1, "zombie-1", 1))

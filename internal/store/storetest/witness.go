@@ -8,21 +8,21 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
-	"github.com/tidemark/tidemark/internal/witness"
 )
 
 // page builds n event witnesses at positions first, first+1, ...
-func page(first int64, n int) []witness.EventWitness {
-	evs := make([]witness.EventWitness, n)
+func page(first int64, n int) []reconcile.EventWitness {
+	evs := make([]reconcile.EventWitness, n)
 	for i := range evs {
-		evs[i] = witness.EventWitness{IDHash: uint64(i)*0x9e3779b97f4a7c15 + 1, Position: coord.IntPosition(first + int64(i)), Digest: ^uint64(i)}
+		evs[i] = reconcile.EventWitness{IDHash: uint64(i)*0x9e3779b97f4a7c15 + 1, Position: coord.IntPosition(first + int64(i)), Digest: ^uint64(i)}
 	}
 	return evs
 }
 
-func newWitness(k store.Key, gen uint64, attempt string, events []witness.EventWitness, successor string) witness.Witness {
-	return witness.Witness{
+func newWitness(k store.Key, gen uint64, attempt string, events []reconcile.EventWitness, successor string) reconcile.Witness {
+	return reconcile.Witness{
 		Scope:       k.Scope,
 		Partition:   k.Partition,
 		Generation:  gen,
@@ -30,11 +30,11 @@ func newWitness(k store.Key, gen uint64, attempt string, events []witness.EventW
 		AttemptID:   attempt,
 		Events:      events,
 		Successor:   []byte(successor),
-		Disposition: witness.Pending,
+		Disposition: reconcile.Pending,
 	}
 }
 
-func witnesses(t *testing.T, s store.Store, k store.Key, gen uint64) []witness.Witness {
+func witnesses(t *testing.T, s store.Store, k store.Key, gen uint64) []reconcile.Witness {
 	t.Helper()
 	ws, err := s.Witnesses(ctx(t), k, gen)
 	require.NoError(t, err)
@@ -44,14 +44,14 @@ func witnesses(t *testing.T, s store.Store, k store.Key, gen uint64) []witness.W
 // Every field of a response witness (docs/design.md#vocabulary) survives a
 // round trip.
 func testWitnessRoundTrip(t *testing.T, s store.Store) {
-	events := []witness.EventWitness{
+	events := []reconcile.EventWitness{
 		{IDHash: 0, Position: coord.IntPosition(math.MinInt64), Digest: 0},
 		{IDHash: math.MaxUint64, Position: coord.IntPosition(math.MaxInt64), Digest: math.MaxUint64},
 		{IDHash: 7, Position: coord.IntPosition(-5), Digest: 8},
 		{IDHash: 7, Position: coord.IntPosition(-5), Digest: 8},
 		{IDHash: 9, Position: coord.IntPosition(501), Digest: 10},
 	}
-	full := witness.Witness{
+	full := reconcile.Witness{
 		Scope:           key.Scope,
 		Partition:       key.Partition,
 		Generation:      9,
@@ -62,17 +62,17 @@ func testWitnessRoundTrip(t *testing.T, s store.Store) {
 		Marker:          []byte{0, 1, 2, 0xff},
 		CompleteThrough: coord.Integer(502),
 		Sealed:          true,
-		Disposition:     witness.Pending,
+		Disposition:     reconcile.Pending,
 		AckedThrough:    2,
 	}
-	empty := witness.Witness{Scope: key.Scope, Partition: key.Partition, Generation: 9, AttemptID: "attempt-0002", Disposition: witness.Abandoned}
+	empty := reconcile.Witness{Scope: key.Scope, Partition: key.Partition, Generation: 9, AttemptID: "attempt-0002", Disposition: reconcile.Abandoned}
 	str := newWitness(key, 9, "attempt-0003", page(1, 3), "N9")
 	str.CompleteThrough = coord.String("2026-12-03T06:00:00Z\xff")
-	str.Disposition = witness.Promoted
-	for _, w := range []witness.Witness{full, empty, str} {
+	str.Disposition = reconcile.Promoted
+	for _, w := range []reconcile.Witness{full, empty, str} {
 		require.NoError(t, s.PutWitness(ctx(t), w))
 	}
-	require.Equal(t, []witness.Witness{full, empty, str}, witnesses(t, s, key, 9))
+	require.Equal(t, []reconcile.Witness{full, empty, str}, witnesses(t, s, key, 9))
 }
 
 // The same attempt twice is one witness; different attempts are two, in
@@ -82,10 +82,10 @@ func testWitnessIdempotent(t *testing.T, s store.Store) {
 	w1 := newWitness(key, 1, "a1", page(501, 2), "N7")
 	require.NoError(t, s.PutWitness(ctx(t), w2))
 	require.NoError(t, s.PutWitness(ctx(t), w2))
-	require.Equal(t, []witness.Witness{w2}, witnesses(t, s, key, 1))
+	require.Equal(t, []reconcile.Witness{w2}, witnesses(t, s, key, 1))
 
 	require.NoError(t, s.PutWitness(ctx(t), w1))
-	require.Equal(t, []witness.Witness{w1, w2}, witnesses(t, s, key, 1))
+	require.Equal(t, []reconcile.Witness{w1, w2}, witnesses(t, s, key, 1))
 
 	// A repeat after the witness moved on (receipt, disposition) is still
 	// the same response.
@@ -94,14 +94,14 @@ func testWitnessIdempotent(t *testing.T, s store.Store) {
 	got := witnesses(t, s, key, 1)
 	require.Equal(t, 2, got[1].AckedThrough, "a repeated put must not reset receipts")
 
-	for _, change := range []func(w *witness.Witness){
-		func(w *witness.Witness) { w.Successor = []byte("N9") },
-		func(w *witness.Witness) { w.Events = page(501, 2) },
-		func(w *witness.Witness) { w.Events[1].Digest++ },
-		func(w *witness.Witness) { w.InputCursor = []byte("C40") },
-		func(w *witness.Witness) { w.Marker = []byte("m") },
-		func(w *witness.Witness) { w.CompleteThrough = coord.Integer(1) },
-		func(w *witness.Witness) { w.Sealed = true },
+	for _, change := range []func(w *reconcile.Witness){
+		func(w *reconcile.Witness) { w.Successor = []byte("N9") },
+		func(w *reconcile.Witness) { w.Events = page(501, 2) },
+		func(w *reconcile.Witness) { w.Events[1].Digest++ },
+		func(w *reconcile.Witness) { w.InputCursor = []byte("C40") },
+		func(w *reconcile.Witness) { w.Marker = []byte("m") },
+		func(w *reconcile.Witness) { w.CompleteThrough = coord.Integer(1) },
+		func(w *reconcile.Witness) { w.Sealed = true },
 	} {
 		other := newWitness(key, 1, "a2", page(501, 3), "N8")
 		change(&other)
@@ -153,19 +153,19 @@ func testDisposition(t *testing.T, s store.Store) {
 	for _, a := range []string{"a1", "a2", "a3"} {
 		require.NoError(t, s.PutWitness(ctx(t), newWitness(key, 1, a, page(1, 1), "N-"+a)))
 	}
-	require.NoError(t, s.SetDisposition(ctx(t), key, 1, "a1", witness.Promoted))
-	require.NoError(t, s.SetDisposition(ctx(t), key, 1, "a2", witness.Abandoned))
-	require.NoError(t, s.SetDisposition(ctx(t), key, 1, "a1", witness.Promoted), "repeating a final state is idempotent")
+	require.NoError(t, s.SetDisposition(ctx(t), key, 1, "a1", reconcile.Promoted))
+	require.NoError(t, s.SetDisposition(ctx(t), key, 1, "a2", reconcile.Abandoned))
+	require.NoError(t, s.SetDisposition(ctx(t), key, 1, "a1", reconcile.Promoted), "repeating a final state is idempotent")
 
-	fe := requireFence(t, s.SetDisposition(ctx(t), key, 1, "a1", witness.Abandoned))
+	fe := requireFence(t, s.SetDisposition(ctx(t), key, 1, "a1", reconcile.Abandoned))
 	require.Contains(t, fe.Reason, "promoted")
-	requireFence(t, s.SetDisposition(ctx(t), key, 1, "a2", witness.Promoted))
-	require.ErrorIs(t, s.SetDisposition(ctx(t), key, 1, "a3", witness.Pending), store.ErrInvalid)
+	requireFence(t, s.SetDisposition(ctx(t), key, 1, "a2", reconcile.Promoted))
+	require.ErrorIs(t, s.SetDisposition(ctx(t), key, 1, "a3", reconcile.Pending), store.ErrInvalid)
 	require.ErrorIs(t, s.SetDisposition(ctx(t), key, 1, "a3", 0), store.ErrInvalid)
-	require.ErrorIs(t, s.SetDisposition(ctx(t), key, 1, "missing", witness.Abandoned), store.ErrNotFound)
+	require.ErrorIs(t, s.SetDisposition(ctx(t), key, 1, "missing", reconcile.Abandoned), store.ErrNotFound)
 
 	ws := witnesses(t, s, key, 1)
-	require.Equal(t, []witness.Disposition{witness.Promoted, witness.Abandoned, witness.Pending}, []witness.Disposition{ws[0].Disposition, ws[1].Disposition, ws[2].Disposition})
+	require.Equal(t, []reconcile.Disposition{reconcile.Promoted, reconcile.Abandoned, reconcile.Pending}, []reconcile.Disposition{ws[0].Disposition, ws[1].Disposition, ws[2].Disposition})
 }
 
 // A witness that cannot be held whole is refused with ErrInvalid, never
@@ -175,7 +175,7 @@ func testWitnessTooLarge(t *testing.T, s store.Store) {
 	fits.InputCursor = randomBytes(5, store.MaxCursorBytes)
 	fits.Successor = randomBytes(6, store.MaxCursorBytes)
 	require.NoError(t, s.PutWitness(ctx(t), fits))
-	require.Equal(t, []witness.Witness{fits}, witnesses(t, s, key, 1))
+	require.Equal(t, []reconcile.Witness{fits}, witnesses(t, s, key, 1))
 
 	many := newWitness(key, 1, "many", page(1, 30_000), "N")
 	err := s.PutWitness(ctx(t), many)

@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
-	"github.com/tidemark/tidemark/internal/witness"
 )
 
 // testWitnessesFrom: one read returns every witness at or above a
@@ -16,10 +16,10 @@ import (
 func testWitnessesFrom(t *testing.T, s store.Store) {
 	k := store.Key{Scope: "from", Partition: "p"}
 	put := func(gen uint64, attempt string) {
-		w := witness.Witness{
+		w := reconcile.Witness{
 			Scope: k.Scope, Partition: k.Partition, Generation: gen, InputCursor: []byte("c"),
-			AttemptID: attempt, Successor: []byte("n"), Disposition: witness.Pending,
-			Events: []witness.EventWitness{{IDHash: 1, Position: coord.IntPosition(int64(gen)), Digest: 2}},
+			AttemptID: attempt, Successor: []byte("n"), Disposition: reconcile.Pending,
+			Events: []reconcile.EventWitness{{IDHash: 1, Position: coord.IntPosition(int64(gen)), Digest: 2}},
 		}
 		require.NoError(t, s.PutWitness(ctx(t), w))
 	}

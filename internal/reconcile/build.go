@@ -1,4 +1,4 @@
-package witness
+package reconcile
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package witness
+package reconcile
 
 import (
 	"strings"
@@ -8,7 +8,7 @@ import (
 // FuzzClassify plays the scenario of scenario_test.go with the fuzzer's
 // bytes as its choices: no input panics, and the oracle's safety property
 // holds for every promotion the core allows. Run it in CI for a bounded
-// time: go test -run='^$' -fuzz=FuzzClassify -fuzztime=20s ./internal/witness/
+// time: go test -run='^$' -fuzz=FuzzClassify -fuzztime=20s ./internal/reconcile/
 func FuzzClassify(f *testing.F) {
 	for _, seed := range [][]byte{
 		nil,

@@ -1,4 +1,4 @@
-package witness
+package reconcile
 
 import "github.com/tidemark/tidemark/provider"
 

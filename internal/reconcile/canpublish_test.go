@@ -1,4 +1,4 @@
-package witness
+package reconcile
 
 // CanPublish states, for the tests, the property the promotion procedure
 // keeps: a losing retry never publishes its candidate successor. The

@@ -1,4 +1,4 @@
-// Package witness is tidemark's pure reconciliation core: it builds response
+// Package reconcile is tidemark's pure reconciliation core: it builds response
 // witnesses, classifies a retried fetch against the earlier responses to the
 // same cursor, and decides which successor may be promoted
 // (docs/design.md#retry-classification and
@@ -134,4 +134,11 @@
 //  8. Abandon the witnesses Abandon(winner, witnesses) names and mark the
 //     winner promoted. A loser never publishes its successor: nothing reads it
 //     again (the property tests check it with CanPublish).
-package witness
+//
+// # Error text
+//
+// Its errors begin "witness:", not with the package's name: they are about
+// a response witness, and their text reaches park reasons stored in
+// checkpoints and the logs operators search, which keep the words they had
+// before the package was named for the reconciliation it holds.
+package reconcile

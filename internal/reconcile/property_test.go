@@ -1,4 +1,4 @@
-package witness
+package reconcile
 
 import (
 	"flag"
@@ -27,7 +27,7 @@ func TestProperty_RetriesNeverSkipAnEvent(t *testing.T) {
 		st, log, err := runScenario(rand.New(rand.NewPCG(uint64(seed), 0x7a11)))
 		total.add(st)
 		if err != nil {
-			t.Fatalf("seed %d: %v\n%s\nrerun: go test ./internal/witness/ -run TestProperty_RetriesNeverSkipAnEvent -witness.seed=%d -v",
+			t.Fatalf("seed %d: %v\n%s\nrerun: go test ./internal/reconcile/ -run TestProperty_RetriesNeverSkipAnEvent -witness.seed=%d -v",
 				seed, err, strings.Join(log, "\n"), seed)
 		}
 		if *propertySeed >= 0 {
