@@ -70,6 +70,17 @@ func Do(ctx context.Context, st store.Store, a chain.Action) (in chain.Input, ok
 // epoch never sees a partition's watermark lowered. A crash in between
 // leaves an unproven epoch and the old checkpoint: the next check finds
 // the change again and records it in a further epoch.
+//
+// Two writers that find the same change can interleave the two writes:
+// the first records epoch e, the second e+1, the first resets at e, and
+// the second's reset is refused. The record then names an epoch no
+// checkpoint carries, and the scalar frontier would stay withheld. So a
+// refused reset is written again, from the checkpoint as it now is, while
+// that checkpoint is in the same new incarnation under an older epoch
+// (and the same lease): the partition reads its new incarnation from the
+// start once more (duplicates, never a gap) under the recorded epoch. At
+// most maxResetRetries times; a checkpoint in any other state (another
+// incarnation, a newer epoch, another lease) is the winner's.
 func Reincarnate(ctx context.Context, st store.Store, a chain.Reincarnate) chain.Reincarnated {
 	m, err := membership.RecordIncarnation(ctx, st, a.Key.Scope, membership.IncarnationChange{Partition: a.Key.Partition, From: a.From, To: a.To, Why: a.Why})
 	if errors.Is(err, membership.ErrIncarnationRecorded) {
@@ -82,5 +93,23 @@ func Reincarnate(ctx context.Context, st store.Store, a chain.Reincarnate) chain
 	p := a.Reset
 	p.Epoch = m.Epoch
 	cp, err := st.Promote(ctx, p)
+	for try := 0; try < maxResetRetries && errors.Is(err, store.ErrFenced); try++ {
+		cur, lerr := st.LoadCheckpoint(ctx, a.Key)
+		if lerr != nil || !resetOwed(cur, p) {
+			break
+		}
+		p.FromCursor, p.FromGeneration = cur.Cursor, cur.Generation
+		cp, err = st.Promote(ctx, p)
+	}
 	return chain.Reincarnated{Checkpoint: cp, Epoch: m.Epoch, Membership: m, Err: err}
+}
+
+// maxResetRetries bounds the resets Reincarnate writes again.
+const maxResetRetries = 3
+
+// resetOwed reports whether reset, refused, is still owed by its writer:
+// the checkpoint cur was reset into the same incarnation by a change
+// recorded in an older epoch than reset's, under the same lease.
+func resetOwed(cur store.Checkpoint, reset store.Promotion) bool {
+	return cur.Incarnation == reset.Incarnation && cur.IncarnationEpoch < reset.Epoch && cur.Lease == reset.Lease
 }
