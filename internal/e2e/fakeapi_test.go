@@ -223,14 +223,10 @@ func testPollingExample(t *testing.T, ex pollingExample) {
 
 	// Killed at the head with the last page printed and not promoted.
 	// From the first request after these events arrive, promotions (and
-	// every other UpdateItem) are held until the kill: run 2 prints the
-	// head page, then is killed while its promotion waits. The hold is
-	// longer than any store call's deadline, so however slow a loaded
-	// machine is between the print and the kill the promotion never lands
-	// first (a call that gives up is cancelled, never applied, and its
-	// retry is held again).
+	// every other UpdateItem) wait 3 s: run 2 prints the head page, then is
+	// killed while its promotion waits.
 	var once sync.Once
-	ex.control.OnRequest(func(*http.Request) { once.Do(func() { sh.delayUpdates(time.Minute) }) })
+	ex.control.OnRequest(func(*http.Request) { once.Do(func() { sh.delayUpdates(3 * time.Second) }) })
 	head := ex.add(2)
 	want = append(want, head...)
 	e2etest.WaitFor(t, e2etest.Patience, "run 2 to print the head page", func() (bool, string) {
