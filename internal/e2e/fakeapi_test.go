@@ -14,14 +14,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -222,11 +220,13 @@ func testPollingExample(t *testing.T, ex pollingExample) {
 	}
 
 	// Killed at the head with the last page printed and not promoted.
-	// From the first request after these events arrive, promotions (and
-	// every other UpdateItem) wait 3 s: run 2 prints the head page, then is
-	// killed while its promotion waits.
-	var once sync.Once
-	ex.control.OnRequest(func(*http.Request) { once.Do(func() { sh.delayUpdates(3 * time.Second) }) })
+	// From before these events arrive, promotions (and every other
+	// UpdateItem) wait 3 s: run 2 prints the head page, then is killed
+	// while its promotion waits. (The wait starts before the events are
+	// added, not at the first request after: a poll already past the
+	// fake's request hook when they arrive would serve the head page with
+	// its promotion unheld, and run 3 would have no head page to retry.)
+	sh.delayUpdates(3 * time.Second)
 	head := ex.add(2)
 	want = append(want, head...)
 	e2etest.WaitFor(t, e2etest.Patience, "run 2 to print the head page", func() (bool, string) {
@@ -237,7 +237,6 @@ func testPollingExample(t *testing.T, ex pollingExample) {
 		t.Fatal(err)
 	}
 	<-p2.Done()
-	ex.control.OnRequest(nil)
 	sh.delayUpdates(0)
 	done = seen(current)
 	want = append(want, ex.add(3)...)
