@@ -168,7 +168,7 @@ func assertCoverage(t *testing.T, s Stats) {
 		"retries that grew at the head": s.HeadGrowths, "rogue rotations reported by the monitors": s.RogueRotationsSeen,
 		"regressing watermarks reported by the monitors": s.RegressionsSeen, "frontiers withdrawn": s.Withdrawals,
 		"restarts": s.Restarts, "parks": s.Parks, "unparks": s.Unparks, "expiries": s.Expired,
-		"glitch pages": s.Glitches, "omissions": s.Omissions, "lagging retries": s.Lags, "stalls": s.Stalls, "holds": s.Holds,
+		"glitch pages": s.Glitches, "omissions": s.Omissions, "first pages cut above the origin": s.FirstPagesCut, "lagging retries": s.Lags, "stalls": s.Stalls, "holds": s.Holds,
 		"nacks": s.Nacks, "scalars published": s.ScalarsPublished, "membership epochs": s.Epochs,
 		"unproven epochs": s.UnprovenEpochs, "shared partitions": s.SharedPartitions,
 		"malformed pages": s.Garbage, "malformed bodies": s.MalformedFaults, "malformed answers retried or parked": s.MalformedAnswers,

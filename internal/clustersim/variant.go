@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/tidemark/tidemark/internal/chain"
+	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/provider"
@@ -23,7 +24,8 @@ import (
 // that carries any complete-through watermark a shifted page, as if a
 // watermark covered every position, also the ones above it;
 // IgnoreOffsetOverlap reads an offset partition's overlap check as
-// offset_unproven (no check).
+// offset_unproven (no check); TrustFirstPage drops the declared origin
+// of dense positions (the first page of a traversal goes unchecked).
 func (v Variant) configure(cfg *chain.Config) {
 	switch v {
 	case IgnoreIncarnation:
@@ -38,6 +40,8 @@ func (v Variant) configure(cfg *chain.Config) {
 		if cfg.Contract.Finality <= provider.FinalityNone {
 			cfg.Contract.Finality = provider.FinalitySource
 		}
+	case TrustFirstPage:
+		cfg.Contract.FirstPosition = coord.Position{}
 	case IgnoreOffsetOverlap:
 		if cfg.Contract.OffsetOverlap {
 			cfg.Contract.OffsetOverlap, cfg.Contract.OffsetUnproven = false, true

@@ -66,6 +66,9 @@ func TestVariantsAreCaught(t *testing.T) {
 		// of the oracle (a lower watermark claims less), yet the schedule
 		// ends with a lower watermark when promotions coalesce.
 		CoalescedWatermarkDropped: {CheckMetamorphic},
+		// A declared origin: a first page a source cut above its origin,
+		// read on as if nothing came before it, loses the events cut.
+		TrustFirstPage: {CheckNoLoss},
 	}
 	// Variants whose breakage only shows once the faults stop.
 	liveness := map[Variant]bool{RetryMalformedForever: true, PartialView: true, IgnoreIncarnation: true}
