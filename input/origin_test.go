@@ -77,6 +77,11 @@ func (f *originFeed) recreate(inc string, floor, n int64, newestFirst bool) {
 // positions from first_position 1, the incarnation read from the feed,
 // and the given recovery (restarting from ?after=0, the origin).
 func originYAML(h *harness, url, recovery string, maxRestarts int) string {
+	return originYAMLFrom(h, url, recovery, maxRestarts, "      first_position: 1\n")
+}
+
+// originYAMLFrom is originYAML with the origin line given ("": none).
+func originYAMLFrom(h *harness, url, recovery string, maxRestarts int, origin string) string {
 	return fmt.Sprintf(`paginated_partitions:
   scope: %s
   partitions: [ p0 ]
@@ -97,10 +102,9 @@ func originYAML(h *harness, url, recovery string, maxRestarts int) string {
     validate_interval: 20ms
     contract:
       positions: dense
-      first_position: 1
-      recovery: %s
+%s      recovery: %s
       restart_cursor: "0"
-`, h.scope, maxRestarts, indent(h.ckYAML, "    "), url, url, recovery)
+`, h.scope, maxRestarts, indent(h.ckYAML, "    "), url, url, origin, recovery)
 }
 
 // deliveredOf lists the delivered event ids with the prefix, counted.
@@ -158,7 +162,10 @@ func (h *harness) waitApplied(t *testing.T, n int64, what string) store.Checkpoi
 //   - under restart_from_boundary it restarts from the restart cursor
 //     (?after=0, the origin) and delivers every event;
 //   - a source that answers above the origin from every restart (its
-//     retention dropped the oldest events) parks after max_restarts.
+//     retention dropped the oldest events) parks after max_restarts;
+//   - without a declared origin (the default) the first page is read on,
+//     events below it skipped, and the input says at start that the first
+//     page is not checked.
 func TestStreamFirstPageAboveTheDeclaredOriginIsAGap(t *testing.T) {
 	const n = 20
 	firstPageGap := func(first int64) string {
@@ -176,6 +183,19 @@ func TestStreamFirstPageAboveTheDeclaredOriginIsAGap(t *testing.T) {
 			assert.False(t, cp.HasApplied, "nothing promoted")
 			assert.Empty(t, h.deliveredOf("db0-"), "nothing of the page above the origin is delivered")
 			assert.NotContains(t, h.logs.String(), "after=", "cursors appear only as hashes")
+			assert.NotContains(t, h.logs.String(), "no first_position is declared")
+		})
+		t.Run("no origin declared: the first page is read on, and the start says so", func(t *testing.T) {
+			feed := &originFeed{inc: "db0", floor: 1, n: n, newestFirst: true}
+			srv := httptest.NewServer(feed)
+			t.Cleanup(srv.Close)
+			h := newHarness(t, b, []string{"p0"}, n)
+			h.start(h.buildYAML(originYAMLFrom(h, srv.URL, "park", 8, ""), nil, nil, ""))
+			h.waitApplied(t, n, "p0 read from its newest page")
+			got := h.deliveredOf("db0-")
+			assert.Len(t, got, 10, "only the newest page is delivered: %v", got)
+			assert.Zero(t, got["db0-1"], "events 1-10 are skipped: nothing checks the first page")
+			assert.Equal(t, 1, strings.Count(h.logs.String(), "positions are dense but no first_position is declared, so the first page of a traversal"), "said once, at start")
 		})
 		t.Run("fresh start, restart_from_boundary", func(t *testing.T) {
 			feed := &originFeed{inc: "db0", floor: 1, n: n, newestFirst: true}
