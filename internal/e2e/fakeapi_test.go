@@ -443,8 +443,10 @@ func TestExampleZendeskIncrementalTickets(t *testing.T) {
 // TestExampleStripeEvents runs stripe_events.yaml against the Stripe fake:
 // the walk back from the newest event, then ending_before forward; 429
 // without a retry time; the 30-day retention passing over a quiet account
-// (404 resource_missing for its cursor) restarts it from created[gte] at the
-// durable applied second.
+// (HTTP 400, the cursor's event "is no longer available because it's aged
+// out of our retention policy") restarts it from created[gte] at the
+// durable applied second, where a contract matching 404 resource_missing
+// parked it (a permanent 400).
 func TestExampleStripeEvents(t *testing.T) {
 	s := fakeapi.NewStripe(t, "sk_test_fake")
 	const account = "acct_1Fake"
@@ -463,7 +465,7 @@ func TestExampleStripeEvents(t *testing.T) {
 		},
 		recovered: func(before, now map[string]int) (bool, string) {
 			return now["expired"] > before["expired"] && now["created"] > before["created"],
-				fmt.Sprintf("%d resource_missing answers, then %d requests with created[gte]", now["expired"]-before["expired"], now["created"]-before["created"])
+				fmt.Sprintf("%d aged-out answers (400), then %d requests with created[gte]", now["expired"]-before["expired"], now["created"]-before["created"])
 		},
 	})
 }
