@@ -346,6 +346,62 @@ func TestExampleGraphMailDelta(t *testing.T) {
 	})
 }
 
+// TestExampleGraphMailDeltaFollowsEmptyPages runs graph_mail_delta.yaml
+// against the Graph fake answering every round with three pages that carry
+// no message and an @odata.nextLink before the round's messages (Microsoft:
+// "If Microsoft Graph returns a @odata.nextLink URL, there are more pages
+// of data to retrieve in the session, even if the current response
+// contains an empty result"). The example follows them: the first round's
+// messages are printed and the round reaches its deltaLink; messages
+// delivered later are printed from a later round, which begins with empty
+// pages too. A client that polled an empty page again instead of following
+// its link would get the same empty page for ever and print nothing. The
+// run is neither killed nor expired, so nothing is printed twice and no
+// round starts from scratch again.
+func TestExampleGraphMailDeltaFollowsEmptyPages(t *testing.T) {
+	tb := dynalitetest.NewTable(t)
+	g := fakeapi.NewGraph(t, "graph-token")
+	g.SetEmptyPages(3)
+	const mailbox = "ada@example.com"
+	want := g.Append(mailbox, 12)
+	env := e2etest.Env("GRAPH_URL="+g.URL(), "GRAPH_TOKEN=graph-token", "GRAPH_MAILBOX="+mailbox,
+		"GRAPH_PAGE_SIZE=5", "GRAPH_POLL_INTERVAL=50ms",
+		"TIDEMARK_TABLE="+tb.Name, "TIDEMARK_CREATE_TABLE=true", "TIDEMARK_DYNAMODB_ENDPOINT="+dynaliteShield(t, tb.Endpoint))
+	out := filepath.Join(t.TempDir(), "messages.jsonl")
+	p := runExample(t, "run", "graph_mail_delta", env, out)
+	seen := func() map[string]int { ids, _ := readIDs(t, out, stringField("id")); return ids }
+	waitAll := func(what string, ids []string) {
+		t.Helper()
+		e2etest.WaitFor(t, e2etest.Patience, what, func() (bool, string) {
+			m := missing(seen(), ids)
+			return len(m) == 0, fmt.Sprintf("%d of %d missing; %d empty pages with a nextLink served", len(m), len(ids), g.Served(fakeapi.GraphEmptyNextPage))
+		}, p.Running)
+	}
+	waitAll("the first round's messages, after its empty pages", want)
+	e2etest.WaitFor(t, e2etest.Patience, "the deltaLink polled", func() (bool, string) {
+		return g.Served(fakeapi.GraphDeltaRound) >= 2, fmt.Sprintf("%d delta rounds", g.Served(fakeapi.GraphDeltaRound))
+	}, p.Running)
+	want = append(want, g.Append(mailbox, 4)...)
+	waitAll("the messages of a later round, after its empty pages", want)
+	if !p.Stop(e2etest.Patience) {
+		t.Log("the run did not stop gracefully")
+	}
+	if n := g.Served(fakeapi.GraphEmptyNextPage); n < 6 {
+		t.Errorf("%d empty pages with a nextLink served; want those of two rounds at least (the test proved nothing)", n)
+	}
+	if n := g.Served(fakeapi.GraphInitialRound); n != 1 {
+		t.Errorf("%d rounds from scratch; want 1 (no expiry, no restart)", n)
+	}
+	got := seen()
+	for _, id := range want {
+		if got[id] != 1 {
+			t.Errorf("message %s printed %d times; want once", id, got[id])
+		}
+	}
+	t.Logf("%d messages, %d lines; %d empty pages with a nextLink followed, %d delta rounds",
+		len(want), sum(got), g.Served(fakeapi.GraphEmptyNextPage), g.Served(fakeapi.GraphDeltaRound))
+}
+
 // TestExampleZendeskIncrementalTickets runs zendesk_incremental_tickets.yaml
 // against the Zendesk fake: the cursor-based export with after_cursor and
 // end_of_stream; 429 with Retry-After; a cursor Zendesk cannot use (400
@@ -387,8 +443,10 @@ func TestExampleZendeskIncrementalTickets(t *testing.T) {
 // TestExampleStripeEvents runs stripe_events.yaml against the Stripe fake:
 // the walk back from the newest event, then ending_before forward; 429
 // without a retry time; the 30-day retention passing over a quiet account
-// (404 resource_missing for its cursor) restarts it from created[gte] at the
-// durable applied second.
+// (HTTP 400, the cursor's event "is no longer available because it's aged
+// out of our retention policy") restarts it from created[gte] at the
+// durable applied second, where a contract matching 404 resource_missing
+// parked it (a permanent 400).
 func TestExampleStripeEvents(t *testing.T) {
 	s := fakeapi.NewStripe(t, "sk_test_fake")
 	const account = "acct_1Fake"
@@ -407,7 +465,7 @@ func TestExampleStripeEvents(t *testing.T) {
 		},
 		recovered: func(before, now map[string]int) (bool, string) {
 			return now["expired"] > before["expired"] && now["created"] > before["created"],
-				fmt.Sprintf("%d resource_missing answers, then %d requests with created[gte]", now["expired"]-before["expired"], now["created"]-before["created"])
+				fmt.Sprintf("%d aged-out answers (400), then %d requests with created[gte]", now["expired"]-before["expired"], now["created"]-before["created"])
 		},
 	})
 }
