@@ -11,6 +11,7 @@ import (
 
 	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/leasing"
+	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/storeconfig"
 	"github.com/tidemark/tidemark/provider"
 )
@@ -222,6 +223,11 @@ func FromParsed(conf *service.ParsedConfig, mgr *service.Resources) (service.Bat
 	if err != nil {
 		_ = prov.Close(context.Background())
 		return nil, fmt.Errorf("paginated_partitions: checkpoint: %w", err)
+	}
+	if !store.IsEncrypted(st) {
+		// Without cursor_encryption, a cursor another config or instance
+		// stored encrypted is refused, never sent to the source.
+		st = store.RefuseSealed(st)
 	}
 	return New(c, prov, st, closeSt, mgr)
 }

@@ -117,6 +117,13 @@ func (p *Provider) build(partition string, cursor []byte, meta [][2]string, c ca
 		// url.Parse errors quote the URL: never show them.
 		return nil, &RequestError{Partition: partition, Field: c.field + "url", Err: fmt.Errorf("url %s is not an absolute http(s) URL", reconcile.CursorHash([]byte(u)))}
 	}
+	// User info in the URL (http://user:pass@host/) becomes a Basic
+	// Authorization header inside net/http, after the headers above were
+	// registered: register it, and the header it becomes, process-wide.
+	p.red.AddUserinfo(parsed.User)
+	for _, u := range p.userinfos {
+		p.red.AddUserinfo(u)
+	}
 	for _, vs := range parsed.Query() {
 		for _, v := range vs {
 			rq.red.add(v)

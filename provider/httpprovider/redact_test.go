@@ -387,3 +387,79 @@ http:
 		}
 	}
 }
+
+// Credentials in a URL's user info (http://user:pass@host/, as a CouchDB
+// URL carries them) and in proxy_url's become headers inside net/http
+// (Authorization, Proxy-Authorization) after the configured headers were
+// registered; a server or proxy echoing the request, in every encoding,
+// never gets them into an error or a log line.
+func TestURLUserInfoNeverLeaves(t *testing.T) {
+	const (
+		user      = "couch-admin"
+		pass      = "u$er inf0+pw/=x"
+		proxyUser = "proxy-user"
+		proxyPass = "pr0xy p@ss=wd"
+	)
+	var encName atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusUnauthorized)
+		enc := echoEncoders[encName.Load().(string)]
+		echo(w, r, enc)
+		fmt.Fprintf(w, "proxy=%s", enc(r.Header.Get("Proxy-Authorization")))
+		if pu, pp, ok := parseBasic(r.Header.Get("Proxy-Authorization")); ok {
+			fmt.Fprintf(w, " proxy-user=%s proxy-pass=%s", enc(pu), enc(pp))
+		}
+	}))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	userinfo := url.UserPassword(user, pass).String()
+	proxyInfo := url.UserPassword(proxyUser, proxyPass).String()
+	secrets := map[string]string{
+		"password":        pass,
+		"user:password":   user + ":" + pass,
+		"basic":           base64.StdEncoding.EncodeToString([]byte(user + ":" + pass)),
+		"userinfo":        userinfo,
+		"proxy password":  proxyPass,
+		"proxy basic":     base64.StdEncoding.EncodeToString([]byte(proxyUser + ":" + proxyPass)),
+		"proxy user:pass": proxyUser + ":" + proxyPass,
+	}
+	configs := map[string]string{
+		"url user info": fmt.Sprintf("  url: 'http://%s@%s/p?cursor=${! @cursor }'\n", userinfo, host),
+		// The request goes to the proxy (the echoing server), which sees
+		// Proxy-Authorization; the page URL's host is never dialled.
+		"proxy_url user info": fmt.Sprintf("  url: 'http://127.0.0.1:9/p?cursor=${! @cursor }'\n  proxy_url: 'http://%s@%s'\n", proxyInfo, host),
+	}
+	for name, urls := range configs {
+		for enc := range echoEncoders {
+			t.Run(name+"/"+enc, func(t *testing.T) {
+				encName.Store(enc)
+				log, buf := traceLogger()
+				p := parseProvider(t, "http:\n"+urls+`  max_retries: 1
+  backoff: { initial_interval: 1ms, max_interval: 2ms }
+  events: root = this.items
+  successor: root = this.next
+  contract: { empty_page: no_evidence, recovery: park }
+`, nil, log)
+				_, err := p.Fetch(context.Background(), provider.Request{Scope: "s", Partition: "p1", Cursor: []byte(redCursor)})
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), "HTTP 401")
+				text := err.Error() + "\n" + buf.String() + "\n" + p.Redactor().Apply(err.Error())
+				assert.Empty(t, redacttest.Leaks(text, secrets), text)
+				assert.Contains(t, err.Error(), redact.Mask, "the echo was quoted, redacted")
+			})
+		}
+	}
+}
+
+// parseBasic decodes a Basic credential header value.
+func parseBasic(h string) (user, pass string, ok bool) {
+	b64, ok := strings.CutPrefix(h, "Basic ")
+	if !ok {
+		return "", "", false
+	}
+	dec, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		return "", "", false
+	}
+	return strings.Cut(string(dec), ":")
+}
