@@ -899,6 +899,10 @@ func (m *Machine) onReconciled(f *fetchRec, r Fetched, v verdict, recoverWith Pa
 		m.pollLater()
 		return
 	}
+	if v.refused.Kind != 0 {
+		m.refuse(v.refused)
+		return
+	}
 	if v.diverged {
 		m.recover(false, ParkReason{ParkDivergence, fmt.Sprintf("at generation %d cursor %s: %s", f.gen, reconcile.CursorHash(f.cursor), v.reason)})
 		return

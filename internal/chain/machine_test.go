@@ -327,6 +327,8 @@ func (h *harness) config(d *datadriven.TestData) {
 			cfg.StartCursor = []byte(val)
 		case "retries":
 			cfg.FetchRetries, _ = strconv.Atoi(val)
+		case "maxrestarts":
+			cfg.MaxRestarts, _ = strconv.Atoi(val)
 		case "backoff":
 			var err error
 			if cfg.FetchBackoff, err = time.ParseDuration(val); err != nil {

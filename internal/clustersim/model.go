@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -256,12 +257,40 @@ func (c cursor) bytes() []byte {
 	return []byte("c" + strconv.FormatInt(c.next, 10) + "." + strconv.FormatInt(c.session, 10) + "." + strconv.FormatUint(c.nonce, 10))
 }
 
-// decodeCursor reads a model cursor; nil or empty is the partition's start.
+// offsetURLBase starts the cursors of a partition whose provider pages by
+// offset (part.offsetURLs).
+const offsetURLBase = "https://offset.sim.invalid/"
+
+// offsetURL is c as a provider that pages by offset writes it
+// (part.offsetURLs): a URL of the partition whose offset parameter is the
+// next position, the session and nonce parameters unchanged from page to
+// page unless the cursor expires or rotates.
+func (c cursor) offsetURL(part string) []byte {
+	return []byte(offsetURLBase + url.PathEscape(part) + "?limit=3&offset=" + strconv.FormatInt(c.next, 10) +
+		"&session=" + strconv.FormatInt(c.session, 10) + "&nonce=" + strconv.FormatUint(c.nonce, 10))
+}
+
+// decodeCursor reads a model cursor (or its offsetURL form); nil or empty
+// is the partition's start.
 func decodeCursor(b []byte) (cursor, error) {
 	if len(b) == 0 {
 		return cursor{next: 1, session: -1}, nil
 	}
 	s := string(b)
+	if strings.HasPrefix(s, offsetURLBase) {
+		u, err := url.Parse(s)
+		if err != nil {
+			return cursor{}, fmt.Errorf("not a model cursor: %w", err)
+		}
+		q := u.Query()
+		next, err1 := strconv.ParseInt(q.Get("offset"), 10, 64)
+		sess, err2 := strconv.ParseInt(q.Get("session"), 10, 64)
+		nonce, err3 := strconv.ParseUint(q.Get("nonce"), 10, 64)
+		if err := errors.Join(err1, err2, err3); err != nil {
+			return cursor{}, fmt.Errorf("not a model cursor %q: %w", s, err)
+		}
+		return cursor{next: next, session: sess, nonce: nonce}, nil
+	}
 	if !strings.HasPrefix(s, "c") {
 		return cursor{}, fmt.Errorf("not a model cursor: %q", s)
 	}
@@ -330,8 +359,15 @@ type part struct {
 	// violation: the monitors must report it, withdraw the scalar and
 	// recover; nothing may be lost). Set in a few schedules only.
 	regress float64
-	fetches int
-	sealed  bool
+	// offsetURLs: the provider pages by offset though the contract does
+	// not say so (pagination token, the default): its successors are
+	// offset URLs (cursor.offsetURL) whose offset is all that changes from
+	// page to page. The monitors must report offset_shaped_successor and
+	// refuse the page: no successor of a page read by such a URL may be
+	// promoted (oracle.offsetPromotion). Set in a few schedules only.
+	offsetURLs bool
+	fetches    int
+	sealed     bool
 	// created is the first position the partition can hold (its coverage
 	// starts there).
 	created int64
@@ -559,6 +595,11 @@ func (p *part) fetch(reader string, cur []byte) (provider.Response, fetchNote, e
 			// ends a run of malformed answers.
 		default:
 			delete(p.streak, k)
+		}
+	}
+	if err == nil && p.offsetURLs && len(r.Successor) > 0 {
+		if c, derr := decodeCursor(r.Successor); derr == nil {
+			r.Successor = c.offsetURL(p.name)
 		}
 	}
 	if err == nil {

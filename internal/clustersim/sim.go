@@ -14,6 +14,7 @@ import (
 	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/store/memstore"
+	"github.com/tidemark/tidemark/provider"
 )
 
 // Variant injects one deliberately broken behaviour into the simulated
@@ -92,9 +93,15 @@ const (
 	// lower watermark and frontier when promotions coalesce
 	// (CheckMetamorphic, RunMetamorphic).
 	CoalescedWatermarkDropped
+	// AcceptOffsetShaped: workers read a token contract with ordered
+	// positions as keyset pagination, which the offset_shaped_successor
+	// monitor exempts (a key grows too), so the pages of a provider that
+	// pages by offset undeclared are delivered and their successors
+	// promoted (docs/design.md#contract-monitors, CheckMonitor).
+	AcceptOffsetShaped
 )
 
-var variantNames = [...]string{"faithful", "promote-other-successor", "max-frontier", "bare-empty-page", "unconditional-write", "ignore-lease", "any-watermark-covers", "park-on-malformed", "retry-malformed-forever", "partial-view", "children-first", "self-certified-watermark", "ignore-offset-overlap", "ignore-incarnation", "coalesced-watermark-dropped"}
+var variantNames = [...]string{"faithful", "promote-other-successor", "max-frontier", "bare-empty-page", "unconditional-write", "ignore-lease", "any-watermark-covers", "park-on-malformed", "retry-malformed-forever", "partial-view", "children-first", "self-certified-watermark", "ignore-offset-overlap", "ignore-incarnation", "coalesced-watermark-dropped", "accept-offset-shaped-successor"}
 
 func (v Variant) String() string {
 	if int(v) < len(variantNames) {
@@ -115,7 +122,7 @@ func ParseVariant(s string) (Variant, error) {
 
 // Variants lists the broken variants (every Variant but Faithful).
 func Variants() []Variant {
-	return []Variant{PromoteOtherSuccessor, MaxFrontier, BareEmptyPage, UnconditionalWrite, IgnoreLease, AnyWatermarkCovers, ParkOnMalformed, RetryMalformedForever, PartialView, ChildrenFirst, SelfCertifiedWatermark, IgnoreOffsetOverlap, IgnoreIncarnation, CoalescedWatermarkDropped}
+	return []Variant{PromoteOtherSuccessor, MaxFrontier, BareEmptyPage, UnconditionalWrite, IgnoreLease, AnyWatermarkCovers, ParkOnMalformed, RetryMalformedForever, PartialView, ChildrenFirst, SelfCertifiedWatermark, IgnoreOffsetOverlap, IgnoreIncarnation, CoalescedWatermarkDropped, AcceptOffsetShaped}
 }
 
 // DefaultSteps is the length of a schedule when Config.Steps is zero.
@@ -307,6 +314,10 @@ type Stats struct {
 	// one, reports of it (watermark_regressed), withdrawals of the scalar
 	// frontier written.
 	RegressRuns, Regressions, RegressionsSeen, Withdrawals int
+	// Offset-shaped successors: schedules with a partition whose provider
+	// pages by offset under a contract that does not say so
+	// (part.offsetURLs), and reports of it (offset_shaped_successor).
+	OffsetShapedRuns, OffsetShapedSeen int
 }
 
 // Add adds o to s.
@@ -385,6 +396,9 @@ type setup struct {
 	broken string
 	// regress names the partition whose watermarks sometimes regress.
 	regress string
+	// offsetShaped names the partition whose provider pages by offset
+	// under a contract that does not declare it (part.offsetURLs).
+	offsetShaped string
 	// discovery: the discoverer owns the membership (ops "discover" and
 	// "split" instead of the operator's "add" and "remove").
 	discovery bool
@@ -577,6 +591,12 @@ func newSim(cfg Config) *sim {
 	// boundary makes every restart from it replay applied positions that
 	// rule (a) refuses (see docs/design.md#known-gaps).
 	regress := partSeed(cfg.Seed, "regressing_watermark")
+	// In a sixteenth, one initial partition's provider pages by offset
+	// though its contract does not say so (part.offsetURLs): the monitors
+	// must refuse its pages read by an offset. Not a rotating profile (its
+	// nonce changes too, so no successor differs by the offset only), not
+	// an offset profile (declared), not the late listing.
+	offsetShaped := partSeed(cfg.Seed, "offset_shaped_successor")
 	total := su.initial + r.IntN(3)
 	scalarRun := r.IntN(10) < 7
 	var desc []string
@@ -599,6 +619,9 @@ func newSim(cfg Config) *sim {
 		if cfg.Variant == IgnoreOffsetOverlap && i == 0 {
 			prof = offsetOverlap // the variant only shows on an offset partition
 		}
+		if cfg.Variant == AcceptOffsetShaped && i == 0 {
+			prof = denseCT // the variant only shows on a partition paged by offset undeclared (below)
+		}
 		p := newPart(name, rand.New(rand.NewPCG(partSeed(cfg.Seed, name), 0x9a27)), prof, 1)
 		if cfg.Metamorphic {
 			p.log = logRNG(cfg.Seed, name)
@@ -618,6 +641,15 @@ func newSim(cfg Config) *sim {
 			p.regress = .05
 			su.regress = name
 			s.stats.RegressRuns++
+		}
+		chosen := offsetShaped%16 == 0 && !cfg.Metamorphic && i < su.initial && uint64(i) == (offsetShaped>>4)%uint64(su.initial)
+		if cfg.Variant == AcceptOffsetShaped {
+			chosen = i == 0
+		}
+		if chosen && su.broken != name && su.regress != name && !prof.rotate && prof.contract.Pagination == provider.PaginationToken && prof.name != lateListing.name {
+			p.offsetURLs = true
+			su.offsetShaped = name
+			s.stats.OffsetShapedRuns++
 		}
 		if i < su.initial {
 			p.appeared = true
@@ -687,6 +719,9 @@ func newSim(cfg Config) *sim {
 	if su.regress != "" {
 		s.desc += " regressing-watermark=" + su.regress
 	}
+	if su.offsetShaped != "" {
+		s.desc += " offset-shaped-successors=" + su.offsetShaped
+	}
 	return s
 }
 
@@ -698,7 +733,7 @@ func (s *sim) part(name string) *part { return s.byName[name] }
 // caught up (exit_when_complete: a lane that ended never sees the new
 // incarnation).
 func (s *sim) canRecreate(p *part) bool {
-	return p.appeared && !p.sealed && !p.split && len(p.parents) == 0 && !p.broken && !p.prof.eot && !s.setup.exit
+	return p.appeared && !p.sealed && !p.split && len(p.parents) == 0 && !p.broken && !p.offsetURLs && !p.prof.eot && !s.setup.exit
 }
 
 // maxParts bounds the partitions a schedule's splits may make.
@@ -721,6 +756,8 @@ func (s *sim) canSplit(p *part) string {
 		return "its profile never completes"
 	case p.broken:
 		return "its answers turn persistently malformed"
+	case p.offsetURLs:
+		return "its provider pages by offset undeclared (its pages are refused)"
 	case s.setup.exit:
 		return "lanes end with exit_when_complete"
 	case len(s.parts)+2 > maxParts:

@@ -23,7 +23,8 @@ import (
 // that carries any complete-through watermark a shifted page, as if a
 // watermark covered every position, also the ones above it;
 // IgnoreOffsetOverlap reads an offset partition's overlap check as
-// offset_unproven (no check).
+// offset_unproven (no check); AcceptOffsetShaped reads an ordered token
+// contract as keyset, which the offset_shaped_successor monitor exempts.
 func (v Variant) configure(cfg *chain.Config) {
 	switch v {
 	case IgnoreIncarnation:
@@ -37,6 +38,10 @@ func (v Variant) configure(cfg *chain.Config) {
 	case SelfCertifiedWatermark:
 		if cfg.Contract.Finality <= provider.FinalityNone {
 			cfg.Contract.Finality = provider.FinalitySource
+		}
+	case AcceptOffsetShaped:
+		if cfg.Contract.Pagination == provider.PaginationToken && cfg.Contract.Ordered() {
+			cfg.Contract.Pagination = provider.PaginationKeyset
 		}
 	case IgnoreOffsetOverlap:
 		if cfg.Contract.OffsetOverlap {

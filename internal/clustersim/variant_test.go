@@ -66,6 +66,9 @@ func TestVariantsAreCaught(t *testing.T) {
 		// of the oracle (a lower watermark claims less), yet the schedule
 		// ends with a lower watermark when promotions coalesce.
 		CoalescedWatermarkDropped: {CheckMetamorphic},
+		// Contract monitors: a provider that pages by offset undeclared
+		// has the successor of a page read by an offset promoted.
+		AcceptOffsetShaped: {CheckMonitor},
 	}
 	// Variants whose breakage only shows once the faults stop.
 	liveness := map[Variant]bool{RetryMalformedForever: true, PartialView: true, IgnoreIncarnation: true}

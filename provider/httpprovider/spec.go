@@ -348,11 +348,11 @@ func Fields() []*service.ConfigField {
 				Default("").
 				Example(`${! @watermark }`),
 			service.NewStringAnnotatedEnumField(hpFieldPagination, map[string]string{
-				provider.PaginationToken.String():  "The successor is a token or position the source issues with the page (a continuation token, a change feed's sequence, a delta link): a delete or an insert on an earlier page cannot move it.",
+				provider.PaginationToken.String():  "The successor is a token or position the source issues with the page (a continuation token, a change feed's sequence, a delta link): a delete or an insert on an earlier page cannot move it. A successor URL (or `Link` header value) that differs from its request only by a growing `offset`, `page`, `skip`, `start` or `from` parameter contradicts it: the page is refused and the partition parks (contract monitor `offset_shaped_successor`).",
 				provider.PaginationKeyset.String(): "The successor is built from the page's last position (`after_id`, `id_gte`, `start-after`); positions must be ordered. A delete or an insert on an earlier page moves nothing.",
 				provider.PaginationOffset.String(): "The successor counts rows to skip (`?offset=N`, `?page=N`, a `Link: rel=\"next\"` header built from them). A delete on an earlier page slides an event onto a page already read, so unless positions are `dense` the contract needs `offset_overlap` (checked) or `offset_unproven` (no completeness claimed); `connect lint` refuses anything else.",
 			}).
-				Description("How the source's pages follow one another. [Pagination styles](pagination.md) (docs/pagination.md) takes each style in turn (token, keyset, offset and page number, time window, changes feed, snapshot listing): what the input can prove, the contract to declare and a worked config. Behaviour changes only under `offset`.").
+				Description("How the source's pages follow one another. [Pagination styles](pagination.md) (docs/pagination.md) takes each style in turn (token, keyset, offset and page number, time window, changes feed, snapshot listing): what the input can prove, the contract to declare and a worked config. `offset` runs its continuity checks; under `token` the `offset_shaped_successor` monitor refuses successors shaped like offsets or page numbers, which `keyset` (a key grows too) and `offset` exempt.").
 				Default(provider.PaginationToken.String()).
 				Example(provider.PaginationOffset.String()),
 			service.NewBoolField(hpFieldOffsetOverlap).
