@@ -334,6 +334,8 @@ func (h *harness) config(d *datadriven.TestData) {
 			}
 		case "leased":
 			leaseOwner = val
+		case "maxrestarts":
+			cfg.MaxRestarts, _ = strconv.Atoi(val)
 		case "maxpoll":
 			var err error
 			if cfg.MaxPollInterval, err = time.ParseDuration(val); err != nil {
