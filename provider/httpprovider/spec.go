@@ -291,7 +291,7 @@ func Fields() []*service.ConfigField {
 				Example(true),
 			service.NewStringAnnotatedEnumField(hpFieldMissingSuccessor, map[string]string{
 				provider.MissingSuccessorPoll.String():          "The source has nothing after this page yet (a change feed's head): once all its events are acknowledged the page is held (its receipts are recorded, so its events are not emitted again) and its cursor is fetched again every `poll_interval`.",
-				provider.MissingSuccessorEndsTraversal.String(): "The page is the last of a finite traversal (an object listing, a Kubernetes list, a key range): once all its events are acknowledged it is promoted with the partition marked complete in its checkpoint. A complete partition is never read again, also after a restart; `exit_when_complete` ends on it.",
+				provider.MissingSuccessorEndsTraversal.String(): "The page is the last of a finite traversal (an object listing, a Kubernetes list, a key range): once all its events are acknowledged it is promoted with the partition marked complete in its checkpoint. A complete partition is never read again, also after a restart; `exit_when_complete` ends on it. Nothing is listed again after the traversal completes: an object, key or row created or changed afterwards, wherever it sorts, is never read under this scope, while `status` shows the partition complete. Declare it only for a traversal that is meant to be read once (an export, a snapshot); to pick up later changes, read them with a new scope or a source that re-lists (a continuous listing or re-read window, where the input offers one).",
 			}).
 				Description("What a response without a successor (`successor` deleted or null) means.").
 				Default(provider.MissingSuccessorPoll.String()).
