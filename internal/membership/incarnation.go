@@ -75,8 +75,10 @@ func DecideIncarnation(in PlanInput, ch IncarnationChange) Plan {
 	incs[ch.Partition] = next.Epoch
 	why := incarnationReason(ch.Partition, next.Epoch, fmt.Sprintf("incarnation changed from %s to %s (%s)", orNone(ch.From), ch.To, ch.Why))
 	// The frontier core names every carried change with its generic
-	// text; an earlier pending incarnation change keeps its own reason.
-	reasons := dropReasonOf(strings.Join(incarnationReasons(next.Reason, carriedIncarnations(cur, unproven)), "; "), ch.Partition)
+	// text; an earlier pending incarnation change of another partition
+	// keeps its own reason (rewritten after ch.Partition's entry is
+	// dropped: an incarnation reason itself holds "; ").
+	reasons := incarnationReasons(strings.Join(dropReasonOf(next.Reason, ch.Partition), "; "), carriedIncarnations(cur, unproven))
 	reasons = append(reasons, why)
 	return Plan{
 		Changed:   true,
@@ -157,6 +159,9 @@ func settleIncarnations(cur store.Membership, next *store.Membership) {
 // in incs: what holds it is its new incarnation, read from its start, not
 // a join without proof. It returns the entries.
 func incarnationReasons(reason string, incs map[string]uint64) []string {
+	if reason == "" {
+		return nil
+	}
 	reasons := strings.Split(reason, "; ")
 	for _, p := range slices.Sorted(maps.Keys(incs)) {
 		generic := p + ": added by an earlier epoch without proof of coverage"

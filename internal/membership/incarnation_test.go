@@ -122,6 +122,13 @@ func TestPendingIncarnationKeepsItsReasonAcrossAnotherChange(t *testing.T) {
 	assert.Contains(t, next.Reason, "db: incarnation changed at epoch 3; its old incarnation left unsealed and its new one is read from its start (epoch 3)")
 	assert.Contains(t, next.Reason, "a: incarnation changed from sha256:1111 to sha256:2222 (found at 15:01)")
 
+	// db recreated again while its change is pending: the epoch names
+	// db's latest change alone, and nothing of the one it replaces.
+	again := DecideIncarnation(in, IncarnationChange{Partition: "db", From: "sha256:bbbb", To: "sha256:cccc", Why: "found at 15:02"})
+	require.True(t, again.Changed)
+	assert.Equal(t, map[string]uint64{"db": 4}, again.Next.Incarnations)
+	assert.Equal(t, incarnationReason("db", 4, "incarnation changed from sha256:bbbb to sha256:cccc (found at 15:02)"), again.Next.Reason)
+
 	// db's new incarnation certifies a watermark: it settles, a stays
 	// pending under its own reason.
 	db := cp("db", 12, 40, false)
