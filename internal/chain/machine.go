@@ -407,7 +407,7 @@ func (m *Machine) settle() {
 	}
 	if !m.busy() && m.phase == phaseChain {
 		if m.done && len(m.chain) == 0 {
-			m.finish(fmt.Sprintf("Partition %s is complete through %s", m.cfg.Key.Partition, m.cp.Watermark))
+			m.finish(m.endedText())
 		} else {
 			m.maybeFetch()
 		}
@@ -726,6 +726,22 @@ func (m *Machine) finish(text string) {
 	m.phase = phaseDone
 	m.logf(Info, "%s", text)
 	m.emit(Completed{})
+}
+
+// endedText is the log line of a partition whose chain ended: durably
+// complete (sealed, or its finite traversal ended), or only caught up (an
+// answer proved there is nothing more to read for now, under
+// exit_when_complete), which the next run reads on from. A watermark is
+// named only when one is certified: "through none" would read as a claim.
+func (m *Machine) endedText() string {
+	through := "; no complete-through watermark is certified"
+	if !m.cp.Watermark.IsZero() {
+		through = ", complete through " + m.cp.Watermark.String()
+	}
+	if m.cp.Complete {
+		return fmt.Sprintf("Partition %s is complete (durably, at generation %d)%s", m.part(), m.cp.Generation, through)
+	}
+	return fmt.Sprintf("Partition %s is caught up (nothing more to read for now; not marked complete, the next run reads on from its cursor)%s", m.part(), through)
 }
 
 // abandonAll marks the witnesses ids of generation gen abandoned, in

@@ -76,6 +76,13 @@ type profile struct {
 	// garbage: probability of a response carrying one event twice (a
 	// malformed page the core must refuse, and fetch again).
 	garbage float64
+	// torn: probability that a page with more after it (has_more true)
+	// comes without its successor: under missing_successor
+	// end_of_traversal it would look like the last page and complete the
+	// partition with events unread. The core must take it for malformed
+	// (reconcile.HasMoreError) and fetch it again; like garbage it is
+	// transient. Only in profiles that map has_more.
+	torn float64
 	// malformed: probability of an answer that cannot be read (a truncated
 	// body: chain.FetchMalformed). Garbage and malformed answers are
 	// transient: one reader gets at most maxMalformedStreak of them in a
@@ -207,7 +214,7 @@ var (
 	// no successor once the partition is sealed.
 	finiteList = profile{name: "finite-list", hasMore: true,
 		contract: provider.Contract{EmptyPage: provider.EmptyEndOfData, OrderedPositions: true, DensePositions: true, MissingSuccessor: provider.MissingSuccessorEndsTraversal, Recovery: provider.RecoveryRestartFromBoundary},
-		eot:      true, overlap: .1, quiet: .05, shift: .2, transient: .04, garbage: .003, malformed: .02, pageSize: 3}
+		eot:      true, overlap: .1, quiet: .05, shift: .2, transient: .04, garbage: .003, torn: .02, malformed: .02, pageSize: 3}
 	// unorderedTies: positions carry no order and two events may share one.
 	unorderedTies = profile{name: "unordered-ties",
 		contract: provider.Contract{EmptyPage: provider.EmptyNoEvidence, Recovery: provider.RecoveryRestartFromBoundary},
@@ -588,7 +595,7 @@ func (p *part) fetch(reader string, cur []byte) (provider.Response, fetchNote, e
 		k := streakKey{reader, c.next}
 		var fe *fetchError
 		switch {
-		case note == "malformed" || note == "garbage":
+		case note == "malformed" || note == "garbage" || note == "torn":
 			p.streak[k]++
 		case errors.As(err, &fe):
 			// A transient error or an expired cursor neither counts nor
@@ -761,6 +768,11 @@ func (p *part) answer(reader string, cur []byte) (provider.Response, fetchNote, 
 		if note == "" {
 			note = "nosucc"
 		}
+	case !exhausted && p.prof.hasMore && note != "garbage" && streak < maxMalformedStreak && p.chance(p.prof.torn):
+		// More follows and the page says so, but its successor is lost:
+		// malformed, never the last page.
+		r.Successor = nil
+		note = "torn"
 	}
 	if p.prof.ct || p.prof.selfCT {
 		switch {

@@ -258,6 +258,9 @@ type Stats struct {
 	Throttled, LostResponses                   int
 	Glitches, Omissions, Shifts, Stalls, Lags  int
 	Garbage                                    int
+	// Torn counts pages that said has_more without a successor (profile
+	// torn): malformed, fetched again, never the end of a traversal.
+	Torn int
 	// Malformed answers the model gave (transient and persistent), the
 	// machines' malformed answers (garbage included), parks after a page's
 	// malformed answers, schedules with a persistently malformed partition.
@@ -341,6 +344,8 @@ func (s *Stats) note(n fetchNote) {
 		s.Lags++
 	case "garbage":
 		s.Garbage++
+	case "torn":
+		s.Torn++
 	case "malformed":
 		s.MalformedFaults++
 	case "nosucc":

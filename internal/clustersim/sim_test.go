@@ -172,7 +172,7 @@ func assertCoverage(t *testing.T, s Stats) {
 		"glitch pages": s.Glitches, "omissions": s.Omissions, "lagging retries": s.Lags, "stalls": s.Stalls, "holds": s.Holds,
 		"nacks": s.Nacks, "scalars published": s.ScalarsPublished, "membership epochs": s.Epochs,
 		"unproven epochs": s.UnprovenEpochs, "shared partitions": s.SharedPartitions,
-		"malformed pages": s.Garbage, "malformed bodies": s.MalformedFaults, "malformed answers retried or parked": s.MalformedAnswers,
+		"malformed pages": s.Garbage, "pages with has_more and no successor": s.Torn, "malformed bodies": s.MalformedFaults, "malformed answers retried or parked": s.MalformedAnswers,
 		"parks after malformed answers": s.MalformedParks, "persistently malformed partitions": s.BrokenRuns, "operator restarts": s.Repairs,
 		"scalars after a membership change": s.ScalarsAfterChange, "resolved to another winner": s.ResolvedMoved,
 		"promotions written again after a lost response": s.ResolvedRetry,

@@ -524,6 +524,59 @@ func TestExampleStripeEventsReadsALateVisibleEvent(t *testing.T) {
 	t.Logf("%d events, %d lines; %d forward polls", len(want), sum(got), s.Served(fakeapi.StripeEndingBefore))
 }
 
+// TestExampleKubernetesListFollowsEmptyChunks runs http_kubernetes_list.yaml
+// with a label selector against the Kubernetes fake, which filters each
+// chunk after cutting it at `limit` (the API reference's `limit`: "up to
+// zero items in the event all requested objects are filtered out"): the
+// first two chunks of 5 have zero items and a continue token. The example
+// maps has_more from the token, so those chunks are followed, not taken
+// for the end of the list under end_of_data and exit_when_complete: every
+// labelled object is printed once and the namespace ends complete.
+func TestExampleKubernetesListFollowsEmptyChunks(t *testing.T) {
+	tb := dynalitetest.NewTable(t)
+	k := fakeapi.NewKubernetes(t, "k8s-token")
+	k.SetLatency(fakeLatency)
+	k.Create("team-a", "aa", 10) // sorts first, not labelled
+	want := k.CreateLabeled("team-a", "cm", 7, map[string]string{"app": "web"})
+	env := e2etest.Env("KUBERNETES_URL="+k.URL(), "KUBERNETES_TOKEN=k8s-token", "KUBERNETES_NAMESPACES=team-a",
+		"KUBERNETES_PAGE_SIZE=5", "KUBERNETES_LABEL_SELECTOR=app=web", "EXIT_WHEN_COMPLETE=true",
+		"TIDEMARK_TABLE="+tb.Name, "TIDEMARK_CREATE_TABLE=true", "TIDEMARK_DYNAMODB_ENDPOINT="+dynaliteShield(t, tb.Endpoint))
+	out := filepath.Join(t.TempDir(), "run.jsonl")
+	p := runExample(t, "run", "http_kubernetes_list", env, out)
+	if err := p.Wait(e2etest.Patience); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if k.Served(fakeapi.KubernetesEmptyChunk) == 0 {
+		t.Fatal("the fake served no empty chunk with a continue token: the test proved nothing")
+	}
+	got, torn := readIDs(t, out, func(m map[string]any) string { s, _ := m["name"].(string); return s })
+	if torn > 0 {
+		t.Fatalf("%d torn lines", torn)
+	}
+	for _, name := range want {
+		if got[name] != 1 {
+			t.Errorf("%s printed %d times; want once", name, got[name])
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("printed %d objects, want the %d labelled ones: %v", len(got), len(want), got)
+	}
+	st, err := dynamostore.NewDynamoStore(context.Background(), dynamostore.DynamoConfig{Table: tb.Name, Endpoint: tb.Endpoint})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := st.LoadCheckpoint(context.Background(), store.Key{Scope: "kubernetes-configmaps", Partition: "team-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cp.Complete || cp.Parked != "" {
+		t.Errorf("checkpoint complete=%v parked %q; want the list complete", cp.Complete, cp.Parked)
+	}
+	if n := k.Served(fakeapi.KubernetesEmptyChunk); n != 2 {
+		t.Errorf("the fake served %d empty chunks with a continue token; want both followed (2)", n)
+	}
+}
+
 // TestExampleKubernetesList runs http_kubernetes_list.yaml against the
 // Kubernetes fake: two namespaces listed in chunks of 5. Run 1 starts under
 // the API's rate-limit answer and is killed mid-list, while objects are
