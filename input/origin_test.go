@@ -219,7 +219,7 @@ func TestStreamFirstPageAboveTheDeclaredOriginIsAGap(t *testing.T) {
 			h.start(h.buildYAML(originYAML(h, srv.URL, "restart_from_boundary", 2), nil, nil, ""))
 			cp := h.waitParked(t, "p0 parked after max_restarts")
 			assert.Contains(t, cp.Parked, firstPageGap(6))
-			assert.Contains(t, cp.Parked, "2 restarts from a stable boundary in a row never got past the boundary (max_restarts 2)")
+			assert.Contains(t, cp.Parked, "2 restarts from a stable boundary never got the partition past where the first of them found it (applied boundary none, complete-through none; max_restarts 2)")
 			assert.Equal(t, int64(2), h.metrics.get("tidemark_restarts"))
 			assert.Empty(t, h.deliveredOf("db0-"))
 		})

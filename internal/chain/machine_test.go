@@ -279,8 +279,6 @@ func (h *harness) config(d *datadriven.TestData) {
 			c.WatermarkCoversPositions = true
 		case "origin":
 			c.FirstPosition = coord.IntPosition(num(d, h.t, val))
-		case "maxrestarts":
-			cfg.MaxRestarts, _ = strconv.Atoi(val)
 		case "finality":
 			f, err := provider.ParseFinality(val)
 			if err != nil {
@@ -331,6 +329,8 @@ func (h *harness) config(d *datadriven.TestData) {
 			cfg.StartCursor = []byte(val)
 		case "retries":
 			cfg.FetchRetries, _ = strconv.Atoi(val)
+		case "maxrestarts":
+			cfg.MaxRestarts, _ = strconv.Atoi(val)
 		case "backoff":
 			var err error
 			if cfg.FetchBackoff, err = time.ParseDuration(val); err != nil {

@@ -271,7 +271,8 @@
 // rightly end a shape elsewhere is left out (membership changes, operator
 // restarts, recreated sources, seals of partitions whose empty pages
 // cannot complete them, discovery, leases, exit_when_complete, late
-// listings, persistently malformed or regressing partitions, profiles that
+// listings, persistently malformed or regressing partitions, partitions
+// paged by offset undeclared (offset-shaped successors), profiles that
 // park on divergence, rogue rotations, pages without a successor once the
 // faults stop). A difference fails with CheckMetamorphic.
 //

@@ -286,6 +286,9 @@ func (s *sim) repair(p *part) string {
 	if p.brokenActive() && chain.ParkKindOf(cp.Parked) == chain.ParkMalformed {
 		return "" // its source is broken: an unpark would only park it again
 	}
+	if offsetShapedPark(p, cp) {
+		return "" // its contract does not say how it pages: an unpark would only park it again
+	}
 	if operatorRestart(cp.Parked) {
 		return s.restartRepair(p)
 	}
@@ -341,6 +344,9 @@ func (s *sim) caughtUp() string {
 		if err != nil {
 			return fmt.Sprintf("partition %s has no checkpoint", p.name)
 		}
+		if offsetShapedPark(p, cp) {
+			continue // it pages by offset undeclared: parked for it, as it must
+		}
 		if p.broken && !cp.Complete {
 			// Persistently malformed answers: it must end parked for them.
 			if p.brokenActive() && chain.ParkKindOf(cp.Parked) == chain.ParkMalformed {
@@ -379,4 +385,11 @@ func parked(cp store.Checkpoint) string {
 		return ""
 	}
 	return ", parked: " + cp.Parked
+}
+
+// offsetShapedPark reports whether p, whose provider pages by offset
+// though its contract does not say so (part.offsetURLs), is parked for it:
+// the monitor refused its pages (docs/design.md#contract-monitors).
+func offsetShapedPark(p *part, cp store.Checkpoint) bool {
+	return p.offsetURLs && chain.ParkKindOf(cp.Parked) == chain.ParkContractViolation && strings.Contains(cp.Parked, "offset_shaped_successor")
 }

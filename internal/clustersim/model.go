@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -75,6 +76,13 @@ type profile struct {
 	// garbage: probability of a response carrying one event twice (a
 	// malformed page the core must refuse, and fetch again).
 	garbage float64
+	// torn: probability that a page with more after it (has_more true)
+	// comes without its successor: under missing_successor
+	// end_of_traversal it would look like the last page and complete the
+	// partition with events unread. The core must take it for malformed
+	// (reconcile.HasMoreError) and fetch it again; like garbage it is
+	// transient. Only in profiles that map has_more.
+	torn float64
 	// malformed: probability of an answer that cannot be read (a truncated
 	// body: chain.FetchMalformed). Garbage and malformed answers are
 	// transient: one reader gets at most maxMalformedStreak of them in a
@@ -217,7 +225,7 @@ var (
 	// no successor once the partition is sealed.
 	finiteList = profile{name: "finite-list", hasMore: true,
 		contract: provider.Contract{EmptyPage: provider.EmptyEndOfData, OrderedPositions: true, DensePositions: true, MissingSuccessor: provider.MissingSuccessorEndsTraversal, Recovery: provider.RecoveryRestartFromBoundary},
-		eot:      true, overlap: .1, quiet: .05, shift: .2, transient: .04, garbage: .003, malformed: .02, pageSize: 3}
+		eot:      true, overlap: .1, quiet: .05, shift: .2, transient: .04, garbage: .003, torn: .02, malformed: .02, pageSize: 3}
 	// unorderedTies: positions carry no order and two events may share one.
 	unorderedTies = profile{name: "unordered-ties",
 		contract: provider.Contract{EmptyPage: provider.EmptyNoEvidence, Recovery: provider.RecoveryRestartFromBoundary},
@@ -267,12 +275,40 @@ func (c cursor) bytes() []byte {
 	return []byte("c" + strconv.FormatInt(c.next, 10) + "." + strconv.FormatInt(c.session, 10) + "." + strconv.FormatUint(c.nonce, 10))
 }
 
-// decodeCursor reads a model cursor; nil or empty is the partition's start.
+// offsetURLBase starts the cursors of a partition whose provider pages by
+// offset (part.offsetURLs).
+const offsetURLBase = "https://offset.sim.invalid/"
+
+// offsetURL is c as a provider that pages by offset writes it
+// (part.offsetURLs): a URL of the partition whose offset parameter is the
+// next position, the session and nonce parameters unchanged from page to
+// page unless the cursor expires or rotates.
+func (c cursor) offsetURL(part string) []byte {
+	return []byte(offsetURLBase + url.PathEscape(part) + "?limit=3&offset=" + strconv.FormatInt(c.next, 10) +
+		"&session=" + strconv.FormatInt(c.session, 10) + "&nonce=" + strconv.FormatUint(c.nonce, 10))
+}
+
+// decodeCursor reads a model cursor (or its offsetURL form); nil or empty
+// is the partition's start.
 func decodeCursor(b []byte) (cursor, error) {
 	if len(b) == 0 {
 		return cursor{next: 1, session: -1}, nil
 	}
 	s := string(b)
+	if strings.HasPrefix(s, offsetURLBase) {
+		u, err := url.Parse(s)
+		if err != nil {
+			return cursor{}, fmt.Errorf("not a model cursor: %w", err)
+		}
+		q := u.Query()
+		next, err1 := strconv.ParseInt(q.Get("offset"), 10, 64)
+		sess, err2 := strconv.ParseInt(q.Get("session"), 10, 64)
+		nonce, err3 := strconv.ParseUint(q.Get("nonce"), 10, 64)
+		if err := errors.Join(err1, err2, err3); err != nil {
+			return cursor{}, fmt.Errorf("not a model cursor %q: %w", s, err)
+		}
+		return cursor{next: next, session: sess, nonce: nonce}, nil
+	}
 	if !strings.HasPrefix(s, "c") {
 		return cursor{}, fmt.Errorf("not a model cursor: %q", s)
 	}
@@ -341,8 +377,15 @@ type part struct {
 	// violation: the monitors must report it, withdraw the scalar and
 	// recover; nothing may be lost). Set in a few schedules only.
 	regress float64
-	fetches int
-	sealed  bool
+	// offsetURLs: the provider pages by offset though the contract does
+	// not say so (pagination token, the default): its successors are
+	// offset URLs (cursor.offsetURL) whose offset is all that changes from
+	// page to page. The monitors must report offset_shaped_successor and
+	// refuse the page: no successor of a page read by such a URL may be
+	// promoted (oracle.offsetPromotion). Set in a few schedules only.
+	offsetURLs bool
+	fetches    int
+	sealed     bool
 	// created is the first position the partition can hold (its coverage
 	// starts there).
 	created int64
@@ -563,13 +606,18 @@ func (p *part) fetch(reader string, cur []byte) (provider.Response, fetchNote, e
 		k := streakKey{reader, c.next}
 		var fe *fetchError
 		switch {
-		case note == "malformed" || note == "garbage":
+		case note == "malformed" || note == "garbage" || note == "torn":
 			p.streak[k]++
 		case errors.As(err, &fe):
 			// A transient error or an expired cursor neither counts nor
 			// ends a run of malformed answers.
 		default:
 			delete(p.streak, k)
+		}
+	}
+	if err == nil && p.offsetURLs && len(r.Successor) > 0 {
+		if c, derr := decodeCursor(r.Successor); derr == nil {
+			r.Successor = c.offsetURL(p.name)
 		}
 	}
 	if err == nil {
@@ -737,6 +785,11 @@ func (p *part) answer(reader string, cur []byte) (provider.Response, fetchNote, 
 		if note == "" {
 			note = "nosucc"
 		}
+	case !exhausted && p.prof.hasMore && note != "garbage" && streak < maxMalformedStreak && p.chance(p.prof.torn):
+		// More follows and the page says so, but its successor is lost:
+		// malformed, never the last page.
+		r.Successor = nil
+		note = "torn"
 	}
 	if p.prof.ct || p.prof.selfCT {
 		switch {

@@ -536,6 +536,8 @@ func (s *Stats) count(c chain.Count) {
 			s.RegressionsSeen++
 		case reconcile.LatePosition:
 			s.LateSeen++
+		case reconcile.OffsetShapedSuccessor:
+			s.OffsetShapedSeen++
 		default:
 			s.FalseAlarms++
 		}

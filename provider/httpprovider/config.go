@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -401,6 +402,17 @@ func New(conf Config) (*Provider, error) {
 	client := &http.Client{Transport: transport, CheckRedirect: sameHostRedirects}
 	red := redact.New(redactCapacity)
 	red.Add(conf.Client.Secrets...)
+	// The user info of the proxy and token URLs: net/http sends the proxy's
+	// as Proxy-Authorization, out of the request's headers. Registered now
+	// and again with every request (the set keeps the values added most
+	// recently); the request URLs' own as each request is built.
+	var configured []*url.Userinfo
+	for _, raw := range []string{conf.Client.ProxyURL, conf.Client.OAuth2.TokenURL} {
+		if u, err := url.Parse(raw); err == nil && u.User != nil {
+			red.AddUserinfo(u.User)
+			configured = append(configured, u.User)
+		}
+	}
 	p := &Provider{cfg: conf}
 	auth, err := newAuthenticator(conf.Client, client, tokenOptions{
 		timeout: conf.Timeout, attempts: TokenAttempts, backoff: func(a int) time.Duration { return p.backoff(a, 0) },
@@ -410,13 +422,14 @@ func New(conf Config) (*Provider, error) {
 		return nil, fmt.Errorf("httpprovider: %w", err)
 	}
 	*p = Provider{
-		red:     red,
-		cfg:     conf,
-		expired: expired,
-		log:     conf.Logger,
-		client:  client,
-		auth:    auth,
-		fast:    newFastMappings(conf.Mappings.sources),
+		red:       red,
+		userinfos: configured,
+		cfg:       conf,
+		expired:   expired,
+		log:       conf.Logger,
+		client:    client,
+		auth:      auth,
+		fast:      newFastMappings(conf.Mappings.sources),
 	}
 	return p, nil
 }

@@ -1,0 +1,116 @@
+package input
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tidemark/tidemark/internal/e2etest"
+	"github.com/tidemark/tidemark/internal/store"
+)
+
+// A scope whose cursors were stored encrypted, read by a config without
+// cursor_encryption (the block removed by accident, or one instance
+// deployed without it): the partition does not start, the log names the
+// key id and the scope, the checkpoint stays where it was, and the source
+// never receives the stored ciphertext as a cursor (an API that treats an
+// unknown cursor as "latest" would skip events silently).
+func TestEncryptedScopeWithoutTheKeyNeverSendsCiphertext(t *testing.T) {
+	t.Setenv("TEST_TIDEMARK_SEALED_KEY", base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{9}, 32)))
+	var mu sync.Mutex
+	var received [][]byte
+	src := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cursor := r.URL.Query().Get("cursor")
+		mu.Lock()
+		received = append(received, []byte(cursor))
+		mu.Unlock()
+		switch cursor {
+		case "":
+			fmt.Fprint(w, `{"events":[{"id":"e1","pos":1},{"id":"e2","pos":2}],"next":"page-2-cursor"}`)
+		case "page-2-cursor":
+			fmt.Fprint(w, `{"events":[{"id":"e3","pos":3}],"next":"page-3-cursor"}`)
+		default: // the head: nothing new yet
+			fmt.Fprintf(w, `{"events":[],"next":%q}`, cursor)
+		}
+	}))
+	t.Cleanup(src.Close)
+
+	forEachBackend(t, func(t *testing.T, b backend) {
+		h := newHarness(t, b, []string{"p"}, 3)
+		yaml := func(encryption string) string {
+			return fmt.Sprintf(`paginated_partitions:
+  scope: %s
+  partitions: [ p ]
+  poll_interval: 10ms
+  store_backoff: 10ms
+  checkpoint:
+%s
+%s
+  http:
+    url: '%s/events?cursor=${! @cursor.escape_url_query() }'
+    events: root = this.events
+    event_position: root = this.pos
+    successor: root = this.next
+    contract:
+      positions: dense
+      empty_page: no_evidence
+      recovery: park
+`, h.scope, indent(h.ckYAML, "    "), encryption, src.URL)
+		}
+		k := store.Key{Scope: h.scope, Partition: "p"}
+		r := h.start(h.buildYAML(yaml("    cursor_encryption:\n      keys: [ { id: k-sealed, env: TEST_TIDEMARK_SEALED_KEY } ]"), nil, nil, ""))
+		e2etest.WaitUntil(t, streamTimeout, "the checkpoint to hold the third page's cursor, encrypted", func() bool {
+			cp, err := h.st.LoadCheckpoint(t.Context(), k)
+			return err == nil && cp.Generation >= 3 && store.IsSealedCursor(cp.Cursor)
+		})
+		require.NoError(t, r.strm.Stop(t.Context()))
+		before, err := h.st.LoadCheckpoint(t.Context(), k)
+		require.NoError(t, err)
+		mu.Lock()
+		sentBefore := len(received)
+		mu.Unlock()
+
+		r = h.start(h.buildYAML(yaml(""), nil, nil, ""))
+		sentSealed := func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, c := range received[sentBefore:] {
+				if store.IsSealedCursor(c) {
+					return true
+				}
+			}
+			return false
+		}
+		e2etest.WaitUntil(t, streamTimeout, "the input to say why the partition does not start (or to send the ciphertext)", func() bool {
+			logs := h.logs.String()
+			return strings.Contains(logs, "k-sealed") && strings.Contains(logs, "does not start") || sentSealed()
+		})
+		time.Sleep(200 * time.Millisecond) // twenty polls and store back-offs: time to send one, were it going to
+		require.NoError(t, r.strm.Stop(t.Context()))
+
+		logs := h.logs.String()
+		var refusal string
+		for _, line := range strings.Split(logs, "\n") {
+			if strings.Contains(line, "k-sealed") {
+				refusal = line
+				break
+			}
+		}
+		assert.Contains(t, refusal, "scope \\\""+h.scope, "the refusal names the scope")
+		assert.Contains(t, refusal, "cursor_encryption", "the refusal names the missing block")
+		assert.False(t, sentSealed(), "the source received the stored ciphertext as a cursor")
+		after, err := h.st.LoadCheckpoint(t.Context(), k)
+		require.NoError(t, err)
+		assert.Equal(t, before.Generation, after.Generation, "the partition did not advance")
+		assert.Equal(t, before.Cursor, after.Cursor, "the stored cursor is left encrypted")
+	})
+}
