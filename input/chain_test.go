@@ -363,7 +363,7 @@ func TestRestartLoopParksAtTheConfiguredBound(t *testing.T) {
 				return cp.Parked != "", fmt.Sprintf("generation %d, %d restarts fetched", cp.Generation, prov.fetchesOf(""))
 			})
 			cp := r.checkpoint()
-			assert.Contains(t, cp.Parked, fmt.Sprintf("%d restarts from a stable boundary in a row never got past the boundary (max_restarts %d)", tc.want, tc.want))
+			assert.Contains(t, cp.Parked, fmt.Sprintf("%d restarts from a stable boundary never got the partition past where the first of them found it (applied boundary 5, complete-through none; max_restarts %d)", tc.want, tc.want))
 			assert.Equal(t, tc.want, prov.fetchesOf(""), "one fetch per restart, and no more after parking")
 			assert.Empty(t, r.deliveries(), "nothing diverging was emitted")
 		})

@@ -9,12 +9,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/internal/e2etest"
+	"github.com/tidemark/tidemark/internal/runstatus"
 	"github.com/tidemark/tidemark/internal/store"
 )
 
@@ -23,7 +23,9 @@ import (
 // deployed without it): the partition does not start, the log names the
 // key id and the scope, the checkpoint stays where it was, and the source
 // never receives the stored ciphertext as a cursor (an API that treats an
-// unknown cursor as "latest" would skip events silently).
+// unknown cursor as "latest" would skip events silently). Under
+// exit_when_complete the run ends as a failure after
+// exit_when_parked_grace instead of retrying for ever.
 func TestEncryptedScopeWithoutTheKeyNeverSendsCiphertext(t *testing.T) {
 	t.Setenv("TEST_TIDEMARK_SEALED_KEY", base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{9}, 32)))
 	var mu sync.Mutex
@@ -50,6 +52,8 @@ func TestEncryptedScopeWithoutTheKeyNeverSendsCiphertext(t *testing.T) {
 			return fmt.Sprintf(`paginated_partitions:
   scope: %s
   partitions: [ p ]
+  exit_when_complete: %t
+  exit_when_parked_grace: 300ms
   poll_interval: 10ms
   store_backoff: 10ms
   checkpoint:
@@ -64,7 +68,7 @@ func TestEncryptedScopeWithoutTheKeyNeverSendsCiphertext(t *testing.T) {
       positions: dense
       empty_page: no_evidence
       recovery: park
-`, h.scope, indent(h.ckYAML, "    "), encryption, src.URL)
+`, h.scope, encryption == "", indent(h.ckYAML, "    "), encryption, src.URL)
 		}
 		k := store.Key{Scope: h.scope, Partition: "p"}
 		r := h.start(h.buildYAML(yaml("    cursor_encryption:\n      keys: [ { id: k-sealed, env: TEST_TIDEMARK_SEALED_KEY } ]"), nil, nil, ""))
@@ -94,8 +98,18 @@ func TestEncryptedScopeWithoutTheKeyNeverSendsCiphertext(t *testing.T) {
 			logs := h.logs.String()
 			return strings.Contains(logs, "k-sealed") && strings.Contains(logs, "does not start") || sentSealed()
 		})
-		time.Sleep(200 * time.Millisecond) // twenty polls and store back-offs: time to send one, were it going to
-		require.NoError(t, r.strm.Stop(t.Context()))
+		// With exit_when_complete, a batch job ends: once Connect has
+		// failed for exit_when_parked_grace, the run ends as a failure
+		// (exit code 3 in the binary) with the reason.
+		h.wait(r, streamTimeout)
+		var failure string
+		for _, f := range runstatus.Failures() {
+			if strings.Contains(f, h.scope) {
+				failure = f
+			}
+		}
+		assert.Contains(t, failure, "could not start for exit_when_parked_grace (300ms)")
+		assert.Contains(t, failure, "k-sealed")
 
 		logs := h.logs.String()
 		var refusal string

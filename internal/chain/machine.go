@@ -688,7 +688,7 @@ func (m *Machine) afterLoad(cp store.Checkpoint) {
 		m.checkUnparked()
 	case cp.Complete:
 		m.done = true
-		m.finish(fmt.Sprintf("Partition %s is complete (durably, at generation %d) through %s: nothing is read again", m.part(), cp.Generation, cp.Watermark))
+		m.finish(fmt.Sprintf("Partition %s is complete (durably, at generation %d)%s: nothing is read again", m.part(), cp.Generation, throughText(cp.Watermark)))
 	default:
 		m.verifyIncarnation("the partition starts", &next{kind: doStartChain})
 	}
@@ -734,14 +734,20 @@ func (m *Machine) finish(text string) {
 // exit_when_complete), which the next run reads on from. A watermark is
 // named only when one is certified: "through none" would read as a claim.
 func (m *Machine) endedText() string {
-	through := "; no complete-through watermark is certified"
-	if !m.cp.Watermark.IsZero() {
-		through = ", complete through " + m.cp.Watermark.String()
-	}
+	through := throughText(m.cp.Watermark)
 	if m.cp.Complete {
 		return fmt.Sprintf("Partition %s is complete (durably, at generation %d)%s", m.part(), m.cp.Generation, through)
 	}
 	return fmt.Sprintf("Partition %s is caught up (nothing more to read for now; not marked complete, the next run reads on from its cursor)%s", m.part(), through)
+}
+
+// throughText names a partition's complete-through watermark in a log
+// line, and says so when none is certified (never "through none").
+func throughText(w coord.Watermark) string {
+	if w.IsZero() {
+		return "; no complete-through watermark is certified"
+	}
+	return ", complete through " + w.String()
 }
 
 // abandonAll marks the witnesses ids of generation gen abandoned, in
@@ -1359,7 +1365,7 @@ func (m *Machine) recoverNow(expired bool, reason ParkReason) {
 		// A restart promotion would write a checkpoint that is no longer
 		// complete: a durably complete partition is only ever reopened
 		// by an operator.
-		m.finish(fmt.Sprintf("Partition %s is complete (durably, at generation %d) through %s: %s, nothing to recover", m.part(), m.cp.Generation, m.cp.Watermark, reason))
+		m.finish(fmt.Sprintf("Partition %s is complete (durably, at generation %d)%s: %s, nothing to recover", m.part(), m.cp.Generation, throughText(m.cp.Watermark), reason))
 		return
 	}
 	recovery := m.cfg.Contract.Recovery
