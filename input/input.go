@@ -291,6 +291,9 @@ func (in *paginatedInput) Connect(ctx context.Context) error {
 		in.watchMembership(wctx)
 	}()
 	in.started = true
+	if c := in.prov.Contract(); c.DensePositions && !c.HasFirstPosition() {
+		in.log.Infof("paginated_partitions: scope %s: positions are dense but no first_position is declared, so the first page of a traversal (a fresh start, a new incarnation) is not checked against where the source's positions start: events the source dropped before the first read are skipped without a word (docs/design.md#contract-fields)", in.cfg.Scope)
+	}
 	if in.leases != nil {
 		in.wg.Add(1)
 		go func() {

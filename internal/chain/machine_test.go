@@ -277,6 +277,8 @@ func (h *harness) config(d *datadriven.TestData) {
 			c.OrderedPositions, c.DensePositions = val != "unordered", val == "dense"
 		case "covers":
 			c.WatermarkCoversPositions = true
+		case "origin":
+			c.FirstPosition = coord.IntPosition(num(d, h.t, val))
 		case "finality":
 			f, err := provider.ParseFinality(val)
 			if err != nil {

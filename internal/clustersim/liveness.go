@@ -59,6 +59,7 @@ func (s *sim) quiesce(step *int) {
 		p.prof.malformed = 0 // the persistent fault (part.broken) stays
 		p.regress = 0
 		p.prof.offsetShift = 0
+		p.prof.cutFirst = 0
 		p.stall = 0
 		if s.cfg.Metamorphic {
 			p.prof.nosucc = 0 // every head ends with a successor: cursors converge

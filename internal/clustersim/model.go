@@ -136,6 +136,17 @@ type profile struct {
 	// profile (Contract.OffsetOverlap) lost or gained a row, so the page
 	// does not begin with the previous page's last event (offsetPage).
 	offsetShift float64
+	// cutFirst: probability that the first page of a traversal (a fetch
+	// that would begin at the partition's first event) begins one to
+	// pageSize events above it, as a source whose retention dropped its
+	// oldest events, or whose limit keeps the newest, answers. The events
+	// cut are in no answer: only the declared origin (Contract.FirstPosition,
+	// set per partition to its first position by lane.config) lets the
+	// core see the gap, since nothing is applied yet to continue. Transient
+	// (a restart from the start may answer whole), so an honest lane gets
+	// past it; a persistent cut parks after max_restarts (chain golden
+	// first_page_origin).
+	cutFirst float64
 }
 
 // at is the position of ordinal n in p's kind.
@@ -687,6 +698,12 @@ func (p *part) answer(reader string, cur []byte) (provider.Response, fetchNote, 
 	j := min(i+size, len(p.events))
 	for j > i && j < len(p.events) && p.events[j].pos == p.events[j-1].pos {
 		j++ // a page never splits a group of tied events
+	}
+	if i == 0 && len(p.events) >= 2 && p.chance(p.prof.cutFirst) {
+		// The first page of a traversal begins above the origin.
+		k := 1 + p.rng.IntN(min(size, len(p.events)-1))
+		i, j = k, min(k+size, len(p.events))
+		note = "cut-first"
 	}
 	overlap := false
 	if retry && i > 0 && i < len(p.events) && p.chance(p.prof.overlap) && p.events[i-1].pos == c.next-1 {

@@ -99,9 +99,16 @@ const (
 	// pages by offset undeclared are delivered and their successors
 	// promoted (docs/design.md#contract-monitors, CheckMonitor).
 	AcceptOffsetShaped
+	// TrustFirstPage: workers ignore the declared origin of dense
+	// positions (contract first_position), so the first page of a
+	// traversal that a source cut above its origin (the model's cutFirst:
+	// retention dropped the oldest events, a limit kept the newest) is read
+	// on as if nothing came before it, and the events it cut are lost
+	// (docs/design.md#contract-fields, CheckNoLoss).
+	TrustFirstPage
 )
 
-var variantNames = [...]string{"faithful", "promote-other-successor", "max-frontier", "bare-empty-page", "unconditional-write", "ignore-lease", "any-watermark-covers", "park-on-malformed", "retry-malformed-forever", "partial-view", "children-first", "self-certified-watermark", "ignore-offset-overlap", "ignore-incarnation", "coalesced-watermark-dropped", "accept-offset-shaped-successor"}
+var variantNames = [...]string{"faithful", "promote-other-successor", "max-frontier", "bare-empty-page", "unconditional-write", "ignore-lease", "any-watermark-covers", "park-on-malformed", "retry-malformed-forever", "partial-view", "children-first", "self-certified-watermark", "ignore-offset-overlap", "ignore-incarnation", "coalesced-watermark-dropped", "accept-offset-shaped-successor", "trust-first-page"}
 
 func (v Variant) String() string {
 	if int(v) < len(variantNames) {
@@ -122,7 +129,7 @@ func ParseVariant(s string) (Variant, error) {
 
 // Variants lists the broken variants (every Variant but Faithful).
 func Variants() []Variant {
-	return []Variant{PromoteOtherSuccessor, MaxFrontier, BareEmptyPage, UnconditionalWrite, IgnoreLease, AnyWatermarkCovers, ParkOnMalformed, RetryMalformedForever, PartialView, ChildrenFirst, SelfCertifiedWatermark, IgnoreOffsetOverlap, IgnoreIncarnation, CoalescedWatermarkDropped, AcceptOffsetShaped}
+	return []Variant{PromoteOtherSuccessor, MaxFrontier, BareEmptyPage, UnconditionalWrite, IgnoreLease, AnyWatermarkCovers, ParkOnMalformed, RetryMalformedForever, PartialView, ChildrenFirst, SelfCertifiedWatermark, IgnoreOffsetOverlap, IgnoreIncarnation, CoalescedWatermarkDropped, AcceptOffsetShaped, TrustFirstPage}
 }
 
 // DefaultSteps is the length of a schedule when Config.Steps is zero.
@@ -321,6 +328,9 @@ type Stats struct {
 	// pages by offset under a contract that does not say so
 	// (part.offsetURLs), and reports of it (offset_shaped_successor).
 	OffsetShapedRuns, OffsetShapedSeen int
+	// FirstPagesCut: first pages of a traversal that began above the
+	// declared origin (profile cutFirst).
+	FirstPagesCut int
 }
 
 // Add adds o to s.
@@ -356,6 +366,8 @@ func (s *Stats) note(n fetchNote) {
 		s.Ties++
 	case "regress":
 		s.Regressions++
+	case "cut-first":
+		s.FirstPagesCut++
 	}
 	if strings.HasPrefix(string(n), "stall") {
 		s.Stalls++
@@ -612,6 +624,13 @@ func newSim(cfg Config) *sim {
 		} else {
 			prof = append(slices.Clone(scalarProfiles), otherProfiles...)[r.IntN(len(scalarProfiles)+len(otherProfiles))]
 		}
+		if o := partSeed(cfg.Seed, "dense_origin"); o%4 == 0 && uint64(i) == (o>>2)%uint64(total) {
+			// A quarter of the schedules read one partition (perhaps one
+			// that appears later, above position 1) as a dense feed that
+			// declares its origin and sometimes cuts its first page above
+			// it (dense-origin, origin.go).
+			prof = denseOrigin
+		}
 		if i == 0 && partSeed(cfg.Seed, "late_listing")%3 == 0 {
 			// A third of the schedules list one partition that is not a
 			// snapshot, its pages' own last keys mapped as complete_through
@@ -626,6 +645,9 @@ func newSim(cfg Config) *sim {
 		}
 		if cfg.Variant == AcceptOffsetShaped && i == 0 {
 			prof = denseCT // the variant only shows on a partition paged by offset undeclared (below)
+		}
+		if cfg.Variant == TrustFirstPage {
+			prof = denseOrigin // the variant only shows where an origin is declared
 		}
 		p := newPart(name, rand.New(rand.NewPCG(partSeed(cfg.Seed, name), 0x9a27)), prof, 1)
 		if cfg.Metamorphic {

@@ -169,7 +169,7 @@ func assertCoverage(t *testing.T, s Stats) {
 		"regressing watermarks reported by the monitors": s.RegressionsSeen, "frontiers withdrawn": s.Withdrawals,
 		"offset-shaped successors reported by the monitors": s.OffsetShapedSeen,
 		"restarts": s.Restarts, "parks": s.Parks, "unparks": s.Unparks, "expiries": s.Expired,
-		"glitch pages": s.Glitches, "omissions": s.Omissions, "lagging retries": s.Lags, "stalls": s.Stalls, "holds": s.Holds,
+		"glitch pages": s.Glitches, "omissions": s.Omissions, "first pages cut above the origin": s.FirstPagesCut, "lagging retries": s.Lags, "stalls": s.Stalls, "holds": s.Holds,
 		"nacks": s.Nacks, "scalars published": s.ScalarsPublished, "membership epochs": s.Epochs,
 		"unproven epochs": s.UnprovenEpochs, "shared partitions": s.SharedPartitions,
 		"malformed pages": s.Garbage, "pages with has_more and no successor": s.Torn, "malformed bodies": s.MalformedFaults, "malformed answers retried or parked": s.MalformedAnswers,

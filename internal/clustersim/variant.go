@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/tidemark/tidemark/internal/chain"
+	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/provider"
@@ -24,7 +25,9 @@ import (
 // watermark covered every position, also the ones above it;
 // IgnoreOffsetOverlap reads an offset partition's overlap check as
 // offset_unproven (no check); AcceptOffsetShaped reads an ordered token
-// contract as keyset, which the offset_shaped_successor monitor exempts.
+// contract as keyset, which the offset_shaped_successor monitor exempts;
+// TrustFirstPage drops the declared origin of dense positions (the first
+// page of a traversal goes unchecked).
 func (v Variant) configure(cfg *chain.Config) {
 	switch v {
 	case IgnoreIncarnation:
@@ -43,6 +46,8 @@ func (v Variant) configure(cfg *chain.Config) {
 		if cfg.Contract.Pagination == provider.PaginationToken && cfg.Contract.Ordered() {
 			cfg.Contract.Pagination = provider.PaginationKeyset
 		}
+	case TrustFirstPage:
+		cfg.Contract.FirstPosition = coord.Position{}
 	case IgnoreOffsetOverlap:
 		if cfg.Contract.OffsetOverlap {
 			cfg.Contract.OffsetOverlap, cfg.Contract.OffsetUnproven = false, true

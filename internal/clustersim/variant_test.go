@@ -69,6 +69,9 @@ func TestVariantsAreCaught(t *testing.T) {
 		// Contract monitors: a provider that pages by offset undeclared
 		// has the successor of a page read by an offset promoted.
 		AcceptOffsetShaped: {CheckMonitor},
+		// A declared origin: a first page a source cut above its origin,
+		// read on as if nothing came before it, loses the events cut.
+		TrustFirstPage: {CheckNoLoss},
 	}
 	// Variants whose breakage only shows once the faults stop.
 	liveness := map[Variant]bool{RetryMalformedForever: true, PartialView: true, IgnoreIncarnation: true}

@@ -275,6 +275,9 @@ func (c Config) validate() error {
 	if c.Contract.WatermarkCoversPositions && c.Contract.PositionKind != c.Coordinate {
 		bad("contract.watermark_covers_positions needs positions in the watermark's coordinate: position_type is %s, coordinate %s", c.Contract.PositionKind, c.Coordinate)
 	}
+	if c.Contract.HasFirstPosition() && !c.Contract.DensePositions {
+		bad("contract.first_position needs positions: dense: only dense positions say that nothing lies between the origin and the first event")
+	}
 	c.validateFinality(bad)
 	if c.Contract.EventsMayBeWithdrawn && !c.Contract.WatermarkCoversPositions {
 		bad("contract.events_may_be_withdrawn needs watermark_covers_positions: a withdrawn event is accepted only when the retry's watermark covers its position")

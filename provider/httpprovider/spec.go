@@ -65,6 +65,7 @@ const (
 	hpFieldSnapshotMarker      = "snapshot_marker"
 	hpFieldCoordinate          = "coordinate"
 	hpFieldPositionType        = "position_type"
+	hpFieldFirstPosition       = "first_position"
 	hpFieldExpiredStatusCodes  = "expired_status_codes"
 	hpFieldExpiredBodyContains = "expired_body_contains"
 	hpFieldRecovery            = "recovery"
@@ -314,6 +315,10 @@ func Fields() []*service.ConfigField {
 				Description("Type of event positions. Every event of a partition has a position of this type; a response with a position that does not parse as it is malformed. When not set: the `coordinate` for `timestamp` and `decimal`, `integer` under `integer` and `string` (set `position_type: string` for string positions). `watermark_covers_positions` needs it equal to `coordinate`.").
 				Optional().
 				Example(coord.KindDecimal.String()),
+			service.NewStringField(hpFieldFirstPosition).
+				Description("With `positions: dense`, the declared origin: the position of the first event of every incarnation of the source (`1` for a feed whose ids start at 1, again after it is recreated), of the `position_type` (integer or decimal). The first page of a traversal that has nothing applied yet (a fresh start, a new incarnation after a reset) must then begin at it: a first event above it (the source's retention dropped its oldest events, or a `limit` kept the newest N) or below it is a gap, reported with the partition, the origin and the first position seen, and handled per `recovery` like any other gap (a restart that keeps answering above the origin parks after `max_restarts`). When not set, no origin is declared and that first page is not checked: events the source dropped before the first read are skipped without a word. A `start_cursor` that begins after the origin on purpose (reading from the head) contradicts it: its first page is a gap too. Refused without `positions: dense` and for timestamp or string positions.").
+				Optional().
+				Example("1"),
 			service.NewIntListField(hpFieldExpiredStatusCodes).
 				Description("HTTP statuses that mean the cursor has expired (Kubernetes `continue` and Google sync tokens answer 410).").
 				Default([]any{410}).
@@ -561,6 +566,9 @@ func FromParsed(conf *service.ParsedConfig, res *service.Resources, logger *serv
 			return nil, fmt.Errorf("httpprovider: contract.position_type: %w", err)
 		}
 	}
+	if err := firstPositionFromParsed(cc, &c); err != nil {
+		return nil, err
+	}
 	if c.ExpiredStatusCodes, err = cc.FieldIntList(hpFieldExpiredStatusCodes); err != nil {
 		return nil, err
 	}
@@ -666,6 +674,29 @@ func finalityFromParsed(cc *service.ParsedConfig, c *Config) error {
 	return nil
 }
 
+// firstPositionFromParsed reads contract.first_position, when set, as a
+// position of the contract's position_type (its default when not set).
+func firstPositionFromParsed(cc *service.ParsedConfig, c *Config) error {
+	if !cc.Contains(hpFieldFirstPosition) {
+		return nil
+	}
+	s, err := cc.FieldString(hpFieldFirstPosition)
+	if err != nil {
+		return err
+	}
+	k := c.Contract.PositionKind
+	if k == coord.KindNone {
+		k = defaultPositionKind(c.Coordinate)
+	}
+	if !coord.HasSuccessorArithmetic(k) {
+		return fmt.Errorf("httpprovider: contract.first_position needs dense integer or decimal positions, not %s positions", k)
+	}
+	if c.Contract.FirstPosition, err = coord.ParsePosition(k, strings.TrimSpace(s)); err != nil {
+		return fmt.Errorf("httpprovider: contract.first_position: %q is not a %s position: %w", s, k, err)
+	}
+	return nil
+}
+
 func parseEmptyPage(s string) (provider.EmptyPage, error) {
 	for _, e := range []provider.EmptyPage{provider.EmptyNoEvidence, provider.EmptyEndOfData, provider.EmptyFinalThroughWatermark, provider.EmptyFollowsSuccessor} {
 		if e.String() == s {
@@ -749,6 +780,8 @@ func contractEnumLint() string {
 	b.WriteString(`  if this.finality == "lag" && this.finality_lag.or("") == "" { "contract.finality lag needs contract.finality_lag (a duration for a timestamp coordinate, an integer otherwise)" },` + "\n")
 	b.WriteString(`  if this.finality_lag != null && this.finality != "lag" { "contract.finality_lag is set but contract.finality is %s, not lag".format(this.finality.or("none")) },` + "\n")
 	b.WriteString(`  if this.finality_lag != null && this.coordinate == "string" { "contract.finality_lag: a string coordinate has no arithmetic to subtract a lag from" },` + "\n")
+	// A declared origin is checked only over dense positions.
+	b.WriteString(`  if this.first_position != null && this.positions.or("ordered") != "dense" { "contract.first_position needs positions: dense: only dense positions say that nothing lies between the origin and the first event" },` + "\n")
 	b.WriteString("].filter(m -> m != null)")
 	return b.String()
 }
