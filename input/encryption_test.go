@@ -48,30 +48,18 @@ func TestEncryptedScopeWithoutTheKeyNeverSendsCiphertext(t *testing.T) {
 
 	forEachBackend(t, func(t *testing.T, b backend) {
 		h := newHarness(t, b, []string{"p"}, 3)
-		yaml := func(encryption string) string {
-			return fmt.Sprintf(`paginated_partitions:
-  scope: %s
-  partitions: [ p ]
-  exit_when_complete: %t
-  exit_when_parked_grace: 300ms
-  poll_interval: 10ms
-  store_backoff: 10ms
-  checkpoint:
-%s
-%s
-  http:
-    url: '%s/events?cursor=${! @cursor.escape_url_query() }'
-    events: root = this.events
-    event_position: root = this.pos
-    successor: root = this.next
-    contract:
-      positions: dense
-      empty_page: no_evidence
-      recovery: park
-`, h.scope, encryption == "", indent(h.ckYAML, "    "), encryption, src.URL)
+		// Run 1 has the key; run 2, without it, is a batch job
+		// (exit_when_complete).
+		yaml := func(withKey bool) string {
+			settings := fmt.Sprintf("  exit_when_complete: %t\n  exit_when_parked_grace: 300ms\n  poll_interval: 10ms\n  store_backoff: 10ms\n", !withKey)
+			y := h.httpEventsYAML(src.URL, settings, "      recovery: park\n")
+			if withKey {
+				y = strings.Replace(y, "  http:\n", "    cursor_encryption:\n      keys: [ { id: k-sealed, env: TEST_TIDEMARK_SEALED_KEY } ]\n  http:\n", 1)
+			}
+			return y
 		}
 		k := store.Key{Scope: h.scope, Partition: "p"}
-		r := h.start(h.buildYAML(yaml("    cursor_encryption:\n      keys: [ { id: k-sealed, env: TEST_TIDEMARK_SEALED_KEY } ]"), nil, nil, ""))
+		r := h.start(h.buildYAML(yaml(true), nil, nil, ""))
 		e2etest.WaitUntil(t, streamTimeout, "the checkpoint to hold the third page's cursor, encrypted", func() bool {
 			cp, err := h.st.LoadCheckpoint(t.Context(), k)
 			return err == nil && cp.Generation >= 3 && store.IsSealedCursor(cp.Cursor)
@@ -83,7 +71,7 @@ func TestEncryptedScopeWithoutTheKeyNeverSendsCiphertext(t *testing.T) {
 		sentBefore := len(received)
 		mu.Unlock()
 
-		r = h.start(h.buildYAML(yaml(""), nil, nil, ""))
+		r = h.start(h.buildYAML(yaml(false), nil, nil, ""))
 		sentSealed := func() bool {
 			mu.Lock()
 			defer mu.Unlock()

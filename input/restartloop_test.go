@@ -43,26 +43,9 @@ func TestRestartLoopWithTransientProgressParks(t *testing.T) {
 		pages.Store(0)
 		expired.Store(0)
 		h := newHarness(t, b, []string{"p"}, 2)
-		r := h.start(h.buildYAML(fmt.Sprintf(`paginated_partitions:
-  scope: %s
-  partitions: [ p ]
-  poll_interval: 5ms
-  store_backoff: 10ms
-  max_restarts: %d
-  max_pages_in_flight: 1
-  checkpoint:
-%s
-  http:
-    url: '%s/events?cursor=${! @cursor.escape_url_query() }'
-    events: root = this.events
-    event_position: root = this.pos
-    successor: root = this.next
-    contract:
-      positions: dense
-      empty_page: no_evidence
-      recovery: restart_from_boundary
-      restart_cursor: ""
-`, h.scope, maxRestarts, indent(h.ckYAML, "    "), src.URL), nil, nil, ""))
+		r := h.start(h.buildYAML(h.httpEventsYAML(src.URL,
+			fmt.Sprintf("  poll_interval: 5ms\n  store_backoff: 10ms\n  max_restarts: %d\n  max_pages_in_flight: 1\n", maxRestarts),
+			"      recovery: restart_from_boundary\n      restart_cursor: \"\"\n"), nil, nil, ""))
 		k := store.Key{Scope: h.scope, Partition: "p"}
 		var parked string
 		e2etest.WaitUntil(t, streamTimeout, "the partition to park after max_restarts", func() bool {
