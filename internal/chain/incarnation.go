@@ -81,6 +81,7 @@ func (m *Machine) recordIncarnation(h string) {
 	prom := store.Promotion{
 		Key: m.cfg.Key, FromCursor: m.cp.Cursor, FromGeneration: m.cp.Generation, To: m.cp.Cursor,
 		WitnessID: "incarnation:" + h, Incarnation: h, Epoch: m.cfg.Epoch, Lease: m.writeLease(),
+		Complete: m.cp.Complete, // a complete partition stays complete
 	}
 	m.logf(Info, "Partition %s: recording its source incarnation %s at generation %d", m.part(), h, m.cp.Generation)
 	m.ask(StateReincarnating, Promote{Promotion: prom, Restart: true}, next{kind: onIncarnationRecorded, prom: &prom})
@@ -184,6 +185,68 @@ func (m *Machine) onIncarnationConfirmed(asked uint64, r IncarnationFound) {
 	}
 	m.confirmed = max(m.confirmed, asked)
 	m.scheduleCheck()
+	m.promoteHead()
+}
+
+// emitChecked emits pg's events once the incarnation is confirmed for it:
+// a page is emitted only after an incarnation check asked after it
+// arrived has answered the incarnation the partition reads, so no event a
+// recreated source served under the old cursor is delivered under the old
+// incarnation's epoch and frontier. The check is coalesced: it covers every
+// page that arrived before it was asked (the interval check, the check
+// before a promotion, or the check this asks), so a page that arrives
+// while one is outstanding waits for the next. A page with nothing to emit
+// (no events, or all with a terminal outcome) waits for nothing here; the
+// check before its promotion covers it. Witness first is kept: pg's
+// witness is durable before this runs.
+func (m *Machine) emitChecked(pg *page) {
+	if pg.ackedUpTo < len(pg.w.Events) && !m.incarnationConfirmed(pg) && !m.cfg.EmitBeforeCheck {
+		pg.unchecked = true
+		m.confirmEmission()
+		return
+	}
+	m.emitPage(pg)
+	m.promoteHead()
+}
+
+// confirmEmission asks the check that the unchecked pages of the chain
+// wait for: it covers every page that arrived so far.
+func (m *Machine) confirmEmission() {
+	m.ask(StateCheckingIncarnation, CheckIncarnation{Key: m.cfg.Key, Why: "before emitting"}, next{kind: onEmissionConfirmed, asked: m.arrived})
+}
+
+// onEmissionConfirmed emits, in chain order, the pages the check asked
+// after them confirmed; another incarnation drops them unemitted (the
+// partition reincarnates: the new incarnation is read from its start); a
+// failed check is asked again after PollInterval, nothing emitted
+// meanwhile.
+func (m *Machine) onEmissionConfirmed(asked uint64, r IncarnationFound) {
+	if r.Err != nil {
+		m.logf(Warn, "Partition %s cannot check the incarnation of its source before emitting, retrying in %s: %v", m.part(), m.cfg.PollInterval, r.Err)
+		m.wait(StateCheckingIncarnation, m.cfg.PollInterval, next{kind: doConfirmEmission})
+		return
+	}
+	h := reconcile.IncarnationHash(r.Value)
+	if h != m.incarnation {
+		pages, events := 0, 0
+		for _, pg := range m.chain {
+			if pg.unchecked {
+				pages++
+				events += len(pg.w.Events) - pg.ackedUpTo
+			}
+		}
+		m.logf(Info, "Partition %s: %d events fetched since the last incarnation check (pages: %d) are dropped unemitted; the new incarnation is read from its start", m.part(), events, pages)
+		m.reincarnate(m.incarnation, h, fmt.Sprintf("the check before emitting answered another value at %s", m.stamp()))
+		return
+	}
+	m.confirmed = max(m.confirmed, asked)
+	m.scheduleCheck()
+	for _, pg := range m.chain {
+		if pg.unchecked && pg.seq <= m.confirmed {
+			pg.unchecked = false
+			m.emitPage(pg)
+		}
+	}
 	m.promoteHead()
 }
 

@@ -98,6 +98,11 @@ type Config struct {
 	// IgnoreIncarnation makes the machine read on across a changed
 	// incarnation. Only the simulator's broken variant sets it.
 	IgnoreIncarnation bool
+	// EmitBeforeCheck makes the machine emit a page's events before an
+	// incarnation check asked after the page arrived has answered (the
+	// check before the promotion still runs). Only the simulator's broken
+	// variant sets it.
+	EmitBeforeCheck bool
 	// Classify replaces reconcile.Classify (nil: reconcile.Classify). Only the
 	// simulator's broken variants set it.
 	Classify func(reconcile.ClassifyInput) (reconcile.Verdict, error)
@@ -136,8 +141,11 @@ type page struct {
 	receiptAt int // AckedThrough last written to the store
 	nacked    bool
 	// seq numbers the fetch results in arrival order (incarnation.go: a
-	// page is promoted only after an incarnation check asked after it).
-	seq uint64
+	// page is emitted and promoted only after an incarnation check asked
+	// after it). unchecked: the page is witnessed and waits for that
+	// check before its events are emitted.
+	seq       uint64
+	unchecked bool
 }
 
 type span struct{ from, to int }
@@ -159,6 +167,10 @@ type fetchRec struct {
 	// wm is the watermark the checkpoint holds once generation gen is
 	// durable (tail.wm): what the pages before this fetch certify.
 	wm coord.Watermark
+	// seq is the fetch's place in the order the results arrived (0: not
+	// yet): set when its result reaches the machine, queued or not, so an
+	// incarnation check asked later covers it (incarnation.go).
+	seq uint64
 }
 
 // tail is where the chain's next fetch starts: the cursor and generation
@@ -250,8 +262,10 @@ type Machine struct {
 	// nextCheck is when the reading partition checks it again.
 	incarnation string
 	nextCheck   time.Time
-	// arrived counts fetch results; confirmed is the count when the last
-	// incarnation check that found the incarnation unchanged was asked.
+	// arrived counts fetch results as they reach the machine (queued or
+	// not); confirmed is the count when the last incarnation check that
+	// found the incarnation unchanged was asked: every page whose result
+	// had arrived by then may be emitted and promoted.
 	arrived, confirmed uint64
 	// evidenceResets counts the resets this machine made on evidence its
 	// provider's incarnation check did not confirm (positions went back,
@@ -320,6 +334,12 @@ func (m *Machine) Step(in Input) []Action {
 			m.run(s.next, nil)
 		}
 	default:
+		if f, ok := in.(Fetched); ok && m.fetch != nil && m.fetch.id == f.Fetch && m.fetch.seq == 0 {
+			// The answer arrived: a check asked from now on began after it
+			// (even while it waits in the queue).
+			m.arrived++
+			m.fetch.seq = m.arrived
+		}
 		switch {
 		case m.await != nil && answers(m.await.action, in):
 			c := m.await
@@ -679,12 +699,22 @@ func (m *Machine) afterLoad(cp store.Checkpoint) {
 		m.count(MetricParked, +1)
 		m.logf(Warn, "Partition %s is parked (%s); it resumes when the reason is cleared (connect tidemark unpark)", m.part(), cp.Parked)
 		m.checkUnparked()
+	case cp.Complete && m.cfg.Incarnation:
+		// A complete partition is checked too: a recreated source reopens
+		// it in a new incarnation (a Kinesis shard id of a deleted stream
+		// is an open shard of the stream created under its name).
+		m.verifyIncarnation("the complete partition starts", &next{kind: doFinishComplete})
 	case cp.Complete:
-		m.done = true
-		m.finish(fmt.Sprintf("Partition %s is complete (durably, at generation %d) through %s: nothing is read again", m.part(), cp.Generation, cp.Watermark))
+		m.finishComplete()
 	default:
 		m.verifyIncarnation("the partition starts", &next{kind: doStartChain})
 	}
+}
+
+// finishComplete ends the machine of a durably complete partition.
+func (m *Machine) finishComplete() {
+	m.done = true
+	m.finish(fmt.Sprintf("Partition %s is complete (durably, at generation %d) through %s: nothing is read again", m.part(), m.cp.Generation, m.cp.Watermark))
 }
 
 // checkUnparked re-reads a parked checkpoint every ParkCheckInterval.
@@ -903,8 +933,7 @@ func (m *Machine) onReconciled(f *fetchRec, r Fetched, v verdict, recoverWith Pa
 		m.recover(false, ParkReason{ParkDivergence, fmt.Sprintf("at generation %d cursor %s: %s", f.gen, reconcile.CursorHash(f.cursor), v.reason)})
 		return
 	}
-	m.arrived++
-	pg := &page{chain: m.chainID, fromCursor: f.cursor, fromGen: f.gen, w: v.w, v: v, events: r.Response.Events, bytes: PageBytes(r.Response), ackedUpTo: v.w.AckedThrough, receiptAt: v.w.AckedThrough, seq: m.arrived}
+	pg := &page{chain: m.chainID, fromCursor: f.cursor, fromGen: f.gen, w: v.w, v: v, events: r.Response.Events, bytes: PageBytes(r.Response), ackedUpTo: v.w.AckedThrough, receiptAt: v.w.AckedThrough, seq: f.seq}
 	m.chain = append(m.chain, pg)
 	m.count(MetricPagesFetched, 1)
 	breaks := !recoverWith.IsZero()
@@ -945,8 +974,7 @@ func (m *Machine) onReconciled(f *fetchRec, r Fetched, v verdict, recoverWith Pa
 		m.putWitness(pg.w, &next{kind: doEmitWitnessed, pg: pg})
 		return
 	}
-	m.emitPage(pg)
-	m.promoteHead()
+	m.emitChecked(pg)
 }
 
 func (m *Machine) putWitness(w reconcile.Witness, then *next) {

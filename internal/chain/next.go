@@ -28,6 +28,7 @@ const (
 	onIncarnationRecorded                      // prom
 	onIncarnationChecked                       // text: what, asked; then
 	onIncarnationConfirmed                     // asked
+	onEmissionConfirmed                        // asked
 	onReincarnated                             // to, lease
 	onWithdrawn                                // violation, vs: the rest; then
 
@@ -50,6 +51,8 @@ const (
 	doParkWrite         // reason
 	doVerifyIncarnation // text: why; then
 	doPromoteHead       //
+	doConfirmEmission   //
+	doFinishComplete    //
 	doResetInto         // from, to, text: why
 	doOnMalformed       // f, text
 	doOnReconciled      // f, fetched, v, reason: recoverWith
@@ -127,6 +130,8 @@ func (m *Machine) run(k *next, in Input) {
 		m.onIncarnationChecked(k.text, k.asked, in.(IncarnationFound), k.then)
 	case onIncarnationConfirmed:
 		m.onIncarnationConfirmed(k.asked, in.(IncarnationFound))
+	case onEmissionConfirmed:
+		m.onEmissionConfirmed(k.asked, in.(IncarnationFound))
 	case onReincarnated:
 		m.onReincarnated(k.to, k.lease, in.(Reincarnated))
 	case onWithdrawn:
@@ -146,8 +151,7 @@ func (m *Machine) run(k *next, in Input) {
 		m.putWitness(*k.w, k.then)
 	case doEmitWitnessed:
 		m.rememberWitness(k.pg.w)
-		m.emitPage(k.pg)
-		m.promoteHead()
+		m.emitChecked(k.pg)
 	case doRefetchAfterNack:
 		m.logf(Info, "Partition %s re-fetching cursor %s at generation %d after a failed delivery", m.part(), reconcile.CursorHash(k.pg.fromCursor), k.pg.fromGen)
 		m.restartChain()
@@ -171,6 +175,10 @@ func (m *Machine) run(k *next, in Input) {
 		m.verifyIncarnation(k.text, k.then)
 	case doPromoteHead:
 		m.promoteHead()
+	case doFinishComplete:
+		m.finishComplete()
+	case doConfirmEmission:
+		m.confirmEmission()
 	case doResetInto:
 		m.resetInto(k.from, k.to, k.text)
 	case doOnMalformed:
