@@ -132,3 +132,41 @@ func TestStaleIncarnationChangeRecordsNothing(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, uint64(4), m.Epoch, "nothing written")
 }
+
+// A pending incarnation change of a partition that leaves the membership
+// (a recreated stream's shard that discovery no longer lists, or lists
+// again only later) is not carried into an epoch it is no member of: the
+// record stays valid and the membership moves on, instead of every round
+// failing with "incarnation change of …, which is not a member of epoch N".
+func TestIncarnationChangeOfALeavingPartitionNeverBlocksTheMembership(t *testing.T) {
+	cur := store.Membership{Scope: "s", Epoch: 3, Partitions: []string{"shard-0", "shard-4"},
+		Incarnations: map[string]uint64{"shard-4": 3}, Unproven: []string{"shard-4"},
+		Reason: incarnationReason("shard-4", 3, "incarnation changed from sha256:aaaa to sha256:bbbb (test)")}
+	for _, tc := range []struct {
+		name  string
+		shard store.Checkpoint
+	}{
+		{"leaves unsealed", cp("shard-4", 7, 0, false)},
+		{"leaves sealed", cp("shard-4", 7, 40, true)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := PlanInput{Scope: "s", Current: cur, HasCurrent: true, FreshFromStart: true, Want: Names([]string{"shard-0"}),
+				Checkpoints: []store.Checkpoint{cp("shard-0", 5, 500, false), tc.shard}}
+			p := Decide(in)
+			require.True(t, p.Changed)
+			assert.Equal(t, []string{"shard-0"}, p.Next.Partitions)
+			assert.NotContains(t, p.Next.Incarnations, "shard-4")
+			if !tc.shard.Complete {
+				assert.Contains(t, p.String(), "the pending incarnation change of [shard-4] is not carried: no longer a member")
+			}
+			require.NoError(t, p.Next.Validate(), "the planned record is valid")
+
+			st := memstore.New()
+			_, err := st.SwapMembership(t.Context(), 0, cur)
+			require.NoError(t, err)
+			m, err := st.SwapMembership(t.Context(), cur.Epoch, p.Next)
+			require.NoError(t, err, "the epoch is written")
+			assert.Equal(t, uint64(4), m.Epoch)
+		})
+	}
+}

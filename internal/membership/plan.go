@@ -64,6 +64,10 @@ type Plan struct {
 	// (DecideIncarnation): the old incarnation left unsealed, the new one
 	// joined to be read from its start.
 	Recreated []string
+	// DroppedIncarnations names the partitions whose pending incarnation
+	// change is not carried because they leave (no longer members): the
+	// change never blocks the membership.
+	DroppedIncarnations []string
 }
 
 // String describes the change for logs.
@@ -86,6 +90,9 @@ func (p Plan) String() string {
 	}
 	if len(parts) == 0 {
 		parts = append(parts, "lineage changed")
+	}
+	if len(p.DroppedIncarnations) > 0 {
+		parts = append(parts, fmt.Sprintf("the pending incarnation change of %v is not carried: no longer a member", p.DroppedIncarnations))
 	}
 	s := fmt.Sprintf("epoch %d: %s; partitions %v", p.Next.Epoch, strings.Join(parts, ", "), p.Next.Partitions)
 	if !p.Next.Proven {
@@ -264,7 +271,7 @@ func Decide(in PlanInput) Plan {
 		Scope: in.Scope, Epoch: next.Epoch, Partitions: next.Partitions, Cutover: next.Cutover,
 		Proven: next.Proven, Reason: next.Reason, Unproven: next.Unproven, Parents: nextLineage,
 	}
-	settleIncarnations(cur, &plan.Next)
+	plan.DroppedIncarnations = settleIncarnations(cur, &plan.Next)
 	return plan
 }
 
