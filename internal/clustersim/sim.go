@@ -92,9 +92,15 @@ const (
 	// lower watermark and frontier when promotions coalesce
 	// (CheckMetamorphic, RunMetamorphic).
 	CoalescedWatermarkDropped
+	// EmitBeforeIncarnationCheck: lanes emit a page's events before an
+	// incarnation check asked after its answer has answered (the check
+	// before its promotion still runs): a page a recreated source served
+	// under the old cursor leaves under the old incarnation's epoch and
+	// frontier (docs/design.md#source-incarnations, CheckIncarnation).
+	EmitBeforeIncarnationCheck
 )
 
-var variantNames = [...]string{"faithful", "promote-other-successor", "max-frontier", "bare-empty-page", "unconditional-write", "ignore-lease", "any-watermark-covers", "park-on-malformed", "retry-malformed-forever", "partial-view", "children-first", "self-certified-watermark", "ignore-offset-overlap", "ignore-incarnation", "coalesced-watermark-dropped"}
+var variantNames = [...]string{"faithful", "promote-other-successor", "max-frontier", "bare-empty-page", "unconditional-write", "ignore-lease", "any-watermark-covers", "park-on-malformed", "retry-malformed-forever", "partial-view", "children-first", "self-certified-watermark", "ignore-offset-overlap", "ignore-incarnation", "coalesced-watermark-dropped", "emit-before-incarnation-check"}
 
 func (v Variant) String() string {
 	if int(v) < len(variantNames) {
@@ -115,7 +121,7 @@ func ParseVariant(s string) (Variant, error) {
 
 // Variants lists the broken variants (every Variant but Faithful).
 func Variants() []Variant {
-	return []Variant{PromoteOtherSuccessor, MaxFrontier, BareEmptyPage, UnconditionalWrite, IgnoreLease, AnyWatermarkCovers, ParkOnMalformed, RetryMalformedForever, PartialView, ChildrenFirst, SelfCertifiedWatermark, IgnoreOffsetOverlap, IgnoreIncarnation, CoalescedWatermarkDropped}
+	return []Variant{PromoteOtherSuccessor, MaxFrontier, BareEmptyPage, UnconditionalWrite, IgnoreLease, AnyWatermarkCovers, ParkOnMalformed, RetryMalformedForever, PartialView, ChildrenFirst, SelfCertifiedWatermark, IgnoreOffsetOverlap, IgnoreIncarnation, CoalescedWatermarkDropped, EmitBeforeIncarnationCheck}
 }
 
 // DefaultSteps is the length of a schedule when Config.Steps is zero.
