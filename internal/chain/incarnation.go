@@ -128,10 +128,10 @@ func (m *Machine) checkBefore(why string, then *next) {
 	if why != "" {
 		st = StateRecovering
 	}
-	m.ask(st, CheckIncarnation{Key: m.cfg.Key, Why: what}, next{kind: onIncarnationChecked, text: what, asked: m.arrived, then: then})
+	m.ask(st, CheckIncarnation{Key: m.cfg.Key, Why: what}, next{kind: onIncarnationChecked, text: what, then: then})
 }
 
-func (m *Machine) onIncarnationChecked(what string, asked uint64, r IncarnationFound, then *next) {
+func (m *Machine) onIncarnationChecked(what string, covers uint64, r IncarnationFound, then *next) {
 	if r.Err != nil {
 		m.logf(Warn, "Partition %s cannot check the incarnation of its source (%s): %v", m.part(), what, r.Err)
 		m.nextCheck = m.now.Add(m.cfg.PollInterval)
@@ -141,7 +141,7 @@ func (m *Machine) onIncarnationChecked(what string, asked uint64, r IncarnationF
 	h := reconcile.IncarnationHash(r.Value)
 	m.scheduleCheck()
 	if h == m.incarnation && !m.cfg.IgnoreIncarnation {
-		m.confirmed = max(m.confirmed, asked)
+		m.confirmed = max(m.confirmed, covers)
 	}
 	if h == m.incarnation || m.incarnation == "" || m.cfg.IgnoreIncarnation {
 		// (IgnoreIncarnation, broken: reads on as the old one.)
@@ -154,25 +154,27 @@ func (m *Machine) onIncarnationChecked(what string, asked uint64, r IncarnationF
 	m.reincarnate(m.incarnation, h, fmt.Sprintf("%s answered another value at %s", what, m.stamp()))
 }
 
-// incarnationConfirmed reports whether pg may be promoted as far as the
-// incarnation goes: the provider names none, or a check asked after pg's
-// answer arrived found the incarnation unchanged. So a page a recreated
-// source served under the old cursor is never promoted into the old
-// incarnation's checkpoint: the check after it sees the new incarnation.
+// incarnationConfirmed reports whether pg may be emitted and promoted as
+// far as the incarnation goes: the provider names none, or a check that
+// began after pg's answer arrived found the incarnation unchanged. So a
+// page a recreated source served under the old cursor is never emitted
+// nor promoted under the old incarnation: the check after it sees the new
+// one.
 func (m *Machine) incarnationConfirmed(pg *page) bool {
 	return !m.cfg.Incarnation || m.cfg.IgnoreIncarnation || pg.seq <= m.confirmed
 }
 
 // confirmIncarnation checks the incarnation before the head page's
-// promotion: unchanged, every page that arrived before the check was asked
-// is confirmed and the head is decided again; changed, the partition
+// promotion when no check covers it yet (a page with nothing to emit):
+// unchanged, every page whose answer had arrived when the check began is
+// confirmed and the head is decided again; changed, the partition
 // reincarnates; a failed check is asked again after PollInterval (nothing
 // is promoted meanwhile).
 func (m *Machine) confirmIncarnation() {
-	m.ask(StateCheckingIncarnation, CheckIncarnation{Key: m.cfg.Key, Why: "before a promotion"}, next{kind: onIncarnationConfirmed, asked: m.arrived})
+	m.ask(StateCheckingIncarnation, CheckIncarnation{Key: m.cfg.Key, Why: "before a promotion"}, next{kind: onIncarnationConfirmed})
 }
 
-func (m *Machine) onIncarnationConfirmed(asked uint64, r IncarnationFound) {
+func (m *Machine) onIncarnationConfirmed(covers uint64, r IncarnationFound) {
 	if r.Err != nil {
 		m.logf(Warn, "Partition %s cannot check the incarnation of its source before a promotion, retrying in %s: %v", m.part(), m.cfg.PollInterval, r.Err)
 		m.wait(StateCheckingIncarnation, m.cfg.PollInterval, next{kind: doPromoteHead})
@@ -183,22 +185,22 @@ func (m *Machine) onIncarnationConfirmed(asked uint64, r IncarnationFound) {
 		m.reincarnate(m.incarnation, h, fmt.Sprintf("the check before a promotion answered another value at %s", m.stamp()))
 		return
 	}
-	m.confirmed = max(m.confirmed, asked)
+	m.confirmed = max(m.confirmed, covers)
 	m.scheduleCheck()
 	m.promoteHead()
 }
 
 // emitChecked emits pg's events once the incarnation is confirmed for it:
-// a page is emitted only after an incarnation check asked after it
-// arrived has answered the incarnation the partition reads, so no event a
-// recreated source served under the old cursor is delivered under the old
-// incarnation's epoch and frontier. The check is coalesced: it covers every
-// page that arrived before it was asked (the interval check, the check
-// before a promotion, or the check this asks), so a page that arrives
-// while one is outstanding waits for the next. A page with nothing to emit
-// (no events, or all with a terminal outcome) waits for nothing here; the
-// check before its promotion covers it. Witness first is kept: pg's
-// witness is durable before this runs.
+// a page is emitted only after an incarnation check that began after its
+// answer arrived has answered the incarnation the partition reads, so no
+// event a recreated source served under the old cursor is delivered under
+// the old incarnation's epoch and frontier. The check is coalesced: it
+// covers every page whose answer had arrived when it began (the interval
+// check, the check before a promotion, or the one this asks; answers the
+// machine holds when it answers, see CheckIncarnation). A page with
+// nothing to emit (no events, or all with a terminal outcome) waits for
+// nothing here; the check before its promotion covers it. Witness first is
+// kept: pg's witness is durable before this runs.
 func (m *Machine) emitChecked(pg *page) {
 	if pg.ackedUpTo < len(pg.w.Events) && !m.incarnationConfirmed(pg) && !m.cfg.EmitBeforeCheck {
 		pg.unchecked = true
@@ -210,17 +212,17 @@ func (m *Machine) emitChecked(pg *page) {
 }
 
 // confirmEmission asks the check that the unchecked pages of the chain
-// wait for: it covers every page that arrived so far.
+// wait for.
 func (m *Machine) confirmEmission() {
-	m.ask(StateCheckingIncarnation, CheckIncarnation{Key: m.cfg.Key, Why: "before emitting"}, next{kind: onEmissionConfirmed, asked: m.arrived})
+	m.ask(StateCheckingIncarnation, CheckIncarnation{Key: m.cfg.Key, Why: "before emitting"}, next{kind: onEmissionConfirmed})
 }
 
-// onEmissionConfirmed emits, in chain order, the pages the check asked
-// after them confirmed; another incarnation drops them unemitted (the
-// partition reincarnates: the new incarnation is read from its start); a
-// failed check is asked again after PollInterval, nothing emitted
-// meanwhile.
-func (m *Machine) onEmissionConfirmed(asked uint64, r IncarnationFound) {
+// onEmissionConfirmed emits, in chain order, the pages the check covers
+// (covers: the answers that had arrived when it began); another
+// incarnation drops them unemitted (the partition reincarnates: the new
+// incarnation is read from its start); a failed check is asked again
+// after PollInterval, nothing emitted meanwhile.
+func (m *Machine) onEmissionConfirmed(covers uint64, r IncarnationFound) {
 	if r.Err != nil {
 		m.logf(Warn, "Partition %s cannot check the incarnation of its source before emitting, retrying in %s: %v", m.part(), m.cfg.PollInterval, r.Err)
 		m.wait(StateCheckingIncarnation, m.cfg.PollInterval, next{kind: doConfirmEmission})
@@ -239,7 +241,7 @@ func (m *Machine) onEmissionConfirmed(asked uint64, r IncarnationFound) {
 		m.reincarnate(m.incarnation, h, fmt.Sprintf("the check before emitting answered another value at %s", m.stamp()))
 		return
 	}
-	m.confirmed = max(m.confirmed, asked)
+	m.confirmed = max(m.confirmed, covers)
 	m.scheduleCheck()
 	for _, pg := range m.chain {
 		if pg.unchecked && pg.seq <= m.confirmed {

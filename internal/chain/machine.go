@@ -99,9 +99,10 @@ type Config struct {
 	// incarnation. Only the simulator's broken variant sets it.
 	IgnoreIncarnation bool
 	// EmitBeforeCheck makes the machine emit a page's events before an
-	// incarnation check asked after the page arrived has answered (the
-	// check before the promotion still runs). Only the simulator's broken
-	// variant sets it.
+	// incarnation check that began after the page arrived has answered (the
+	// check before the promotion still runs): the order of the previous
+	// release. Only the simulator's broken variant and the benchmark's
+	// baseline set it.
 	EmitBeforeCheck bool
 	// Classify replaces reconcile.Classify (nil: reconcile.Classify). Only the
 	// simulator's broken variants set it.
@@ -141,8 +142,8 @@ type page struct {
 	receiptAt int // AckedThrough last written to the store
 	nacked    bool
 	// seq numbers the fetch results in arrival order (incarnation.go: a
-	// page is emitted and promoted only after an incarnation check asked
-	// after it). unchecked: the page is witnessed and waits for that
+	// page is emitted and promoted only after an incarnation check that
+	// began after it arrived). unchecked: the page is witnessed and waits for that
 	// check before its events are emitted.
 	seq       uint64
 	unchecked bool
@@ -169,7 +170,7 @@ type fetchRec struct {
 	wm coord.Watermark
 	// seq is the fetch's place in the order the results arrived (0: not
 	// yet): set when its result reaches the machine, queued or not, so an
-	// incarnation check asked later covers it (incarnation.go).
+	// incarnation check answered later covers it (CheckIncarnation).
 	seq uint64
 }
 
@@ -264,8 +265,9 @@ type Machine struct {
 	nextCheck   time.Time
 	// arrived counts fetch results as they reach the machine (queued or
 	// not); confirmed is the count when the last incarnation check that
-	// found the incarnation unchanged was asked: every page whose result
-	// had arrived by then may be emitted and promoted.
+	// found the incarnation unchanged answered (every result it holds then
+	// arrived before the check began, CheckIncarnation): every page whose
+	// result had arrived by then may be emitted and promoted.
 	arrived, confirmed uint64
 	// evidenceResets counts the resets this machine made on evidence its
 	// provider's incarnation check did not confirm (positions went back,
@@ -335,8 +337,8 @@ func (m *Machine) Step(in Input) []Action {
 		}
 	default:
 		if f, ok := in.(Fetched); ok && m.fetch != nil && m.fetch.id == f.Fetch && m.fetch.seq == 0 {
-			// The answer arrived: a check asked from now on began after it
-			// (even while it waits in the queue).
+			// The answer arrived: a check answered from now on began after
+			// it (even while it waits in the queue).
 			m.arrived++
 			m.fetch.seq = m.arrived
 		}

@@ -26,9 +26,9 @@ const (
 	onParked                                   // reason, lease
 	onIncarnationVerified                      // text: why; then
 	onIncarnationRecorded                      // prom
-	onIncarnationChecked                       // text: what, asked; then
-	onIncarnationConfirmed                     // asked
-	onEmissionConfirmed                        // asked
+	onIncarnationChecked                       // text: what; then
+	onIncarnationConfirmed                     //
+	onEmissionConfirmed                        //
 	onReincarnated                             // to, lease
 	onWithdrawn                                // violation, vs: the rest; then
 
@@ -84,7 +84,6 @@ type next struct {
 	vs        []reconcile.Violation
 	gen       uint64
 	ids       []string
-	asked     uint64
 	expired   bool
 	text      string
 	reason    ParkReason
@@ -126,12 +125,14 @@ func (m *Machine) run(k *next, in Input) {
 		m.onIncarnationVerified(k.text, in.(IncarnationFound), k.then)
 	case onIncarnationRecorded:
 		m.onIncarnationRecorded(k.prom.Lease, in.(Promoted))
+	// A check covers every answer that arrived before its request began:
+	// every one the machine holds when it answers (CheckIncarnation).
 	case onIncarnationChecked:
-		m.onIncarnationChecked(k.text, k.asked, in.(IncarnationFound), k.then)
+		m.onIncarnationChecked(k.text, m.arrived, in.(IncarnationFound), k.then)
 	case onIncarnationConfirmed:
-		m.onIncarnationConfirmed(k.asked, in.(IncarnationFound))
+		m.onIncarnationConfirmed(m.arrived, in.(IncarnationFound))
 	case onEmissionConfirmed:
-		m.onEmissionConfirmed(k.asked, in.(IncarnationFound))
+		m.onEmissionConfirmed(m.arrived, in.(IncarnationFound))
 	case onReincarnated:
 		m.onReincarnated(k.to, k.lease, in.(Reincarnated))
 	case onWithdrawn:
