@@ -115,7 +115,9 @@ func (p *Provider) readIncarnation(ctx context.Context, scope, partition string)
 	if err != nil {
 		return "", false, err
 	}
-	res, err := p.do(ctx, rq)
+	// Partitions that send the very same request (one incarnation for the
+	// whole source) share it, never one that began before they asked.
+	res, err := p.shared.do(ctx, rq, p.do)
 	var se *StatusError
 	if errors.As(err, &se) && se.Status == http.StatusNotFound {
 		return "", false, nil

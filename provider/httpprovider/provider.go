@@ -31,6 +31,10 @@ type Provider struct {
 	checked checked
 	// red is the redaction layer's set of credentials (Redactor).
 	red *redact.Set
+	// limiter limits each partition's requests (partition_rate_limit;
+	// nil: none); shared coalesces identical incarnation reads (limits.go).
+	limiter *partitionLimiter
+	shared  sharedRequests
 }
 
 // Redactor is the set of credentials the provider sends (configured
