@@ -252,6 +252,37 @@ func (m *Machine) onEmissionConfirmed(covers uint64, r IncarnationFound) {
 	m.promoteHead()
 }
 
+// watches reports whether a durably complete partition goes on checking
+// its source's incarnation (every IncarnationInterval): a recreated source
+// reopens it. Not when the input exits once every partition is complete.
+func (m *Machine) watches() bool {
+	return m.cp.Complete && m.cfg.Incarnation && m.cfg.IncarnationInterval > 0 && !m.cfg.ExitWhenComplete && !m.cfg.IgnoreIncarnation
+}
+
+// checkComplete is the interval check of a complete partition.
+func (m *Machine) checkComplete() {
+	m.nextCheck = time.Time{}
+	m.ask(StateCheckingIncarnation, CheckIncarnation{Key: m.cfg.Key, Why: "the interval check of a complete partition"}, next{kind: onCompleteChecked})
+}
+
+// onCompleteChecked: the same incarnation keeps the partition complete;
+// another reopens it in the new incarnation (the reset clears the complete
+// mark, and the partition is read from its start); a failed check is asked
+// again after PollInterval.
+func (m *Machine) onCompleteChecked(r IncarnationFound) {
+	if r.Err != nil {
+		m.logf(Warn, "Partition %s cannot check the incarnation of its source (the interval check of a complete partition), retrying in %s: %v", m.part(), m.cfg.PollInterval, r.Err)
+		m.nextCheck = m.now.Add(m.cfg.PollInterval)
+		return
+	}
+	h := reconcile.IncarnationHash(r.Value)
+	if h == m.cp.Incarnation || m.cp.Incarnation == "" {
+		m.scheduleCheck()
+		return
+	}
+	m.reincarnate(m.cp.Incarnation, h, fmt.Sprintf("the interval check of the complete partition answered another value at %s", m.stamp()))
+}
+
 // recreated applies the core's rule to a response of fetch f, for a
 // partition that declares no incarnation: its positions going back are the
 // only sign of a recreated source, and reset it once per process. Then the
@@ -352,6 +383,7 @@ func (m *Machine) resetInto(from, to, why string) {
 		clear(m.batches)
 	}
 	m.phase = phaseLoading
+	m.done = false // the reset checkpoint is not complete
 	m.parkDrained = ParkReason{}
 	m.nextCheck = time.Time{}
 	shown := from

@@ -112,11 +112,12 @@ type Config struct {
 type phase uint8
 
 const (
-	phaseNew     phase = iota
-	phaseLoading       // loading the checkpoint (or backing off before it)
-	phaseParked        // waiting for the park reason to be cleared
-	phaseChain         // running a chain
-	phaseDone          // complete: nothing more
+	phaseNew      phase = iota
+	phaseLoading        // loading the checkpoint (or backing off before it)
+	phaseParked         // waiting for the park reason to be cleared
+	phaseChain          // running a chain
+	phaseDone           // complete: nothing more
+	phaseWatching       // complete, its source's incarnation checked on the interval
 	phaseStopped
 	phaseLeaseLost // the lease is gone: nothing more
 )
@@ -420,6 +421,9 @@ func (m *Machine) settle() {
 	if !m.busy() && m.phase == phaseChain && m.checkDue() && !m.now.Before(m.nextCheck) {
 		m.checkWhileReading()
 	}
+	if !m.busy() && m.phase == phaseWatching && !m.nextCheck.IsZero() && !m.now.Before(m.nextCheck) {
+		m.checkComplete()
+	}
 	if !m.busy() && m.phase == phaseChain {
 		if m.done && len(m.chain) == 0 {
 			m.finish(fmt.Sprintf("Partition %s is complete through %s", m.cfg.Key.Partition, m.cp.Watermark))
@@ -434,7 +438,7 @@ func (m *Machine) settle() {
 	if m.phase == phaseChain && m.pollAt.After(m.now) && (d.IsZero() || m.pollAt.Before(d)) {
 		d = m.pollAt
 	}
-	if m.phase == phaseChain && m.checkDue() && m.nextCheck.After(m.now) && (d.IsZero() || m.nextCheck.Before(d)) {
+	if (m.phase == phaseChain && m.checkDue() || m.phase == phaseWatching) && m.nextCheck.After(m.now) && (d.IsZero() || m.nextCheck.Before(d)) {
 		d = m.nextCheck
 	}
 	if !d.IsZero() && !d.Equal(m.announced) {
@@ -742,13 +746,21 @@ func (m *Machine) onParkChecked(r ParkChecked) {
 	m.checkUnparked()
 }
 
-// finish ends the machine: the partition is complete.
+// finish ends the machine: the partition is complete. A durably complete
+// partition whose provider names incarnations goes on checking it every
+// IncarnationInterval (watching, incarnation.go), unless the input exits
+// once every partition is complete.
 func (m *Machine) finish(text string) {
 	if m.phase == phaseChain {
 		m.emit(EndChain{Chain: m.chainID})
 		m.chain = nil
 	}
 	m.phase = phaseDone
+	if m.watches() {
+		m.phase = phaseWatching
+		m.nextCheck = m.now.Add(m.cfg.IncarnationInterval)
+		text += fmt.Sprintf(" (its source's incarnation is checked every %s: a recreated source reopens it)", m.cfg.IncarnationInterval)
+	}
 	m.logf(Info, "%s", text)
 	m.emit(Completed{})
 }

@@ -29,6 +29,7 @@ const (
 	onIncarnationChecked                       // text: what; then
 	onIncarnationConfirmed                     //
 	onEmissionConfirmed                        //
+	onCompleteChecked                          //
 	onReincarnated                             // to, lease
 	onWithdrawn                                // violation, vs: the rest; then
 
@@ -131,6 +132,8 @@ func (m *Machine) run(k *next, in Input) {
 		m.onIncarnationChecked(k.text, m.arrived, in.(IncarnationFound), k.then)
 	case onIncarnationConfirmed:
 		m.onIncarnationConfirmed(m.arrived, in.(IncarnationFound))
+	case onCompleteChecked:
+		m.onCompleteChecked(in.(IncarnationFound))
 	case onEmissionConfirmed:
 		m.onEmissionConfirmed(m.arrived, in.(IncarnationFound))
 	case onReincarnated:
