@@ -170,3 +170,35 @@ func TestIncarnationChangeOfALeavingPartitionNeverBlocksTheMembership(t *testing
 		})
 	}
 }
+
+// A stream deleted and created again under the same name lists its shards
+// anew, its ids starting over: shardId-0, a split parent complete in the
+// old stream, is an open shard of the new one, listed without children.
+// Once the old children's checkpoints are reset into the new incarnation,
+// the old lineage is dropped: shard 0 joins again (its worker then finds
+// the new incarnation and reopens it) and no child waits for it. While a
+// child is still in the old incarnation, the lineage holds.
+func TestReappearingSealedParentOfARecreatedSourceJoinsAgain(t *testing.T) {
+	cur := store.Membership{Scope: "s", Epoch: 6, Partitions: []string{"shard-1", "shard-2"}, Proven: true,
+		Parents: map[string][]string{"shard-1": {"shard-0"}, "shard-2": {"shard-0"}}}
+	sealed := cp("shard-0", 5, 0, true)
+	sealed.Incarnation = "sha256:old"
+	child := func(name, inc string, incEpoch uint64) store.Checkpoint {
+		c := cp(name, 7, 0, false)
+		c.Incarnation, c.IncarnationEpoch = inc, incEpoch
+		return c
+	}
+	want := Names([]string{"shard-0", "shard-1", "shard-2"})
+
+	before := Decide(PlanInput{Scope: "s", Current: cur, HasCurrent: true, FreshFromStart: true, Want: want,
+		Checkpoints: []store.Checkpoint{sealed, child("shard-1", "sha256:old", 0), child("shard-2", "sha256:old", 0)}})
+	assert.False(t, before.Changed, "the children are of the old incarnation: the complete parent stays out")
+
+	after := Decide(PlanInput{Scope: "s", Current: cur, HasCurrent: true, FreshFromStart: true, Want: want,
+		Checkpoints: []store.Checkpoint{sealed, child("shard-1", "sha256:new", 4), child("shard-2", "sha256:new", 5)}})
+	require.True(t, after.Changed)
+	assert.Equal(t, []string{"shard-0"}, after.Added, "the reused id joins again")
+	assert.Equal(t, []string{"shard-0", "shard-1", "shard-2"}, after.Next.Partitions)
+	assert.Empty(t, after.Next.Parents, "the old split's lineage is dropped")
+	require.NoError(t, after.Next.Validate())
+}
