@@ -175,10 +175,10 @@
 // source names its incarnation (the lanes' machines check it at every
 // load, before every recovery, before emitting a page, on positions that
 // went back and every few polls, and reset through the product's
-// chainstore.Reincarnate; a complete partition's lane keeps checking it).
-// Only unsealed sources are recreated, so the check of a complete
-// partition never finds a change here (the chain goldens and the Kinesis
-// end-to-end test cover it). The
+// chainstore.Reincarnate; a complete partition's lane keeps checking it,
+// and a sealed source may be recreated: Stats.ReopenedComplete counts the
+// complete checkpoints reset into a new incarnation, a coverage item of
+// TestSim). The
 // oracle holds each checkpoint to the log of the incarnation it records
 // (checkpoint.Incarnation), each published record to the incarnation its
 // partitions' checkpoints belonged to in its epoch, and a reset to clear

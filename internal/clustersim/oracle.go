@@ -388,6 +388,9 @@ func (o *oracle) checkpoint(p *part, cp store.Checkpoint) {
 		// A reset into a new incarnation: the coordinates restart, only in
 		// a newer epoch than the checkpoint's own.
 		o.s.stats.Transitions++
+		if last.Complete {
+			o.s.stats.ReopenedComplete++
+		}
 		switch {
 		case cp.IncarnationEpoch <= last.Epoch:
 			o.violate(CheckMonotone, "partition %s: reset into incarnation %s at epoch %d clears progress written at epoch %d", p.name, cp.Incarnation, cp.IncarnationEpoch, last.Epoch)

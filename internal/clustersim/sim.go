@@ -269,8 +269,10 @@ type Stats struct {
 	// Coalesced counts writes that promoted several pages.
 	Coalesced int
 	// Recreates counts sources recreated (op recreate); Reincarnations the
-	// resets into a new incarnation that lanes wrote.
-	Recreates, Reincarnations int
+	// resets into a new incarnation that lanes wrote; ReopenedComplete the
+	// resets of a durably complete checkpoint (a sealed source recreated:
+	// the lane watching its complete partition found the new incarnation).
+	Recreates, Reincarnations, ReopenedComplete int
 	// Pages without a successor, retries repeating the boundary event,
 	// pages with tied positions, durably completed partitions.
 	NoSuccessor, BoundaryRepeats, Ties, Completions int
@@ -699,12 +701,13 @@ func newSim(cfg Config) *sim {
 func (s *sim) part(name string) *part { return s.byName[name] }
 
 // canRecreate reports whether p's source may be recreated: it exists, is
-// neither sealed nor split nor a split's child (lineage keeps its own
-// proofs), is not the persistently malformed one, and no lane ends once
-// caught up (exit_when_complete: a lane that ended never sees the new
-// incarnation).
+// neither split nor a split's child (lineage keeps its own proofs), is not
+// the persistently malformed one, and no lane ends once caught up
+// (exit_when_complete: a lane that ended never sees the new incarnation).
+// A sealed source may be: recreated, it is open again, and the lane that
+// watches its complete partition must find the new incarnation.
 func (s *sim) canRecreate(p *part) bool {
-	return p.appeared && !p.sealed && !p.split && len(p.parents) == 0 && !p.broken && !p.prof.eot && !s.setup.exit
+	return p.appeared && !p.split && len(p.parents) == 0 && !p.broken && !p.prof.eot && !s.setup.exit
 }
 
 // maxParts bounds the partitions a schedule's splits may make.
