@@ -44,6 +44,12 @@ type runSpec struct {
 	ShiftRate    float64
 	NackEvery    int // nack every n-th delivered batch; 0 = never
 	Timeout      time.Duration
+	// Incarnation: the source declares an incarnation (checked by a
+	// request of Latency, counted in runResult.Incarnation).
+	Incarnation bool
+	// EmitBeforeCheck: the previous release's order (a page emitted at
+	// once, checked before its promotion): the bracket's baseline.
+	EmitBeforeCheck bool
 }
 
 // defaultInFlight is the input's default max_pages_in_flight.
@@ -59,6 +65,8 @@ type runResult struct {
 	// DynamoDB only: requests in the steady-state window (see runPipeline),
 	// before it, and in all.
 	Costs, Startup, Total *costs
+	// Incarnation (runSpec.Incarnation): the incarnation requests.
+	Incarnation *incarnationCounts
 }
 
 func partitionNames(n int) []string {
@@ -94,6 +102,7 @@ func inputConfig(s runSpec, names []string) input.Config {
 			FetchBackoff:       100 * time.Millisecond,
 			ExitWhenComplete:   true,
 			CoalescePromotions: true,
+			EmitBeforeCheck:    s.EmitBeforeCheck,
 		},
 		FrontierPublishInterval: time.Second,
 	}
@@ -169,6 +178,12 @@ func runPipeline(tb testing.TB, s runSpec) runResult {
 		})
 	}
 
+	var inc *incarnationProvider
+	if s.Incarnation {
+		inc = newIncarnationProvider(cprov, s.Latency)
+		cprov = inc
+	}
+
 	env := service.NewEnvironment()
 	name := fmt.Sprintf("tidemark_bench_%d", envSeq.Add(1))
 	cfg := inputConfig(s, names)
@@ -223,6 +238,10 @@ func runPipeline(tb testing.TB, s runSpec) runResult {
 	}
 	if res.Delivered < res.Events {
 		tb.Fatalf("only %d of %d events delivered", res.Delivered, res.Events)
+	}
+	if inc != nil {
+		c := inc.counts()
+		res.Incarnation = &c
 	}
 	if m != nil {
 		total := m.snapshot()

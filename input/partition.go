@@ -182,6 +182,15 @@ func (p *partition) take() mail {
 	return m
 }
 
+// takeResults takes the fetch results in the mailbox.
+func (p *partition) takeResults() []fetchResult {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := p.results
+	p.results = nil
+	return r
+}
+
 // idle gives the partition's goroutine back when nothing arrived
 // meanwhile; false: go on.
 func (p *partition) idle() bool {
@@ -353,6 +362,13 @@ func (p *partition) perform(ctx context.Context, acts []chain.Action) {
 		case chain.CheckIncarnation:
 			if ctx.Err() != nil {
 				return
+			}
+			// The answers already fetched are handed to the machine
+			// first (it queues them): the check begins after they
+			// arrived, so it covers them too and their pages are emitted
+			// without a request of their own (chain.CheckIncarnation).
+			for _, r := range p.takeResults() {
+				acts = append(acts, p.m.Step(p.fetched(r))...)
 			}
 			// Only asked when the provider declares an incarnation.
 			v, err := p.in.prov.(provider.Incarnations).Incarnation(ctx, a.Key.Scope, a.Key.Partition)

@@ -81,6 +81,7 @@ func (m *Machine) recordIncarnation(h string) {
 	prom := store.Promotion{
 		Key: m.cfg.Key, FromCursor: m.cp.Cursor, FromGeneration: m.cp.Generation, To: m.cp.Cursor,
 		WitnessID: "incarnation:" + h, Incarnation: h, Epoch: m.cfg.Epoch, Lease: m.writeLease(),
+		Complete: m.cp.Complete, // a complete partition stays complete
 	}
 	m.logf(Info, "Partition %s: recording its source incarnation %s at generation %d", m.part(), h, m.cp.Generation)
 	m.ask(StateReincarnating, Promote{Promotion: prom, Restart: true}, next{kind: onIncarnationRecorded, prom: &prom})
@@ -127,10 +128,10 @@ func (m *Machine) checkBefore(why string, then *next) {
 	if why != "" {
 		st = StateRecovering
 	}
-	m.ask(st, CheckIncarnation{Key: m.cfg.Key, Why: what}, next{kind: onIncarnationChecked, text: what, asked: m.arrived, then: then})
+	m.ask(st, CheckIncarnation{Key: m.cfg.Key, Why: what}, next{kind: onIncarnationChecked, text: what, then: then})
 }
 
-func (m *Machine) onIncarnationChecked(what string, asked uint64, r IncarnationFound, then *next) {
+func (m *Machine) onIncarnationChecked(what string, covers uint64, r IncarnationFound, then *next) {
 	if r.Err != nil {
 		m.logf(Warn, "Partition %s cannot check the incarnation of its source (%s): %v", m.part(), what, r.Err)
 		m.nextCheck = m.now.Add(m.cfg.PollInterval)
@@ -140,7 +141,7 @@ func (m *Machine) onIncarnationChecked(what string, asked uint64, r IncarnationF
 	h := reconcile.IncarnationHash(r.Value)
 	m.scheduleCheck()
 	if h == m.incarnation && !m.cfg.IgnoreIncarnation {
-		m.confirmed = max(m.confirmed, asked)
+		m.confirmed = max(m.confirmed, covers)
 	}
 	if h == m.incarnation || m.incarnation == "" || m.cfg.IgnoreIncarnation {
 		// (IgnoreIncarnation, broken: reads on as the old one.)
@@ -153,25 +154,27 @@ func (m *Machine) onIncarnationChecked(what string, asked uint64, r IncarnationF
 	m.reincarnate(m.incarnation, h, fmt.Sprintf("%s answered another value at %s", what, m.stamp()))
 }
 
-// incarnationConfirmed reports whether pg may be promoted as far as the
-// incarnation goes: the provider names none, or a check asked after pg's
-// answer arrived found the incarnation unchanged. So a page a recreated
-// source served under the old cursor is never promoted into the old
-// incarnation's checkpoint: the check after it sees the new incarnation.
+// incarnationConfirmed reports whether pg may be emitted and promoted as
+// far as the incarnation goes: the provider names none, or a check that
+// began after pg's answer arrived found the incarnation unchanged. So a
+// page a recreated source served under the old cursor is never emitted
+// nor promoted under the old incarnation: the check after it sees the new
+// one.
 func (m *Machine) incarnationConfirmed(pg *page) bool {
 	return !m.cfg.Incarnation || m.cfg.IgnoreIncarnation || pg.seq <= m.confirmed
 }
 
 // confirmIncarnation checks the incarnation before the head page's
-// promotion: unchanged, every page that arrived before the check was asked
-// is confirmed and the head is decided again; changed, the partition
+// promotion when no check covers it yet (a page with nothing to emit):
+// unchanged, every page whose answer had arrived when the check began is
+// confirmed and the head is decided again; changed, the partition
 // reincarnates; a failed check is asked again after PollInterval (nothing
 // is promoted meanwhile).
 func (m *Machine) confirmIncarnation() {
-	m.ask(StateCheckingIncarnation, CheckIncarnation{Key: m.cfg.Key, Why: "before a promotion"}, next{kind: onIncarnationConfirmed, asked: m.arrived})
+	m.ask(StateCheckingIncarnation, CheckIncarnation{Key: m.cfg.Key, Why: "before a promotion"}, next{kind: onIncarnationConfirmed})
 }
 
-func (m *Machine) onIncarnationConfirmed(asked uint64, r IncarnationFound) {
+func (m *Machine) onIncarnationConfirmed(covers uint64, r IncarnationFound) {
 	if r.Err != nil {
 		m.logf(Warn, "Partition %s cannot check the incarnation of its source before a promotion, retrying in %s: %v", m.part(), m.cfg.PollInterval, r.Err)
 		m.wait(StateCheckingIncarnation, m.cfg.PollInterval, next{kind: doPromoteHead})
@@ -182,9 +185,102 @@ func (m *Machine) onIncarnationConfirmed(asked uint64, r IncarnationFound) {
 		m.reincarnate(m.incarnation, h, fmt.Sprintf("the check before a promotion answered another value at %s", m.stamp()))
 		return
 	}
-	m.confirmed = max(m.confirmed, asked)
+	m.confirmed = max(m.confirmed, covers)
 	m.scheduleCheck()
 	m.promoteHead()
+}
+
+// emitChecked emits pg's events once the incarnation is confirmed for it:
+// a page is emitted only after an incarnation check that began after its
+// answer arrived has answered the incarnation the partition reads, so no
+// event a recreated source served under the old cursor is delivered under
+// the old incarnation's epoch and frontier. The check is coalesced: it
+// covers every page whose answer had arrived when it began (the interval
+// check, the check before a promotion, or the one this asks; answers the
+// machine holds when it answers, see CheckIncarnation). A page with
+// nothing to emit (no events, or all with a terminal outcome) waits for
+// nothing here; the check before its promotion covers it. Witness first is
+// kept: pg's witness is durable before this runs.
+func (m *Machine) emitChecked(pg *page) {
+	if pg.ackedUpTo < len(pg.w.Events) && !m.incarnationConfirmed(pg) && !m.cfg.EmitBeforeCheck {
+		pg.unchecked = true
+		m.confirmEmission()
+		return
+	}
+	m.emitPage(pg)
+	m.promoteHead()
+}
+
+// confirmEmission asks the check that the unchecked pages of the chain
+// wait for.
+func (m *Machine) confirmEmission() {
+	m.ask(StateCheckingIncarnation, CheckIncarnation{Key: m.cfg.Key, Why: "before emitting"}, next{kind: onEmissionConfirmed})
+}
+
+// onEmissionConfirmed emits, in chain order, the pages the check covers
+// (covers: the answers that had arrived when it began); another
+// incarnation drops them unemitted (the partition reincarnates: the new
+// incarnation is read from its start); a failed check is asked again
+// after PollInterval, nothing emitted meanwhile.
+func (m *Machine) onEmissionConfirmed(covers uint64, r IncarnationFound) {
+	if r.Err != nil {
+		m.logf(Warn, "Partition %s cannot check the incarnation of its source before emitting, retrying in %s: %v", m.part(), m.cfg.PollInterval, r.Err)
+		m.wait(StateCheckingIncarnation, m.cfg.PollInterval, next{kind: doConfirmEmission})
+		return
+	}
+	h := reconcile.IncarnationHash(r.Value)
+	if h != m.incarnation {
+		pages, events := 0, 0
+		for _, pg := range m.chain {
+			if pg.unchecked {
+				pages++
+				events += len(pg.w.Events) - pg.ackedUpTo
+			}
+		}
+		m.logf(Info, "Partition %s: %d events fetched since the last incarnation check (pages: %d) are dropped unemitted; the new incarnation is read from its start", m.part(), events, pages)
+		m.reincarnate(m.incarnation, h, fmt.Sprintf("the check before emitting answered another value at %s", m.stamp()))
+		return
+	}
+	m.confirmed = max(m.confirmed, covers)
+	m.scheduleCheck()
+	for _, pg := range m.chain {
+		if pg.unchecked && pg.seq <= m.confirmed {
+			pg.unchecked = false
+			m.emitPage(pg)
+		}
+	}
+	m.promoteHead()
+}
+
+// watches reports whether a durably complete partition goes on checking
+// its source's incarnation (every IncarnationInterval): a recreated source
+// reopens it. Not when the input exits once every partition is complete.
+func (m *Machine) watches() bool {
+	return m.cp.Complete && m.cfg.Incarnation && m.cfg.IncarnationInterval > 0 && !m.cfg.ExitWhenComplete && !m.cfg.IgnoreIncarnation
+}
+
+// checkComplete is the interval check of a complete partition.
+func (m *Machine) checkComplete() {
+	m.nextCheck = time.Time{}
+	m.ask(StateCheckingIncarnation, CheckIncarnation{Key: m.cfg.Key, Why: "the interval check of a complete partition"}, next{kind: onCompleteChecked})
+}
+
+// onCompleteChecked: the same incarnation keeps the partition complete;
+// another reopens it in the new incarnation (the reset clears the complete
+// mark, and the partition is read from its start); a failed check is asked
+// again after PollInterval.
+func (m *Machine) onCompleteChecked(r IncarnationFound) {
+	if r.Err != nil {
+		m.logf(Warn, "Partition %s cannot check the incarnation of its source (the interval check of a complete partition), retrying in %s: %v", m.part(), m.cfg.PollInterval, r.Err)
+		m.nextCheck = m.now.Add(m.cfg.PollInterval)
+		return
+	}
+	h := reconcile.IncarnationHash(r.Value)
+	if h == m.cp.Incarnation || m.cp.Incarnation == "" {
+		m.scheduleCheck()
+		return
+	}
+	m.reincarnate(m.cp.Incarnation, h, fmt.Sprintf("the interval check of the complete partition answered another value at %s", m.stamp()))
 }
 
 // recreated applies the core's rule to a response of fetch f, for a
@@ -287,6 +383,7 @@ func (m *Machine) resetInto(from, to, why string) {
 		clear(m.batches)
 	}
 	m.phase = phaseLoading
+	m.done = false // the reset checkpoint is not complete
 	m.parkDrained = ParkReason{}
 	m.nextCheck = time.Time{}
 	shown := from

@@ -350,7 +350,14 @@ type Withdraw struct {
 
 // CheckIncarnation: ask the provider for the current incarnation of
 // Partition's source (docs/design.md#source-incarnations). Answer:
-// IncarnationFound.
+// IncarnationFound. The request begins when the driver performs the call,
+// and the driver steps no Fetched between beginning it and stepping its
+// answer: so every fetch result the machine holds when the answer comes
+// (stepped before, or while the call waited to be performed) arrived
+// before the request began, and the check covers it (a page is emitted
+// only after a check that began after its answer arrived). A driver may
+// step the answers it already has just before performing the call, to
+// let the check cover them.
 type CheckIncarnation struct {
 	Key store.Key
 	// Why says what prompted the check (start, interval, evidence).

@@ -98,6 +98,12 @@ type Config struct {
 	// IgnoreIncarnation makes the machine read on across a changed
 	// incarnation. Only the simulator's broken variant sets it.
 	IgnoreIncarnation bool
+	// EmitBeforeCheck makes the machine emit a page's events before an
+	// incarnation check that began after the page arrived has answered (the
+	// check before the promotion still runs): the order of the previous
+	// release. Only the simulator's broken variant and the benchmark's
+	// baseline set it.
+	EmitBeforeCheck bool
 	// Classify replaces reconcile.Classify (nil: reconcile.Classify). Only the
 	// simulator's broken variants set it.
 	Classify func(reconcile.ClassifyInput) (reconcile.Verdict, error)
@@ -106,11 +112,12 @@ type Config struct {
 type phase uint8
 
 const (
-	phaseNew     phase = iota
-	phaseLoading       // loading the checkpoint (or backing off before it)
-	phaseParked        // waiting for the park reason to be cleared
-	phaseChain         // running a chain
-	phaseDone          // complete: nothing more
+	phaseNew      phase = iota
+	phaseLoading        // loading the checkpoint (or backing off before it)
+	phaseParked         // waiting for the park reason to be cleared
+	phaseChain          // running a chain
+	phaseDone           // complete: nothing more
+	phaseWatching       // complete, its source's incarnation checked on the interval
 	phaseStopped
 	phaseLeaseLost // the lease is gone: nothing more
 )
@@ -136,8 +143,11 @@ type page struct {
 	receiptAt int // AckedThrough last written to the store
 	nacked    bool
 	// seq numbers the fetch results in arrival order (incarnation.go: a
-	// page is promoted only after an incarnation check asked after it).
-	seq uint64
+	// page is emitted and promoted only after an incarnation check that
+	// began after it arrived). unchecked: the page is witnessed and waits for that
+	// check before its events are emitted.
+	seq       uint64
+	unchecked bool
 }
 
 type span struct{ from, to int }
@@ -159,6 +169,10 @@ type fetchRec struct {
 	// wm is the watermark the checkpoint holds once generation gen is
 	// durable (tail.wm): what the pages before this fetch certify.
 	wm coord.Watermark
+	// seq is the fetch's place in the order the results arrived (0: not
+	// yet): set when its result reaches the machine, queued or not, so an
+	// incarnation check answered later covers it (CheckIncarnation).
+	seq uint64
 }
 
 // tail is where the chain's next fetch starts: the cursor and generation
@@ -257,8 +271,11 @@ type Machine struct {
 	// nextCheck is when the reading partition checks it again.
 	incarnation string
 	nextCheck   time.Time
-	// arrived counts fetch results; confirmed is the count when the last
-	// incarnation check that found the incarnation unchanged was asked.
+	// arrived counts fetch results as they reach the machine (queued or
+	// not); confirmed is the count when the last incarnation check that
+	// found the incarnation unchanged answered (every result it holds then
+	// arrived before the check began, CheckIncarnation): every page whose
+	// result had arrived by then may be emitted and promoted.
 	arrived, confirmed uint64
 	// evidenceResets counts the resets this machine made on evidence its
 	// provider's incarnation check did not confirm (positions went back,
@@ -327,6 +344,12 @@ func (m *Machine) Step(in Input) []Action {
 			m.run(s.next, nil)
 		}
 	default:
+		if f, ok := in.(Fetched); ok && m.fetch != nil && m.fetch.id == f.Fetch && m.fetch.seq == 0 {
+			// The answer arrived: a check answered from now on began after
+			// it (even while it waits in the queue).
+			m.arrived++
+			m.fetch.seq = m.arrived
+		}
 		switch {
 		case m.await != nil && answers(m.await.action, in):
 			c := m.await
@@ -405,6 +428,9 @@ func (m *Machine) settle() {
 	if !m.busy() && m.phase == phaseChain && m.checkDue() && !m.now.Before(m.nextCheck) {
 		m.checkWhileReading()
 	}
+	if !m.busy() && m.phase == phaseWatching && !m.nextCheck.IsZero() && !m.now.Before(m.nextCheck) {
+		m.checkComplete()
+	}
 	if !m.busy() && m.phase == phaseChain {
 		if m.done && len(m.chain) == 0 {
 			m.finish(m.endedText())
@@ -419,7 +445,7 @@ func (m *Machine) settle() {
 	if m.phase == phaseChain && m.pollAt.After(m.now) && (d.IsZero() || m.pollAt.Before(d)) {
 		d = m.pollAt
 	}
-	if m.phase == phaseChain && m.checkDue() && m.nextCheck.After(m.now) && (d.IsZero() || m.nextCheck.Before(d)) {
+	if (m.phase == phaseChain && m.checkDue() || m.phase == phaseWatching) && m.nextCheck.After(m.now) && (d.IsZero() || m.nextCheck.Before(d)) {
 		d = m.nextCheck
 	}
 	if !d.IsZero() && !d.Equal(m.announced) {
@@ -686,12 +712,22 @@ func (m *Machine) afterLoad(cp store.Checkpoint) {
 		m.count(MetricParked, +1)
 		m.logf(Warn, "Partition %s is parked (%s); it resumes when the reason is cleared (connect tidemark unpark)", m.part(), cp.Parked)
 		m.checkUnparked()
+	case cp.Complete && m.cfg.Incarnation:
+		// A complete partition is checked too: a recreated source reopens
+		// it in a new incarnation (a Kinesis shard id of a deleted stream
+		// is an open shard of the stream created under its name).
+		m.verifyIncarnation("the complete partition starts", &next{kind: doFinishComplete})
 	case cp.Complete:
-		m.done = true
-		m.finish(fmt.Sprintf("Partition %s is complete (durably, at generation %d)%s: nothing is read again", m.part(), cp.Generation, throughText(cp.Watermark)))
+		m.finishComplete()
 	default:
 		m.verifyIncarnation("the partition starts", &next{kind: doStartChain})
 	}
+}
+
+// finishComplete ends the machine of a durably complete partition.
+func (m *Machine) finishComplete() {
+	m.done = true
+	m.finish(fmt.Sprintf("Partition %s is complete (durably, at generation %d)%s: nothing is read again", m.part(), m.cp.Generation, throughText(m.cp.Watermark)))
 }
 
 // checkUnparked re-reads a parked checkpoint every ParkCheckInterval.
@@ -717,13 +753,21 @@ func (m *Machine) onParkChecked(r ParkChecked) {
 	m.checkUnparked()
 }
 
-// finish ends the machine: the partition is complete.
+// finish ends the machine: the partition is complete. A durably complete
+// partition whose provider names incarnations goes on checking it every
+// IncarnationInterval (watching, incarnation.go), unless the input exits
+// once every partition is complete.
 func (m *Machine) finish(text string) {
 	if m.phase == phaseChain {
 		m.emit(EndChain{Chain: m.chainID})
 		m.chain = nil
 	}
 	m.phase = phaseDone
+	if m.watches() {
+		m.phase = phaseWatching
+		m.nextCheck = m.now.Add(m.cfg.IncarnationInterval)
+		text += fmt.Sprintf(" (its source's incarnation is checked every %s: a recreated source reopens it)", m.cfg.IncarnationInterval)
+	}
 	m.logf(Info, "%s", text)
 	m.emit(Completed{})
 }
@@ -956,8 +1000,7 @@ func (m *Machine) onReconciled(f *fetchRec, r Fetched, v verdict, recoverWith Pa
 		m.recover(false, ParkReason{ParkDivergence, fmt.Sprintf("at generation %d cursor %s: %s", f.gen, reconcile.CursorHash(f.cursor), v.reason)})
 		return
 	}
-	m.arrived++
-	pg := &page{chain: m.chainID, fromCursor: f.cursor, fromGen: f.gen, w: v.w, v: v, events: r.Response.Events, bytes: PageBytes(r.Response), ackedUpTo: v.w.AckedThrough, receiptAt: v.w.AckedThrough, seq: m.arrived}
+	pg := &page{chain: m.chainID, fromCursor: f.cursor, fromGen: f.gen, w: v.w, v: v, events: r.Response.Events, bytes: PageBytes(r.Response), ackedUpTo: v.w.AckedThrough, receiptAt: v.w.AckedThrough, seq: f.seq}
 	m.chain = append(m.chain, pg)
 	m.count(MetricPagesFetched, 1)
 	breaks := !recoverWith.IsZero()
@@ -998,8 +1041,7 @@ func (m *Machine) onReconciled(f *fetchRec, r Fetched, v verdict, recoverWith Pa
 		m.putWitness(pg.w, &next{kind: doEmitWitnessed, pg: pg})
 		return
 	}
-	m.emitPage(pg)
-	m.promoteHead()
+	m.emitChecked(pg)
 }
 
 func (m *Machine) putWitness(w reconcile.Witness, then *next) {

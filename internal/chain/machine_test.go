@@ -664,7 +664,7 @@ func (f *faulty) SetParked(c context.Context, k store.Key, cur []byte, g uint64,
 // passes through (consecutive repeats dropped), the states of the store
 // calls the harness answers inline included: a park, a recovery that
 // parks after max_restarts, a coalesced promotion, an unknown promotion
-// outcome resolved, a hold.
+// outcome resolved, a hold, a complete partition watching its incarnation.
 func TestStates(t *testing.T) {
 	const (
 		load    = chain.StateLoading
@@ -680,6 +680,9 @@ func TestStates(t *testing.T) {
 		recov   = chain.StateRecovering
 		parking = chain.StateParking
 		parked  = chain.StateParked
+		check   = chain.StateCheckingIncarnation
+		reinc   = chain.StateReincarnating
+		watch   = chain.StateCompleteWatching
 	)
 	var restarts []chain.State
 	for range chain.MaxRestarts {
@@ -696,6 +699,11 @@ func TestStates(t *testing.T) {
 		{"coalesce_delivered_pages", []chain.State{load, fetch, wit, acks, wit, acks, wit, acks, receipt, acks, promote, fetch}},
 		{"overtaken_promotion", []chain.State{load, fetch, wit, acks, promote, resolve, load, fetch, load, fetch, wit, acks, promote, resolve, abandon, load, fetch}},
 		{"held_last_page", []chain.State{load, fetch, wit, acks, promote, fetch, wit, acks, hold, poll, fetch, poll, fetch, poll}},
+		// A complete partition checks its incarnation, then watches it
+		// (complete-watching); a recreated source reopens it.
+		{"incarnation_complete_partition", []chain.State{
+			load, check, reinc, load, check, watch, check, watch, check, reinc, load, check, fetch, wit, check, acks, promote, fetch,
+			load, check, reinc, load, check, watch, load, check, reinc, load, check, fetch, wit, check, acks}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.scenario, func(t *testing.T) {

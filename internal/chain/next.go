@@ -26,8 +26,10 @@ const (
 	onParked                                   // reason, lease
 	onIncarnationVerified                      // text: why; then
 	onIncarnationRecorded                      // prom
-	onIncarnationChecked                       // text: what, asked; then
-	onIncarnationConfirmed                     // asked
+	onIncarnationChecked                       // text: what; then
+	onIncarnationConfirmed                     //
+	onEmissionConfirmed                        //
+	onCompleteChecked                          //
 	onReincarnated                             // to, lease
 	onWithdrawn                                // violation, vs: the rest; then
 
@@ -50,6 +52,8 @@ const (
 	doParkWrite         // reason
 	doVerifyIncarnation // text: why; then
 	doPromoteHead       //
+	doConfirmEmission   //
+	doFinishComplete    //
 	doResetInto         // from, to, text: why
 	doOnMalformed       // f, text
 	doOnReconciled      // f, fetched, v, reason: recoverWith
@@ -81,7 +85,6 @@ type next struct {
 	vs        []reconcile.Violation
 	gen       uint64
 	ids       []string
-	asked     uint64
 	expired   bool
 	text      string
 	reason    ParkReason
@@ -123,10 +126,16 @@ func (m *Machine) run(k *next, in Input) {
 		m.onIncarnationVerified(k.text, in.(IncarnationFound), k.then)
 	case onIncarnationRecorded:
 		m.onIncarnationRecorded(k.prom.Lease, in.(Promoted))
+	// A check covers every answer that arrived before its request began:
+	// every one the machine holds when it answers (CheckIncarnation).
 	case onIncarnationChecked:
-		m.onIncarnationChecked(k.text, k.asked, in.(IncarnationFound), k.then)
+		m.onIncarnationChecked(k.text, m.arrived, in.(IncarnationFound), k.then)
 	case onIncarnationConfirmed:
-		m.onIncarnationConfirmed(k.asked, in.(IncarnationFound))
+		m.onIncarnationConfirmed(m.arrived, in.(IncarnationFound))
+	case onCompleteChecked:
+		m.onCompleteChecked(in.(IncarnationFound))
+	case onEmissionConfirmed:
+		m.onEmissionConfirmed(m.arrived, in.(IncarnationFound))
 	case onReincarnated:
 		m.onReincarnated(k.to, k.lease, in.(Reincarnated))
 	case onWithdrawn:
@@ -146,8 +155,7 @@ func (m *Machine) run(k *next, in Input) {
 		m.putWitness(*k.w, k.then)
 	case doEmitWitnessed:
 		m.rememberWitness(k.pg.w)
-		m.emitPage(k.pg)
-		m.promoteHead()
+		m.emitChecked(k.pg)
 	case doRefetchAfterNack:
 		m.logf(Info, "Partition %s re-fetching cursor %s at generation %d after a failed delivery", m.part(), reconcile.CursorHash(k.pg.fromCursor), k.pg.fromGen)
 		m.restartChain()
@@ -171,6 +179,10 @@ func (m *Machine) run(k *next, in Input) {
 		m.verifyIncarnation(k.text, k.then)
 	case doPromoteHead:
 		m.promoteHead()
+	case doFinishComplete:
+		m.finishComplete()
+	case doConfirmEmission:
+		m.confirmEmission()
 	case doResetInto:
 		m.resetInto(k.from, k.to, k.text)
 	case doOnMalformed:

@@ -68,6 +68,11 @@ const (
 	StateParking
 	// StateComplete: the partition is complete; nothing more is read.
 	StateComplete
+	// StateCompleteWatching: the partition is complete and its provider
+	// names incarnations: nothing is read, but the incarnation is checked
+	// every IncarnationInterval (CheckIncarnation, in
+	// StateCheckingIncarnation); a recreated source reopens the partition.
+	StateCompleteWatching
 	// StateStopped: the driver stopped the machine.
 	StateStopped
 	// StateLeaseLost: a leased machine's lease is gone (LeaseLost from
@@ -95,6 +100,7 @@ var stateNames = [...]string{
 	StateRecovering:          "recovering",
 	StateParking:             "parking",
 	StateComplete:            "complete",
+	StateCompleteWatching:    "complete-watching",
 	StateStopped:             "stopped",
 	StateLeaseLost:           "lease-lost",
 }
@@ -126,6 +132,9 @@ func (m *Machine) State() State {
 		return StateComplete
 	case phaseLeaseLost:
 		return StateLeaseLost
+	}
+	if m.phase == phaseWatching && m.await == nil && m.sleep == nil {
+		return StateCompleteWatching
 	}
 	if m.await != nil {
 		return m.await.state

@@ -156,6 +156,11 @@
 //   - lineage: no event of a split's child leaves the input while a
 //     parent of it that is a member of the stored membership is not
 //     durably complete.
+//   - incarnation: no event of a source's incarnation leaves the input
+//     under an epoch whose claims are about another incarnation of it
+//     (the one its checkpoint held in that epoch): a page a recreated
+//     source served under the old cursor is never emitted before the
+//     incarnation check that began after it.
 //   - membership (d): no scalar in an epoch whose membership change is
 //     unproven; the vector names exactly the epoch's partitions.
 //   - malformed: a partition parks for malformed pages only once its
@@ -171,8 +176,12 @@
 //
 // Source incarnations (docs/design.md#source-incarnations): every model
 // source names its incarnation (the lanes' machines check it at every
-// load, before every recovery, on positions that went back and every few
-// polls, and reset through the product's chainstore.Reincarnate). The
+// load, before every recovery, before emitting a page, on positions that
+// went back and every few polls, and reset through the product's
+// chainstore.Reincarnate; a complete partition's lane keeps checking it,
+// and a sealed source may be recreated: Stats.ReopenedComplete counts the
+// complete checkpoints reset into a new incarnation, a coverage item of
+// TestSim). The
 // oracle holds each checkpoint to the log of the incarnation it records
 // (checkpoint.Incarnation), each published record to the incarnation its
 // partitions' checkpoints belonged to in its epoch, and a reset to clear
@@ -232,7 +241,9 @@
 // Variant injects one broken behaviour (PromoteOtherSuccessor,
 // MaxFrontier, BareEmptyPage, UnconditionalWrite, IgnoreLease,
 // AnyWatermarkCovers, ParkOnMalformed, RetryMalformedForever, PartialView,
-// ChildrenFirst, IgnoreIncarnation, SelfCertifiedWatermark: finality none read as source, so
+// ChildrenFirst, IgnoreIncarnation, EmitBeforeIncarnationCheck: a page
+// emitted before the incarnation check that began after it, caught by
+// the incarnation check; SelfCertifiedWatermark: finality none read as source, so
 // the late listing's own last key becomes a durable watermark above a key
 // that appears below it; CoalescedWatermarkDropped: a coalesced write keeps
 // the stored watermark, which the metamorphic comparison catches while

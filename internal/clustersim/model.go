@@ -410,12 +410,13 @@ func (p *part) incarnationValue() string { return p.name + "#" + strconv.Itoa(p.
 // new, empty log whose positions start again at created. Cursors of the
 // old incarnation still answer (as a recreated CouchDB database answers
 // the stored since), from the new log: the hazard an incarnation check
-// exists for.
+// exists for. A sealed source recreated is open again.
 func (p *part) recreate() {
 	old := *p
 	old.retired = nil
 	p.retired = append(p.retired, &old)
 	p.inc++
+	p.sealed = false // the new source is open
 	p.events = nil
 	p.firstUnacked = 0
 	p.final = p.created - 1

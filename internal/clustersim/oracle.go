@@ -65,6 +65,13 @@ const (
 	// input while a parent of it that is a member of the stored membership
 	// is not durably complete.
 	CheckLineage Check = "lineage"
+	// CheckIncarnation: emission bracketed by the incarnation check
+	// (docs/design.md#source-incarnations). No event of a source's
+	// incarnation leaves the input under an epoch whose claims are about
+	// another incarnation of it (the one its checkpoint held in that
+	// epoch): a recreated source's events never travel with the old
+	// incarnation's epoch and frontier.
+	CheckIncarnation Check = "incarnation"
 )
 
 type wref struct {
@@ -216,6 +223,25 @@ func (o *oracle) delivered(d *delivery) {
 	}
 	o.truth(CheckModel, "batch "+d.String(), d.part, d.events, 0)
 	o.parentsFirst(d)
+	o.sameIncarnation(d)
+}
+
+// sameIncarnation checks that every event of batch d belongs to the
+// incarnation its epoch's claims are about: the one the partition's
+// checkpoint held in that epoch (at). A page a recreated source served
+// under the old cursor, emitted before a check asked after it, breaks it.
+func (o *oracle) sameIncarnation(d *delivery) {
+	p := o.s.part(d.part)
+	if p == nil || len(p.retired) == 0 || len(o.incs[p.name]) == 0 {
+		return // never recreated, or no incarnation recorded yet
+	}
+	want := o.at(p, d.epoch)
+	for _, e := range d.events {
+		if log, k := issued(p, e); k >= 0 && log != want {
+			o.violate(CheckIncarnation, "batch %s left the input under epoch %d, whose claims are about incarnation %d of %s, yet its event at position %s is of incarnation %d", d, d.epoch, want.inc, p.name, e.Position, log.inc)
+			return
+		}
+	}
 }
 
 // parentsFirst checks that a batch of a child leaves the input only when
@@ -362,6 +388,9 @@ func (o *oracle) checkpoint(p *part, cp store.Checkpoint) {
 		// A reset into a new incarnation: the coordinates restart, only in
 		// a newer epoch than the checkpoint's own.
 		o.s.stats.Transitions++
+		if last.Complete {
+			o.s.stats.ReopenedComplete++
+		}
 		switch {
 		case cp.IncarnationEpoch <= last.Epoch:
 			o.violate(CheckMonotone, "partition %s: reset into incarnation %s at epoch %d clears progress written at epoch %d", p.name, cp.Incarnation, cp.IncarnationEpoch, last.Epoch)

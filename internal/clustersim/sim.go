@@ -106,9 +106,15 @@ const (
 	// on as if nothing came before it, and the events it cut are lost
 	// (docs/design.md#contract-fields, CheckNoLoss).
 	TrustFirstPage
+	// EmitBeforeIncarnationCheck: lanes emit a page's events before an
+	// incarnation check asked after its answer has answered (the check
+	// before its promotion still runs): a page a recreated source served
+	// under the old cursor leaves under the old incarnation's epoch and
+	// frontier (docs/design.md#source-incarnations, CheckIncarnation).
+	EmitBeforeIncarnationCheck
 )
 
-var variantNames = [...]string{"faithful", "promote-other-successor", "max-frontier", "bare-empty-page", "unconditional-write", "ignore-lease", "any-watermark-covers", "park-on-malformed", "retry-malformed-forever", "partial-view", "children-first", "self-certified-watermark", "ignore-offset-overlap", "ignore-incarnation", "coalesced-watermark-dropped", "accept-offset-shaped-successor", "trust-first-page"}
+var variantNames = [...]string{"faithful", "promote-other-successor", "max-frontier", "bare-empty-page", "unconditional-write", "ignore-lease", "any-watermark-covers", "park-on-malformed", "retry-malformed-forever", "partial-view", "children-first", "self-certified-watermark", "ignore-offset-overlap", "ignore-incarnation", "coalesced-watermark-dropped", "accept-offset-shaped-successor", "trust-first-page", "emit-before-incarnation-check"}
 
 func (v Variant) String() string {
 	if int(v) < len(variantNames) {
@@ -129,7 +135,7 @@ func ParseVariant(s string) (Variant, error) {
 
 // Variants lists the broken variants (every Variant but Faithful).
 func Variants() []Variant {
-	return []Variant{PromoteOtherSuccessor, MaxFrontier, BareEmptyPage, UnconditionalWrite, IgnoreLease, AnyWatermarkCovers, ParkOnMalformed, RetryMalformedForever, PartialView, ChildrenFirst, SelfCertifiedWatermark, IgnoreOffsetOverlap, IgnoreIncarnation, CoalescedWatermarkDropped, AcceptOffsetShaped, TrustFirstPage}
+	return []Variant{PromoteOtherSuccessor, MaxFrontier, BareEmptyPage, UnconditionalWrite, IgnoreLease, AnyWatermarkCovers, ParkOnMalformed, RetryMalformedForever, PartialView, ChildrenFirst, SelfCertifiedWatermark, IgnoreOffsetOverlap, IgnoreIncarnation, CoalescedWatermarkDropped, AcceptOffsetShaped, TrustFirstPage, EmitBeforeIncarnationCheck}
 }
 
 // DefaultSteps is the length of a schedule when Config.Steps is zero.
@@ -280,8 +286,10 @@ type Stats struct {
 	// Coalesced counts writes that promoted several pages.
 	Coalesced int
 	// Recreates counts sources recreated (op recreate); Reincarnations the
-	// resets into a new incarnation that lanes wrote.
-	Recreates, Reincarnations int
+	// resets into a new incarnation that lanes wrote; ReopenedComplete the
+	// resets of a durably complete checkpoint (a sealed source recreated:
+	// the lane watching its complete partition found the new incarnation).
+	Recreates, Reincarnations, ReopenedComplete int
 	// Pages without a successor, retries repeating the boundary event,
 	// pages with tied positions, durably completed partitions.
 	NoSuccessor, BoundaryRepeats, Ties, Completions int
@@ -755,12 +763,13 @@ func newSim(cfg Config) *sim {
 func (s *sim) part(name string) *part { return s.byName[name] }
 
 // canRecreate reports whether p's source may be recreated: it exists, is
-// neither sealed nor split nor a split's child (lineage keeps its own
-// proofs), is not the persistently malformed one, and no lane ends once
-// caught up (exit_when_complete: a lane that ended never sees the new
-// incarnation).
+// neither split nor a split's child (lineage keeps its own proofs), is not
+// the persistently malformed one, and no lane ends once caught up
+// (exit_when_complete: a lane that ended never sees the new incarnation).
+// A sealed source may be: recreated, it is open again, and the lane that
+// watches its complete partition must find the new incarnation.
 func (s *sim) canRecreate(p *part) bool {
-	return p.appeared && !p.sealed && !p.split && len(p.parents) == 0 && !p.broken && !p.offsetURLs && !p.prof.eot && !s.setup.exit
+	return p.appeared && !p.split && len(p.parents) == 0 && !p.broken && !p.offsetURLs && !p.prof.eot && !s.setup.exit
 }
 
 // maxParts bounds the partitions a schedule's splits may make.

@@ -188,6 +188,7 @@ func assertCoverage(t *testing.T, s Stats) {
 		"split parents that left sealed": s.ParentsRetired, "children waiting for their parents": s.LineageWaits,
 		"children released once their parents completed":                    s.ChildrenReleased,
 		"schedules with a split that ended proven without the split parent": s.SplitRunsSettled,
+		"complete partitions reopened by a recreated source":                s.ReopenedComplete,
 	} {
 		if got == 0 {
 			t.Errorf("coverage: no %s in any schedule", name)

@@ -22,6 +22,9 @@ type delivery struct {
 	gen     uint64
 	attempt string
 	events  []reconcile.EventWitness
+	// epoch is the membership epoch the emitting machine's messages carry
+	// (chain.Machine.Epoch when it emitted the batch).
+	epoch uint64
 }
 
 func (d *delivery) String() string {

@@ -32,6 +32,8 @@ func (v Variant) configure(cfg *chain.Config) {
 	switch v {
 	case IgnoreIncarnation:
 		cfg.IgnoreIncarnation = true
+	case EmitBeforeIncarnationCheck:
+		cfg.EmitBeforeCheck = true
 	case BareEmptyPage:
 		cfg.Contract.EmptyPage = provider.EmptyEndOfData
 	case ParkOnMalformed:

@@ -291,7 +291,7 @@ func (l *lane) handle(acts []chain.Action) {
 				l.s.stats.FetchAhead++
 			}
 		case chain.Emit:
-			d := &delivery{lane: l, batch: a.Batch, chain: a.Chain, part: l.p.name, gen: a.Generation, attempt: a.Attempt, events: a.Witnessed}
+			d := &delivery{lane: l, batch: a.Batch, chain: a.Chain, part: l.p.name, gen: a.Generation, attempt: a.Attempt, events: a.Witnessed, epoch: l.m.Epoch()}
 			if l.s.setup.queue {
 				l.outbox = append(l.outbox, d)
 				l.note("queue %s", d)

@@ -37,6 +37,10 @@ type couchGate struct {
 	all      bool
 	changes  bool
 	inflight int
+	// local holds the requests of local documents (the incarnation
+	// marker's); changesServed counts the _changes answers served.
+	local         bool
+	changesServed int
 }
 
 func newCouchGate(t *testing.T, upstream string) *couchGate {
@@ -49,8 +53,9 @@ func newCouchGate(t *testing.T, upstream string) *couchGate {
 	rp := httputil.NewSingleHostReverseProxy(u)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		isChanges := strings.HasSuffix(r.URL.Path, "/_changes")
+		isLocal := strings.Contains(r.URL.Path, "/_local/")
 		g.mu.Lock()
-		for g.all || (isChanges && g.changes) {
+		for g.all || (isChanges && g.changes) || (isLocal && g.local) {
 			g.cond.Wait()
 		}
 		g.inflight++
@@ -58,12 +63,16 @@ func newCouchGate(t *testing.T, upstream string) *couchGate {
 		defer func() {
 			g.mu.Lock()
 			g.inflight--
+			if isChanges {
+				g.changesServed++
+			}
 			g.cond.Broadcast()
 			g.mu.Unlock()
 		}()
 		rp.ServeHTTP(w, r)
 	}))
 	t.Cleanup(func() {
+		g.holdLocal(false)
 		g.set(false, false)
 		srv.Close()
 	})
@@ -81,6 +90,22 @@ func (g *couchGate) set(all, changes bool) {
 	for all && g.inflight > 0 {
 		g.cond.Wait()
 	}
+}
+
+// holdLocal holds the requests of local documents (the incarnation
+// check) while on.
+func (g *couchGate) holdLocal(on bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.local = on
+	g.cond.Broadcast()
+}
+
+// served returns how many _changes answers were served.
+func (g *couchGate) served() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.changesServed
 }
 
 // couchLine is one message the test pipeline writes.
@@ -177,22 +202,35 @@ func couchDocs(t *testing.T, base, db, prefix string, n int) {
 // is read again from since=0, every document of the new incarnation is
 // delivered, and no message carries a frontier of the new epoch above what
 // was delivered of the new incarnation before it.
+//
+// (c) The new database has more changes than the stored since before the
+// next poll, and the poll comes before any incarnation check: the stored
+// since=30 answers the new database's changes 31-40 (issue 33, finding 3).
+// The check before their emission finds the new incarnation: they never
+// leave under the old epoch or with the old incarnation's frontier, and
+// changes 1-40 are read from the start under the new epoch.
 func TestExampleCouchDBRecreatedDatabase(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
 		docsBeforeYet bool
+		pollFirst     bool
 	}{
-		{"new documents before the next poll", true},
-		{"no documents until after", false},
+		{"new documents before the next poll", true, false},
+		{"no documents until after", false, false},
+		{"more changes than the stored since, polled before any check", true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			testCouchRecreated(t, tc.docsBeforeYet)
+			testCouchRecreated(t, tc.docsBeforeYet, tc.pollFirst)
 		})
 	}
 }
 
-func testCouchRecreated(t *testing.T, docsBefore bool) {
-	const oldDocs, newDocs = 30, 12
+func testCouchRecreated(t *testing.T, docsBefore, pollFirst bool) {
+	const oldDocs = 30
+	newDocs := 12
+	if pollFirst {
+		newDocs = oldDocs + 10
+	}
 	tb := dynalitetest.NewTable(t)
 	srv := startPouchDB(t)
 	gate := newCouchGate(t, srv.URL)
@@ -245,13 +283,26 @@ func testCouchRecreated(t *testing.T, docsBefore bool) {
 
 	// Delete and recreate the database with no request in between, then
 	// hold the changes feed: only the incarnation check reaches the server.
+	// (pollFirst: hold the incarnation check instead, until the stored
+	// since has been answered from the new database.)
 	gate.set(true, true)
 	couch(t, http.MethodDelete, srv.URL+"/"+db, "")
 	couch(t, http.MethodPut, srv.URL+"/"+db, "")
 	if docsBefore {
 		couchDocs(t, srv.URL, db, "new", newDocs)
 	}
-	gate.set(false, true)
+	if pollFirst {
+		gate.holdLocal(true)
+		n := gate.served()
+		gate.set(false, false)
+		e2etest.WaitFor(t, e2etest.Patience, "the stored since answered from the new database before any incarnation check", func() (bool, string) {
+			return gate.served() > n, fmt.Sprintf("%d _changes answers served", gate.served()-n)
+		}, proc.Running)
+		gate.set(false, true)
+		gate.holdLocal(false)
+	} else {
+		gate.set(false, true)
+	}
 
 	var status ops.Status
 	e2etest.WaitFor(t, e2etest.Patience, "the incarnation change recorded: checkpoint reset, epoch unproven", func() (bool, string) {
@@ -295,7 +346,7 @@ func testCouchRecreated(t *testing.T, docsBefore bool) {
 	e2etest.WaitFor(t, e2etest.Patience, "every document of the new incarnation delivered and certified", func() (bool, string) {
 		ok, why := delivered("new", newDocs)
 		cp := checkpoint()
-		return ok && cp.Watermark == coord.Integer(newDocs), fmt.Sprintf("%s; checkpoint %+v", why, cp)
+		return ok && cp.Watermark == coord.Integer(int64(newDocs)), fmt.Sprintf("%s; checkpoint %+v", why, cp)
 	}, proc.Running)
 	e2etest.WaitFor(t, e2etest.Patience, "the new epoch proven", func() (bool, string) {
 		s, err := ops.ReadStatus(context.Background(), st, scope)

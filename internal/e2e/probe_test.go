@@ -344,6 +344,7 @@ func TestProbeKinesisShard(t *testing.T) {
 		"finality":          "supported|claims nothing",
 		"pagination":        "supported|opaque tokens",
 		"restart_cursor":    "supported|none of the",
+		"incarnation":       "supported|the same before walk 1 and after the probe",
 	})
 	if !strings.Contains(out, "1 partition(s)") || !strings.Contains(out, "partition shardId-000000000000: walk 1:") {
 		t.Errorf("the shard was not discovered by ListShards")

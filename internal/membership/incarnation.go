@@ -71,14 +71,15 @@ func DecideIncarnation(in PlanInput, ch IncarnationChange) Plan {
 	next := frontier.PlanChange(frontierrec.Membership(cur), published, nil, nil)
 	unproven := append(slices.Clone(next.Unproven), ch.Partition)
 	slices.Sort(unproven)
-	incs := carriedIncarnations(cur, unproven)
+	incs, _ := carriedIncarnations(cur, next.Partitions, unproven)
 	incs[ch.Partition] = next.Epoch
 	why := incarnationReason(ch.Partition, next.Epoch, fmt.Sprintf("incarnation changed from %s to %s (%s)", orNone(ch.From), ch.To, ch.Why))
 	// The frontier core names every carried change with its generic
 	// text; an earlier pending incarnation change of another partition
 	// keeps its own reason (rewritten after ch.Partition's entry is
 	// dropped: an incarnation reason itself holds "; ").
-	reasons := incarnationReasons(strings.Join(dropReasonOf(next.Reason, ch.Partition), "; "), carriedIncarnations(cur, unproven))
+	carried, _ := carriedIncarnations(cur, next.Partitions, unproven)
+	reasons := incarnationReasons(strings.Join(dropReasonOf(next.Reason, ch.Partition), "; "), carried)
 	reasons = append(reasons, why)
 	return Plan{
 		Changed:   true,
@@ -117,15 +118,24 @@ func dropReasonOf(reason, p string) []string {
 }
 
 // carriedIncarnations keeps cur's pending incarnation changes of the
-// partitions still unproven.
-func carriedIncarnations(cur store.Membership, unproven []string) map[string]uint64 {
-	out := map[string]uint64{}
+// partitions still unproven that are members of the next epoch (members);
+// dropped names the pending changes of partitions that leave: a change of
+// a partition that is no longer a member is never carried (it would make
+// the record invalid and block every later epoch), its old incarnation
+// left with the partition.
+func carriedIncarnations(cur store.Membership, members, unproven []string) (out map[string]uint64, dropped []string) {
+	out = map[string]uint64{}
 	for p, e := range cur.Incarnations {
-		if slices.Contains(unproven, p) && slices.Contains(cur.Partitions, p) {
+		switch {
+		case !slices.Contains(unproven, p) || !slices.Contains(cur.Partitions, p):
+		case !slices.Contains(members, p):
+			dropped = append(dropped, p)
+		default:
 			out[p] = e
 		}
 	}
-	return out
+	slices.Sort(dropped)
+	return out, dropped
 }
 
 // incarnationProven reports whether cp proves the new incarnation recorded
@@ -142,15 +152,17 @@ func incarnationProven(cp store.Checkpoint, ok bool, e uint64, fresh bool) bool 
 
 // settleIncarnations rewrites a planned record after Decide: the pending
 // incarnation changes of partitions still unproven are carried (with their
-// reason instead of the frontier core's generic one).
-func settleIncarnations(cur store.Membership, next *store.Membership) {
-	incs := carriedIncarnations(cur, next.Unproven)
+// reason instead of the frontier core's generic one); it returns the
+// pending changes of partitions that leave, which are not.
+func settleIncarnations(cur store.Membership, next *store.Membership) (dropped []string) {
+	incs, dropped := carriedIncarnations(cur, next.Partitions, next.Unproven)
 	if len(incs) == 0 {
 		next.Incarnations = nil
-		return
+		return dropped
 	}
 	next.Incarnations = incs
 	next.Reason = strings.Join(incarnationReasons(next.Reason, incs), "; ")
+	return dropped
 }
 
 // incarnationReasons rewrites, in a joined reason, the frontier core's

@@ -178,3 +178,73 @@ func TestStaleIncarnationChangeRecordsNothing(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, uint64(4), m.Epoch, "nothing written")
 }
+
+// A pending incarnation change of a partition that leaves the membership
+// (a recreated stream's shard that discovery no longer lists, or lists
+// again only later) is not carried into an epoch it is no member of: the
+// record stays valid and the membership moves on, instead of every round
+// failing with "incarnation change of …, which is not a member of epoch N".
+func TestIncarnationChangeOfALeavingPartitionNeverBlocksTheMembership(t *testing.T) {
+	cur := store.Membership{Scope: "s", Epoch: 3, Partitions: []string{"shard-0", "shard-4"},
+		Incarnations: map[string]uint64{"shard-4": 3}, Unproven: []string{"shard-4"},
+		Reason: incarnationReason("shard-4", 3, "incarnation changed from sha256:aaaa to sha256:bbbb (test)")}
+	for _, tc := range []struct {
+		name  string
+		shard store.Checkpoint
+	}{
+		{"leaves unsealed", cp("shard-4", 7, 0, false)},
+		{"leaves sealed", cp("shard-4", 7, 40, true)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := PlanInput{Scope: "s", Current: cur, HasCurrent: true, FreshFromStart: true, Want: Names([]string{"shard-0"}),
+				Checkpoints: []store.Checkpoint{cp("shard-0", 5, 500, false), tc.shard}}
+			p := Decide(in)
+			require.True(t, p.Changed)
+			assert.Equal(t, []string{"shard-0"}, p.Next.Partitions)
+			assert.NotContains(t, p.Next.Incarnations, "shard-4")
+			if !tc.shard.Complete {
+				assert.Contains(t, p.String(), "the pending incarnation change of [shard-4] is not carried: no longer a member")
+			}
+			require.NoError(t, p.Next.Validate(), "the planned record is valid")
+
+			st := memstore.New()
+			_, err := st.SwapMembership(t.Context(), 0, cur)
+			require.NoError(t, err)
+			m, err := st.SwapMembership(t.Context(), cur.Epoch, p.Next)
+			require.NoError(t, err, "the epoch is written")
+			assert.Equal(t, uint64(4), m.Epoch)
+		})
+	}
+}
+
+// A stream deleted and created again under the same name lists its shards
+// anew, its ids starting over: shardId-0, a split parent complete in the
+// old stream, is an open shard of the new one, listed without children.
+// Once the old children's checkpoints are reset into the new incarnation,
+// the old lineage is dropped: shard 0 joins again (its worker then finds
+// the new incarnation and reopens it) and no child waits for it. While a
+// child is still in the old incarnation, the lineage holds.
+func TestReappearingSealedParentOfARecreatedSourceJoinsAgain(t *testing.T) {
+	cur := store.Membership{Scope: "s", Epoch: 6, Partitions: []string{"shard-1", "shard-2"}, Proven: true,
+		Parents: map[string][]string{"shard-1": {"shard-0"}, "shard-2": {"shard-0"}}}
+	sealed := cp("shard-0", 5, 0, true)
+	sealed.Incarnation = "sha256:old"
+	child := func(name, inc string, incEpoch uint64) store.Checkpoint {
+		c := cp(name, 7, 0, false)
+		c.Incarnation, c.IncarnationEpoch = inc, incEpoch
+		return c
+	}
+	want := Names([]string{"shard-0", "shard-1", "shard-2"})
+
+	before := Decide(PlanInput{Scope: "s", Current: cur, HasCurrent: true, FreshFromStart: true, Want: want,
+		Checkpoints: []store.Checkpoint{sealed, child("shard-1", "sha256:old", 0), child("shard-2", "sha256:old", 0)}})
+	assert.False(t, before.Changed, "the children are of the old incarnation: the complete parent stays out")
+
+	after := Decide(PlanInput{Scope: "s", Current: cur, HasCurrent: true, FreshFromStart: true, Want: want,
+		Checkpoints: []store.Checkpoint{sealed, child("shard-1", "sha256:new", 4), child("shard-2", "sha256:new", 5)}})
+	require.True(t, after.Changed)
+	assert.Equal(t, []string{"shard-0"}, after.Added, "the reused id joins again")
+	assert.Equal(t, []string{"shard-0", "shard-1", "shard-2"}, after.Next.Partitions)
+	assert.Empty(t, after.Next.Parents, "the old split's lineage is dropped")
+	require.NoError(t, after.Next.Validate())
+}

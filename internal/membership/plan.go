@@ -64,6 +64,10 @@ type Plan struct {
 	// (DecideIncarnation): the old incarnation left unsealed, the new one
 	// joined to be read from its start.
 	Recreated []string
+	// DroppedIncarnations names the partitions whose pending incarnation
+	// change is not carried because they leave (no longer members): the
+	// change never blocks the membership.
+	DroppedIncarnations []string
 }
 
 // String describes the change for logs.
@@ -86,6 +90,9 @@ func (p Plan) String() string {
 	}
 	if len(parts) == 0 {
 		parts = append(parts, "lineage changed")
+	}
+	if len(p.DroppedIncarnations) > 0 {
+		parts = append(parts, fmt.Sprintf("the pending incarnation change of %v is not carried: no longer a member", p.DroppedIncarnations))
 	}
 	s := fmt.Sprintf("epoch %d: %s; partitions %v", p.Next.Epoch, strings.Join(parts, ", "), p.Next.Partitions)
 	if !p.Next.Proven {
@@ -114,7 +121,9 @@ func (p Plan) String() string {
 //     by that change and read from its start, certifies a watermark or
 //     completes).
 //   - The lineage recorded is that of the members: from Want, else kept
-//     from the current record.
+//     from the current record; a link of a child whose checkpoint was
+//     reset into another source incarnation than its parent's is dropped
+//     (dropStaleLineage).
 //
 // Without a current record the first epoch holds the wanted set, proven.
 func Decide(in PlanInput) Plan {
@@ -135,6 +144,7 @@ func Decide(in PlanInput) Plan {
 			lineage[m.Name] = slices.Compact(ps)
 		}
 	}
+	dropStaleLineage(lineage, cps)
 	isParent := map[string]bool{}
 	for _, ps := range lineage {
 		for _, p := range ps {
@@ -264,8 +274,34 @@ func Decide(in PlanInput) Plan {
 		Scope: in.Scope, Epoch: next.Epoch, Partitions: next.Partitions, Cutover: next.Cutover,
 		Proven: next.Proven, Reason: next.Reason, Unproven: next.Unproven, Parents: nextLineage,
 	}
-	settleIncarnations(cur, &plan.Next)
+	plan.DroppedIncarnations = settleIncarnations(cur, &plan.Next)
 	return plan
+}
+
+// dropStaleLineage drops the links of lineage that belong to an earlier
+// incarnation of the source: a child whose checkpoint was reset into a new
+// incarnation (IncarnationEpoch set) that its parent's checkpoint is not
+// in. A stream deleted and created again under the same name lists its
+// shards anew, without the old split's parents, and its shard ids start
+// over: the old lineage would hold the reused id of the old parent out of
+// the membership for good (a complete parent of a member leaves even while
+// listed) and its children behind a parent that never completes.
+func dropStaleLineage(lineage map[string][]string, cps map[string]store.Checkpoint) {
+	for c, ps := range lineage {
+		child, ok := cps[c]
+		if !ok || child.IncarnationEpoch == 0 {
+			continue
+		}
+		kept := slices.DeleteFunc(slices.Clone(ps), func(p string) bool {
+			parent, ok := cps[p]
+			return ok && parent.Incarnation != child.Incarnation
+		})
+		if len(kept) == 0 {
+			delete(lineage, c)
+		} else {
+			lineage[c] = kept
+		}
+	}
 }
 
 func equalLineage(a, b map[string][]string) bool {

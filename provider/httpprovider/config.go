@@ -69,6 +69,10 @@ type Config struct {
 	Timeout time.Duration
 	// RateLimit names a rate_limit resource of Resources ("" = none).
 	RateLimit string
+	// PartitionRateLimit, when its Count and Interval are positive, limits
+	// each partition's page, bootstrap and validate requests on its own
+	// (instead of RateLimit; limits.go).
+	PartitionRateLimit PartitionRateLimit
 	// MaxRetries is how often a transient failure is retried within one
 	// fetch. Zero means no retry (the spec's default is 5).
 	MaxRetries int
@@ -316,6 +320,9 @@ func (c Config) validate() error {
 			bad("transient_body_contains: an empty string would match every body")
 		}
 	}
+	if l := c.PartitionRateLimit; (l.Count != 0 || l.Interval != 0) && (l.Count <= 0 || l.Interval <= 0) {
+		bad("partition_rate_limit: count and interval must both be positive (got %d per %s)", l.Count, l.Interval)
+	}
 	if c.RateLimit != "" {
 		if c.Resources == nil || !c.Resources.HasRateLimit(c.RateLimit) {
 			bad("rate_limit resource %q is not found", c.RateLimit)
@@ -430,6 +437,7 @@ func New(conf Config) (*Provider, error) {
 		client:    client,
 		auth:      auth,
 		fast:      newFastMappings(conf.Mappings.sources),
+		limiter:   newPartitionLimiter(conf.PartitionRateLimit),
 	}
 	return p, nil
 }

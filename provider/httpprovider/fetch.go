@@ -39,6 +39,9 @@ type builtRequest struct {
 	// red redacts the header values, the cursor and the URL's query values
 	// from anything quoted in an error.
 	red redactor
+	// ofPartition: a page, bootstrap or validate request, limited by
+	// partition_rate_limit when it is set.
+	ofPartition bool
 }
 
 func (rq *builtRequest) target() string {
@@ -86,7 +89,8 @@ func (p *Provider) pageCall() callSpec {
 // logs name by its hash.
 func (p *Provider) build(partition string, cursor []byte, meta [][2]string, c callSpec) (*builtRequest, error) {
 	method, urlStr, body := c.verb, c.url, c.body
-	rq := &builtRequest{partition: partition, cursor: cursor, meta: meta, method: method, header: http.Header{}, red: newRedactor(p.red)}
+	rq := &builtRequest{partition: partition, cursor: cursor, meta: meta, method: method, header: http.Header{}, red: newRedactor(p.red),
+		ofPartition: c.field == "" || c.field == "bootstrap." || c.field == "validate."}
 	rq.red.add(string(cursor))
 	for _, kv := range meta {
 		if kv[0] == metaCursor {
@@ -304,7 +308,11 @@ func parseRateLimitReset(h http.Header, now time.Time) time.Duration {
 // attempt makes one request, after the rate limit allows it. Its error is
 // a transport failure (connection, timeout, body read), already redacted.
 func (p *Provider) attempt(ctx context.Context, rq *builtRequest) (*httpResult, error) {
-	if err := p.waitRateLimit(ctx); err != nil {
+	if p.limiter != nil && rq.ofPartition {
+		if err := p.limiter.wait(ctx, rq.partition); err != nil {
+			return nil, err
+		}
+	} else if err := p.waitRateLimit(ctx); err != nil {
 		return nil, err
 	}
 	// The OAuth2 token is obtained before the request's own timeout starts:

@@ -115,7 +115,9 @@ func (p *Provider) readIncarnation(ctx context.Context, scope, partition string)
 	if err != nil {
 		return "", false, err
 	}
-	res, err := p.do(ctx, rq)
+	// Partitions that send the very same request (one incarnation for the
+	// whole source) share it, never one that began before they asked.
+	res, err := p.shared.do(ctx, rq, p.do)
 	var se *StatusError
 	if errors.As(err, &se) && se.Status == http.StatusNotFound {
 		return "", false, nil
@@ -185,7 +187,7 @@ func incarnationFields() []*service.ConfigField {
 					hpFieldBody:    `${! {"incarnation": @incarnation}.format_json(no_indent: true) }`,
 				}),
 		)...).
-			Description("An optional request that names the incarnation of a partition's source (docs/design.md#source-incarnations): a database uuid or creation time, a bucket's creation date, a stream's creation timestamp, a cluster id, or a marker the input writes itself (`create`). The input checks it when a partition starts (at start-up, when a lease is taken, after every restart or divergence, after an unpark), before every promotion write (a page is promoted only after a check asked after it arrived) and every `validate_interval` while it reads, and records it on the checkpoint (the first one seen with a write of its own; every promotion carries it). Before every recovery from divergence, an expired cursor or a refused promotion it is checked again, and a response whose positions went back where the contract says they never do (`positions: ordered`) is evidence of a new incarnation too. A changed incarnation is a membership change, never a silent continuation: the old incarnation leaves, the new one joins in a new, unproven membership epoch and is read from the partition's start (the checkpoint is reset with one conditional write that clears its watermark and applied position), and the scalar frontier is withheld until the new incarnation certifies a watermark of its own (a source without watermarks: until a page of it is promoted); `connect tidemark status` says why. A failing request is retried like a page request; the partition does not read until its incarnation is known.").
+			Description("An optional request that names the incarnation of a partition's source (docs/design.md#source-incarnations): a database uuid or creation time, a bucket's creation date, a stream's creation timestamp, a cluster id, or a marker the input writes itself (`create`). The input checks it when a partition starts (at start-up, when a lease is taken, after every restart or divergence, after an unpark; a complete partition too, before it is taken as complete and then every `validate_interval`: a recreated source reopens it), before it emits a page's events (no event leaves before a check that began after its page arrived has answered the incarnation the checkpoint holds; one check covers every page that arrived before it began, and also their promotions; partitions that send the very same incarnation request share it, never one that began before they asked), before a promotion that no such check covers yet, and every `validate_interval` while it reads, and records it on the checkpoint (the first one seen with a write of its own; every promotion carries it). Before every recovery from divergence, an expired cursor or a refused promotion it is checked again, and a response whose positions went back where the contract says they never do (`positions: ordered`) is evidence of a new incarnation too. A changed incarnation is a membership change, never a silent continuation: the old incarnation leaves, the new one joins in a new, unproven membership epoch and is read from the partition's start (the checkpoint is reset with one conditional write that clears its watermark and applied position), and the scalar frontier is withheld until the new incarnation certifies a watermark of its own (a source without watermarks: until a page of it is promoted); `connect tidemark status` says why. A failing request is retried like a page request; the partition does not read until its incarnation is known.").
 			Optional().
 			Advanced().
 			Example(map[string]any{
@@ -199,7 +201,7 @@ func incarnationFields() []*service.ConfigField {
 				},
 			}),
 		service.NewDurationField(hpFieldValidateInterval).
-			Description("How often a reading partition checks its source incarnation (`incarnation`), besides at its start, when a lease is taken, after every restart or divergence and before every promotion write. Pages read from a source recreated since the last check may be delivered under its old cursor (never promoted: the check before the promotion sees the change; their events are read again from the new incarnation's start, as duplicates); a shorter interval resets the partition sooner, at the cost of one request per partition per interval. Ignored without `incarnation`.").
+			Description("How often a reading partition checks its source incarnation (`incarnation`), besides at its start, when a lease is taken, after every restart or divergence and before it emits a page (a check that began after the page arrived; one covers every page that had arrived). Pages read from a source recreated since the last check are never emitted nor promoted under the old incarnation: the check before their emission sees the change, they are dropped and the new incarnation is read from its start. The interval check finds a change on a quiet partition (one that fetches no page with events) and on a complete one (which reads nothing, but is reopened by a recreated source); a shorter interval finds it sooner, at the cost of one request per partition per interval. Ignored without `incarnation`.").
 			Default(defaultValidateInterval.String()).
 			Example("30s").
 			Advanced(),

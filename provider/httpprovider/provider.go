@@ -35,6 +35,10 @@ type Provider struct {
 	// userinfos are the user info of the proxy and token URLs, registered
 	// in red again with every request built.
 	userinfos []*url.Userinfo
+	// limiter limits each partition's requests (partition_rate_limit;
+	// nil: none); shared coalesces identical incarnation reads (limits.go).
+	limiter *partitionLimiter
+	shared  sharedRequests
 }
 
 // Redactor is the set of credentials the provider sends (configured

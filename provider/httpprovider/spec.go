@@ -35,6 +35,7 @@ const (
 	hpFieldSigV4Service     = "service"
 	hpFieldSigV4Region      = "region"
 	hpFieldRateLimit        = "rate_limit"
+	hpFieldPartitionRate    = "partition_rate_limit"
 	hpFieldMaxRetries       = "max_retries"
 	hpFieldBackoff          = "backoff"
 	hpFieldBackoffInitial   = "initial_interval"
@@ -165,9 +166,14 @@ func Fields() []*service.ConfigField {
 			Example(map[string]any{hpFieldSigV4Enabled: true, hpFieldSigV4Service: "execute-api", hpFieldSigV4Region: "eu-west-1"}),
 	}, []*service.ConfigField{
 		service.NewStringField(hpFieldRateLimit).
-			Description("Name of a `rate_limit` resource to access before every request (retries included). Empty means no rate limit.").
+			Description("Name of a `rate_limit` resource to access before every request (retries included). Empty means no rate limit. With `partition_rate_limit` set, it applies only to the requests that are not a partition's own (the incarnation request, discovery).").
 			Default("").
 			Example("source_api_quota"),
+		service.NewStringField(hpFieldPartitionRate).
+			Description("An optional rate limit of each partition on its own, `count/interval` (`5/1s`), for a source whose quota is per partition (Kinesis GetRecords: five read transactions per second per shard): every partition's page, bootstrap and validate requests (retries included) start at most `count` times in every `interval`, whatever the other partitions do; they then skip the `rate_limit` resource. Its state is one window per partition read within the last interval. Empty means none.").
+			Default("").
+			Advanced().
+			Example("5/1s"),
 		service.NewIntField(hpFieldMaxRetries).
 			Description("How many times a transient failure (connection error, timeout, HTTP 429 or 5xx) is retried within one fetch before it is returned as a transient error. The input then retries that fetch `fetch_retries` times more (each with up to `max_retries` requests of its own), so one page is requested at most (max_retries+1)×(fetch_retries+1) times before the partition waits a `poll_interval` and tries again; it never parks on transient failures. A 2xx answer that cannot be read (a body that is not one document of `format`, a mapping that fails, an event without id or position) is not retried here: it is returned at once, and the input fetches the page again `fetch_retries` times (one request each) before it parks the partition, so such a page gets exactly fetch_retries+1 requests.").
 			Default(defaultMaxRetries).
@@ -440,6 +446,13 @@ func FromParsed(conf *service.ParsedConfig, res *service.Resources, logger *serv
 		return nil, err
 	}
 	if c.RateLimit, err = conf.FieldString(hpFieldRateLimit); err != nil {
+		return nil, err
+	}
+	pr, err := conf.FieldString(hpFieldPartitionRate)
+	if err != nil {
+		return nil, err
+	}
+	if c.PartitionRateLimit, err = ParsePartitionRateLimit(pr); err != nil {
 		return nil, err
 	}
 	if c.Client, err = clientFromParsed(conf, res); err != nil {
