@@ -3,8 +3,8 @@ package store
 import (
 	"cmp"
 	"context"
-	"slices"
 	"fmt"
+	"slices"
 
 	"github.com/tidemark/tidemark/internal/coord"
 )
