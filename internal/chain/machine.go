@@ -138,6 +138,8 @@ type page struct {
 	// seq numbers the fetch results in arrival order (incarnation.go: a
 	// page is promoted only after an incarnation check asked after it).
 	seq uint64
+	// rrDone: the page's re-read window receipts are written (reread.go).
+	rrDone bool
 }
 
 type span struct{ from, to int }
@@ -259,6 +261,8 @@ type Machine struct {
 	// contract violation it also is. reincarnations counts every reset, to
 	// back off before the next one.
 	evidenceResets, reincarnations int
+	// rr is the re-read window's state (reread.go).
+	rr rereadState
 }
 
 // idleRun is a run of answers that prove nothing (empty pages without
@@ -577,6 +581,15 @@ func answers(a Action, in Input) bool {
 	case Withdraw:
 		_, ok := in.(Withdrawn)
 		return ok
+	case LoadReceipts:
+		_, ok := in.(ReceiptsLoaded)
+		return ok
+	case PutReceipts:
+		_, ok := in.(ReceiptsStored)
+		return ok
+	case PruneReceipts:
+		_, ok := in.(ReceiptsPruned)
+		return ok
 	}
 	return false
 }
@@ -809,7 +822,14 @@ func (m *Machine) maybeFetch() {
 const maxQuiet = 64
 
 // pollLater fetches the tail's cursor again after the poll wait.
-func (m *Machine) pollLater() { m.pollAt = m.now.Add(m.pollWait()) }
+// At the head, a partition with a re-read window starts its next pass
+// instead when one is due (reread.go).
+func (m *Machine) pollLater() {
+	m.pollAt = m.now.Add(m.pollWait())
+	if m.rereadDue() {
+		m.startPass()
+	}
+}
 
 // pollWait is the wait before the next poll: PollInterval, doubled for
 // each answer in a row without events after the first, up to
@@ -973,8 +993,27 @@ func (m *Machine) emitPage(pg *page) {
 	if size <= 0 {
 		size = n
 	}
-	for from := pg.ackedUpTo; from < n; from += size {
+	for from := pg.ackedUpTo; from < n; {
+		if m.received(pg.w.Events[from]) {
+			// A re-read event a durable receipt shows delivered: done,
+			// not emitted again (reread.go).
+			to := from + 1
+			for to < n && m.received(pg.w.Events[to]) {
+				to++
+			}
+			pg.spans = append(pg.spans, span{from, to})
+			pg.spanAcked = append(pg.spanAcked, true)
+			m.count(MetricRereadSkipped, int64(to-from))
+			from = to
+			continue
+		}
 		to := min(from+size, n)
+		for i := from + 1; i < to; i++ {
+			if m.received(pg.w.Events[i]) {
+				to = i
+				break
+			}
+		}
 		m.nextBatch++
 		m.batches[m.nextBatch] = batchRef{pg: pg, span: len(pg.spans)}
 		pg.spans = append(pg.spans, span{from, to})
@@ -985,6 +1024,22 @@ func (m *Machine) emitPage(pg *page) {
 			Events: pg.events[from:to], Witnessed: pg.w.Events[from:to],
 		})
 		m.count(MetricEventsEmitted, int64(to-from))
+		from = to
+	}
+	pg.extendAcked()
+}
+
+// extendAcked extends the page's contiguous prefix of events with
+// terminal outcomes over its acknowledged spans.
+func (pg *page) extendAcked() {
+	for i, s := range pg.spans {
+		if s.to <= pg.ackedUpTo {
+			continue
+		}
+		if s.from != pg.ackedUpTo || !pg.spanAcked[i] {
+			break
+		}
+		pg.ackedUpTo = s.to
 	}
 }
 
@@ -1012,15 +1067,7 @@ func (m *Machine) onAcks(acks []Ack) {
 		}
 		pg.spanAcked[ref.span] = true
 		// Extend the contiguous prefix of events with terminal outcomes.
-		for i, s := range pg.spans {
-			if s.to <= pg.ackedUpTo {
-				continue
-			}
-			if s.from != pg.ackedUpTo || !pg.spanAcked[i] {
-				break
-			}
-			pg.ackedUpTo = s.to
-		}
+		pg.extendAcked()
 	}
 	m.promoteHead()
 }
@@ -1041,6 +1088,11 @@ func (m *Machine) promoteHead() {
 	}
 	if !pg.complete() {
 		m.writeReceipt(StateRecordingReceipt, pg, nil)
+		return
+	}
+	if m.writeWindowReceipts() {
+		// The receipts of the delivered pages of a re-read window first
+		// (reread.go); promoteHead runs again once they are written.
 		return
 	}
 	pg.w.AckedThrough = len(pg.w.Events)
@@ -1339,11 +1391,16 @@ func (m *Machine) recoverNow(expired bool, reason ParkReason) {
 // durable checkpoint, so it waits for nothing; pages in flight are
 // abandoned (their events may repeat).
 func (m *Machine) restartFromBoundary(expired bool, reason ParkReason) {
-	m.ask(StateRecovering, RestartCursor{
+	rc := RestartCursor{
 		Partition: m.part(), Watermark: m.cp.Watermark,
 		Applied: m.cp.Applied, HasApplied: m.cp.HasApplied, AppliedID: m.cp.AppliedID,
 		Expired: expired,
-	}, next{kind: onRestartCursor, reason: reason})
+	}
+	if from, has, ok := m.rereadBoundary(); ok {
+		// Within a re-read pass: restart the whole pass (reread.go).
+		rc.Applied, rc.HasApplied, rc.AppliedID = from, has, ""
+	}
+	m.ask(StateRecovering, rc, next{kind: onRestartCursor, reason: reason})
 }
 
 func (m *Machine) onRestartCursor(reason ParkReason, r RestartCursorFound) {
