@@ -29,18 +29,18 @@ import (
 
 // startRereadRun runs keyset_reread.yaml against fake with a window of
 // window ids, a pass at every head (reread_interval 0s) and recovery.
-func startRereadRun(t *testing.T, fake *fakeapi.Offset, window int, recovery string, mutate func(r *http.Request)) *offsetRun {
+func startRereadRun(t *testing.T, fake *fakeapi.Offset, window int, recovery, finality string, mutate func(r *http.Request)) *offsetRun {
 	t.Helper()
 	fake.OnRequest(func(r *http.Request) {
 		if matchesKind(r, fakeapi.OffsetByKeyset) {
 			mutate(r)
 		}
 	})
-	run := &offsetRun{fake: fake, table: dynalitetest.NewTable(t), scope: "items-reread-" + recovery, out: filepath.Join(t.TempDir(), "out.jsonl")}
+	run := &offsetRun{fake: fake, table: dynalitetest.NewTable(t), scope: "items-reread-" + recovery + "-" + finality, out: filepath.Join(t.TempDir(), "out.jsonl")}
 	env := e2etest.Env(
 		"ITEMS_API_URL="+fake.URL(), "ITEMS_PAGE_SIZE="+strconv.Itoa(offsetPageSize), "ITEMS_SCOPE="+run.scope,
 		"ITEMS_POLL_INTERVAL=50ms", "ITEMS_OUTPUT="+run.out,
-		"ITEMS_REREAD_WINDOW="+strconv.Itoa(window), "ITEMS_REREAD_INTERVAL=0s", "ITEMS_RECOVERY="+recovery,
+		"ITEMS_REREAD_WINDOW="+strconv.Itoa(window), "ITEMS_REREAD_INTERVAL=0s", "ITEMS_RECOVERY="+recovery, "ITEMS_FINALITY="+finality,
 		"TIDEMARK_TABLE="+run.table.Name, "TIDEMARK_CREATE_TABLE=true", "TIDEMARK_DYNAMODB_ENDPOINT="+run.table.Endpoint,
 	)
 	cmd := exec.Command(e2etest.Connect(t), "run", "--log.level", "info", "--set", "http.enabled=false", paginationConfig(t, "keyset_reread"))
@@ -51,22 +51,28 @@ func startRereadRun(t *testing.T, fake *fakeapi.Offset, window int, recovery str
 
 // Ids 10..1000 are read, and read again by the first pass (from the
 // start: nothing bounds what appeared behind the first walk); when the
-// second pass begins, 975 and 15 are inserted below the progress: 975 lies within the window of 100 ids
-// behind the boundary 1000, 15 far below it. The next pass delivers 975,
-// once; 15 is not read (the window says how far back a row may appear);
-// every row a receipt shows delivered is delivered exactly once. The
-// checkpoint records the pass; no watermark is claimed (finality none),
-// and receipts at or below the window's start are pruned.
+// second pass begins, rows are inserted below the progress: 975 within the
+// window of 100 ids behind the boundary 1000, and (finality none only) 15,
+// far below it. The next pass delivers 975, once; 15 is not read (the
+// window says how far back a row may appear); every row is delivered
+// exactly once. The checkpoint records the pass, and receipts at or below
+// the window's start are pruned. Under finality none no watermark is
+// claimed; under finality lag the watermark is the previous pass's
+// boundary less the window (1000 - 100), named "reread lag 100".
 func TestKeysetRereadWindowDeliversARowInsertedBelowTheProgressWithinTheWindow(t *testing.T) {
-	for _, recovery := range []string{"restart_from_boundary", "fresh_snapshot"} {
-		t.Run(recovery, func(t *testing.T) {
+	for _, tc := range []struct{ recovery, finality string }{
+		{"restart_from_boundary", "none"},
+		{"fresh_snapshot", "none"},
+		{"restart_from_boundary", "lag"},
+	} {
+		t.Run(tc.recovery+"/"+tc.finality, func(t *testing.T) {
 			fake := fakeapi.NewOffset(t, 10)
 			original := fake.Append(offsetRows)
 			var once sync.Once
 			var mu sync.Mutex
 			at900 := 0
 			headed := make(chan struct{})
-			run := startRereadRun(t, fake, 100, recovery, func(r *http.Request) {
+			run := startRereadRun(t, fake, 100, tc.recovery, tc.finality, func(r *http.Request) {
 				// The third request after 900: the walk's last page, the
 				// first pass's (from the start), then the second pass's
 				// first request: the rows appear now, below the progress.
@@ -78,7 +84,9 @@ func TestKeysetRereadWindowDeliversARowInsertedBelowTheProgressWithinTheWindow(t
 				if at900 == 3 {
 					once.Do(func() {
 						fake.Insert(975)
-						fake.Insert(15)
+						if tc.finality == "none" {
+							fake.Insert(15) // beyond the window: breaks a declared bound
+						}
 						close(headed)
 					})
 				}
@@ -101,7 +109,6 @@ func TestKeysetRereadWindowDeliversARowInsertedBelowTheProgressWithinTheWindow(t
 			if assert.True(t, cp.Reread.HasFrom) {
 				assert.Equal(t, coord.IntPosition(900), cp.Reread.From)
 			}
-			assert.True(t, cp.Watermark.IsZero(), "finality none claims nothing: %s", cp.Watermark)
 			assert.Empty(t, cp.Parked)
 			rs, err := run.store(t).Receipts(context.Background(), store.Key{Scope: run.scope, Partition: "items"}, coord.Position{}, false)
 			require.NoError(t, err)
@@ -109,7 +116,13 @@ func TestKeysetRereadWindowDeliversARowInsertedBelowTheProgressWithinTheWindow(t
 				assert.False(t, r.Position.Less(coord.IntPosition(900)), "receipt at %s below the window's start was pruned", r.Position)
 			}
 			assert.NotEmpty(t, rs, "the window's receipts are kept")
-			run.requireNoScalarFrontier(t)
+			if tc.finality == "none" {
+				assert.True(t, cp.Watermark.IsZero(), "finality none claims nothing: %s", cp.Watermark)
+				run.requireNoScalarFrontier(t)
+			} else {
+				assert.Equal(t, coord.Integer(900), cp.Watermark, "the previous pass's boundary less the window")
+				assert.Equal(t, "reread lag 100", cp.Finality)
+			}
 			log := run.proc.Out.String()
 			assert.Contains(t, log, "starts a re-read pass")
 		})
