@@ -808,6 +808,13 @@ func (m *Machine) maybeFetch() {
 	if !m.pollAt.IsZero() && m.now.Before(m.pollAt) {
 		return
 	}
+	if !m.pollAt.IsZero() && m.rereadDue() {
+		// The poll of the head is due, and so is a re-read pass: the
+		// pass reads the head too (reread.go).
+		m.pollAt = time.Time{}
+		m.startPass()
+		return
+	}
 	m.pollAt = time.Time{}
 	m.nextFetch++
 	m.fetch = &fetchRec{id: m.nextFetch, chain: m.chainID, cursor: m.tail.cur, gen: m.tail.gen, wm: m.tail.wm}

@@ -52,17 +52,45 @@ type rereadState struct {
 	next time.Time
 	// said: the machine has logged why it cannot re-read.
 	said bool
+	// top is the greatest position of the receipts loaded or written: a
+	// page held at the head (a listing's last page, which has no
+	// successor and is never promoted) delivered its events, and its
+	// receipts say so, though the applied boundary does not.
+	top coord.Position
 }
 
 func (m *Machine) rereads() bool { return m.cfg.Contract.Rereads() }
 
-// received reports whether a durable receipt shows e delivered.
+// received reports whether e is delivered already: a durable receipt
+// shows it, or it lies at or below the current pass's range start, which
+// every pass since has left behind (for a listing re-read from its start,
+// the modification-time watermark: design.md, "Re-read windows").
 func (m *Machine) received(e reconcile.EventWitness) bool {
 	if !m.rereads() || m.rr.set == nil {
 		return false
 	}
+	if m.rr.has && e.Position.Kind == m.rr.from.Kind && e.Position.Compare(m.rr.from) <= 0 {
+		return true
+	}
 	_, ok := m.rr.set[rkey{e.IDHash, e.Position}]
 	return ok
+}
+
+// seen raises the greatest delivered position the receipts show.
+func (m *Machine) seen(p coord.Position) {
+	if m.rr.top.IsZero() || (p.Kind == m.rr.top.Kind && m.rr.top.Less(p)) {
+		m.rr.top = p
+	}
+}
+
+// mark is the boundary a pass starting now records: the greater of the
+// applied boundary and the greatest position a receipt shows delivered.
+func (m *Machine) mark() (coord.Position, bool) {
+	p, ok := m.cp.Applied, m.cp.HasApplied
+	if t := m.rr.top; !t.IsZero() && (!ok || (t.Kind == p.Kind && p.Less(t))) {
+		p, ok = t, true
+	}
+	return p, ok
 }
 
 // beginChain loads the receipts of the checkpoint's re-read range, then
@@ -84,8 +112,10 @@ func (m *Machine) onReceiptsLoaded(r ReceiptsLoaded) {
 	}
 	m.rr.loaded, m.rr.from, m.rr.has = true, m.cp.Reread.From, m.cp.Reread.HasFrom
 	m.rr.set = make(map[rkey]struct{}, len(r.Receipts))
+	m.rr.top = coord.Position{}
 	for _, x := range r.Receipts {
 		m.rr.set[rkey{x.IDHash, x.Position}] = struct{}{}
+		m.seen(x.Position)
 	}
 	m.startChain()
 }
@@ -132,6 +162,7 @@ func (m *Machine) onReceiptsStored(pg *page, r ReceiptsStored, c store.ReceiptCh
 	} else if m.rr.set != nil {
 		for _, x := range c.Receipts {
 			m.rr.set[rkey{x.IDHash, x.Position}] = struct{}{}
+			m.seen(x.Position)
 		}
 	}
 	pg.rrDone = true
@@ -145,13 +176,14 @@ func (m *Machine) rereadDue() bool {
 	if !m.rereads() || m.phase != phaseChain || len(m.chain) > 0 || m.fetch != nil || m.busy() || !m.cfg.Restarter {
 		return false
 	}
-	if !m.cp.HasApplied || m.now.Before(m.rr.next) {
+	mark, ok := m.mark()
+	if !ok || m.now.Before(m.rr.next) {
 		return false
 	}
-	if k := m.cp.Applied.Kind; k != m.cfg.Contract.EffectivePositionKind() {
+	if k := mark.Kind; k != m.cfg.Contract.EffectivePositionKind() {
 		if !m.rr.said {
 			m.rr.said = true
-			m.logf(Warn, "Partition %s cannot re-read its window: the applied position %s is not a %s position", m.part(), m.cp.Applied, m.cfg.Contract.EffectivePositionKind())
+			m.logf(Warn, "Partition %s cannot re-read its window: the delivered position %s is not a %s position", m.part(), mark, m.cfg.Contract.EffectivePositionKind())
 		}
 		return false
 	}
@@ -196,7 +228,8 @@ func (m *Machine) onRereadCursor(r RestartCursorFound) {
 		return
 	}
 	from, has, wm := m.passRange()
-	rs := store.RereadState{From: from, HasFrom: has, Mark: m.cp.Applied}
+	mark, _ := m.mark()
+	rs := store.RereadState{From: from, HasFrom: has, Mark: mark}
 	prom := store.Promotion{
 		Key: m.cfg.Key, FromCursor: m.cp.Cursor, FromGeneration: m.cp.Generation,
 		To: r.Cursor, WitnessID: RereadWitnessID, Epoch: m.cfg.Epoch, Lease: m.writeLease(),
@@ -209,7 +242,7 @@ func (m *Machine) onRereadCursor(r RestartCursorFound) {
 	if has {
 		start = from.String()
 	}
-	m.logf(Info, "Partition %s starts a re-read pass above %s through %s (re-read window %s)", m.part(), start, m.cp.Applied, windowText(m.cfg.Contract.RereadWindow, m.cp.Applied.Kind))
+	m.logf(Info, "Partition %s starts a re-read pass above %s through %s (re-read window %s)", m.part(), start, mark, windowText(m.cfg.Contract.RereadWindow, mark.Kind))
 	m.count(MetricRereadPasses, 1)
 	m.ask(StateRecovering, Promote{Promotion: prom, Restart: true}, next{kind: onRereadPromoted, prom: &prom})
 }
