@@ -98,6 +98,10 @@ type Config struct {
 	// IgnoreIncarnation makes the machine read on across a changed
 	// incarnation. Only the simulator's broken variant sets it.
 	IgnoreIncarnation bool
+	// SkipRereadReceipts: a re-read pass takes every event at or below the
+	// pass's mark as received without looking for its receipt. Only the
+	// simulator's broken variants set it.
+	SkipRereadReceipts bool
 	// Classify replaces reconcile.Classify (nil: reconcile.Classify). Only the
 	// simulator's broken variants set it.
 	Classify func(reconcile.ClassifyInput) (reconcile.Verdict, error)
@@ -772,7 +776,7 @@ func (m *Machine) startChain() {
 	clear(m.batches)
 	m.tail = tailOf(m.cp)
 	m.extend = true
-	m.pollAt = time.Time{}
+	m.pollAt, m.rr.atHead = time.Time{}, false
 	if !m.unprovenSaid {
 		ct := reconcile.CheckContinuity(reconcile.ContinuityInput{Contract: m.cfg.Contract, Boundary: true, Witness: reconcile.Witness{Partition: m.part()}})
 		if ct.Unproven {
@@ -808,14 +812,14 @@ func (m *Machine) maybeFetch() {
 	if !m.pollAt.IsZero() && m.now.Before(m.pollAt) {
 		return
 	}
-	if !m.pollAt.IsZero() && m.rereadDue() {
+	if m.rr.atHead && !m.pollAt.IsZero() && m.rereadDue() {
 		// The poll of the head is due, and so is a re-read pass: the
 		// pass reads the head too (reread.go).
-		m.pollAt = time.Time{}
+		m.pollAt, m.rr.atHead = time.Time{}, false
 		m.startPass()
 		return
 	}
-	m.pollAt = time.Time{}
+	m.pollAt, m.rr.atHead = time.Time{}, false
 	m.nextFetch++
 	m.fetch = &fetchRec{id: m.nextFetch, chain: m.chainID, cursor: m.tail.cur, gen: m.tail.gen, wm: m.tail.wm}
 	m.emit(Fetch{
@@ -833,6 +837,7 @@ const maxQuiet = 64
 // instead when one is due (reread.go).
 func (m *Machine) pollLater() {
 	m.pollAt = m.now.Add(m.pollWait())
+	m.rr.atHead = true
 	if m.rereadDue() {
 		m.startPass()
 	}

@@ -52,6 +52,9 @@ type rereadState struct {
 	next time.Time
 	// said: the machine has logged why it cannot re-read.
 	said bool
+	// atHead: the poll scheduled is a poll of the head (pollLater), which
+	// a due pass replaces; not a back-off after a failed fetch.
+	atHead bool
 	// top is the greatest position of the receipts loaded or written: a
 	// page held at the head (a listing's last page, which has no
 	// successor and is never promoted) delivered its events, and its
@@ -71,6 +74,9 @@ func (m *Machine) received(e reconcile.EventWitness) bool {
 	}
 	if m.rr.has && e.Position.Kind == m.rr.from.Kind && e.Position.Compare(m.rr.from) <= 0 {
 		return true
+	}
+	if mk := m.cp.Reread.Mark; m.cfg.SkipRereadReceipts && !mk.IsZero() && e.Position.Kind == mk.Kind && e.Position.Compare(mk) <= 0 {
+		return true // the broken variant: no receipt looked for
 	}
 	_, ok := m.rr.set[rkey{e.IDHash, e.Position}]
 	return ok

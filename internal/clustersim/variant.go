@@ -28,6 +28,8 @@ func (v Variant) configure(cfg *chain.Config) {
 	switch v {
 	case IgnoreIncarnation:
 		cfg.IgnoreIncarnation = true
+	case SkipRereadReceipts:
+		cfg.SkipRereadReceipts = true
 	case BareEmptyPage:
 		cfg.Contract.EmptyPage = provider.EmptyEndOfData
 	case ParkOnMalformed:

@@ -799,6 +799,10 @@ func contractEnumLint() string {
 	b.WriteString(`  if this.finality == "lag" && this.finality_lag.or("") == "" && this.reread_window.or("") == "" { "contract.finality lag needs contract.finality_lag (a duration for a timestamp coordinate, an integer otherwise)" },` + "\n")
 	b.WriteString(`  if this.finality_lag != null && this.finality != "lag" { "contract.finality_lag is set but contract.finality is %s, not lag".format(this.finality.or("none")) },` + "\n")
 	b.WriteString(`  if this.finality_lag != null && this.coordinate == "string" { "contract.finality_lag: a string coordinate has no arithmetic to subtract a lag from" },` + "\n")
+	// A re-read window restarts from a position, and claims a lag or nothing.
+	b.WriteString(`  if this.reread_window != null && !["restart_from_boundary", "fresh_snapshot"].contains(this.recovery.or("park")) { "contract.reread_window: a re-read window needs recovery restart_from_boundary (with a restart_cursor built from the applied position): each pass restarts from the window's start" },` + "\n")
+	b.WriteString(`  if this.reread_window != null && this.pagination.or("token") == "offset" { "contract.reread_window: a re-read window needs keyset or token pagination: a pass restarts from a position, which an offset cannot name" },` + "\n")
+	b.WriteString(`  if this.reread_window != null && !["none", "lag"].contains(this.finality.or("none")) { "contract.reread_window: a re-read window claims its watermark as a lag (finality lag) or claims none (finality none), not %s".format(this.finality) },` + "\n")
 	b.WriteString("].filter(m -> m != null)")
 	return b.String()
 }
