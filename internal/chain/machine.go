@@ -1141,6 +1141,7 @@ func (m *Machine) promoteHead() {
 // afterHold goes on once the receipts of the held head pg are recorded.
 func (m *Machine) afterHold(pg *page, reason string) {
 	m.chain = m.chain[1:]
+	m.passReached(pg, len(pg.w.Successor) == 0)
 	// Pages fetched past a held page are dropped, and so is a park
 	// waiting for them: the malformed page lay past it.
 	m.parkDrained = ParkReason{}
@@ -1315,6 +1316,9 @@ func (m *Machine) promoted(pg *page, cp store.Checkpoint, then *next) {
 	m.countsWritten()
 	m.promotedEvents = pg.last().w.Events
 	m.restarts = 0
+	for _, p := range append([]*page{pg}, pg.coalesced...) {
+		m.passReached(p, false)
+	}
 	// One Count per conditional write, N pages.
 	m.count(MetricPromotions, int64(1+len(pg.coalesced)))
 	m.emit(Observe{Checkpoint: cp})

@@ -55,6 +55,14 @@ type rereadState struct {
 	// atHead: the poll scheduled is a poll of the head (pollLater), which
 	// a due pass replaces; not a back-off after a failed fetch.
 	atHead bool
+	// reached: since the current pass started (in this process), the
+	// chain delivered a page reaching the pass's mark, or held a page
+	// without successor (a listing's last page): the pass read its whole
+	// range. Only then does the next pass start and write the watermark
+	// this one proves; otherwise a due pass re-reads the current range
+	// again (an empty answer before the mark proves nothing, and a
+	// restarted process cannot tell).
+	reached bool
 	// top is the greatest position of the receipts loaded or written: a
 	// page held at the head (a listing's last page, which has no
 	// successor and is never promoted) delivered its events, and its
@@ -196,6 +204,25 @@ func (m *Machine) rereadDue() bool {
 	return true
 }
 
+// passReached notes that the chain delivered pg (promoted, or held: held
+// without successor when last).
+func (m *Machine) passReached(pg *page, last bool) {
+	mk := m.cp.Reread.Mark
+	if !m.rereads() || mk.IsZero() || m.rr.reached {
+		return
+	}
+	if last {
+		m.rr.reached = true
+		return
+	}
+	for _, e := range pg.w.Events {
+		if e.Position.Kind == mk.Kind && e.Position.Compare(mk) >= 0 {
+			m.rr.reached = true
+			return
+		}
+	}
+}
+
 // passRange is the range the pass starting now re-reads: above the
 // previous pass's mark less the window (from the partition's start when
 // no pass ran yet), and the watermark the previous pass proves under
@@ -204,6 +231,11 @@ func (m *Machine) passRange() (from coord.Position, has bool, wm coord.Watermark
 	prev := m.cp.Reread
 	if !prev.Started() {
 		return coord.Position{}, false, coord.Watermark{}
+	}
+	if !m.rr.reached {
+		// The current pass has not read its whole range: read it again,
+		// from the same start, claiming nothing more.
+		return prev.From, prev.HasFrom, coord.Watermark{}
 	}
 	w, ok := prev.Mark.AsWatermark().Minus(m.cfg.Contract.RereadWindow)
 	if !ok {
@@ -235,6 +267,11 @@ func (m *Machine) onRereadCursor(r RestartCursorFound) {
 	}
 	from, has, wm := m.passRange()
 	mark, _ := m.mark()
+	redo := m.cp.Reread.Started() && !m.rr.reached
+	if redo {
+		// The same pass again: its range and mark stay.
+		mark = m.cp.Reread.Mark
+	}
 	rs := store.RereadState{From: from, HasFrom: has, Mark: mark}
 	prom := store.Promotion{
 		Key: m.cfg.Key, FromCursor: m.cp.Cursor, FromGeneration: m.cp.Generation,
@@ -248,7 +285,11 @@ func (m *Machine) onRereadCursor(r RestartCursorFound) {
 	if has {
 		start = from.String()
 	}
-	m.logf(Info, "Partition %s starts a re-read pass above %s through %s (re-read window %s)", m.part(), start, mark, windowText(m.cfg.Contract.RereadWindow, mark.Kind))
+	what := "starts a re-read pass"
+	if redo {
+		what = "re-reads its pass again (the last one did not reach its mark)"
+	}
+	m.logf(Info, "Partition %s %s above %s through %s (re-read window %s)", m.part(), what, start, mark, windowText(m.cfg.Contract.RereadWindow, mark.Kind))
 	m.count(MetricRereadPasses, 1)
 	m.ask(StateRecovering, Promote{Promotion: prom, Restart: true}, next{kind: onRereadPromoted, prom: &prom})
 }
@@ -264,6 +305,7 @@ func (m *Machine) onRereadPromoted(prom store.Promotion, r Promoted) {
 	}
 	m.countsWritten()
 	m.cp = r.Checkpoint
+	m.rr.reached = false
 	m.emit(Observe{Checkpoint: r.Checkpoint})
 	if rs := r.Checkpoint.Reread; rs.HasFrom {
 		m.ask(StateRecovering, PruneReceipts{Key: m.cfg.Key, Through: rs.From}, next{kind: onReceiptsPruned})
