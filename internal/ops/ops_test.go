@@ -527,7 +527,7 @@ func TestStatusShowsTheRereadPass(t *testing.T) {
 	require.NoError(t, err)
 	_, err = st.Promote(context.Background(), store.Promotion{Key: k, FromCursor: cp.Cursor, FromGeneration: 1, To: []byte("R"), WitnessID: "restart:reread", Epoch: 1,
 		Watermark: coord.Integer(900), Finality: "reread lag 100",
-		Reread:    &store.RereadState{From: coord.IntPosition(900), HasFrom: true, Mark: coord.IntPosition(1000)}})
+		Reread: &store.RereadState{From: coord.IntPosition(900), HasFrom: true, Mark: coord.IntPosition(1000)}})
 	require.NoError(t, err)
 	s, err := ReadStatus(context.Background(), st, "reread-scope")
 	require.NoError(t, err)
