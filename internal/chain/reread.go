@@ -34,10 +34,13 @@ import (
 // writes under finality lag. Receipts at or below the new range's start
 // are never matched again and are pruned.
 
-// rkey is what a receipt matches: an event's id hash at its position.
+// rkey is what a receipt matches: an event's id hash at its position,
+// with its payload digest (a rewritten object keeps its listing time to
+// the second, and only its ETag tells: it is delivered again, an update).
 type rkey struct {
-	id  uint64
-	pos coord.Position
+	id     uint64
+	pos    coord.Position
+	digest uint64
 }
 
 // rereadState is the machine's view of the window: the receipts above
@@ -86,7 +89,7 @@ func (m *Machine) received(e reconcile.EventWitness) bool {
 	if mk := m.cp.Reread.Mark; m.cfg.SkipRereadReceipts && !mk.IsZero() && e.Position.Kind == mk.Kind && e.Position.Compare(mk) <= 0 {
 		return true // the broken variant: no receipt looked for
 	}
-	_, ok := m.rr.set[rkey{e.IDHash, e.Position}]
+	_, ok := m.rr.set[rkey{e.IDHash, e.Position, e.Digest}]
 	return ok
 }
 
@@ -128,7 +131,7 @@ func (m *Machine) onReceiptsLoaded(r ReceiptsLoaded) {
 	m.rr.set = make(map[rkey]struct{}, len(r.Receipts))
 	m.rr.top = coord.Position{}
 	for _, x := range r.Receipts {
-		m.rr.set[rkey{x.IDHash, x.Position}] = struct{}{}
+		m.rr.set[rkey{x.IDHash, x.Position, x.Digest}] = struct{}{}
 		m.seen(x.Position)
 	}
 	m.startChain()
@@ -175,7 +178,7 @@ func (m *Machine) onReceiptsStored(pg *page, r ReceiptsStored, c store.ReceiptCh
 		m.logf(Warn, "Partition %s: receipts of generation %d not recorded (a later re-read pass may emit its events again): %v", m.part(), pg.fromGen, r.Err)
 	} else if m.rr.set != nil {
 		for _, x := range c.Receipts {
-			m.rr.set[rkey{x.IDHash, x.Position}] = struct{}{}
+			m.rr.set[rkey{x.IDHash, x.Position, x.Digest}] = struct{}{}
 			m.seen(x.Position)
 		}
 	}
