@@ -363,7 +363,7 @@ func TestRestartLoopParksAtTheConfiguredBound(t *testing.T) {
 				return cp.Parked != "", fmt.Sprintf("generation %d, %d restarts fetched", cp.Generation, prov.fetchesOf(""))
 			})
 			cp := r.checkpoint()
-			assert.Contains(t, cp.Parked, fmt.Sprintf("%d restarts from a stable boundary in a row never got past the boundary (max_restarts %d)", tc.want, tc.want))
+			assert.Contains(t, cp.Parked, fmt.Sprintf("%d restarts from a stable boundary never got the partition past where the first of them found it (applied boundary 5, complete-through none; max_restarts %d)", tc.want, tc.want))
 			assert.Equal(t, tc.want, prov.fetchesOf(""), "one fetch per restart, and no more after parking")
 			assert.Empty(t, r.deliveries(), "nothing diverging was emitted")
 		})
@@ -471,6 +471,98 @@ paginated_partitions:
 			}
 		})
 	}
+}
+
+// TestHasMoreTrueWithoutSuccessorParksNeverCompletes: the http provider
+// against a finite list (missing_successor: end_of_traversal, empty_page:
+// end_of_data, exit_when_complete) whose second page says has_more: true
+// but carries no successor, on every answer. A page without successor
+// would end the traversal and mark the partition complete; its own
+// has_more says more pages follow, so it is malformed: fetched again
+// (fetch_retries 1: two requests), then the partition parks with a reason
+// naming the partition and the contradiction. The first page is delivered
+// and promoted; the torn page's event is never emitted; the checkpoint is
+// never complete, and the input does not end as if the list were done
+// (exit_when_parked_grace 0s: a park alone never ends it).
+func TestHasMoreTrueWithoutSuccessorParksNeverCompletes(t *testing.T) {
+	type page struct {
+		Events []map[string]any `json:"events"`
+		Next   *string          `json:"next,omitempty"`
+		More   bool             `json:"more"`
+	}
+	str := func(s string) *string { return &s }
+	ev := func(pos int) map[string]any {
+		return map[string]any{"id": simulated.EventID("torn", int64(pos)), "position": pos}
+	}
+	pages := map[string]page{
+		"":   {Events: []map[string]any{ev(1), ev(2)}, Next: str("c2"), More: true},
+		"c2": {Events: []map[string]any{ev(3)}, More: true},
+	}
+	var mu sync.Mutex
+	requests := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cur := r.URL.Query().Get("cursor")
+		pg, ok := pages[cur]
+		if !ok || strings.TrimPrefix(r.URL.Path, "/") != "torn" {
+			http.NotFound(w, r)
+			return
+		}
+		mu.Lock()
+		requests[cur]++
+		mu.Unlock()
+		_ = json.NewEncoder(w).Encode(pg)
+	}))
+	defer srv.Close()
+	h := newHarness(t, memoryBackend, []string{"torn"}, 3)
+	in := fmt.Sprintf(`
+paginated_partitions:
+  scope: %s
+  partitions: [ torn ]
+  exit_when_complete: true
+  exit_when_parked_grace: 0s
+  poll_interval: 5ms
+  fetch_retries: 1
+  fetch_backoff: 5ms
+  checkpoint:
+    backend: memory
+  http:
+    url: '%s/${! @partition }?cursor=${! @cursor.escape_url_query() }'
+    events: root = this.events
+    event_id: root = this.id
+    event_position: root = this.position
+    successor: root = this.next | deleted()
+    has_more: root = this.more
+    contract:
+      empty_page: end_of_data
+      positions: ordered
+      missing_successor: end_of_traversal
+      recovery: park
+`, h.scope, srv.URL)
+	r := h.start(h.buildYAML(in, nil, nil, ""))
+	k := store.Key{Scope: h.scope, Partition: "torn"}
+	var cp store.Checkpoint
+	e2etest.WaitFor(t, e2etest.Patience, "the partition to park", func() (bool, string) {
+		cp, _ = h.st.LoadCheckpoint(context.Background(), k)
+		return cp.Parked != "", fmt.Sprintf("checkpoint generation %d complete %v parked %q", cp.Generation, cp.Complete, cp.Parked)
+	}, func() error {
+		if r.finished() {
+			return errors.New("the input ended as if the list were complete")
+		}
+		return nil
+	})
+	assert.False(t, cp.Complete, "a page whose has_more is true never completes the partition")
+	assert.Contains(t, cp.Parked, "malformed page after 2 attempts")
+	assert.Contains(t, cp.Parked, "partition torn")
+	assert.Contains(t, cp.Parked, "has_more true without a successor")
+	assert.Equal(t, []byte("c2"), cp.Cursor, "parked at the torn page's cursor, the page before it promoted")
+	mu.Lock()
+	assert.Equal(t, 2, requests["c2"], "the torn page is fetched fetch_retries+1 times")
+	mu.Unlock()
+	h.mu.Lock()
+	assert.Equal(t, map[string]int{simulated.EventID("torn", 1): 1, simulated.EventID("torn", 2): 1}, h.delivered,
+		"the first page is delivered once; nothing of the torn page is emitted")
+	h.mu.Unlock()
+	assert.False(t, r.finished(), "the input does not end as if the list were complete")
 }
 
 // A restart asks the provider for its boundary with the durable state: the

@@ -127,6 +127,29 @@ func newHarness(t *testing.T, b backend, parts []string, n int64) *harness {
 	return h
 }
 
+// httpEventsYAML is a paginated_partitions input of the harness's scope over
+// one partition, p, of an http source that answers
+// {"events":[{"id":…,"pos":…}],"next":…} at <url>/events?cursor=<cursor>,
+// with dense positions and empty pages that prove nothing; settings are
+// further input fields and contract further contract fields, each line
+// indented as it stands in the YAML (two and six spaces).
+func (h *harness) httpEventsYAML(url, settings, contract string) string {
+	return fmt.Sprintf(`paginated_partitions:
+  scope: %s
+  partitions: [ p ]
+%s  checkpoint:
+%s
+  http:
+    url: '%s/events?cursor=${! @cursor.escape_url_query() }'
+    events: root = this.events
+    event_position: root = this.pos
+    successor: root = this.next
+    contract:
+      positions: dense
+      empty_page: no_evidence
+%s`, h.scope, settings, indent(h.ckYAML, "    "), url, contract)
+}
+
 // simConfig is the simulated source and the input's knobs for one stream.
 type simConfig struct {
 	pageSize         int

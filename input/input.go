@@ -168,6 +168,10 @@ type paginatedInput struct {
 	parked      map[string]string
 	parkedTimer *time.Timer
 	allClosed   bool
+	// connectFailingSince is when Connect began failing without a success
+	// in between (zero: it has not failed); with exit_when_complete, a
+	// failure past ExitWhenParkedGrace ends the run.
+	connectFailingSince time.Time
 	// pruned is, per partition, the generation witnesses were last pruned
 	// below (and whether a prune is in flight).
 	pruned map[string]*chain.Pruning
@@ -255,12 +259,13 @@ func (in *paginatedInput) Connect(ctx context.Context) error {
 	// this Connect with the reason; Benthos logs it and connects again
 	// with back-off.
 	if err := storeconfig.Prepare(ctx, in.store, in.log); err != nil {
-		return fmt.Errorf("paginated_partitions: %w", err)
+		return in.connectFailed(fmt.Errorf("paginated_partitions: %w", err))
 	}
 	m, err := in.reconcile(ctx)
 	if err != nil {
-		return fmt.Errorf("paginated_partitions: membership of scope %s: %w", in.cfg.Scope, err)
+		return in.connectFailed(fmt.Errorf("paginated_partitions: membership of scope %s: %w", in.cfg.Scope, err))
 	}
+	in.connectFailingSince = time.Time{}
 	if len(m.Partitions) == 0 {
 		return fmt.Errorf("paginated_partitions: no partitions to read in epoch %d of scope %s", m.Epoch, in.cfg.Scope)
 	}
@@ -286,6 +291,9 @@ func (in *paginatedInput) Connect(ctx context.Context) error {
 		in.watchMembership(wctx)
 	}()
 	in.started = true
+	if c := in.prov.Contract(); c.DensePositions && !c.HasFirstPosition() {
+		in.log.Infof("paginated_partitions: scope %s: positions are dense but no first_position is declared, so the first page of a traversal (a fresh start, a new incarnation) is not checked against where the source's positions start: events the source dropped before the first read are skipped without a word (docs/design.md#contract-fields)", in.cfg.Scope)
+	}
 	if in.leases != nil {
 		in.wg.Add(1)
 		go func() {
@@ -298,6 +306,29 @@ func (in *paginatedInput) Connect(ctx context.Context) error {
 	in.syncWorkersLocked()
 	in.log.Infof("paginated_partitions reading %d partitions of scope %s (epoch %d)", len(m.Partitions), in.cfg.Scope, m.Epoch)
 	return nil
+}
+
+// connectFailed returns a failed Connect's error, for Benthos to log and
+// connect again with back-off. With exit_when_complete a batch job must
+// end: once Connect has failed for ExitWhenParkedGrace without a success
+// (a store that never comes up, a cursor encrypted under a key the config
+// lacks), the run is recorded as failed (exit code 3, with the reason) and
+// the input ends instead. Called with in.mu held.
+func (in *paginatedInput) connectFailed(err error) error {
+	if !in.cfg.ExitWhenComplete || in.cfg.ExitWhenParkedGrace <= 0 {
+		return err
+	}
+	now := time.Now()
+	if in.connectFailingSince.IsZero() {
+		in.connectFailingSince = now
+	}
+	if now.Sub(in.connectFailingSince) < in.cfg.ExitWhenParkedGrace {
+		return err
+	}
+	reason := fmt.Sprintf("scope %s: the input could not start for exit_when_parked_grace (%s): %v", in.cfg.Scope, in.cfg.ExitWhenParkedGrace, in.red.Error(err))
+	in.log.Errorf("exit_when_complete: %s: the run ends as a failure", reason)
+	runstatus.Fail(reason)
+	return service.ErrEndOfInput
 }
 
 func (in *paginatedInput) ReadBatch(ctx context.Context) (service.MessageBatch, service.AckFunc, error) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/leasing"
+	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/storeconfig"
 	"github.com/tidemark/tidemark/provider"
 )
@@ -96,7 +97,7 @@ func Spec() *service.ConfigSpec {
 			Description("Back-off after a checkpoint store failure (the partition does not advance meanwhile).").
 			Default("1s").Example("5s").Advanced(),
 		service.NewIntField(ppFieldFetchRetries).
-			Description("Retries of one fetch. A transient failure (after the provider's own retries: the http provider's `max_retries`) is retried this many times, then the partition waits a `poll_interval` and tries again, for ever: it never parks on transient failures. A malformed answer (a 2xx body that cannot be read or mapped: truncated or not JSON, an HTML page from a proxy, no events array, an event without id or position, a duplicate id or positions out of order in one page) is fetched again on the same cursor this many times too: a page gets `fetch_retries`+1 attempts, and the `fetch_retries`+1st malformed answer in a row parks the partition with the reason `malformed page after N attempts` and the last malformation (with the default 5: 6 attempts). An answer that can be read ends the run of malformed answers; transient failures in between neither count nor end it. 0: no retries (a malformed answer parks at once). Expired cursors and permanent failures (an HTTP 4xx other than 429) are never retried here.").
+			Description("Retries of one fetch. A transient failure (after the provider's own retries: the http provider's `max_retries`) is retried this many times, then the partition waits a `poll_interval` and tries again, for ever: it never parks on transient failures. A malformed answer (a 2xx body that cannot be read or mapped: truncated or not JSON, an HTML page from a proxy, no events array, an event without id or position, a duplicate id or positions out of order in one page, a mapped `has_more` that is true on a page without a successor) is fetched again on the same cursor this many times too: a page gets `fetch_retries`+1 attempts, and the `fetch_retries`+1st malformed answer in a row parks the partition with the reason `malformed page after N attempts` and the last malformation (with the default 5: 6 attempts). An answer that can be read ends the run of malformed answers; transient failures in between neither count nor end it. 0: no retries (a malformed answer parks at once). Expired cursors and permanent failures (an HTTP 4xx other than 429) are never retried here.").
 			Default(5).Example(10).Advanced(),
 		service.NewDurationField(ppFieldFetchBackoff).
 			Description("First back-off between two attempts of one fetch (after a transient failure or a malformed answer); it doubles on every further attempt up to 10s (or up to `fetch_backoff` itself when that is longer), and each wait is drawn between half of it and all of it (jitter). Shutdown interrupts it.").
@@ -105,13 +106,13 @@ func Spec() *service.ConfigSpec {
 			Description("Promote consecutive delivered pages of a partition with one conditional write. While a promotion is in flight, the pages delivered behind it are promoted together by the next write: from the first page's cursor and generation to the last page's successor, the generation moving by the number of pages, each page's successor still the one its own witness recorded. Each page is still checked as if promoted alone. false: one write per page.").
 			Default(true).Example(false).Advanced(),
 		service.NewBoolField(ppFieldExitWhenComplete).
-			Description("End the input once every partition is complete or caught up. Complete is durable and survives restarts: the provider sealed the partition, or the last page of a finite traversal (no successor, under the http contract's `missing_successor: end_of_traversal`) was promoted. Caught up: every page was promoted and an empty page proved there is nothing more, by evidence bound to it (`empty_page` semantics or a snapshot marker) or by a mapped `has_more` that is false. A transient empty page without evidence never ends the input. Useful for exports and the demo.").
+			Description("End the input once every partition is complete or caught up. Complete is durable and survives restarts: the provider sealed the partition, or the last page of a finite traversal (no successor, under the http contract's `missing_successor: end_of_traversal`) was promoted (a page whose mapped `has_more` is true is never a last page: it is malformed). Caught up: every page was promoted and an empty page proved there is nothing more, by evidence bound to it (`empty_page` semantics or a snapshot marker) or by a mapped `has_more` that is false. A transient empty page without evidence never ends the input. Useful for exports and the demo.").
 			Default(false).Example(true),
 		service.NewDurationField(ppFieldExitParkedGrace).
-			Description("With `exit_when_complete`: once every partition is complete or parked, and at least one is parked, the input waits this long (an operator may `connect tidemark unpark` meanwhile: the partition resumes and the wait is cancelled), then ends, and the process exits with code 3 after logging and printing every park reason. 0s: a parked partition keeps the process running until it is unparked.").
+			Description("With `exit_when_complete`: once every partition is complete or parked, and at least one is parked, the input waits this long (an operator may `connect tidemark unpark` meanwhile: the partition resumes and the wait is cancelled), then ends, and the process exits with code 3 after logging and printing every park reason. The same grace bounds an input that cannot start: a checkpoint store that stays down or a cursor stored encrypted under a key the config lacks, retried with back-off meanwhile, ends the run with code 3 and the reason once it has failed this long. 0s: a parked partition (or a store that never answers) keeps the process running until it is unparked (or answers).").
 			Default("1m").Example("10s").Example("0s"),
 		service.NewIntField(ppFieldMaxRestarts).
-			Description("Under `recovery: restart_from_boundary`, how many restarts from a stable boundary in a row, without a real response promoted in between, a partition makes before it parks; the park reason then says that the restarts never got past the boundary (a permanent hole: the boundary itself keeps failing). The wait before each restart doubles, up to 30s. At least 1.").
+			Description("Under `recovery: restart_from_boundary` (and `fresh_snapshot`), how many restarts from a stable boundary a partition makes without getting past where the first of them found it (its applied boundary or complete-through watermark beyond the values it had then) before it parks. Pages promoted in between that only re-read what a restart replays (the pages before a cursor that expires again) are not progress: they reset neither the count nor the back-off. The park reason names the cursor's hash, the answer and where the restarts began. The wait before each restart after the first doubles from `poll_interval`, up to 30s. At least 1.").
 			Default(chain.MaxRestarts).Example(3).Advanced(),
 		service.NewDurationField(ppFieldFrontierPublish).
 			Description("How often the scope's published frontier record (read by the partition_frontier processor, the frontier_advances input and the status command) is advanced by compare-and-swap with this instance's promotions; each interval reads the membership epoch and the record's root (only its shards that changed), whatever the number of partitions. 0s disables publishing: with several instances, every instance must publish the partitions it holds.").
@@ -222,6 +223,11 @@ func FromParsed(conf *service.ParsedConfig, mgr *service.Resources) (service.Bat
 	if err != nil {
 		_ = prov.Close(context.Background())
 		return nil, fmt.Errorf("paginated_partitions: checkpoint: %w", err)
+	}
+	if !store.IsEncrypted(st) {
+		// Without cursor_encryption, a cursor another config or instance
+		// stored encrypted is refused, never sent to the source.
+		st = store.RefuseSealed(st)
 	}
 	return New(c, prov, st, closeSt, mgr)
 }

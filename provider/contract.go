@@ -142,6 +142,17 @@ type Contract struct {
 	// position is the previous one + 1), so "the next required position" is
 	// known. Implies OrderedPositions.
 	DensePositions bool
+	// FirstPosition, under DensePositions, is the declared origin: the
+	// position of the first event of every incarnation of the source (a
+	// feed whose ids start at 1 declares 1). Zero: no origin is declared,
+	// and the first page of a traversal (a fresh start, a new incarnation
+	// after a reset: no applied boundary) has nothing to be checked
+	// against. Declared, that page must begin at it: a first event above
+	// it (retention dropped the oldest events, a limit kept the newest) or
+	// below it is a gap, handled per Recovery like any coverage rule (b)
+	// gap (docs/design.md#contract-fields). Of the kind
+	// EffectivePositionKind (integer or decimal).
+	FirstPosition coord.Position
 	// ExclusiveBoundary: the provider resumes strictly after the durable
 	// applied boundary. Omissions at or below the boundary are never a gap
 	// either way; with ExclusiveBoundary an event at or below it that a
@@ -425,7 +436,8 @@ func (c Contract) Final(ct coord.Watermark) Final {
 
 // Validate reports a contract the core cannot use: an EmptyPage that is not
 // one of the declared values (the zero value included), an unknown
-// Recovery, a finality the core cannot use (see validateFinality), or a
+// Recovery, a finality the core cannot use (see validateFinality), a first
+// position it cannot check (see validateFirstPosition), or a
 // pagination contract that cannot keep its promise (see
 // validatePagination). A zero Recovery is allowed and means RecoveryPark; a
 // zero Finality means FinalityNone.
@@ -439,11 +451,37 @@ func (c Contract) Validate() error {
 	if err := c.validateFinality(); err != nil {
 		return err
 	}
+	if err := c.validateFirstPosition(); err != nil {
+		return err
+	}
 	if err := c.validateReread(); err != nil {
 		return err
 	}
 	return c.validatePagination()
 }
+
+// validateFirstPosition reports a declared origin (FirstPosition) the core
+// cannot check: one without dense positions (only dense positions say
+// which position comes next), or one of another kind than the positions'
+// (EffectivePositionKind, integer or decimal).
+func (c Contract) validateFirstPosition() error {
+	p := c.FirstPosition
+	switch {
+	case p.IsZero():
+		return nil
+	case !c.DensePositions:
+		return fmt.Errorf("%w: a first position (origin %s) needs dense positions: only they say that nothing lies between the origin and the first event", ErrInvalidContract, p)
+	case p.Kind != c.EffectivePositionKind():
+		return fmt.Errorf("%w: the first position (origin %s) is a %s position, the positions are %s", ErrInvalidContract, p, p.Kind, c.EffectivePositionKind())
+	case !coord.HasSuccessorArithmetic(p.Kind):
+		return fmt.Errorf("%w: a first position needs integer or decimal positions, not %s", ErrInvalidContract, p.Kind)
+	}
+	return nil
+}
+
+// HasFirstPosition reports whether c declares an origin for its dense
+// positions (FirstPosition).
+func (c Contract) HasFirstPosition() bool { return !c.FirstPosition.IsZero() }
 
 // Ordered reports whether positions strictly increase (OrderedPositions, or
 // DensePositions, which implies it).

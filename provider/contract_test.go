@@ -156,3 +156,33 @@ func TestContractRefusesDensePositionsWithoutSuccessorArithmetic(t *testing.T) {
 		assert.NoError(t, with(sparse, func(c *Contract) { c.PositionKind = k }).ValidPositionKind(), "ordered %s", k)
 	}
 }
+
+func TestValidateRefusesAFirstPositionItCannotCheck(t *testing.T) {
+	dec, err := coord.DecimalPosition("49590338271490256608559692538361571095921575989136588898")
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name string
+		c    Contract
+		want string // "" when valid
+	}{
+		{"none declared", dense, ""},
+		{"integer origin over dense integer positions", with(dense, func(c *Contract) { c.FirstPosition = coord.IntPosition(1) }), ""},
+		{"origin zero is an origin", with(dense, func(c *Contract) { c.FirstPosition = coord.IntPosition(0) }), ""},
+		{"decimal origin over dense decimal positions", with(dense, func(c *Contract) { c.PositionKind, c.FirstPosition = coord.KindDecimal, dec }), ""},
+		{"without dense positions", with(sparse, func(c *Contract) { c.FirstPosition = coord.IntPosition(1) }), "needs dense positions"},
+		{"another kind than the positions", with(dense, func(c *Contract) { c.FirstPosition = dec }), "is a decimal position, the positions are integer"},
+		{"a string origin", with(dense, func(c *Contract) { c.PositionKind, c.FirstPosition = coord.KindString, coord.StringPosition("a") }), "integer or decimal"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.c.Validate()
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, ErrInvalidContract)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+	assert.False(t, dense.HasFirstPosition())
+	assert.True(t, with(dense, func(c *Contract) { c.FirstPosition = coord.IntPosition(0) }).HasFirstPosition())
+}

@@ -25,7 +25,7 @@ process.on('uncaughtException', function (err) {
 })
 
 const server = require(path.join(root, 'dynalite'))(argv)
-  .listen(argv.port || 4567, argv.host || undefined, function () {
+  .listen(argv.port || 4567, argv.host || '127.0.0.1', function () {
     const address = server.address()
-    console.log('Dynalite listening at: http://%s:%s', argv.host || 'localhost', address.port)
+    console.log('Dynalite listening at: http://%s:%s', argv.host || '127.0.0.1', address.port)
   })

@@ -315,7 +315,7 @@ func (m *Machine) onReincarnated(to string, carried store.Lease, r Reincarnated)
 		m.cfg.Epoch = r.Epoch
 		m.cp = r.Checkpoint
 		m.incarnation = to
-		m.restarts = 0
+		m.restarts, m.restartMark = 0, nil
 		m.emit(Observe{Checkpoint: r.Checkpoint})
 		m.logf(Info, "Partition %s: reset into incarnation %s at generation %d in membership epoch %d; reading it from the start", m.part(), to, r.Checkpoint.Generation, r.Epoch)
 		m.load()

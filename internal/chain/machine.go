@@ -221,10 +221,17 @@ type Machine struct {
 	cp             store.Checkpoint
 	prior          map[uint64][]reconcile.Witness // witnesses by generation, loaded and written
 	promotedEvents []reconcile.EventWitness       // events of the witness whose successor is the durable cursor
-	// restarts counts restarts from a boundary since the last promotion of
-	// a real response; it sets the back-off and, past MaxRestarts, parks.
+	// restarts counts restarts from a boundary since the partition last
+	// got past the point of its first restart (restartMark); it sets the
+	// back-off and, past MaxRestarts, parks. A promotion that only
+	// re-reads what the restart replays (the pages before a cursor that
+	// expires again) is not progress and does not reset it.
 	restarts int
-	done     bool
+	// restartMark is the checkpoint's progress when the first of the
+	// current run of restarts happened (nil: none since the last
+	// progress).
+	restartMark *store.Checkpoint
+	done        bool
 
 	chainID   uint64
 	chain     []*page
@@ -408,7 +415,7 @@ func (m *Machine) settle() {
 	}
 	if !m.busy() && m.phase == phaseChain {
 		if m.done && len(m.chain) == 0 {
-			m.finish(fmt.Sprintf("Partition %s is complete through %s", m.cfg.Key.Partition, m.cp.Watermark))
+			m.finish(m.endedText())
 		} else {
 			m.maybeFetch()
 		}
@@ -698,7 +705,7 @@ func (m *Machine) afterLoad(cp store.Checkpoint) {
 		m.checkUnparked()
 	case cp.Complete:
 		m.done = true
-		m.finish(fmt.Sprintf("Partition %s is complete (durably, at generation %d) through %s: nothing is read again", m.part(), cp.Generation, cp.Watermark))
+		m.finish(fmt.Sprintf("Partition %s is complete (durably, at generation %d)%s: nothing is read again", m.part(), cp.Generation, throughText(cp.Watermark)))
 	default:
 		m.verifyIncarnation("the partition starts", &next{kind: doStartChain})
 	}
@@ -736,6 +743,28 @@ func (m *Machine) finish(text string) {
 	m.phase = phaseDone
 	m.logf(Info, "%s", text)
 	m.emit(Completed{})
+}
+
+// endedText is the log line of a partition whose chain ended: durably
+// complete (sealed, or its finite traversal ended), or only caught up (an
+// answer proved there is nothing more to read for now, under
+// exit_when_complete), which the next run reads on from. A watermark is
+// named only when one is certified: "through none" would read as a claim.
+func (m *Machine) endedText() string {
+	through := throughText(m.cp.Watermark)
+	if m.cp.Complete {
+		return fmt.Sprintf("Partition %s is complete (durably, at generation %d)%s", m.part(), m.cp.Generation, through)
+	}
+	return fmt.Sprintf("Partition %s is caught up (nothing more to read for now; not marked complete, the next run reads on from its cursor)%s", m.part(), through)
+}
+
+// throughText names a partition's complete-through watermark in a log
+// line, and says so when none is certified (never "through none").
+func throughText(w coord.Watermark) string {
+	if w.IsZero() {
+		return "; no complete-through watermark is certified"
+	}
+	return ", complete through " + w.String()
 }
 
 // abandonAll marks the witnesses ids of generation gen abandoned, in
@@ -784,6 +813,26 @@ func (m *Machine) startChain() {
 			m.logf(Warn, "Partition %s cannot prove completeness: %s", m.part(), ct.Reason)
 		}
 	}
+}
+
+// progressedPast reports whether cp got past the progress mark recorded at
+// the first of a run of restarts: its applied boundary or its
+// complete-through watermark is beyond the mark's. Re-reading the pages a
+// restart replays moves neither, however many promotions it writes.
+func progressedPast(mark, cp *store.Checkpoint) bool {
+	if cp.HasApplied && (!mark.HasApplied || mark.Applied.Less(cp.Applied)) {
+		return true
+	}
+	return !cp.Watermark.IsZero() && (mark.Watermark.IsZero() || mark.Watermark.Less(cp.Watermark))
+}
+
+// appliedText is a checkpoint's applied boundary for a reason ("none"
+// before anything was applied).
+func appliedText(cp *store.Checkpoint) string {
+	if !cp.HasApplied {
+		return "none"
+	}
+	return cp.Applied.String()
 }
 
 // maxRestarts is Config.MaxRestarts or its default.
@@ -929,6 +978,10 @@ func (m *Machine) onReconciled(f *fetchRec, r Fetched, v verdict, recoverWith Pa
 			return
 		}
 		m.pollLater()
+		return
+	}
+	if v.refused.Kind != 0 {
+		m.refuse(v.refused)
 		return
 	}
 	if v.diverged {
@@ -1315,7 +1368,9 @@ func (m *Machine) promoted(pg *page, cp store.Checkpoint, then *next) {
 	m.cp = cp
 	m.countsWritten()
 	m.promotedEvents = pg.last().w.Events
-	m.restarts = 0
+	if m.restartMark == nil || progressedPast(m.restartMark, &cp) {
+		m.restarts, m.restartMark = 0, nil
+	}
 	for _, p := range append([]*page{pg}, pg.coalesced...) {
 		m.passReached(p, false)
 	}
@@ -1378,7 +1433,7 @@ func (m *Machine) recoverNow(expired bool, reason ParkReason) {
 		// A restart promotion would write a checkpoint that is no longer
 		// complete: a durably complete partition is only ever reopened
 		// by an operator.
-		m.finish(fmt.Sprintf("Partition %s is complete (durably, at generation %d) through %s: %s, nothing to recover", m.part(), m.cp.Generation, m.cp.Watermark, reason))
+		m.finish(fmt.Sprintf("Partition %s is complete (durably, at generation %d)%s: %s, nothing to recover", m.part(), m.cp.Generation, throughText(m.cp.Watermark), reason))
 		return
 	}
 	recovery := m.cfg.Contract.Recovery
@@ -1386,9 +1441,14 @@ func (m *Machine) recoverNow(expired bool, reason ParkReason) {
 		m.park(reason)
 		return
 	}
+	if m.restartMark == nil {
+		mark := m.cp
+		m.restartMark = &mark
+	}
 	m.restarts++
 	if limit := m.maxRestarts(); m.restarts > limit {
-		m.park(reason.also("%d restarts from a stable boundary in a row never got past the boundary (max_restarts %d)", limit, limit))
+		m.park(reason.also("%d restarts from a stable boundary never got the partition past where the first of them found it (applied boundary %s, complete-through %s; max_restarts %d)",
+			limit, appliedText(m.restartMark), m.restartMark.Watermark, limit))
 		return
 	}
 	// Back off before each further restart without progress, so a boundary

@@ -277,6 +277,8 @@ func (h *harness) config(d *datadriven.TestData) {
 			c.OrderedPositions, c.DensePositions = val != "unordered", val == "dense"
 		case "covers":
 			c.WatermarkCoversPositions = true
+		case "origin":
+			c.FirstPosition = coord.IntPosition(num(d, h.t, val))
 		case "finality":
 			f, err := provider.ParseFinality(val)
 			if err != nil {
@@ -333,6 +335,8 @@ func (h *harness) config(d *datadriven.TestData) {
 			cfg.StartCursor = []byte(val)
 		case "retries":
 			cfg.FetchRetries, _ = strconv.Atoi(val)
+		case "maxrestarts":
+			cfg.MaxRestarts, _ = strconv.Atoi(val)
 		case "backoff":
 			var err error
 			if cfg.FetchBackoff, err = time.ParseDuration(val); err != nil {

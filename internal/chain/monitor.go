@@ -33,6 +33,8 @@ type monitorState struct {
 	// recoverDrained is the reason to recover with once the chain has
 	// drained through the page that broke a claim ("" when none).
 	recoverDrained ParkReason
+	// refused counts the pages this machine refused (refuse).
+	refused int
 }
 
 // monitorResponse returns what the witness of a response fetched by f
@@ -62,6 +64,40 @@ func (m *Machine) monitorResponse(f *fetchRec, in reconcile.ClassifyInput, class
 		}
 	}
 	return vs
+}
+
+// refusing returns the violation of vs for which the page that showed it is
+// refused: an offset-shaped successor (reconcile.OffsetShapedSuccessor).
+// Its page was read by an offset the contract does not declare, so a
+// delete on an earlier page may have slid a row past it: delivering it
+// and promoting its successor would make that loss durable, and every
+// later page is read the same way. Reading on is never safe, unlike the
+// other kinds (counted, the page delivered).
+func refusing(vs []reconcile.Violation) (reconcile.Violation, bool) {
+	for _, v := range vs {
+		if v.Kind == reconcile.OffsetShapedSuccessor {
+			return v, true
+		}
+	}
+	return reconcile.Violation{}, false
+}
+
+// refuse recovers from a page refused for v (refusing): nothing of it was
+// emitted or promoted, the chain is dropped, and the partition recovers as
+// its contract says: park, or restart from a stable boundary. A restart
+// reads the same offsets again, and the pages before the refused one may
+// be promoted in between (which resets the restart count of recover), so
+// this worker parks once it has refused more than max_restarts pages,
+// whatever was promoted between: a restart never loops for ever, and
+// nothing read by an undeclared offset is promoted.
+func (m *Machine) refuse(v reconcile.Violation) {
+	reason := ParkReason{ParkContractViolation, strings.TrimPrefix(v.String(), ParkContractViolation.String()+" ")}
+	m.mon.refused++
+	if limit := m.maxRestarts(); m.mon.refused > limit {
+		m.park(reason.also("this worker refused %d pages for it; a restart from a stable boundary reads the same offsets again (max_restarts %d)", m.mon.refused, limit))
+		return
+	}
+	m.recover(false, reason)
 }
 
 // restarted reports whether a checkpoint's promoted witness id names a

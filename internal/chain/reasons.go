@@ -47,7 +47,9 @@ const (
 	// have published (an event at or below its durable complete-through
 	// watermark, a watermark below it; docs/design.md#contract-monitors),
 	// under recovery park. The page that showed it was delivered and
-	// promoted first.
+	// promoted first. Or a page refused for an offset-shaped successor
+	// (never delivered: reading on by an undeclared offset is unsafe),
+	// under recovery park or after the restarts.
 	ParkContractViolation
 )
 

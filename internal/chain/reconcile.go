@@ -30,6 +30,9 @@ type verdict struct {
 	// followOnly: an empty response promotable only to follow its successor
 	// (empty_page follow_successor): it claims nothing, no watermark.
 	followOnly bool
+	// refused, when its Kind is set, is the violation for which the page
+	// is refused (diverged too): an offset-shaped successor.
+	refused reconcile.Violation
 }
 
 // reconcile builds the witness of a fetched response and classifies it
@@ -89,6 +92,13 @@ func (m *Machine) reconcile(f *fetchRec, r Fetched) (verdict, error) {
 		return verdict{}, err
 	}
 	v := verdict{class: classOf(cv.Class), core: cv, reason: cv.Reason, violations: m.monitorResponse(f, in, cv.Class)}
+	if rv, ok := refusing(v.violations); ok {
+		// The page was read by an offset (or page number) the contract
+		// does not know: rows may have slid past it unseen. Nothing of it
+		// is emitted and its successor is never promoted (monitor.go).
+		v.diverged, v.refused, v.reason = true, rv, rv.String()
+		return v, nil
+	}
 	if !cv.Advances() {
 		v.diverged = true
 		return v, nil

@@ -51,7 +51,10 @@
 //     pages with a duplicate id; transient: one reader gets at most as many
 //     in a row for one position as the workers retry) and, in an eighth of
 //     the schedules, one partition whose answers turn persistently malformed
-//     after a few fetches (it must park). It is honest wherever its
+//     after a few fetches (it must park), and first pages of a traversal
+//     cut above a declared origin (dense-origin, origin.go: the source's
+//     retention dropped its oldest events; only first_position shows the
+//     gap). It is honest wherever its
 //     contract makes a promise, so any event lost below durable progress is
 //     the consumer's fault. In a third of the schedules partition a is a
 //     listing that is not a snapshot (late-listing): an appended key may
@@ -268,7 +271,8 @@
 // rightly end a shape elsewhere is left out (membership changes, operator
 // restarts, recreated sources, seals of partitions whose empty pages
 // cannot complete them, discovery, leases, exit_when_complete, late
-// listings, persistently malformed or regressing partitions, profiles that
+// listings, persistently malformed or regressing partitions, partitions
+// paged by offset undeclared (offset-shaped successors), profiles that
 // park on divergence, rogue rotations, pages without a successor once the
 // faults stop). A difference fails with CheckMetamorphic.
 //

@@ -317,6 +317,7 @@ func (t tap) Promote(ctx context.Context, p store.Promotion) (store.Checkpoint, 
 	cp, err := t.Store.Promote(ctx, p)
 	if err == nil {
 		t.o.leaseWrite("promotion", p.Key, cp)
+		t.o.offsetPromotion(p)
 	}
 	return cp, err
 }

@@ -60,6 +60,7 @@ func (s *sim) quiesce(step *int) {
 		p.prof.malformed = 0 // the persistent fault (part.broken) stays
 		p.regress = 0
 		p.prof.offsetShift = 0
+		p.prof.cutFirst = 0
 		p.stall = 0
 		if s.cfg.Metamorphic {
 			p.prof.nosucc = 0 // every head ends with a successor: cursors converge
@@ -286,6 +287,9 @@ func (s *sim) repair(p *part) string {
 	if p.brokenActive() && chain.ParkKindOf(cp.Parked) == chain.ParkMalformed {
 		return "" // its source is broken: an unpark would only park it again
 	}
+	if offsetShapedPark(p, cp) {
+		return "" // its contract does not say how it pages: an unpark would only park it again
+	}
 	if operatorRestart(cp.Parked) {
 		return s.restartRepair(p)
 	}
@@ -341,6 +345,9 @@ func (s *sim) caughtUp() string {
 		if err != nil {
 			return fmt.Sprintf("partition %s has no checkpoint", p.name)
 		}
+		if offsetShapedPark(p, cp) {
+			continue // it pages by offset undeclared: parked for it, as it must
+		}
 		if p.broken && !cp.Complete {
 			// Persistently malformed answers: it must end parked for them.
 			if p.brokenActive() && chain.ParkKindOf(cp.Parked) == chain.ParkMalformed {
@@ -384,4 +391,11 @@ func parked(cp store.Checkpoint) string {
 		return ""
 	}
 	return ", parked: " + cp.Parked
+}
+
+// offsetShapedPark reports whether p, whose provider pages by offset
+// though its contract does not say so (part.offsetURLs), is parked for it:
+// the monitor refused its pages (docs/design.md#contract-monitors).
+func offsetShapedPark(p *part, cp store.Checkpoint) bool {
+	return p.offsetURLs && chain.ParkKindOf(cp.Parked) == chain.ParkContractViolation && strings.Contains(cp.Parked, "offset_shaped_successor")
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -75,6 +76,13 @@ type profile struct {
 	// garbage: probability of a response carrying one event twice (a
 	// malformed page the core must refuse, and fetch again).
 	garbage float64
+	// torn: probability that a page with more after it (has_more true)
+	// comes without its successor: under missing_successor
+	// end_of_traversal it would look like the last page and complete the
+	// partition with events unread. The core must take it for malformed
+	// (reconcile.HasMoreError) and fetch it again; like garbage it is
+	// transient. Only in profiles that map has_more.
+	torn float64
 	// malformed: probability of an answer that cannot be read (a truncated
 	// body: chain.FetchMalformed). Garbage and malformed answers are
 	// transient: one reader gets at most maxMalformedStreak of them in a
@@ -128,6 +136,17 @@ type profile struct {
 	// profile (Contract.OffsetOverlap) lost or gained a row, so the page
 	// does not begin with the previous page's last event (offsetPage).
 	offsetShift float64
+	// cutFirst: probability that the first page of a traversal (a fetch
+	// that would begin at the partition's first event) begins one to
+	// pageSize events above it, as a source whose retention dropped its
+	// oldest events, or whose limit keeps the newest, answers. The events
+	// cut are in no answer: only the declared origin (Contract.FirstPosition,
+	// set per partition to its first position by lane.config) lets the
+	// core see the gap, since nothing is applied yet to continue. Transient
+	// (a restart from the start may answer whole), so an honest lane gets
+	// past it; a persistent cut parks after max_restarts (chain golden
+	// first_page_origin).
+	cutFirst float64
 }
 
 // at is the position of ordinal n in p's kind.
@@ -206,7 +225,7 @@ var (
 	// no successor once the partition is sealed.
 	finiteList = profile{name: "finite-list", hasMore: true,
 		contract: provider.Contract{EmptyPage: provider.EmptyEndOfData, OrderedPositions: true, DensePositions: true, MissingSuccessor: provider.MissingSuccessorEndsTraversal, Recovery: provider.RecoveryRestartFromBoundary},
-		eot:      true, overlap: .1, quiet: .05, shift: .2, transient: .04, garbage: .003, malformed: .02, pageSize: 3}
+		eot:      true, overlap: .1, quiet: .05, shift: .2, transient: .04, garbage: .003, torn: .02, malformed: .02, pageSize: 3}
 	// unorderedTies: positions carry no order and two events may share one.
 	unorderedTies = profile{name: "unordered-ties",
 		contract: provider.Contract{EmptyPage: provider.EmptyNoEvidence, Recovery: provider.RecoveryRestartFromBoundary},
@@ -267,12 +286,40 @@ func (c cursor) bytes() []byte {
 	return []byte("c" + strconv.FormatInt(c.next, 10) + "." + strconv.FormatInt(c.session, 10) + "." + strconv.FormatUint(c.nonce, 10))
 }
 
-// decodeCursor reads a model cursor; nil or empty is the partition's start.
+// offsetURLBase starts the cursors of a partition whose provider pages by
+// offset (part.offsetURLs).
+const offsetURLBase = "https://offset.sim.invalid/"
+
+// offsetURL is c as a provider that pages by offset writes it
+// (part.offsetURLs): a URL of the partition whose offset parameter is the
+// next position, the session and nonce parameters unchanged from page to
+// page unless the cursor expires or rotates.
+func (c cursor) offsetURL(part string) []byte {
+	return []byte(offsetURLBase + url.PathEscape(part) + "?limit=3&offset=" + strconv.FormatInt(c.next, 10) +
+		"&session=" + strconv.FormatInt(c.session, 10) + "&nonce=" + strconv.FormatUint(c.nonce, 10))
+}
+
+// decodeCursor reads a model cursor (or its offsetURL form); nil or empty
+// is the partition's start.
 func decodeCursor(b []byte) (cursor, error) {
 	if len(b) == 0 {
 		return cursor{next: 1, session: -1}, nil
 	}
 	s := string(b)
+	if strings.HasPrefix(s, offsetURLBase) {
+		u, err := url.Parse(s)
+		if err != nil {
+			return cursor{}, fmt.Errorf("not a model cursor: %w", err)
+		}
+		q := u.Query()
+		next, err1 := strconv.ParseInt(q.Get("offset"), 10, 64)
+		sess, err2 := strconv.ParseInt(q.Get("session"), 10, 64)
+		nonce, err3 := strconv.ParseUint(q.Get("nonce"), 10, 64)
+		if err := errors.Join(err1, err2, err3); err != nil {
+			return cursor{}, fmt.Errorf("not a model cursor %q: %w", s, err)
+		}
+		return cursor{next: next, session: sess, nonce: nonce}, nil
+	}
 	if !strings.HasPrefix(s, "c") {
 		return cursor{}, fmt.Errorf("not a model cursor: %q", s)
 	}
@@ -341,8 +388,15 @@ type part struct {
 	// violation: the monitors must report it, withdraw the scalar and
 	// recover; nothing may be lost). Set in a few schedules only.
 	regress float64
-	fetches int
-	sealed  bool
+	// offsetURLs: the provider pages by offset though the contract does
+	// not say so (pagination token, the default): its successors are
+	// offset URLs (cursor.offsetURL) whose offset is all that changes from
+	// page to page. The monitors must report offset_shaped_successor and
+	// refuse the page: no successor of a page read by such a URL may be
+	// promoted (oracle.offsetPromotion). Set in a few schedules only.
+	offsetURLs bool
+	fetches    int
+	sealed     bool
 	// created is the first position the partition can hold (its coverage
 	// starts there).
 	created int64
@@ -563,13 +617,18 @@ func (p *part) fetch(reader string, cur []byte) (provider.Response, fetchNote, e
 		k := streakKey{reader, c.next}
 		var fe *fetchError
 		switch {
-		case note == "malformed" || note == "garbage":
+		case note == "malformed" || note == "garbage" || note == "torn":
 			p.streak[k]++
 		case errors.As(err, &fe):
 			// A transient error or an expired cursor neither counts nor
 			// ends a run of malformed answers.
 		default:
 			delete(p.streak, k)
+		}
+	}
+	if err == nil && p.offsetURLs && len(r.Successor) > 0 {
+		if c, derr := decodeCursor(r.Successor); derr == nil {
+			r.Successor = c.offsetURL(p.name)
 		}
 	}
 	if err == nil {
@@ -651,6 +710,12 @@ func (p *part) answer(reader string, cur []byte) (provider.Response, fetchNote, 
 	for j > i && j < len(p.events) && p.events[j].pos == p.events[j-1].pos {
 		j++ // a page never splits a group of tied events
 	}
+	if i == 0 && len(p.events) >= 2 && p.chance(p.prof.cutFirst) {
+		// The first page of a traversal begins above the origin.
+		k := 1 + p.rng.IntN(min(size, len(p.events)-1))
+		i, j = k, min(k+size, len(p.events))
+		note = "cut-first"
+	}
 	overlap := false
 	if retry && i > 0 && i < len(p.events) && p.chance(p.prof.overlap) && p.events[i-1].pos == c.next-1 {
 		i-- // repeat the boundary event
@@ -731,6 +796,11 @@ func (p *part) answer(reader string, cur []byte) (provider.Response, fetchNote, 
 		if note == "" {
 			note = "nosucc"
 		}
+	case !exhausted && p.prof.hasMore && note != "garbage" && streak < maxMalformedStreak && p.chance(p.prof.torn):
+		// More follows and the page says so, but its successor is lost:
+		// malformed, never the last page.
+		r.Successor = nil
+		note = "torn"
 	}
 	if p.prof.ct || p.prof.selfCT {
 		switch {

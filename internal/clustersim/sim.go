@@ -14,6 +14,7 @@ import (
 	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/store/memstore"
+	"github.com/tidemark/tidemark/provider"
 )
 
 // Variant injects one deliberately broken behaviour into the simulated
@@ -92,6 +93,19 @@ const (
 	// lower watermark and frontier when promotions coalesce
 	// (CheckMetamorphic, RunMetamorphic).
 	CoalescedWatermarkDropped
+	// AcceptOffsetShaped: workers read a token contract with ordered
+	// positions as keyset pagination, which the offset_shaped_successor
+	// monitor exempts (a key grows too), so the pages of a provider that
+	// pages by offset undeclared are delivered and their successors
+	// promoted (docs/design.md#contract-monitors, CheckMonitor).
+	AcceptOffsetShaped
+	// TrustFirstPage: workers ignore the declared origin of dense
+	// positions (contract first_position), so the first page of a
+	// traversal that a source cut above its origin (the model's cutFirst:
+	// retention dropped the oldest events, a limit kept the newest) is read
+	// on as if nothing came before it, and the events it cut are lost
+	// (docs/design.md#contract-fields, CheckNoLoss).
+	TrustFirstPage
 	// SkipRereadReceipts: a re-read pass takes every event at or below its
 	// mark as received without a receipt, so an event that appeared below
 	// the progress is dropped, never delivered
@@ -100,7 +114,7 @@ const (
 	SkipRereadReceipts
 )
 
-var variantNames = [...]string{"faithful", "promote-other-successor", "max-frontier", "bare-empty-page", "unconditional-write", "ignore-lease", "any-watermark-covers", "park-on-malformed", "retry-malformed-forever", "partial-view", "children-first", "self-certified-watermark", "ignore-offset-overlap", "ignore-incarnation", "coalesced-watermark-dropped", "skip-reread-receipts"}
+var variantNames = [...]string{"faithful", "promote-other-successor", "max-frontier", "bare-empty-page", "unconditional-write", "ignore-lease", "any-watermark-covers", "park-on-malformed", "retry-malformed-forever", "partial-view", "children-first", "self-certified-watermark", "ignore-offset-overlap", "ignore-incarnation", "coalesced-watermark-dropped", "accept-offset-shaped-successor", "trust-first-page", "skip-reread-receipts"}
 
 func (v Variant) String() string {
 	if int(v) < len(variantNames) {
@@ -121,7 +135,7 @@ func ParseVariant(s string) (Variant, error) {
 
 // Variants lists the broken variants (every Variant but Faithful).
 func Variants() []Variant {
-	return []Variant{PromoteOtherSuccessor, MaxFrontier, BareEmptyPage, UnconditionalWrite, IgnoreLease, AnyWatermarkCovers, ParkOnMalformed, RetryMalformedForever, PartialView, ChildrenFirst, SelfCertifiedWatermark, IgnoreOffsetOverlap, IgnoreIncarnation, CoalescedWatermarkDropped, SkipRereadReceipts}
+	return []Variant{PromoteOtherSuccessor, MaxFrontier, BareEmptyPage, UnconditionalWrite, IgnoreLease, AnyWatermarkCovers, ParkOnMalformed, RetryMalformedForever, PartialView, ChildrenFirst, SelfCertifiedWatermark, IgnoreOffsetOverlap, IgnoreIncarnation, CoalescedWatermarkDropped, AcceptOffsetShaped, TrustFirstPage, SkipRereadReceipts}
 }
 
 // DefaultSteps is the length of a schedule when Config.Steps is zero.
@@ -257,6 +271,9 @@ type Stats struct {
 	Throttled, LostResponses                   int
 	Glitches, Omissions, Shifts, Stalls, Lags  int
 	Garbage                                    int
+	// Torn counts pages that said has_more without a successor (profile
+	// torn): malformed, fetched again, never the end of a traversal.
+	Torn int
 	// Malformed answers the model gave (transient and persistent), the
 	// machines' malformed answers (garbage included), parks after a page's
 	// malformed answers, schedules with a persistently malformed partition.
@@ -313,6 +330,13 @@ type Stats struct {
 	// one, reports of it (watermark_regressed), withdrawals of the scalar
 	// frontier written.
 	RegressRuns, Regressions, RegressionsSeen, Withdrawals int
+	// Offset-shaped successors: schedules with a partition whose provider
+	// pages by offset under a contract that does not say so
+	// (part.offsetURLs), and reports of it (offset_shaped_successor).
+	OffsetShapedRuns, OffsetShapedSeen int
+	// FirstPagesCut: first pages of a traversal that began above the
+	// declared origin (profile cutFirst).
+	FirstPagesCut int
 }
 
 // Add adds o to s.
@@ -336,6 +360,8 @@ func (s *Stats) note(n fetchNote) {
 		s.Lags++
 	case "garbage":
 		s.Garbage++
+	case "torn":
+		s.Torn++
 	case "malformed":
 		s.MalformedFaults++
 	case "nosucc":
@@ -346,6 +372,8 @@ func (s *Stats) note(n fetchNote) {
 		s.Ties++
 	case "regress":
 		s.Regressions++
+	case "cut-first":
+		s.FirstPagesCut++
 	}
 	if strings.HasPrefix(string(n), "stall") {
 		s.Stalls++
@@ -391,6 +419,9 @@ type setup struct {
 	broken string
 	// regress names the partition whose watermarks sometimes regress.
 	regress string
+	// offsetShaped names the partition whose provider pages by offset
+	// under a contract that does not declare it (part.offsetURLs).
+	offsetShaped string
 	// discovery: the discoverer owns the membership (ops "discover" and
 	// "split" instead of the operator's "add" and "remove").
 	discovery bool
@@ -583,6 +614,12 @@ func newSim(cfg Config) *sim {
 	// boundary makes every restart from it replay applied positions that
 	// rule (a) refuses (see docs/design.md#known-gaps).
 	regress := partSeed(cfg.Seed, "regressing_watermark")
+	// In a sixteenth, one initial partition's provider pages by offset
+	// though its contract does not say so (part.offsetURLs): the monitors
+	// must refuse its pages read by an offset. Not a rotating profile (its
+	// nonce changes too, so no successor differs by the offset only), not
+	// an offset profile (declared), not the late listing.
+	offsetShaped := partSeed(cfg.Seed, "offset_shaped_successor")
 	total := su.initial + r.IntN(3)
 	scalarRun := r.IntN(10) < 7
 	var desc []string
@@ -592,6 +629,13 @@ func newSim(cfg Config) *sim {
 			prof = scalarProfiles[r.IntN(len(scalarProfiles))]
 		} else {
 			prof = append(slices.Clone(scalarProfiles), otherProfiles...)[r.IntN(len(scalarProfiles)+len(otherProfiles))]
+		}
+		if o := partSeed(cfg.Seed, "dense_origin"); o%4 == 0 && uint64(i) == (o>>2)%uint64(total) {
+			// A quarter of the schedules read one partition (perhaps one
+			// that appears later, above position 1) as a dense feed that
+			// declares its origin and sometimes cuts its first page above
+			// it (dense-origin, origin.go).
+			prof = denseOrigin
 		}
 		if i == 0 && partSeed(cfg.Seed, "late_listing")%3 == 0 {
 			// A third of the schedules list one partition that is not a
@@ -613,6 +657,12 @@ func newSim(cfg Config) *sim {
 		if cfg.Variant == IgnoreOffsetOverlap && i == 0 {
 			prof = offsetOverlap // the variant only shows on an offset partition
 		}
+		if cfg.Variant == AcceptOffsetShaped && i == 0 {
+			prof = denseCT // the variant only shows on a partition paged by offset undeclared (below)
+		}
+		if cfg.Variant == TrustFirstPage {
+			prof = denseOrigin // the variant only shows where an origin is declared
+		}
 		p := newPart(name, rand.New(rand.NewPCG(partSeed(cfg.Seed, name), 0x9a27)), prof, 1)
 		if cfg.Metamorphic {
 			p.log = logRNG(cfg.Seed, name)
@@ -632,6 +682,15 @@ func newSim(cfg Config) *sim {
 			p.regress = .05
 			su.regress = name
 			s.stats.RegressRuns++
+		}
+		chosen := offsetShaped%16 == 0 && !cfg.Metamorphic && i < su.initial && uint64(i) == (offsetShaped>>4)%uint64(su.initial)
+		if cfg.Variant == AcceptOffsetShaped {
+			chosen = i == 0
+		}
+		if chosen && su.broken != name && su.regress != name && !prof.rotate && prof.contract.Pagination == provider.PaginationToken && prof.name != lateListing.name {
+			p.offsetURLs = true
+			su.offsetShaped = name
+			s.stats.OffsetShapedRuns++
 		}
 		if i < su.initial {
 			p.appeared = true
@@ -701,6 +760,9 @@ func newSim(cfg Config) *sim {
 	if su.regress != "" {
 		s.desc += " regressing-watermark=" + su.regress
 	}
+	if su.offsetShaped != "" {
+		s.desc += " offset-shaped-successors=" + su.offsetShaped
+	}
 	return s
 }
 
@@ -712,7 +774,7 @@ func (s *sim) part(name string) *part { return s.byName[name] }
 // caught up (exit_when_complete: a lane that ended never sees the new
 // incarnation).
 func (s *sim) canRecreate(p *part) bool {
-	return p.appeared && !p.sealed && !p.split && len(p.parents) == 0 && !p.broken && !p.prof.eot && !s.setup.exit
+	return p.appeared && !p.sealed && !p.split && len(p.parents) == 0 && !p.broken && !p.offsetURLs && !p.prof.eot && !s.setup.exit
 }
 
 // maxParts bounds the partitions a schedule's splits may make.
@@ -735,6 +797,8 @@ func (s *sim) canSplit(p *part) string {
 		return "its profile never completes"
 	case p.broken:
 		return "its answers turn persistently malformed"
+	case p.offsetURLs:
+		return "its provider pages by offset undeclared (its pages are refused)"
 	case s.setup.exit:
 		return "lanes end with exit_when_complete"
 	case len(s.parts)+2 > maxParts:

@@ -21,7 +21,7 @@ var (
 	flagSchedules = flag.Int("schedules", 0, "number of schedules TestSim runs (default 2000; 300 under -race or with -short)")
 	flagSteps     = flag.Int("steps", 0, "ops per schedule (default DefaultSteps, 1500)")
 	flagBase      = flag.Uint64("base", 1, "first seed of a multi-schedule run")
-	flagVariant   = flag.String("variant", "faithful", "behaviour under test: faithful, promote-other-successor, max-frontier, bare-empty-page, unconditional-write, ignore-lease, any-watermark-covers, park-on-malformed, retry-malformed-forever, partial-view, children-first, self-certified-watermark, ignore-offset-overlap, ignore-incarnation, coalesced-watermark-dropped, skip-reread-receipts")
+	flagVariant   = flag.String("variant", "faithful", "behaviour under test: faithful, promote-other-successor, max-frontier, bare-empty-page, unconditional-write, ignore-lease, any-watermark-covers, park-on-malformed, retry-malformed-forever, partial-view, children-first, self-certified-watermark, ignore-offset-overlap, ignore-incarnation, coalesced-watermark-dropped, accept-offset-shaped-successor, trust-first-page, skip-reread-receipts")
 	flagStrict    = flag.Bool("strict-records", false, "also fail when a promoted witness is later recorded abandoned")
 	flagTail      = flag.Int("tail", 60, "history lines printed on failure")
 	flagLiveness  = flag.Bool("liveness", true, "add a fault-free phase and check that every partition catches up")
@@ -167,11 +167,12 @@ func assertCoverage(t *testing.T, s Stats) {
 		"token rotations": s.Rotations, "shifted pages": s.ShiftedPages, "divergences": s.Divergences,
 		"retries that grew at the head": s.HeadGrowths, "rogue rotations reported by the monitors": s.RogueRotationsSeen,
 		"regressing watermarks reported by the monitors": s.RegressionsSeen, "frontiers withdrawn": s.Withdrawals,
+		"offset-shaped successors reported by the monitors": s.OffsetShapedSeen,
 		"restarts": s.Restarts, "parks": s.Parks, "unparks": s.Unparks, "expiries": s.Expired,
-		"glitch pages": s.Glitches, "omissions": s.Omissions, "lagging retries": s.Lags, "stalls": s.Stalls, "holds": s.Holds,
+		"glitch pages": s.Glitches, "omissions": s.Omissions, "first pages cut above the origin": s.FirstPagesCut, "lagging retries": s.Lags, "stalls": s.Stalls, "holds": s.Holds,
 		"nacks": s.Nacks, "scalars published": s.ScalarsPublished, "membership epochs": s.Epochs,
 		"unproven epochs": s.UnprovenEpochs, "shared partitions": s.SharedPartitions,
-		"malformed pages": s.Garbage, "malformed bodies": s.MalformedFaults, "malformed answers retried or parked": s.MalformedAnswers,
+		"malformed pages": s.Garbage, "pages with has_more and no successor": s.Torn, "malformed bodies": s.MalformedFaults, "malformed answers retried or parked": s.MalformedAnswers,
 		"parks after malformed answers": s.MalformedParks, "persistently malformed partitions": s.BrokenRuns, "operator restarts": s.Repairs,
 		"scalars after a membership change": s.ScalarsAfterChange, "resolved to another winner": s.ResolvedMoved,
 		"promotions written again after a lost response": s.ResolvedRetry,

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/tidemark/tidemark/internal/chain"
+	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/provider"
@@ -23,7 +24,10 @@ import (
 // that carries any complete-through watermark a shifted page, as if a
 // watermark covered every position, also the ones above it;
 // IgnoreOffsetOverlap reads an offset partition's overlap check as
-// offset_unproven (no check).
+// offset_unproven (no check); AcceptOffsetShaped reads an ordered token
+// contract as keyset, which the offset_shaped_successor monitor exempts;
+// TrustFirstPage drops the declared origin of dense positions (the first
+// page of a traversal goes unchecked).
 func (v Variant) configure(cfg *chain.Config) {
 	switch v {
 	case IgnoreIncarnation:
@@ -40,6 +44,12 @@ func (v Variant) configure(cfg *chain.Config) {
 		if cfg.Contract.Finality <= provider.FinalityNone {
 			cfg.Contract.Finality = provider.FinalitySource
 		}
+	case AcceptOffsetShaped:
+		if cfg.Contract.Pagination == provider.PaginationToken && cfg.Contract.Ordered() {
+			cfg.Contract.Pagination = provider.PaginationKeyset
+		}
+	case TrustFirstPage:
+		cfg.Contract.FirstPosition = coord.Position{}
 	case IgnoreOffsetOverlap:
 		if cfg.Contract.OffsetOverlap {
 			cfg.Contract.OffsetOverlap, cfg.Contract.OffsetUnproven = false, true

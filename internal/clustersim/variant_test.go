@@ -66,6 +66,12 @@ func TestVariantsAreCaught(t *testing.T) {
 		// of the oracle (a lower watermark claims less), yet the schedule
 		// ends with a lower watermark when promotions coalesce.
 		CoalescedWatermarkDropped: {CheckMetamorphic},
+		// Contract monitors: a provider that pages by offset undeclared
+		// has the successor of a page read by an offset promoted.
+		AcceptOffsetShaped: {CheckMonitor},
+		// A declared origin: a first page a source cut above its origin,
+		// read on as if nothing came before it, loses the events cut.
+		TrustFirstPage: {CheckNoLoss},
 		// Re-read windows: a pass that takes events as received without a
 		// receipt drops the ones that appeared below the progress: a page
 		// is promoted with an event that has no outcome at the sink, or

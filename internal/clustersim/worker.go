@@ -135,6 +135,12 @@ func (l *lane) config() chain.Config {
 		// reading lane checks it every few polls.
 		Incarnation: true, IncarnationInterval: 5 * time.Second,
 	}
+	if cfg.Contract.HasFirstPosition() {
+		// The declared origin is the partition's own first position (a
+		// partition created later, or a split's child, starts above 1), in
+		// every incarnation.
+		cfg.Contract.FirstPosition = l.p.at(l.p.created)
+	}
 	cfg.ExitWhenComplete = l.s.setup.exit && l.s.lease == nil
 	cfg.CoalescePromotions = l.s.setup.coalesce
 	cfg.MaxPollInterval = l.s.setup.maxPoll
@@ -530,6 +536,8 @@ func (s *Stats) count(c chain.Count) {
 			s.RegressionsSeen++
 		case reconcile.LatePosition:
 			s.LateSeen++
+		case reconcile.OffsetShapedSuccessor:
+			s.OffsetShapedSeen++
 		default:
 			s.FalseAlarms++
 		}

@@ -183,7 +183,21 @@ func (s *DynamoStore) wrap(op string, what fmt.Stringer, err error) error {
 	if errors.As(err, &nf) {
 		return fmt.Errorf("dynamostore: %s %s: table %s does not exist (create it, or set create: true): %w", op, what, s.table, err)
 	}
+	if isRead(op) {
+		return fmt.Errorf("dynamostore: %s %s failed (a read: nothing was written): %w", op, what, err)
+	}
 	return fmt.Errorf("dynamostore: %s %s (outcome unknown for a write: resolve by reading): %w", op, what, err)
+}
+
+// isRead reports whether the operation named op (as wrap's callers name
+// them) only reads: its failure leaves nothing to resolve.
+func isRead(op string) bool {
+	for _, p := range []string{"load ", "list ", "read ", "scan "} {
+		if strings.HasPrefix(op, p) {
+			return true
+		}
+	}
+	return false
 }
 
 type name string

@@ -50,7 +50,9 @@ func TestDemoRunsWithoutOutsideServicesAndAnnouncesItsFailures(t *testing.T) {
 	out := res.Output
 	assert.Contains(t, out, "checkpoints in memory", "the demo says where its checkpoints are")
 	for _, p := range []string{"orders", "payments", "refunds", "audit"} {
-		assert.Contains(t, out, "Partition "+p+" is complete through 2000", "partition %s completes", p)
+		// Caught up, not durably complete: the simulated source never ends
+		// a partition, so the next run reads on from its cursor.
+		assert.Regexp(t, `Partition `+p+` is caught up \([^)]*not marked complete[^)]*\), complete through 2000`, out, "partition %s is caught up through 2000", p)
 	}
 	assert.Contains(t, out, "Scope demo is complete through 2000 (epoch 1)")
 	// The frontier a page's line shows is the one published when the page

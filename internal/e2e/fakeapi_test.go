@@ -346,6 +346,62 @@ func TestExampleGraphMailDelta(t *testing.T) {
 	})
 }
 
+// TestExampleGraphMailDeltaFollowsEmptyPages runs graph_mail_delta.yaml
+// against the Graph fake answering every round with three pages that carry
+// no message and an @odata.nextLink before the round's messages (Microsoft:
+// "If Microsoft Graph returns a @odata.nextLink URL, there are more pages
+// of data to retrieve in the session, even if the current response
+// contains an empty result"). The example follows them: the first round's
+// messages are printed and the round reaches its deltaLink; messages
+// delivered later are printed from a later round, which begins with empty
+// pages too. A client that polled an empty page again instead of following
+// its link would get the same empty page for ever and print nothing. The
+// run is neither killed nor expired, so nothing is printed twice and no
+// round starts from scratch again.
+func TestExampleGraphMailDeltaFollowsEmptyPages(t *testing.T) {
+	tb := dynalitetest.NewTable(t)
+	g := fakeapi.NewGraph(t, "graph-token")
+	g.SetEmptyPages(3)
+	const mailbox = "ada@example.com"
+	want := g.Append(mailbox, 12)
+	env := e2etest.Env("GRAPH_URL="+g.URL(), "GRAPH_TOKEN=graph-token", "GRAPH_MAILBOX="+mailbox,
+		"GRAPH_PAGE_SIZE=5", "GRAPH_POLL_INTERVAL=50ms",
+		"TIDEMARK_TABLE="+tb.Name, "TIDEMARK_CREATE_TABLE=true", "TIDEMARK_DYNAMODB_ENDPOINT="+dynaliteShield(t, tb.Endpoint))
+	out := filepath.Join(t.TempDir(), "messages.jsonl")
+	p := runExample(t, "run", "graph_mail_delta", env, out)
+	seen := func() map[string]int { ids, _ := readIDs(t, out, stringField("id")); return ids }
+	waitAll := func(what string, ids []string) {
+		t.Helper()
+		e2etest.WaitFor(t, e2etest.Patience, what, func() (bool, string) {
+			m := missing(seen(), ids)
+			return len(m) == 0, fmt.Sprintf("%d of %d missing; %d empty pages with a nextLink served", len(m), len(ids), g.Served(fakeapi.GraphEmptyNextPage))
+		}, p.Running)
+	}
+	waitAll("the first round's messages, after its empty pages", want)
+	e2etest.WaitFor(t, e2etest.Patience, "the deltaLink polled", func() (bool, string) {
+		return g.Served(fakeapi.GraphDeltaRound) >= 2, fmt.Sprintf("%d delta rounds", g.Served(fakeapi.GraphDeltaRound))
+	}, p.Running)
+	want = append(want, g.Append(mailbox, 4)...)
+	waitAll("the messages of a later round, after its empty pages", want)
+	if !p.Stop(e2etest.Patience) {
+		t.Log("the run did not stop gracefully")
+	}
+	if n := g.Served(fakeapi.GraphEmptyNextPage); n < 6 {
+		t.Errorf("%d empty pages with a nextLink served; want those of two rounds at least (the test proved nothing)", n)
+	}
+	if n := g.Served(fakeapi.GraphInitialRound); n != 1 {
+		t.Errorf("%d rounds from scratch; want 1 (no expiry, no restart)", n)
+	}
+	got := seen()
+	for _, id := range want {
+		if got[id] != 1 {
+			t.Errorf("message %s printed %d times; want once", id, got[id])
+		}
+	}
+	t.Logf("%d messages, %d lines; %d empty pages with a nextLink followed, %d delta rounds",
+		len(want), sum(got), g.Served(fakeapi.GraphEmptyNextPage), g.Served(fakeapi.GraphDeltaRound))
+}
+
 // TestExampleZendeskIncrementalTickets runs zendesk_incremental_tickets.yaml
 // against the Zendesk fake: the cursor-based export with after_cursor and
 // end_of_stream; 429 with Retry-After; a cursor Zendesk cannot use (400
@@ -387,8 +443,10 @@ func TestExampleZendeskIncrementalTickets(t *testing.T) {
 // TestExampleStripeEvents runs stripe_events.yaml against the Stripe fake:
 // the walk back from the newest event, then ending_before forward; 429
 // without a retry time; the 30-day retention passing over a quiet account
-// (404 resource_missing for its cursor) restarts it from created[gte] at the
-// durable applied second.
+// (HTTP 400, the cursor's event "is no longer available because it's aged
+// out of our retention policy") restarts it from created[gte] at the
+// durable applied second, where a contract matching 404 resource_missing
+// parked it (a permanent 400).
 func TestExampleStripeEvents(t *testing.T) {
 	s := fakeapi.NewStripe(t, "sk_test_fake")
 	const account = "acct_1Fake"
@@ -407,7 +465,7 @@ func TestExampleStripeEvents(t *testing.T) {
 		},
 		recovered: func(before, now map[string]int) (bool, string) {
 			return now["expired"] > before["expired"] && now["created"] > before["created"],
-				fmt.Sprintf("%d resource_missing answers, then %d requests with created[gte]", now["expired"]-before["expired"], now["created"]-before["created"])
+				fmt.Sprintf("%d aged-out answers (400), then %d requests with created[gte]", now["expired"]-before["expired"], now["created"]-before["created"])
 		},
 	})
 }
@@ -464,6 +522,59 @@ func TestExampleStripeEventsReadsALateVisibleEvent(t *testing.T) {
 		}
 	}
 	t.Logf("%d events, %d lines; %d forward polls", len(want), sum(got), s.Served(fakeapi.StripeEndingBefore))
+}
+
+// TestExampleKubernetesListFollowsEmptyChunks runs http_kubernetes_list.yaml
+// with a label selector against the Kubernetes fake, which filters each
+// chunk after cutting it at `limit` (the API reference's `limit`: "up to
+// zero items in the event all requested objects are filtered out"): the
+// first two chunks of 5 have zero items and a continue token. The example
+// maps has_more from the token, so those chunks are followed, not taken
+// for the end of the list under end_of_data and exit_when_complete: every
+// labelled object is printed once and the namespace ends complete.
+func TestExampleKubernetesListFollowsEmptyChunks(t *testing.T) {
+	tb := dynalitetest.NewTable(t)
+	k := fakeapi.NewKubernetes(t, "k8s-token")
+	k.SetLatency(fakeLatency)
+	k.Create("team-a", "aa", 10) // sorts first, not labelled
+	want := k.CreateLabeled("team-a", "cm", 7, map[string]string{"app": "web"})
+	env := e2etest.Env("KUBERNETES_URL="+k.URL(), "KUBERNETES_TOKEN=k8s-token", "KUBERNETES_NAMESPACES=team-a",
+		"KUBERNETES_PAGE_SIZE=5", "KUBERNETES_LABEL_SELECTOR=app=web", "EXIT_WHEN_COMPLETE=true",
+		"TIDEMARK_TABLE="+tb.Name, "TIDEMARK_CREATE_TABLE=true", "TIDEMARK_DYNAMODB_ENDPOINT="+dynaliteShield(t, tb.Endpoint))
+	out := filepath.Join(t.TempDir(), "run.jsonl")
+	p := runExample(t, "run", "http_kubernetes_list", env, out)
+	if err := p.Wait(e2etest.Patience); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if k.Served(fakeapi.KubernetesEmptyChunk) == 0 {
+		t.Fatal("the fake served no empty chunk with a continue token: the test proved nothing")
+	}
+	got, torn := readIDs(t, out, func(m map[string]any) string { s, _ := m["name"].(string); return s })
+	if torn > 0 {
+		t.Fatalf("%d torn lines", torn)
+	}
+	for _, name := range want {
+		if got[name] != 1 {
+			t.Errorf("%s printed %d times; want once", name, got[name])
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("printed %d objects, want the %d labelled ones: %v", len(got), len(want), got)
+	}
+	st, err := dynamostore.NewDynamoStore(context.Background(), dynamostore.DynamoConfig{Table: tb.Name, Endpoint: tb.Endpoint})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := st.LoadCheckpoint(context.Background(), store.Key{Scope: "kubernetes-configmaps", Partition: "team-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cp.Complete || cp.Parked != "" {
+		t.Errorf("checkpoint complete=%v parked %q; want the list complete", cp.Complete, cp.Parked)
+	}
+	if n := k.Served(fakeapi.KubernetesEmptyChunk); n != 2 {
+		t.Errorf("the fake served %d empty chunks with a continue token; want both followed (2)", n)
+	}
 }
 
 // TestExampleKubernetesList runs http_kubernetes_list.yaml against the

@@ -354,7 +354,8 @@ func TestProbeKinesisShard(t *testing.T) {
 }
 
 // TestProbeKubernetesList: a namespace of 12 ConfigMaps listed in chunks of
-// 5 from one snapshot (resourceVersion): the marker is stable and the last
+// 5 from one snapshot (resourceVersion): the marker is stable, has_more
+// (metadata.continue present) agrees with the successor, and the last
 // chunk ends the traversal.
 func TestProbeKubernetesList(t *testing.T) {
 	k := fakeapi.NewKubernetes(t, "k8s-token")
@@ -366,6 +367,7 @@ func TestProbeKubernetesList(t *testing.T) {
 		"response":          "supported|",
 		"snapshot_marker":   "supported|under the same marker had the same events",
 		"missing_successor": "supported|ended the traversal",
+		"has_more":          "supported|agreed with the successor",
 		"complete_through":  "supported|not mapped",
 		"finality":          "supported|claims nothing",
 		"pagination":        "supported|opaque tokens",

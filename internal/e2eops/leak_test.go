@@ -58,6 +58,9 @@ const (
 // every encoding changes, and random so that a hit is unambiguous.
 type leakSecrets struct {
 	headerToken, basicUser, basicPass, clientID, clientSecret, accessToken string
+	// urlUser and urlPass are the user info of the URL one input reads
+	// with (http://user:pass@host/), which net/http sends as Basic.
+	urlUser, urlPass string
 }
 
 func newLeakSecrets() leakSecrets {
@@ -68,6 +71,8 @@ func newLeakSecrets() leakSecrets {
 		clientID:     "leak-client",
 		clientSecret: "cl1ent-s3cret/" + randHex(12) + "+=&",
 		accessToken:  "ACCESS-t0ken/" + randHex(12) + "+=",
+		urlUser:      "url-user",
+		urlPass:      "url-p@ss/" + randHex(12) + "+= :",
 	}
 }
 
@@ -88,6 +93,10 @@ func (s leakSecrets) byName() map[string]string {
 		// id and secret (RFC 6749 §2.3.1).
 		"token request basic": base64.StdEncoding.EncodeToString([]byte(url.QueryEscape(s.clientID) + ":" + url.QueryEscape(s.clientSecret))),
 		"access token":        s.accessToken,
+		"url password":        s.urlPass,
+		"url user:password":   s.urlUser + ":" + s.urlPass,
+		// The user info as the URL writes it (percent-encoded).
+		"url user info": url.UserPassword(s.urlUser, s.urlPass).String(),
 	}
 }
 
@@ -500,8 +509,9 @@ func scanTable(t *testing.T, endpoint, table string) (string, int) {
 // every encoding, the leading one rotating so that each lands in the 256
 // bytes an error quotes) in 500, 401, 403, 410 and malformed 2xx answers,
 // and a token endpoint that echoes its request in 500s and in its grant.
-// Three inputs read it: one with a bearer token in `headers`, one with
-// `basic_auth`, one with OAuth2 client credentials; in each, one partition
+// Four inputs read it: one with a bearer token in `headers`, one with
+// `basic_auth`, one with OAuth2 client credentials, one with credentials in
+// its URL's user info (which net/http sends as Basic); in each, one partition
 // is retried past 500s, one past malformed pages, and three park (a
 // permanent refusal, an expired cursor, a successor over the cursor
 // limit). Once every page is delivered and those partitions parked, no
@@ -514,12 +524,12 @@ func scanTable(t *testing.T, endpoint, table string) (string, int) {
 func TestNoSecretOrCursorLeavesTheProcessInAnyEncoding(t *testing.T) {
 	e := newEnv(t)
 	sec := newLeakSecrets()
-	scopes := map[string]string{"bearer": "leak-bearer", "basic": "leak-basic", "oauth": "leak-oauth"}
-	api := newLeakAPI(sec, map[string]int{scopes["bearer"]: 403, scopes["basic"]: 403, scopes["oauth"]: 401})
+	scopes := map[string]string{"bearer": "leak-bearer", "basic": "leak-basic", "oauth": "leak-oauth", "userinfo": "leak-userinfo"}
+	api := newLeakAPI(sec, map[string]int{scopes["bearer"]: 403, scopes["basic"]: 403, scopes["oauth"]: 401, scopes["userinfo"]: 401})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 
-	input := func(scope, auth string) string {
+	input := func(scope, base, auth string) string {
 		return fmt.Sprintf(`
       - paginated_partitions:
           scope: %s
@@ -548,7 +558,7 @@ func TestNoSecretOrCursorLeavesTheProcessInAnyEncoding(t *testing.T) {
             contract:
               positions: dense
               recovery: park
-`, scope, strings.Join(leakParts, ", "), e.table, e.endpoint, srv.URL, scope, auth)
+`, scope, strings.Join(leakParts, ", "), e.table, e.endpoint, base, scope, auth)
 	}
 	port := e2etest.FreePort(t)
 	config := fmt.Sprintf(`
@@ -557,13 +567,15 @@ metrics: { prometheus: {} }
 logger: { level: TRACE }
 input:
   broker:
-    inputs:%s%s%s
+    inputs:%s%s%s%s
 output:
   drop: {}
 `, port,
-		input(scopes["bearer"], `            headers: { Authorization: 'Bearer ${LEAK_HEADER_TOKEN}' }`),
-		input(scopes["basic"], `            basic_auth: { enabled: true, username: '${LEAK_BASIC_USER}', password: '${LEAK_BASIC_PASS}' }`),
-		input(scopes["oauth"], fmt.Sprintf(`            oauth2: { enabled: true, client_key: %q, client_secret: '${LEAK_CLIENT_SECRET}', token_url: '%s/token' }`, sec.clientID, srv.URL)),
+		input(scopes["bearer"], srv.URL, `            headers: { Authorization: 'Bearer ${LEAK_HEADER_TOKEN}' }`),
+		input(scopes["basic"], srv.URL, `            basic_auth: { enabled: true, username: '${LEAK_BASIC_USER}', password: '${LEAK_BASIC_PASS}' }`),
+		input(scopes["oauth"], srv.URL, fmt.Sprintf(`            oauth2: { enabled: true, client_key: %q, client_secret: '${LEAK_CLIENT_SECRET}', token_url: '%s/token' }`, sec.clientID, srv.URL)),
+		// Credentials in the URL's user info, from the environment.
+		input(scopes["userinfo"], "http://${LEAK_URL_USERINFO}@"+strings.TrimPrefix(srv.URL, "http://"), ""),
 	)
 
 	// The process's output goes to out, not to the Proc's buffer, which
@@ -579,6 +591,7 @@ output:
 		"LEAK_BASIC_USER="+sec.basicUser,
 		"LEAK_BASIC_PASS="+sec.basicPass,
 		"LEAK_CLIENT_SECRET="+sec.clientSecret,
+		"LEAK_URL_USERINFO="+url.UserPassword(sec.urlUser, sec.urlPass).String(),
 		"LEAK_CURSOR_KEY="+base64.StdEncoding.EncodeToString([]byte(randHex(16))),
 	)
 	p := e2etest.Start(t, "connect run leak", cmd)
@@ -692,8 +705,8 @@ output:
 	// The needles are right: each was sent to the fake and echoed.
 	echoed := api.echoedText()
 	for name, v := range secrets {
-		if name == "huge successor" {
-			continue // refused, never sent back
+		if name == "huge successor" || name == "url user info" {
+			continue // refused, never sent back; sent only decoded
 		}
 		assert.NotEmpty(t, redacttest.Leaks(echoed, map[string]string{name: v}), "the fake echoed %s", name)
 	}
@@ -702,7 +715,7 @@ output:
 		{"/metrics", metrics},
 		{"dynamodb scan", table},
 	}
-	for _, scope := range []string{scopes["bearer"], scopes["basic"], scopes["oauth"]} {
+	for _, scope := range []string{scopes["bearer"], scopes["basic"], scopes["oauth"], scopes["userinfo"]} {
 		sources = append(sources,
 			struct{ name, text string }{"status --scope " + scope, statusText[scope]},
 			struct{ name, text string }{"status --scope " + scope + " --json", statusJSON[scope]})

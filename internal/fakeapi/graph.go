@@ -25,6 +25,9 @@ const (
 	// GraphNextPage is a request with a $skiptoken: a further page of a
 	// round.
 	GraphNextPage = "next_page"
+	// GraphEmptyNextPage is an answer with no message and an
+	// @odata.nextLink (see SetEmptyPages).
+	GraphEmptyNextPage = "empty_next_page"
 )
 
 // Graph is a fake Microsoft Graph serving the delta query of the messages
@@ -68,15 +71,23 @@ const (
 //
 // Expire makes every token issued so far unknown to the fake (the sync
 // state is gone): the next request with one gets the 410.
+//
+// SetEmptyPages(n) makes every round begin with n pages that carry no
+// message and an `@odata.nextLink`, as Graph may answer: "If Microsoft
+// Graph returns a @odata.nextLink URL, there are more pages of data to
+// retrieve in the session, even if the current response contains an empty
+// result" (delta query overview). A client that polls such a page again
+// instead of following its link gets the same empty page for ever.
 type Graph struct {
 	*Control
 	token string
 
-	mu    sync.Mutex
-	seq   int64 // global change sequence
-	epoch int   // tokens of older epochs are expired
-	boxes map[string][]graphChange
-	next  int
+	mu         sync.Mutex
+	seq        int64 // global change sequence
+	epoch      int   // tokens of older epochs are expired
+	boxes      map[string][]graphChange
+	next       int
+	emptyPages int // empty pages with a nextLink at the start of every round
 }
 
 type graphChange struct {
@@ -132,6 +143,15 @@ func (g *Graph) Delete(mailbox, id string) {
 	g.boxes[mailbox] = append(g.boxes[mailbox], graphChange{seq: g.seq, id: id, deleted: true, at: time.Now().UTC().Truncate(time.Second)})
 }
 
+// SetEmptyPages makes every round (the first one and each one started from
+// a deltaLink) begin with n pages without messages, each with an
+// @odata.nextLink to the next; 0 (the default): none.
+func (g *Graph) SetEmptyPages(n int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.emptyPages = n
+}
+
 // Expire forgets every sync state: each token issued so far answers 410
 // syncStateNotFound.
 func (g *Graph) Expire() {
@@ -184,14 +204,21 @@ func (g *Graph) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	var base, after int64
 	initial := false
+	empties := g.emptyPages // empty pages still to serve before the round's first
 	switch {
 	case q.Has("$skiptoken"):
 		kind, b, a, ok := g.parseToken(q.Get("$skiptoken"))
-		if !ok || (kind != 'i' && kind != 's') {
+		if !ok || (kind != 'i' && kind != 's' && kind != 'E' && kind != 'e') {
 			g.expired(w)
 			return
 		}
-		base, after, initial = b, a, kind == 'i'
+		base, after, initial = b, a, kind == 'i' || kind == 'E'
+		empties = 0
+		if kind == 'E' || kind == 'e' {
+			// An empty page's link: a, the empty pages left, before the
+			// round's first page after base.
+			after, empties = b, int(a)
+		}
 		g.count(GraphNextPage)
 	case q.Has("$deltatoken"):
 		kind, b, _, ok := g.parseToken(q.Get("$deltatoken"))
@@ -244,6 +271,18 @@ func (g *Graph) serve(w http.ResponseWriter, r *http.Request) {
 		"@odata.context": "https://graph.microsoft.com/v1.0/$metadata#Collection(message)",
 		"value":          value,
 	}
+	if empties > 0 {
+		// An empty page of the session, whatever the round holds.
+		kind := byte('e')
+		if initial {
+			kind = 'E'
+		}
+		body["value"] = []any{}
+		body["@odata.nextLink"] = link("$skiptoken", g.token36(kind, base, int64(empties-1)))
+		g.count(GraphEmptyNextPage)
+		writeJSON(w, http.StatusOK, body)
+		return
+	}
 	if len(round) > len(page) {
 		kind := byte('s')
 		if initial {
@@ -262,7 +301,9 @@ func (g *Graph) expired(w http.ResponseWriter) {
 }
 
 // token36 is an opaque token: kind ('i' a page of the first round, 's' a
-// page of a later round, 'd' a delta token), epoch and two sequence numbers.
+// page of a later round, 'd' a delta token; 'E' and 'e' an empty page's
+// link in the first or a later round, whose second number is the count of
+// empty pages left), epoch and two sequence numbers.
 func (g *Graph) token36(kind byte, a, b int64) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(fmt.Sprintf("%c.%d.%d.%d", kind, g.epoch, a, b)))
 }

@@ -118,3 +118,38 @@ func TestGraphRateLimitAnswer(t *testing.T) {
 	_, a := graphGet(t, u)
 	require.Equal(t, "2", a.header.Get("Retry-After"), "Retry-After names the end of the window in whole seconds")
 }
+
+// TestGraphEmptyPagesCarryNextLinks: with SetEmptyPages, every round begins
+// with that many pages without messages, each with a nextLink; following
+// them reaches the round's messages and its deltaLink, while fetching such
+// a page again answers the same empty page (a client that polls it instead
+// of following it never gets further).
+func TestGraphEmptyPagesCarryNextLinks(t *testing.T) {
+	g := NewGraph(t, "tok")
+	g.SetEmptyPages(3)
+	first := g.Append("ada@example.com", 6)
+	start := g.URL() + "/v1.0/users/ada@example.com/mailFolders/inbox/messages/delta?$select=subject,lastModifiedDateTime"
+
+	p, a := graphGet(t, start)
+	require.Equal(t, http.StatusOK, a.status, "%s", a.body)
+	require.Empty(t, p.Value)
+	require.NotEmpty(t, p.Next)
+	require.Empty(t, p.Delta)
+	again, _ := graphGet(t, p.Next)
+	same, _ := graphGet(t, p.Next)
+	require.Empty(t, again.Value)
+	require.Equal(t, again, same, "an empty page fetched again is the same empty page")
+
+	ids, removed, delta := graphRound(t, start)
+	require.Equal(t, first, ids)
+	require.Empty(t, removed)
+	require.Equal(t, 3+3, g.Served(GraphEmptyNextPage), "three fetched by hand, then the round's three")
+
+	// A later round (from the deltaLink) begins with empty pages too, and
+	// a quiet one ends with an empty page carrying the deltaLink.
+	more := g.Append("ada@example.com", 2)
+	ids, _, delta = graphRound(t, delta)
+	require.Equal(t, more, ids)
+	ids, _, _ = graphRound(t, delta)
+	require.Empty(t, ids)
+}

@@ -21,6 +21,10 @@ const (
 	KubernetesFreshList = "fresh_list"
 	// KubernetesContinue is a list request with `continue`.
 	KubernetesContinue = "continue"
+	// KubernetesEmptyChunk is an answer with zero items and a continue
+	// token: every object of its chunk was filtered out by the label
+	// selector.
+	KubernetesEmptyChunk = "empty_chunk"
 )
 
 // Kubernetes is a fake Kubernetes API server serving the list of the
@@ -51,6 +55,15 @@ const (
 //     consistent recovery. A token the server did not issue is 400
 //     BadRequest.
 //   - A namespace without ConfigMaps lists empty (a list does not 404).
+//   - `labelSelector=key=value` (one equality requirement) filters the
+//     objects of a chunk after the chunk is cut at `limit`, the case the
+//     API reference's `limit` parameter documents: "Setting a limit may
+//     return fewer than the requested amount of items (up to zero items) in
+//     the event all requested objects are filtered out and clients should
+//     only use the presence of the continue field to determine whether more
+//     results are available." A chunk whose objects all lack the label has
+//     zero items and a continue token. With a selector
+//     `remainingItemCount` is left out, as ListMeta says.
 //   - Authentication with `Authorization: Bearer <token>`; anything else is
 //     401 Status Unauthorized.
 //   - The rate-limit answer (API Priority and Fairness): 429 with
@@ -58,7 +71,8 @@ const (
 //     `details.retryAfterSeconds`.
 //
 // It leaves out: watches, `resourceVersion`/`resourceVersionMatch` on
-// the request, label and field selectors, the watch cache, other
+// the request, field selectors and label selectors other than one
+// equality, the watch cache, other
 // resources and API groups, Table output, and compaction on a timer (only
 // when ExpireNext says so).
 //
@@ -83,6 +97,7 @@ type k8sVersion struct {
 	uid     string
 	created time.Time
 	data    map[string]string
+	labels  map[string]string
 }
 
 // NewKubernetes starts a fake API server that demands
@@ -103,6 +118,11 @@ func NewKubernetes(t testing.TB, token string) *Kubernetes {
 // Create creates ConfigMaps named prefix-1 … prefix-n in ns (one write
 // each) and returns their names.
 func (k *Kubernetes) Create(ns, prefix string, n int) []string {
+	return k.CreateLabeled(ns, prefix, n, nil)
+}
+
+// CreateLabeled is Create with the labels given on every object.
+func (k *Kubernetes) CreateLabeled(ns, prefix string, n int, labels map[string]string) []string {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	out := make([]string, 0, n)
@@ -112,7 +132,7 @@ func (k *Kubernetes) Create(ns, prefix string, n int) []string {
 		k.nextUID++
 		k.objects[ns+"/"+name] = append(k.objects[ns+"/"+name], k8sVersion{
 			rev: k.rev, uid: fmt.Sprintf("6f1c0b6e-0000-4000-8000-%012d", k.nextUID),
-			created: time.Now().UTC().Truncate(time.Second), data: map[string]string{"n": strconv.Itoa(i)},
+			created: time.Now().UTC().Truncate(time.Second), data: map[string]string{"n": strconv.Itoa(i)}, labels: labels,
 		})
 		out = append(out, name)
 	}
@@ -180,6 +200,15 @@ func (k *Kubernetes) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
+	selKey, selValue, selected := "", "", q.Has("labelSelector")
+	if selected {
+		var ok bool
+		selKey, selValue, ok = strings.Cut(q.Get("labelSelector"), "=")
+		if !ok || selKey == "" || strings.ContainsAny(selKey+selValue, ",!=()") {
+			writeJSON(w, http.StatusBadRequest, k8sStatus(http.StatusBadRequest, "BadRequest", "unable to parse requirement: the fake serves one key=value requirement", nil))
+			return
+		}
+	}
 
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -240,18 +269,30 @@ func (k *Kubernetes) serve(w http.ResponseWriter, r *http.Request) {
 	if limit > 0 && len(items) > limit {
 		page = items[:limit]
 		meta["continue"] = encodeK8sContinue(rv, page[len(page)-1].name+"\x00")
-		meta["remainingItemCount"] = len(items) - limit
+		if !selected {
+			meta["remainingItemCount"] = len(items) - limit
+		}
 	}
 	out := make([]any, 0, len(page))
 	for _, it := range page {
+		if selected && it.v.labels[selKey] != selValue {
+			continue
+		}
+		md := map[string]any{
+			"name": it.name, "namespace": ns, "uid": it.v.uid,
+			"resourceVersion":   strconv.FormatInt(it.v.rev, 10),
+			"creationTimestamp": it.v.created.Format(time.RFC3339),
+		}
+		if len(it.v.labels) > 0 {
+			md["labels"] = it.v.labels
+		}
 		out = append(out, map[string]any{
-			"metadata": map[string]any{
-				"name": it.name, "namespace": ns, "uid": it.v.uid,
-				"resourceVersion":   strconv.FormatInt(it.v.rev, 10),
-				"creationTimestamp": it.v.created.Format(time.RFC3339),
-			},
-			"data": it.v.data,
+			"metadata": md,
+			"data":     it.v.data,
 		})
+	}
+	if len(out) == 0 && meta["continue"] != nil {
+		k.count(KubernetesEmptyChunk)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"kind": "ConfigMapList", "apiVersion": "v1", "metadata": meta, "items": out})
 }

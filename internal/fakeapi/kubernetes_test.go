@@ -68,6 +68,37 @@ func TestKubernetesChunksAreOneSnapshot(t *testing.T) {
 	require.Empty(t, fresh.Metadata.Continue)
 }
 
+// TestKubernetesSelectorLeavesEmptyChunks: with a label selector the
+// objects of a chunk are filtered after it is cut at `limit`, so a chunk
+// whose objects all lack the label has zero items and a continue token
+// (the case the API reference's `limit` documents); remainingItemCount is
+// left out; following the tokens lists exactly the labelled objects.
+func TestKubernetesSelectorLeavesEmptyChunks(t *testing.T) {
+	k := NewKubernetes(t, "tok")
+	k.Create("team-a", "aa", 6)
+	want := k.CreateLabeled("team-a", "cm", 3, map[string]string{"app": "tidemark"})
+	l, a := k8sGet(t, k, "team-a", "limit=3&labelSelector=app%3Dtidemark")
+	require.Equal(t, http.StatusOK, a.status, "%s", a.body)
+	require.Empty(t, l.Items, "the first chunk's objects are all filtered out")
+	require.NotEmpty(t, l.Metadata.Continue, "and it still says more results are available")
+	require.Nil(t, l.Metadata.RemainingItemCount, "unknown under a selector")
+	var got []string
+	chunks := 1
+	for l.Metadata.Continue != "" {
+		l, a = k8sGet(t, k, "team-a", "limit=3&labelSelector=app%3Dtidemark&continue="+url.QueryEscape(l.Metadata.Continue))
+		require.Equal(t, http.StatusOK, a.status, "%s", a.body)
+		chunks++
+		for _, it := range l.Items {
+			got = append(got, it.Metadata.Name)
+		}
+	}
+	require.Equal(t, want, got)
+	require.Equal(t, 3, chunks)
+	require.Equal(t, 2, k.Served(KubernetesEmptyChunk))
+	_, a = k8sGet(t, k, "team-a", "limit=3&labelSelector=app!%3Dx")
+	require.Equal(t, http.StatusBadRequest, a.status, "a selector the fake does not serve is refused, not ignored")
+}
+
 // TestKubernetesExpiredContinue: a continue token of a compacted snapshot
 // answers 410 Expired; a fresh list works.
 func TestKubernetesExpiredContinue(t *testing.T) {

@@ -36,8 +36,9 @@ const (
 //     default): they return every event, filtered by its persistence time
 //     (`since` is compared with the time the event was persisted, not with
 //     `published`), in persistence order, so pages "may return events out
-//     of order according to the published field". Every event is persisted
-//     a few milliseconds after it is published.
+//     of order according to the published field". An event Append logs is
+//     persisted a few milliseconds after it is published; one
+//     AppendPublishedAhead logs is published after it is persisted.
 //   - `since` defaults to 7 days before now; `since` and `after` are
 //     mutually exclusive (400, E0000001); a `since` more than 180 days back
 //     is refused (400, E0000053, "The since parameter is over 180 days
@@ -103,6 +104,25 @@ func NewOkta(t testing.TB, token string) *Okta {
 
 // Append logs n events now and returns their uuids in persistence order.
 func (o *Okta) Append(n int) []string {
+	// Published a few milliseconds before persistence, by a varying
+	// amount: pages are out of order by published.
+	return o.append(n, func(seq int) time.Duration { return -time.Duration(seq%4) * 3 * time.Millisecond })
+}
+
+// AppendPublishedAhead logs n events now whose `published` lies ahead of
+// their persistence time by ahead (stamped by a clock ahead of the log
+// store's), and returns their uuids. Okta documents no relation between
+// `published` and the internal persistence time that `since` filters
+// polling requests on, so the fake lets a test put them in this order: a
+// polling request with `since` at such an event's `published` does not
+// return the events persisted in between.
+func (o *Okta) AppendPublishedAhead(n int, ahead time.Duration) []string {
+	return o.append(n, func(int) time.Duration { return ahead })
+}
+
+// append logs n events, the published time of event seq being its
+// persistence time plus offset(seq).
+func (o *Okta) append(n int, offset func(seq int) time.Duration) []string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	out := make([]string, 0, n)
@@ -114,9 +134,7 @@ func (o *Okta) Append(n int) []string {
 				persisted = last.Add(time.Millisecond)
 			}
 		}
-		// Published a few milliseconds before persistence, by a varying
-		// amount: pages are out of order by published.
-		published := persisted.Add(-time.Duration(seq%4) * 3 * time.Millisecond)
+		published := persisted.Add(offset(seq))
 		ev := oktaEvent{
 			uuid:      fmt.Sprintf("%08x-%04x-4%03x-8%03x-%012x", 0x0c7a, seq>>16&0xffff, seq>>4&0xfff, seq&0xfff, seq),
 			published: published,

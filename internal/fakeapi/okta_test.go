@@ -123,3 +123,29 @@ func TestOktaRateLimitAnswer(t *testing.T) {
 	fresh := NewOkta(t, "tok")
 	rateLimitCase(t, fresh.Control, fresh.URL()+"/api/v1/logs", "E0000047", true, "Authorization", "SSWS tok")
 }
+
+// TestOktaSinceFiltersByPersistenceTime: `since` is compared with the time
+// an event was persisted, not with its `published`: after an event
+// published ahead of its persistence, a polling request with `since` at
+// that `published` does not return the events persisted in between, and
+// one with `since` before their persistence does.
+func TestOktaSinceFiltersByPersistenceTime(t *testing.T) {
+	o := NewOkta(t, "tok")
+	ahead := o.AppendPublishedAhead(1, 2*time.Minute)
+	between := o.Append(3)
+	first, _, a := oktaPage(t, o, o.URL()+"/api/v1/logs?since="+url.QueryEscape(time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)))
+	require.Equal(t, append(ahead, between...), first)
+	var evs []struct {
+		Published string `json:"published"`
+	}
+	a.json(t, &evs)
+	published := evs[0].Published
+	p, err := time.Parse(time.RFC3339Nano, published)
+	require.NoError(t, err)
+	require.True(t, p.After(time.Now()), "published %s lies ahead", published)
+
+	at, _, _ := oktaPage(t, o, o.URL()+"/api/v1/logs?since="+url.QueryEscape(published))
+	require.Empty(t, at, "nothing was persisted at or after the published time ahead")
+	before, _, _ := oktaPage(t, o, o.URL()+"/api/v1/logs?since="+url.QueryEscape(p.Add(-10*time.Minute).Format(time.RFC3339Nano)))
+	require.Equal(t, append(ahead, between...), before)
+}

@@ -41,9 +41,15 @@ const (
 //     400 ("You may only specify one of these parameters: ending_before,
 //     starting_after."). `created` filters with `created[gt]`, `[gte]`,
 //     `[lt]`, `[lte]` or an exact `created`.
-//   - A cursor naming an event that does not exist (never did, or is past
-//     the 30-day retention) is 404 with code `resource_missing` ("No such
-//     event: '<id>'") and `param` naming the parameter.
+//   - A cursor naming an event that never existed is 404 with code
+//     `resource_missing` ("No such event: '<id>'") and `param` naming the
+//     parameter. A cursor naming an event past the 30-day retention ("List
+//     events, going back up to 30 days", API reference) is 400
+//     `invalid_request_error` whose message says the event "is no longer
+//     available because it's aged out of our retention policy": the words
+//     and the status Stripe answers a list call with, as connectors that
+//     meet it match them (Stripe's reference does not quote the message;
+//     the rest of the fake's message is its own).
 //   - `created` is in seconds, so events share it.
 //   - Authentication with `Authorization: Bearer <secret key>` (401
 //     otherwise); `Stripe-Account: <acct>` reads a connected account (403
@@ -58,7 +64,7 @@ const (
 //
 // Expire applies the 30-day retention to everything an account holds so
 // far (the account stayed quiet for 30 days): those events are gone, and a
-// cursor naming one answers 404 resource_missing.
+// cursor naming one answers 400 "aged out of our retention policy".
 type Stripe struct {
 	*Control
 	key string
@@ -236,7 +242,11 @@ func (s *Stripe) serve(w http.ResponseWriter, r *http.Request) {
 				return i, true
 			}
 		}
-		s.countExpired()
+		if a.purged[id] {
+			s.countExpired()
+			stripeError(w, http.StatusBadRequest, "", param, fmt.Sprintf("The event '%s' is no longer available because it's aged out of our retention policy.", id))
+			return 0, false
+		}
 		stripeError(w, http.StatusNotFound, "resource_missing", param, fmt.Sprintf("No such event: '%s'", id))
 		return 0, false
 	}

@@ -98,15 +98,24 @@ func TestStripeErrors(t *testing.T) {
 }
 
 // TestStripeRetention: after Expire the account's events are gone and a
-// cursor naming one answers 404 resource_missing; newer events list.
+// cursor naming one answers 400 "aged out of our retention policy" (an id
+// that never existed stays 404 resource_missing, not an expiry); newer
+// events list.
 func TestStripeRetention(t *testing.T) {
 	s := NewStripe(t, "sk_test_fake")
 	evs := s.Append("acct_1", 3)
 	s.Expire("acct_1")
-	_, a := stripeGet(t, s, "ending_before="+evs[2])
+	for _, param := range []string{"ending_before", "starting_after"} {
+		_, a := stripeGet(t, s, param+"="+evs[2])
+		require.Equal(t, http.StatusBadRequest, a.status)
+		require.Contains(t, string(a.body), "is no longer available because it's aged out of our retention policy")
+		require.Contains(t, string(a.body), `"param":"`+param+`"`)
+		require.NotContains(t, string(a.body), "resource_missing")
+	}
+	require.Equal(t, 2, s.ExpiredAnswers())
+	_, a := stripeGet(t, s, "ending_before=evt_never")
 	require.Equal(t, http.StatusNotFound, a.status)
-	require.Contains(t, string(a.body), `"param":"ending_before"`)
-	require.Equal(t, 1, s.ExpiredAnswers())
+	require.Equal(t, 2, s.ExpiredAnswers(), "an id that never existed is no expiry")
 	later := s.Append("acct_1", 2)
 	l, _ := stripeGet(t, s, "")
 	require.ElementsMatch(t, later, stripeIDs(l))

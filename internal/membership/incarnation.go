@@ -74,7 +74,11 @@ func DecideIncarnation(in PlanInput, ch IncarnationChange) Plan {
 	incs := carriedIncarnations(cur, unproven)
 	incs[ch.Partition] = next.Epoch
 	why := incarnationReason(ch.Partition, next.Epoch, fmt.Sprintf("incarnation changed from %s to %s (%s)", orNone(ch.From), ch.To, ch.Why))
-	reasons := dropReasonOf(next.Reason, ch.Partition)
+	// The frontier core names every carried change with its generic
+	// text; an earlier pending incarnation change of another partition
+	// keeps its own reason (rewritten after ch.Partition's entry is
+	// dropped: an incarnation reason itself holds "; ").
+	reasons := incarnationReasons(strings.Join(dropReasonOf(next.Reason, ch.Partition), "; "), carriedIncarnations(cur, unproven))
 	reasons = append(reasons, why)
 	return Plan{
 		Changed:   true,
@@ -146,7 +150,19 @@ func settleIncarnations(cur store.Membership, next *store.Membership) {
 		return
 	}
 	next.Incarnations = incs
-	reasons := strings.Split(next.Reason, "; ")
+	next.Reason = strings.Join(incarnationReasons(next.Reason, incs), "; ")
+}
+
+// incarnationReasons rewrites, in a joined reason, the frontier core's
+// generic text for a carried change ("added by an earlier epoch without
+// proof of coverage") of every partition with a pending incarnation change
+// in incs: what holds it is its new incarnation, read from its start, not
+// a join without proof. It returns the entries.
+func incarnationReasons(reason string, incs map[string]uint64) []string {
+	if reason == "" {
+		return nil
+	}
+	reasons := strings.Split(reason, "; ")
 	for _, p := range slices.Sorted(maps.Keys(incs)) {
 		generic := p + ": added by an earlier epoch without proof of coverage"
 		for i, r := range reasons {
@@ -155,7 +171,7 @@ func settleIncarnations(cur store.Membership, next *store.Membership) {
 			}
 		}
 	}
-	next.Reason = strings.Join(reasons, "; ")
+	return reasons
 }
 
 // ErrIncarnationRecorded is returned by RecordIncarnation when the

@@ -99,6 +99,52 @@ func TestIncarnationChangeIsUnprovenUntilTheNewIncarnationIsRead(t *testing.T) {
 	assert.NotContains(t, p.Next.Reason, "db: added by an earlier epoch")
 }
 
+// A second partition recreated while the first one's change is pending:
+// the new epoch names each by its own incarnation change. The first keeps
+// the reason of its reset (its new incarnation is read from its start),
+// never the generic "added by an earlier epoch without proof of coverage"
+// of a partition that joined without proof, and settles on its own proof.
+func TestPendingIncarnationKeepsItsReasonAcrossAnotherChange(t *testing.T) {
+	cur := store.Membership{Scope: "s", Epoch: 2, Partitions: []string{"a", "db"}, Proven: true}
+	in := PlanInput{Scope: "s", Current: cur, HasCurrent: true, FreshFromStart: true,
+		Published:   store.Frontier{Scope: "s", Epoch: 2, Scalar: coord.Integer(300)},
+		Checkpoints: []store.Checkpoint{cp("a", 5, 500, false), cp("db", 9, 300, false)}}
+	first := DecideIncarnation(in, IncarnationChange{Partition: "db", From: "sha256:aaaa", To: "sha256:bbbb", Why: "found at 15:00"})
+	require.True(t, first.Changed)
+	in.Current = first.Next
+	second := DecideIncarnation(in, IncarnationChange{Partition: "a", From: "sha256:1111", To: "sha256:2222", Why: "found at 15:01"})
+	require.True(t, second.Changed)
+	next := second.Next
+	assert.Equal(t, uint64(4), next.Epoch)
+	assert.Equal(t, []string{"a", "db"}, next.Unproven)
+	assert.Equal(t, map[string]uint64{"a": 4, "db": 3}, next.Incarnations)
+	assert.NotContains(t, next.Reason, "added by an earlier epoch", next.Reason)
+	assert.Contains(t, next.Reason, "db: incarnation changed at epoch 3; its old incarnation left unsealed and its new one is read from its start (epoch 3)")
+	assert.Contains(t, next.Reason, "a: incarnation changed from sha256:1111 to sha256:2222 (found at 15:01)")
+
+	// db recreated again while its change is pending: the epoch names
+	// db's latest change alone, and nothing of the one it replaces.
+	again := DecideIncarnation(in, IncarnationChange{Partition: "db", From: "sha256:bbbb", To: "sha256:cccc", Why: "found at 15:02"})
+	require.True(t, again.Changed)
+	assert.Equal(t, map[string]uint64{"db": 4}, again.Next.Incarnations)
+	assert.Equal(t, incarnationReason("db", 4, "incarnation changed from sha256:bbbb to sha256:cccc (found at 15:02)"), again.Next.Reason)
+
+	// db's new incarnation certifies a watermark: it settles, a stays
+	// pending under its own reason.
+	db := cp("db", 12, 40, false)
+	db.Incarnation, db.IncarnationEpoch, db.PromotedWitness = "sha256:bbbb", 3, "a0009"
+	aReset := cp("a", 6, 0, false)
+	aReset.Incarnation, aReset.IncarnationEpoch, aReset.PromotedWitness = "sha256:2222", 4, "incarnation:sha256:2222"
+	p := Decide(PlanInput{Scope: "s", Current: next, HasCurrent: true, FreshFromStart: true, Want: Names([]string{"a", "db"}),
+		Checkpoints: []store.Checkpoint{aReset, db}})
+	require.True(t, p.Changed)
+	assert.Equal(t, []string{"db"}, p.Settled)
+	assert.Equal(t, []string{"a"}, p.Next.Unproven)
+	assert.NotContains(t, p.Next.Reason, "added by an earlier epoch", p.Next.Reason)
+	assert.NotContains(t, p.Next.Reason, "db:", p.Next.Reason)
+	assert.Contains(t, p.Next.Reason, "a: incarnation changed at epoch 4")
+}
+
 // A source recreated twice: one worker found the latest incarnation,
 // recorded it and reset the checkpoint into it; another, holding the
 // change to the incarnation in between (read before that reset), is stale

@@ -30,6 +30,8 @@ var Checks = []Check{
 	{Field: "response", Declared: func(Declared) string { return "the mappings" }, Judge: judgeResponse},
 	{Field: "position_type", Declared: func(d Declared) string { return positionKind(d).String() }, Judge: judgePositionType},
 	{Field: "positions", Declared: positionsValue, Judge: judgePositions},
+	{Field: "first_position", Declared: firstPositionValue,
+		Applies: func(d Declared) bool { return d.Contract.DensePositions }, Judge: judgeFirstPosition},
 	{Field: "coordinate", Declared: func(d Declared) string { return d.Coordinate.String() },
 		Applies: func(d Declared) bool { return d.CompleteThrough }, Judge: judgeCoordinate},
 	{Field: "complete_through", Declared: completeThroughValue, Judge: judgeCompleteThrough},
@@ -255,6 +257,55 @@ func judgePositions(d Declared, fx *Facts) (Verdict, string) {
 		return Supported, fmt.Sprintf("claims no order (%s happened to increase along each walk%s)", plural(events, "position", "positions"), density)
 	}
 	return Supported, fmt.Sprintf("claims no order (%s, not increasing along the walks)", plural(events, "position", "positions"))
+}
+
+func firstPositionValue(d Declared) string {
+	if d.Contract.HasFirstPosition() {
+		return d.Contract.FirstPosition.String()
+	}
+	return "not declared"
+}
+
+// judgeFirstPosition checks the declared origin of dense positions: each
+// walk is a traversal from the start, so its first event must be at the
+// origin, or the input finds a first-page gap (coverage rule (b)) and
+// recovers as declared. The gap the page's own complete_through covers is
+// accepted, as the input accepts it.
+func judgeFirstPosition(d Declared, fx *Facts) (Verdict, string) {
+	c := d.Contract
+	var seen []string
+	for wi := range fx.Walks {
+		for _, p := range fx.Walks[wi] {
+			if p.Empty() {
+				continue
+			}
+			first := p.Response.Events[0].Position
+			switch {
+			case !c.HasFirstPosition():
+				return CannotTell, fmt.Sprintf("no first_position is declared, so the first page of a traversal is not checked: %s begins at position %s (events the source dropped before the first read would be skipped without a word; declare first_position where the source documents where its positions start)", p.Label, first)
+			case first == c.FirstPosition:
+				seen = append(seen, fmt.Sprintf("%s begins at position %s", p.Label, first))
+			case first.Kind == c.FirstPosition.Kind && c.FirstPosition.Less(first) && coveredGap(c, p, first):
+				seen = append(seen, fmt.Sprintf("%s begins at position %s, its complete_through covering the positions before it", p.Label, first))
+			default:
+				return Contradicted, fmt.Sprintf("%s, the first page of a traversal from the start, begins at position %s, not at the declared first position %s: the input would find a first-page gap and %s (the source's retention dropped its oldest events, or its page keeps the newest)",
+					p.Label, first, c.FirstPosition, recoveryDoes(recovery(d)))
+			}
+			break
+		}
+	}
+	if len(seen) == 0 {
+		return CannotTell, "no walk answered an event"
+	}
+	return Supported, strings.Join(seen, "; ")
+}
+
+// recoveryDoes says what the input does on unprovable divergence under r.
+func recoveryDoes(r provider.Recovery) string {
+	if r == provider.RecoveryPark {
+		return "park the partition"
+	}
+	return "restart it from restart_cursor (" + r.String() + "), parking after max_restarts if every restart answers so"
 }
 
 // coveredGap: the page's own complete_through, in the positions'

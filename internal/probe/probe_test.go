@@ -609,7 +609,8 @@ func TestEvaluateRunsEveryApplicableCheckOnce(t *testing.T) {
 	}
 	assert.NotContains(t, fields, "has_more")
 	assert.NotContains(t, fields, "coordinate")
-	all := Evaluate(declared(ordered, func(d *Declared) { d.HasMore, d.CompleteThrough = true, true }), obs(walkOf(pg("", "c1", ev(1)))))
+	assert.NotContains(t, fields, "first_position", "only dense positions have an origin")
+	all := Evaluate(declared(dense, func(d *Declared) { d.HasMore, d.CompleteThrough = true, true }), obs(walkOf(pg("", "c1", ev(1)))))
 	assert.Len(t, all, len(Checks))
 	assert.False(t, AnyContradicted(fs))
 }
@@ -622,4 +623,59 @@ func TestDocsDescribeEveryCheck(t *testing.T) {
 	for _, c := range Checks {
 		assert.Contains(t, string(b), "\n| `"+c.Field+"`", "docs/probe.md has no row for the %s check", c.Field)
 	}
+}
+
+// TestFirstPositionFindings: under dense positions the first event of each
+// walk (a traversal from the start) is judged against the declared origin
+// (contract first_position).
+func TestFirstPositionFindings(t *testing.T) {
+	from := func(origin int64, f ...func(*provider.Contract)) provider.Contract {
+		return with(dense, func(c *provider.Contract) {
+			c.FirstPosition = coord.IntPosition(origin)
+			for _, g := range f {
+				g(c)
+			}
+		})
+	}
+	covering := func(c *provider.Contract) { c.WatermarkCoversPositions, c.Finality = true, provider.FinalitySource }
+	parking := func(c *provider.Contract) { c.Recovery = provider.RecoveryPark }
+	for _, tc := range []struct {
+		name     string
+		d        Declared
+		o        Observation
+		want     Verdict
+		evidence []string
+	}{
+		{name: "both walks begin at the origin", d: declared(from(1)), want: Supported,
+			o:        Observation{Partition: "p", Limit: 5, First: walkOf(pg("", "c1", evs(1, 3)...), pg("c1", "c2", evs(4, 5)...)), Second: walkOf(pg("", "c1", evs(1, 3)...))},
+			evidence: []string{"walk 1 page 1 begins at position 1", "walk 2 page 1 begins at position 1"}},
+		{name: "an empty first page is passed over", d: declared(from(1)), want: Supported,
+			o: obs(walkOf(pg("", "c1"), pg("c1", "c2", evs(1, 2)...))), evidence: []string{"walk 1 page 2 begins at position 1"}},
+		{name: "a first page above the origin contradicts it", d: declared(from(1)), want: Contradicted,
+			o:        obs(walkOf(pg("", "c1", evs(295, 297)...))),
+			evidence: []string{"walk 1 page 1, the first page of a traversal from the start, begins at position 295, not at the declared first position 1", "restart it from restart_cursor (restart_from_boundary)"}},
+		{name: "under park it says the partition parks", d: declared(from(1, parking)), want: Contradicted,
+			o: obs(walkOf(pg("", "c1", evs(2, 3)...))), evidence: []string{"begins at position 2, not at the declared first position 1", "park the partition"}},
+		{name: "a first page below the origin contradicts it", d: declared(from(1)), want: Contradicted,
+			o: obs(walkOf(pg("", "c1", evs(0, 2)...))), evidence: []string{"begins at position 0, not at the declared first position 1"}},
+		{name: "a second walk above the origin contradicts it", d: declared(from(1)), want: Contradicted,
+			o:        Observation{Partition: "p", Limit: 5, First: walkOf(pg("", "c1", evs(1, 3)...)), Second: walkOf(pg("", "c1", evs(4, 6)...))},
+			evidence: []string{"walk 2 page 1"}},
+		{name: "a gap the page's own watermark covers is accepted", d: declared(from(1, covering), func(d *Declared) { d.CompleteThrough = true }), want: Supported,
+			o: obs(walkOf(ct(pg("", "c1", evs(5, 6)...), 6))), evidence: []string{"its complete_through covering the positions before it"}},
+		{name: "no origin declared cannot tell and says what is unchecked", d: declared(dense), want: CannotTell,
+			o: obs(walkOf(pg("", "c1", evs(295, 297)...))), evidence: []string{"no first_position is declared", "begins at position 295"}},
+		{name: "no event cannot tell", d: declared(from(1)), want: CannotTell,
+			o: obs(walkOf(pg("", "c1"))), evidence: []string{"no walk answered an event"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := finding(t, Evaluate(tc.d, tc.o), "first_position")
+			assert.Equal(t, tc.want, f.Verdict, f.Evidence)
+			for _, e := range tc.evidence {
+				assert.Contains(t, f.Evidence, e)
+			}
+		})
+	}
+	assert.Equal(t, "1", finding(t, Evaluate(declared(from(1)), obs(walkOf(pg("", "c1", ev(1))))), "first_position").Declared)
+	assert.Equal(t, "not declared", finding(t, Evaluate(declared(dense), obs(walkOf(pg("", "c1", ev(1))))), "first_position").Declared)
 }

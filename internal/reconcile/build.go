@@ -69,7 +69,8 @@ type BuildInput struct {
 // seal flag, Disposition Pending and AckedThrough 0.
 //
 // It returns *MissingError, *DuplicateIDError, *OrderError (when the
-// contract declares ordered positions), *LoopError, or ErrInvalid for an
+// contract declares ordered positions), *HasMoreError (has_more true on a
+// response without successor or sealed), *LoopError, or ErrInvalid for an
 // empty partition or attempt id or an invalid contract; the witness is then
 // the zero Witness.
 func Build(in BuildInput) (Witness, error) {
@@ -100,6 +101,12 @@ func Build(in BuildInput) (Witness, error) {
 			return Witness{}, &OrderError{Partition: in.Partition, Index: i, Previous: r.Events[i-1].Position, Position: e.Position}
 		}
 		events = append(events, EventOf(e))
+	}
+	if r.HasMore && (len(r.Successor) == 0 || r.Sealed) {
+		// The source's own flag says more pages follow: a page that would
+		// end the partition (no successor to fetch them with, or sealed)
+		// contradicts it. It is malformed, never the end of the data.
+		return Witness{}, &HasMoreError{Partition: in.Partition, Sealed: len(r.Successor) > 0}
 	}
 	w := Witness{
 		Scope:           in.Scope,

@@ -70,6 +70,10 @@ func TestBuild_Errors(t *testing.T) {
 		{"positions decrease", sparse, BuildInput{Response: resp("N7", ev("e502", 502), ev("e501", 501))}, ErrOutOfOrder, []string{"p1", "position 501", "follow position 502"}},
 		{"position repeated", dense, BuildInput{Response: resp("N7", ev("a", 7), ev("b", 7))}, ErrOutOfOrder, []string{"position 7", "follow position 7"}},
 		{"dense implies ordered", with(dense, func(c *Contract) { c.OrderedPositions = false }), BuildInput{Response: resp("N7", ev("a", 8), ev("b", 7))}, ErrOutOfOrder, []string{"position 7"}},
+		{"has_more true without a successor", eot, BuildInput{Response: more(resp("", ev("e501", 501)))}, ErrHasMoreContradicted, []string{"p1", "has_more true without a successor"}},
+		{"has_more true on an empty page without a successor", eot, BuildInput{Response: more(resp(""))}, ErrHasMoreContradicted, []string{"p1", "has_more true without a successor"}},
+		{"has_more true on a sealed page without a successor", eot, BuildInput{Response: sealed(more(resp("", ev("e501", 501))))}, ErrHasMoreContradicted, []string{"has_more true without a successor"}},
+		{"has_more true on a sealed page", eot, BuildInput{Response: sealed(more(resp("N7", ev("e501", 501))))}, ErrHasMoreContradicted, []string{"p1", "has_more true on a sealed page"}},
 		{"loop", dense, BuildInput{Response: resp("C41")}, ErrLoop, []string{"p1", "generation 9", CursorHash([]byte("C41"))}},
 		{"loop with a marker the contract ignores", dense, BuildInput{Response: marked(resp("C41"), "m")}, ErrLoop, nil},
 		{"loop with a watermark the contract ignores", dense, BuildInput{Response: Response{Successor: []byte("C41"), CompleteThrough: coord.Integer(5)}}, ErrLoop, nil},
@@ -97,6 +101,52 @@ func TestBuild_Errors(t *testing.T) {
 			for _, s := range tc.contains {
 				assert.Contains(t, err.Error(), s)
 			}
+		})
+	}
+}
+
+// eot is a finite traversal: a page without successor completes the
+// partition, an empty page is the end of the data.
+var eot = with(dense, func(c *Contract) {
+	c.MissingSuccessor, c.EmptyPage = provider.MissingSuccessorEndsTraversal, provider.EmptyEndOfData
+})
+
+func more(r Response) Response   { r.HasMore, r.HasMoreKnown = true, true; return r }
+func sealed(r Response) Response { r.Sealed = true; return r }
+
+// TestBuild_HasMoreIsNeverTheEnd: a response whose has_more is true is
+// recorded only when it has a successor and is not sealed; has_more false
+// (or unmapped) leaves the successor alone, so a page without one is the end
+// as the contract says, and a successor next to has_more false is kept (the
+// core follows it: the flag is not evidence).
+func TestBuild_HasMoreIsNeverTheEnd(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		r    Response
+		ok   bool
+	}{
+		{"has_more true with a successor", more(resp("N7", ev("e501", 501))), true},
+		{"has_more true, empty page with a successor", more(resp("N7")), true},
+		{"has_more false without a successor", func() Response { r := resp("", ev("e501", 501)); r.HasMoreKnown = true; return r }(), true},
+		{"has_more false with a successor", func() Response { r := resp("N7", ev("e501", 501)); r.HasMoreKnown = true; return r }(), true},
+		{"has_more unmapped without a successor", resp("", ev("e501", 501)), true},
+		{"sealed without has_more", sealed(resp("", ev("e501", 501))), true},
+		{"has_more true without a successor", more(resp("", ev("e501", 501))), false},
+		{"has_more true, unknown to the contract, without a successor", func() Response { r := resp("", ev("e501", 501)); r.HasMore = true; return r }(), false},
+		{"has_more true, sealed", sealed(more(resp("N7", ev("e501", 501)))), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, err := Build(BuildInput{Scope: scope, Partition: part, Generation: 9, InputCursor: []byte("C41"), AttemptID: "a1", Contract: eot, Response: tc.r})
+			if tc.ok {
+				require.NoError(t, err)
+				assert.Equal(t, string(tc.r.Successor), string(w.Successor))
+				return
+			}
+			var hm *HasMoreError
+			require.ErrorAs(t, err, &hm)
+			assert.Equal(t, part, hm.Partition)
+			assert.ErrorIs(t, err, ErrBadResponse, "a malformed page: fetched again, then parked")
+			assert.Zero(t, w)
 		})
 	}
 }

@@ -140,7 +140,9 @@ func (v Verdict) String() string {
 // event at or below the applied boundary that the contract says is
 // excluded and no receipt matches it; (b) under DensePositions, its first
 // event above the boundary is not at the next required position or its
-// positions skip one; (c) an earlier witness showed an event inside this
+// positions skip one, and with no applied boundary (the first page of a
+// traversal) its first event is not at the declared origin
+// (Contract.FirstPosition, when declared); (c) an earlier witness showed an event inside this
 // response's range (above the boundary, up to its last position; everything
 // above the boundary for an empty response) that this response omits; or
 // its snapshot marker equals an earlier witness's while the events differ.
@@ -319,6 +321,14 @@ func unsafe(c Contract, b boundary, h history, prior []Witness, w Witness, shift
 			if b.has && e.Position.Compare(b.applied) <= 0 {
 				continue
 			}
+			if !started {
+				// The first page of a traversal (nothing applied yet: a
+				// fresh start, a new incarnation after a reset) begins at
+				// the declared origin.
+				if why := firstPageGap(c, w, e.Position); why != "" {
+					return why
+				}
+			}
 			if started && !follows(prev, e.Position) && !coversBefore(c, w, e.Position) {
 				if b.has && prev == b.applied {
 					return fmt.Sprintf("coverage rule (b): partition %s: the first event above the durable applied boundary %s is at position %s, not at the next required position %s, and no complete-through watermark covers the gap",
@@ -336,6 +346,34 @@ func unsafe(c Contract, b boundary, h history, prior []Witness, w Witness, shift
 			w.Partition, hi, b.rangeOf(w))
 	}
 	return ""
+}
+
+// firstPageGap returns why the first event at first, of a response read
+// with no applied boundary (the first page of a traversal), is a gap under
+// the contract's declared origin (Contract.FirstPosition), or "". Without an
+// origin nothing is checked. Above the origin the positions from the origin
+// up to it were never delivered (retention dropped the oldest events, a
+// limit kept the newest), unless the response's own complete-through
+// watermark covers them (as it would a rule (b) gap); below it the source
+// does not start where the contract says, and nothing covers that.
+func firstPageGap(c Contract, w Witness, first coord.Position) string {
+	o := c.FirstPosition
+	if o.IsZero() || first == o {
+		return ""
+	}
+	if first.Kind != o.Kind || first.Less(o) {
+		return fmt.Sprintf("coverage rule (b), first page: partition %s: nothing is applied yet (a fresh start or a new incarnation) and the first event is at position %s, below the declared first position %s (contract first_position): the source does not start where the contract says",
+			w.Partition, first, o)
+	}
+	if coversBefore(c, w, first) {
+		return ""
+	}
+	missing := "position " + o.String() + " was"
+	if last, _ := first.Prev(); last != o {
+		missing = fmt.Sprintf("positions %s through %s were", o, last)
+	}
+	return fmt.Sprintf("coverage rule (b), first page: partition %s: nothing is applied yet (a fresh start or a new incarnation) and the first event is at position %s, not at the declared first position %s (contract first_position): %s never delivered (dropped by retention, or a page that keeps the newest events) and no complete-through watermark covers the gap",
+		w.Partition, first, o, missing)
 }
 
 // grewAtHead returns why w only grew at the head of the prior responses of

@@ -10,7 +10,7 @@ import (
 var (
 	// ErrBadResponse is the sentinel every error about a response that cannot
 	// be reconciled unwraps to: *MissingError, *DuplicateIDError,
-	// *OrderError, *MovedError and *ReceiptConflictError. Build and Classify
+	// *OrderError, *HasMoreError, *MovedError and *ReceiptConflictError. Build and Classify
 	// return them. The caller must not emit the response's events nor promote
 	// its successor; it parks the partition with the error's text as reason.
 	ErrBadResponse = errors.New("witness: response cannot be reconciled")
@@ -33,6 +33,10 @@ var (
 	// durable receipt, another identity or another payload digest
 	// (*ReceiptConflictError, from Classify).
 	ErrReceiptConflict = errors.New("witness: response conflicts with a durable receipt")
+	// ErrHasMoreContradicted: a response says more pages follow (has_more
+	// true) but gives no successor to fetch them with, or says so on a page
+	// that seals the partition (*HasMoreError, from Build).
+	ErrHasMoreContradicted = errors.New("witness: has_more true on a response that ends the partition")
 
 	// ErrLoop is returned by Build (as *LoopError) for a response with no
 	// events and no evidence bound to it whose successor equals its input
@@ -184,6 +188,28 @@ func (e *ReceiptConflictError) Error() string {
 
 // Unwrap makes errors.Is hold for ErrBadResponse and ErrReceiptConflict.
 func (e *ReceiptConflictError) Unwrap() []error { return []error{ErrBadResponse, ErrReceiptConflict} }
+
+// HasMoreError reports a response whose has_more is true although it ends
+// the partition: it has no successor (a page without one would be held at
+// the head, or complete the partition under missing_successor:
+// end_of_traversal), or it is sealed. The source says more pages follow
+// and gives no way to read them: the page is malformed, never the end. It
+// unwraps to ErrBadResponse and ErrHasMoreContradicted.
+type HasMoreError struct {
+	Partition string
+	// Sealed: the response has a successor but is sealed.
+	Sealed bool
+}
+
+func (e *HasMoreError) Error() string {
+	if e.Sealed {
+		return fmt.Sprintf("witness: partition %s: has_more true on a sealed page (the source says more pages follow a partition it says has ended)", e.Partition)
+	}
+	return fmt.Sprintf("witness: partition %s: has_more true without a successor (the source says more pages follow and gives no cursor to fetch them)", e.Partition)
+}
+
+// Unwrap makes errors.Is hold for ErrBadResponse and ErrHasMoreContradicted.
+func (e *HasMoreError) Unwrap() []error { return []error{ErrBadResponse, ErrHasMoreContradicted} }
 
 // LoopError reports an empty response, without evidence bound to it, whose
 // successor is its own input cursor. It unwraps to ErrLoop only.

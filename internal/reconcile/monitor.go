@@ -39,16 +39,21 @@ const (
 	// last position on SelfCertifiedPages pages with events in a row: it
 	// may be computed from the page's own events, which proves nothing.
 	SelfCertified
+	// OffsetShapedSuccessor: a successor differs from its request only by
+	// a growing offset or page number (OffsetShaped) though the contract
+	// does not declare pagination: offset. The page is refused: it was
+	// read by an offset nothing checks.
+	OffsetShapedSuccessor
 )
 
 // SelfCertifiedPages is how many pages with events in a row whose
 // watermark equals their last position make a SelfCertified observation.
 const SelfCertifiedPages = 8
 
-var violationNames = [...]string{"", "tokens_rotated", "snapshot_unstable", "late_position", "watermark_regressed", "positions_backwards", "self_certified_watermark"}
+var violationNames = [...]string{"", "tokens_rotated", "snapshot_unstable", "late_position", "watermark_regressed", "positions_backwards", "self_certified_watermark", "offset_shaped_successor"}
 
 func (k ViolationKind) String() string {
-	if k >= TokensRotated && k <= SelfCertified {
+	if k >= TokensRotated && k <= OffsetShapedSuccessor {
 		return violationNames[k]
 	}
 	return fmt.Sprintf("violation(%d)", uint8(k))
@@ -104,7 +109,9 @@ type MonitorInput struct {
 // per kind, in kind order: tokens that rotate though declared stable, a
 // snapshot marker repeated with other events, an event at or below the
 // durable watermark that was not delivered before, a watermark below the
-// durable one. It reads values only; the caller counts, logs and acts.
+// durable one, a successor shaped like an offset or page number under a
+// contract that does not declare offset pagination. It reads values only;
+// the caller counts, logs and acts.
 func Monitor(in MonitorInput) []Violation {
 	c, w := in.Contract, in.Witness
 	var out []Violation
@@ -138,6 +145,9 @@ func Monitor(in MonitorInput) []Violation {
 			add(WatermarkRegressed, "generation %d cursor %s: attempt %s certifies complete through %s, below the durable complete-through watermark %s",
 				w.Generation, CursorHash(w.InputCursor), w.AttemptID, ct, d)
 		}
+	}
+	if v, ok := offsetShapedSuccessor(c, w); ok {
+		out = append(out, v)
 	}
 	return out
 }

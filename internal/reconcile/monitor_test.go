@@ -126,7 +126,7 @@ func ct0(r Response, w int64) Response { r.CompleteThrough = coord.Integer(w); r
 func TestViolationKindStrings(t *testing.T) {
 	for k, want := range map[ViolationKind]string{
 		0: "violation(0)", TokensRotated: "tokens_rotated", SnapshotUnstable: "snapshot_unstable", LatePosition: "late_position",
-		WatermarkRegressed: "watermark_regressed", PositionsBackwards: "positions_backwards", SelfCertified: "self_certified_watermark", 7: "violation(7)",
+		WatermarkRegressed: "watermark_regressed", PositionsBackwards: "positions_backwards", SelfCertified: "self_certified_watermark", OffsetShapedSuccessor: "offset_shaped_successor", 8: "violation(8)",
 	} {
 		assert.Equal(t, want, k.String())
 		assert.Equal(t, k == LatePosition || k == WatermarkRegressed, k.BreaksClaim(), k.String())

@@ -36,7 +36,10 @@ const MinLen = 6
 
 // Forms returns v and the encodings in which a server or library may echo
 // it, longest first, each at least MinLen bytes: raw, URL query escaping
-// (url.QueryEscape) and path escaping (url.PathEscape), once or twice, base64 in the
+// (url.QueryEscape), path escaping (url.PathEscape) and strict
+// percent-encoding (RFC 3986's unreserved set kept, as Python's
+// quote(safe="") writes it, and as JavaScript's encodeURIComponent does),
+// once or twice, with upper- or lower-case hex digits, base64 in the
 // standard and URL alphabets with and without padding, and the JSON string
 // escaping of each of the raw and URL-escaped forms (with and without HTML
 // escaping, and with "/" escaped as "\/"). Nil when v is shorter than
@@ -53,10 +56,11 @@ func Forms(v string) []string {
 			out = append(out, s)
 		}
 	}
-	textual := []string{v, url.QueryEscape(v), url.PathEscape(v)}
+	textual := []string{v, url.QueryEscape(v), url.PathEscape(v), percentEscape(v, strictUnreserved), percentEscape(v, componentUnreserved)}
 	for _, s := range textual {
 		add(s)
-		add(strings.ToLower(s)) // lower-case percent escapes
+		add(lowerHex(s))        // lower-case percent escapes
+		add(strings.ToLower(s)) // a server that lower-cases the whole echo
 		for _, j := range jsonForms(s) {
 			add(j)
 		}
@@ -66,6 +70,7 @@ func Forms(v string) []string {
 	for _, s := range textual[1:] {
 		add(url.QueryEscape(s))
 		add(url.PathEscape(s))
+		add(percentEscape(s, strictUnreserved))
 	}
 	b := []byte(v)
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
@@ -74,6 +79,57 @@ func Forms(v string) []string {
 	// Longest first: where two forms overlap, the longer wins.
 	slices.SortStableFunc(out, func(a, b string) int { return len(b) - len(a) })
 	return out
+}
+
+// strictUnreserved is RFC 3986's unreserved set: what Python's
+// quote(safe="") and most strict encoders leave as it is.
+const strictUnreserved = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
+
+// componentUnreserved is what JavaScript's encodeURIComponent leaves as it
+// is (RFC 3986's unreserved set and !*'()).
+const componentUnreserved = strictUnreserved + "!*'()"
+
+// percentEscape escapes every byte of v outside keep as %XX (upper-case
+// hex): the strict percent-encoding that Go's url.QueryEscape (which writes
+// a space as "+") and url.PathEscape (which keeps "+", "=", ":", "@", "&")
+// do not produce.
+func percentEscape(v, keep string) string {
+	const hex = "0123456789ABCDEF"
+	var sb strings.Builder
+	sb.Grow(len(v) * 3)
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if strings.IndexByte(keep, c) >= 0 {
+			sb.WriteByte(c)
+			continue
+		}
+		sb.WriteByte('%')
+		sb.WriteByte(hex[c>>4])
+		sb.WriteByte(hex[c&15])
+	}
+	return sb.String()
+}
+
+// lowerHex is s with the hex digits of its percent escapes in lower case
+// (%2f for %2F), the rest of s unchanged.
+func lowerHex(s string) string {
+	b := []byte(s)
+	for i := 0; i+2 < len(b); i++ {
+		if b[i] != '%' || !isHex(b[i+1]) || !isHex(b[i+2]) {
+			continue
+		}
+		for _, j := range []int{i + 1, i + 2} {
+			if 'A' <= b[j] && b[j] <= 'F' {
+				b[j] += 'a' - 'A'
+			}
+		}
+		i += 2
+	}
+	return string(b)
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
 // jsonForms is s inside a JSON string, as encoding/json writes it (with and
@@ -179,6 +235,21 @@ func (s *Set) AddCredential(header string) {
 			}
 		}
 	}
+}
+
+// AddUserinfo registers the user info of a URL (http://user:pass@host/):
+// the user name, the password, "user:password" and, in every form, the
+// Basic credential Go's HTTP client derives from them and sends as
+// Authorization (for a request URL) or Proxy-Authorization (for a proxy
+// URL) after the request's own headers were read. A nil u adds nothing.
+func (s *Set) AddUserinfo(u *url.Userinfo) {
+	if u == nil {
+		return
+	}
+	user := u.Username()
+	pass, _ := u.Password()
+	s.Add(u.String(), user, pass)
+	s.AddCredential("Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pass)))
 }
 
 // Apply returns text with every form of every registered value (of s and

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -100,4 +102,101 @@ func TestNilSetIsANoOp(t *testing.T) {
 	var s *Set
 	s.Add("whatever-value")
 	assert.Equal(t, "whatever-value", s.Apply("whatever-value"))
+}
+
+// strictEscape is Python's quote(safe=""): every byte outside RFC 3986's
+// unreserved set as %XX. It is written here apart from the package's
+// percentEscape so the test checks the package against its own reading of
+// the encoders, not against itself.
+func strictEscape(v string, keep func(byte) bool) string {
+	var sb strings.Builder
+	for _, c := range []byte(v) {
+		if keep(c) {
+			sb.WriteByte(c)
+		} else {
+			fmt.Fprintf(&sb, "%%%02X", c)
+		}
+	}
+	return sb.String()
+}
+
+func unreserved(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~", c) >= 0
+}
+
+// lowerEscapes writes the hex digits of every %XX escape in lower case, as
+// some servers and libraries echo them.
+func lowerEscapes(s string) string {
+	var sb strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) {
+			sb.WriteByte('%')
+			sb.WriteString(strings.ToLower(s[i+1 : i+3]))
+			i += 2
+			continue
+		}
+		sb.WriteByte(s[i])
+	}
+	return sb.String()
+}
+
+// promisedForms are the forms docs/design.md#redaction promises a
+// registered value does not survive in.
+func promisedForms(v string) map[string]string {
+	forms := encodings(v)
+	forms["strict"] = strictEscape(v, unreserved)
+	forms["strict_low"] = lowerEscapes(strictEscape(v, unreserved))
+	forms["encodeURIComponent"] = strictEscape(v, func(c byte) bool { return unreserved(c) || strings.IndexByte("!*'()", c) >= 0 })
+	forms["encodeURIComponent_low"] = lowerEscapes(forms["encodeURIComponent"])
+	forms["query_hexlow"] = lowerEscapes(url.QueryEscape(v))
+	forms["path_hexlow"] = lowerEscapes(url.PathEscape(v))
+	forms["strict_twice"] = strictEscape(strictEscape(v, unreserved), unreserved)
+	return forms
+}
+
+// TestRegisteredCursorsNeverSurviveInAPromisedForm generates cursors of the
+// characters that encoders treat differently (space, "+", "=", "/", "&",
+// "%", quotes, braces of JSON cursors, non-ASCII) and checks that none
+// survives Apply in any form the docs promise, and that the text around it
+// is kept.
+func TestRegisteredCursorsNeverSurviveInAPromisedForm(t *testing.T) {
+	alphabet := []rune("abcXYZ019 +=/&%?#:@\"{}[],'!*()~-_.ü€日")
+	rng := rand.New(rand.NewPCG(7, 11))
+	for i := 0; i < 500; i++ {
+		n := MinLen + rng.IntN(24)
+		r := make([]rune, n)
+		for j := range r {
+			r[j] = alphabet[rng.IntN(len(alphabet))]
+		}
+		cursor := string(r)
+		s := New(0)
+		s.Add(cursor)
+		for name, form := range promisedForms(cursor) {
+			text := "<<" + form + ">>"
+			got := s.Apply(text)
+			if strings.Contains(got, form) || !strings.HasPrefix(got, "<<") || !strings.HasSuffix(got, ">>") {
+				t.Fatalf("cursor %q in form %s (%q) survives: %q", cursor, name, form, got)
+			}
+		}
+	}
+}
+
+func TestAddUserinfoRegistersTheBasicCredentialGoDerives(t *testing.T) {
+	u, err := url.Parse("http://admin-user:p%40ss%20w0rd@127.0.0.1:5984/db")
+	require.NoError(t, err)
+	s := New(0)
+	s.AddUserinfo(u.User)
+	// What net/http sends for a URL with user info (Client.send, and the
+	// transport's Proxy-Authorization for a proxy URL).
+	req, err := http.NewRequest(http.MethodGet, u.String(), nil)
+	require.NoError(t, err)
+	req.SetBasicAuth(u.User.Username(), func() string { p, _ := u.User.Password(); return p }())
+	header := req.Header.Get("Authorization")
+	echo := fmt.Sprintf("401 for %s: header %q, decoded %q, password %q, url %s",
+		u.Redacted(), header, "admin-user:p@ss w0rd", "p@ss w0rd", u.String())
+	got := s.Apply(echo)
+	for _, secret := range []string{"p@ss w0rd", "p%40ss%20w0rd", strings.TrimPrefix(header, "Basic "), "admin-user:p@ss"} {
+		assert.NotContains(t, got, secret)
+	}
+	s.AddUserinfo(nil) // no user info: nothing to add, no panic
 }

@@ -102,9 +102,10 @@ func aad(k Key) []byte {
 }
 
 // seal encrypts plaintext for partition k under the active key (nil and
-// empty stay as they are: the start of a partition).
+// empty stay as they are: the start of a partition; without keys, every
+// cursor stays as it is: RefuseSealed).
 func (c *cursorCipher) seal(k Key, plaintext []byte) []byte {
-	if len(plaintext) == 0 {
+	if len(plaintext) == 0 || c.active == "" {
 		return plaintext
 	}
 	ck := c.keys[c.active]
@@ -136,6 +137,9 @@ func (c *cursorCipher) open(k Key, stored []byte) ([]byte, error) {
 	id := string(rest[1 : 1+int(rest[0])])
 	rest = rest[1+int(rest[0]):]
 	ck, ok := c.keys[id]
+	if !ok && len(c.keys) == 0 {
+		return nil, &SealedCursorError{Key: k, KeyID: id}
+	}
 	if !ok {
 		return nil, fmt.Errorf("store: a cursor of %s is encrypted under key id %q, which cursor_encryption does not list", k, id)
 	}
@@ -144,6 +148,31 @@ func (c *cursorCipher) open(k Key, stored []byte) ([]byte, error) {
 		return nil, fmt.Errorf("store: a cursor of %s does not decrypt under key id %q (wrong key, or the value was altered)", k, id)
 	}
 	return plain, nil
+}
+
+// SealedCursorError is what a store wrapped by RefuseSealed returns for a
+// checkpoint or witness whose cursor is stored encrypted: the input has no
+// cursor_encryption, so the stored bytes are ciphertext it cannot read,
+// and sending them to the source as a cursor (an API that treats an unknown
+// cursor as "latest" would skip events silently) is refused.
+type SealedCursorError struct {
+	Key   Key
+	KeyID string // the key id the stored value names
+}
+
+func (e *SealedCursorError) Error() string {
+	return fmt.Sprintf("store: the cursor of %s (scope %q) is stored encrypted under key id %q and this input has no checkpoint.cursor_encryption: "+
+		"the partition does not start rather than send ciphertext to the source as a cursor; configure cursor_encryption with key id %q "+
+		"(docs/design.md#cursor-protection-at-rest)", e.Key, e.Key.Scope, e.KeyID, e.KeyID)
+}
+
+// RefuseSealed wraps s for an input without cursor encryption: cursors are
+// stored as they are (in clear), and a checkpoint or witness whose cursor
+// was stored encrypted (by a config or an instance that has the key) is
+// never returned as a cursor: reading it fails with *SealedCursorError
+// naming the key id and the scope.
+func RefuseSealed(s Store) Store {
+	return &encryptedStore{Store: s, c: &cursorCipher{keys: map[string]cursorKey{}}}
 }
 
 // IsSealedCursor reports whether a stored cursor value is encrypted (what
@@ -156,8 +185,8 @@ func IsSealedCursor(stored []byte) bool { return bytes.HasPrefix(stored, sealMag
 // returned by Encrypted).
 func IsEncrypted(s Store) bool {
 	for s != nil {
-		if _, ok := s.(*encryptedStore); ok {
-			return true
+		if e, ok := s.(*encryptedStore); ok {
+			return e.c.active != ""
 		}
 		u, ok := s.(interface{ Unwrap() Store })
 		if !ok {

@@ -172,7 +172,7 @@ func CheckpointFields() []*service.ConfigField {
 			).Description("Every key that may have encrypted a stored cursor: old keys decrypt, the `active_id` key encrypts. Empty: cursors are stored in clear.").
 				Default([]any{}),
 		).
-			Description("Opt-in encryption at rest of the cursors and successors in checkpoints and witnesses, with AES-256-GCM (docs/design.md#cursor-protection-at-rest). Rotate by adding a key, making it `active_id`, and removing the old key once every checkpoint has been promoted since (each promotion re-encrypts). Values stored in clear before encryption was turned on are read as they are. Every component and instance of a scope must list the same keys; never remove the encryption while encrypted values are stored (they would be read as cursors). `tidemark status` shows the hash of the stored (encrypted) cursor.").
+			Description("Opt-in encryption at rest of the cursors and successors in checkpoints and witnesses, with AES-256-GCM (docs/design.md#cursor-protection-at-rest). Rotate by adding a key, making it `active_id`, and removing the old key once every checkpoint has been promoted since (each promotion re-encrypts). Values stored in clear before encryption was turned on are read as they are. Every component and instance of a scope must list the same keys; an input without the block refuses to start on a scope whose cursors are stored encrypted (naming the key id), rather than send ciphertext to the source. `tidemark status` shows the hash of the stored (encrypted) cursor.").
 			Example(map[string]any{fieldEncActive: "2026-12", fieldEncKeys: []any{
 				map[string]any{fieldEncKeyID: "2026-06", fieldEncKeyFile: "/run/secrets/tidemark-cursor-key-2026-06"},
 				map[string]any{fieldEncKeyID: "2026-12", fieldEncKeyEnv: "TIDEMARK_CURSOR_KEY"},
@@ -242,12 +242,35 @@ func LoadCursorKey(id, env, file string) (store.CursorKey, error) {
 }
 
 // withCursorEncryption wraps st with the cursor encryption conf asks for.
+// Without keys st is returned as it is: the readers of the frontier use no
+// cursor; the input, which sends them, wraps it with store.RefuseSealed.
 func withCursorEncryption(conf *service.ParsedConfig, st store.Store) (store.Store, error) {
-	keys, active, err := cursorKeysFromParsed(conf)
+	keys, active, err := checkCursorEncryption(conf)
 	if err != nil || len(keys) == 0 {
 		return st, err
 	}
 	return store.Encrypted(st, keys, active)
+}
+
+// checkCursorEncryption reads cursor_encryption and checks it as
+// store.Encrypted will (key ids, lengths, duplicates, active_id): run and
+// lint share it. An active_id with no keys is refused (it would otherwise
+// store every cursor in clear without a word).
+func checkCursorEncryption(conf *service.ParsedConfig) ([]store.CursorKey, string, error) {
+	keys, active, err := cursorKeysFromParsed(conf)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(keys) == 0 {
+		if active != "" {
+			return nil, "", fmt.Errorf("%s.%s is %q but %s.%s lists no key: cursors would be stored in clear; list the key, or remove active_id", fieldEncryption, fieldEncActive, active, fieldEncryption, fieldEncKeys)
+		}
+		return nil, "", nil
+	}
+	if _, err := store.Encrypted(nil, keys, active); err != nil {
+		return nil, "", fmt.Errorf("%s: %w", fieldEncryption, err)
+	}
+	return keys, active, nil
 }
 
 // PruneEvery returns, for a `checkpoint` object, after how many promoted
@@ -329,6 +352,9 @@ func ValidateCheckpoint(conf *service.ParsedConfig) error {
 		return err
 	}
 	if _, err := PruneEvery(conf); err != nil {
+		return err
+	}
+	if _, _, err := checkCursorEncryption(conf); err != nil {
 		return err
 	}
 	switch backend {

@@ -11,6 +11,8 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tidemark/tidemark/internal/store"
+
 	"github.com/tidemark/tidemark/internal/dynamostore"
 )
 
@@ -40,7 +42,16 @@ func TestCheckpointMemoryBackendIsShared(t *testing.T) {
 	require.NoError(t, err)
 	b, _, err := StoreFromParsed(t.Context(), conf.Namespace("checkpoint"), service.MockResources())
 	require.NoError(t, err)
-	require.Same(t, a, b)
+	unwrap := func(s store.Store) store.Store {
+		for {
+			u, ok := s.(interface{ Unwrap() store.Store })
+			if !ok {
+				return s
+			}
+			s = u.Unwrap()
+		}
+	}
+	require.Same(t, unwrap(a), unwrap(b))
 }
 
 // cursor_encryption reads keys from the environment and from files, and
@@ -86,4 +97,49 @@ func TestCursorEncryptionKeys(t *testing.T) {
 			require.Equal(t, tc.active, active)
 		})
 	}
+}
+
+// Lint (ValidateCheckpoint) refuses every cursor_encryption block that run
+// (StoreFromParsed) refuses, with the same reason, and neither quotes key
+// material: duplicate key ids, an active_id no key has, a key that is not
+// 32 bytes, an unset variable, and an active_id with no keys (which would
+// otherwise store every cursor in clear without a word).
+func TestLintRefusesEveryCursorEncryptionBlockRunRefuses(t *testing.T) {
+	spec := service.NewConfigSpec().Field(service.NewObjectField("checkpoint", CheckpointFields()...))
+	t.Setenv("TEST_LINT_KEY_A", base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{3}, 32)))
+	t.Setenv("TEST_LINT_KEY_B", base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{4}, 32)))
+	t.Setenv("TEST_LINT_KEY_16", base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{5}, 16)))
+	for name, tc := range map[string]struct{ block, wantErr string }{
+		"duplicate ids":     {"{keys: [{id: a, env: TEST_LINT_KEY_A}, {id: a, env: TEST_LINT_KEY_B}]}", "listed twice"},
+		"unknown active_id": {"{active_id: c, keys: [{id: a, env: TEST_LINT_KEY_A}, {id: b, env: TEST_LINT_KEY_B}]}", `active key id "c" is not among the keys`},
+		"16-byte key":       {"{keys: [{id: a, env: TEST_LINT_KEY_16}]}", "not 32 bytes"},
+		"unset variable":    {"{keys: [{id: a, env: TEST_LINT_KEY_UNSET}]}", "TEST_LINT_KEY_UNSET is not set"},
+		"active_id no keys": {"{active_id: k1, keys: []}", `active_id is "k1" but cursor_encryption.keys lists no key`},
+		"two actives, none": {"{keys: [{id: a, env: TEST_LINT_KEY_A}, {id: b, env: TEST_LINT_KEY_B}]}", `active key id "" is not among the keys`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			conf, err := spec.ParseYAML("checkpoint: {backend: memory, cursor_encryption: "+tc.block+"}", nil)
+			require.NoError(t, err)
+			ck := conf.Namespace("checkpoint")
+			lintErr := ValidateCheckpoint(ck)
+			require.ErrorContains(t, lintErr, tc.wantErr, "lint")
+			_, _, runErr := StoreFromParsed(t.Context(), ck, service.MockResources())
+			require.ErrorContains(t, runErr, tc.wantErr, "run")
+			for _, k := range []string{"TEST_LINT_KEY_A", "TEST_LINT_KEY_B", "TEST_LINT_KEY_16"} {
+				require.NotContains(t, lintErr.Error()+runErr.Error(), os.Getenv(k))
+			}
+		})
+	}
+	// A valid block passes both; no block at all stores in clear.
+	conf, err := spec.ParseYAML("checkpoint: {backend: memory, cursor_encryption: {active_id: b, keys: [{id: a, env: TEST_LINT_KEY_A}, {id: b, env: TEST_LINT_KEY_B}]}}", nil)
+	require.NoError(t, err)
+	require.NoError(t, ValidateCheckpoint(conf.Namespace("checkpoint")))
+	st, _, err := StoreFromParsed(t.Context(), conf.Namespace("checkpoint"), service.MockResources())
+	require.NoError(t, err)
+	require.True(t, store.IsEncrypted(st))
+	conf, err = spec.ParseYAML("checkpoint: {backend: memory}", nil)
+	require.NoError(t, err)
+	st, _, err = StoreFromParsed(t.Context(), conf.Namespace("checkpoint"), service.MockResources())
+	require.NoError(t, err)
+	require.False(t, store.IsEncrypted(st), "without keys, cursors are stored in clear")
 }

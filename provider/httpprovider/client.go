@@ -173,13 +173,35 @@ func refuseTokenRedirect(req *http.Request, _ []*http.Request) error {
 // at most opts.attempts requests per Token call with jittered back-off,
 // each failure logged at WARN naming the token URL's host (never the
 // secret), errors redacted. One caller at a time requests a token; the
-// others wait for it, or give up when their context ends.
+// others wait for it, or give up when their context ends. A Token call
+// whose every attempt failed makes the endpoint rest: until the rest ends,
+// every caller (every partition of the provider) gets the last failure
+// without a request; each rest doubles from TokenRestMin up to
+// TokenRestMax, and a token obtained ends them.
 type tokenSource struct {
 	src  oauth2.TokenSource
 	host string
 	opts tokenOptions
 	turn chan struct{}
+	// now is the clock of the rests (time.Now; tests set their own).
+	now func() time.Time
+
+	// Under turn: the failed Token calls in a row, when the rest ends,
+	// and the failure that began it.
+	failures  int
+	restUntil time.Time
+	lastErr   error
 }
+
+// TokenRestMin and TokenRestMax bound the rest a failing token endpoint
+// is given, shared by every partition of the provider: a token endpoint
+// that keeps failing (revoked credentials, an outage) receives at most
+// TokenAttempts requests per rest, not a burst from every partition's
+// every fetch (an account lockout risk).
+const (
+	TokenRestMin = time.Second
+	TokenRestMax = 2 * time.Minute
+)
 
 func (t *tokenSource) Token(ctx context.Context) (*oauth2.Token, error) {
 	select {
@@ -188,15 +210,27 @@ func (t *tokenSource) Token(ctx context.Context) (*oauth2.Token, error) {
 		return nil, fmt.Errorf("oauth2: waiting for a token from %s: %w", t.host, ctx.Err())
 	}
 	defer func() { <-t.turn }()
+	clock := t.now
+	if clock == nil {
+		clock = time.Now
+	}
+	if now := clock(); now.Before(t.restUntil) {
+		return nil, fmt.Errorf("oauth2: the token endpoint %s is resting after %d failed token fetches in a row; the next request is made in %s (the last failure: %w)",
+			t.host, t.failures, t.restUntil.Sub(now).Round(time.Millisecond), t.lastErr)
+	}
 	for attempt := 1; ; attempt++ {
 		tok, err := t.src.Token()
 		if err == nil {
 			t.opts.red.Add(tok.AccessToken, tok.RefreshToken)
+			t.failures, t.restUntil, t.lastErr = 0, time.Time{}, nil
 			return tok, nil
 		}
 		err = t.describe(err)
 		if attempt >= t.opts.attempts {
-			t.opts.log.Warnf("httpprovider: oauth2: token request to %s failed (attempt %d of %d, giving up for this request): %v", t.host, attempt, t.opts.attempts, err)
+			t.failures++
+			rest := min(TokenRestMin<<min(t.failures-1, 16), TokenRestMax)
+			t.restUntil, t.lastErr = clock().Add(rest), err
+			t.opts.log.Warnf("httpprovider: oauth2: token request to %s failed (attempt %d of %d, giving up for this request; no token request for %s, for any partition): %v", t.host, attempt, t.opts.attempts, rest, err)
 			return nil, err
 		}
 		wait := t.opts.backoff(attempt - 1)

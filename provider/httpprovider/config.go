@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -274,6 +275,9 @@ func (c Config) validate() error {
 	if c.Contract.WatermarkCoversPositions && c.Contract.PositionKind != c.Coordinate {
 		bad("contract.watermark_covers_positions needs positions in the watermark's coordinate: position_type is %s, coordinate %s", c.Contract.PositionKind, c.Coordinate)
 	}
+	if c.Contract.HasFirstPosition() && !c.Contract.DensePositions {
+		bad("contract.first_position needs positions: dense: only dense positions say that nothing lies between the origin and the first event")
+	}
 	c.validateFinality(bad)
 	if c.Contract.EventsMayBeWithdrawn && !c.Contract.WatermarkCoversPositions {
 		bad("contract.events_may_be_withdrawn needs watermark_covers_positions: a withdrawn event is accepted only when the retry's watermark covers its position")
@@ -407,6 +411,17 @@ func New(conf Config) (*Provider, error) {
 	client := &http.Client{Transport: transport, CheckRedirect: sameHostRedirects}
 	red := redact.New(redactCapacity)
 	red.Add(conf.Client.Secrets...)
+	// The user info of the proxy and token URLs: net/http sends the proxy's
+	// as Proxy-Authorization, out of the request's headers. Registered now
+	// and again with every request (the set keeps the values added most
+	// recently); the request URLs' own as each request is built.
+	var configured []*url.Userinfo
+	for _, raw := range []string{conf.Client.ProxyURL, conf.Client.OAuth2.TokenURL} {
+		if u, err := url.Parse(raw); err == nil && u.User != nil {
+			red.AddUserinfo(u.User)
+			configured = append(configured, u.User)
+		}
+	}
 	p := &Provider{cfg: conf}
 	auth, err := newAuthenticator(conf.Client, client, tokenOptions{
 		timeout: conf.Timeout, attempts: TokenAttempts, backoff: func(a int) time.Duration { return p.backoff(a, 0) },
@@ -416,13 +431,14 @@ func New(conf Config) (*Provider, error) {
 		return nil, fmt.Errorf("httpprovider: %w", err)
 	}
 	*p = Provider{
-		red:     red,
-		cfg:     conf,
-		expired: expired,
-		log:     conf.Logger,
-		client:  client,
-		auth:    auth,
-		fast:    newFastMappings(conf.Mappings.sources),
+		red:       red,
+		userinfos: configured,
+		cfg:       conf,
+		expired:   expired,
+		log:       conf.Logger,
+		client:    client,
+		auth:      auth,
+		fast:      newFastMappings(conf.Mappings.sources),
 	}
 	return p, nil
 }

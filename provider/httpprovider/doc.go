@@ -72,6 +72,9 @@
 // Unix seconds) as Unix nanoseconds; byte-ordered strings from strings
 // only. complete_through is read in the coordinate the same way, so a
 // position and a watermark of one kind compare (watermark_covers_positions).
+// contract.first_position, under dense positions only, is read as a
+// position of the position_type: the declared origin the first page of a
+// traversal must begin at (provider.Contract.FirstPosition).
 //
 // Finality. A mapped complete_through needs contract.finality (New refuses
 // it otherwise): source, append_only_writer, lag (with finality_lag, in the

@@ -38,6 +38,10 @@ type StatusError struct {
 	// TransientBody: the body matched transient_body_contains, so a status
 	// that is otherwise permanent (a 400) is transient.
 	TransientBody bool
+	// Redirect, for a 3xx that was not followed (another scheme or host),
+	// is where its Location points: the scheme and host, and the hash of
+	// the whole Location (its path and query may carry the cursor).
+	Redirect string
 }
 
 // Permanent reports whether retrying cannot help: every status except 429,
@@ -50,13 +54,20 @@ func (e *StatusError) Error() string {
 	if e.Permanent() {
 		kind = "permanent"
 	}
-	return fmt.Sprintf("httpprovider: partition %s: %s %s: HTTP %d %s (%s, after %d attempts): %q",
-		e.Partition, e.Method, e.Host, e.Status, http.StatusText(e.Status), kind, e.Attempts, e.Body)
+	return fmt.Sprintf("httpprovider: partition %s: %s %s: HTTP %d %s (%s, after %d attempts)%s: %q",
+		e.Partition, e.Method, e.Host, e.Status, http.StatusText(e.Status), kind, e.Attempts, e.redirectText(), e.Body)
+}
+
+func (e *StatusError) redirectText() string {
+	if e.Redirect == "" {
+		return ""
+	}
+	return ", redirected to " + e.Redirect + ", which is not followed: only redirects to the same scheme and host are (the request's headers, credentials included, would go with it); set the url to the final host"
 }
 
 // brief is the error without the partition, for logs that already name it.
 func (e *StatusError) brief() string {
-	return fmt.Sprintf("%s %s: HTTP %d %s: %q", e.Method, e.Host, e.Status, http.StatusText(e.Status), e.Body)
+	return fmt.Sprintf("%s %s: HTTP %d %s%s: %q", e.Method, e.Host, e.Status, http.StatusText(e.Status), e.redirectText(), e.Body)
 }
 
 // Unwrap makes errors.Is(err, ErrPermanent) hold for permanent statuses.

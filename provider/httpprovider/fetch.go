@@ -117,6 +117,13 @@ func (p *Provider) build(partition string, cursor []byte, meta [][2]string, c ca
 		// url.Parse errors quote the URL: never show them.
 		return nil, &RequestError{Partition: partition, Field: c.field + "url", Err: fmt.Errorf("url %s is not an absolute http(s) URL", reconcile.CursorHash([]byte(u)))}
 	}
+	// User info in the URL (http://user:pass@host/) becomes a Basic
+	// Authorization header inside net/http, after the headers above were
+	// registered: register it, and the header it becomes, process-wide.
+	p.red.AddUserinfo(parsed.User)
+	for _, u := range p.userinfos {
+		p.red.AddUserinfo(u)
+	}
 	for _, vs := range parsed.Query() {
 		for _, v := range vs {
 			rq.red.add(v)
@@ -173,8 +180,20 @@ func (p *Provider) do(ctx context.Context, rq *builtRequest) (*httpResult, error
 				return nil, &provider.ExpiredError{Partition: rq.partition,
 					Reason: fmt.Sprintf("HTTP %d response body contains %q", res.status, s)}
 			}
+			if loc := res.header.Get("Location"); loc != "" {
+				// A Location may carry the cursor or a signed token,
+				// and the body of a 3xx usually quotes it.
+				rq.red.add(loc)
+				if u, err := url.Parse(loc); err == nil {
+					for _, vs := range u.Query() {
+						for _, v := range vs {
+							rq.red.add(v)
+						}
+					}
+				}
+			}
 			serr := &StatusError{Partition: rq.partition, Method: rq.method, Host: rq.host,
-				Status: res.status, Body: rq.red.quote(res.body), Attempts: attempt + 1}
+				Status: res.status, Body: rq.red.quote(res.body), Attempts: attempt + 1, Redirect: redirectTarget(rq.url, res)}
 			if !retryableStatus(res.status) {
 				_, serr.TransientBody = containsFold(res.body, p.cfg.TransientBodyContains)
 			}
@@ -192,6 +211,26 @@ func (p *Provider) do(ctx context.Context, rq *builtRequest) (*httpResult, error
 		}
 		return res, nil
 	}
+}
+
+// redirectTarget is where a 3xx response's Location points, resolved
+// against the request URL: its scheme and host, and the hash of the whole
+// Location (never its path or query, which may carry the cursor). Empty
+// for other statuses and without a Location.
+func redirectTarget(requestURL string, res *httpResult) string {
+	loc := res.header.Get("Location")
+	if res.status < 300 || res.status > 399 || loc == "" {
+		return ""
+	}
+	base, err := url.Parse(requestURL)
+	if err != nil {
+		return "a Location " + reconcile.CursorHash([]byte(loc))
+	}
+	u, err := base.Parse(loc)
+	if err != nil || u.Host == "" {
+		return "a Location " + reconcile.CursorHash([]byte(loc))
+	}
+	return fmt.Sprintf("%s://%s (Location %s)", u.Scheme, u.Host, reconcile.CursorHash([]byte(loc)))
 }
 
 // pause logs a transient failure and waits before retry attempt+1.

@@ -123,7 +123,9 @@ func (p *Provider) readIncarnation(ctx context.Context, scope, partition string)
 	if err != nil {
 		return "", false, err
 	}
-	msg, err := p.responseMessage(rq, res)
+	// The value may be in a header alone (a HEAD request, an empty 2xx
+	// body): an empty body is `this` = null, not a malformed answer.
+	msg, err := p.headersMessage(rq, res)
 	if err != nil {
 		return "", false, err
 	}
@@ -170,11 +172,11 @@ func incarnationFields() []*service.ConfigField {
 			`{}`,
 			map[string]any{"Accept": "application/json"}),
 			service.NewBloblangField(hpFieldIncarnationValue).
-				Description("Mapping from the incarnation request's answer (a 2xx body with the response headers, `@status` and the request metadata) to the incarnation: a string, number or boolean that changes when the source is deleted and created again under the same name (stored on the checkpoint only as its hash). `deleted()` or null, or an HTTP 404 answer, means the source names none yet: then `create` runs, if configured, and the request runs again; without `create` that is an error (retried). Anything else is a malformed response.").
+				Description("Mapping from the incarnation request's answer (a 2xx body with the response headers, `@status` and the request metadata; an empty body, as a `HEAD` request answers, is `this` = null, so a value in a header is read as `root = @\"x-header\"`) to the incarnation: a string, number or boolean that changes when the source is deleted and created again under the same name (stored on the checkpoint only as its hash). `deleted()` or null, or an HTTP 404 answer, means the source names none yet: then `create` runs, if configured, and the request runs again; without `create` that is an error (retried). Anything else is a malformed response.").
 				Example(`root = this.incarnation`).
 				Example(`root = this.StreamDescriptionSummary.StreamCreationTimestamp`),
 			service.NewObjectField(hpFieldIncarnationCreate, create...).
-				Description("An optional request that writes the marker the incarnation request reads, for sources that name no incarnation of their own: it runs when the read finds none, with a fresh random id as metadata `incarnation`, then the read runs again (an HTTP 409 answer means another instance wrote its marker first; the read names the one that won). The marker must be deleted with the source and must not travel with its data (CouchDB `_local` documents are neither replicated nor kept when the database is deleted).").
+				Description("An optional request that writes the marker the incarnation request reads, for sources that name no incarnation of their own: it runs when the read finds none, with a fresh random id as metadata `incarnation`, then the read runs again (an HTTP 409 answer means another instance wrote its marker first; the read names the one that won). The marker must be deleted with the source and must not travel with its data (CouchDB `_local` documents are neither replicated nor kept when the database is deleted), and it must lie outside every partition's filter: no page request of any partition may list it (an object under a listed prefix or a record of a read stream would be delivered as an event and move its partition's positions). A source with nowhere to write such a marker declares no incarnation and accepts the limits of docs/design.md#source-incarnations: a recreated source is then noticed only where its positions go back, a `validate` request declares the cursor invalid or the old cursor is refused as expired.").
 				Optional().
 				Example(map[string]any{
 					hpFieldURL:     "${COUCHDB_URL}/${! @partition }/_local/tidemark-incarnation",

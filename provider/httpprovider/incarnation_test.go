@@ -95,3 +95,53 @@ func TestIncarnationCreateRace(t *testing.T) {
 	declared, _ := plain.IncarnationCheck()
 	assert.False(t, declared)
 }
+
+// TestIncarnationInAHeaderOfAnEmptyAnswer: an incarnation request whose
+// 2xx answer has an empty body (a HEAD request, or a GET answered with no
+// content) and names the incarnation in a header is read, not refused as
+// a malformed answer; a value mapping that reads the absent body names
+// none; a body that is present must still parse.
+func TestIncarnationInAHeaderOfAnEmptyAnswer(t *testing.T) {
+	var mu sync.Mutex
+	gen := "gen-7"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch r.URL.Path {
+		case "/inc":
+			w.Header().Set("X-Incarnation", gen)
+			w.WriteHeader(http.StatusOK)
+		case "/nocontent":
+			w.Header().Set("X-Incarnation", gen)
+			w.WriteHeader(http.StatusNoContent)
+		case "/garbage":
+			w.Header().Set("X-Incarnation", gen)
+			_, _ = w.Write([]byte("{not json"))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	page := "http:\n  url: '" + srv.URL + "/page'\n  successor: root = this.next\n"
+	read := func(verb, path, value string) (string, error) {
+		t.Helper()
+		cfg := page + "  incarnation:\n    url: '" + srv.URL + path + "'\n    verb: " + verb + "\n    value: '" + value + "'\n"
+		return parseProvider(t, cfg, nil, nil).Incarnation(context.Background(), "test", "db")
+	}
+	for _, tc := range []struct{ verb, path string }{{"GET", "/inc"}, {"HEAD", "/inc"}, {"GET", "/nocontent"}} {
+		v, err := read(tc.verb, tc.path, `root = @"x-incarnation"`)
+		require.NoError(t, err, "%s %s", tc.verb, tc.path)
+		assert.Equal(t, "gen-7", v, "%s %s", tc.verb, tc.path)
+	}
+	mu.Lock()
+	gen = "gen-8"
+	mu.Unlock()
+	v, err := read("HEAD", "/inc", `root = @"x-incarnation"`)
+	require.NoError(t, err)
+	assert.Equal(t, "gen-8", v, "a recreated source names another incarnation")
+
+	_, err = read("GET", "/inc", `root = this.incarnation`)
+	require.ErrorContains(t, err, "names no incarnation", "an empty body holds no value in it")
+	_, err = read("GET", "/garbage", `root = @"x-incarnation"`)
+	require.ErrorContains(t, err, "not one JSON document", "a body that is there must parse")
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync/atomic"
 
@@ -31,6 +32,9 @@ type Provider struct {
 	checked checked
 	// red is the redaction layer's set of credentials (Redactor).
 	red *redact.Set
+	// userinfos are the user info of the proxy and token URLs, registered
+	// in red again with every request built.
+	userinfos []*url.Userinfo
 }
 
 // Redactor is the set of credentials the provider sends (configured

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -233,6 +234,8 @@ func TestOAuth2TokenEndpointThatHangsTimesOutLogsAndRecovers(t *testing.T) {
     client_secret: %q
     token_url: %s/oauth/token
 `, redClientSec, tokens.URL)), nil, log)
+	clock := &fakeClock{at: time.Unix(1_800_000_000, 0)}
+	p.auth.tokens.now = clock.now
 
 	_, err := p.Fetch(context.Background(), provider.Request{Scope: "s", Partition: "p", Cursor: nil})
 	require.Error(t, err)
@@ -246,6 +249,97 @@ func TestOAuth2TokenEndpointThatHangsTimesOutLogsAndRecovers(t *testing.T) {
 	assert.GreaterOrEqual(t, hung.Load(), int64(TokenAttempts))
 
 	hang.Store(false)
+	// The endpoint rests (TokenRestMin after one failed fetch): a fetch now
+	// makes no token request, whichever partition asks.
+	requests := hung.Load()
+	_, err = p.Fetch(context.Background(), provider.Request{Scope: "s", Partition: "other", Cursor: nil})
+	require.ErrorContains(t, err, "is resting after 1 failed token fetches in a row")
+	assert.Equal(t, requests, hung.Load())
+	clock.advance(TokenRestMin)
+	assert.Equal(t, []string{"a"}, ids(fetch(t, p, "p", "")))
+}
+
+// fakeClock is a clock a test moves by hand.
+type fakeClock struct {
+	mu sync.Mutex
+	at time.Time
+}
+
+func (c *fakeClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.at }
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.at = c.at.Add(d)
+}
+
+// A token endpoint that keeps failing is given a rest shared by every
+// partition of the provider, doubling from TokenRestMin up to
+// TokenRestMax: many partitions' fetches make TokenAttempts requests per
+// rest, not a burst each (an account lockout risk), and a token obtained
+// ends the rests.
+func TestOAuth2FailingTokenEndpointRestsForEveryPartition(t *testing.T) {
+	var fail atomic.Bool
+	fail.Store(true)
+	var requests atomic.Int64
+	tokens := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		if fail.Load() {
+			http.Error(w, `{"error":"invalid_client"}`, http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"access_token":%q,"token_type":"bearer","expires_in":3600}`, redAccessToken)
+	}))
+	defer tokens.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, onePage) }))
+	defer srv.Close()
+	p := parseProvider(t, pageConfig(srv.URL, fmt.Sprintf(`  max_retries: 0
+  backoff: { initial_interval: 1ms, max_interval: 2ms }
+  oauth2:
+    enabled: true
+    client_key: cid
+    client_secret: %q
+    token_url: %s/oauth/token
+`, redClientSec, tokens.URL)), nil, nil)
+	clock := &fakeClock{at: time.Unix(1_800_000_000, 0)}
+	p.auth.tokens.now = clock.now
+	fetchAll := func() {
+		var wg sync.WaitGroup
+		for i := range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, _ = p.Fetch(context.Background(), provider.Request{Scope: "s", Partition: fmt.Sprintf("p%d", i)})
+			}()
+		}
+		wg.Wait()
+	}
+	// One failed Token call is TokenAttempts attempts; the oauth2 library
+	// may make two requests an attempt (a 401 under auto-detected auth
+	// style is tried again with the credentials in the form).
+	perFetch := int64(0)
+	rest := TokenRestMin
+	for round := 1; round <= 4; round++ {
+		before := requests.Load()
+		fetchAll() // 16 partitions at once: one Token call fails, the rest see it resting
+		fetchAll()
+		n := requests.Load() - before
+		if round == 1 {
+			perFetch = n
+			require.True(t, n >= TokenAttempts && n <= 2*TokenAttempts, "one failed token fetch made %d requests", n)
+		}
+		assert.Equal(t, perFetch, n, "round %d: one failed token fetch's requests, for 32 fetches of 16 partitions", round)
+		clock.advance(rest - time.Millisecond)
+		fetchAll()
+		assert.Equal(t, perFetch, requests.Load()-before, "round %d: still resting just before the rest ends", round)
+		clock.advance(time.Millisecond)
+		rest = min(2*rest, TokenRestMax)
+	}
+	fail.Store(false)
+	assert.Equal(t, []string{"a"}, ids(fetch(t, p, "p", "")))
+	fail.Store(true)
+	// Tokens are cached: no request; and the rests start again from the
+	// minimum the next time the endpoint fails.
 	assert.Equal(t, []string{"a"}, ids(fetch(t, p, "p", "")))
 }
 
@@ -386,4 +480,80 @@ http:
 			})
 		}
 	}
+}
+
+// Credentials in a URL's user info (http://user:pass@host/, as a CouchDB
+// URL carries them) and in proxy_url's become headers inside net/http
+// (Authorization, Proxy-Authorization) after the configured headers were
+// registered; a server or proxy echoing the request, in every encoding,
+// never gets them into an error or a log line.
+func TestURLUserInfoNeverLeaves(t *testing.T) {
+	const (
+		user      = "couch-admin"
+		pass      = "u$er inf0+pw/=x"
+		proxyUser = "proxy-user"
+		proxyPass = "pr0xy p@ss=wd"
+	)
+	var encName atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusUnauthorized)
+		enc := echoEncoders[encName.Load().(string)]
+		echo(w, r, enc)
+		fmt.Fprintf(w, "proxy=%s", enc(r.Header.Get("Proxy-Authorization")))
+		if pu, pp, ok := parseBasic(r.Header.Get("Proxy-Authorization")); ok {
+			fmt.Fprintf(w, " proxy-user=%s proxy-pass=%s", enc(pu), enc(pp))
+		}
+	}))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	userinfo := url.UserPassword(user, pass).String()
+	proxyInfo := url.UserPassword(proxyUser, proxyPass).String()
+	secrets := map[string]string{
+		"password":        pass,
+		"user:password":   user + ":" + pass,
+		"basic":           base64.StdEncoding.EncodeToString([]byte(user + ":" + pass)),
+		"userinfo":        userinfo,
+		"proxy password":  proxyPass,
+		"proxy basic":     base64.StdEncoding.EncodeToString([]byte(proxyUser + ":" + proxyPass)),
+		"proxy user:pass": proxyUser + ":" + proxyPass,
+	}
+	configs := map[string]string{
+		"url user info": fmt.Sprintf("  url: 'http://%s@%s/p?cursor=${! @cursor }'\n", userinfo, host),
+		// The request goes to the proxy (the echoing server), which sees
+		// Proxy-Authorization; the page URL's host is never dialled.
+		"proxy_url user info": fmt.Sprintf("  url: 'http://127.0.0.1:9/p?cursor=${! @cursor }'\n  proxy_url: 'http://%s@%s'\n", proxyInfo, host),
+	}
+	for name, urls := range configs {
+		for enc := range echoEncoders {
+			t.Run(name+"/"+enc, func(t *testing.T) {
+				encName.Store(enc)
+				log, buf := traceLogger()
+				p := parseProvider(t, "http:\n"+urls+`  max_retries: 1
+  backoff: { initial_interval: 1ms, max_interval: 2ms }
+  events: root = this.items
+  successor: root = this.next
+  contract: { empty_page: no_evidence, recovery: park }
+`, nil, log)
+				_, err := p.Fetch(context.Background(), provider.Request{Scope: "s", Partition: "p1", Cursor: []byte(redCursor)})
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), "HTTP 401")
+				text := err.Error() + "\n" + buf.String() + "\n" + p.Redactor().Apply(err.Error())
+				assert.Empty(t, redacttest.Leaks(text, secrets), text)
+				assert.Contains(t, err.Error(), redact.Mask, "the echo was quoted, redacted")
+			})
+		}
+	}
+}
+
+// parseBasic decodes a Basic credential header value.
+func parseBasic(h string) (user, pass string, ok bool) {
+	b64, ok := strings.CutPrefix(h, "Basic ")
+	if !ok {
+		return "", "", false
+	}
+	dec, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		return "", "", false
+	}
+	return strings.Cut(string(dec), ":")
 }

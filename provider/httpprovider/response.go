@@ -85,6 +85,13 @@ func (p *Provider) parsePage(rq *builtRequest, res *httpResult, page bool) (*ser
 			}
 		}
 	}
+	return answerMessage(rq, res, doc), pre, nil
+}
+
+// answerMessage is the message a mapping of an answer runs against: doc as
+// its structured content (`this`), the response headers as metadata,
+// lowercased, the request metadata and `@status`.
+func answerMessage(rq *builtRequest, res *httpResult, doc any) *service.Message {
 	msg := service.NewMessage(nil)
 	msg.SetStructured(doc)
 	for name, vs := range res.header {
@@ -94,7 +101,18 @@ func (p *Provider) parsePage(rq *builtRequest, res *httpResult, page bool) (*ser
 		msg.MetaSetMut(kv[0], kv[1])
 	}
 	msg.MetaSetMut(metaStatus, int64(res.status))
-	return msg, pre, nil
+	return msg
+}
+
+// headersMessage is responseMessage for an answer whose value may be in
+// its headers alone (the incarnation request: a HEAD, or a 2xx with an
+// empty body): an empty body is `this` = null, not a malformed answer; a
+// body, when there is one, must parse like any other.
+func (p *Provider) headersMessage(rq *builtRequest, res *httpResult) (*service.Message, error) {
+	if !res.tooLarge && len(bytes.TrimSpace(res.body)) == 0 {
+		return answerMessage(rq, res, nil), nil
+	}
+	return p.responseMessage(rq, res)
 }
 
 // decoders are the fast JSON decoders of responses (pageDecoder).

@@ -65,6 +65,7 @@ const (
 	hpFieldSnapshotMarker      = "snapshot_marker"
 	hpFieldCoordinate          = "coordinate"
 	hpFieldPositionType        = "position_type"
+	hpFieldFirstPosition       = "first_position"
 	hpFieldExpiredStatusCodes  = "expired_status_codes"
 	hpFieldExpiredBodyContains = "expired_body_contains"
 	hpFieldRecovery            = "recovery"
@@ -230,12 +231,12 @@ func Fields() []*service.ConfigField {
 			Optional().
 			Example(`root = this.without("fetched_at", "etag")`),
 		service.NewBloblangField(hpFieldSuccessor).
-			Description("Mapping from the body to the successor cursor (a string, kept opaque). `deleted()` or null means the response has no successor; a source with a single page maps `root = deleted()`. Required: how a source paginates is always stated. Like every response mapping it runs against the parsed body (`this`) with the response headers as metadata, lowercased: read a header with a hyphen as `@\"x-next-token\"` or `metadata(\"x-next-token\")` (`@x-next-token` parses as a subtraction).").
+			Description("Mapping from the body to the successor cursor (a string, kept opaque). `deleted()` or null means the response has no successor (what that means is `contract.missing_successor`'s; with a mapped `has_more` that is true it makes the page malformed); a source with a single page maps `root = deleted()`. Required: how a source paginates is always stated. Like every response mapping it runs against the parsed body (`this`) with the response headers as metadata, lowercased: read a header with a hyphen as `@\"x-next-token\"` or `metadata(\"x-next-token\")` (`@x-next-token` parses as a subtraction).").
 			Example(`root = this.last_seq.string()`).
 			Example(`root = this.next_page_token | deleted()`).
 			Example(`root = @"x-next-token" | deleted()`),
 		service.NewBloblangField(hpFieldHasMore).
-			Description("Optional mapping to the source's own \"more pages\" flag (a boolean). Like every response mapping it runs against the parsed body (`this`) with the response headers as metadata, lowercased: read a header with a hyphen as `@\"x-next-token\"` or `metadata(\"x-next-token\")` (`@x-next-token` parses as a subtraction).").
+			Description("Optional mapping to the source's own \"more pages\" flag (a boolean). It is never evidence: it never lets a page be promoted, writes no watermark and never completes a partition. `true` on a page without a successor (or on a sealed page) makes the page malformed: it is fetched again `fetch_retries` times, then the partition parks with the reason \"has_more true without a successor\"; such a page is never taken for the end of a traversal. On an empty page it says whether the partition is caught up: never with `true`; with `false` (or unmapped, when the empty page has evidence bound to it under `contract.empty_page`) the partition is caught up, which ends it under `exit_when_complete` (it is not marked complete) and its successor is polled after `poll_interval` rather than fetched at once. An empty page with `true` and a successor is followed at once when its contract promotes it (`empty_page: end_of_data`: a Kubernetes chunk with zero items and a `continue` token). On a page with events it is not read: `false` next to a successor does not end the traversal. Map it wherever the source has one, so an empty page that is not the last is never taken for the end. Like every response mapping it runs against the parsed body (`this`) with the response headers as metadata, lowercased: read a header with a hyphen as `@\"x-next-token\"` or `metadata(\"x-next-token\")` (`@x-next-token` parses as a subtraction).").
 			Optional().
 			Example(`root = this.more | false`).
 			Example(`root = @"x-has-more" == "true"`),
@@ -293,7 +294,7 @@ func Fields() []*service.ConfigField {
 				Example(true),
 			service.NewStringAnnotatedEnumField(hpFieldMissingSuccessor, map[string]string{
 				provider.MissingSuccessorPoll.String():          "The source has nothing after this page yet (a change feed's head): once all its events are acknowledged the page is held (its receipts are recorded, so its events are not emitted again) and its cursor is fetched again every `poll_interval`.",
-				provider.MissingSuccessorEndsTraversal.String(): "The page is the last of a finite traversal (an object listing, a Kubernetes list, a key range): once all its events are acknowledged it is promoted with the partition marked complete in its checkpoint. A complete partition is never read again, also after a restart; `exit_when_complete` ends on it.",
+				provider.MissingSuccessorEndsTraversal.String(): "The page is the last of a finite traversal (an object listing, a Kubernetes list, a key range): once all its events are acknowledged it is promoted with the partition marked complete in its checkpoint. A complete partition is never read again, also after a restart; `exit_when_complete` ends on it. Nothing is listed again after the traversal completes: an object, key or row created or changed afterwards, wherever it sorts, is never read under this scope, while `status` shows the partition complete. Declare it only for a traversal that is meant to be read once (an export, a snapshot); to pick up later changes, read them with a new scope or a source that re-lists (a continuous listing or re-read window, where the input offers one).",
 			}).
 				Description("What a response without a successor (`successor` deleted or null) means.").
 				Default(provider.MissingSuccessorPoll.String()).
@@ -316,6 +317,10 @@ func Fields() []*service.ConfigField {
 				Description("Type of event positions. Every event of a partition has a position of this type; a response with a position that does not parse as it is malformed. When not set: the `coordinate` for `timestamp` and `decimal`, `integer` under `integer` and `string` (set `position_type: string` for string positions). `watermark_covers_positions` needs it equal to `coordinate`.").
 				Optional().
 				Example(coord.KindDecimal.String()),
+			service.NewStringField(hpFieldFirstPosition).
+				Description("With `positions: dense`, the declared origin: the position of the first event of every incarnation of the source (`1` for a feed whose ids start at 1, again after it is recreated), of the `position_type` (integer or decimal). The first page of a traversal that has nothing applied yet (a fresh start, a new incarnation after a reset) must then begin at it: a first event above it (the source's retention dropped its oldest events, or a `limit` kept the newest N) or below it is a gap, reported with the partition, the origin and the first position seen, and handled per `recovery` like any other gap (a restart that keeps answering above the origin parks after `max_restarts`). When not set, no origin is declared and that first page is not checked: events the source dropped before the first read are skipped without a word. A `start_cursor` that begins after the origin on purpose (reading from the head) contradicts it: its first page is a gap too. Refused without `positions: dense` and for timestamp or string positions.").
+				Optional().
+				Example("1"),
 			service.NewIntListField(hpFieldExpiredStatusCodes).
 				Description("HTTP statuses that mean the cursor has expired (Kubernetes `continue` and Google sync tokens answer 410).").
 				Default([]any{410}).
@@ -350,11 +355,11 @@ func Fields() []*service.ConfigField {
 				Default("").
 				Example(`${! @watermark }`),
 			service.NewStringAnnotatedEnumField(hpFieldPagination, map[string]string{
-				provider.PaginationToken.String():  "The successor is a token or position the source issues with the page (a continuation token, a change feed's sequence, a delta link): a delete or an insert on an earlier page cannot move it.",
+				provider.PaginationToken.String():  "The successor is a token or position the source issues with the page (a continuation token, a change feed's sequence, a delta link): a delete or an insert on an earlier page cannot move it. A successor URL (or `Link` header value) that differs from its request only by a growing `offset`, `page`, `skip`, `start` or `from` parameter contradicts it: the page is refused and the partition parks (contract monitor `offset_shaped_successor`).",
 				provider.PaginationKeyset.String(): "The successor is built from the page's last position (`after_id`, `id_gte`, `start-after`); positions must be ordered. A delete or an insert on an earlier page moves nothing.",
 				provider.PaginationOffset.String(): "The successor counts rows to skip (`?offset=N`, `?page=N`, a `Link: rel=\"next\"` header built from them). A delete on an earlier page slides an event onto a page already read, so unless positions are `dense` the contract needs `offset_overlap` (checked) or `offset_unproven` (no completeness claimed); `connect lint` refuses anything else.",
 			}).
-				Description("How the source's pages follow one another. [Pagination styles](pagination.md) (docs/pagination.md) takes each style in turn (token, keyset, offset and page number, time window, changes feed, snapshot listing): what the input can prove, the contract to declare and a worked config. Behaviour changes only under `offset`.").
+				Description("How the source's pages follow one another. [Pagination styles](pagination.md) (docs/pagination.md) takes each style in turn (token, keyset, offset and page number, time window, changes feed, snapshot listing): what the input can prove, the contract to declare and a worked config. `offset` runs its continuity checks; under `token` the `offset_shaped_successor` monitor refuses successors shaped like offsets or page numbers, which `keyset` (a key grows too) and `offset` exempt.").
 				Default(provider.PaginationToken.String()).
 				Example(provider.PaginationOffset.String()),
 			service.NewBoolField(hpFieldOffsetOverlap).
@@ -572,6 +577,9 @@ func FromParsed(conf *service.ParsedConfig, res *service.Resources, logger *serv
 			return nil, fmt.Errorf("httpprovider: contract.position_type: %w", err)
 		}
 	}
+	if err := firstPositionFromParsed(cc, &c); err != nil {
+		return nil, err
+	}
 	if c.ExpiredStatusCodes, err = cc.FieldIntList(hpFieldExpiredStatusCodes); err != nil {
 		return nil, err
 	}
@@ -716,6 +724,29 @@ func rereadFromParsed(cc *service.ParsedConfig, c *Config) error {
 	return nil
 }
 
+// firstPositionFromParsed reads contract.first_position, when set, as a
+// position of the contract's position_type (its default when not set).
+func firstPositionFromParsed(cc *service.ParsedConfig, c *Config) error {
+	if !cc.Contains(hpFieldFirstPosition) {
+		return nil
+	}
+	s, err := cc.FieldString(hpFieldFirstPosition)
+	if err != nil {
+		return err
+	}
+	k := c.Contract.PositionKind
+	if k == coord.KindNone {
+		k = defaultPositionKind(c.Coordinate)
+	}
+	if !coord.HasSuccessorArithmetic(k) {
+		return fmt.Errorf("httpprovider: contract.first_position needs dense integer or decimal positions, not %s positions", k)
+	}
+	if c.Contract.FirstPosition, err = coord.ParsePosition(k, strings.TrimSpace(s)); err != nil {
+		return fmt.Errorf("httpprovider: contract.first_position: %q is not a %s position: %w", s, k, err)
+	}
+	return nil
+}
+
 func parseEmptyPage(s string) (provider.EmptyPage, error) {
 	for _, e := range []provider.EmptyPage{provider.EmptyNoEvidence, provider.EmptyEndOfData, provider.EmptyFinalThroughWatermark, provider.EmptyFollowsSuccessor} {
 		if e.String() == s {
@@ -803,6 +834,8 @@ func contractEnumLint() string {
 	b.WriteString(`  if this.reread_window != null && !["restart_from_boundary", "fresh_snapshot"].contains(this.recovery.or("park")) { "contract.reread_window: a re-read window needs recovery restart_from_boundary (with a restart_cursor built from the applied position): each pass restarts from the window's start" },` + "\n")
 	b.WriteString(`  if this.reread_window != null && this.pagination.or("token") == "offset" { "contract.reread_window: a re-read window needs keyset or token pagination: a pass restarts from a position, which an offset cannot name" },` + "\n")
 	b.WriteString(`  if this.reread_window != null && !["none", "lag"].contains(this.finality.or("none")) { "contract.reread_window: a re-read window claims its watermark as a lag (finality lag) or claims none (finality none), not %s".format(this.finality) },` + "\n")
+	// A declared origin is checked only over dense positions.
+	b.WriteString(`  if this.first_position != null && this.positions.or("ordered") != "dense" { "contract.first_position needs positions: dense: only dense positions say that nothing lies between the origin and the first event" },` + "\n")
 	b.WriteString("].filter(m -> m != null)")
 	return b.String()
 }

@@ -176,11 +176,12 @@ func TestFieldsDocumented(t *testing.T) {
 		"url": true, "successor": true, "body": true, "event_semantic": true, "has_more": true,
 		"complete_through": true, "marker": true, "sealed": true, "partitions_url": true,
 		"partitions_body": true, "partitions_successor": true,
-		"contract.position_type": true, // not set: follows coordinate
-		"contract.finality":      true, // not set: required when complete_through is mapped
-		"contract.finality_lag":  true, // only with finality: lag
-		"contract.reread_window": true, // only for a re-read window
-		"pin":                    true, // not set: nothing pinned
+		"contract.position_type":  true, // not set: follows coordinate
+		"contract.finality":       true, // not set: required when complete_through is mapped
+		"contract.finality_lag":   true, // only with finality: lag
+		"contract.first_position": true, // not set: no origin declared, the first page is not checked
+		"contract.reread_window":  true, // only for a re-read window
+		"pin":                     true, // not set: nothing pinned
 		// Required inside their optional objects, or not set: no body.
 		"bootstrap.url": true, "bootstrap.body": true, "bootstrap.cursor": true,
 		"validate.url": true, "validate.body": true, "validate.valid": true,
@@ -417,4 +418,44 @@ func TestLintRefusesOffsetPaginationThatCannotProveContinuity(t *testing.T) {
 			require.Error(t, newErr, "New refuses what lint refuses")
 		})
 	}
+}
+
+// contract.first_position declares the origin of dense positions: it is
+// read as a position of the position_type (a YAML number or a string of
+// digits), and refused without dense positions or with a type that has no
+// successor arithmetic, at lint and at run.
+func TestSpecFirstPosition(t *testing.T) {
+	const head = "http:\n  url: http://127.0.0.1:1/items\n  successor: root = this.next\n  contract:\n"
+	p := parseProvider(t, head+"    positions: dense\n    first_position: 1\n", nil, nil)
+	assert.Equal(t, coord.IntPosition(1), p.Contract().FirstPosition, "a YAML number")
+	p = parseProvider(t, head+"    positions: dense\n    first_position: \"0\"\n", nil, nil)
+	assert.Equal(t, coord.IntPosition(0), p.Contract().FirstPosition, "origin zero is declared, not absent")
+	assert.True(t, p.Contract().HasFirstPosition())
+	dec, err := coord.DecimalPosition("49590338271490256608559692538361571095921575989136588898")
+	require.NoError(t, err)
+	p = parseProvider(t, head+"    positions: dense\n    coordinate: decimal\n    first_position: \"49590338271490256608559692538361571095921575989136588898\"\n", nil, nil)
+	assert.Equal(t, dec, p.Contract().FirstPosition, "decimal positions of any length")
+	p = parseProvider(t, head+"    positions: dense\n", nil, nil)
+	assert.False(t, p.Contract().HasFirstPosition(), "no origin unless declared")
+
+	env := service.GlobalEnvironment().Clone()
+	require.NoError(t, env.RegisterInput("tm_lint_origin", service.NewConfigSpec().Field(service.NewObjectField("http", Fields()...).LintRule(ObjectLint())),
+		func(*service.ParsedConfig, *service.Resources) (service.Input, error) { return nil, nil }))
+	for _, tc := range []struct{ name, contract, lint, run string }{
+		{"without dense positions", "    first_position: 1\n", "contract.first_position needs positions: dense", "contract.first_position needs positions: dense"},
+		{"over timestamp positions", "    positions: dense\n    coordinate: timestamp\n    first_position: 1\n", "", "needs dense integer or decimal positions, not timestamp"},
+		{"not a number", "    positions: dense\n    first_position: one\n", "", `contract.first_position: "one" is not a integer position`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := tryParseProvider(head+tc.contract, nil, nil)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.run)
+			if tc.lint != "" {
+				err := env.NewStreamBuilder().SetYAML("input:\n  tm_lint_origin:\n" + indent(head+tc.contract, "    ") + "\noutput:\n  drop: {}\n")
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.lint)
+			}
+		})
+	}
+	require.NoError(t, env.NewStreamBuilder().SetYAML("input:\n  tm_lint_origin:\n"+indent(head+"    positions: dense\n    first_position: 1\n", "    ")+"\noutput:\n  drop: {}\n"), "a declared origin over dense positions lints clean")
 }

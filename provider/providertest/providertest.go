@@ -17,7 +17,8 @@
 //     contract's kind on every event, no id twice, positions strictly
 //     increasing under ordered or dense positions), and across pages ids
 //     stay unique, ordered positions keep increasing, dense positions skip
-//     none, watermarks keep one kind, and under finality `source` with
+//     none and begin at the declared first position (Contract.FirstPosition)
+//     when there is one, watermarks keep one kind, and under finality `source` with
 //     watermark_covers_positions no event appears at or below a
 //     watermark already certified;
 //   - the walk enumerates exactly the events the fake holds (Fixture.Events);
@@ -370,6 +371,8 @@ func walk(fx Fixture, part string) (walked, error) {
 				return w, fmt.Errorf("partition %s: page %d: event id %s appears twice in a walk (ids are stable and unique)", part, n, e.ID)
 			case ordered && !last.IsZero() && e.Position.Compare(last) <= 0:
 				return w, fmt.Errorf("partition %s: page %d: ordered positions must increase across pages: %s after %s", part, n, e.Position, last)
+			case c.HasFirstPosition() && last.IsZero() && e.Position != c.FirstPosition:
+				return w, fmt.Errorf("partition %s: page %d: the first event of a walk from the start is at position %s, not at the declared first position %s", part, n, e.Position, c.FirstPosition)
 			case c.DensePositions && !last.IsZero() && !isNext(last, e.Position):
 				return w, fmt.Errorf("partition %s: page %d: dense positions skip none: %s after %s", part, n, e.Position, last)
 			case covers && !certified.IsZero() && !certified.Less(e.Position.AsWatermark()):

@@ -27,6 +27,7 @@ func (p *fakeProvider) Contract() provider.Contract {
 	return provider.Contract{
 		EmptyPage: provider.EmptyFinalThroughWatermark, DensePositions: true, OrderedPositions: true,
 		Finality: provider.FinalitySource, WatermarkCoversPositions: true, Recovery: provider.RecoveryRestartFromBoundary,
+		FirstPosition: provider.IntPosition(1),
 	}
 }
 
@@ -53,6 +54,9 @@ func (p *fakeProvider) Fetch(_ context.Context, req provider.Request) (provider.
 		p.startFetches++
 	} else {
 		start, _ = strconv.ParseInt(string(req.Cursor), 10, 64)
+	}
+	if p.flaw == "first page cut" && len(req.Cursor) == 0 {
+		start = 3 // retention dropped the first two events
 	}
 	end := min(start+p.pageSize-1, p.n)
 	var r provider.Response
@@ -111,6 +115,7 @@ func TestChecksCatchBrokenProviders(t *testing.T) {
 	}{
 		{"duplicate id", providertest.CheckWalk, "appears twice"},
 		{"gap", providertest.CheckWalk, "dense positions skip none"},
+		{"first page cut", providertest.CheckWalk, "the first event of a walk from the start is at position 3, not at the declared first position 1"},
 		{"watermark ahead", providertest.CheckWalk, "at or below the watermark"},
 		{"replay differs", providertest.CheckReplay, "a replay returned"},
 		{"restart skips", providertest.CheckRestart, "must replay a-6"},
