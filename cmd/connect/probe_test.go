@@ -2,11 +2,13 @@ package main
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -190,4 +192,28 @@ func TestProbeCommandFailures(t *testing.T) {
 	assert.Equal(t, probeExitFailed, code)
 	_, code = runProbe(t)
 	assert.Equal(t, probeExitFailed, code)
+}
+
+// TestProbeOutputHidesURLUserInfo: a config whose URL carries credentials
+// in its user info (http://user:pass@host/), against a source that echoes
+// the Authorization header net/http derives from them, raw and decoded, in
+// its 401 answers: the probe's output quotes the refusal, redacted, and
+// shows neither the password, nor user:password, nor the Basic value.
+func TestProbeOutputHidesURLUserInfo(t *testing.T) {
+	const user, pass = "probe-user", "pr0be p@ss/word"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, p, _ := r.BasicAuth()
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprintf(w, "denied %s (user %s, password %s)", r.Header.Get("Authorization"), u, p)
+	}))
+	defer srv.Close()
+	withUser := strings.Replace(srv.URL, "http://", "http://"+url.UserPassword(user, pass).String()+"@", 1)
+	out, code := runProbe(t, probeConfig(t, withUser, "dense", false))
+	assert.Equal(t, probeExitFailed, code)
+	assert.Contains(t, out, "HTTP 401")
+	assert.Contains(t, out, "[redacted]", "the echo is quoted, redacted")
+	basic := base64.StdEncoding.EncodeToString([]byte(user + ":" + pass))
+	for _, secret := range []string{pass, user + ":" + pass, basic, url.QueryEscape(pass)} {
+		assert.NotContains(t, out, secret)
+	}
 }

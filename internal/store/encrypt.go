@@ -8,8 +8,11 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"regexp"
+	"strings"
 
 	"github.com/tidemark/tidemark/internal/reconcile"
 )
@@ -47,6 +50,9 @@ var sealMagic = []byte{0xff, 't', 'm', 'c', '1'}
 type cursorCipher struct {
 	active string
 	keys   map[string]cursorKey
+	// digestKey keys the cursor digests of the text this store writes
+	// (keyText); derived from the active key.
+	digestKey []byte
 }
 
 type cursorKey struct {
@@ -84,6 +90,11 @@ func newCursorCipher(keys []CursorKey, active string) (*cursorCipher, error) {
 	}
 	if _, ok := c.keys[c.active]; !ok {
 		return nil, fmt.Errorf("cursor encryption: active key id %q is not among the keys", c.active)
+	}
+	for _, k := range keys {
+		if k.ID == c.active {
+			c.digestKey = derive(k.Key, "tidemark cursor digest key v1")
+		}
 	}
 	return c, nil
 }
@@ -173,6 +184,55 @@ func (e *SealedCursorError) Error() string {
 // naming the key id and the scope.
 func RefuseSealed(s Store) Store {
 	return &encryptedStore{Store: s, c: &cursorCipher{keys: map[string]cursorKey{}}}
+}
+
+// plainDigest matches the cursor digests reconcile.CursorHash writes.
+var plainDigest = regexp.MustCompile(`sha256:[0-9a-f]{16}`)
+
+// keyText returns text (a park reason, a repair's command or previous
+// values) with every cursor digest keyed: "sha256:<16 hex>", the plain
+// SHA-256 of a cursor that logs show, becomes "hmac:<16 hex>", an
+// HMAC-SHA256 of that digest under a key derived from the active cursor
+// key. A plain digest of an offset or a timestamp can be found by hashing
+// candidates; a keyed one cannot without the key. Without keys
+// (RefuseSealed) text is returned as it is.
+func (c *cursorCipher) keyText(text string) string {
+	if c.digestKey == nil || !strings.Contains(text, "sha256:") {
+		return text
+	}
+	return plainDigest.ReplaceAllStringFunc(text, func(d string) string {
+		return KeyedDigest(c.digestKey, d)
+	})
+}
+
+// keyRepairs returns repairs with the cursor digests of their text keyed
+// (keyText); nil stays nil (a promotion that keeps the repair log).
+func (c *cursorCipher) keyRepairs(repairs []RepairEntry) []RepairEntry {
+	if repairs == nil || c.digestKey == nil {
+		return repairs
+	}
+	out := make([]RepairEntry, len(repairs))
+	for i, r := range repairs {
+		r.Command = c.keyText(r.Command)
+		if r.Previous != nil {
+			prev := make(map[string]string, len(r.Previous))
+			for k, v := range r.Previous {
+				prev[k] = c.keyText(v)
+			}
+			r.Previous = prev
+		}
+		out[i] = r
+	}
+	return out
+}
+
+// KeyedDigest is the stored form of a cursor digest d ("sha256:…", as
+// reconcile.CursorHash and the logs show it) under digest key k:
+// "hmac:" and the first 16 hex digits of HMAC-SHA256(k, d).
+func KeyedDigest(k []byte, d string) string {
+	m := hmac.New(sha256.New, k)
+	m.Write([]byte(d))
+	return "hmac:" + hex.EncodeToString(m.Sum(nil))[:16]
 }
 
 // IsSealedCursor reports whether a stored cursor value is encrypted (what
@@ -277,6 +337,7 @@ func (s *encryptedStore) Promote(ctx context.Context, p Promotion) (Checkpoint, 
 		return Checkpoint{}, err
 	}
 	plainFrom := p.FromCursor
+	p.Repairs = s.c.keyRepairs(p.Repairs)
 	p.FromCursor = s.c.seal(p.Key, p.FromCursor)
 	p.To = s.c.seal(p.Key, p.To)
 	cp, err := s.Store.Promote(ctx, p)
@@ -294,6 +355,7 @@ func (s *encryptedStore) SetParked(ctx context.Context, k Key, cursor []byte, ge
 		return Checkpoint{}, err
 	}
 	sealed := s.c.seal(k, cursor)
+	reason = s.c.keyText(reason)
 	cp, err := s.Store.SetParked(ctx, k, sealed, generation, lease, reason)
 	if errors.Is(err, ErrFenced) {
 		if stored, ok := s.storedCursor(ctx, k, cursor, generation); ok && !bytes.Equal(stored, sealed) {
@@ -308,6 +370,7 @@ func (s *encryptedStore) Unpark(ctx context.Context, k Key, cursor []byte, gener
 		return Checkpoint{}, err
 	}
 	sealed := s.c.seal(k, cursor)
+	repairs = s.c.keyRepairs(repairs)
 	cp, err := s.Store.Unpark(ctx, k, sealed, generation, lease, repairs)
 	if errors.Is(err, ErrFenced) {
 		if stored, ok := s.storedCursor(ctx, k, cursor, generation); ok && !bytes.Equal(stored, sealed) {

@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"bytes"
+	"github.com/stretchr/testify/assert"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -25,6 +27,48 @@ func RunEncrypted(t *testing.T, newRaw func(t *testing.T) store.Store) {
 	}
 	secret := []byte("secret-cursor-0001")
 	next := []byte("secret-successor-0002")
+
+	t.Run("KeyedDigestsAtRest", func(t *testing.T) {
+		// A park reason and a repair's audit entry name cursors by their
+		// plain SHA-256 digest (reconcile.CursorHash, as logs show them),
+		// which can be found by hashing candidate offsets or times: at
+		// rest they are keyed, and the same digest keys the same way.
+		raw := newRaw(t)
+		s, err := store.Encrypted(raw, keys("a"), "a")
+		require.NoError(t, err)
+		plain := reconcile.CursorHash([]byte("1000"))
+		cp := create(t, s, key, "C0")
+		parked, err := s.SetParked(ctx(t), key, cp.Cursor, cp.Generation, store.Lease{}, "expired cursor "+plain+" at generation 1")
+		require.NoError(t, err)
+		stored, err := raw.LoadCheckpoint(ctx(t), key)
+		require.NoError(t, err)
+		require.NotContains(t, stored.Parked, plain)
+		require.Contains(t, stored.Parked, "expired cursor hmac:")
+		assert.Equal(t, stored.Parked, parked.Parked, "the reason read back is the one stored")
+		keyed := strings.TrimSuffix(strings.TrimPrefix(stored.Parked, "expired cursor "), " at generation 1")
+		entry := repairEntry(1, "restart --partition p0 --cursor "+plain)
+		entry.Previous["cursor"] = plain
+		cp, err = s.Unpark(ctx(t), key, cp.Cursor, cp.Generation, store.Lease{}, []store.RepairEntry{entry})
+		require.NoError(t, err)
+		stored, err = raw.LoadCheckpoint(ctx(t), key)
+		require.NoError(t, err)
+		require.Len(t, stored.Repairs, 1)
+		assert.Equal(t, "restart --partition p0 --cursor "+keyed, stored.Repairs[0].Command)
+		assert.Equal(t, keyed, stored.Repairs[0].Previous["cursor"])
+		assert.Equal(t, stored.Repairs, cp.Repairs)
+		// Another key keys it otherwise; without keys nothing is keyed.
+		other, err := store.Encrypted(newRaw(t), keys("b"), "b")
+		require.NoError(t, err)
+		cpb := create(t, other, key, "C0")
+		pb, err := other.SetParked(ctx(t), key, cpb.Cursor, cpb.Generation, store.Lease{}, plain)
+		require.NoError(t, err)
+		assert.NotEqual(t, keyed, pb.Parked)
+		plainStore := store.RefuseSealed(newRaw(t))
+		cpp := create(t, plainStore, key, "C0")
+		pp, err := plainStore.SetParked(ctx(t), key, cpp.Cursor, cpp.Generation, store.Lease{}, plain)
+		require.NoError(t, err)
+		assert.Equal(t, plain, pp.Parked)
+	})
 
 	t.Run("NoPlaintextAtRest", func(t *testing.T) {
 		raw := newRaw(t)

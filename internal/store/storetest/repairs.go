@@ -11,12 +11,14 @@ import (
 	"github.com/tidemark/tidemark/internal/store"
 )
 
-// repairEntry is an operator's audit entry at minute n.
+// repairEntry is an operator's audit entry at minute n. Its cursor is a
+// stand-in, not a digest: an encrypted store keys the cursor digests of
+// the text it writes (RunEncrypted's KeyedDigestsAtRest).
 func repairEntry(n int, command string) store.RepairEntry {
 	return store.RepairEntry{
 		Time: time.Date(2026, 12, 4, 16, n, 0, 123456789, time.UTC), User: "ops", Host: "bastion",
 		Command:  command,
-		Previous: map[string]string{"generation": "2", "cursor": "sha256:0011223344556677", "complete": "true"},
+		Previous: map[string]string{"generation": "2", "cursor": "cursor-digest", "complete": "true"},
 	}
 }
 
