@@ -35,6 +35,8 @@ var chainMetrics = map[chain.Metric]chainMetric{
 	chain.MetricRetries:            {name: "tidemark_retries", label: "class"},
 	chain.MetricViolations:         {name: "tidemark_contract_violations", label: "kind"},
 	chain.MetricIncarnationChanges: {name: "tidemark_incarnation_changes"},
+	chain.MetricRereadPasses:       {name: "tidemark_reread_passes"},
+	chain.MetricRereadSkipped:      {name: "tidemark_reread_skipped_events"},
 }
 
 // inputMetrics are the input's counters; every name starts with tidemark_.

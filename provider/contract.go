@@ -207,6 +207,15 @@ type Contract struct {
 	// on, says so in its log, and claims no completeness: no watermark is
 	// written and no traversal ends complete.
 	OffsetUnproven bool
+	// RereadWindow, when positive, is the re-read window behind the
+	// partition's applied boundary, in the positions' units (nanoseconds
+	// for timestamp positions, units for integer ones): each pass re-reads
+	// it and emits only the events no durable receipt shows (reread.go,
+	// docs/design.md#re-read-windows).
+	RereadWindow int64
+	// RereadInterval is the least time between the starts of two passes
+	// (0: a pass each time the partition reaches its head).
+	RereadInterval time.Duration
 }
 
 // Pagination is how a source's pages follow one another
@@ -377,6 +386,9 @@ func (c Contract) Basis(k coord.Kind) string {
 	case FinalityAppendOnlyWriter:
 		return "append_only_writer assertion"
 	case FinalityLag:
+		if c.RereadWindow > 0 {
+			return "reread " + c.lagText(c.RereadWindow, k)
+		}
 		if k == coord.KindTimestamp {
 			return "lag " + time.Duration(c.FinalityLag).String()
 		}
@@ -440,6 +452,9 @@ func (c Contract) Validate() error {
 		return err
 	}
 	if err := c.validateFirstPosition(); err != nil {
+		return err
+	}
+	if err := c.validateReread(); err != nil {
 		return err
 	}
 	return c.validatePagination()

@@ -118,6 +118,21 @@ type WitnessStored struct{ Err error }
 // ReceiptStored answers RecordReceipt.
 type ReceiptStored struct{ Err error }
 
+// ReceiptsLoaded answers LoadReceipts.
+type ReceiptsLoaded struct {
+	Receipts []store.Receipt
+	Err      error
+}
+
+// ReceiptsStored answers PutReceipts.
+type ReceiptsStored struct{ Err error }
+
+// ReceiptsPruned answers PruneReceipts.
+type ReceiptsPruned struct {
+	N   int
+	Err error
+}
+
 // Abandoned answers Abandon.
 type Abandoned struct{ Err error }
 
@@ -226,6 +241,9 @@ func (Acked) isInput()              {}
 func (Nacked) isInput()             {}
 func (Delivered) isInput()          {}
 func (Withdrawn) isInput()          {}
+func (ReceiptsLoaded) isInput()     {}
+func (ReceiptsStored) isInput()     {}
+func (ReceiptsPruned) isInput()     {}
 
 // ---------------------------------------------------------------------------
 // Actions.
@@ -378,6 +396,57 @@ type Reincarnate struct {
 	Reset    store.Promotion
 }
 
+// LoadReceipts: read the receipts of Key's re-read window above From
+// (every one when not HasFrom; store.ReceiptStore.Receipts). Answer:
+// ReceiptsLoaded.
+type LoadReceipts struct {
+	Key     store.Key
+	From    coord.Position
+	HasFrom bool
+}
+
+// PutReceipts: store the receipts of one delivered page
+// (store.ReceiptStore.PutReceipts). Answer: ReceiptsStored.
+type PutReceipts struct{ Chunk store.ReceiptChunk }
+
+// PruneReceipts: delete Key's receipt chunks at or below Through
+// (store.ReceiptStore.PruneReceipts). Answer: ReceiptsPruned.
+type PruneReceipts struct {
+	Key     store.Key
+	Through coord.Position
+}
+
+func (a LoadReceipts) String() string {
+	if !a.HasFrom {
+		return "load receipts of " + a.Key.Partition + " from the start"
+	}
+	return fmt.Sprintf("load receipts of %s above %s", a.Key.Partition, a.From)
+}
+
+func (a PutReceipts) String() string {
+	return fmt.Sprintf("put receipts %s g%d: %d events", a.Chunk.Attempt, a.Chunk.Generation, len(a.Chunk.Receipts))
+}
+
+func (a PruneReceipts) String() string {
+	return fmt.Sprintf("prune receipts of %s through %s", a.Key.Partition, a.Through)
+}
+
+func (r ReceiptsLoaded) String() string {
+	if r.Err != nil {
+		return "receipts loaded: " + errText(r.Err)
+	}
+	return fmt.Sprintf("receipts loaded: %d", len(r.Receipts))
+}
+
+func (r ReceiptsStored) String() string { return stored("receipts stored", r.Err) }
+
+func (r ReceiptsPruned) String() string {
+	if r.Err != nil {
+		return "receipts pruned: " + errText(r.Err)
+	}
+	return fmt.Sprintf("receipts pruned: %d chunks", r.N)
+}
+
 // Wait: step Tick at Until (or later). The latest Wait replaces the
 // earlier ones: it is the machine's earliest deadline.
 type Wait struct{ Until time.Time }
@@ -464,6 +533,9 @@ func (LeaseGone) isAction()        {}
 func (Withdraw) isAction()         {}
 func (CheckIncarnation) isAction() {}
 func (Reincarnate) isAction()      {}
+func (LoadReceipts) isAction()     {}
+func (PutReceipts) isAction()      {}
+func (PruneReceipts) isAction()    {}
 
 // ---------------------------------------------------------------------------
 // Descriptions, for traces and golden tests.
@@ -522,6 +594,7 @@ func DescribeCheckpoint(cp store.Checkpoint) string {
 	if cp.PromotedWitness != "" {
 		fmt.Fprintf(&b, " wid %s", cp.PromotedWitness)
 	}
+	b.WriteString(describeReread(cp.Reread))
 	if cp.Complete {
 		b.WriteString(" complete")
 	}

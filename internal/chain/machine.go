@@ -104,6 +104,10 @@ type Config struct {
 	// release. Only the simulator's broken variant and the benchmark's
 	// baseline set it.
 	EmitBeforeCheck bool
+	// SkipRereadReceipts: a re-read pass takes every event at or below the
+	// pass's mark as received without looking for its receipt. Only the
+	// simulator's broken variants set it.
+	SkipRereadReceipts bool
 	// Classify replaces reconcile.Classify (nil: reconcile.Classify). Only the
 	// simulator's broken variants set it.
 	Classify func(reconcile.ClassifyInput) (reconcile.Verdict, error)
@@ -148,6 +152,8 @@ type page struct {
 	// check before its events are emitted.
 	seq       uint64
 	unchecked bool
+	// rrDone: the page's re-read window receipts are written (reread.go).
+	rrDone bool
 }
 
 type span struct{ from, to int }
@@ -283,6 +289,8 @@ type Machine struct {
 	// contract violation it also is. reincarnations counts every reset, to
 	// back off before the next one.
 	evidenceResets, reincarnations int
+	// rr is the re-read window's state (reread.go).
+	rr rereadState
 }
 
 // idleRun is a run of answers that prove nothing (empty pages without
@@ -610,6 +618,15 @@ func answers(a Action, in Input) bool {
 	case Withdraw:
 		_, ok := in.(Withdrawn)
 		return ok
+	case LoadReceipts:
+		_, ok := in.(ReceiptsLoaded)
+		return ok
+	case PutReceipts:
+		_, ok := in.(ReceiptsStored)
+		return ok
+	case PruneReceipts:
+		_, ok := in.(ReceiptsPruned)
+		return ok
 	}
 	return false
 }
@@ -832,7 +849,7 @@ func (m *Machine) startChain() {
 	clear(m.batches)
 	m.tail = tailOf(m.cp)
 	m.extend = true
-	m.pollAt = time.Time{}
+	m.pollAt, m.rr.atHead = time.Time{}, false
 	if !m.unprovenSaid {
 		ct := reconcile.CheckContinuity(reconcile.ContinuityInput{Contract: m.cfg.Contract, Boundary: true, Witness: reconcile.Witness{Partition: m.part()}})
 		if ct.Unproven {
@@ -888,7 +905,14 @@ func (m *Machine) maybeFetch() {
 	if !m.pollAt.IsZero() && m.now.Before(m.pollAt) {
 		return
 	}
-	m.pollAt = time.Time{}
+	if m.rr.atHead && !m.pollAt.IsZero() && m.rereadDue() {
+		// The poll of the head is due, and so is a re-read pass: the
+		// pass reads the head too (reread.go).
+		m.pollAt, m.rr.atHead = time.Time{}, false
+		m.startPass()
+		return
+	}
+	m.pollAt, m.rr.atHead = time.Time{}, false
 	m.nextFetch++
 	m.fetch = &fetchRec{id: m.nextFetch, chain: m.chainID, cursor: m.tail.cur, gen: m.tail.gen, wm: m.tail.wm}
 	m.emit(Fetch{
@@ -902,7 +926,15 @@ func (m *Machine) maybeFetch() {
 const maxQuiet = 64
 
 // pollLater fetches the tail's cursor again after the poll wait.
-func (m *Machine) pollLater() { m.pollAt = m.now.Add(m.pollWait()) }
+// At the head, a partition with a re-read window starts its next pass
+// instead when one is due (reread.go).
+func (m *Machine) pollLater() {
+	m.pollAt = m.now.Add(m.pollWait())
+	m.rr.atHead = true
+	if m.rereadDue() {
+		m.startPass()
+	}
+}
 
 // pollWait is the wait before the next poll: PollInterval, doubled for
 // each answer in a row without events after the first, up to
@@ -1068,8 +1100,27 @@ func (m *Machine) emitPage(pg *page) {
 	if size <= 0 {
 		size = n
 	}
-	for from := pg.ackedUpTo; from < n; from += size {
+	for from := pg.ackedUpTo; from < n; {
+		if m.received(pg.w.Events[from]) {
+			// A re-read event a durable receipt shows delivered: done,
+			// not emitted again (reread.go).
+			to := from + 1
+			for to < n && m.received(pg.w.Events[to]) {
+				to++
+			}
+			pg.spans = append(pg.spans, span{from, to})
+			pg.spanAcked = append(pg.spanAcked, true)
+			m.count(MetricRereadSkipped, int64(to-from))
+			from = to
+			continue
+		}
 		to := min(from+size, n)
+		for i := from + 1; i < to; i++ {
+			if m.received(pg.w.Events[i]) {
+				to = i
+				break
+			}
+		}
 		m.nextBatch++
 		m.batches[m.nextBatch] = batchRef{pg: pg, span: len(pg.spans)}
 		pg.spans = append(pg.spans, span{from, to})
@@ -1080,6 +1131,22 @@ func (m *Machine) emitPage(pg *page) {
 			Events: pg.events[from:to], Witnessed: pg.w.Events[from:to],
 		})
 		m.count(MetricEventsEmitted, int64(to-from))
+		from = to
+	}
+	pg.extendAcked()
+}
+
+// extendAcked extends the page's contiguous prefix of events with
+// terminal outcomes over its acknowledged spans.
+func (pg *page) extendAcked() {
+	for i, s := range pg.spans {
+		if s.to <= pg.ackedUpTo {
+			continue
+		}
+		if s.from != pg.ackedUpTo || !pg.spanAcked[i] {
+			break
+		}
+		pg.ackedUpTo = s.to
 	}
 }
 
@@ -1107,15 +1174,7 @@ func (m *Machine) onAcks(acks []Ack) {
 		}
 		pg.spanAcked[ref.span] = true
 		// Extend the contiguous prefix of events with terminal outcomes.
-		for i, s := range pg.spans {
-			if s.to <= pg.ackedUpTo {
-				continue
-			}
-			if s.from != pg.ackedUpTo || !pg.spanAcked[i] {
-				break
-			}
-			pg.ackedUpTo = s.to
-		}
+		pg.extendAcked()
 	}
 	m.promoteHead()
 }
@@ -1136,6 +1195,11 @@ func (m *Machine) promoteHead() {
 	}
 	if !pg.complete() {
 		m.writeReceipt(StateRecordingReceipt, pg, nil)
+		return
+	}
+	if m.writeWindowReceipts() {
+		// The receipts of the delivered pages of a re-read window first
+		// (reread.go); promoteHead runs again once they are written.
 		return
 	}
 	pg.w.AckedThrough = len(pg.w.Events)
@@ -1172,6 +1236,7 @@ func (m *Machine) promoteHead() {
 // afterHold goes on once the receipts of the held head pg are recorded.
 func (m *Machine) afterHold(pg *page, reason string) {
 	m.chain = m.chain[1:]
+	m.passReached(pg, len(pg.w.Successor) == 0)
 	// Pages fetched past a held page are dropped, and so is a park
 	// waiting for them: the malformed page lay past it.
 	m.parkDrained = ParkReason{}
@@ -1348,6 +1413,9 @@ func (m *Machine) promoted(pg *page, cp store.Checkpoint, then *next) {
 	if m.restartMark == nil || progressedPast(m.restartMark, &cp) {
 		m.restarts, m.restartMark = 0, nil
 	}
+	for _, p := range append([]*page{pg}, pg.coalesced...) {
+		m.passReached(p, false)
+	}
 	// One Count per conditional write, N pages.
 	m.count(MetricPromotions, int64(1+len(pg.coalesced)))
 	m.emit(Observe{Checkpoint: cp})
@@ -1441,11 +1509,16 @@ func (m *Machine) recoverNow(expired bool, reason ParkReason) {
 // durable checkpoint, so it waits for nothing; pages in flight are
 // abandoned (their events may repeat).
 func (m *Machine) restartFromBoundary(expired bool, reason ParkReason) {
-	m.ask(StateRecovering, RestartCursor{
+	rc := RestartCursor{
 		Partition: m.part(), Watermark: m.cp.Watermark,
 		Applied: m.cp.Applied, HasApplied: m.cp.HasApplied, AppliedID: m.cp.AppliedID,
 		Expired: expired,
-	}, next{kind: onRestartCursor, reason: reason})
+	}
+	if from, has, ok := m.rereadBoundary(); ok {
+		// Within a re-read pass: restart the whole pass (reread.go).
+		rc.Applied, rc.HasApplied, rc.AppliedID = from, has, ""
+	}
+	m.ask(StateRecovering, rc, next{kind: onRestartCursor, reason: reason})
 }
 
 func (m *Machine) onRestartCursor(reason ParkReason, r RestartCursorFound) {

@@ -291,6 +291,12 @@ func (h *harness) config(d *datadriven.TestData) {
 				h.t.Fatal(err)
 			}
 			c.FinalityLag = n
+		case "reread":
+			n, err := strconv.ParseInt(val, 10, 64)
+			if err != nil {
+				h.t.Fatal(err)
+			}
+			c.RereadWindow = n
 		case "withdrawn":
 			c.EventsMayBeWithdrawn = true
 		case "rotate":

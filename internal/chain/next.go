@@ -32,6 +32,11 @@ const (
 	onCompleteChecked                          //
 	onReincarnated                             // to, lease
 	onWithdrawn                                // violation, vs: the rest; then
+	onReceiptsLoaded                           //
+	onReceiptsStored                           // pg, chunk
+	onRereadCursor                             //
+	onRereadPromoted                           // prom
+	onReceiptsPruned                           //
 
 	// Continuations (run after a back-off, or when what they follow is done).
 	doLoad              //
@@ -57,6 +62,7 @@ const (
 	doResetInto         // from, to, text: why
 	doOnMalformed       // f, text
 	doOnReconciled      // f, fetched, v, reason: recoverWith
+	doBeginChain        //
 )
 
 // next is one step of pending work: its kind and the few values it
@@ -89,6 +95,7 @@ type next struct {
 	text      string
 	reason    ParkReason
 	from, to  string
+	chunk     *store.ReceiptChunk
 }
 
 // resume runs k, when there is one.
@@ -141,12 +148,23 @@ func (m *Machine) run(k *next, in Input) {
 	case onWithdrawn:
 		m.onWithdrawn(k.violation, k.vs, in.(Withdrawn), k.then)
 
+	case onReceiptsLoaded:
+		m.onReceiptsLoaded(in.(ReceiptsLoaded))
+	case onReceiptsStored:
+		m.onReceiptsStored(k.pg, in.(ReceiptsStored), *k.chunk)
+	case onRereadCursor:
+		m.onRereadCursor(in.(RestartCursorFound))
+	case onRereadPromoted:
+		m.onRereadPromoted(*k.prom, in.(Promoted))
+	case onReceiptsPruned:
+		m.onReceiptsPruned(in.(ReceiptsPruned))
+
 	case doLoad:
 		m.load()
 	case doAfterLoad:
 		m.afterLoad(*k.cp)
-	case doStartChain:
-		m.startChain()
+	case doStartChain, doBeginChain:
+		m.beginChain()
 	case doAskUnparked:
 		m.askUnparked()
 	case doAbandonAll:

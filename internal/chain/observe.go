@@ -87,6 +87,12 @@ const (
 	// MetricIncarnationChanges counts the incarnation changes a partition
 	// recorded: the reset written (docs/design.md#source-incarnations).
 	MetricIncarnationChanges
+	// MetricRereadPasses counts the re-read passes a partition started
+	// (docs/design.md#re-read-windows).
+	MetricRereadPasses
+	// MetricRereadSkipped counts the events a pass read again and did not
+	// emit: a durable receipt shows them delivered.
+	MetricRereadSkipped
 )
 
 // metricNames name each Metric in traces and goldens: the input's metric
@@ -107,6 +113,8 @@ var metricNames = [...]string{
 	MetricMalformed:          "tidemark_malformed_responses",
 	MetricViolations:         "tidemark_contract_violations",
 	MetricIncarnationChanges: "tidemark_incarnation_changes",
+	MetricRereadPasses:       "tidemark_reread_passes",
+	MetricRereadSkipped:      "tidemark_reread_skipped_events",
 }
 
 func (m Metric) String() string {

@@ -76,8 +76,15 @@ func (m *Machine) reconcile(f *fetchRec, r Fetched) (verdict, error) {
 	if classify == nil {
 		classify = reconcile.Classify
 	}
+	applied, hasApplied := m.tail.applied, m.tail.hasApplied
+	if from, has, ok := m.rereadBoundary(); ok {
+		// Under a re-read window the source may show events below the
+		// applied boundary, down to the pass's range start: that is the
+		// boundary responses are classified against (reread.go).
+		applied, hasApplied = from, has
+	}
 	in := reconcile.ClassifyInput{
-		Contract: contract, Applied: m.tail.applied, HasApplied: m.tail.hasApplied,
+		Contract: contract, Applied: applied, HasApplied: hasApplied,
 		Prior: m.priorWitnesses(f.cursor, f.gen), Receipts: m.receiptsFor(f.gen), Pending: m.pendingFor(f.gen), Witness: w,
 	}
 	cv, err := classify(in)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tidemark/tidemark/internal/chain"
+	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/frontier"
 	"github.com/tidemark/tidemark/internal/frontierrec"
 	"github.com/tidemark/tidemark/internal/membership"
@@ -313,7 +314,7 @@ func (s *sim) restartRepair(p *part) string {
 			return fmt.Sprintf("restart: unpark: %v", err)
 		}
 	}
-	to := p.restartCursor(cp.Watermark)
+	to := p.restartCursor(cp.Watermark, coord.Position{}, false) // a re-read partition: from its start
 	if _, err := s.st.Promote(bg, store.Promotion{
 		Key: k, FromCursor: cp.Cursor, FromGeneration: cp.Generation,
 		To: to, WitnessID: "repair:restart", Epoch: cp.Epoch, Lease: cp.Lease,
@@ -357,7 +358,12 @@ func (s *sim) caughtUp() string {
 		if h := reconcile.IncarnationHash(p.incarnationValue()); cp.Incarnation != "" && cp.Incarnation != h {
 			return fmt.Sprintf("partition %s: the checkpoint (g%d %s%s) reads incarnation %s, the source is in incarnation %d (%s)", p.name, cp.Generation, curString(cp.Cursor), parked(cp), cp.Incarnation, p.inc, h)
 		}
-		if e, ok := p.ackedBelowOnTime(p.final + 1); !ok {
+		ackedBelow := p.ackedBelowOnTime
+		if p.prof.contract.Rereads() {
+			// A re-read window delivers the late events too.
+			ackedBelow = p.ackedBelow
+		}
+		if e, ok := ackedBelow(p.final + 1); !ok {
 			return fmt.Sprintf("partition %s: event %s has no terminal outcome (checkpoint g%d %s%s)", p.name, e.id, cp.Generation, curString(cp.Cursor), parked(cp))
 		}
 		if cp.Complete {

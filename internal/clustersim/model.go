@@ -239,6 +239,17 @@ var lateListing = profile{name: "late-listing",
 	contract: provider.Contract{EmptyPage: provider.EmptyNoEvidence, OrderedPositions: true, Recovery: provider.RecoveryRestartFromBoundary},
 	selfCT:   true, hidden: .3, glitch: .04, quiet: .05, shift: .2, transient: .04, garbage: .003, malformed: .02, gap: 2, pageSize: 3}
 
+// rereadLate: keyset pages over a source whose events may become visible
+// below the reader's progress (hidden, then shown), read with a re-read
+// window wide enough to cover every late event the schedule makes
+// (docs/design.md#re-read-windows): each pass restarts from the window's
+// start, emits only what no receipt shows, and every event, the late ones
+// included, must be delivered once the faults stop.
+var rereadLate = profile{name: "reread-late",
+	contract: provider.Contract{EmptyPage: provider.EmptyNoEvidence, OrderedPositions: true, Pagination: provider.PaginationKeyset,
+		MissingSuccessor: provider.MissingSuccessorPoll, Recovery: provider.RecoveryRestartFromBoundary, RereadWindow: 1 << 40},
+	hidden: .3, glitch: .04, quiet: .05, shift: .2, transient: .04, garbage: .003, malformed: .02, gap: 2, pageSize: 3}
+
 // Profiles whose positions and watermarks are of other kinds: a shard of
 // a stream whose sequence numbers are 56-digit decimals, resuming strictly
 // after the applied one; and an object listing whose positions are keys
@@ -811,11 +822,22 @@ func (p *part) answer(reader string, cur []byte) (provider.Response, fetchNote, 
 }
 
 // restartCursor is the provider-supported stable boundary: just after the
-// durable complete-through watermark, or the partition's start.
-func (p *part) restartCursor(durable coord.Watermark) []byte {
+// durable complete-through watermark, or the partition's start. Under a
+// re-read window it is just after the applied position the machine names
+// (the window's start), as a keyset source's `after` filter would be.
+func (p *part) restartCursor(durable coord.Watermark, applied coord.Position, hasApplied bool) []byte {
 	next := int64(1)
 	if n, ok := p.ord(durable); ok {
 		next = n + 1
+	}
+	if p.prof.contract.Rereads() {
+		next = 1
+		if n, ok := p.ord(applied.AsWatermark()); ok && hasApplied {
+			next = n + 1
+		} else if hasApplied && applied.Kind == coord.KindInteger && applied.Int > 0 {
+			next = applied.Int + 1 // between two issued positions
+		}
+		next = max(next, 1) // a window reaching below the first position
 	}
 	return cursor{next: next, session: p.session}.bytes()
 }

@@ -112,9 +112,15 @@ const (
 	// under the old cursor leaves under the old incarnation's epoch and
 	// frontier (docs/design.md#source-incarnations, CheckIncarnation).
 	EmitBeforeIncarnationCheck
+	// SkipRereadReceipts: a re-read pass takes every event at or below its
+	// mark as received without a receipt, so an event that appeared below
+	// the progress is dropped, never delivered
+	// (docs/design.md#re-read-windows, CheckBinding: its page is promoted
+	// without an outcome for it; CheckLiveness).
+	SkipRereadReceipts
 )
 
-var variantNames = [...]string{"faithful", "promote-other-successor", "max-frontier", "bare-empty-page", "unconditional-write", "ignore-lease", "any-watermark-covers", "park-on-malformed", "retry-malformed-forever", "partial-view", "children-first", "self-certified-watermark", "ignore-offset-overlap", "ignore-incarnation", "coalesced-watermark-dropped", "accept-offset-shaped-successor", "trust-first-page", "emit-before-incarnation-check"}
+var variantNames = [...]string{"faithful", "promote-other-successor", "max-frontier", "bare-empty-page", "unconditional-write", "ignore-lease", "any-watermark-covers", "park-on-malformed", "retry-malformed-forever", "partial-view", "children-first", "self-certified-watermark", "ignore-offset-overlap", "ignore-incarnation", "coalesced-watermark-dropped", "accept-offset-shaped-successor", "trust-first-page", "emit-before-incarnation-check", "skip-reread-receipts"}
 
 func (v Variant) String() string {
 	if int(v) < len(variantNames) {
@@ -135,7 +141,7 @@ func ParseVariant(s string) (Variant, error) {
 
 // Variants lists the broken variants (every Variant but Faithful).
 func Variants() []Variant {
-	return []Variant{PromoteOtherSuccessor, MaxFrontier, BareEmptyPage, UnconditionalWrite, IgnoreLease, AnyWatermarkCovers, ParkOnMalformed, RetryMalformedForever, PartialView, ChildrenFirst, SelfCertifiedWatermark, IgnoreOffsetOverlap, IgnoreIncarnation, CoalescedWatermarkDropped, AcceptOffsetShaped, TrustFirstPage, EmitBeforeIncarnationCheck}
+	return []Variant{PromoteOtherSuccessor, MaxFrontier, BareEmptyPage, UnconditionalWrite, IgnoreLease, AnyWatermarkCovers, ParkOnMalformed, RetryMalformedForever, PartialView, ChildrenFirst, SelfCertifiedWatermark, IgnoreOffsetOverlap, IgnoreIncarnation, CoalescedWatermarkDropped, AcceptOffsetShaped, TrustFirstPage, EmitBeforeIncarnationCheck, SkipRereadReceipts}
 }
 
 // DefaultSteps is the length of a schedule when Config.Steps is zero.
@@ -645,8 +651,16 @@ func newSim(cfg Config) *sim {
 			// under finality none.
 			prof = lateListing
 		}
+		if i == 1 && partSeed(cfg.Seed, "reread")%3 == 0 {
+			// A third of the schedules read one partition whose events
+			// appear below the progress with a re-read window.
+			prof = rereadLate
+		}
 		if cfg.Metamorphic {
 			prof = metamorphicProfile(prof)
+		}
+		if cfg.Variant == SkipRereadReceipts && i == 0 {
+			prof = rereadLate // the variant only shows on a re-read partition
 		}
 		if cfg.Variant == IgnoreOffsetOverlap && i == 0 {
 			prof = offsetOverlap // the variant only shows on an offset partition
@@ -1066,7 +1080,9 @@ func (s *sim) exec(op Op) string {
 		}
 		return "no such partition"
 	case OpSeal:
-		if p := s.part(op.P); p != nil && p.appeared && !p.sealed {
+		// A source read with a re-read window shows late events below its
+		// progress: it never ends.
+		if p := s.part(op.P); p != nil && p.appeared && !p.sealed && !p.prof.contract.Rereads() {
 			p.sealed = true
 			return fmt.Sprintf("sealed through %d", p.final)
 		}

@@ -34,6 +34,8 @@ func (v Variant) configure(cfg *chain.Config) {
 		cfg.IgnoreIncarnation = true
 	case EmitBeforeIncarnationCheck:
 		cfg.EmitBeforeCheck = true
+	case SkipRereadReceipts:
+		cfg.SkipRereadReceipts = true
 	case BareEmptyPage:
 		cfg.Contract.EmptyPage = provider.EmptyEndOfData
 	case ParkOnMalformed:

@@ -328,7 +328,7 @@ func (l *lane) handle(acts []chain.Action) {
 			l.note("%s", a)
 			l.giveUp("lease lost")
 		case chain.RestartCursor:
-			in := chain.RestartCursorFound{Cursor: l.p.restartCursor(a.Watermark)}
+			in := chain.RestartCursorFound{Cursor: l.p.restartCursor(a.Watermark, a.Applied, a.HasApplied)}
 			l.note("%s -> %s", a, in)
 			l.handle(l.m.Step(in))
 		case chain.CheckIncarnation:

@@ -327,7 +327,8 @@ func (s *DynamoStore) Promote(ctx context.Context, p store.Promotion) (store.Che
 		if p.Reset {
 			cond = append(cond, e.n(attrEpoch)+" < :ep")
 			set = append(set, e.n(attrIncEpoch)+" = :ep")
-			remove = append(remove, e.n(attrWMKind), e.n(attrWM), e.n(attrApplied), e.n(attrAppliedKind), e.n(attrAppliedID))
+			remove = append(remove, e.n(attrWMKind), e.n(attrWM), e.n(attrApplied), e.n(attrAppliedKind), e.n(attrAppliedID),
+				e.n(attrRereadFrom), e.n(attrRereadFromKind), e.n(attrRereadMark), e.n(attrRereadMarkKind))
 		} else {
 			cond = append(cond, fmt.Sprintf("(attribute_not_exists(%s) OR %s = %s)", e.n(attrIncarnation), e.n(attrIncarnation), inc))
 		}
@@ -354,6 +355,10 @@ func (s *DynamoStore) Promote(ctx context.Context, p store.Promotion) (store.Che
 		} else {
 			remove = append(remove, e.n(attrAppliedID))
 		}
+	}
+	if r := p.Reread; r != nil && !p.Reset {
+		set, remove = rereadUpdate(e, set, remove, attrRereadFromKind, attrRereadFrom, "rrf", r.From, r.HasFrom)
+		set, remove = rereadUpdate(e, set, remove, attrRereadMarkKind, attrRereadMark, "rrm", r.Mark, r.Started())
 	}
 	if p.Complete {
 		set = append(set, e.n(attrComplete)+" = "+e.v("done", avBool(true)))
@@ -797,4 +802,19 @@ func (s *DynamoStore) updateCheckpoint(ctx context.Context, k store.Key, e *expr
 		ExpressionAttributeValues: e.vals(),
 		ReturnValues:              types.ReturnValueAllNew,
 	})
+}
+
+// rereadUpdate adds the SET (has) or REMOVE (not has) of one position of
+// the re-read state to a promotion's update.
+func rereadUpdate(e *expr, set, remove []string, kindAttr, valueAttr, name string, p coord.Position, has bool) ([]string, []string) {
+	if !has {
+		return set, append(remove, e.n(valueAttr), e.n(kindAttr))
+	}
+	set = append(set, e.n(valueAttr)+" = "+e.v(name, watermarkValue(p.AsWatermark())))
+	if p.Kind != coord.KindInteger {
+		set = append(set, e.n(kindAttr)+" = "+e.v(name+"k", avU(uint64(p.Kind))))
+	} else {
+		remove = append(remove, e.n(kindAttr))
+	}
+	return set, remove
 }

@@ -51,6 +51,13 @@ const (
 	attrIncarnation  = "inc"  // S: hash of the source incarnation (absent: none recorded)
 	attrIncEpoch     = "ince" // N: epoch of the reset into it (absent: 0)
 	attrRepairs      = "rep"  // S: the repair log as JSON (store.EncodeRepairs; absent: none)
+	// The re-read window's state (store.RereadState; absent: no pass yet):
+	// the exclusive start of the current pass's range and the applied
+	// boundary it started at, each a position with its kind.
+	attrRereadFrom     = "rrf"
+	attrRereadFromKind = "rrfk"
+	attrRereadMark     = "rrm"
+	attrRereadMarkKind = "rrmk"
 
 	// witness
 	attrInput     = "in"
@@ -384,6 +391,12 @@ func checkpointItem(c store.Checkpoint) item {
 			it[attrAppliedID] = avB([]byte(c.AppliedID))
 		}
 	}
+	if c.Reread.HasFrom {
+		putPosition(it, attrRereadFromKind, attrRereadFrom, c.Reread.From)
+	}
+	if c.Reread.Started() {
+		putPosition(it, attrRereadMarkKind, attrRereadMark, c.Reread.Mark)
+	}
 	if c.PromotedWitness != "" {
 		it[attrWitnessID] = avS(c.PromotedWitness)
 	}
@@ -487,6 +500,10 @@ func decodeCheckpoint(k store.Key, it item) (store.Checkpoint, error) {
 	if c.HasApplied {
 		c.AppliedID = string(appliedID)
 	}
+	c.Reread.From, c.Reread.HasFrom, err = getPosition(it, attrRereadFromKind, attrRereadFrom)
+	add(err)
+	c.Reread.Mark, _, err = getPosition(it, attrRereadMarkKind, attrRereadMark)
+	add(err)
 	c.PromotedWitness, err = getS(it, attrWitnessID)
 	add(err)
 	c.Parked, err = getS(it, attrParked)

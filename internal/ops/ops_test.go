@@ -517,3 +517,24 @@ func TestStatusShowsContractViolationsAndTheWithdrawal(t *testing.T) {
 	_, has := parts[0].(map[string]any)["contract_violations"]
 	assert.False(t, has, "no violations, no field")
 }
+
+// A partition read with a re-read window shows its current pass's range
+// and the re-read lag its watermark rests on.
+func TestStatusShowsTheRereadPass(t *testing.T) {
+	st := memstore.New()
+	k := store.Key{Scope: "reread-scope", Partition: "p0"}
+	cp, err := st.CreateCheckpoint(context.Background(), store.Checkpoint{Key: k, Cursor: []byte("c1"), Generation: 1, Epoch: 1})
+	require.NoError(t, err)
+	_, err = st.Promote(context.Background(), store.Promotion{Key: k, FromCursor: cp.Cursor, FromGeneration: 1, To: []byte("R"), WitnessID: "restart:reread", Epoch: 1,
+		Watermark: coord.Integer(900), Finality: "reread lag 100",
+		Reread: &store.RereadState{From: coord.IntPosition(900), HasFrom: true, Mark: coord.IntPosition(1000)}})
+	require.NoError(t, err)
+	s, err := ReadStatus(context.Background(), st, "reread-scope")
+	require.NoError(t, err)
+	require.Len(t, s.Partitions, 1)
+	assert.Equal(t, "(900, 1000]", s.Partitions[0].Reread)
+	assert.Equal(t, "reread lag 100", s.Partitions[0].Finality)
+	var b strings.Builder
+	require.NoError(t, WriteTable(&b, s))
+	assert.Contains(t, b.String(), "reread_lag_100")
+}

@@ -42,7 +42,11 @@ type PartitionStatus struct {
 	// declared it when it was written ("source", "append_only_writer
 	// assertion", "lag 5m0s"); empty when unknown or without a watermark.
 	Finality string `json:"finality,omitempty"`
-	Applied  string `json:"applied,omitempty"`
+	// Reread is the range of the partition's current re-read pass,
+	// "(from, mark]" ("(start, mark]" for the first), when it has a re-read
+	// window (docs/design.md#re-read-windows).
+	Reread  string `json:"reread,omitempty"`
+	Applied string `json:"applied,omitempty"`
 	// AppliedID is the id of the event at Applied (what restart_cursor
 	// sees as applied_id), when recorded.
 	AppliedID       string `json:"applied_id,omitempty"`
@@ -167,6 +171,13 @@ func ReadStatus(ctx context.Context, st store.Store, scope string) (Status, erro
 		}
 		if cp.HasApplied {
 			ps.Applied, ps.AppliedID = cp.Applied.String(), cp.AppliedID
+		}
+		if r := cp.Reread; r.Started() {
+			from := "start"
+			if r.HasFrom {
+				from = r.From.String()
+			}
+			ps.Reread = fmt.Sprintf("(%s, %s]", from, r.Mark)
 		}
 		if k := top.Kind; (k == coord.KindInteger || k == coord.KindTimestamp) && cp.Watermark.Kind == k {
 			lag := top.Int - cp.Watermark.Int

@@ -92,6 +92,10 @@ func (p Promotion) Apply(c Checkpoint) Checkpoint {
 		c.Watermark, c.Finality = coord.Watermark{}, ""
 		c.Applied, c.HasApplied, c.AppliedID = coord.Position{}, false, ""
 		c.IncarnationEpoch = p.Epoch
+		c.Reread = RereadState{}
+	}
+	if p.Reread != nil && !p.Reset {
+		c.Reread = *p.Reread
 	}
 	if p.Repairs != nil {
 		c.Repairs = CloneRepairs(p.Repairs)

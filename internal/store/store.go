@@ -140,6 +140,10 @@ type Checkpoint struct {
 	// repair's own conditional write changes it (Promotion.Repairs,
 	// Unpark); every other write keeps it.
 	Repairs []RepairEntry
+	// Reread is the state of the partition's re-read window, written only
+	// by the promotion that starts a pass (Promotion.Reread) and cleared by
+	// a Reset; every other write keeps it.
+	Reread RereadState
 }
 
 // Promotion asks the store to replace From (cursor and generation) by the
@@ -205,6 +209,10 @@ type Promotion struct {
 	// (AppendRepair), in this same conditional write. nil keeps the
 	// stored log.
 	Repairs []RepairEntry
+	// Reread, when not nil, replaces the checkpoint's re-read state: the
+	// restart promotion that starts a re-read pass writes it. nil keeps
+	// the stored one.
+	Reread *RereadState
 }
 
 // Membership is the record naming the partitions of one membership epoch.
@@ -275,6 +283,7 @@ type Store interface {
 	LeaseStore
 	WitnessStore
 	ScopeStore
+	ReceiptStore
 }
 
 // ScopeProgress is the part of the store that reads a scope's progress and

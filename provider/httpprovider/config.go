@@ -289,6 +289,15 @@ func (c Config) validate() error {
 	if err := c.Contract.Validate(); err != nil && errs == nil {
 		bad("contract.pagination: %v", err)
 	}
+	if c.Contract.Rereads() && c.Mappings.CompleteThrough != nil {
+		bad("contract.reread_window: complete_through cannot also be mapped: under a re-read window the watermark is the pass's boundary less the window")
+	}
+	if c.Contract.Rereads() && c.Contract.EffectiveFinality() == provider.FinalityLag && c.Coordinate != c.Contract.EffectivePositionKind() {
+		bad("contract.reread_window with finality lag needs positions in the watermark's coordinate: position_type is %s, coordinate %s", c.Contract.EffectivePositionKind(), c.Coordinate)
+	}
+	if c.Contract.Rereads() && c.RestartCursor == nil {
+		bad("contract.reread_window needs a restart_cursor built from the applied position: each pass restarts from the window's start")
+	}
 	if c.Contract.OffsetUnproven && c.Mappings.CompleteThrough != nil {
 		bad("contract.offset_unproven claims no completeness: complete_through cannot be mapped")
 	}

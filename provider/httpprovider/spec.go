@@ -76,6 +76,8 @@ const (
 	hpFieldPagination          = "pagination"
 	hpFieldOffsetOverlap       = "offset_overlap"
 	hpFieldOffsetUnproven      = "offset_unproven"
+	hpFieldRereadWindow        = "reread_window"
+	hpFieldRereadInterval      = "reread_interval"
 
 	hpFieldPartitionsURL     = "partitions_url"
 	hpFieldPartitionsMapping = "partitions_mapping"
@@ -374,6 +376,15 @@ func Fields() []*service.ConfigField {
 				Description("With `pagination: offset` over positions that are not dense and without `offset_overlap`: an explicit declaration that nothing proves a page continues the previous one. The partition reads on and logs at warn level, once, that an event can be skipped unnoticed; it claims no completeness: `complete_through` cannot be mapped, `missing_successor` must be `poll`, no watermark is written, so the frontier stays vector-only.").
 				Default(false).
 				Example(true),
+			service.NewStringField(hpFieldRereadWindow).
+				Description("A re-read window behind the partition's applied boundary, for sources that can show an event below what was already read (ids or keys assigned out of visibility order: a database sequence whose transactions commit out of order, client-chosen ids, events made visible late): a duration (`5m`) for timestamp positions, a positive integer for integer ones. Each time the partition reaches its head (at most every `reread_interval`) it restarts from `restart_cursor` with `applied` set to the previous pass's boundary less the window (the partition's start for the first pass) and reads up to its head again; events a durable receipt (id hash and position, kept in the checkpoint store while they lie in the window) shows delivered are not emitted again, the others are. Needs `recovery: restart_from_boundary` with a `restart_cursor` built from `applied`, keyset or token pagination and integer or timestamp positions. With `finality: lag` the durable watermark is the boundary the previous pass started at less the window, named `reread lag <window>` wherever the frontier is shown (`finality_lag` defaults to the window and may not exceed it; `complete_through` cannot also be mapped); without a finality nothing is claimed. See docs/design.md, \"Re-read windows\".").
+				Optional().
+				Example("5m").
+				Example("1000"),
+			service.NewDurationField(hpFieldRereadInterval).
+				Description("With `reread_window`: the least time between the starts of two re-read passes. `0s` starts a pass each time the partition reaches its head; a longer interval reads less, and an event behind the boundary waits up to the interval (plus a pass) to be delivered.").
+				Default("0s").
+				Example("1m"),
 		).
 			Description("The source's declared pagination contract. Classification trusts only what is declared here.").
 			LintRule(contractLint()).
@@ -615,6 +626,9 @@ func FromParsed(conf *service.ParsedConfig, res *service.Resources, logger *serv
 	if c.Contract.OffsetUnproven, err = cc.FieldBool(hpFieldOffsetUnproven); err != nil {
 		return nil, err
 	}
+	if err := rereadFromParsed(cc, &c); err != nil {
+		return nil, err
+	}
 
 	if err := sequenceFromParsed(conf, &c); err != nil {
 		return nil, err
@@ -683,6 +697,42 @@ func finalityFromParsed(cc *service.ParsedConfig, c *Config) error {
 		c.Contract.FinalityLag = n
 	default:
 		return fmt.Errorf("httpprovider: contract.finality_lag: a %s coordinate has no arithmetic to subtract a lag from", c.Coordinate)
+	}
+	return nil
+}
+
+// rereadFromParsed reads contract.reread_window in the positions' units
+// and contract.reread_interval; under finality lag without finality_lag,
+// the lag is the window.
+func rereadFromParsed(cc *service.ParsedConfig, c *Config) error {
+	if !cc.Contains(hpFieldRereadWindow) {
+		return nil
+	}
+	s, err := cc.FieldString(hpFieldRereadWindow)
+	if err != nil {
+		return err
+	}
+	switch k := c.Contract.EffectivePositionKind(); k {
+	case coord.KindTimestamp:
+		d, err := time.ParseDuration(strings.TrimSpace(s))
+		if err != nil || d <= 0 {
+			return fmt.Errorf("httpprovider: contract.reread_window: %q is not a positive duration (the positions are timestamps)", s)
+		}
+		c.Contract.RereadWindow = int64(d)
+	case coord.KindInteger:
+		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		if err != nil || n <= 0 {
+			return fmt.Errorf("httpprovider: contract.reread_window: %q is not a positive integer (the positions are integers)", s)
+		}
+		c.Contract.RereadWindow = n
+	default:
+		return fmt.Errorf("httpprovider: contract.reread_window: %s positions have no arithmetic to subtract a window from", k)
+	}
+	if c.Contract.RereadInterval, err = cc.FieldDuration(hpFieldRereadInterval); err != nil {
+		return err
+	}
+	if c.Contract.Finality == provider.FinalityLag && !cc.Contains(hpFieldFinalityLag) {
+		c.Contract.FinalityLag = c.Contract.RereadWindow
 	}
 	return nil
 }
@@ -790,9 +840,13 @@ func contractEnumLint() string {
 	// Coverage needs a watermark the source certifies.
 	b.WriteString(`  if this.watermark_covers_positions == true && this.finality.or("none") != "source" { "contract.watermark_covers_positions needs finality: source, not %s: only a watermark the source certifies proves that no event of a page's range was skipped".format(this.finality.or("none")) },` + "\n")
 	b.WriteString(`  if this.empty_page == "final_through_watermark" && this.finality.or("none") != "source" { "contract.empty_page final_through_watermark needs finality: source, not %s: only a watermark the source certifies makes an empty page evidence".format(this.finality.or("none")) },` + "\n")
-	b.WriteString(`  if this.finality == "lag" && this.finality_lag.or("") == "" { "contract.finality lag needs contract.finality_lag (a duration for a timestamp coordinate, an integer otherwise)" },` + "\n")
+	b.WriteString(`  if this.finality == "lag" && this.finality_lag.or("") == "" && this.reread_window.or("") == "" { "contract.finality lag needs contract.finality_lag (a duration for a timestamp coordinate, an integer otherwise)" },` + "\n")
 	b.WriteString(`  if this.finality_lag != null && this.finality != "lag" { "contract.finality_lag is set but contract.finality is %s, not lag".format(this.finality.or("none")) },` + "\n")
 	b.WriteString(`  if this.finality_lag != null && this.coordinate == "string" { "contract.finality_lag: a string coordinate has no arithmetic to subtract a lag from" },` + "\n")
+	// A re-read window restarts from a position, and claims a lag or nothing.
+	b.WriteString(`  if this.reread_window != null && !["restart_from_boundary", "fresh_snapshot"].contains(this.recovery.or("park")) { "contract.reread_window: a re-read window needs recovery restart_from_boundary (with a restart_cursor built from the applied position): each pass restarts from the window's start" },` + "\n")
+	b.WriteString(`  if this.reread_window != null && this.pagination.or("token") == "offset" { "contract.reread_window: a re-read window needs keyset or token pagination: a pass restarts from a position, which an offset cannot name" },` + "\n")
+	b.WriteString(`  if this.reread_window != null && !["none", "lag"].contains(this.finality.or("none")) { "contract.reread_window: a re-read window claims its watermark as a lag (finality lag) or claims none (finality none), not %s".format(this.finality) },` + "\n")
 	// A declared origin is checked only over dense positions.
 	b.WriteString(`  if this.first_position != null && this.positions.or("ordered") != "dense" { "contract.first_position needs positions: dense: only dense positions say that nothing lies between the origin and the first event" },` + "\n")
 	b.WriteString("].filter(m -> m != null)")

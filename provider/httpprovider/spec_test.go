@@ -180,6 +180,7 @@ func TestFieldsDocumented(t *testing.T) {
 		"contract.finality":       true, // not set: required when complete_through is mapped
 		"contract.finality_lag":   true, // only with finality: lag
 		"contract.first_position": true, // not set: no origin declared, the first page is not checked
+		"contract.reread_window":  true, // only for a re-read window
 		"pin":                     true, // not set: nothing pinned
 		// Required inside their optional objects, or not set: no body.
 		"bootstrap.url": true, "bootstrap.body": true, "bootstrap.cursor": true,

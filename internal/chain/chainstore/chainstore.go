@@ -56,6 +56,14 @@ func Do(ctx context.Context, st store.Store, a chain.Action) (in chain.Input, ok
 	case chain.WaitUnparked:
 		cp, err := st.LoadCheckpoint(ctx, a.Key)
 		return chain.ParkChecked{Checkpoint: cp, Err: err}, true
+	case chain.LoadReceipts:
+		rs, err := st.Receipts(ctx, a.Key, a.From, a.HasFrom)
+		return chain.ReceiptsLoaded{Receipts: rs, Err: err}, true
+	case chain.PutReceipts:
+		return chain.ReceiptsStored{Err: st.PutReceipts(ctx, a.Chunk)}, true
+	case chain.PruneReceipts:
+		n, err := st.PruneReceipts(ctx, a.Key, a.Through)
+		return chain.ReceiptsPruned{N: n, Err: err}, true
 	case chain.Withdraw:
 		m, changed, err := membership.Withdraw(ctx, st, a.Key.Scope, a.Key.Partition, a.Reason)
 		return chain.Withdrawn{Changed: changed, Epoch: m.Epoch, Err: err}, true

@@ -42,6 +42,8 @@ type Store struct {
 	shardVersions map[string][]uint64
 	discovery     map[string]uint64
 	heartbeats    map[string]map[string]store.Heartbeat // scope -> owner -> heartbeat (heartbeat.go)
+	// receipts holds the re-read window's receipt chunks (receipts.go).
+	receipts map[witnessRef]store.ReceiptChunk
 }
 
 type witnessRef struct {
@@ -60,6 +62,7 @@ func New() *Store {
 		members:     map[string]store.Membership{},
 		frontiers:   map[string]store.Frontier{},
 		discovery:   map[string]uint64{},
+		receipts:    map[witnessRef]store.ReceiptChunk{},
 
 		shardVersions: map[string][]uint64{},
 	}

@@ -73,6 +73,12 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"WitnessTooLarge", testWitnessTooLarge},
 		{"WitnessesFrom", testWitnessesFrom},
 		{"PruneWitnessesBelowAGeneration", testPruneWitnessesBelowAGeneration},
+		// The receipts of a re-read window (docs/design.md#re-read-windows).
+		{"ReceiptsRoundTripAboveAPosition", testReceiptsRoundTripAboveAPosition},
+		{"ReceiptChunkIdempotent", testReceiptChunkIdempotent},
+		{"PruneReceiptsThroughAPosition", testPruneReceiptsThroughAPosition},
+		{"ReceiptsOfTimestampPositions", testReceiptsOfTimestampPositions},
+		{"RereadStateTravelsWithItsPromotion", testRereadStateTravelsWithItsPromotion},
 		// Membership and frontier (invariants 3, 7, 8).
 		{"MembershipCAS", testMembershipCAS},
 		{"MembershipLineageRoundTrip", testMembershipLineageRoundTrip},
