@@ -744,7 +744,7 @@ func (m *Machine) afterLoad(cp store.Checkpoint) {
 // finishComplete ends the machine of a durably complete partition.
 func (m *Machine) finishComplete() {
 	m.done = true
-	m.finish(fmt.Sprintf("Partition %s is complete (durably, at generation %d)%s: nothing is read again", m.part(), m.cp.Generation, throughText(m.cp.Watermark)))
+	m.finish(fmt.Sprintf("Partition %s is complete (durably, at generation %d)%s: nothing is read again%s", m.part(), m.cp.Generation, throughText(m.cp.Watermark), m.traversalGap()))
 }
 
 // checkUnparked re-reads a parked checkpoint every ParkCheckInterval.
@@ -797,9 +797,23 @@ func (m *Machine) finish(text string) {
 func (m *Machine) endedText() string {
 	through := throughText(m.cp.Watermark)
 	if m.cp.Complete {
-		return fmt.Sprintf("Partition %s is complete (durably, at generation %d)%s", m.part(), m.cp.Generation, through)
+		return fmt.Sprintf("Partition %s is complete (durably, at generation %d)%s%s", m.part(), m.cp.Generation, through, m.traversalGap())
 	}
 	return fmt.Sprintf("Partition %s is caught up (nothing more to read for now; not marked complete, the next run reads on from its cursor)%s", m.part(), through)
+}
+
+// traversalGap names, for a partition completed by the end of a finite
+// traversal (missing_successor: end_of_traversal) of a source that names
+// no snapshot, what it will not see: a listing is not a snapshot, so an
+// event written below the traversal's progress while it ran, or written
+// after it ended, is never read, and the log says so rather than staying
+// silent. Empty otherwise.
+func (m *Machine) traversalGap() string {
+	c := m.cfg.Contract
+	if c.MissingSuccessor != provider.MissingSuccessorEndsTraversal || c.SnapshotMarker {
+		return ""
+	}
+	return "; its traversal ended and nothing is listed again: an event written below its progress while it ran, or after it ended, is not read (a listing without a snapshot marker is not a snapshot; to read them, relist with missing_successor: poll and a reread_window, docs/design.md#re-read-windows)"
 }
 
 // throughText names a partition's complete-through watermark in a log
