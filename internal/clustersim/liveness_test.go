@@ -82,9 +82,11 @@ func TestLivenessLaneAppliesWaitsInOrder(t *testing.T) {
 	// Seed 3: the store faults of seed 580 no longer lead these ops to the
 	// interleaving since the publisher reads the sharded frontier (its
 	// store calls draw from the same fault stream); with seed 3 a witness
-	// write's answer again emits a page of a and asks for the check.
+	// write's answer again asks for the incarnation check, now the one
+	// before emitting (emission waits for a check that began after the
+	// page arrived), whose answer emits the page and announces a Wait.
 	res := Run(Config{Seed: 3, Ops: ops, Liveness: true, NoDriverPaths: true, OnStep: func(l string) {
-		reached = reached || strings.Contains(l, "-> witness stored; emit a g") && strings.Contains(l, "check incarnation of a (before a promotion)")
+		reached = reached || strings.Contains(l, "-> witness stored; check incarnation of a (before emitting)")
 	}})
 	if res.Failure != nil {
 		t.Fatal(res.Failure.Error())
@@ -95,7 +97,9 @@ func TestLivenessLaneAppliesWaitsInOrder(t *testing.T) {
 }
 
 // TestLivenessCountsTheWalkBackAfterARestart pins a false alarm of the
-// fault-free phase found by the 100,000-schedule run (seed 12039): at the
+// fault-free phase found by the 100,000-schedule run (seed 12039 then;
+// seed 200 shows it since the profiles added for late arrivals, first
+// positions and offset-shaped successors draw from the schedule): at the
 // start of the phase partition a (a listing that is not a snapshot) finds
 // its cursor expired and restarts from the provider's boundary, which for
 // such a listing is its first key; it then walks back up to its applied
@@ -105,13 +109,13 @@ func TestLivenessLaneAppliesWaitsInOrder(t *testing.T) {
 // now judged against the round before.
 func TestLivenessCountsTheWalkBackAfterARestart(t *testing.T) {
 	var restarted bool
-	res := Run(Config{Seed: 12039, Liveness: true, OnStep: func(l string) {
+	res := Run(Config{Seed: 200, Liveness: true, OnStep: func(l string) {
 		restarted = restarted || strings.Contains(l, "quiesce round 2:") && strings.Contains(l, `restart cursor "c1.4.0"`)
 	}})
 	if res.Failure != nil {
 		t.Fatal(res.Failure.Error())
 	}
 	if !restarted {
-		t.Fatal("seed 12039 no longer restarts partition a from its first key at the start of the fault-free phase")
+		t.Fatal("seed 200 no longer restarts partition a from its first key at the start of the fault-free phase")
 	}
 }
