@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/store"
 )
@@ -147,27 +145,5 @@ func (s *DynamoStore) PruneReceipts(ctx context.Context, k store.Key, through co
 		sk, _ := getS(it, attrSK)
 		return !strings.HasPrefix(sk, skReceiptPrefix)
 	})
-	n := 0
-	for chunk := range slices.Chunk(keys, 25) {
-		reqs := make([]types.WriteRequest, len(chunk))
-		for i, key := range chunk {
-			reqs[i] = types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: key}}
-		}
-		pending := map[string][]types.WriteRequest{s.table: reqs}
-		for try := 0; len(pending[s.table]) > 0; try++ {
-			if try > 8 {
-				return n, fmt.Errorf("dynamostore: pruning receipts of %s: %d deletes left unprocessed", k, len(pending[s.table]))
-			}
-			out, err := s.client.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: pending})
-			if err != nil {
-				return n, s.wrap("prune receipts of", k, err)
-			}
-			n += len(pending[s.table]) - len(out.UnprocessedItems[s.table])
-			pending = out.UnprocessedItems
-			if len(pending[s.table]) > 0 {
-				time.Sleep(time.Duration(10<<try) * time.Millisecond)
-			}
-		}
-	}
-	return n, nil
+	return s.batchDelete(ctx, keys, "receipts", k)
 }

@@ -49,6 +49,14 @@ func (s *DynamoStore) PruneWitnesses(ctx context.Context, k store.Key, below uin
 	if err != nil {
 		return 0, s.wrap("list witnesses to prune of", k, err)
 	}
+	return s.batchDelete(ctx, keys, "witnesses", k)
+}
+
+// batchDelete deletes the items keys names, 25 to a BatchWriteItem, each
+// batch's unprocessed items sent again (at most 8 times, backing off from
+// 10 ms); it returns how many were deleted. noun names what they are in
+// errors ("witnesses", "receipts").
+func (s *DynamoStore) batchDelete(ctx context.Context, keys []item, noun string, k store.Key) (int, error) {
 	n := 0
 	for chunk := range slices.Chunk(keys, 25) {
 		reqs := make([]types.WriteRequest, len(chunk))
@@ -58,11 +66,11 @@ func (s *DynamoStore) PruneWitnesses(ctx context.Context, k store.Key, below uin
 		pending := map[string][]types.WriteRequest{s.table: reqs}
 		for try := 0; len(pending[s.table]) > 0; try++ {
 			if try > 8 {
-				return n, fmt.Errorf("dynamostore: pruning witnesses of %s: %d deletes left unprocessed", k, len(pending[s.table]))
+				return n, fmt.Errorf("dynamostore: pruning %s of %s: %d deletes left unprocessed", noun, k, len(pending[s.table]))
 			}
 			out, err := s.client.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: pending})
 			if err != nil {
-				return n, s.wrap("prune witnesses of", k, err)
+				return n, s.wrap("prune "+noun+" of", k, err)
 			}
 			n += len(pending[s.table]) - len(out.UnprocessedItems[s.table])
 			pending = out.UnprocessedItems
