@@ -105,7 +105,10 @@ func newPageServer(tb testing.TB, pages, pageSize int, latency time.Duration) *p
 	return s
 }
 
-// renderPage is page n of pages: events shaped like audit-log entries.
+// renderPage is page n of pages: nested events shaped like identity
+// providers' audit-log entries (about 1 KB each: objects three levels deep,
+// an array of objects, strings, numbers, booleans and nulls), what users
+// send rather than flat records.
 func renderPage(n, pages, pageSize int) []byte {
 	var b bytes.Buffer
 	b.WriteString(`{"items":[`)
@@ -114,8 +117,16 @@ func renderPage(n, pages, pageSize int) []byte {
 			b.WriteByte(',')
 		}
 		pos := n*pageSize + i + 1
-		fmt.Fprintf(&b, `{"id":"evt-%08d","position":%d,"actor":{"id":"u-%d","type":"User","name":"Some Body"},"action":"user.session.start","outcome":{"result":"SUCCESS"},"published":"2026-12-03T10:%02d:%02d.123Z","tags":["a","b"],"score":%d.5}`,
-			pos, pos, pos%17, (pos/60)%60, pos%60, pos%1000)
+		fmt.Fprintf(&b, `{"id":"evt-%08d","position":%d,"published":"2026-12-03T10:%02d:%02d.123Z","eventType":"user.session.start","severity":"INFO",`+
+			`"actor":{"id":"u-%d","type":"User","alternateId":"user%d@example.com","displayName":"Some Body","detail":null},`+
+			`"client":{"userAgent":{"rawUserAgent":"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36","os":"Linux","browser":"CHROME"},"zone":"null","device":"Computer","ipAddress":"10.0.%d.%d",`+
+			`"geographicalContext":{"city":"Paris","state":"Ile-de-France","country":"France","postalCode":"75001","geolocation":{"lat":48.8566,"lon":2.3522}}},`+
+			`"outcome":{"result":"SUCCESS","reason":null},`+
+			`"target":[{"id":"app-%d","type":"AppInstance","alternateId":"Example App","displayName":"Example App","detailEntry":{"signOnModeType":"SAML_2_0"}},{"id":"grp-1","type":"UserGroup","alternateId":"Everyone","displayName":"Everyone","detailEntry":null}],`+
+			`"transaction":{"type":"WEB","id":"tx-%d","detail":{}},`+
+			`"debugContext":{"debugData":{"requestId":"req-%08d","requestUri":"/api/v1/authn","threatSuspected":false,"risk":{"level":"LOW","reasons":["known device","known location"]}}},`+
+			`"tags":["a","b"],"score":%d.5}`,
+			pos, pos, (pos/60)%60, pos%60, pos%17, pos%17, pos%251, pos%253, pos%5, pos, pos, pos%1000)
 	}
 	next := ""
 	if n+1 < pages {
