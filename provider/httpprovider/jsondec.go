@@ -275,33 +275,42 @@ func (d *pageDecoder) number() (any, bool) {
 }
 
 // str scans a string (see scanStr) and, inside an events element, encodes
-// it (keys are encoded by their object).
+// it (keys are encoded by their object). A string without escapes whose
+// bytes are all ASCII (no quote, backslash or control character either:
+// scanStr refuses those unescaped) is its own encoding: its bytes in the
+// body, quotes included, are copied as they are.
 func (d *pageDecoder) str(key bool) (any, bool) {
-	v, ok := d.scanStr(key)
+	start := d.i
+	v, plain, ok := d.scanStr(key)
 	if ok && d.encoding && !key {
-		d.out = appendJSONString(d.out, v.(string))
+		if plain {
+			d.out = append(d.out, d.b[start:d.i]...)
+		} else {
+			d.out = appendJSONString(d.out, v.(string))
+		}
 	}
 	return v, ok
 }
 
 // scanStr scans a string. Without escapes, valid UTF-8 without control
 // characters is the string itself; with escapes, encoding/json unquotes it.
-// Keys are interned.
-func (d *pageDecoder) scanStr(key bool) (any, bool) {
+// Keys are interned. plain is whether the string had no escapes and only
+// ASCII bytes (then its quoted bytes in the body are its JSON encoding).
+func (d *pageDecoder) scanStr(key bool) (v any, plain, ok bool) {
 	b := d.b
 	start := d.i + 1
 	i := start
 	escaped, ascii := false, true
 	for {
 		if i >= len(b) {
-			return nil, false
+			return nil, false, false
 		}
 		c := b[i]
 		if c == '"' {
 			break
 		}
 		if c < 0x20 {
-			return nil, false
+			return nil, false, false
 		}
 		if c == '\\' {
 			escaped = true
@@ -318,32 +327,32 @@ func (d *pageDecoder) scanStr(key bool) (any, bool) {
 	if escaped {
 		var s string
 		if err := json.Unmarshal(b[start-1:i+1], &s); err != nil {
-			return nil, false
+			return nil, false, false
 		}
-		return s, true
+		return s, false, true
 	}
 	if !ascii && !utf8.Valid(raw) {
-		return nil, false // encoding/json replaces invalid bytes: let it
+		return nil, false, false // encoding/json replaces invalid bytes: let it
 	}
 	if key {
 		if s, ok := d.names[string(raw)]; ok {
-			return s, true
+			return s, ascii, true
 		}
 		s := string(raw)
 		if len(d.names) < maxNames {
 			d.names[s] = s
 		}
-		return s, true
+		return s, ascii, true
 	}
 	if len(raw) > maxValueBytes {
-		return string(raw), true
+		return string(raw), ascii, true
 	}
 	if v, ok := d.values[string(raw)]; ok {
-		return v, true
+		return v, ascii, true
 	}
-	var v any = string(raw)
+	v = string(raw)
 	d.values[v.(string)] = v
-	return v, true
+	return v, ascii, true
 }
 
 func (d *pageDecoder) object(at int) (any, bool) {

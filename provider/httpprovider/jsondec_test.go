@@ -189,3 +189,43 @@ http:
 		require.Equal(t, want, got, "page %d: %s", i, page)
 	}
 }
+
+// A string value of an event is written as its own body bytes only when
+// those are its encoding (no escapes, ASCII only); every other string is
+// re-encoded: the payload equals appendJSON's encoding of the event for
+// each kind of string, and of key.
+func TestPageDecoderEncodesStringsOfEveryKind(t *testing.T) {
+	for _, c := range []struct{ name, s string }{
+		{"plain ASCII", `"user.session.start"`},
+		{"empty", `""`},
+		{"HTML characters (not escaped)", `"<a href='x'>&amp;</a>"`},
+		{"DEL", "\"a\x7fb\""},
+		{"slash", `"a/b"`},
+		{"escaped slash", `"a\/b"`},
+		{"escaped quote and backslash", `"say \"hi\" \\ bye"`},
+		{"escaped control characters", `"tab\there\nnew line\u0001"`},
+		{"escaped letter", `"\u0061bc"`},
+		{"non-ASCII", `"café ünïcødé 🎉"`},
+		{"line separator raw", "\"a\u2028b\u2029c\""},
+		{"line separator escaped", `"a\u2028b"`},
+		{"surrogate pair escaped", `"\ud83c\udf89"`},
+		{"long ASCII (not interned)", `"` + strings.Repeat("x", 100) + `"`},
+		{"long non-ASCII", `"` + strings.Repeat("é", 40) + `"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var d pageDecoder
+			body := `{"items":[{"v":` + c.s + `,` + c.s + `:1,"n":{"w":[` + c.s + `]}}]}`
+			doc, ok := d.decodeEvents([]byte(body), true, []string{"items"})
+			require.True(t, ok, "the fast decoder takes %s", body)
+			evs, _ := (&plainPath{path: []string{"items"}}).lookup(doc)
+			payloads, found := d.payloads(evs.([]any))
+			require.True(t, found)
+			want, ok := appendJSON(nil, evs.([]any)[0])
+			require.True(t, ok)
+			require.Equal(t, string(want), string(payloads[0]))
+			var std any
+			require.NoError(t, json.Unmarshal([]byte(body), &std))
+			require.Equal(t, std.(map[string]any)["items"].([]any)[0].(map[string]any)["v"], evs.([]any)[0].(map[string]any)["v"], "the value is the string encoding/json decodes")
+		})
+	}
+}
