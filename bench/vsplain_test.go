@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"text/template"
 	"time"
@@ -243,6 +244,8 @@ type vsResult struct {
 	// used from the first request to the exit.
 	others float64
 	events int
+	rss    float64 // peak RSS of the process (ru_maxrss), MB
+	pages  int     // pages of all partitions
 }
 
 // vsRun runs bin/connect on cfg to completion against srv.
@@ -279,6 +282,10 @@ func vsRun(tb testing.TB, bin, cfg string, srv *pageServer, partitions []string,
 		tb.Fatalf("%v\n%s", err, out.String())
 	}
 	total := (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
+	var rss float64
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		rss = float64(ru.Maxrss) * 1024 / 1e6
+	}
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	cpu, server := total-atFirst, selfEnd-selfFirst
@@ -286,6 +293,7 @@ func vsRun(tb testing.TB, bin, cfg string, srv *pageServer, partitions []string,
 		wall: srv.last.Sub(srv.first), cpu: cpu, total: total, server: server,
 		others: max(busyEnd-busyFirst-cpu-server, 0) / endAt.Sub(firstAt).Seconds(),
 		events: len(partitions) * len(srv.pages) * pageSize,
+		rss:    rss, pages: len(partitions) * len(srv.pages),
 	}
 }
 
@@ -304,14 +312,21 @@ func vsPages(p int) int {
 // BenchmarkVsPlain runs bin/connect (TIDEMARK_BENCH_BIN) on the plain
 // pipeline (plain_http.yaml) and on tidemark (tidemark_http.yaml, the http
 // provider, the memory store and, with dynalite, the DynamoDB store)
-// against one local page server (100 events a page, 20 ms a page, JSON),
-// for P = 1, 16 and 64 partitions. wall-s is the first request to the last
-// page's answer; cpu-s the process's CPU seconds from its first request
-// to its exit (start-up excluded); cpu-us/event their quotient per event;
-// startup-cpu-s the rest of its CPU; server-cpu-s the page server's (this
-// process's) CPU; cpu-others-cores what everything else on the machine
-// (dynalite included) used meanwhile. Run with -benchtime 1x; -count interleaves the
-// pipelines.
+// against one local page server (100 nested events a page, 20 ms a page,
+// JSON), for P = 1, 16 and 64 partitions. wall-s is the first request to
+// the last page's answer; cpu-s the process's CPU seconds from its first
+// request to its exit (start-up excluded); cpu-us/event their quotient per
+// event; startup-cpu-s the rest of its CPU; server-cpu-s the page server's
+// (this process's) CPU; cpu-others-cores what everything else on the
+// machine (dynalite included) used meanwhile; peak-RSS-MB the process's
+// ru_maxrss. Store writes: the plain pipeline writes its cursor to its
+// cache once a request (cache-writes/page: its requests per page); the
+// DynamoDB store's requests go through a metering proxy (ddbProxy), which
+// counts every write request of the run and the write units dynalite
+// reports (writes/page, WCU/page: start-up, membership and frontier
+// records included; failed-writes/page: conditional check failures and
+// throttles, which report no units). Run with -benchtime 1x; -count
+// interleaves the pipelines.
 func BenchmarkVsPlain(b *testing.B) {
 	bin := os.Getenv(EnvBin)
 	if bin == "" {
@@ -324,8 +339,10 @@ func BenchmarkVsPlain(b *testing.B) {
 					b.Skip("no dynalite")
 				}
 				var r vsResult
+				var proxy *ddbProxy
+				var srv *pageServer
 				for b.Loop() {
-					srv := newPageServer(b, vsPages(p), benchPageSize, benchLatency)
+					srv = newPageServer(b, vsPages(p), benchPageSize, benchLatency)
 					parts := partitionNames(p)
 					c := vsConfig{URL: srv.URL, Scope: "vsplain", Partitions: parts}
 					var cfg string
@@ -337,7 +354,8 @@ func BenchmarkVsPlain(b *testing.B) {
 						cfg = renderConfig(b, pipe, tidemarkHTTPConfig, c)
 					case "tidemark-dynamodb":
 						tbl := dynalitetest.NewTable(b)
-						c.Backend, c.Endpoint, c.Table = "dynamodb", tbl.Endpoint, tbl.Name
+						proxy = newDDBProxy(b, tbl.Endpoint)
+						c.Backend, c.Endpoint, c.Table = "dynamodb", proxy.URL, tbl.Name
 						cfg = renderConfig(b, pipe, tidemarkHTTPConfig, c)
 					}
 					r = vsRun(b, bin, cfg, srv, parts, benchPageSize)
@@ -350,7 +368,22 @@ func BenchmarkVsPlain(b *testing.B) {
 				b.ReportMetric(float64(r.events)/r.wall.Seconds(), "events/s")
 				b.ReportMetric(float64(p*benchPageSize)/benchLatency.Seconds(), "limit-events/s")
 				b.ReportMetric(r.others, "cpu-others-cores")
+				b.ReportMetric(r.rss, "peak-RSS-MB")
 				b.ReportMetric(load1(), "load1")
+				switch pipe {
+				case "plain":
+					srv.mu.Lock()
+					b.ReportMetric(float64(r.pages+srv.ends)/float64(r.pages), "cache-writes/page")
+					srv.mu.Unlock()
+				case "tidemark-dynamodb":
+					writes, units, _, noCap, failed := proxy.totals()
+					if noCap > 0 {
+						b.Fatalf("%d writes answered without their consumed capacity", noCap)
+					}
+					b.ReportMetric(float64(writes)/float64(r.pages), "writes/page")
+					b.ReportMetric(units/float64(r.pages), "WCU/page")
+					b.ReportMetric(float64(failed)/float64(r.pages), "failed-writes/page")
+				}
 			})
 		}
 	}

@@ -399,11 +399,11 @@ func main() {
 			wr, cr := res.pairedRatio(name, plain, "wall-s"), res.pairedRatio(name, plain, "cpu-us/event")
 			parts = append(parts, fmt.Sprintf("tidemark, %s store: %s s, %s CPU-µs/event: wall **x%s**, CPU/event **x%s**", st, f2(tw), f2(tc), f2(wr), f2(cr)))
 			if st == "memory" && p >= 16 {
-				target = fmt.Sprintf("memory store: CPU/event <= x1.20: %s; wall <= x1.05: %s",
-					verdict(cr <= 1.20, "by "+excess(cr-1.20)), verdict(wr <= 1.05, "by "+excess(wr-1.05)))
+				target = fmt.Sprintf("memory store: CPU/event <= x%s: %s; wall <= x%s: %s",
+					f2(vsCPUTarget), verdict(cr <= vsCPUTarget, "by "+excess(cr-vsCPUTarget)), f2(vsWallTarget), verdict(wr <= vsWallTarget, "by "+excess(wr-vsWallTarget)))
 			}
 		}
-		rows = append(rows, row{"6", "http provider vs plain Benthos", fmt.Sprintf("P=%d, one local page server (100 events/page, 20 ms/page, JSON), output drop; plain = bench/plain_http.yaml, tidemark = bench/tidemark_http.yaml", p),
+		rows = append(rows, row{"6", "http provider vs plain Benthos", fmt.Sprintf("P=%d, one local page server (100 nested events/page, 20 ms/page, JSON), output drop; plain = bench/plain_http.yaml, tidemark = bench/tidemark_http.yaml", p),
 			strings.Join(parts, "; "), target, res.machine(names...)})
 	}
 
@@ -412,6 +412,7 @@ func main() {
 	for _, r := range rows {
 		fmt.Printf("| %s | %s | %s | %s | %s | %s |\n", r.num, r.measure, r.config, r.result, r.target, r.machine)
 	}
+	res.sideBySide(os.Stdout)
 	samplesN := 0
 	for name := range res.bench {
 		samplesN = max(samplesN, res.n(name))
@@ -420,6 +421,80 @@ func main() {
 	for _, n := range res.notes {
 		fmt.Println(n)
 	}
+}
+
+// The targets of the side-by-side comparison (memory store, P=16 and 64).
+const (
+	vsCPUTarget  = 1.15
+	vsWallTarget = 1.05
+)
+
+// sideBySide prints BenchmarkVsPlain as one table: per P, the plain
+// pipeline and tidemark with each store, their wall, CPU per event (and
+// both as paired ratios to plain), peak RSS and store writes per page.
+func (r *results) sideBySide(w io.Writer) {
+	type pipe struct{ name, label string }
+	pipes := []pipe{{"plain", "plain Redpanda Connect (bench/plain_http.yaml)"}, {"tidemark-memory", "tidemark, memory store"}, {"tidemark-dynamodb", "tidemark, DynamoDB store (dynalite)"}}
+	var lines []string
+	var verdicts []string
+	for _, p := range []int{1, 16, 64} {
+		plain := fmt.Sprintf("BenchmarkVsPlain/P=%d/pipeline=plain", p)
+		if _, ok := r.get(plain, "wall-s"); !ok {
+			continue
+		}
+		for _, pp := range pipes {
+			name := fmt.Sprintf("BenchmarkVsPlain/P=%d/pipeline=%s", p, pp.name)
+			wall, ok := r.get(name, "wall-s")
+			if !ok {
+				continue
+			}
+			cpu, _ := r.get(name, "cpu-us/event")
+			rss, _ := r.get(name, "peak-RSS-MB")
+			load, _ := r.get(name, "load1")
+			others, _ := r.get(name, "cpu-others-cores")
+			ratios, writes, wcu := "-", "-", "-"
+			if pp.name != "plain" {
+				cr, wr := r.pairedRatio(name, plain, "cpu-us/event"), r.pairedRatio(name, plain, "wall-s")
+				ratios = fmt.Sprintf("**x%s** / x%s", f2(cr), f2(wr))
+				if pp.name == "tidemark-memory" && p >= 16 {
+					verdicts = append(verdicts, fmt.Sprintf("P=%d: CPU <= x%s %s, wall <= x%s %s", p,
+						f2(vsCPUTarget), verdict(cr <= vsCPUTarget, "by "+excess(cr-vsCPUTarget)), f2(vsWallTarget), verdict(wr <= vsWallTarget, "by "+excess(wr-vsWallTarget))))
+				}
+			}
+			switch pp.name {
+			case "plain":
+				if v, ok := r.get(name, "cache-writes/page"); ok {
+					writes = f2(v) + " (memory cache)"
+				}
+			case "tidemark-memory":
+				writes = "(memory)"
+			case "tidemark-dynamodb":
+				if v, ok := r.get(name, "writes/page"); ok {
+					writes = f2(v)
+				}
+				if v, ok := r.get(name, "WCU/page"); ok {
+					wcu = f2(v)
+				}
+			}
+			lines = append(lines, fmt.Sprintf("| %d | %s | %s | %s | %s | %s | %s | %s | load1 %s, others %s |",
+				p, pp.label, f2(wall), f2(cpu), ratios, f2(rss), writes, wcu, f2(load), f2(others)))
+		}
+	}
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Side by side: one local page server, 100 nested events (about 1 KB each) a page, 20 ms a page, output drop; medians, ratios paired per round.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| P | pipeline | wall s | CPU µs/event | CPU / wall vs plain | peak RSS MB | store writes/page | WCU/page | machine (cores) |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
+	for _, l := range lines {
+		fmt.Fprintln(w, l)
+	}
+	if len(verdicts) > 0 {
+		fmt.Fprintf(w, "\nTargets (memory store): %s.\n", strings.Join(verdicts, "; "))
+	}
+	fmt.Fprintln(w, "Store writes/page: every write request of the run (start-up, membership and frontier records included) over its pages, counted by a metering proxy in front of dynalite; WCU/page: the write units dynalite reported for them.")
 }
 
 func mustFloat(s string) float64 {
