@@ -10,8 +10,12 @@ package input
 // goroutine stack bytes, the live heap the input holds (after a GC: what
 // it frees when it closes; the in-memory store and the simulated source
 // are reported apart) and CPU time (user and system, getrusage of the
-// whole process). IDLE_CPUPROFILE=file writes a CPU profile of the window,
-// IDLE_HEAPPROFILE=file a heap profile at its end.
+// whole process), and per quiet poll (a fetch of a caught-up partition,
+// counted at the source): the process's CPU (cpu-us/poll: everything it
+// spent in the window, garbage collection included, over the polls made
+// in it), allocations and bytes allocated. IDLE_CPUPROFILE=file writes a
+// CPU profile of the window, IDLE_HEAPPROFILE=file a heap profile at its
+// end.
 
 import (
 	"context"
@@ -31,6 +35,7 @@ import (
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/store/memstore"
+	"github.com/tidemark/tidemark/provider"
 	"github.com/tidemark/tidemark/provider/simulated"
 )
 
@@ -102,10 +107,11 @@ func benchIdle(b *testing.B, n int, run idleRun) {
 	for i := range parts {
 		parts[i] = fmt.Sprintf("partition-%05d", i)
 	}
-	prov, err := simulated.New(simulated.Config{Partitions: parts, EventsPerPartition: events})
+	sim, err := simulated.New(simulated.Config{Partitions: parts, EventsPerPartition: events})
 	if err != nil {
 		b.Fatal(err)
 	}
+	prov := &countingProvider{Provider: sim}
 	st := memstore.New()
 	before := idleSample()
 
@@ -176,11 +182,16 @@ func benchIdle(b *testing.B, n int, run idleRun) {
 		}
 		defer f.Close()
 	}
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	fetches0 := prov.fetches.Load()
 	cpu0 := cpuTime()
 	wall0 := time.Now()
 	time.Sleep(run.window)
 	cpu := cpuTime() - cpu0
 	wall := time.Since(wall0)
+	polls := prov.fetches.Load() - fetches0
+	runtime.ReadMemStats(&ms1)
 	pprof.StopCPUProfile()
 	b.StopTimer()
 	// Sample between two rounds of polls (the partitions started together
@@ -216,6 +227,28 @@ func benchIdle(b *testing.B, n int, run idleRun) {
 	b.ReportMetric(f.stackBytes, "stack-B/partition")
 	b.ReportMetric(f.cpuPerSec*100, "%core/partition")
 	b.ReportMetric(cpu.Seconds()/wall.Seconds()*100, "%core-total")
+	if polls > 0 {
+		// A quiet poll: everything the process spent in the window (the
+		// polls' fetches, timers, scheduling, garbage collection) over the
+		// polls made in it.
+		b.ReportMetric(float64(polls)/wall.Seconds()/float64(n), "polls/s/partition")
+		b.ReportMetric(cpu.Seconds()*1e6/float64(polls), "cpu-us/poll")
+		b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/float64(polls), "allocs/poll")
+		b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/float64(polls), "B/poll")
+		b.ReportMetric(float64(ms1.NumGC-ms0.NumGC), "GCs")
+	}
+}
+
+// countingProvider counts the fetches of a simulated source (the polls of
+// quiet partitions once they are caught up).
+type countingProvider struct {
+	*simulated.Provider
+	fetches atomic.Int64
+}
+
+func (p *countingProvider) Fetch(ctx context.Context, req provider.Request) (provider.Response, error) {
+	p.fetches.Add(1)
+	return p.Provider.Fetch(ctx, req)
 }
 
 // promotedThrough reports whether each of the n partitions of scope has a
