@@ -27,14 +27,25 @@ func (p *partition) noteState() {
 	if p.in != nil {
 		p.in.metrics.states.move(was, s)
 	}
-	why := ""
-	switch call, until := p.m.Awaiting(); {
+	// The line is formatted only when debug is logged: a quiet poll
+	// changes state several times.
+	p.log.Debugf("Partition %s: state %s → %s%s", p.key.Partition, was, s, awaitingNote{p.m})
+}
+
+// awaitingNote is what a partition's machine awaits, for noteState's
+// debug line: " (awaiting <call>)", " (backing off until <time>)" or
+// nothing; a pointer-shaped Stringer, so that passing it formats nothing
+// and allocates nothing unless the line is logged.
+type awaitingNote struct{ m *chain.Machine }
+
+func (a awaitingNote) String() string {
+	switch call, until := a.m.Awaiting(); {
 	case call != nil:
-		why = " (awaiting " + strings.TrimPrefix(fmt.Sprintf("%T", call), "chain.") + ")"
+		return " (awaiting " + strings.TrimPrefix(fmt.Sprintf("%T", call), "chain.") + ")"
 	case !until.IsZero():
-		why = " (backing off until " + until.UTC().Format("15:04:05.000") + ")"
+		return " (backing off until " + until.UTC().Format("15:04:05.000") + ")"
 	}
-	p.log.Debugf("Partition %s: state %s → %s%s", p.key.Partition, was, s, why)
+	return ""
 }
 
 // forgetState takes a partition whose worker ends out of the state gauge
