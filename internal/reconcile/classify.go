@@ -173,7 +173,13 @@ func Classify(in ClassifyInput) (Verdict, error) {
 	if err := checkEvents(c, w); err != nil {
 		return Verdict{}, err
 	}
-	h := newHistory(in.Prior, in.Receipts, in.Pending)
+	// The history is only ever asked about the events of w (check,
+	// satisfied, unsafe's rule (a)): an answer without events, a quiet
+	// partition's poll, needs none (its nil maps read as empty).
+	var h history
+	if len(w.Events) > 0 {
+		h = newHistory(in.Prior, in.Receipts, in.Pending)
+	}
 	if err := h.check(c, w); err != nil {
 		return Verdict{}, err
 	}
