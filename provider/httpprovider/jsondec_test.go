@@ -229,3 +229,47 @@ func TestPageDecoderEncodesStringsOfEveryKind(t *testing.T) {
 		})
 	}
 }
+
+// FuzzPageDecoderMatchesGeneralPath feeds arbitrary bodies to the fast
+// decoder with an events path: when it takes a body, its value is what
+// decodeJSON (encoding/json) gives and each event's payload is appendJSON's
+// encoding of the event; when it declines, decodeJSON decides. `go test`
+// runs the seeds; `go test -fuzz FuzzPageDecoderMatchesGeneralPath ./provider/httpprovider/`
+// explores.
+func FuzzPageDecoderMatchesGeneralPath(f *testing.F) {
+	for _, seed := range []string{
+		`{"items":[{"id":"evt-1","position":1,"actor":{"id":"u-1","type":"User","detail":null},"target":[{"id":"a","detailEntry":{"m":"SAML_2_0"}}],"tags":["a","b"],"ok":true,"score":1.5}],"next":"2"}`,
+		`{"items":[{"s":"<a href='x'>&amp;</a>","d":"a` + "\x7f" + `b","u":"café 🎉","l":"a` + "\u2028" + `b"}]}`,
+		`{"items":[{"e":"say \"hi\" \\ \/ \u0061 \ud83c\udf89","t":"tab\there"}]}`,
+		`{"items":[{"k":1,"k":2,"b":{"z":1,"a":2}}]}`,
+		`{"items":[{"x":"` + strings.Repeat("y", 40) + `"}]}`,
+		`{"items":[]}`, `{"items":[1,"a",null,[],{}]}`, `{"items":"no"}`, `[`, `{"items":[{"a":"\xff"}]}`, `{"items":[{"a":"` + "\x01" + `"}]}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	want := []string{"items"}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var d pageDecoder
+		doc, ok := d.decodeEvents(body, true, want)
+		if !ok {
+			return
+		}
+		std, err := decodeJSON(body)
+		if err != nil {
+			t.Fatalf("the fast decoder took %q, encoding/json refuses it: %v", body, err)
+		}
+		require.Equal(t, std, doc, "body %q", body)
+		got, _ := (&plainPath{path: want}).lookup(doc)
+		evs, isArr := got.([]any)
+		if !isArr || len(evs) == 0 {
+			return
+		}
+		payloads, found := d.payloads(evs)
+		require.True(t, found, "body %q", body)
+		for j, e := range evs {
+			enc, ok := appendJSON(nil, e)
+			require.True(t, ok)
+			require.Equal(t, string(enc), string(payloads[j]), "body %q, event %d", body, j)
+		}
+	})
+}
