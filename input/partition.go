@@ -491,6 +491,15 @@ func (s redactingStore) SetParked(ctx context.Context, k store.Key, cursor []byt
 	return s.Store.SetParked(ctx, k, cursor, generation, lease, reason)
 }
 
+// NoteFailure redacts the failure note as SetParked redacts a park reason.
+func (s redactingStore) NoteFailure(ctx context.Context, k store.Key, cursor []byte, generation uint64, lease store.Lease, note string) (store.Checkpoint, error) {
+	if note != "" {
+		s.red.AddBytes(cursor)
+		note = s.red.Apply(note)
+	}
+	return s.Store.NoteFailure(ctx, k, cursor, generation, lease, note)
+}
+
 // startFetch fetches on its own goroutine (fetchWithRetry retries
 // transient failures); the result comes back through p.results.
 func (p *partition) startFetch(ctx context.Context, f chain.Fetch) {

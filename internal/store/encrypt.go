@@ -365,6 +365,21 @@ func (s *encryptedStore) SetParked(ctx context.Context, k Key, cursor []byte, ge
 	return s.checkpoint(cp, err)
 }
 
+func (s *encryptedStore) NoteFailure(ctx context.Context, k Key, cursor []byte, generation uint64, lease Lease, note string) (Checkpoint, error) {
+	if err := CheckCursor("cursor", cursor); err != nil {
+		return Checkpoint{}, err
+	}
+	sealed := s.c.seal(k, cursor)
+	note = s.c.keyText(note)
+	cp, err := s.Store.NoteFailure(ctx, k, sealed, generation, lease, note)
+	if errors.Is(err, ErrFenced) {
+		if stored, ok := s.storedCursor(ctx, k, cursor, generation); ok && !bytes.Equal(stored, sealed) {
+			cp, err = s.Store.NoteFailure(ctx, k, stored, generation, lease, note)
+		}
+	}
+	return s.checkpoint(cp, err)
+}
+
 func (s *encryptedStore) Unpark(ctx context.Context, k Key, cursor []byte, generation uint64, lease Lease, repairs []RepairEntry) (Checkpoint, error) {
 	if err := CheckCursor("cursor", cursor); err != nil {
 		return Checkpoint{}, err

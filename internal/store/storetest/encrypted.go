@@ -46,6 +46,13 @@ func RunEncrypted(t *testing.T, newRaw func(t *testing.T) store.Store) {
 		require.Contains(t, stored.Parked, "expired cursor hmac:")
 		assert.Equal(t, stored.Parked, parked.Parked, "the reason read back is the one stored")
 		keyed := strings.TrimSuffix(strings.TrimPrefix(stored.Parked, "expired cursor "), " at generation 1")
+		// A failure note too.
+		noted, err := s.NoteFailure(ctx(t), key, cp.Cursor, cp.Generation, store.Lease{}, "fetches of cursor "+plain+" fail")
+		require.NoError(t, err)
+		stored, err = raw.LoadCheckpoint(ctx(t), key)
+		require.NoError(t, err)
+		assert.Equal(t, "fetches of cursor "+keyed+" fail", stored.Failing)
+		assert.Equal(t, stored.Failing, noted.Failing)
 		entry := repairEntry(1, "restart --partition p0 --cursor "+plain)
 		entry.Previous["cursor"] = plain
 		cp, err = s.Unpark(ctx(t), key, cp.Cursor, cp.Generation, store.Lease{}, []store.RepairEntry{entry})
