@@ -416,7 +416,7 @@ func (p *partition) perform(ctx context.Context, acts []chain.Action) {
 // the worker.
 func (p *partition) call(ctx context.Context, a chain.Action, do func()) bool {
 	switch a.(type) {
-	case chain.Load, chain.WaitUnparked, chain.Promote, chain.Resolve, chain.Park, chain.Reincarnate:
+	case chain.Load, chain.WaitUnparked, chain.Promote, chain.Resolve, chain.Park, chain.NoteFailure, chain.Reincarnate:
 	default:
 		do()
 		return true

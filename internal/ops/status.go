@@ -54,6 +54,10 @@ type PartitionStatus struct {
 	PromotedWitness string `json:"promoted_witness,omitempty"`
 	PendingWitness  int    `json:"pending_witnesses"`
 	Parked          string `json:"parked,omitempty"`
+	// Failing is why the partition's fetches keep failing transiently
+	// (retried for ever, never parked): the worker's note, rewritten at
+	// most once a minute while they fail, cleared by its next promotion.
+	Failing string `json:"failing,omitempty"`
 	// Complete: the partition is durably complete (sealed, or its finite
 	// traversal ended); it is never read again.
 	Complete     bool   `json:"complete"`
@@ -163,7 +167,7 @@ func ReadStatus(ctx context.Context, st store.Store, scope string) (Status, erro
 		ps := PartitionStatus{
 			Partition: cp.Partition, Generation: cp.Generation, Watermark: cp.Watermark.String(), Finality: cp.Finality,
 			CursorHash: cursorHash(cp.Cursor), PromotedWitness: cp.PromotedWitness,
-			Parked: cp.Parked, Complete: cp.Complete, LeaseOwner: cp.Lease.Owner, LeaseCounter: cp.Lease.Counter,
+			Parked: cp.Parked, Failing: cp.Failing, Complete: cp.Complete, LeaseOwner: cp.Lease.Owner, LeaseCounter: cp.Lease.Counter,
 			Member:      members[cp.Partition],
 			Violations:  cp.Violations,
 			Incarnation: cp.Incarnation, IncarnationEpoch: cp.IncarnationEpoch,
@@ -261,6 +265,9 @@ func WriteTable(w io.Writer, s Status) error {
 	if err := writeViolations(w, s.Partitions); err != nil {
 		return err
 	}
+	if err := writeFailing(w, s.Partitions); err != nil {
+		return err
+	}
 	return writeRepairs(w, s)
 }
 
@@ -310,6 +317,20 @@ func writeViolations(w io.Writer, ps []PartitionStatus) error {
 			kinds = append(kinds, fmt.Sprintf("%s=%d", k, p.Violations[k]))
 		}
 		if _, err := fmt.Fprintf(w, "contract violations of %s: %s\n", p.Partition, strings.Join(kinds, ", ")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeFailing says, one line per partition with a failure note, why its
+// fetches keep failing: "failing fetches of P: <note>".
+func writeFailing(w io.Writer, ps []PartitionStatus) error {
+	for _, p := range ps {
+		if p.Failing == "" {
+			continue
+		}
+		if _, err := fmt.Fprintf(w, "failing fetches of %s: %s\n", p.Partition, p.Failing); err != nil {
 			return err
 		}
 	}
