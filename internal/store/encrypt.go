@@ -380,6 +380,20 @@ func (s *encryptedStore) NoteFailure(ctx context.Context, k Key, cursor []byte, 
 	return s.checkpoint(cp, err)
 }
 
+// SwapMembership keys the cursor digests of the record's reason (a
+// withdrawal names the cursor of the page that showed a contract
+// violation) and of its repair log. The record is read back as stored, so
+// the frontier a publisher computes from it names the same keyed digests
+// as the published record it compares it with: keying here never makes a
+// publisher write the same frontier again. The published record is not
+// keyed itself: its reason is the membership's, read keyed, and text of
+// the frontier core that names no cursor.
+func (s *encryptedStore) SwapMembership(ctx context.Context, prevEpoch uint64, next Membership) (Membership, error) {
+	next.Reason = s.c.keyText(next.Reason)
+	next.Repairs = s.c.keyRepairs(next.Repairs)
+	return s.Store.SwapMembership(ctx, prevEpoch, next)
+}
+
 func (s *encryptedStore) Unpark(ctx context.Context, k Key, cursor []byte, generation uint64, lease Lease, repairs []RepairEntry) (Checkpoint, error) {
 	if err := CheckCursor("cursor", cursor); err != nil {
 		return Checkpoint{}, err
