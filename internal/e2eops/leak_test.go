@@ -818,6 +818,10 @@ output:
 		statusJSON[scope] = res
 		var s ops.Status
 		require.NoError(t, json.Unmarshal([]byte(jsonPart(res)), &s))
+		// Read without --cursor-key, status names the key the scope's
+		// cursors are stored under, and what an input without it does.
+		assert.Equal(t, []string{"k1"}, s.CursorKeyIDs, scope)
+		assert.Contains(t, statusText[scope], "cursors of scope "+scope+" are stored encrypted under key id(s) k1: an input of the scope needs checkpoint.cursor_encryption with these ids (without, it refuses to start)")
 		for _, ps := range s.Partitions {
 			if ps.Partition == "denied" || ps.Partition == "expired" {
 				assert.Contains(t, ps.Parked, redact.Mask, "%s: the park reason quotes the echoed refusal, redacted", scope)

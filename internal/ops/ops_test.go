@@ -552,6 +552,41 @@ func TestStatusShowsWhyAPartitionFailingTransientlyDoesNotAdvance(t *testing.T) 
 	assert.NotContains(t, buf.String(), "failing fetches of")
 }
 
+// Read without keys, status names the key ids a scope's cursors are stored
+// encrypted under and says that an input without them refuses to start;
+// read with the keys, it shows the cursors' hashes and names none.
+func TestStatusNamesTheKeyIDsOfAnEncryptedScope(t *testing.T) {
+	ctx := context.Background()
+	raw := memstore.New()
+	key := func(id string) store.CursorKey { return store.CursorKey{ID: id, Key: bytes.Repeat([]byte(id[:1]), 32)} }
+	old, err := store.Encrypted(raw, []store.CursorKey{key("k1")}, "k1")
+	require.NoError(t, err)
+	create(t, old, "p0", store.Lease{})
+	rotated, err := store.Encrypted(raw, []store.CursorKey{key("k1"), key("k2")}, "k2")
+	require.NoError(t, err)
+	create(t, rotated, "p1", store.Lease{})
+	create(t, raw, "p2", store.Lease{}) // stored in clear before encryption
+
+	s, err := ReadStatus(ctx, raw, scope)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"k1", "k2"}, s.CursorKeyIDs)
+	assert.Equal(t, "encrypted", partition(t, s, "p0").CursorHash)
+	var buf bytes.Buffer
+	require.NoError(t, WriteTable(&buf, s))
+	assert.Contains(t, buf.String(), "cursors of scope ops are stored encrypted under key id(s) k1, k2: an input of the scope needs checkpoint.cursor_encryption with these ids (without, it refuses to start)")
+	buf.Reset()
+	require.NoError(t, WriteJSON(&buf, s))
+	assert.Contains(t, buf.String(), `"cursor_key_ids": [`)
+
+	s, err = ReadStatus(ctx, rotated, scope)
+	require.NoError(t, err)
+	assert.Empty(t, s.CursorKeyIDs)
+	assert.Equal(t, reconcile.CursorHash([]byte("p0-1")), partition(t, s, "p0").CursorHash)
+	buf.Reset()
+	require.NoError(t, WriteTable(&buf, s))
+	assert.NotContains(t, buf.String(), "stored encrypted under")
+}
+
 func partition(t *testing.T, s Status, name string) PartitionStatus {
 	t.Helper()
 	for _, p := range s.Partitions {

@@ -101,6 +101,12 @@ type Status struct {
 	// MembershipRepairs is the audit log of the advance-epoch that wrote
 	// the current membership record, if one did.
 	MembershipRepairs []store.RepairEntry `json:"membership_repairs,omitempty"`
+	// CursorKeyIDs are the ids of the keys the scope's checkpoint cursors
+	// are stored encrypted under, sorted, as status read them without
+	// --cursor-key (with the keys it reads them decrypted and lists none):
+	// an input of the scope without checkpoint.cursor_encryption holding
+	// these ids refuses to start (store.SealedCursorError).
+	CursorKeyIDs []string `json:"cursor_key_ids,omitempty"`
 }
 
 // ReadStatus reads the durable state of a scope.
@@ -111,6 +117,12 @@ func ReadStatus(ctx context.Context, st store.Store, scope string) (Status, erro
 		return s, fmt.Errorf("reading checkpoints of %s: %w", scope, err)
 	}
 	slices.SortFunc(cps, func(a, b store.Checkpoint) int { return strings.Compare(a.Partition, b.Partition) })
+	for _, cp := range cps {
+		if id, ok := store.SealedKeyID(cp.Cursor); ok && !slices.Contains(s.CursorKeyIDs, id) {
+			s.CursorKeyIDs = append(s.CursorKeyIDs, id)
+		}
+	}
+	slices.Sort(s.CursorKeyIDs)
 	m, err := st.LoadMembership(ctx, scope)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -267,6 +279,12 @@ func WriteTable(w io.Writer, s Status) error {
 	}
 	if err := writeFailing(w, s.Partitions); err != nil {
 		return err
+	}
+	if len(s.CursorKeyIDs) > 0 {
+		if _, err := fmt.Fprintf(w, "cursors of scope %s are stored encrypted under key id(s) %s: an input of the scope needs checkpoint.cursor_encryption with these ids (without, it refuses to start); pass them as --cursor-key to see the cursor hashes\n",
+			s.Scope, strings.Join(s.CursorKeyIDs, ", ")); err != nil {
+			return err
+		}
 	}
 	return writeRepairs(w, s)
 }

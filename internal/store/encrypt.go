@@ -241,6 +241,19 @@ func KeyedDigest(k []byte, d string) string {
 // instead of hashing or comparing ciphertext as if it were a cursor.
 func IsSealedCursor(stored []byte) bool { return bytes.HasPrefix(stored, sealMagic) }
 
+// SealedKeyID returns the key id a value stored encrypted names (false
+// for a value stored in clear, or one too short to name one).
+func SealedKeyID(stored []byte) (string, bool) {
+	if !IsSealedCursor(stored) {
+		return "", false
+	}
+	rest := stored[len(sealMagic):]
+	if len(rest) < 1 || len(rest) < 1+int(rest[0]) {
+		return "", false
+	}
+	return string(rest[1 : 1+int(rest[0])]), true
+}
+
 // IsEncrypted reports whether s encrypts cursors (it is, or wraps, a store
 // returned by Encrypted).
 func IsEncrypted(s Store) bool {
