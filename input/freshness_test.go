@@ -11,13 +11,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tidemark/tidemark/internal/dynalitetest"
+	"github.com/tidemark/tidemark/internal/dynamostore"
 	"github.com/tidemark/tidemark/internal/e2etest"
 	"github.com/tidemark/tidemark/internal/frontiermeta"
 	"github.com/tidemark/tidemark/internal/store"
@@ -25,30 +26,6 @@ import (
 	"github.com/tidemark/tidemark/processor"
 	"github.com/tidemark/tidemark/provider/simulated"
 )
-
-// promotionClock is the memory store, noting when each promotion's
-// conditional write succeeded (partition → watermark → time).
-type promotionClock struct {
-	*memstore.Store
-	mu sync.Mutex
-	at map[string]map[int64]time.Time
-}
-
-func (c *promotionClock) Promote(ctx context.Context, p store.Promotion) (store.Checkpoint, error) {
-	cp, err := c.Store.Promote(ctx, p)
-	if err == nil && !cp.Watermark.IsZero() {
-		now := time.Now()
-		c.mu.Lock()
-		if c.at[cp.Partition] == nil {
-			c.at[cp.Partition] = map[int64]time.Time{}
-		}
-		if _, ok := c.at[cp.Partition][cp.Watermark.Int]; !ok {
-			c.at[cp.Partition][cp.Watermark.Int] = now
-		}
-		c.mu.Unlock()
-	}
-	return cp, err
-}
 
 // freshness is what one run measured: for each promotion followed by a
 // message, the time from its write to the first message processed after
@@ -70,11 +47,13 @@ func (f freshness) quantile(q float64) time.Duration {
 }
 
 // measureFreshness runs one paginated_partitions input with the spec's
-// defaults (frontier_publish_interval included) over the memory store and
-// a partition_frontier view (source: feed, refresh_interval's default) on
+// defaults (frontier_publish_interval included) over st and a
+// partition_frontier view (source: feed, refresh_interval's default) on
 // the same feed hub, as one pipeline has them, and processes every message
-// through the view as it is read.
-func measureFreshness(tb testing.TB, parts, pages int, latency time.Duration) freshness {
+// through the view as it is read. A promotion's time is when the input
+// handed it to the feed, right after its conditional write succeeded (a
+// subscriber woken by the feed notes it).
+func measureFreshness(tb testing.TB, st store.Store, parts, pages int, latency time.Duration) freshness {
 	tb.Helper()
 	names := make([]string, parts)
 	for i := range names {
@@ -88,11 +67,37 @@ func measureFreshness(tb testing.TB, parts, pages int, latency time.Duration) fr
 	cfg, err := readConfig(conf) // the spec's defaults
 	require.NoError(tb, err)
 	cfg.Scope, cfg.Partitions, cfg.ExitWhenComplete = "fresh", names, true
-	st := &promotionClock{Store: memstore.New(), at: map[string]map[int64]time.Time{}}
 	res := service.MockResources()
 	bi, err := New(cfg, prov, st, nil, res)
 	require.NoError(tb, err)
 	in := bi.(*paginatedInput)
+	promoted := map[string]map[int64]time.Time{} // partition → watermark → when
+	sub := in.feed.Subscribe("fresh")
+	defer sub.Close()
+	clockCtx, stopClock := context.WithCancel(context.Background())
+	clockDone := make(chan struct{})
+	go func() {
+		defer close(clockDone)
+		for {
+			select {
+			case <-clockCtx.Done():
+				return
+			case <-sub.Wake():
+			}
+			now := time.Now()
+			for _, u := range sub.Drain() {
+				if u.Watermark.IsZero() {
+					continue
+				}
+				if promoted[u.Partition] == nil {
+					promoted[u.Partition] = map[int64]time.Time{}
+				}
+				if _, ok := promoted[u.Partition][u.Watermark.Int]; !ok {
+					promoted[u.Partition][u.Watermark.Int] = now
+				}
+			}
+		}
+	}()
 	view, err := processor.NewView(processor.ViewConfig{Scope: "fresh", FromFeed: true, Refresh: 5 * time.Second, Feed: in.feed}, st, nil)
 	require.NoError(tb, err)
 	defer view.Close(context.Background())
@@ -127,11 +132,11 @@ func measureFreshness(tb testing.TB, parts, pages int, latency time.Duration) fr
 		}
 		require.NoError(tb, ack(ctx, nil))
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
+	stopClock()
+	<-clockDone
 	var f freshness
 	f.messages = len(seen)
-	for part, byWM := range st.at {
+	for part, byWM := range promoted {
 		for wm, at := range byWM {
 			// The first message processed after the promotion whose
 			// attached vector holds it.
@@ -155,7 +160,7 @@ func measureFreshness(tb testing.TB, parts, pages int, latency time.Duration) fr
 // machine is shared); what is asserted is that the messages after the
 // first promotions carry them at all.
 func TestPromotionReachesTheAttachedFrontier(t *testing.T) {
-	f := measureFreshness(t, 4, 40, 10*time.Millisecond)
+	f := measureFreshness(t, memstore.New(), 4, 40, 10*time.Millisecond)
 	require.NotEmpty(t, f.latencies, "no promotion reached the attached frontier of a later message (%d messages, %d promotions never carried)", f.messages, f.uncarried)
 	require.Greater(t, len(f.latencies), f.uncarried, "most promotions are followed by messages that carry them")
 	t.Logf("promotion to attached frontier, %d promotions over %d messages (%d not carried by any later message): p50 %v, p99 %v, max %v",
@@ -164,22 +169,37 @@ func TestPromotionReachesTheAttachedFrontier(t *testing.T) {
 
 // BenchmarkPromotionToAttachedFrontier reports the promotion-to-attached
 // latency quantiles of one process at the defaults (the target:
-// p99 ≤ 100 ms), 16 partitions with a page every 10 ms each.
+// p99 ≤ 100 ms), 16 partitions with a page every 10 ms each, on the memory
+// store and on DynamoDB (dynalite: run with ./scripts/with-dynalite; the
+// case is skipped without it).
 func BenchmarkPromotionToAttachedFrontier(b *testing.B) {
-	var all freshness
-	for range b.N {
-		f := measureFreshness(b, 16, 50, 10*time.Millisecond)
-		all.latencies = append(all.latencies, f.latencies...)
-		all.uncarried += f.uncarried
-		all.messages += f.messages
+	for _, kind := range []string{"memory", "dynamodb"} {
+		b.Run("store="+kind, func(b *testing.B) {
+			var all freshness
+			for range b.N {
+				var st store.Store = memstore.New()
+				if kind == "dynamodb" {
+					tbl := dynalitetest.NewTable(b)
+					ds, err := dynamostore.NewDynamoStore(b.Context(), dynamostore.DynamoConfig{Table: tbl.Name, Endpoint: tbl.Endpoint, Create: true})
+					if err != nil {
+						b.Fatal(err)
+					}
+					st = ds
+				}
+				f := measureFreshness(b, st, 16, 50, 10*time.Millisecond)
+				all.latencies = append(all.latencies, f.latencies...)
+				all.uncarried += f.uncarried
+				all.messages += f.messages
+			}
+			if len(all.latencies) == 0 {
+				b.Fatal("no promotion reached an attached frontier")
+			}
+			b.ReportMetric(float64(all.quantile(0.5).Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(all.quantile(0.99).Microseconds())/1000, "p99-ms")
+			b.ReportMetric(float64(all.quantile(1).Microseconds())/1000, "max-ms")
+			b.ReportMetric(float64(len(all.latencies)), "promotions")
+		})
 	}
-	if len(all.latencies) == 0 {
-		b.Fatal("no promotion reached an attached frontier")
-	}
-	b.ReportMetric(float64(all.quantile(0.5).Microseconds())/1000, "p50-ms")
-	b.ReportMetric(float64(all.quantile(0.99).Microseconds())/1000, "p99-ms")
-	b.ReportMetric(float64(all.quantile(1).Microseconds())/1000, "max-ms")
-	b.ReportMetric(float64(len(all.latencies)), "promotions")
 }
 
 // A pipeline whose partitions finish within a second (the input and
