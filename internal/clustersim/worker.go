@@ -143,6 +143,7 @@ func (l *lane) config() chain.Config {
 	}
 	cfg.ExitWhenComplete = l.s.setup.exit && l.s.lease == nil
 	cfg.CoalescePromotions = l.s.setup.coalesce
+	cfg.PromoteMinPages, cfg.PromoteLinger = l.s.setup.minPages, l.s.setup.linger
 	cfg.MaxPollInterval = l.s.setup.maxPoll
 	l.s.variant.configure(&cfg)
 	return cfg
