@@ -102,6 +102,8 @@ func inputConfig(s runSpec, names []string) input.Config {
 			FetchBackoff:       100 * time.Millisecond,
 			ExitWhenComplete:   true,
 			CoalescePromotions: true,
+			PromoteMinPages:    chain.PromoteMinPages,
+			PromoteLinger:      chain.PromoteLinger,
 			EmitBeforeCheck:    s.EmitBeforeCheck,
 		},
 		FrontierPublishInterval: time.Second,
