@@ -39,6 +39,8 @@ type runSpec struct {
 	Latency    time.Duration
 	Store      string // "memory" or "dynamodb"
 	InFlight   int    // max_pages_in_flight; 0 = the input's default (4)
+	// MinPages is promotion_min_pages; 0 = the input's default (2).
+	MinPages int
 	// Faults (the retry scenario).
 	RotateTokens bool
 	ShiftRate    float64
@@ -88,6 +90,10 @@ func inputConfig(s runSpec, names []string) input.Config {
 	if inFlight == 0 {
 		inFlight = defaultInFlight
 	}
+	minPages := s.MinPages
+	if minPages == 0 {
+		minPages = chain.PromoteMinPages
+	}
 	// The spec's defaults (input/spec.go), except poll_interval: a held
 	// page (a nack, an end of data) is polled again after 20 ms, not 1 s.
 	return input.Config{
@@ -102,7 +108,7 @@ func inputConfig(s runSpec, names []string) input.Config {
 			FetchBackoff:       100 * time.Millisecond,
 			ExitWhenComplete:   true,
 			CoalescePromotions: true,
-			PromoteMinPages:    chain.PromoteMinPages,
+			PromoteMinPages:    minPages,
 			PromoteLinger:      chain.PromoteLinger,
 			EmitBeforeCheck:    s.EmitBeforeCheck,
 		},
