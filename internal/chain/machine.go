@@ -333,6 +333,10 @@ func New(cfg Config) *Machine {
 	return &Machine{cfg: cfg, lease: cfg.Lease, prior: map[uint64][]reconcile.Witness{}, batches: map[uint64]batchRef{}}
 }
 
+// PromotionWaiting reports whether the head page's promotion waits for the
+// page behind it (Config.PromoteMinPages).
+func (m *Machine) PromotionWaiting() bool { return m.linger != nil }
+
 // Known returns a copy of the witnesses the machine knows for generation
 // gen (loaded, or written since).
 func (m *Machine) Known(gen uint64) []reconcile.Witness {

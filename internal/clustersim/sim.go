@@ -289,8 +289,10 @@ type Stats struct {
 	Epochs, UnprovenEpochs                                        int
 	DispositionConflicts, SharedPartitions                        int
 	NoopPromotions, NoopUnsealed                                  int
-	// Coalesced counts writes that promoted several pages.
-	Coalesced int
+	// Coalesced counts writes that promoted several pages; PromotionWaits
+	// the times a ready promotion began to wait for the page behind it
+	// (promotion_min_pages).
+	Coalesced, PromotionWaits int
 	// Recreates counts sources recreated (op recreate); Reincarnations the
 	// resets into a new incarnation that lanes wrote; ReopenedComplete the
 	// resets of a durably complete checkpoint (a sealed source recreated:
