@@ -181,6 +181,10 @@ type Config struct {
 	// prune) off, so schedules pinned before they existed replay as
 	// recorded.
 	NoDriverPaths bool
+	// NoPromotionWait: promotions never wait for the page behind
+	// (promotion_min_pages 1), so schedules pinned before the wait existed
+	// replay as recorded.
+	NoPromotionWait bool
 }
 
 // Result is the outcome of one schedule.
@@ -610,6 +614,9 @@ func newSim(cfg Config) *sim {
 	}
 	if cfg.NoDriverPaths {
 		su.retry, su.queue, su.prune = false, false, 0
+	}
+	if cfg.NoPromotionWait {
+		su.minPages = 1
 	}
 	if cfg.Metamorphic {
 		s.metamorphicSetup(&su)
