@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,6 +25,8 @@ const (
 	ppFieldDiscoveryInterval = "discovery_interval"
 	ppFieldLineage           = "lineage"
 	ppFieldCoalesce          = "coalesce_promotions"
+	ppFieldPromoteMinPages   = "promotion_min_pages"
+	ppFieldPromoteLinger     = "promotion_linger"
 	ppFieldStartCursor       = "start_cursor"
 	ppFieldMaxPagesInFlight  = "max_pages_in_flight"
 	ppFieldMaxBytesInFlight  = "max_bytes_in_flight"
@@ -105,6 +108,12 @@ func Spec() *service.ConfigSpec {
 		service.NewBoolField(ppFieldCoalesce).
 			Description("Promote consecutive delivered pages of a partition with one conditional write. While a promotion is in flight, the pages delivered behind it are promoted together by the next write: from the first page's cursor and generation to the last page's successor, the generation moving by the number of pages, each page's successor still the one its own witness recorded. Each page is still checked as if promoted alone. false: one write per page.").
 			Default(true).Example(false).Advanced(),
+		service.NewIntField(ppFieldPromoteMinPages).
+			Description("With `coalesce_promotions`: a partition's delivered page whose promotion would cover fewer pages than this waits for the pages behind it, as long as the next one is coming (fetched from its successor and awaiting its acknowledgements, or being fetched), at most `promotion_linger`; then one write promotes them all. Waiting costs freshness, never safety: the checkpoint and its complete-through watermark lag by at most `promotion_linger`, and a crash or a stop meanwhile delivers the waiting pages again. In steady state 2 halves the promotion writes (DynamoDB: about 0.5 write units a page fewer). At most " + strconv.Itoa(store.MaxPromotionPages) + "; 1: every page is promoted as soon as it is delivered.").
+			Default(chain.PromoteMinPages).Example(1).Example(4).Advanced(),
+		service.NewDurationField(ppFieldPromoteLinger).
+			Description("The longest a delivered page's promotion waits for the pages behind it (`promotion_min_pages`), from when it could have been written. 0s: never waits.").
+			Default(chain.PromoteLinger.String()).Example("0s").Example("200ms").Advanced(),
 		service.NewBoolField(ppFieldExitWhenComplete).
 			Description("End the input once every partition is complete or caught up. Complete is durable and survives restarts: the provider sealed the partition, or the last page of a finite traversal (no successor, under the http contract's `missing_successor: end_of_traversal`) was promoted (a page whose mapped `has_more` is true is never a last page: it is malformed). Caught up: every page was promoted and an empty page proved there is nothing more, by evidence bound to it (`empty_page` semantics or a snapshot marker) or by a mapped `has_more` that is false. A transient empty page without evidence never ends the input. Useful for exports and the demo.").
 			Default(false).Example(true),
@@ -322,6 +331,15 @@ func readConfig(conf *service.ParsedConfig) (Config, error) {
 		return c, err
 	}
 	c.CoalescePromotions = coalesce
+	if c.PromoteMinPages, err = conf.FieldInt(ppFieldPromoteMinPages); err != nil {
+		return c, err
+	}
+	if c.PromoteMinPages < 1 {
+		return c, fmt.Errorf("%s must be at least 1, got %d", ppFieldPromoteMinPages, c.PromoteMinPages)
+	}
+	if c.PromoteLinger, err = conf.FieldDuration(ppFieldPromoteLinger); err != nil {
+		return c, err
+	}
 	if c.PruneEvery, err = storeconfig.PruneEvery(conf.Namespace(ppFieldCheckpoint)); err != nil {
 		return c, err
 	}

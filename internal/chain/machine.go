@@ -21,6 +21,14 @@ const (
 	MaxRestartBackoff = 30 * time.Second
 )
 
+// PromoteMinPages and PromoteLinger are the input's defaults of
+// Config.PromoteMinPages and Config.PromoteLinger (promotion_min_pages,
+// promotion_linger).
+const (
+	PromoteMinPages = 2
+	PromoteLinger   = 50 * time.Millisecond
+)
+
 // Config is one partition's machine.
 type Config struct {
 	Key      store.Key
@@ -89,6 +97,14 @@ type Config struct {
 	// checkpoints in between are promoted with it, in one conditional
 	// write (coalesce.go).
 	CoalescePromotions bool
+	// PromoteMinPages and PromoteLinger (with CoalescePromotions): a head
+	// page ready to be promoted whose promotion would cover fewer than
+	// PromoteMinPages pages waits, while the next page is coming (in the
+	// chain awaiting its outcomes, or being fetched by this chain), at most
+	// PromoteLinger from when it was first ready (coalesce.go, lingers).
+	// PromoteMinPages below 2 or PromoteLinger 0: never waits.
+	PromoteMinPages int
+	PromoteLinger   time.Duration
 	// Incarnation: the provider names the incarnation of the partition's
 	// source (CheckIncarnation); it is checked when the partition starts,
 	// before every recovery, on evidence of a recreated source and every
@@ -296,6 +312,10 @@ type Machine struct {
 	evidenceResets, reincarnations int
 	// rr is the re-read window's state (reread.go).
 	rr rereadState
+	// linger is the head page whose promotion waits for the page behind
+	// it, until lingerUntil (coalesce.go, lingers); nil: none waits.
+	linger      *page
+	lingerUntil time.Time
 }
 
 // idleRun is a run of answers that prove nothing (empty pages without
@@ -317,6 +337,10 @@ func New(cfg Config) *Machine {
 	}
 	return &Machine{cfg: cfg, lease: cfg.Lease, prior: map[uint64][]reconcile.Witness{}, batches: map[uint64]batchRef{}}
 }
+
+// PromotionWaiting reports whether the head page's promotion waits for the
+// page behind it (Config.PromoteMinPages).
+func (m *Machine) PromotionWaiting() bool { return m.linger != nil }
 
 // Known returns a copy of the witnesses the machine knows for generation
 // gen (loaded, or written since).
@@ -444,6 +468,15 @@ func (m *Machine) settle() {
 	if !m.busy() && m.phase == phaseWatching && !m.nextCheck.IsZero() && !m.now.Before(m.nextCheck) {
 		m.checkComplete()
 	}
+	if !m.busy() && m.phase == phaseChain && m.linger != nil {
+		// A promotion waits for the page behind it: decide again whether
+		// it still should (what it waited for may have come, or ended).
+		if len(m.chain) > 0 && m.chain[0] == m.linger {
+			m.promoteHead()
+		} else {
+			m.linger = nil
+		}
+	}
 	if !m.busy() && m.phase == phaseChain {
 		if m.done && len(m.chain) == 0 {
 			m.finish(m.endedText())
@@ -460,6 +493,9 @@ func (m *Machine) settle() {
 	}
 	if (m.phase == phaseChain && m.checkDue() || m.phase == phaseWatching) && m.nextCheck.After(m.now) && (d.IsZero() || m.nextCheck.Before(d)) {
 		d = m.nextCheck
+	}
+	if m.phase == phaseChain && m.linger != nil && m.lingerUntil.After(m.now) && (d.IsZero() || m.lingerUntil.Before(d)) {
+		d = m.lingerUntil
 	}
 	if !d.IsZero() && !d.Equal(m.announced) {
 		m.announced = d
@@ -1250,6 +1286,11 @@ func (m *Machine) promoteHead() {
 	}
 	pg.decision = d.Promotion
 	pg.coalesced = m.coalesce(pg)
+	if m.lingers(pg) {
+		pg.coalesced = nil
+		return
+	}
+	m.linger = nil
 	last := pg.last()
 	prom := m.groupPromotion(pg)
 	prom.Violations = m.violationTotals()

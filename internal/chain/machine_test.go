@@ -331,6 +331,13 @@ func (h *harness) config(d *datadriven.TestData) {
 			cfg.ExitWhenComplete = true
 		case "coalesce":
 			cfg.CoalescePromotions = true
+		case "minpages":
+			cfg.PromoteMinPages, _ = strconv.Atoi(val)
+		case "linger":
+			var err error
+			if cfg.PromoteLinger, err = time.ParseDuration(val); err != nil {
+				d.Fatalf(h.t, "%v", err)
+			}
 		case "start":
 			cfg.StartCursor = []byte(val)
 		case "retries":

@@ -181,6 +181,10 @@ type Config struct {
 	// prune) off, so schedules pinned before they existed replay as
 	// recorded.
 	NoDriverPaths bool
+	// NoPromotionWait: promotions never wait for the page behind
+	// (promotion_min_pages 1), so schedules pinned before the wait existed
+	// replay as recorded.
+	NoPromotionWait bool
 }
 
 // Result is the outcome of one schedule.
@@ -289,8 +293,10 @@ type Stats struct {
 	Epochs, UnprovenEpochs                                        int
 	DispositionConflicts, SharedPartitions                        int
 	NoopPromotions, NoopUnsealed                                  int
-	// Coalesced counts writes that promoted several pages.
-	Coalesced int
+	// Coalesced counts writes that promoted several pages; PromotionWaits
+	// the times a ready promotion began to wait for the page behind it
+	// (promotion_min_pages).
+	Coalesced, PromotionWaits int
 	// Recreates counts sources recreated (op recreate); Reincarnations the
 	// resets into a new incarnation that lanes wrote; ReopenedComplete the
 	// resets of a durably complete checkpoint (a sealed source recreated:
@@ -422,6 +428,10 @@ type setup struct {
 	exit bool
 	// coalesce: the machines coalesce promotions (the input's default).
 	coalesce bool
+	// minPages and linger: with coalesce, a ready promotion waits for the
+	// page behind it (promotion_min_pages, promotion_linger).
+	minPages int
+	linger   time.Duration
 	// broken names the partition whose answers turn persistently
 	// malformed (empty: none).
 	broken string
@@ -587,6 +597,8 @@ func newSim(cfg Config) *sim {
 		// From its own hash, so that the other choices of a seed stay.
 		exit:     partSeed(cfg.Seed, "exit_when_complete")%4 == 0,
 		coalesce: partSeed(cfg.Seed, "coalesce_promotions")%2 == 0,
+		minPages: []int{1, 2, 4}[partSeed(cfg.Seed, "promotion_min_pages")%3],
+		linger:   []time.Duration{10 * time.Millisecond, 100 * time.Millisecond, time.Second}[partSeed(cfg.Seed, "promotion_linger")%3],
 		// A third of the schedules run discovery, with one to three
 		// publishers (from its own hash too).
 		discovery: partSeed(cfg.Seed, "discovery")%3 == 0,
@@ -602,6 +614,9 @@ func newSim(cfg Config) *sim {
 	}
 	if cfg.NoDriverPaths {
 		su.retry, su.queue, su.prune = false, false, 0
+	}
+	if cfg.NoPromotionWait {
+		su.minPages = 1
 	}
 	if cfg.Metamorphic {
 		s.metamorphicSetup(&su)
@@ -757,8 +772,8 @@ func newSim(cfg Config) *sim {
 	}
 	s.oracle.membership()
 	s.syncLanes()
-	s.desc = fmt.Sprintf("seed=%d variant=%s workers=%d publishers=%d depth=%d batch=%d coalesce=%v retry=%v queue=%v prune=%d max_poll=%s %s %s parts=%s",
-		cfg.Seed, cfg.Variant, su.workers, su.publishers, su.depth, su.batch, su.coalesce, su.retry, su.queue, su.prune, su.maxPoll, s.faults, s.lease, strings.Join(desc, ","))
+	s.desc = fmt.Sprintf("seed=%d variant=%s workers=%d publishers=%d depth=%d batch=%d coalesce=%v min_pages=%d linger=%s retry=%v queue=%v prune=%d max_poll=%s %s %s parts=%s",
+		cfg.Seed, cfg.Variant, su.workers, su.publishers, su.depth, su.batch, su.coalesce, su.minPages, su.linger, su.retry, su.queue, su.prune, su.maxPoll, s.faults, s.lease, strings.Join(desc, ","))
 	if su.discovery {
 		s.desc += " discovery"
 	}

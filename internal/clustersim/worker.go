@@ -143,6 +143,7 @@ func (l *lane) config() chain.Config {
 	}
 	cfg.ExitWhenComplete = l.s.setup.exit && l.s.lease == nil
 	cfg.CoalescePromotions = l.s.setup.coalesce
+	cfg.PromoteMinPages, cfg.PromoteLinger = l.s.setup.minPages, l.s.setup.linger
 	cfg.MaxPollInterval = l.s.setup.maxPoll
 	l.s.variant.configure(&cfg)
 	return cfg
@@ -259,7 +260,7 @@ func (l *lane) feed(in chain.Input) {
 	if _, ok := in.(chain.Tick); !ok {
 		l.note("%s", in)
 	}
-	l.handle(l.m.Step(in))
+	l.stepCounted(in)
 }
 
 // handle performs the machine's actions in the order it emitted them. The
@@ -412,7 +413,7 @@ func (l *lane) perform(a chain.Action) {
 		}
 	}
 	l.note("-> %s", in)
-	l.handle(l.m.Step(in))
+	l.stepCounted(in)
 }
 
 // completed checks what a completion claims. A durable completion is the
@@ -561,4 +562,14 @@ func (l *lane) otherSuccessor(p store.Promotion) ([]byte, string, bool) {
 		}
 	}
 	return nil, "", false
+}
+
+// stepCounted steps the machine with in, handles what it asks, and counts a
+// promotion that began to wait for the page behind it.
+func (l *lane) stepCounted(in chain.Input) {
+	waiting := l.m.PromotionWaiting()
+	l.handle(l.m.Step(in))
+	if !waiting && l.m.PromotionWaiting() {
+		l.s.stats.PromotionWaits++
+	}
 }

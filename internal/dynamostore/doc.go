@@ -71,7 +71,8 @@
 //	            succ       B     exact successor cursor
 //	            mk         B     snapshot / coverage marker (absent: none)
 //	            ev         B     compact event witness (reconcile.EncodeEvents: per event a
-//	                             position (dense runs compacted), 8-byte id hash, 8-byte digest)
+//	                             position (dense runs compacted), 8-byte id hash, 8-byte digest;
+//	                             a digest shared by every event written once)
 //	            nev        N     number of events (bounds receipts)
 //	            ctk, ct    N, N|B  complete-through watermark the response certifies
 //	            seal       BOOL  provider said the partition ends here (absent: false)

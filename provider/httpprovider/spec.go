@@ -233,9 +233,10 @@ func Fields() []*service.ConfigField {
 			Default(defaultPayloadMapping).
 			Example(`root = this.doc`),
 		service.NewBloblangField(hpFieldEventSemantic).
-			Description("Optional projection of an event whose digest is witnessed instead of the payload's, for sources whose payloads carry fields that change on every read. Serialized like `event_payload`.").
+			Description("Optional projection of an event whose digest is witnessed instead of the payload's, for sources whose payloads carry fields that change on every read. Serialized like `event_payload`. A constant (`root = \"\"`) declares that payload changes do not matter to the source's contract: a payload changed under the same id is then the same event, never a receipt conflict, and every witness stores its one digest once (8 bytes an event instead of 16: a 100-event page's witness is one DynamoDB write unit instead of two).").
 			Optional().
-			Example(`root = this.without("fetched_at", "etag")`),
+			Example(`root = this.without("fetched_at", "etag")`).
+			Example(`root = ""`),
 		service.NewBloblangField(hpFieldSuccessor).
 			Description("Mapping from the body to the successor cursor (a string, kept opaque). `deleted()` or null means the response has no successor (what that means is `contract.missing_successor`'s; with a mapped `has_more` that is true it makes the page malformed); a source with a single page maps `root = deleted()`. Required: how a source paginates is always stated. Like every response mapping it runs against the parsed body (`this`) with the response headers as metadata, lowercased: read a header with a hyphen as `@\"x-next-token\"` or `metadata(\"x-next-token\")` (`@x-next-token` parses as a subtraction).").
 			Example(`root = this.last_seq.string()`).

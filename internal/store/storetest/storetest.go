@@ -67,6 +67,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"DeepCopies", testDeepCopies},
 		// Witnesses and receipts (invariants 1, 4, 5, 9).
 		{"WitnessRoundTrip", testWitnessRoundTrip},
+		{"WitnessEventFormats", testWitnessEventFormats},
 		{"WitnessIdempotent", testWitnessIdempotent},
 		{"WitnessGenerationIsolation", testWitnessGenerationIsolation},
 		{"ReceiptMonotone", testReceiptMonotone},
