@@ -207,7 +207,7 @@ func Fields() []*service.ConfigField {
 
 		service.NewStringAnnotatedEnumField(hpFieldFormat, map[string]string{
 			formatJSON: "The body is one JSON document (numbers kept exact).",
-			formatXML:  "The body is one XML document, read as Benthos's XML processor does: elements are keys, repeated elements arrays, attributes keys prefixed with `-`, the text of an element with attributes `#text`; every value is a string (positions and watermarks may be numeric strings). The same conversion is the Bloblang method `parse_xml`.",
+			formatXML:  "The body is one XML document, read as Benthos's XML processor does: elements are keys, repeated elements arrays, attributes keys prefixed with `-`, the text of an element with attributes `#text`; every value is a string (positions and watermarks may be numeric strings). The same conversion is the Bloblang method `tidemark_parse_xml`.",
 		}).
 			Description("How a 2xx body (of pages and of the partition list) is read before the mappings run against it. A body that is not exactly one document of this format is a malformed response.").
 			Default(formatJSON).
