@@ -19,6 +19,7 @@ import (
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 
+	"github.com/tidemark/tidemark/internal/awscreds/awscredsfield"
 	"github.com/tidemark/tidemark/internal/dynamostore"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/store/memstore"
@@ -56,7 +57,7 @@ const (
 )
 
 // DynamoFields are the config fields of a DynamoDB connection (table,
-// region, endpoint, create, max_retries, max_backoff), shared by the
+// region, endpoint, credentials, create, max_retries, max_backoff), shared by the
 // tidemark_dynamodb cache and the checkpoint store's `dynamodb` object.
 // Read them with DynamoConfigFromParsed.
 func DynamoFields() []*service.ConfigField {
@@ -70,9 +71,10 @@ func DynamoFields() []*service.ConfigField {
 			Default("").
 			Example("eu-west-1"),
 		service.NewStringField(dynFieldEndpoint).
-			Description("Overrides the DynamoDB endpoint, for DynamoDB Local or dynalite. Empty: AWS's endpoint for the region. Credentials always come from the SDK's default chain.").
+			Description("Overrides the DynamoDB endpoint, for DynamoDB Local or dynalite. Empty: AWS's endpoint for the region.").
 			Default("").
 			Example("http://127.0.0.1:8000"),
+		awscredsfield.Field(),
 		service.NewBoolField(dynFieldCreate).
 			Description("Create the table when it does not exist (on-demand billing) and wait until it is active. The input does it when it connects, retried with back-off while the store is unreachable; the cache at its first operation, and again at the next one after a failure.").
 			Default(false).
@@ -107,6 +109,9 @@ func DynamoConfigFromParsed(conf *service.ParsedConfig) (dynamostore.DynamoConfi
 	}
 	if cfg.Endpoint, err = conf.FieldString(dynFieldEndpoint); err != nil {
 		return cfg, err
+	}
+	if cfg.Credentials, err = awscredsfield.FromParsed(conf); err != nil {
+		return cfg, fmt.Errorf("dynamodb: %w", err)
 	}
 	if cfg.Create, err = conf.FieldBool(dynFieldCreate); err != nil {
 		return cfg, err
