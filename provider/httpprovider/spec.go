@@ -13,6 +13,9 @@ import (
 
 	"github.com/tidemark/tidemark/internal/awscreds/awscredsfield"
 	"github.com/tidemark/tidemark/internal/coord"
+	// tidemark_parse_link_header, for the mappings of a source that pages
+	// through Link headers.
+	_ "github.com/tidemark/tidemark/internal/linkheader"
 	"github.com/tidemark/tidemark/provider"
 )
 
