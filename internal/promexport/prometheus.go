@@ -413,7 +413,7 @@ func (e *Exporter) NewTimerCtor(name string, labelKeys ...string) service.Metric
 		if err != nil {
 			return nopMetric{}
 		}
-		return timer{m, 1e-9}
+		return timer{m, 1}
 	}
 }
 
