@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -45,6 +49,7 @@ func TestStoreErrorsCountFailedCallsByOp(t *testing.T) {
 		{chain.Abandon{}, chain.Abandoned{Err: transport}, "abandon"},
 		{chain.Resolve{}, chain.Resolved{Err: transport}, "resolve"},
 		{chain.Park{}, chain.Parked{Err: transport}, "park"},
+		{chain.NoteFailure{}, chain.FailureNoted{Err: transport}, "note_failure"},
 		{chain.Reincarnate{}, chain.Reincarnated{Err: transport}, "reincarnate"},
 		{chain.WaitUnparked{}, chain.ParkChecked{Err: transport}, "wait_unparked"},
 		{chain.LoadReceipts{}, chain.ReceiptsLoaded{Err: transport}, "load_receipts"},
@@ -63,15 +68,39 @@ func TestStoreErrorsCountFailedCallsByOp(t *testing.T) {
 	}
 }
 
-// Every action chainstore.Do performs against the store is named by
-// storeCall, and the error of its answer is read: a store call added to
-// chainstore without an op here would go uncounted.
+// Every action chainstore.Do performs against the store (its switch's
+// cases, read from its source) is named by storeCall, and the error of its
+// answer is read: a store call added to chainstore without an op here
+// would go uncounted.
 func TestStoreErrorsCoverEveryChainstoreCall(t *testing.T) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, filepath.Join("..", "internal", "chain", "chainstore", "chainstore.go"), nil, 0)
+	require.NoError(t, err)
+	var cases []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		if fd, ok := n.(*ast.FuncDecl); ok && fd.Name.Name != "Do" {
+			return false
+		}
+		if cc, ok := n.(*ast.CaseClause); ok {
+			for _, e := range cc.List {
+				if sel, ok := e.(*ast.SelectorExpr); ok {
+					cases = append(cases, sel.Sel.Name)
+				}
+			}
+		}
+		return true
+	})
+	require.NotEmpty(t, cases)
+	for _, name := range cases {
+		assert.Contains(t, storeCallOps, name, "chainstore.Do handles chain.%s: name its op in storeCallOps", name)
+	}
+	assert.Len(t, storeCallOps, len(cases), "storeCallOps names no action chainstore.Do lacks")
+
 	transport := errors.New("store down")
 	st := failingStore{err: transport}
 	for _, a := range []chain.Action{
 		chain.Load{}, chain.PutWitness{}, chain.RecordReceipt{}, chain.Abandon{}, chain.Promote{}, chain.Resolve{},
-		chain.Park{}, chain.Reincarnate{}, chain.WaitUnparked{}, chain.LoadReceipts{}, chain.PutReceipts{},
+		chain.Park{}, chain.NoteFailure{}, chain.Reincarnate{}, chain.WaitUnparked{}, chain.LoadReceipts{}, chain.PutReceipts{},
 		chain.PruneReceipts{}, chain.Withdraw{},
 	} {
 		t.Run(fmt.Sprintf("%T", a), func(t *testing.T) {
@@ -123,4 +152,8 @@ func (s failingStore) PruneReceipts(context.Context, store.Key, coord.Position) 
 
 func (s failingStore) LoadMembership(context.Context, string) (store.Membership, error) {
 	return store.Membership{}, s.err
+}
+
+func (s failingStore) NoteFailure(context.Context, store.Key, []byte, uint64, store.Lease, string) (store.Checkpoint, error) {
+	return store.Checkpoint{}, s.err
 }
