@@ -74,8 +74,8 @@ func Spec() *service.ConfigSpec {
 
 Tidemark's series (labels in braces; every series also has Benthos' `+"`label`"+` and `+"`path`"+` labels, and `+"`stream`"+` in streams mode):
 
-- counters of the `+"`paginated_partitions`"+` input: `+"`tidemark_pages_fetched`, `tidemark_events_emitted`, `tidemark_promotions`, `tidemark_promotion_writes`, `tidemark_cas_conflicts`, `tidemark_fetch_errors`, `tidemark_malformed_responses`, `tidemark_parks`, `tidemark_restarts`, `tidemark_retries{class}`, `tidemark_contract_violations{kind}`, `tidemark_incarnation_changes`, `tidemark_reread_passes`, `tidemark_reread_skipped_events`, `tidemark_membership_changes`, `tidemark_witnesses_pruned`, `tidemark_lease_steals{reason}`, `tidemark_leases_lost`"+`;
-- gauges: `+"`tidemark_parked_partitions`, `tidemark_partition_watermark{partition}`, `tidemark_partition_generation{partition}`, `tidemark_partition_lag{partition}`, `tidemark_frontier{scope}`, `tidemark_owned_partitions`, `tidemark_partitions_in_state{state}`"+`.
+- counters of the `+"`paginated_partitions`"+` input: `+"`tidemark_pages_fetched`, `tidemark_events_emitted`, `tidemark_promotions`, `tidemark_promotion_writes`, `tidemark_cas_conflicts`, `tidemark_fetch_errors`, `tidemark_malformed_responses`, `tidemark_parks`, `tidemark_restarts`, `tidemark_retries{class}`, `tidemark_contract_violations{kind}`, `tidemark_incarnation_changes`, `tidemark_reread_passes`, `tidemark_reread_skipped_events`, `tidemark_membership_changes`, `tidemark_witnesses_pruned`, `tidemark_lease_steals{reason}`, `tidemark_leases_lost`, `tidemark_store_errors{op}`"+` (the counters an alert reads exist at 0 from the start);
+- gauges: `+"`tidemark_parked_partitions`, `tidemark_partition_watermark{partition}`, `tidemark_partition_generation{partition}`, `tidemark_partition_lag{partition}`, `tidemark_frontier{scope}`, `tidemark_frontier_withheld{scope}`, `tidemark_owned_partitions`, `tidemark_partitions_in_state{state}`"+`.
 
 Dashboards and alert rules over these series ship in deploy/.`).
 		Fields(
