@@ -310,6 +310,9 @@ func (in *paginatedInput) publishFrontier(ctx context.Context, every time.Durati
 			pace.Changed()
 		case ctx.Err() == nil:
 			in.log.Warnf("Frontier of scope %s not published: %v", in.cfg.Scope, err)
+			if isStoreFailure(err) {
+				in.metrics.storeErrors.Incr(1, "publish_frontier")
+			}
 		}
 	}
 	timer := time.NewTimer(0)
@@ -346,6 +349,11 @@ func (in *paginatedInput) recordFrontierMetrics(snap frontier.Snapshot) {
 	if snap.Proven && (snap.Scalar.Kind == coord.KindInteger || snap.Scalar.Kind == coord.KindTimestamp) {
 		in.metrics.frontier.Set(snap.Scalar.Int, in.cfg.Scope)
 	}
+	withheld := int64(1)
+	if snap.Proven && !snap.Scalar.IsZero() {
+		withheld = 0
+	}
+	in.metrics.frontierWithheld.Set(withheld, in.cfg.Scope)
 	var top coord.Watermark
 	for _, w := range snap.Vector {
 		if (w.Kind == coord.KindInteger || w.Kind == coord.KindTimestamp) && (top.IsZero() || top.Less(w)) {

@@ -403,6 +403,7 @@ func (p *partition) perform(ctx context.Context, acts []chain.Action) {
 			if !ok {
 				return
 			}
+			p.in.metrics.storeCalled(a, in)
 			acts = append(acts, p.m.Step(in)...)
 		}
 	}

@@ -283,11 +283,17 @@ type metrics struct {
 }
 
 func newMetrics(m *service.Metrics) *metrics {
-	return &metrics{
+	ms := &metrics{
 		owned:  m.NewGauge("tidemark_owned_partitions"),
 		steals: m.NewCounter("tidemark_lease_steals", "reason"),
 		lost:   m.NewCounter("tidemark_leases_lost"),
 	}
+	// The series exist from the start (at 0), so an alert on their
+	// increase sees the first lease lost (deploy/prometheus).
+	ms.owned.Set(0)
+	ms.steals.Incr(0, "expired")
+	ms.lost.Incr(0)
+	return ms
 }
 
 // InFlight bounds the claims and releases in flight at once.

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -50,7 +49,7 @@ func CheckName(field, s string) error {
 // plaintext was checked against MaxCursorBytes before it was sealed.
 func CheckCursor(field string, b []byte) error {
 	limit := MaxCursorBytes
-	if bytes.HasPrefix(b, sealMagic) {
+	if isSealed(b) {
 		limit += SealOverhead
 	}
 	if len(b) > limit {

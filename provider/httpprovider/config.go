@@ -23,6 +23,10 @@ type Backoff struct {
 	Initial time.Duration
 	// Max bounds every wait, a Retry-After header included (zero: 10s).
 	Max time.Duration
+	// MaxElapsed, when not zero, ends the retries of one fetch once that
+	// much time has passed since its first request (max_retries bounds
+	// them too).
+	MaxElapsed time.Duration
 }
 
 // Mappings are the Bloblang mappings from a response to a provider.Response.
@@ -251,6 +255,9 @@ func (c Config) validate() error {
 	}
 	if c.Backoff.Initial < 0 || c.Backoff.Max < c.Backoff.Initial {
 		bad("backoff: want 0 < initial_interval (%s) <= max_interval (%s)", c.Backoff.Initial, c.Backoff.Max)
+	}
+	if c.Backoff.MaxElapsed < 0 {
+		bad("backoff: max_elapsed_time %s is negative", c.Backoff.MaxElapsed)
 	}
 	if c.MaxResponseBytes < 0 {
 		bad("max_response_bytes %d is negative", c.MaxResponseBytes)

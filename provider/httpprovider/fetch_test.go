@@ -939,3 +939,35 @@ func TestRateLimitResetHonoured(t *testing.T) {
 	defer mu.Unlock()
 	require.False(t, early, "a retry came before the reset second")
 }
+
+// backoff.max_elapsed_time ends the retries of one fetch before
+// max_retries does once that much time has passed since its first
+// request; the error stays transient.
+func TestFetchRetriesEndAtMaxElapsedTime(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		http.Error(w, "still down", http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	p := parseProvider(t, "http:\n  url: "+srv.URL+"\n  successor: root = deleted()\n  max_retries: 2000\n  backoff:\n    initial_interval: 1ms\n    max_interval: 2ms\n    max_elapsed_time: 50ms\n", nil, nil)
+	_, err := p.Fetch(context.Background(), provider.Request{Partition: "p", Cursor: []byte("c")})
+	var se *StatusError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, http.StatusServiceUnavailable, se.Status)
+	assert.False(t, se.Permanent(), "exhausted retries stay transient")
+	assert.Less(t, se.Attempts, 2001, "max_elapsed_time ended the retries, not max_retries")
+	assert.Equal(t, int32(se.Attempts), calls.Load())
+	assert.Greater(t, se.Attempts, 1, "it retried until then")
+}
+
+// A config of the previous release (backoff without max_elapsed_time)
+// parses unchanged: max_elapsed_time is 0s, and max_retries alone bounds
+// the retries, as before.
+func TestBackoffOfThePreviousReleaseIsUnchanged(t *testing.T) {
+	p := parseProvider(t, "http:\n  url: http://127.0.0.1:1/x\n  successor: root = deleted()\n"+fastRetries, nil, nil)
+	assert.Equal(t, Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond}, p.cfg.Backoff)
+	assert.Equal(t, 3, p.cfg.MaxRetries)
+	p = parseProvider(t, "http:\n  url: http://127.0.0.1:1/x\n  successor: root = deleted()\n", nil, nil)
+	assert.Equal(t, Backoff{Initial: 500 * time.Millisecond, Max: 10 * time.Second}, p.cfg.Backoff, "the defaults")
+}

@@ -7,10 +7,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/redpanda-data/benthos/v4/public/bloblang"
 	"github.com/redpanda-data/benthos/v4/public/service"
 
+	"github.com/tidemark/tidemark/internal/awscreds/awscredsfield"
 	"github.com/tidemark/tidemark/internal/coord"
+	// tidemark_parse_link_header, for the mappings of a source that pages
+	// through Link headers.
+	_ "github.com/tidemark/tidemark/internal/linkheader"
 	"github.com/tidemark/tidemark/provider"
 )
 
@@ -40,6 +45,7 @@ const (
 	hpFieldBackoff          = "backoff"
 	hpFieldBackoffInitial   = "initial_interval"
 	hpFieldBackoffMax       = "max_interval"
+	hpFieldBackoffElapsed   = "max_elapsed_time"
 	hpFieldMaxResponseBytes = "max_response_bytes"
 	hpFieldTransientBody    = "transient_body_contains"
 	hpFieldFormat           = "format"
@@ -162,10 +168,12 @@ func Fields() []*service.ConfigField {
 			service.NewBoolField(hpFieldSigV4Enabled).Description("Whether to sign requests with AWS Signature Version 4.").Default(false).Example(true),
 			service.NewStringField(hpFieldSigV4Service).Description("The AWS signing name of the service (`execute-api`, `kinesis`, `s3`, ...).").Default("").Example("execute-api"),
 			service.NewStringField(hpFieldSigV4Region).Description("The signing region. Empty: the SDK's default chain (`AWS_REGION`, the shared config profile).").Default("").Example("eu-west-1"),
+			awscredsfield.Field(),
 		).
-			Description("AWS Signature Version 4 signing with the AWS SDK's default credential chain (environment, shared config and credentials files, web identity, container and instance roles). The payload hash covers the request body.").
+			Description("AWS Signature Version 4 signing, with the `credentials` object (Redpanda Connect's fields: a profile, static keys, the instance's role, a role to assume) or else the AWS SDK's default credential chain (environment, shared config and credentials files, web identity, container and instance roles). The payload hash covers the request body; the secret, session token and external id are redacted from errors and logs.").
 			Advanced().
-			Example(map[string]any{hpFieldSigV4Enabled: true, hpFieldSigV4Service: "execute-api", hpFieldSigV4Region: "eu-west-1"}),
+			Example(map[string]any{hpFieldSigV4Enabled: true, hpFieldSigV4Service: "execute-api", hpFieldSigV4Region: "eu-west-1"}).
+			Example(map[string]any{hpFieldSigV4Enabled: true, hpFieldSigV4Service: "kinesis", hpFieldSigV4Region: "eu-west-1", "credentials": map[string]any{"profile": "analytics", "role": "arn:aws:iam::123456789012:role/tidemark-reader", "role_external_id": "${ROLE_EXTERNAL_ID}"}}),
 	}, []*service.ConfigField{
 		service.NewStringField(hpFieldRateLimit).
 			Description("Name of a `rate_limit` resource to access before every request (retries included). Empty means no rate limit. With `partition_rate_limit` set, it applies only to the requests that are not a partition's own (the incarnation request, discovery).").
@@ -181,19 +189,19 @@ func Fields() []*service.ConfigField {
 			Default(defaultMaxRetries).
 			Advanced().
 			Example(10),
-		service.NewObjectField(hpFieldBackoff,
-			service.NewDurationField(hpFieldBackoffInitial).
-				Description("Wait before the first retry; it doubles on every retry, with jitter.").
-				Default(defaultBackoffInitial).
-				Example("100ms"),
-			service.NewDurationField(hpFieldBackoffMax).
-				Description("Longest wait between retries (a `Retry-After` header is honoured up to this bound, and so is the reset time of a 429 without one in `X-Rate-Limit-Reset` or `X-RateLimit-Reset`, Unix epoch seconds, as Okta sends it).").
-				Default(defaultBackoffMax).
-				Example("1m"),
-		).
-			Description("Exponential back-off with jitter between retries of transient failures.").
+		// Benthos' back-off field (Redpanda Connect's convention beside
+		// max_retries, as in its AWS outputs and its retry output):
+		// initial_interval and max_interval as before, and
+		// max_elapsed_time, 0s by default so that a config of the previous
+		// release retries exactly as it did.
+		service.NewBackOffField(hpFieldBackoff, true, &backoff.ExponentialBackOff{
+			InitialInterval: mustDuration(defaultBackoffInitial),
+			MaxInterval:     mustDuration(defaultBackoffMax),
+			MaxElapsedTime:  0,
+		}).
+			Description("Exponential back-off with jitter between retries of transient failures: the wait starts at `initial_interval` and doubles on every retry up to `max_interval` (a `Retry-After` header is honoured up to `max_interval`, and so is the reset time of a 429 without one in `X-Rate-Limit-Reset` or `X-RateLimit-Reset`, Unix epoch seconds, as Okta sends it). Retries of one fetch stop at `max_retries` or, when `max_elapsed_time` is not zero, once that much time has passed since its first request, whichever comes first.").
 			Advanced().
-			Example(map[string]any{hpFieldBackoffInitial: "1s", hpFieldBackoffMax: "1m"}),
+			Example(map[string]any{"initial_interval": "1s", "max_interval": "1m", "max_elapsed_time": "5m"}),
 		service.NewStringListField(hpFieldTransientBody).
 			Description("Substrings of a non-2xx response body, matched case-insensitively, that make an otherwise permanent status (a 4xx other than 429) transient: retried with `backoff` like a 429 or 5xx (`max_retries` times, then polled again), never parking the partition. For sources that answer throttling with a 400: Kinesis's `ProvisionedThroughputExceededException`, DynamoDB's `ThrottlingException`. `expired_body_contains` is checked first.").
 			Default([]any{}).
@@ -207,7 +215,7 @@ func Fields() []*service.ConfigField {
 
 		service.NewStringAnnotatedEnumField(hpFieldFormat, map[string]string{
 			formatJSON: "The body is one JSON document (numbers kept exact).",
-			formatXML:  "The body is one XML document, read as Benthos's XML processor does: elements are keys, repeated elements arrays, attributes keys prefixed with `-`, the text of an element with attributes `#text`; every value is a string (positions and watermarks may be numeric strings). The same conversion is the Bloblang method `parse_xml`.",
+			formatXML:  "The body is one XML document, read as Benthos's XML processor does: elements are keys, repeated elements arrays, attributes keys prefixed with `-`, the text of an element with attributes `#text`; every value is a string (positions and watermarks may be numeric strings). The same conversion is the Bloblang method `tidemark_parse_xml`.",
 		}).
 			Description("How a 2xx body (of pages and of the partition list) is read before the mappings run against it. A body that is not exactly one document of this format is a malformed response.").
 			Default(formatJSON).
@@ -480,6 +488,9 @@ func FromParsed(conf *service.ParsedConfig, res *service.Resources, logger *serv
 		return nil, err
 	}
 	if c.Backoff.Max, err = conf.FieldDuration(hpFieldBackoff, hpFieldBackoffMax); err != nil {
+		return nil, err
+	}
+	if c.Backoff.MaxElapsed, err = conf.FieldDuration(hpFieldBackoff, hpFieldBackoffElapsed); err != nil {
 		return nil, err
 	}
 	maxBytes, err := conf.FieldInt(hpFieldMaxResponseBytes)
@@ -892,4 +903,13 @@ func checkURLScheme(conf *service.ParsedConfig, fld string) error {
 	}
 	// The template is not quoted: it may hold a credential.
 	return fmt.Errorf("%s: the URL template does not start with http:// or https://", fld)
+}
+
+// mustDuration parses a constant duration of this file.
+func mustDuration(s string) time.Duration {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		panic(err)
+	}
+	return d
 }
