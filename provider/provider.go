@@ -1,10 +1,11 @@
 // Package provider is the public SDK of tidemark's event sources: the port
 // between the paginated_partitions input and a source (fetch one page of one
 // partition from one opaque cursor), the values a provider returns
-// (types.go), the redaction of its secrets (secrets.go); the registry that
-// puts a provider's config object into the input is package
-// provider/registry, the SDK's one package that imports Benthos. docs/providers.md is the guide; providertest is the
-// contract suite every provider runs against its fake.
+// (types.go) and the redaction of its secrets (secrets.go). The registry
+// that puts a provider's config object into the input is package
+// provider/registry, the SDK's one package that imports Benthos.
+// docs/providers.md is the guide; providertest is the contract suite every
+// provider runs against its fake.
 //
 // Contract for implementations (plugin authors):
 //   - Fetch is called with at most one request in flight per partition, but
