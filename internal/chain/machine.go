@@ -48,7 +48,8 @@ type Config struct {
 	// the writes state the lease of the checkpoint last read.
 	Leased bool
 	Lease  store.Lease
-	// MaxPagesInFlight (at least 1) bounds the chain; MaxBatchSize (0: a
+	// MaxPagesInFlight (at least 1: New panics otherwise) bounds the
+	// chain; MaxBatchSize (0: a
 	// whole page) the events of one Emit.
 	MaxPagesInFlight int
 	MaxBatchSize     int
@@ -305,10 +306,13 @@ type idleRun struct {
 // it says so at info level (and then how often it repeats it).
 const IdleReport = time.Minute
 
-// New returns a machine for cfg; Start starts it.
+// New returns a machine for cfg; Start starts it. cfg.MaxPagesInFlight
+// must be at least 1: the input refuses a smaller max_pages_in_flight at
+// config, so a driver that passes one has a bug, and New panics rather than
+// run with another value than the one configured.
 func New(cfg Config) *Machine {
 	if cfg.MaxPagesInFlight < 1 {
-		cfg.MaxPagesInFlight = 1
+		panic(fmt.Sprintf("chain.New: MaxPagesInFlight must be at least 1, got %d", cfg.MaxPagesInFlight))
 	}
 	return &Machine{cfg: cfg, lease: cfg.Lease, prior: map[uint64][]reconcile.Witness{}, batches: map[uint64]batchRef{}}
 }

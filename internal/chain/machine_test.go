@@ -732,7 +732,7 @@ func TestStateNames(t *testing.T) {
 		seen[name] = true
 	}
 	require.Equal(t, "State(200)", chain.State(200).String())
-	m := chain.New(chain.Config{Key: key, PollInterval: time.Second, ParkCheckInterval: time.Second, StoreBackoff: time.Second})
+	m := chain.New(chain.Config{Key: key, MaxPagesInFlight: 1, PollInterval: time.Second, ParkCheckInterval: time.Second, StoreBackoff: time.Second})
 	require.Equal(t, chain.StateNew, m.State())
 	m.Step(chain.Start{})
 	require.Equal(t, chain.StateLoading, m.State())
@@ -740,4 +740,18 @@ func TestStateNames(t *testing.T) {
 	require.IsType(t, chain.Load{}, call)
 	m.Step(chain.Stop{})
 	require.Equal(t, chain.StateStopped, m.State())
+}
+
+// A machine is never built with fewer than one page in flight: the input
+// refuses such a max_pages_in_flight at config, and New asserts it instead
+// of running with another value than the one configured.
+func TestNewAssertsPagesInFlight(t *testing.T) {
+	for _, n := range []int{0, -1} {
+		require.PanicsWithValue(t, fmt.Sprintf("chain.New: MaxPagesInFlight must be at least 1, got %d", n), func() {
+			chain.New(chain.Config{Key: key, MaxPagesInFlight: n, PollInterval: time.Second, ParkCheckInterval: time.Second, StoreBackoff: time.Second})
+		})
+	}
+	require.NotPanics(t, func() {
+		chain.New(chain.Config{Key: key, MaxPagesInFlight: 1, PollInterval: time.Second, ParkCheckInterval: time.Second, StoreBackoff: time.Second})
+	})
 }
