@@ -33,6 +33,7 @@ import (
 	"github.com/tidemark/tidemark/internal/frontierrec"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/storeconfig"
+	"github.com/tidemark/tidemark/provider"
 )
 
 const (
@@ -151,7 +152,7 @@ type frontierProcessor struct {
 	prev *frontier.Tracker
 	// bases is each partition's watermark finality basis, as its stored
 	// checkpoint records it.
-	bases map[string]string
+	bases map[string]provider.Basis
 	sub   *feed.Subscription
 	// records brings the records this process's publisher writes.
 	records     *feed.RecordSubscription
@@ -173,7 +174,7 @@ func NewView(cfg ViewConfig, st store.Store, closeSt func(context.Context) error
 		return nil, errors.New("partition_frontier: refresh_interval must be positive")
 	}
 	p := &frontierProcessor{
-		cfg: cfg, st: st, closeSt: closeSt, bases: map[string]string{}, owners: map[string]string{},
+		cfg: cfg, st: st, closeSt: closeSt, bases: map[string]provider.Basis{}, owners: map[string]string{},
 		members:   store.NewMembershipCache(st, cfg.Scope),
 		published: store.NewFrontierCache(st, cfg.Scope),
 	}

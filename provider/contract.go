@@ -3,7 +3,6 @@ package provider
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/tidemark/tidemark/internal/coord"
@@ -375,26 +374,22 @@ func (c Contract) validateFinality() error {
 	return nil
 }
 
-// Basis names the finality of a watermark of kind k written under c, as
-// status and the frontier's reason show it: "source", "append_only_writer
-// assertion", "lag 5m0s" (a duration for timestamps, units otherwise), or
-// "" under FinalityNone.
-func (c Contract) Basis(k coord.Kind) string {
-	switch c.EffectiveFinality() {
-	case FinalitySource:
-		return "source"
-	case FinalityAppendOnlyWriter:
-		return "append_only_writer assertion"
+// Basis is the finality a watermark of kind k written under c rests on
+// (its text, as status and the frontier's reason show it: "source",
+// "append_only_writer assertion", "lag 5m0s", a duration for timestamps and
+// units otherwise, "reread lag 5m0s" under a re-read window); the zero
+// Basis under FinalityNone.
+func (c Contract) Basis(k coord.Kind) Basis {
+	switch f := c.EffectiveFinality(); f {
+	case FinalitySource, FinalityAppendOnlyWriter:
+		return Basis{Finality: f}
 	case FinalityLag:
 		if c.RereadWindow > 0 {
-			return "reread " + c.lagText(c.RereadWindow, k)
+			return Basis{Finality: f, Lag: c.RereadWindow, Timestamp: k == coord.KindTimestamp, Reread: true}
 		}
-		if k == coord.KindTimestamp {
-			return "lag " + time.Duration(c.FinalityLag).String()
-		}
-		return "lag " + strconv.FormatInt(c.FinalityLag, 10)
+		return Basis{Finality: f, Lag: c.FinalityLag, Timestamp: k == coord.KindTimestamp}
 	}
-	return ""
+	return Basis{}
 }
 
 // Final is what a response's CompleteThrough may become under a contract's
@@ -403,9 +398,9 @@ type Final struct {
 	// Watermark is what a promotion may write as the partition's durable
 	// watermark (zero: nothing).
 	Watermark coord.Watermark
-	// Basis names the finality it rests on (Contract.Basis); "" when
+	// Basis is the finality it rests on (Contract.Basis); zero when
 	// Watermark is zero.
-	Basis string
+	Basis Basis
 	// Reason says why the complete-through is not final ("" when it is,
 	// or when there is none).
 	Reason string

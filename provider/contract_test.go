@@ -71,7 +71,7 @@ func TestFinalTurnsACompleteThroughIntoTheWatermarkAPromotionMayWrite(t *testing
 		t.Run(tc.name, func(t *testing.T) {
 			f := tc.c.Final(tc.ct)
 			assert.Equal(t, tc.want, f.Watermark)
-			assert.Equal(t, tc.basis, f.Basis)
+			assert.Equal(t, tc.basis, f.Basis.String())
 			if tc.reason == "" {
 				assert.Empty(t, f.Reason)
 			} else {

@@ -50,9 +50,9 @@ func TestValidateRefusesAReReadWindowItCannotKeep(t *testing.T) {
 // positions' units.
 func TestRereadBasisNamesTheWindow(t *testing.T) {
 	c := Contract{Finality: FinalityLag, FinalityLag: 60, RereadWindow: 100}
-	assert.Equal(t, "reread lag 100", c.Basis(coord.KindInteger))
+	assert.Equal(t, "reread lag 100", c.Basis(coord.KindInteger).String())
 	c = Contract{Finality: FinalityLag, FinalityLag: int64(time.Minute), RereadWindow: int64(5 * time.Minute)}
-	assert.Equal(t, "reread lag 5m0s", c.Basis(coord.KindTimestamp))
+	assert.Equal(t, "reread lag 5m0s", c.Basis(coord.KindTimestamp).String())
 	c.RereadWindow = 0
-	assert.Equal(t, "lag 1m0s", c.Basis(coord.KindTimestamp))
+	assert.Equal(t, "lag 1m0s", c.Basis(coord.KindTimestamp).String())
 }

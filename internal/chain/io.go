@@ -574,11 +574,11 @@ func positions(evs []reconcile.EventWitness) string {
 
 // basisNote renders a watermark's finality basis when it is not the
 // source's own certification (the common case, left unsaid): " (lag 1)".
-func basisNote(f string) string {
-	if f == "" || f == "source" {
+func basisNote(f reconcile.Basis) string {
+	if f.IsZero() || f.Certified() {
 		return ""
 	}
-	return " (" + f + ")"
+	return " (" + f.String() + ")"
 }
 
 // DescribeCheckpoint renders a checkpoint on one line.

@@ -133,7 +133,7 @@ func ReadStatus(ctx context.Context, st store.Store, scope string) (Status, erro
 			s.Frontier = &v
 		}
 		s.HeldBy, s.Reason = snap.HeldBy, snap.Reason
-		bases := map[string]string{}
+		bases := map[string]reconcile.Basis{}
 		for _, cp := range cps {
 			bases[cp.Partition] = cp.Finality
 		}
@@ -161,7 +161,7 @@ func ReadStatus(ctx context.Context, st store.Store, scope string) (Status, erro
 	}
 	for _, cp := range cps {
 		ps := PartitionStatus{
-			Partition: cp.Partition, Generation: cp.Generation, Watermark: cp.Watermark.String(), Finality: cp.Finality,
+			Partition: cp.Partition, Generation: cp.Generation, Watermark: cp.Watermark.String(), Finality: cp.Finality.String(),
 			CursorHash: cursorHash(cp.Cursor), PromotedWitness: cp.PromotedWitness,
 			Parked: cp.Parked, Complete: cp.Complete, LeaseOwner: cp.Lease.Owner, LeaseCounter: cp.Lease.Counter,
 			Member:      members[cp.Partition],

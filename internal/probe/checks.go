@@ -98,7 +98,7 @@ func finality(d Declared) provider.Finality {
 
 func finalityValue(d Declared) string {
 	if f := finality(d); f == provider.FinalityLag {
-		return f.String() + " (" + d.Contract.Basis(d.Coordinate) + ")"
+		return f.String() + " (" + d.Contract.Basis(d.Coordinate).String() + ")"
 	}
 	return finality(d).String()
 }

@@ -25,4 +25,6 @@ type (
 	Pagination = provider.Pagination
 	// Final is what a CompleteThrough may become under a contract.
 	Final = provider.Final
+	// Basis is what a durable watermark's finality rests on.
+	Basis = provider.Basis
 )

@@ -40,13 +40,13 @@ func TestPromotionWritesTheFinalWatermarkWithItsBasis(t *testing.T) {
 		name   string
 		c      Contract
 		want   coord.Watermark
-		basis  string
+		basis  Basis
 		reason string
 	}{
-		{"none: the complete-through stays in the witness", with(dense, func(c *Contract) { c.Finality = provider.FinalityNone }), coord.Watermark{}, "", "complete-through 501 is recorded but not final"},
-		{"source", dense, coord.Integer(501), "source", ""},
-		{"append-only writer", with(dense, func(c *Contract) { c.Finality = provider.FinalityAppendOnlyWriter }), coord.Integer(501), "append_only_writer assertion", ""},
-		{"lag", with(dense, func(c *Contract) { c.Finality, c.FinalityLag = provider.FinalityLag, 10 }), coord.Integer(491), "lag 10", ""},
+		{"none: the complete-through stays in the witness", with(dense, func(c *Contract) { c.Finality = provider.FinalityNone }), coord.Watermark{}, Basis{}, "complete-through 501 is recorded but not final"},
+		{"source", dense, coord.Integer(501), Basis{Finality: provider.FinalitySource}, ""},
+		{"append-only writer", with(dense, func(c *Contract) { c.Finality = provider.FinalityAppendOnlyWriter }), coord.Integer(501), Basis{Finality: provider.FinalityAppendOnlyWriter}, ""},
+		{"lag", with(dense, func(c *Contract) { c.Finality, c.FinalityLag = provider.FinalityLag, 10 }), coord.Integer(491), Basis{Finality: provider.FinalityLag, Lag: 10}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := acked(build(t, tc.c, "C41", 9, "a1", r), 1)
