@@ -332,14 +332,7 @@ func (f Finality) String() string {
 }
 
 // ParseFinality reads a Finality from its String form.
-func ParseFinality(s string) (Finality, error) {
-	for f := FinalityNone; f <= FinalityLag; f++ {
-		if finalityNames[f] == s {
-			return f, nil
-		}
-	}
-	return 0, fmt.Errorf("%w: finality %q is not one of none, source, append_only_writer, lag", ErrInvalidContract, s)
-}
+func ParseFinality(s string) (Finality, error) { return parseEnum("finality", s, Finalities()) }
 
 // EffectiveFinality is the declared finality (FinalityNone when unset).
 func (c Contract) EffectiveFinality() Finality {

@@ -566,12 +566,7 @@ func FromParsed(conf *service.ParsedConfig, res *service.Resources, logger *serv
 	if err != nil {
 		return nil, err
 	}
-	switch missing {
-	case provider.MissingSuccessorPoll.String():
-		c.Contract.MissingSuccessor = provider.MissingSuccessorPoll
-	case provider.MissingSuccessorEndsTraversal.String():
-		c.Contract.MissingSuccessor = provider.MissingSuccessorEndsTraversal
-	default:
+	if c.Contract.MissingSuccessor, err = provider.ParseMissingSuccessor(missing); err != nil {
 		return nil, fmt.Errorf("httpprovider: contract.missing_successor: unknown value %q (want poll or end_of_traversal)", missing)
 	}
 	kind, err := cc.FieldString(hpFieldCoordinate)
@@ -761,28 +756,22 @@ func firstPositionFromParsed(cc *service.ParsedConfig, c *Config) error {
 }
 
 func parseEmptyPage(s string) (provider.EmptyPage, error) {
-	for _, e := range []provider.EmptyPage{provider.EmptyNoEvidence, provider.EmptyEndOfData, provider.EmptyFinalThroughWatermark, provider.EmptyFollowsSuccessor} {
-		if e.String() == s {
-			return e, nil
-		}
+	if e, err := provider.ParseEmptyPage(s); err == nil {
+		return e, nil
 	}
 	return 0, fmt.Errorf("httpprovider: contract.empty_page: unknown value %q (want no_evidence, end_of_data, final_through_watermark or follow_successor)", s)
 }
 
 func parsePagination(s string) (provider.Pagination, error) {
-	for _, p := range []provider.Pagination{provider.PaginationToken, provider.PaginationKeyset, provider.PaginationOffset} {
-		if p.String() == s {
-			return p, nil
-		}
+	if p, err := provider.ParsePagination(s); err == nil {
+		return p, nil
 	}
 	return 0, fmt.Errorf("httpprovider: contract.pagination: unknown value %q (want token, keyset or offset)", s)
 }
 
 func parseRecovery(s string) (provider.Recovery, error) {
-	for _, r := range []provider.Recovery{provider.RecoveryPark, provider.RecoveryRestartFromBoundary, provider.RecoveryFreshSnapshot} {
-		if r.String() == s {
-			return r, nil
-		}
+	if r, err := provider.ParseRecovery(s); err == nil {
+		return r, nil
 	}
 	return 0, fmt.Errorf("httpprovider: contract.recovery: unknown value %q (want park, restart_from_boundary or fresh_snapshot)", s)
 }
@@ -793,14 +782,14 @@ func parseRecovery(s string) (provider.Recovery, error) {
 func contractEnums() [][2]any {
 	kinds := []string{coord.KindInteger.String(), coord.KindDecimal.String(), coord.KindTimestamp.String(), coord.KindString.String()}
 	return [][2]any{
-		{hpFieldEmptyPage, []string{provider.EmptyNoEvidence.String(), provider.EmptyEndOfData.String(), provider.EmptyFinalThroughWatermark.String(), provider.EmptyFollowsSuccessor.String()}},
+		{hpFieldEmptyPage, provider.Names(provider.EmptyPages())},
 		{hpFieldPositions, []string{positionsUnordered, positionsOrdered, positionsDense}},
-		{hpFieldMissingSuccessor, []string{provider.MissingSuccessorPoll.String(), provider.MissingSuccessorEndsTraversal.String()}},
+		{hpFieldMissingSuccessor, provider.Names(provider.MissingSuccessors())},
 		{hpFieldCoordinate, kinds},
 		{hpFieldPositionType, kinds},
-		{hpFieldRecovery, []string{provider.RecoveryPark.String(), provider.RecoveryRestartFromBoundary.String(), provider.RecoveryFreshSnapshot.String()}},
-		{hpFieldFinality, []string{provider.FinalityNone.String(), provider.FinalitySource.String(), provider.FinalityAppendOnlyWriter.String(), provider.FinalityLag.String()}},
-		{hpFieldPagination, []string{provider.PaginationToken.String(), provider.PaginationKeyset.String(), provider.PaginationOffset.String()}},
+		{hpFieldRecovery, provider.Names(provider.Recoveries())},
+		{hpFieldFinality, provider.Names(provider.Finalities())},
+		{hpFieldPagination, provider.Names(provider.Paginations())},
 	}
 }
 
