@@ -6,8 +6,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/tidemark/tidemark/internal/coord"
 )
 
 // A Basis is typed from the contract to the stores: every basis a contract
@@ -16,19 +14,19 @@ import (
 func TestBasisTextReadsBackAsTheSameValue(t *testing.T) {
 	for _, tc := range []struct {
 		c    Contract
-		k    coord.Kind
+		k    Kind
 		text string
 	}{
-		{Contract{Finality: FinalityNone}, coord.KindInteger, ""},
-		{Contract{}, coord.KindInteger, ""},
-		{Contract{Finality: FinalitySource}, coord.KindInteger, "source"},
-		{Contract{Finality: FinalityAppendOnlyWriter}, coord.KindString, "append_only_writer assertion"},
-		{Contract{Finality: FinalityLag, FinalityLag: 5}, coord.KindInteger, "lag 5"},
-		{Contract{Finality: FinalityLag, FinalityLag: 5}, coord.KindDecimal, "lag 5"},
-		{Contract{Finality: FinalityLag, FinalityLag: int64(5 * time.Minute)}, coord.KindTimestamp, "lag 5m0s"},
-		{Contract{Finality: FinalityLag, FinalityLag: 7}, coord.KindTimestamp, "lag 7ns"},
-		{Contract{Finality: FinalityLag, FinalityLag: 1, RereadWindow: 100}, coord.KindInteger, "reread lag 100"},
-		{Contract{Finality: FinalityLag, FinalityLag: 1, RereadWindow: int64(time.Hour)}, coord.KindTimestamp, "reread lag 1h0m0s"},
+		{Contract{Finality: FinalityNone}, KindInteger, ""},
+		{Contract{}, KindInteger, ""},
+		{Contract{Finality: FinalitySource}, KindInteger, "source"},
+		{Contract{Finality: FinalityAppendOnlyWriter}, KindString, "append_only_writer assertion"},
+		{Contract{Finality: FinalityLag, FinalityLag: 5}, KindInteger, "lag 5"},
+		{Contract{Finality: FinalityLag, FinalityLag: 5}, KindDecimal, "lag 5"},
+		{Contract{Finality: FinalityLag, FinalityLag: int64(5 * time.Minute)}, KindTimestamp, "lag 5m0s"},
+		{Contract{Finality: FinalityLag, FinalityLag: 7}, KindTimestamp, "lag 7ns"},
+		{Contract{Finality: FinalityLag, FinalityLag: 1, RereadWindow: 100}, KindInteger, "reread lag 100"},
+		{Contract{Finality: FinalityLag, FinalityLag: 1, RereadWindow: int64(time.Hour)}, KindTimestamp, "reread lag 1h0m0s"},
 	} {
 		t.Run(tc.text, func(t *testing.T) {
 			b := tc.c.Basis(tc.k)

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/tidemark/tidemark/internal/coord"
 )
 
 // The contract a provider declares: what its responses prove. The
@@ -133,10 +131,10 @@ type Contract struct {
 	// across a partition's pages.
 	OrderedPositions bool
 	// PositionKind is the kind every event position of the partition has
-	// (coord.KindInteger when zero). A response with a position of another
+	// (KindInteger when zero). A response with a position of another
 	// kind is a bad response. DensePositions needs a kind with successor
 	// arithmetic (integer or decimal).
-	PositionKind coord.Kind
+	PositionKind Kind
 	// DensePositions: positions are consecutive integers (each event's
 	// position is the previous one + 1), so "the next required position" is
 	// known. Implies OrderedPositions.
@@ -151,7 +149,7 @@ type Contract struct {
 	// below it is a gap, handled per Recovery like any coverage rule (b)
 	// gap (docs/design.md#contract-fields). Of the kind
 	// EffectivePositionKind (integer or decimal).
-	FirstPosition coord.Position
+	FirstPosition Position
 	// ExclusiveBoundary: the provider resumes strictly after the durable
 	// applied boundary. Omissions at or below the boundary are never a gap
 	// either way; with ExclusiveBoundary an event at or below it that a
@@ -372,54 +370,17 @@ func (c Contract) validateFinality() error {
 // "append_only_writer assertion", "lag 5m0s", a duration for timestamps and
 // units otherwise, "reread lag 5m0s" under a re-read window); the zero
 // Basis under FinalityNone.
-func (c Contract) Basis(k coord.Kind) Basis {
+func (c Contract) Basis(k Kind) Basis {
 	switch f := c.EffectiveFinality(); f {
 	case FinalitySource, FinalityAppendOnlyWriter:
 		return Basis{Finality: f}
 	case FinalityLag:
 		if c.RereadWindow > 0 {
-			return Basis{Finality: f, Lag: c.RereadWindow, Timestamp: k == coord.KindTimestamp, Reread: true}
+			return Basis{Finality: f, Lag: c.RereadWindow, Timestamp: k == KindTimestamp, Reread: true}
 		}
-		return Basis{Finality: f, Lag: c.FinalityLag, Timestamp: k == coord.KindTimestamp}
+		return Basis{Finality: f, Lag: c.FinalityLag, Timestamp: k == KindTimestamp}
 	}
 	return Basis{}
-}
-
-// Final is what a response's CompleteThrough may become under a contract's
-// finality.
-type Final struct {
-	// Watermark is what a promotion may write as the partition's durable
-	// watermark (zero: nothing).
-	Watermark coord.Watermark
-	// Basis is the finality it rests on (Contract.Basis); zero when
-	// Watermark is zero.
-	Basis Basis
-	// Reason says why the complete-through is not final ("" when it is,
-	// or when there is none).
-	Reason string
-}
-
-// Final turns a response's CompleteThrough ct into the watermark a
-// promotion may write: ct itself under FinalitySource and
-// FinalityAppendOnlyWriter, ct minus the lag under FinalityLag (nothing when
-// the watermark's kind has no arithmetic or the lag falls below its range),
-// and nothing under FinalityNone: the complete-through stays in the witness
-// only.
-func (c Contract) Final(ct coord.Watermark) Final {
-	if ct.IsZero() {
-		return Final{}
-	}
-	switch f := c.EffectiveFinality(); f {
-	case FinalitySource, FinalityAppendOnlyWriter:
-		return Final{Watermark: ct, Basis: c.Basis(ct.Kind)}
-	case FinalityLag:
-		if w, ok := ct.Minus(c.FinalityLag); ok {
-			return Final{Watermark: w, Basis: c.Basis(ct.Kind)}
-		}
-		return Final{Reason: fmt.Sprintf("complete-through %s less the finality %s is not a %s watermark: nothing is final", ct, c.Basis(ct.Kind), ct.Kind)}
-	default:
-		return Final{Reason: fmt.Sprintf("complete-through %s is recorded but not final: the contract declares no finality (finality %s)", ct, f)}
-	}
 }
 
 // Validate reports a contract the core cannot use: an EmptyPage that is not
@@ -461,7 +422,7 @@ func (c Contract) validateFirstPosition() error {
 		return fmt.Errorf("%w: a first position (origin %s) needs dense positions: only they say that nothing lies between the origin and the first event", ErrInvalidContract, p)
 	case p.Kind != c.EffectivePositionKind():
 		return fmt.Errorf("%w: the first position (origin %s) is a %s position, the positions are %s", ErrInvalidContract, p, p.Kind, c.EffectivePositionKind())
-	case !coord.HasSuccessorArithmetic(p.Kind):
+	case !HasSuccessorArithmetic(p.Kind):
 		return fmt.Errorf("%w: a first position needs integer or decimal positions, not %s", ErrInvalidContract, p.Kind)
 	}
 	return nil
@@ -477,9 +438,9 @@ func (c Contract) Ordered() bool { return c.OrderedPositions || c.DensePositions
 
 // EffectivePositionKind is the declared kind of positions (integer when
 // unset).
-func (c Contract) EffectivePositionKind() coord.Kind {
-	if c.PositionKind == coord.KindNone {
-		return coord.KindInteger
+func (c Contract) EffectivePositionKind() Kind {
+	if c.PositionKind == KindNone {
+		return KindInteger
 	}
 	return c.PositionKind
 }
@@ -488,11 +449,11 @@ func (c Contract) EffectivePositionKind() coord.Kind {
 func (c Contract) ValidPositionKind() error {
 	k := c.EffectivePositionKind()
 	switch k {
-	case coord.KindInteger, coord.KindDecimal, coord.KindTimestamp, coord.KindString:
+	case KindInteger, KindDecimal, KindTimestamp, KindString:
 	default:
 		return fmt.Errorf("%w: unknown position kind %s", ErrInvalidContract, k)
 	}
-	if c.DensePositions && !coord.HasSuccessorArithmetic(k) {
+	if c.DensePositions && !HasSuccessorArithmetic(k) {
 		return fmt.Errorf("%w: dense positions need integer or decimal positions, not %s", ErrInvalidContract, k)
 	}
 	return nil

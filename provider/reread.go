@@ -2,8 +2,6 @@ package provider
 
 import (
 	"fmt"
-
-	"github.com/tidemark/tidemark/internal/coord"
 )
 
 // Rereads reports whether c declares a re-read window.
@@ -30,7 +28,7 @@ func (c Contract) validateReread() error {
 		}
 		return nil
 	}
-	if k := c.EffectivePositionKind(); k != coord.KindInteger && k != coord.KindTimestamp {
+	if k := c.EffectivePositionKind(); k != KindInteger && k != KindTimestamp {
 		return fmt.Errorf("%w: a re-read window needs integer or timestamp positions (a window is subtracted from the applied position), not %s", ErrInvalidContract, k)
 	}
 	if c.Pagination == PaginationOffset {

@@ -135,8 +135,8 @@ type page struct {
 	fromGen    uint64
 	w          reconcile.Witness
 	v          verdict
-	events     []provider.Event // the response's events (ids, payloads)
-	bytes      int64            // what the page holds: ids, payloads, cursors (PageBytes)
+	events     []reconcile.Event // the response's events (ids, payloads)
+	bytes      int64             // what the page holds: ids, payloads, cursors (PageBytes)
 	decision   reconcile.Promotion
 	// coalesced are the pages after this one promoted with it in one
 	// write (coalesce.go); set when its promotion is built.
@@ -662,7 +662,7 @@ func (m *Machine) TrackedBytes() int64 {
 // PageBytes estimates the memory one response holds while its page is in
 // the chain: its events' ids and payloads, its cursors and marker, and a
 // fixed overhead per event.
-func PageBytes(r provider.Response) int64 {
+func PageBytes(r reconcile.Response) int64 {
 	// The event, its witness and the driver's message with its metadata
 	// (about ten entries): measured with the binary at about 1 KiB of live
 	// heap per event of a small payload.
@@ -1073,7 +1073,7 @@ func (m *Machine) onReconciled(f *fetchRec, r Fetched, v verdict, recoverWith Pa
 		for _, e := range pg.w.Events {
 			m.tail.applied, m.tail.hasApplied = coord.MaxPosition(e.Position, m.tail.applied), true
 		}
-		if ct := m.cfg.Contract.Final(pg.w.CompleteThrough).Watermark; !ct.IsZero() && !v.followOnly && (m.tail.wm.IsZero() || m.tail.wm.Less(ct)) {
+		if ct := reconcile.FinalOf(m.cfg.Contract, pg.w.CompleteThrough).Watermark; !ct.IsZero() && !v.followOnly && (m.tail.wm.IsZero() || m.tail.wm.Less(ct)) {
 			m.tail.wm = ct
 		}
 		m.maybeFetch()

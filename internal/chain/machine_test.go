@@ -278,7 +278,7 @@ func (h *harness) config(d *datadriven.TestData) {
 		case "covers":
 			c.WatermarkCoversPositions = true
 		case "origin":
-			c.FirstPosition = coord.IntPosition(num(d, h.t, val))
+			c.FirstPosition = provider.IntPosition(num(d, h.t, val))
 		case "finality":
 			f, err := provider.ParseFinality(val)
 			if err != nil {
@@ -510,8 +510,8 @@ func (h *harness) seedWitness(d *datadriven.TestData, kv map[string]string) {
 }
 
 // response parses the response syntax.
-func (h *harness) response(d *datadriven.TestData, s string) provider.Response {
-	var r provider.Response
+func (h *harness) response(d *datadriven.TestData, s string) reconcile.Response {
+	var r reconcile.Response
 	for _, tok := range strings.Fields(s) {
 		k, v, isKV := strings.Cut(tok, "=")
 		switch {
@@ -536,7 +536,7 @@ func (h *harness) response(d *datadriven.TestData, s string) provider.Response {
 			if !hasPayload {
 				payload = "payload of " + id
 			}
-			r.Events = append(r.Events, provider.Event{ID: id, Position: coord.IntPosition(num(d, h.t, pos)), Payload: []byte(payload)})
+			r.Events = append(r.Events, reconcile.Event{ID: id, Position: coord.IntPosition(num(d, h.t, pos)), Payload: []byte(payload)})
 		}
 	}
 	return r

@@ -76,7 +76,7 @@ type Completion struct {
 // otherwise its witness stays pending. A seal flag or the absence of events
 // is never evidence.
 func CanPromote(c Contract, w Witness) Completion {
-	fin := c.Final(w.CompleteThrough)
+	fin := FinalOf(c, w.CompleteThrough)
 	comp := Completion{Watermark: fin.Watermark, Basis: fin.Basis, NotFinal: fin.Reason}
 	if c.OffsetUnproven {
 		// No completeness is claimed (Build records no watermark either).

@@ -11,6 +11,7 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/sdkcoord"
 	"github.com/tidemark/tidemark/provider"
 )
 
@@ -581,7 +582,9 @@ func FromParsed(conf *service.ParsedConfig, res *service.Resources, logger *serv
 		if err != nil {
 			return nil, err
 		}
-		if c.Contract.PositionKind, err = coord.ParseKind(pk); err != nil {
+		pkind, err := coord.ParseKind(pk)
+		c.Contract.PositionKind = sdkcoord.SDKKind(pkind)
+		if err != nil {
 			return nil, fmt.Errorf("httpprovider: contract.position_type: %w", err)
 		}
 	}
@@ -707,7 +710,7 @@ func rereadFromParsed(cc *service.ParsedConfig, c *Config) error {
 	if err != nil {
 		return err
 	}
-	switch k := c.Contract.EffectivePositionKind(); k {
+	switch k := sdkcoord.Kind(c.Contract.EffectivePositionKind()); k {
 	case coord.KindTimestamp:
 		d, err := time.ParseDuration(strings.TrimSpace(s))
 		if err != nil || d <= 0 {
@@ -742,16 +745,18 @@ func firstPositionFromParsed(cc *service.ParsedConfig, c *Config) error {
 	if err != nil {
 		return err
 	}
-	k := c.Contract.PositionKind
+	k := sdkcoord.Kind(c.Contract.PositionKind)
 	if k == coord.KindNone {
 		k = defaultPositionKind(c.Coordinate)
 	}
 	if !coord.HasSuccessorArithmetic(k) {
 		return fmt.Errorf("httpprovider: contract.first_position needs dense integer or decimal positions, not %s positions", k)
 	}
-	if c.Contract.FirstPosition, err = coord.ParsePosition(k, strings.TrimSpace(s)); err != nil {
+	first, err := coord.ParsePosition(k, strings.TrimSpace(s))
+	if err != nil {
 		return fmt.Errorf("httpprovider: contract.first_position: %q is not a %s position: %w", s, k, err)
 	}
+	c.Contract.FirstPosition = sdkcoord.SDKPosition(first)
 	return nil
 }
 
