@@ -141,7 +141,7 @@ type ViewConfig struct {
 // whichever instance holds the partition.
 type frontierProcessor struct {
 	cfg     ViewConfig
-	st      store.Store
+	st      store.ScopeProgress
 	closeSt func(context.Context) error
 
 	mu         sync.Mutex
@@ -166,7 +166,7 @@ type frontierProcessor struct {
 
 // NewView builds the processor from its parts (the Benthos constructor
 // and tests).
-func NewView(cfg ViewConfig, st store.Store, closeSt func(context.Context) error) (*frontierProcessor, error) {
+func NewView(cfg ViewConfig, st store.ScopeProgress, closeSt func(context.Context) error) (*frontierProcessor, error) {
 	if cfg.Scope == "" {
 		return nil, errors.New("partition_frontier: scope must not be empty")
 	}

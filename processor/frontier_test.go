@@ -122,7 +122,7 @@ checkpoint: { backend: memory }
 	require.NoError(t, err)
 	require.Same(t, p1.st, p2.st, "backend: memory is the process-wide store")
 
-	w := writer{t: t, st: p1.st, scope: scope}
+	w := writer{t: t, st: p1.st.(store.Store), scope: scope}
 	w.create("a")
 	w.create("b")
 	w.promote("a", 7)

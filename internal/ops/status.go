@@ -99,8 +99,15 @@ type Status struct {
 	MembershipRepairs []store.RepairEntry `json:"membership_repairs,omitempty"`
 }
 
+// StatusStore is what status reads: the scope's checkpoints and records,
+// and the witnesses of each partition's current generation.
+type StatusStore interface {
+	store.ScopeProgress
+	store.WitnessStore
+}
+
 // ReadStatus reads the durable state of a scope.
-func ReadStatus(ctx context.Context, st store.Store, scope string) (Status, error) {
+func ReadStatus(ctx context.Context, st StatusStore, scope string) (Status, error) {
 	s := Status{Scope: scope, Vector: map[string]string{}}
 	cps, err := st.ListCheckpoints(ctx, scope)
 	if err != nil {

@@ -243,7 +243,7 @@ func IsSealedCursor(stored []byte) bool { return bytes.HasPrefix(stored, sealMag
 
 // IsEncrypted reports whether s encrypts cursors (it is, or wraps, a store
 // returned by Encrypted).
-func IsEncrypted(s Store) bool {
+func IsEncrypted(s any) bool {
 	for s != nil {
 		if e, ok := s.(*encryptedStore); ok {
 			return e.c.active != ""

@@ -269,7 +269,7 @@ type Frontier struct {
 	Version uint64
 }
 
-// Store is the durable state of tidemark: the four roles below, each a
+// Store is the durable state of tidemark: the five roles below, each a
 // port of its own so that a component can ask for only the role it uses.
 // Implementations are safe for concurrent use. Errors other than the
 // sentinels below are transport failures after bounded retries; the caller
