@@ -34,6 +34,8 @@ var core = []struct {
 	{dir: "internal/coord"},
 	{dir: "internal/store"},
 	{dir: "internal/redact"},
+	// The boundary between the SDK's coordinates and the core's.
+	{dir: "internal/sdkcoord"},
 	// The provider SDK's port, values and contract (not its registry,
 	// provider/registry, which is Benthos' edge).
 	{dir: "provider"},
