@@ -104,7 +104,7 @@ func inputConfig(s runSpec, names []string) input.Config {
 			CoalescePromotions: true,
 			EmitBeforeCheck:    s.EmitBeforeCheck,
 		},
-		FrontierPublishInterval: time.Second,
+		FrontierPublishInterval: 50 * time.Millisecond,
 	}
 }
 

@@ -58,8 +58,10 @@ type Config struct {
 	// long, the input ends and the run fails (runstatus) listing the park
 	// reasons. 0: parks never end the input.
 	ExitWhenParkedGrace time.Duration
-	// FrontierPublishInterval is how often the published frontier record
-	// is advanced (0: never).
+	// FrontierPublishInterval is the shortest time between two
+	// publications of the frontier record by this instance: a promotion
+	// is published at once when the last one is older (publish.Pacer;
+	// 0: never).
 	FrontierPublishInterval time.Duration
 	// Leases, when set, shares the partitions with the other instances
 	// of the scope through leases (lease.go); nil: this instance reads
@@ -184,7 +186,11 @@ type paginatedInput struct {
 	attemptSeq atomic.Uint64
 	// epochNow is the membership epoch stamped on messages: the epoch read
 	// at Connect, then every newer epoch the frontier publisher reads.
-	epochNow    atomic.Uint64
+	epochNow atomic.Uint64
+	// epochWake holds one token when a newer epoch was adopted since the
+	// frontier publisher last looked (it publishes the new epoch's record
+	// at once).
+	epochWake   chan struct{}
 	attemptBase string
 	started     bool
 	leases      *leasing.Manager // nil without leases
@@ -219,6 +225,7 @@ func New(cfg Config, prov provider.Provider, st store.Store, closeStore func(con
 		allDone:     make(chan struct{}),
 		workers:     map[string]context.CancelFunc{},
 		checkEvery:  membershipCheckInterval,
+		epochWake:   make(chan struct{}, 1),
 		completed:   map[string]bool{},
 		parked:      map[string]string{},
 		pruned:      map[string]*chain.Pruning{},

@@ -418,7 +418,7 @@ func (p *partition) perform(ctx context.Context, acts []chain.Action) {
 // the worker.
 func (p *partition) call(ctx context.Context, a chain.Action, do func()) bool {
 	switch a.(type) {
-	case chain.Load, chain.WaitUnparked, chain.Promote, chain.Resolve, chain.Park, chain.Reincarnate:
+	case chain.Load, chain.WaitUnparked, chain.Promote, chain.Resolve, chain.Park, chain.NoteFailure, chain.Reincarnate:
 	default:
 		do()
 		return true
@@ -491,6 +491,15 @@ func (s redactingStore) SetParked(ctx context.Context, k store.Key, cursor []byt
 		reason = s.red.Apply(reason)
 	}
 	return s.Store.SetParked(ctx, k, cursor, generation, lease, reason)
+}
+
+// NoteFailure redacts the failure note as SetParked redacts a park reason.
+func (s redactingStore) NoteFailure(ctx context.Context, k store.Key, cursor []byte, generation uint64, lease store.Lease, note string) (store.Checkpoint, error) {
+	if note != "" {
+		s.red.AddBytes(cursor)
+		note = s.red.Apply(note)
+	}
+	return s.Store.NoteFailure(ctx, k, cursor, generation, lease, note)
 }
 
 // startFetch fetches on its own goroutine (fetchWithRetry retries

@@ -74,7 +74,7 @@ The frontier is computed from the scope's published frontier record only (what t
 				Description("Where checkpoints come from.").
 				Default("feed").Example("store"),
 			service.NewDurationField(pfFieldRefresh).
-				Description("How often the membership epoch and the published frontier record's root (then only its shards that changed) are read from the store: two small reads when nothing changed, whatever the number of partitions.").
+				Description("How often the membership epoch and the published frontier record's root (then only its shards that changed) are read from the store: two small reads when nothing changed, whatever the number of partitions. With several instances it bounds how late the progress of partitions another instance holds is attached here (after that instance published it, within its `frontier_publish_interval`); with `source: feed` the promotions of this process's input arrive without a read, as its publisher writes them.").
 				Default("5s").Example("30s"),
 			service.NewObjectField(pfFieldCheckpoint, storeconfig.CheckpointFields()...).
 				Description("The checkpoint store of the input."),

@@ -150,6 +150,12 @@ type Resolved struct {
 	Err        error
 }
 
+// FailureNoted answers NoteFailure (store.NoteFailure).
+type FailureNoted struct {
+	Checkpoint store.Checkpoint
+	Err        error
+}
+
 // Parked answers Park (store.SetParked).
 type Parked struct {
 	Checkpoint store.Checkpoint
@@ -232,6 +238,7 @@ func (Abandoned) isInput()          {}
 func (Promoted) isInput()           {}
 func (Resolved) isInput()           {}
 func (Parked) isInput()             {}
+func (FailureNoted) isInput()       {}
 func (ParkChecked) isInput()        {}
 func (RestartCursorFound) isInput() {}
 func (IncarnationFound) isInput()   {}
@@ -335,6 +342,18 @@ type Park struct {
 	Generation uint64
 	Lease      store.Lease
 	Reason     ParkReason
+}
+
+// NoteFailure: record Note, why the partition's fetches keep failing
+// transiently, on the checkpoint (its Failing), conditional on Cursor,
+// Generation and Lease (store.NoteFailure). It is not progress. Answer:
+// FailureNoted.
+type NoteFailure struct {
+	Key        store.Key
+	Cursor     []byte
+	Generation uint64
+	Lease      store.Lease
+	Note       string
 }
 
 // WaitUnparked: read the checkpoint of a parked partition (a consistent
@@ -521,6 +540,7 @@ func (Abandon) isAction()          {}
 func (Promote) isAction()          {}
 func (Resolve) isAction()          {}
 func (Park) isAction()             {}
+func (NoteFailure) isAction()      {}
 func (WaitUnparked) isAction()     {}
 func (RestartCursor) isAction()    {}
 func (Wait) isAction()             {}
@@ -605,6 +625,9 @@ func DescribeCheckpoint(cp store.Checkpoint) string {
 	}
 	if cp.Parked != "" {
 		fmt.Fprintf(&b, " parked %q", cp.Parked)
+	}
+	if cp.Failing != "" {
+		fmt.Fprintf(&b, " failing %q", cp.Failing)
 	}
 	if cp.Lease.Owner != "" || cp.Lease.Counter != 0 {
 		fmt.Fprintf(&b, " lease %s/%d", cp.Lease.Owner, cp.Lease.Counter)
@@ -696,6 +719,13 @@ func (a Park) String() string {
 		return fmt.Sprintf("park g%d %s lease %s: %s", a.Generation, Cursor(a.Cursor), a.Lease, a.Reason)
 	}
 	return fmt.Sprintf("park g%d %s: %s", a.Generation, Cursor(a.Cursor), a.Reason)
+}
+
+func (a NoteFailure) String() string {
+	if a.Lease.Held() {
+		return fmt.Sprintf("note failure g%d %s lease %s: %s", a.Generation, Cursor(a.Cursor), a.Lease, a.Note)
+	}
+	return fmt.Sprintf("note failure g%d %s: %s", a.Generation, Cursor(a.Cursor), a.Note)
 }
 
 func (a WaitUnparked) String() string { return "check unparked " + a.Key.Partition }
@@ -845,6 +875,13 @@ func (r Resolved) String() string {
 		return "resolved: applied, " + DescribeCheckpoint(r.Checkpoint)
 	}
 	return "resolved: not applied, " + DescribeCheckpoint(r.Checkpoint)
+}
+
+func (f FailureNoted) String() string {
+	if f.Err != nil {
+		return "failure noted: " + errText(f.Err)
+	}
+	return "failure noted " + DescribeCheckpoint(f.Checkpoint)
 }
 
 func (p Parked) String() string {

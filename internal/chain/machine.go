@@ -246,7 +246,12 @@ type Machine struct {
 	// current run of restarts happened (nil: none since the last
 	// progress).
 	restartMark *store.Checkpoint
-	done        bool
+	// failing is the current run of transient fetch failures (none since
+	// the last answer), and noteDue when the next failure note may be
+	// written (failure.go).
+	failing failureRun
+	noteDue time.Time
+	done    bool
 
 	chainID   uint64
 	chain     []*page
@@ -606,6 +611,9 @@ func answers(a Action, in Input) bool {
 		return ok
 	case Park:
 		_, ok := in.(Parked)
+		return ok
+	case NoteFailure:
+		_, ok := in.(FailureNoted)
 		return ok
 	case WaitUnparked:
 		_, ok := in.(ParkChecked)
@@ -976,6 +984,7 @@ func (m *Machine) onFetched(f *fetchRec, r Fetched) {
 		m.onFetchError(f, r)
 		return
 	}
+	m.failing = failureRun{}
 	if why, ok := m.recreated(f, r.Response); ok {
 		m.onRecreated(f, r.Attempt, why)
 		return
@@ -1475,6 +1484,7 @@ func (m *Machine) onFetchError(f *fetchRec, r Fetched) {
 		// partition where it is and try again.
 		m.logf(Warn, "Partition %s: fetch of cursor %s failed, not advancing: %v", m.part(), reconcile.CursorHash(f.cursor), r.Err)
 		m.pollAt = m.now.Add(m.cfg.PollInterval)
+		m.noteFailure(f, r.Err)
 	}
 }
 

@@ -281,7 +281,7 @@ func (l *lane) leaseFenced(err error, carried store.Lease, what string) bool {
 // the lease.
 func carriesLease(a chain.Action) bool {
 	switch a.(type) {
-	case chain.Promote, chain.Resolve, chain.Park, chain.Reincarnate:
+	case chain.Promote, chain.Resolve, chain.Park, chain.NoteFailure, chain.Reincarnate:
 		return true
 	}
 	return false

@@ -45,6 +45,7 @@ const (
 	attrEpoch        = "ep"
 	attrWitnessID    = "wid"
 	attrParked       = "park"
+	attrFailing      = "fail" // S: the failure note (store.Checkpoint.Failing; absent: none)
 	attrComplete     = "done"
 	attrLeaseOwner   = "lo"
 	attrLeaseCounter = "lc"
@@ -404,6 +405,9 @@ func checkpointItem(c store.Checkpoint) item {
 	if r := store.CleanReason(c.Parked); r != "" {
 		it[attrParked] = avS(r)
 	}
+	if f := store.CleanReason(c.Failing); f != "" {
+		it[attrFailing] = avS(f)
+	}
 	if c.Complete {
 		it[attrComplete] = avBool(true)
 	}
@@ -511,6 +515,8 @@ func decodeCheckpoint(k store.Key, it item) (store.Checkpoint, error) {
 	c.PromotedWitness, err = getS(it, attrWitnessID)
 	add(err)
 	c.Parked, err = getS(it, attrParked)
+	add(err)
+	c.Failing, err = getS(it, attrFailing)
 	add(err)
 	c.Complete, err = getBool(it, attrComplete)
 	add(err)

@@ -98,6 +98,10 @@ func (h *Hub) Publish(scope, partition string, w coord.Watermark) {
 	f.latest[partition] = w
 	for s := range f.subs {
 		s.dirty[partition] = w
+		select {
+		case s.wake <- struct{}{}:
+		default: // a wake-up is pending already
+		}
 	}
 }
 
@@ -126,6 +130,9 @@ type Subscription struct {
 	hub   *Hub
 	scope string
 	dirty map[string]coord.Watermark
+	// wake holds one token when something was published since the last
+	// receive (Wake).
+	wake chan struct{}
 }
 
 // Subscribe returns a subscription whose first Drain holds every watermark
@@ -134,10 +141,19 @@ func (h *Hub) Subscribe(scope string) *Subscription {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	f := h.scope(scope)
-	s := &Subscription{hub: h, scope: scope, dirty: maps.Clone(f.latest)}
+	s := &Subscription{hub: h, scope: scope, dirty: maps.Clone(f.latest), wake: make(chan struct{}, 1)}
+	if len(s.dirty) > 0 {
+		s.wake <- struct{}{}
+	}
 	f.subs[s] = struct{}{}
 	return s
 }
+
+// Wake returns a channel that receives when a watermark was published in
+// the subscription's scope since the last receive (one token however many
+// were published: Drain them). A subscriber waits on it instead of
+// polling.
+func (s *Subscription) Wake() <-chan struct{} { return s.wake }
 
 // Drain returns the updates since the last Drain (latest value per
 // partition, in no particular order).

@@ -77,3 +77,30 @@ func TestRecordSubscriptionKeepsTheNewestRecord(t *testing.T) {
 	h.PublishRecord(store.Frontier{Scope: "s", Epoch: 3, Version: 1})
 	assert.Nil(t, sub.Latest())
 }
+
+// A subscriber waits on Wake instead of polling: one token for what was
+// published before it subscribed, one however many were published since
+// the last receive, none when nothing was.
+func TestSubscriptionWakesOnceForWhatWasPublished(t *testing.T) {
+	h := NewHub()
+	h.Publish("s", "p0", coord.Integer(1))
+	sub := h.Subscribe("s")
+	defer sub.Close()
+	woken := func() bool {
+		select {
+		case <-sub.Wake():
+			return true
+		default:
+			return false
+		}
+	}
+	require.True(t, woken(), "published before the subscription")
+	require.False(t, woken())
+	h.Publish("s", "p0", coord.Integer(2))
+	h.Publish("s", "p1", coord.Integer(3))
+	require.True(t, woken())
+	require.False(t, woken(), "one token for both")
+	require.Len(t, sub.Drain(), 2)
+	h.Publish("other", "p0", coord.Integer(4))
+	require.False(t, woken(), "another scope")
+}

@@ -81,6 +81,7 @@ func (p Promotion) Apply(c Checkpoint) Checkpoint {
 		c.Applied, c.HasApplied, c.AppliedID = p.Applied, true, p.AppliedID
 	}
 	c.Complete = p.Complete
+	c.Failing = "" // progress: the failures it noted are over
 	if p.Violations != nil {
 		c.Violations = maps.Clone(p.Violations)
 	}

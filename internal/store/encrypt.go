@@ -241,6 +241,19 @@ func KeyedDigest(k []byte, d string) string {
 // instead of hashing or comparing ciphertext as if it were a cursor.
 func IsSealedCursor(stored []byte) bool { return bytes.HasPrefix(stored, sealMagic) }
 
+// SealedKeyID returns the key id a value stored encrypted names (false
+// for a value stored in clear, or one too short to name one).
+func SealedKeyID(stored []byte) (string, bool) {
+	if !IsSealedCursor(stored) {
+		return "", false
+	}
+	rest := stored[len(sealMagic):]
+	if len(rest) < 1 || len(rest) < 1+int(rest[0]) {
+		return "", false
+	}
+	return string(rest[1 : 1+int(rest[0])]), true
+}
+
 // IsEncrypted reports whether s encrypts cursors (it is, or wraps, a store
 // returned by Encrypted).
 func IsEncrypted(s any) bool {
@@ -363,6 +376,35 @@ func (s *encryptedStore) SetParked(ctx context.Context, k Key, cursor []byte, ge
 		}
 	}
 	return s.checkpoint(cp, err)
+}
+
+func (s *encryptedStore) NoteFailure(ctx context.Context, k Key, cursor []byte, generation uint64, lease Lease, note string) (Checkpoint, error) {
+	if err := CheckCursor("cursor", cursor); err != nil {
+		return Checkpoint{}, err
+	}
+	sealed := s.c.seal(k, cursor)
+	note = s.c.keyText(note)
+	cp, err := s.Store.NoteFailure(ctx, k, sealed, generation, lease, note)
+	if errors.Is(err, ErrFenced) {
+		if stored, ok := s.storedCursor(ctx, k, cursor, generation); ok && !bytes.Equal(stored, sealed) {
+			cp, err = s.Store.NoteFailure(ctx, k, stored, generation, lease, note)
+		}
+	}
+	return s.checkpoint(cp, err)
+}
+
+// SwapMembership keys the cursor digests of the record's reason (a
+// withdrawal names the cursor of the page that showed a contract
+// violation) and of its repair log. The record is read back as stored, so
+// the frontier a publisher computes from it names the same keyed digests
+// as the published record it compares it with: keying here never makes a
+// publisher write the same frontier again. The published record is not
+// keyed itself: its reason is the membership's, read keyed, and text of
+// the frontier core that names no cursor.
+func (s *encryptedStore) SwapMembership(ctx context.Context, prevEpoch uint64, next Membership) (Membership, error) {
+	next.Reason = s.c.keyText(next.Reason)
+	next.Repairs = s.c.keyRepairs(next.Repairs)
+	return s.Store.SwapMembership(ctx, prevEpoch, next)
 }
 
 func (s *encryptedStore) Unpark(ctx context.Context, k Key, cursor []byte, generation uint64, lease Lease, repairs []RepairEntry) (Checkpoint, error) {

@@ -106,6 +106,12 @@ type Checkpoint struct {
 	PromotedWitness string
 	// Parked, when not empty, is the reason the partition stopped advancing.
 	Parked string
+	// Failing, when not empty, says why the partition's fetches keep
+	// failing transiently (it is retried for ever, never parked): the
+	// worker's note (NoteFailure), rewritten at most once a
+	// chain.FailureNoteInterval while the failures last. Any promotion
+	// clears it.
+	Failing string
 	// Complete is set by a promotion that completed the partition: the
 	// provider sealed it, or a finite traversal ended (a last page without
 	// a successor under missing_successor: end_of_traversal). It survives
@@ -320,6 +326,12 @@ type CheckpointStore interface {
 	// when it names an owner).
 	// It never changes cursor, generation or watermark.
 	SetParked(ctx context.Context, k Key, cursor []byte, generation uint64, lease Lease, reason string) (Checkpoint, error)
+	// NoteFailure sets (note != "") or clears (note == "") the failure
+	// note (Checkpoint.Failing), conditional on the stored cursor and
+	// generation (and lease, when it names an owner), as SetParked. It is
+	// not progress: it never changes cursor, generation, watermark, park
+	// or lease.
+	NoteFailure(ctx context.Context, k Key, cursor []byte, generation uint64, lease Lease, note string) (Checkpoint, error)
 	// Unpark is an operator's unpark: in one write conditional on the
 	// stored cursor, generation (and lease, when it names an owner) and on
 	// the checkpoint being parked, it clears the park reason and replaces

@@ -73,8 +73,11 @@ type SigV4 struct {
 func (c Client) validate() error {
 	if c.ProxyURL != "" {
 		u, err := url.Parse(c.ProxyURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("proxy_url %q is not an http(s) URL", c.ProxyURL)
+		if err != nil {
+			return fmt.Errorf("proxy_url is not a URL: %v", urlParseReason(err))
+		}
+		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("proxy_url %q is not an http(s) URL", u.Redacted())
 		}
 	}
 	if c.OAuth2.Enabled {
@@ -82,13 +85,23 @@ func (c Client) validate() error {
 			return errors.New("oauth2 needs token_url and client_key")
 		}
 		if _, err := url.Parse(c.OAuth2.TokenURL); err != nil {
-			return fmt.Errorf("oauth2.token_url: %v", err)
+			return fmt.Errorf("oauth2.token_url is not a URL: %v", urlParseReason(err))
 		}
 	}
 	if c.SigV4.Enabled && c.SigV4.Service == "" {
 		return errors.New("aws_sigv4 needs service (the AWS signing name, e.g. execute-api)")
 	}
 	return nil
+}
+
+// urlParseReason is why url.Parse refused a configured URL, without the
+// URL: a *url.Error quotes it whole, with any user info (a password).
+func urlParseReason(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
 }
 
 // transport is the round tripper of the provider's client.

@@ -62,6 +62,9 @@ func Do(ctx context.Context, st Store, a chain.Action) (in chain.Input, ok bool)
 	case chain.Park:
 		cp, err := st.SetParked(ctx, a.Key, a.Cursor, a.Generation, a.Lease, a.Reason.String())
 		return chain.Parked{Checkpoint: cp, Err: err}, true
+	case chain.NoteFailure:
+		cp, err := st.NoteFailure(ctx, a.Key, a.Cursor, a.Generation, a.Lease, a.Note)
+		return chain.FailureNoted{Checkpoint: cp, Err: err}, true
 	case chain.Reincarnate:
 		return Reincarnate(ctx, st, a), true
 	case chain.WaitUnparked:

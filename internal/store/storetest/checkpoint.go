@@ -442,6 +442,65 @@ func testSetParkedConditional(t *testing.T, s store.Store) {
 	promote(t, s, promotion(cp, "C2", "w2"))
 }
 
+// A failure note is written on the state its writer read (cursor,
+// generation, lease), changes nothing else, survives a park and its
+// clearing, and the next promotion clears it.
+func testFailureNoteIsNotProgress(t *testing.T, s store.Store) {
+	lease := store.Lease{Owner: "worker-a", Counter: 3}
+	cp, err := s.CreateCheckpoint(ctx(t), store.Checkpoint{Key: key, Cursor: []byte("C0"), Generation: 1, Lease: lease})
+	require.NoError(t, err)
+	p := promotion(cp, "C1", "w1")
+	p.Watermark, p.Lease = integer(7), lease
+	cp = promote(t, s, p)
+
+	// A stale cursor or generation, another lease, a missing partition:
+	// fenced, nothing written.
+	_, err = s.NoteFailure(ctx(t), key, []byte("C0"), 1, lease, "stale")
+	requireWinner(t, err, cp)
+	_, err = s.NoteFailure(ctx(t), key, []byte("C0"), 2, lease, "wrong cursor")
+	requireWinner(t, err, cp)
+	_, err = s.NoteFailure(ctx(t), key, []byte("C1"), 2, store.Lease{Owner: "worker-b", Counter: 3}, "another lease")
+	requireWinner(t, err, cp)
+	_, err = s.NoteFailure(ctx(t), store.Key{Scope: key.Scope, Partition: "none"}, []byte("C1"), 1, store.Lease{}, "x")
+	requireFence(t, err)
+
+	note := "3 fetches failed in a row: HTTP 503"
+	noted, err := s.NoteFailure(ctx(t), key, []byte("C1"), 2, lease, note)
+	require.NoError(t, err)
+	want := cp
+	want.Failing = note
+	require.Equal(t, want, noted, "a note changes neither cursor, generation, watermark nor lease")
+	requireStored(t, s, want)
+	// Rewritten in place; invalid UTF-8 replaced.
+	noted, err = s.NoteFailure(ctx(t), key, []byte("C1"), 2, lease, "bad \xff byte")
+	require.NoError(t, err)
+	require.Equal(t, "bad \uFFFD byte", noted.Failing)
+	noted, err = s.NoteFailure(ctx(t), key, []byte("C1"), 2, store.Lease{}, note)
+	require.NoError(t, err, "without a lease the note is conditional on cursor and generation only")
+	require.Equal(t, want, noted)
+
+	// Parking and unparking keep it; clearing removes it.
+	parked, err := s.SetParked(ctx(t), key, []byte("C1"), 2, lease, "parked")
+	require.NoError(t, err)
+	require.Equal(t, note, parked.Failing)
+	unparked, err := s.SetParked(ctx(t), key, []byte("C1"), 2, lease, "")
+	require.NoError(t, err)
+	require.Equal(t, want, unparked)
+	cleared, err := s.NoteFailure(ctx(t), key, []byte("C1"), 2, lease, "")
+	require.NoError(t, err)
+	require.Equal(t, cp, cleared)
+	requireStored(t, s, cp)
+
+	// The next promotion clears it.
+	_, err = s.NoteFailure(ctx(t), key, []byte("C1"), 2, lease, note)
+	require.NoError(t, err)
+	p = promotion(want, "C2", "w2")
+	p.Lease = lease
+	next := promote(t, s, p)
+	require.Empty(t, next.Failing, "progress clears the note")
+	requireStored(t, s, next)
+}
+
 // With leases, a promotion or park by anyone but the current owner (and
 // counter) is fenced.
 func testLeaseFencing(t *testing.T, s store.Store) {

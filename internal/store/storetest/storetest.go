@@ -55,6 +55,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"IncarnationRecordedAndFenced", testIncarnationRecordedAndFenced},
 		{"IncarnationReset", testIncarnationReset},
 		{"SetParkedConditional", testSetParkedConditional},
+		{"FailureNoteIsNotProgress", testFailureNoteIsNotProgress},
 		{"RepairLogTravelsWithRepairs", testRepairLogTravelsWithRepairs},
 		{"LeaseFencing", testLeaseFencing},
 		{"LostResponse", testLostResponse},
