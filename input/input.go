@@ -152,8 +152,9 @@ type paginatedInput struct {
 	closeSt func(context.Context) error
 	log     *service.Logger
 	metrics *inputMetrics
-	// red is the redaction layer's credentials (the provider's, when it
-	// has a Redactor); each partition adds its cursors in a child set.
+	// red is the redaction layer's credentials (the http provider's set,
+	// when it has a Redactor; any provider's secrets through
+	// provider.Secrets); each partition adds its cursors in a child set.
 	red *redact.Set
 	// feed hands durable watermarks and published records to the
 	// partition_frontier processors of this pipeline (feed.Of its resources).
@@ -241,6 +242,10 @@ func New(cfg Config, prov provider.Provider, st store.Store, closeStore func(con
 	in.red = redact.New(0)
 	if r, ok := prov.(interface{ Redactor() *redact.Set }); ok && r.Redactor() != nil {
 		in.red = r.Redactor()
+	}
+	// A provider of any module registers its secrets through the SDK.
+	if s, ok := prov.(provider.Secrets); ok {
+		s.RedactWith(in.red)
 	}
 	if cfg.Leases != nil {
 		in.leases = newLeaseManager(in, *cfg.Leases, res)

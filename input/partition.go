@@ -13,7 +13,9 @@ import (
 	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/chain/chainstore"
 	"github.com/tidemark/tidemark/internal/leasing"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/redact"
+	"github.com/tidemark/tidemark/internal/sdkcoord"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/provider"
 )
@@ -354,8 +356,8 @@ func (p *partition) perform(ctx context.Context, acts []chain.Action) {
 			}
 			// Only asked when the provider is a Restarter (Config.Restarter).
 			cursor, err := p.in.prov.(provider.Restarter).RestartCursor(ctx, provider.Boundary{
-				Partition: a.Partition, Watermark: a.Watermark,
-				Applied: a.Applied, HasApplied: a.HasApplied, AppliedID: a.AppliedID,
+				Partition: a.Partition, Watermark: sdkcoord.SDKWatermark(a.Watermark),
+				Applied: sdkcoord.SDKPosition(a.Applied), HasApplied: a.HasApplied, AppliedID: a.AppliedID,
 				Expired: a.Expired,
 			})
 			acts = append(acts, p.m.Step(chain.RestartCursorFound{Cursor: cursor, Err: err})...)
@@ -514,7 +516,7 @@ func (p *partition) startFetch(ctx context.Context, f chain.Fetch) {
 			return
 		}
 		resp, err := p.in.fetchWithRetry(ctx, p, provider.Request{
-			Scope: p.key.Scope, Partition: p.key.Partition, Cursor: f.Cursor, Watermark: f.Watermark, Attempt: f.Attempt,
+			Scope: p.key.Scope, Partition: p.key.Partition, Cursor: f.Cursor, Watermark: sdkcoord.SDKWatermark(f.Watermark), Attempt: f.Attempt,
 		})
 		r := fetchResult{id: f.ID, resp: resp, err: err}
 		p.post(func() { p.results = append(p.results, r) })
@@ -526,7 +528,8 @@ func (p *partition) startFetch(ctx context.Context, f chain.Fetch) {
 // fetched again by the machine, chain.Config.FetchRetries times).
 func (p *partition) fetched(r fetchResult) chain.Input {
 	p.redactCursor(r.resp.Successor)
-	in := chain.Fetched{Fetch: r.id, Attempt: p.in.newAttemptID(), Response: r.resp, Err: p.red.Error(r.err)}
+	// The provider's values enter the core here, in its coordinates.
+	in := chain.Fetched{Fetch: r.id, Attempt: p.in.newAttemptID(), Response: reconcile.FromProvider(r.resp), Err: p.red.Error(r.err)}
 	var exp *provider.ExpiredError
 	var mal *provider.MalformedError
 	switch {

@@ -15,6 +15,7 @@ import (
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/storeconfig"
 	"github.com/tidemark/tidemark/provider"
+	"github.com/tidemark/tidemark/provider/registry"
 )
 
 // Field names of the paginated_partitions input.
@@ -48,10 +49,10 @@ const (
 )
 
 // Spec is the config spec of the paginated_partitions input, with an
-// optional object for every registered provider (provider.Register),
+// optional object for every registered provider (registry.Register),
 // ordered by name, between `checkpoint` and `leases`.
 func Spec() *service.ConfigSpec {
-	provs := provider.Registered()
+	provs := registry.Registered()
 	names := make([]string, len(provs))
 	for i, p := range provs {
 		names[i] = "`" + p.Name + "`"
@@ -208,7 +209,7 @@ output:
 // registration (the Benthos environment keeps the last registration of a
 // name). The lint rule's function parses with the latest spec.
 func init() {
-	provider.Watch(registerInput)
+	registry.Watch(registerInput)
 }
 
 func registerInput() {
@@ -262,7 +263,7 @@ func configFromParsed(conf *service.ParsedConfig, mgr *service.Resources) (Confi
 	if err != nil {
 		return c, nil, err
 	}
-	prov, err := p.Build(conf.Namespace(p.Name), provider.Env{Resources: mgr, Partitions: c.Partitions})
+	prov, err := p.Build(conf.Namespace(p.Name), registry.Env{Resources: mgr, Partitions: c.Partitions})
 	if err != nil {
 		return c, nil, fmt.Errorf("%s: %w", p.Name, err)
 	}
@@ -271,12 +272,12 @@ func configFromParsed(conf *service.ParsedConfig, mgr *service.Resources) (Confi
 
 // chosenProvider returns the registered provider whose object conf sets:
 // exactly one must be.
-func chosenProvider(conf *service.ParsedConfig) (provider.Spec, error) {
-	provs := provider.Registered()
+func chosenProvider(conf *service.ParsedConfig) (registry.Spec, error) {
+	provs := registry.Registered()
 	if len(provs) == 0 {
-		return provider.Spec{}, errNoProvider
+		return registry.Spec{}, errNoProvider
 	}
-	var set []provider.Spec
+	var set []registry.Spec
 	names := make([]string, len(provs))
 	for i, p := range provs {
 		names[i] = p.Name
@@ -285,7 +286,7 @@ func chosenProvider(conf *service.ParsedConfig) (provider.Spec, error) {
 		}
 	}
 	if len(set) != 1 {
-		return provider.Spec{}, fmt.Errorf("exactly one of %s must be set", oneOf(names, "or"))
+		return registry.Spec{}, fmt.Errorf("exactly one of %s must be set", oneOf(names, "or"))
 	}
 	return set[0], nil
 }

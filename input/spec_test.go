@@ -56,6 +56,33 @@ paginated_partitions:
 	}
 }
 
+// max_pages_in_flight has one policy for its lower bound: below 1 the
+// config is refused, naming the field (the partition machine asserts it,
+// chain.New, and never raises it silently).
+func TestMaxPagesInFlightBelowOneIsRefused(t *testing.T) {
+	const base = `
+paginated_partitions:
+  scope: lint
+  checkpoint: { backend: memory }
+  simulated: { events_per_partition: 3 }
+  partitions: [ a ]
+`
+	for _, tc := range []struct{ value, err string }{
+		{"1", ""},
+		{"0", "max_pages_in_flight must be at least 1, got 0"},
+		{"-2", "max_pages_in_flight must be at least 1, got -2"},
+	} {
+		t.Run(tc.value, func(t *testing.T) {
+			err := service.NewStreamBuilder().AddInputYAML(base + "  max_pages_in_flight: " + tc.value + "\n")
+			if tc.err == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tc.err)
+		})
+	}
+}
+
 // max_poll_interval reaches the partition machine as it is written, is off
 // by default, and a negative one is refused with its field's name.
 func TestMaxPollIntervalReachesTheMachine(t *testing.T) {

@@ -11,7 +11,6 @@ import (
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
-	"github.com/tidemark/tidemark/provider"
 )
 
 // Input is what a driver steps the machine with: a start or stop, the
@@ -105,7 +104,7 @@ func (f FetchFailure) String() string {
 type Fetched struct {
 	Fetch    uint64
 	Attempt  string
-	Response provider.Response
+	Response reconcile.Response
 	Err      error
 	Failure  FetchFailure
 	// Detail is the provider's reason for an expired cursor.
@@ -298,7 +297,7 @@ type Emit struct {
 	Attempt    string
 	Class      RetryClass
 	From, To   int
-	Events     []provider.Event
+	Events     []reconcile.Event
 	Witnessed  []reconcile.EventWitness
 }
 
@@ -594,11 +593,11 @@ func positions(evs []reconcile.EventWitness) string {
 
 // basisNote renders a watermark's finality basis when it is not the
 // source's own certification (the common case, left unsaid): " (lag 1)".
-func basisNote(f string) string {
-	if f == "" || f == "source" {
+func basisNote(f reconcile.Basis) string {
+	if f.IsZero() || f.Certified() {
 		return ""
 	}
-	return " (" + f + ")"
+	return " (" + f.String() + ")"
 }
 
 // DescribeCheckpoint renders a checkpoint on one line.
@@ -818,7 +817,7 @@ func (l Loaded) String() string {
 }
 
 // DescribeResponse renders a response on one line.
-func DescribeResponse(r provider.Response) string {
+func DescribeResponse(r reconcile.Response) string {
 	var b strings.Builder
 	b.WriteString("[")
 	for i, e := range r.Events {

@@ -56,7 +56,8 @@ type Config struct {
 	// the writes state the lease of the checkpoint last read.
 	Leased bool
 	Lease  store.Lease
-	// MaxPagesInFlight (at least 1) bounds the chain; MaxBatchSize (0: a
+	// MaxPagesInFlight (at least 1: New panics otherwise) bounds the
+	// chain; MaxBatchSize (0: a
 	// whole page) the events of one Emit.
 	MaxPagesInFlight int
 	MaxBatchSize     int
@@ -150,8 +151,8 @@ type page struct {
 	fromGen    uint64
 	w          reconcile.Witness
 	v          verdict
-	events     []provider.Event // the response's events (ids, payloads)
-	bytes      int64            // what the page holds: ids, payloads, cursors (PageBytes)
+	events     []reconcile.Event // the response's events (ids, payloads)
+	bytes      int64             // what the page holds: ids, payloads, cursors (PageBytes)
 	decision   reconcile.Promotion
 	// coalesced are the pages after this one promoted with it in one
 	// write (coalesce.go); set when its promotion is built.
@@ -330,10 +331,13 @@ type idleRun struct {
 // it says so at info level (and then how often it repeats it).
 const IdleReport = time.Minute
 
-// New returns a machine for cfg; Start starts it.
+// New returns a machine for cfg; Start starts it. cfg.MaxPagesInFlight
+// must be at least 1: the input refuses a smaller max_pages_in_flight at
+// config, so a driver that passes one has a bug, and New panics rather than
+// run with another value than the one configured.
 func New(cfg Config) *Machine {
 	if cfg.MaxPagesInFlight < 1 {
-		cfg.MaxPagesInFlight = 1
+		panic(fmt.Sprintf("chain.New: MaxPagesInFlight must be at least 1, got %d", cfg.MaxPagesInFlight))
 	}
 	return &Machine{cfg: cfg, lease: cfg.Lease, prior: map[uint64][]reconcile.Witness{}, batches: map[uint64]batchRef{}}
 }
@@ -702,7 +706,7 @@ func (m *Machine) TrackedBytes() int64 {
 // PageBytes estimates the memory one response holds while its page is in
 // the chain: its events' ids and payloads, its cursors and marker, and a
 // fixed overhead per event.
-func PageBytes(r provider.Response) int64 {
+func PageBytes(r reconcile.Response) int64 {
 	// The event, its witness and the driver's message with its metadata
 	// (about ten entries): measured with the binary at about 1 KiB of live
 	// heap per event of a small payload.
@@ -1114,7 +1118,7 @@ func (m *Machine) onReconciled(f *fetchRec, r Fetched, v verdict, recoverWith Pa
 		for _, e := range pg.w.Events {
 			m.tail.applied, m.tail.hasApplied = coord.MaxPosition(e.Position, m.tail.applied), true
 		}
-		if ct := m.cfg.Contract.Final(pg.w.CompleteThrough).Watermark; !ct.IsZero() && !v.followOnly && (m.tail.wm.IsZero() || m.tail.wm.Less(ct)) {
+		if ct := reconcile.FinalOf(m.cfg.Contract, pg.w.CompleteThrough).Watermark; !ct.IsZero() && !v.followOnly && (m.tail.wm.IsZero() || m.tail.wm.Less(ct)) {
 			m.tail.wm = ct
 		}
 		m.maybeFetch()

@@ -278,7 +278,7 @@ func (h *harness) config(d *datadriven.TestData) {
 		case "covers":
 			c.WatermarkCoversPositions = true
 		case "origin":
-			c.FirstPosition = coord.IntPosition(num(d, h.t, val))
+			c.FirstPosition = provider.IntPosition(num(d, h.t, val))
 		case "finality":
 			f, err := provider.ParseFinality(val)
 			if err != nil {
@@ -517,8 +517,8 @@ func (h *harness) seedWitness(d *datadriven.TestData, kv map[string]string) {
 }
 
 // response parses the response syntax.
-func (h *harness) response(d *datadriven.TestData, s string) provider.Response {
-	var r provider.Response
+func (h *harness) response(d *datadriven.TestData, s string) reconcile.Response {
+	var r reconcile.Response
 	for _, tok := range strings.Fields(s) {
 		k, v, isKV := strings.Cut(tok, "=")
 		switch {
@@ -543,7 +543,7 @@ func (h *harness) response(d *datadriven.TestData, s string) provider.Response {
 			if !hasPayload {
 				payload = "payload of " + id
 			}
-			r.Events = append(r.Events, provider.Event{ID: id, Position: coord.IntPosition(num(d, h.t, pos)), Payload: []byte(payload)})
+			r.Events = append(r.Events, reconcile.Event{ID: id, Position: coord.IntPosition(num(d, h.t, pos)), Payload: []byte(payload)})
 		}
 	}
 	return r
@@ -739,7 +739,7 @@ func TestStateNames(t *testing.T) {
 		seen[name] = true
 	}
 	require.Equal(t, "State(200)", chain.State(200).String())
-	m := chain.New(chain.Config{Key: key, PollInterval: time.Second, ParkCheckInterval: time.Second, StoreBackoff: time.Second})
+	m := chain.New(chain.Config{Key: key, MaxPagesInFlight: 1, PollInterval: time.Second, ParkCheckInterval: time.Second, StoreBackoff: time.Second})
 	require.Equal(t, chain.StateNew, m.State())
 	m.Step(chain.Start{})
 	require.Equal(t, chain.StateLoading, m.State())
@@ -747,4 +747,18 @@ func TestStateNames(t *testing.T) {
 	require.IsType(t, chain.Load{}, call)
 	m.Step(chain.Stop{})
 	require.Equal(t, chain.StateStopped, m.State())
+}
+
+// A machine is never built with fewer than one page in flight: the input
+// refuses such a max_pages_in_flight at config, and New asserts it instead
+// of running with another value than the one configured.
+func TestNewAssertsPagesInFlight(t *testing.T) {
+	for _, n := range []int{0, -1} {
+		require.PanicsWithValue(t, fmt.Sprintf("chain.New: MaxPagesInFlight must be at least 1, got %d", n), func() {
+			chain.New(chain.Config{Key: key, MaxPagesInFlight: n, PollInterval: time.Second, ParkCheckInterval: time.Second, StoreBackoff: time.Second})
+		})
+	}
+	require.NotPanics(t, func() {
+		chain.New(chain.Config{Key: key, MaxPagesInFlight: 1, PollInterval: time.Second, ParkCheckInterval: time.Second, StoreBackoff: time.Second})
+	})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/tidemark/tidemark/internal/lease"
 	"github.com/tidemark/tidemark/internal/membership"
 	"github.com/tidemark/tidemark/internal/reconcile"
+	"github.com/tidemark/tidemark/internal/sdkcoord"
 	"github.com/tidemark/tidemark/internal/store"
 )
 
@@ -139,7 +140,7 @@ func (l *lane) config() chain.Config {
 		// The declared origin is the partition's own first position (a
 		// partition created later, or a split's child, starts above 1), in
 		// every incarnation.
-		cfg.Contract.FirstPosition = l.p.at(l.p.created)
+		cfg.Contract.FirstPosition = sdkcoord.SDKPosition(l.p.at(l.p.created))
 	}
 	cfg.ExitWhenComplete = l.s.setup.exit && l.s.lease == nil
 	cfg.CoalescePromotions = l.s.setup.coalesce
@@ -458,9 +459,12 @@ func (l *lane) doFetch() {
 			l.s.stats.TransientGiveUps++
 		}
 	}
+	// The provider's values enter the core here, in its coordinates (as
+	// the input converts them).
+	core := reconcile.FromProvider(resp)
 	switch {
 	case err == nil:
-		r.Attempt, r.Response = l.s.newAttemptID(), resp
+		r.Attempt, r.Response = l.s.newAttemptID(), core
 	case errors.As(err, &fe) && fe.expired:
 		l.s.stats.Expired++
 		r.Err, r.Failure, r.Detail = err, chain.FetchExpired, fe.reason
@@ -474,9 +478,9 @@ func (l *lane) doFetch() {
 	case err != nil:
 		l.note("fetch %s g%d: %v", curString(f.Cursor), f.Generation, err)
 	case note != "":
-		l.note("fetch %s g%d -> %s (%s)", curString(f.Cursor), f.Generation, chain.DescribeResponse(resp), note)
+		l.note("fetch %s g%d -> %s (%s)", curString(f.Cursor), f.Generation, chain.DescribeResponse(core), note)
 	default:
-		l.note("fetch %s g%d -> %s", curString(f.Cursor), f.Generation, chain.DescribeResponse(resp))
+		l.note("fetch %s g%d -> %s", curString(f.Cursor), f.Generation, chain.DescribeResponse(core))
 	}
 	l.s.stats.note(note)
 }

@@ -337,8 +337,8 @@ func (s *DynamoStore) Promote(ctx context.Context, p store.Promotion) (store.Che
 		k, w := e.v("wmk", avU(uint64(p.Watermark.Kind))), e.v("wm", watermarkValue(p.Watermark))
 		cond = append(cond, fmt.Sprintf("(attribute_not_exists(%s) OR (%s = %s AND %s <= %s))", e.n(attrWMKind), e.n(attrWMKind), k, e.n(attrWM), w))
 		set = append(set, e.n(attrWMKind)+" = "+k, e.n(attrWM)+" = "+w)
-		if p.Finality != "" {
-			set = append(set, e.n(attrFinality)+" = "+e.v("fin", avS(p.Finality)))
+		if !p.Finality.IsZero() {
+			set = append(set, e.n(attrFinality)+" = "+e.v("fin", avS(p.Finality.String())))
 		} else {
 			remove = append(remove, e.n(attrFinality))
 		}

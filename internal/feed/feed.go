@@ -28,6 +28,7 @@ import (
 
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/provider"
 )
 
 // Hub holds the watermarks and published records of the scopes of one
@@ -70,7 +71,7 @@ type scopeFeed struct {
 	latest map[string]coord.Watermark
 	// bases is the finality basis of each partition's latest watermark
 	// (store.Checkpoint.Finality), when known.
-	bases   map[string]string
+	bases   map[string]provider.Basis
 	subs    map[*Subscription]struct{}
 	records map[*RecordSubscription]struct{}
 }
@@ -80,7 +81,7 @@ func (h *Hub) scope(scope string) *scopeFeed {
 	if f == nil {
 		f = &scopeFeed{
 			latest:  map[string]coord.Watermark{},
-			bases:   map[string]string{},
+			bases:   map[string]provider.Basis{},
 			subs:    map[*Subscription]struct{}{},
 			records: map[*RecordSubscription]struct{}{},
 		}
@@ -105,10 +106,11 @@ func (h *Hub) Publish(scope, partition string, w coord.Watermark) {
 }
 
 // PublishFinality records the finality basis of the durable watermark of
-// (scope, partition), as its checkpoint records it ("" is ignored: unknown).
-// Subscribers read it with Finalities; it changes no watermark.
-func (h *Hub) PublishFinality(scope, partition, basis string) {
-	if basis == "" {
+// (scope, partition), as its checkpoint records it (the zero basis is
+// ignored: unknown). Subscribers read it with Finalities; it changes no
+// watermark.
+func (h *Hub) PublishFinality(scope, partition string, basis provider.Basis) {
+	if basis.IsZero() {
 		return
 	}
 	h.mu.Lock()
@@ -117,7 +119,7 @@ func (h *Hub) PublishFinality(scope, partition, basis string) {
 }
 
 // Finalities returns a copy of the finality bases published in scope.
-func (h *Hub) Finalities(scope string) map[string]string {
+func (h *Hub) Finalities(scope string) map[string]provider.Basis {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return maps.Clone(h.scope(scope).bases)

@@ -9,18 +9,20 @@ import (
 
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/provider"
 )
 
 func TestFinalitiesAreTheLatestKnownBasisPerPartition(t *testing.T) {
 	h := NewHub()
-	h.PublishFinality("s", "a", "append_only_writer assertion")
-	h.PublishFinality("s", "b", "")
-	h.PublishFinality("s", "c", "lag 5")
-	h.PublishFinality("s", "c", "lag 6")
+	assertion := provider.Basis{Finality: provider.FinalityAppendOnlyWriter}
+	h.PublishFinality("s", "a", assertion)
+	h.PublishFinality("s", "b", provider.Basis{})
+	h.PublishFinality("s", "c", provider.Basis{Finality: provider.FinalityLag, Lag: 5})
+	h.PublishFinality("s", "c", provider.Basis{Finality: provider.FinalityLag, Lag: 6})
 	got := h.Finalities("s")
-	assert.Equal(t, map[string]string{"a": "append_only_writer assertion", "c": "lag 6"}, got)
-	got["a"] = "changed"
-	assert.Equal(t, "append_only_writer assertion", h.Finalities("s")["a"], "Finalities returned the hub's own map")
+	assert.Equal(t, map[string]provider.Basis{"a": assertion, "c": {Finality: provider.FinalityLag, Lag: 6}}, got)
+	got["a"] = provider.Basis{Finality: provider.FinalitySource}
+	assert.Equal(t, assertion, h.Finalities("s")["a"], "Finalities returned the hub's own map")
 }
 
 func TestComponentsOfOneResourcesShareAHubAndOthersDoNot(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/store/memstore"
+	"github.com/tidemark/tidemark/provider"
 )
 
 const scope = "ops"
@@ -42,9 +43,9 @@ func promote(t *testing.T, st store.Store, part string, wm int64) store.Checkpoi
 	if wm != 0 {
 		// p0's watermark rests on an append-only writer assertion, the
 		// others' on their source.
-		p.Watermark, p.Finality = coord.Integer(wm), "source"
+		p.Watermark, p.Finality = coord.Integer(wm), reconcile.Basis{Finality: provider.FinalitySource}
 		if part == "p0" {
-			p.Finality = "append_only_writer assertion"
+			p.Finality = reconcile.Basis{Finality: provider.FinalityAppendOnlyWriter}
 		}
 	}
 	next, err := st.Promote(ctx, p)
@@ -606,7 +607,7 @@ func TestStatusShowsTheRereadPass(t *testing.T) {
 	cp, err := st.CreateCheckpoint(context.Background(), store.Checkpoint{Key: k, Cursor: []byte("c1"), Generation: 1, Epoch: 1})
 	require.NoError(t, err)
 	_, err = st.Promote(context.Background(), store.Promotion{Key: k, FromCursor: cp.Cursor, FromGeneration: 1, To: []byte("R"), WitnessID: "restart:reread", Epoch: 1,
-		Watermark: coord.Integer(900), Finality: "reread lag 100",
+		Watermark: coord.Integer(900), Finality: reconcile.Basis{Finality: provider.FinalityLag, Lag: 100, Reread: true},
 		Reread: &store.RereadState{From: coord.IntPosition(900), HasFrom: true, Mark: coord.IntPosition(1000)}})
 	require.NoError(t, err)
 	s, err := ReadStatus(context.Background(), st, "reread-scope")

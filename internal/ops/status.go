@@ -109,8 +109,15 @@ type Status struct {
 	CursorKeyIDs []string `json:"cursor_key_ids,omitempty"`
 }
 
+// StatusStore is what status reads: the scope's checkpoints and records,
+// and the witnesses of each partition's current generation.
+type StatusStore interface {
+	store.ScopeProgress
+	store.WitnessStore
+}
+
 // ReadStatus reads the durable state of a scope.
-func ReadStatus(ctx context.Context, st store.Store, scope string) (Status, error) {
+func ReadStatus(ctx context.Context, st StatusStore, scope string) (Status, error) {
 	s := Status{Scope: scope, Vector: map[string]string{}}
 	cps, err := st.ListCheckpoints(ctx, scope)
 	if err != nil {
@@ -149,7 +156,7 @@ func ReadStatus(ctx context.Context, st store.Store, scope string) (Status, erro
 			s.Frontier = &v
 		}
 		s.HeldBy, s.Reason = snap.HeldBy, snap.Reason
-		bases := map[string]string{}
+		bases := map[string]reconcile.Basis{}
 		for _, cp := range cps {
 			bases[cp.Partition] = cp.Finality
 		}
@@ -177,7 +184,7 @@ func ReadStatus(ctx context.Context, st store.Store, scope string) (Status, erro
 	}
 	for _, cp := range cps {
 		ps := PartitionStatus{
-			Partition: cp.Partition, Generation: cp.Generation, Watermark: cp.Watermark.String(), Finality: cp.Finality,
+			Partition: cp.Partition, Generation: cp.Generation, Watermark: cp.Watermark.String(), Finality: cp.Finality.String(),
 			CursorHash: cursorHash(cp.Cursor), PromotedWitness: cp.PromotedWitness,
 			Parked: cp.Parked, Failing: cp.Failing, Complete: cp.Complete, LeaseOwner: cp.Lease.Owner, LeaseCounter: cp.Lease.Counter,
 			Member:      members[cp.Partition],

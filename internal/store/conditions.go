@@ -90,7 +90,7 @@ func (p Promotion) Apply(c Checkpoint) Checkpoint {
 	}
 	if p.Reset {
 		// The coordinates restart with the incarnation.
-		c.Watermark, c.Finality = coord.Watermark{}, ""
+		c.Watermark, c.Finality = coord.Watermark{}, reconcile.Basis{}
 		c.Applied, c.HasApplied, c.AppliedID = coord.Position{}, false, ""
 		c.IncarnationEpoch = p.Epoch
 		c.Reread = RereadState{}

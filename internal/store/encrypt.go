@@ -317,7 +317,7 @@ func SealedKeyID(stored []byte) (string, bool) {
 
 // IsEncrypted reports whether s encrypts cursors (it is, or wraps, a store
 // returned by Encrypted).
-func IsEncrypted(s Store) bool {
+func IsEncrypted(s any) bool {
 	for s != nil {
 		if e, ok := s.(*encryptedStore); ok {
 			return e.c.active != ""

@@ -58,9 +58,6 @@ func (k Key) Validate() error {
 // stored whole and never truncated; a larger one is refused with ErrInvalid.
 const MaxCursorBytes = 64 << 10
 
-// MaxFinalityBytes is the longest Checkpoint.Finality a store accepts.
-const MaxFinalityBytes = 64
-
 // MaxAppliedIDBytes is the longest event id a checkpoint records as its
 // AppliedID; the partition machine records no id for a longer one.
 const MaxAppliedIDBytes = 1 << 10
@@ -85,11 +82,12 @@ type Checkpoint struct {
 	Generation uint64
 	// Watermark is the complete-through watermark: zero when none is proven.
 	Watermark coord.Watermark
-	// Finality names what Watermark's finality rests on, as the contract
-	// declared it when Watermark was written ("source", "append_only_writer
-	// assertion", "lag 5m0s"; provider.Contract.Basis). Empty when unknown
-	// (no watermark, or one written before finality was recorded).
-	Finality string
+	// Finality is what Watermark's finality rests on, as the contract
+	// declared it when Watermark was written (provider.Contract.Basis: its
+	// text "source", "append_only_writer assertion", "lag 5m0s" is what
+	// stores keep). Zero when unknown (no watermark, or one written before
+	// finality was recorded).
+	Finality reconcile.Basis
 	// Applied is the source position of the last event with a durable
 	// terminal outcome at or before Cursor: the durable applied boundary.
 	// HasApplied is false until some event was applied.
@@ -166,9 +164,9 @@ type Promotion struct {
 	// store refuses a watermark lower than the stored one (ErrFenced) and
 	// keeps the stored one when Watermark is zero.
 	Watermark coord.Watermark
-	// Finality, only with a Watermark, is written with it (at most
-	// MaxFinalityBytes); without a Watermark the stored one is kept.
-	Finality string
+	// Finality, only with a Watermark, is written with it (a basis a
+	// contract gives); without a Watermark the stored one is kept.
+	Finality reconcile.Basis
 	// Applied, when HasApplied, is the new durable applied boundary.
 	Applied    coord.Position
 	HasApplied bool
@@ -277,7 +275,7 @@ type Frontier struct {
 	Version uint64
 }
 
-// Store is the durable state of tidemark: the four roles below, each a
+// Store is the durable state of tidemark: the five roles below, each a
 // port of its own so that a component can ask for only the role it uses.
 // Implementations are safe for concurrent use. Errors other than the
 // sentinels below are transport failures after bounded retries; the caller

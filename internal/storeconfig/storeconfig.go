@@ -376,8 +376,9 @@ func ValidateCheckpoint(conf *service.ParsedConfig) error {
 // Connect: with `create: true` it creates the DynamoDB table when missing
 // (dynamostore.DynamoStore.Prepare). An error (a store that is down) is
 // returned for Benthos to retry the Connect with back-off; it is safe to
-// call again and does nothing once it succeeded.
-func Prepare(ctx context.Context, st store.Store, log *service.Logger) error {
+// call again and does nothing once it succeeded. st is the store (any of
+// its roles) that StoreFromParsed built.
+func Prepare(ctx context.Context, st any, log *service.Logger) error {
 	// A store that wraps another (cursor encryption) is readied through it.
 	for {
 		w, ok := st.(interface{ Unwrap() store.Store })

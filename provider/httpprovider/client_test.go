@@ -23,7 +23,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/provider"
 )
 
@@ -263,7 +262,7 @@ http:
 `, srv.URL), nil, nil)
 	first := fetch(t, p, "b", "")
 	assert.Equal(t, []string{"a.txt", "b.txt"}, ids(first))
-	assert.Equal(t, coord.IntPosition(2), first.Events[1].Position)
+	assert.Equal(t, provider.IntPosition(2), first.Events[1].Position)
 	assert.Equal(t, []byte("t2"), first.Successor)
 	assert.True(t, first.HasMore)
 	last := fetch(t, p, "b", "t2")

@@ -18,7 +18,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/provider"
 )
@@ -72,7 +71,7 @@ http:
 `, map[string]string{"BASE": srv.URL, "TOKEN": "s3cr3t-token"}), nil, nil)
 
 	resp, err := p.Fetch(context.Background(), provider.Request{
-		Scope: "sc", Partition: "p1", Cursor: []byte("tok 1&"), Watermark: coord.Integer(9), Attempt: 2,
+		Scope: "sc", Partition: "p1", Cursor: []byte("tok 1&"), Watermark: provider.IntegerWatermark(9), Attempt: 2,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -83,9 +82,9 @@ http:
 		t.Errorf("request:\ngot  %+v\nwant %+v", got, want)
 	}
 	wantEvents := []provider.Event{
-		{ID: "a", Position: coord.IntPosition(10), Payload: []byte(`{"id":"a","position":10,"v":"x"}`), Semantic: []byte("x")},
-		{ID: "7", Position: coord.IntPosition(11), Payload: []byte(`{"id":7,"position":"11","v":"<y&>"}`), Semantic: []byte("<y&>")},
-		{ID: "c", Position: coord.IntPosition(12), Payload: []byte(`{"id":"c","position":12,"v":"z"}`), Semantic: []byte("z")},
+		{ID: "a", Position: provider.IntPosition(10), Payload: []byte(`{"id":"a","position":10,"v":"x"}`), Semantic: []byte("x")},
+		{ID: "7", Position: provider.IntPosition(11), Payload: []byte(`{"id":7,"position":"11","v":"<y&>"}`), Semantic: []byte("<y&>")},
+		{ID: "c", Position: provider.IntPosition(12), Payload: []byte(`{"id":"c","position":12,"v":"z"}`), Semantic: []byte("z")},
 	}
 	if len(resp.Events) != len(wantEvents) {
 		t.Fatalf("got %d events, want %d", len(resp.Events), len(wantEvents))
@@ -97,7 +96,7 @@ http:
 		}
 	}
 	if string(resp.Successor) != "tok-2" || !resp.HasMore || resp.Sealed || string(resp.Marker) != "snap-7" ||
-		resp.CompleteThrough != coord.Integer(12) {
+		resp.CompleteThrough != provider.IntegerWatermark(12) {
 		t.Errorf("page evidence: successor %q has_more %t sealed %t marker %q complete_through %s",
 			resp.Successor, resp.HasMore, resp.Sealed, resp.Marker, resp.CompleteThrough)
 	}
@@ -150,7 +149,7 @@ http:
 	r := fetch(t, p, "p", "")
 	assert.Equal(t, "tok-2", string(r.Successor))
 	assert.True(t, r.HasMore)
-	assert.Equal(t, coord.Integer(41), r.CompleteThrough)
+	assert.Equal(t, provider.IntegerWatermark(41), r.CompleteThrough)
 }
 
 // TestFetchSuccessorFromLinkHeader maps the successor from response
@@ -213,8 +212,8 @@ http:
 	if resp.Events[0].Position.Int != t0 || resp.Events[1].Position.Int != t1.UnixNano() {
 		t.Errorf("positions %d %d, want %d %d", resp.Events[0].Position.Int, resp.Events[1].Position.Int, t0, t1.UnixNano())
 	}
-	if resp.CompleteThrough != coord.Timestamp(t1) {
-		t.Errorf("complete_through %s, want %s", resp.CompleteThrough, coord.Timestamp(t1))
+	if resp.CompleteThrough != provider.TimestampWatermark(t1) {
+		t.Errorf("complete_through %s, want %s", resp.CompleteThrough, provider.TimestampWatermark(t1))
 	}
 }
 

@@ -38,9 +38,10 @@ http:
 			resp, err := p.Fetch(context.Background(), provider.Request{Scope: "sc", Partition: "p1", Cursor: []byte("c")})
 			require.NoError(t, err)
 			require.Len(t, resp.Events, 3)
-			digest := reconcile.EventOf(resp.Events[0]).Digest
-			for _, e := range resp.Events {
-				require.NotNil(t, e.Semantic, "a constant projection is a projection, not the payload")
+			events := reconcile.FromProvider(resp).Events
+			digest := reconcile.EventOf(events[0]).Digest
+			for i, e := range events {
+				require.NotNil(t, resp.Events[i].Semantic, "a constant projection is a projection, not the payload")
 				require.Equal(t, digest, reconcile.EventOf(e).Digest)
 			}
 			require.NotEqual(t, reconcile.HashPayload(resp.Events[0].Payload), digest)

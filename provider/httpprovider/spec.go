@@ -16,6 +16,7 @@ import (
 	// tidemark_parse_link_header, for the mappings of a source that pages
 	// through Link headers.
 	_ "github.com/tidemark/tidemark/internal/linkheader"
+	"github.com/tidemark/tidemark/internal/sdkcoord"
 	"github.com/tidemark/tidemark/provider"
 )
 
@@ -578,12 +579,7 @@ func FromParsed(conf *service.ParsedConfig, res *service.Resources, logger *serv
 	if err != nil {
 		return nil, err
 	}
-	switch missing {
-	case provider.MissingSuccessorPoll.String():
-		c.Contract.MissingSuccessor = provider.MissingSuccessorPoll
-	case provider.MissingSuccessorEndsTraversal.String():
-		c.Contract.MissingSuccessor = provider.MissingSuccessorEndsTraversal
-	default:
+	if c.Contract.MissingSuccessor, err = provider.ParseMissingSuccessor(missing); err != nil {
 		return nil, fmt.Errorf("httpprovider: contract.missing_successor: unknown value %q (want poll or end_of_traversal)", missing)
 	}
 	kind, err := cc.FieldString(hpFieldCoordinate)
@@ -598,7 +594,9 @@ func FromParsed(conf *service.ParsedConfig, res *service.Resources, logger *serv
 		if err != nil {
 			return nil, err
 		}
-		if c.Contract.PositionKind, err = coord.ParseKind(pk); err != nil {
+		pkind, err := coord.ParseKind(pk)
+		c.Contract.PositionKind = sdkcoord.SDKKind(pkind)
+		if err != nil {
 			return nil, fmt.Errorf("httpprovider: contract.position_type: %w", err)
 		}
 	}
@@ -724,7 +722,7 @@ func rereadFromParsed(cc *service.ParsedConfig, c *Config) error {
 	if err != nil {
 		return err
 	}
-	switch k := c.Contract.EffectivePositionKind(); k {
+	switch k := sdkcoord.Kind(c.Contract.EffectivePositionKind()); k {
 	case coord.KindTimestamp:
 		d, err := time.ParseDuration(strings.TrimSpace(s))
 		if err != nil || d <= 0 {
@@ -759,42 +757,38 @@ func firstPositionFromParsed(cc *service.ParsedConfig, c *Config) error {
 	if err != nil {
 		return err
 	}
-	k := c.Contract.PositionKind
+	k := sdkcoord.Kind(c.Contract.PositionKind)
 	if k == coord.KindNone {
 		k = defaultPositionKind(c.Coordinate)
 	}
 	if !coord.HasSuccessorArithmetic(k) {
 		return fmt.Errorf("httpprovider: contract.first_position needs dense integer or decimal positions, not %s positions", k)
 	}
-	if c.Contract.FirstPosition, err = coord.ParsePosition(k, strings.TrimSpace(s)); err != nil {
+	first, err := coord.ParsePosition(k, strings.TrimSpace(s))
+	if err != nil {
 		return fmt.Errorf("httpprovider: contract.first_position: %q is not a %s position: %w", s, k, err)
 	}
+	c.Contract.FirstPosition = sdkcoord.SDKPosition(first)
 	return nil
 }
 
 func parseEmptyPage(s string) (provider.EmptyPage, error) {
-	for _, e := range []provider.EmptyPage{provider.EmptyNoEvidence, provider.EmptyEndOfData, provider.EmptyFinalThroughWatermark, provider.EmptyFollowsSuccessor} {
-		if e.String() == s {
-			return e, nil
-		}
+	if e, err := provider.ParseEmptyPage(s); err == nil {
+		return e, nil
 	}
 	return 0, fmt.Errorf("httpprovider: contract.empty_page: unknown value %q (want no_evidence, end_of_data, final_through_watermark or follow_successor)", s)
 }
 
 func parsePagination(s string) (provider.Pagination, error) {
-	for _, p := range []provider.Pagination{provider.PaginationToken, provider.PaginationKeyset, provider.PaginationOffset} {
-		if p.String() == s {
-			return p, nil
-		}
+	if p, err := provider.ParsePagination(s); err == nil {
+		return p, nil
 	}
 	return 0, fmt.Errorf("httpprovider: contract.pagination: unknown value %q (want token, keyset or offset)", s)
 }
 
 func parseRecovery(s string) (provider.Recovery, error) {
-	for _, r := range []provider.Recovery{provider.RecoveryPark, provider.RecoveryRestartFromBoundary, provider.RecoveryFreshSnapshot} {
-		if r.String() == s {
-			return r, nil
-		}
+	if r, err := provider.ParseRecovery(s); err == nil {
+		return r, nil
 	}
 	return 0, fmt.Errorf("httpprovider: contract.recovery: unknown value %q (want park, restart_from_boundary or fresh_snapshot)", s)
 }
@@ -805,14 +799,14 @@ func parseRecovery(s string) (provider.Recovery, error) {
 func contractEnums() [][2]any {
 	kinds := []string{coord.KindInteger.String(), coord.KindDecimal.String(), coord.KindTimestamp.String(), coord.KindString.String()}
 	return [][2]any{
-		{hpFieldEmptyPage, []string{provider.EmptyNoEvidence.String(), provider.EmptyEndOfData.String(), provider.EmptyFinalThroughWatermark.String(), provider.EmptyFollowsSuccessor.String()}},
+		{hpFieldEmptyPage, provider.Names(provider.EmptyPages())},
 		{hpFieldPositions, []string{positionsUnordered, positionsOrdered, positionsDense}},
-		{hpFieldMissingSuccessor, []string{provider.MissingSuccessorPoll.String(), provider.MissingSuccessorEndsTraversal.String()}},
+		{hpFieldMissingSuccessor, provider.Names(provider.MissingSuccessors())},
 		{hpFieldCoordinate, kinds},
 		{hpFieldPositionType, kinds},
-		{hpFieldRecovery, []string{provider.RecoveryPark.String(), provider.RecoveryRestartFromBoundary.String(), provider.RecoveryFreshSnapshot.String()}},
-		{hpFieldFinality, []string{provider.FinalityNone.String(), provider.FinalitySource.String(), provider.FinalityAppendOnlyWriter.String(), provider.FinalityLag.String()}},
-		{hpFieldPagination, []string{provider.PaginationToken.String(), provider.PaginationKeyset.String(), provider.PaginationOffset.String()}},
+		{hpFieldRecovery, provider.Names(provider.Recoveries())},
+		{hpFieldFinality, provider.Names(provider.Finalities())},
+		{hpFieldPagination, provider.Names(provider.Paginations())},
 	}
 }
 

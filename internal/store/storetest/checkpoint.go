@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -14,6 +15,7 @@ import (
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/provider"
 )
 
 func testLoadMissing(t *testing.T, s store.Store) {
@@ -310,38 +312,49 @@ func testAppliedIDTravelsWithTheAppliedPosition(t *testing.T, s store.Store) {
 
 // The finality basis of the watermark is written with the watermark, kept
 // by a promotion without one, replaced (or removed, when unknown) by the
-// next watermark; a basis without a watermark, or over MaxFinalityBytes, is
-// refused.
+// next watermark; a basis without a watermark, or one no contract gives,
+// is refused.
 func testFinalityTravelsWithTheWatermark(t *testing.T, s store.Store) {
 	cp := create(t, s, key, "C0")
-	require.Empty(t, cp.Finality)
+	require.Zero(t, cp.Finality)
+	assertion := reconcile.Basis{Finality: provider.FinalityAppendOnlyWriter}
 	p := promotion(cp, "C1", "w1")
-	p.Watermark, p.Finality = coord.Integer(10), "append_only_writer assertion"
+	p.Watermark, p.Finality = coord.Integer(10), assertion
 	cp = promote(t, s, p)
-	require.Equal(t, "append_only_writer assertion", cp.Finality)
+	require.Equal(t, assertion, cp.Finality)
 	requireStored(t, s, cp)
 
 	cp = promote(t, s, promotion(cp, "C2", "w2"))
 	require.Equal(t, coord.Integer(10), cp.Watermark)
-	require.Equal(t, "append_only_writer assertion", cp.Finality, "a promotion without a watermark keeps its finality")
+	require.Equal(t, assertion, cp.Finality, "a promotion without a watermark keeps its finality")
 	requireStored(t, s, cp)
 
 	p = promotion(cp, "C3", "w3")
-	p.Watermark, p.Finality = coord.Integer(20), "lag 5"
+	p.Watermark, p.Finality = coord.Integer(20), reconcile.Basis{Finality: provider.FinalityLag, Lag: 5}
 	cp = promote(t, s, p)
-	require.Equal(t, "lag 5", cp.Finality)
+	require.Equal(t, "lag 5", cp.Finality.String())
+	requireStored(t, s, cp)
+
+	// A timestamp lag and a re-read window read back as they were written.
+	reread := reconcile.Basis{Finality: provider.FinalityLag, Lag: int64(5 * time.Minute), Timestamp: true, Reread: true}
+	p = promotion(cp, "C3b", "w3b")
+	p.Watermark, p.Finality = coord.Integer(25), reread
+	cp = promote(t, s, p)
+	require.Equal(t, reread, cp.Finality)
 	requireStored(t, s, cp)
 
 	p = promotion(cp, "C4", "w4")
 	p.Watermark = coord.Integer(30)
 	cp = promote(t, s, p)
-	require.Empty(t, cp.Finality, "a new watermark without a basis removes the old basis")
+	require.Zero(t, cp.Finality, "a new watermark without a basis removes the old basis")
 	requireStored(t, s, cp)
 
 	for _, bad := range []store.Promotion{
-		{Key: key, FromCursor: cp.Cursor, FromGeneration: cp.Generation, To: []byte("C5"), WitnessID: "w5", Finality: "source"},
+		{Key: key, FromCursor: cp.Cursor, FromGeneration: cp.Generation, To: []byte("C5"), WitnessID: "w5", Finality: reconcile.Basis{Finality: provider.FinalitySource}},
 		{Key: key, FromCursor: cp.Cursor, FromGeneration: cp.Generation, To: []byte("C5"), WitnessID: "w5",
-			Watermark: coord.Integer(40), Finality: strings.Repeat("x", store.MaxFinalityBytes+1)},
+			Watermark: coord.Integer(40), Finality: reconcile.Basis{Finality: provider.FinalityLag}},
+		{Key: key, FromCursor: cp.Cursor, FromGeneration: cp.Generation, To: []byte("C5"), WitnessID: "w5",
+			Watermark: coord.Integer(40), Finality: reconcile.Basis{Finality: provider.FinalityNone}},
 	} {
 		_, err := s.Promote(ctx(t), bad)
 		require.ErrorIs(t, err, store.ErrInvalid)
