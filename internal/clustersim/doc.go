@@ -208,10 +208,12 @@
 //
 // RunLeases (leasesim.go) is a separate discrete-event simulation of the
 // product's heartbeat lease lifecycle: 3 to 5 instances, each process life
-// an incarnation driving the real lease.Machine the way internal/leasing
-// drives it (renewal on its own timer, observation every renew interval
+// stepping the real instance machine (internal/instance, which owns the
+// incarnation's lease.Machine: renewal, observation every renew interval
 // and at the next heartbeat expiry, takeovers, checkpoint reads when the
-// machine asks, claims and releases with at most 16 in flight), each on
+// machine asks, claims and releases, worker starts and stops, new
+// incarnations) and performing its actions, at most 16 claims and
+// releases in flight, answers fed back as their own events, each on
 // its own monotonic clock (own origin, rate within ±0.1%), against the
 // real memstore.Store's heartbeat, claim, release and lease-fenced Promote
 // writes; each held partition's worker promotes at random instants,
@@ -231,7 +233,11 @@
 // RenewAfterTakeover, a driver that ignores its incarnation being gone and
 // keeps its workers writing, is caught as CheckWriteAfterGone
 // (TestLeaseSimCatchesRenewAfterTakeover); PromoteWithoutLease, workers
-// whose promotions carry no lease, as CheckLeaseWriter.
+// whose promotions carry no lease, as CheckLeaseWriter; KeepLostPartition,
+// an instance machine whose StopWorker of a lost partition is dropped, as
+// CheckWriteAfterGone or CheckLeaseLiveness (a worker still runs under a
+// lease the store no longer has). TestLeaseSimDrivesTheInstanceMachine
+// pins that this package imports internal/instance.
 //
 //	go test ./internal/clustersim -run 'TestLeaseSim$' -lease-seeds=1000 -v   # many seeds (-lease-base, -lease-partitions)
 //	go test ./internal/clustersim -run 'TestLeaseSim$' -lease-seed=N -lease-variant=renew-after-takeover -v

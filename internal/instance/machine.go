@@ -75,7 +75,8 @@ type Machine struct {
 
 	// Leases.
 	lm                              *lease.Machine
-	rejoining                       bool // NewIncarnation asked, no Incarnation yet
+	rejoining                       bool   // NewIncarnation asked, no Incarnation yet
+	goneWhy                         string // why the incarnation is gone, until a new one
 	renewing                        bool
 	nextRenew, nextObserve, nextBal time.Time
 	nextExpiry                      time.Time
@@ -118,6 +119,30 @@ func (m *Machine) Partitions() []string { return m.members.Partitions }
 // Running lists the partitions whose worker runs (not told to stop),
 // sorted.
 func (m *Machine) Running() []string { return sortedKeys(m.workers) }
+
+// Held lists the partitions whose lease the incarnation holds, sorted (nil
+// without leases).
+func (m *Machine) Held() []string {
+	if m.lm == nil || m.rejoining {
+		return nil
+	}
+	return m.lm.Held()
+}
+
+// HeldLease returns the held lease of part.
+func (m *Machine) HeldLease(part string) (store.Lease, bool) {
+	if m.lm == nil || m.rejoining {
+		return store.Lease{}, false
+	}
+	return m.lm.Lease(part)
+}
+
+// Owned is the number of partitions whose lease is held (the owned gauge).
+func (m *Machine) Owned() int { return len(m.Held()) }
+
+// Gone returns why the current incarnation is gone, until a new one
+// started ("" while live, and without leases).
+func (m *Machine) Gone() string { return m.goneWhy }
 
 // Exited reports whether the machine returned Exit.
 func (m *Machine) Exited() bool { return m.exited }
@@ -433,7 +458,9 @@ func (m *Machine) wake() {
 			earliest(m.nextExpiry)
 		}
 	}
-	if !at.IsZero() && !at.Equal(m.lastWake) {
+	// Asked again when it changed, or when it is due already (a tick that
+	// came early, or a timer a round in flight held back).
+	if !at.IsZero() && (!at.Equal(m.lastWake) || !at.After(m.now)) {
 		m.lastWake = at
 		m.emit(Wake{At: at})
 	}
@@ -448,7 +475,7 @@ func (m *Machine) incarnation(self string) {
 	}
 	lc := m.cfg.Leases
 	m.lm = lease.NewMachine(lease.Config{Self: self, Period: lc.Period, RenewInterval: lc.RenewInterval, MaxOwned: lc.MaxOwned, MaxMoves: lc.MaxMoves})
-	m.rejoining, m.renewing = false, false
+	m.rejoining, m.renewing, m.goneWhy = false, false, ""
 	m.phase, m.pending, m.nextExpiry = idle, 0, time.Time{}
 	m.nextRenew = m.now
 	m.nextObserve = m.now.Add(lc.RenewInterval)
@@ -466,7 +493,7 @@ func (m *Machine) gone(why string) {
 	for _, p := range sortedKeys(m.workers) {
 		m.stop(p, "incarnation gone: "+why)
 	}
-	m.rejoining = true
+	m.rejoining, m.goneWhy = true, why
 	m.phase, m.pending = idle, 0
 	if m.shutdown {
 		return
