@@ -144,6 +144,16 @@ func (m *Machine) Owned() int { return len(m.Held()) }
 // started ("" while live, and without leases).
 func (m *Machine) Gone() string { return m.goneWhy }
 
+// FreshUntil is the instant until which the incarnation's heartbeat is
+// fresh (what it holds is still its own: Holds); zero while gone or before
+// its first renewal, and without leases.
+func (m *Machine) FreshUntil() time.Time {
+	if m.lm == nil || m.rejoining {
+		return time.Time{}
+	}
+	return m.lm.FreshUntil()
+}
+
 // Exited reports whether the machine returned Exit.
 func (m *Machine) Exited() bool { return m.exited }
 
