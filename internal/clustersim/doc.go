@@ -191,17 +191,21 @@
 //
 // # Leases
 //
-// In a seeded quarter of the schedules (lease.go) every lane holds its
-// partition's lease: it claims a free lease, or steals one whose (owner,
-// counter) has not moved for a period of its own worker's clock (the
-// input's own lease.Tracker and lease.Balance decide, on that clock),
-// renews it every few steps. The lease is the lane machine's input
-// (chain.Config.Lease, LeaseChanged after a renewal, LeaseLost), and the
-// machine states it on every Promote and SetParked it asks for; a renewal
-// waits while such a call is outstanding. A paused worker resumes as a
-// zombie whose writes the store fences (or whose load finds another
-// lease): its machine stops (chain.LeaseGone) and it gives the partition
-// up. CheckLease (oracle): a lane's promotion or park takes
+// In a seeded quarter of the schedules (lease.go) the workers share the
+// partitions through heartbeat leases: every worker runs the real instance
+// machine (internal/instance, the one the input's lease manager drives) on
+// its own clock (its lane steps), with a lane for every partition, and
+// performs its store calls (heartbeat renewal and read, takeover,
+// checkpoint read, claim, release) in its lane steps; a lane reads its
+// partition only while its worker's machine runs it (StartWorker, under
+// the claimed lease: chain.Config.Lease), and drops all its state at
+// StopWorker. The machine states the lease on every Promote and SetParked
+// it asks for. A paused worker resumes as a zombie whose writes the store
+// fences (or whose load finds another lease): its machine stops
+// (chain.LeaseGone), its instance is told (WorkerLost) and stops the lane,
+// and its next renewal is fenced (its heartbeat was taken over): every
+// lane stops and a new incarnation rejoins. CheckLease (oracle): a lane's
+// promotion or park takes
 // effect only while the stored lease names that lane's worker.
 //
 // # Heartbeat leases

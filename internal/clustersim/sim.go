@@ -307,9 +307,10 @@ type Stats struct {
 	// deletions made and the witnesses they deleted.
 	TransientRetries, TransientGiveUps, DroppedEmissions, Prunes, Pruned int
 	// Lease mode (lease.go): schedules with leases, claims of free leases,
-	// steals of unchanged ones, renewals, lanes that gave their partition
-	// up, promotions of zombies fenced by the lease (and those of zombies
-	// of a pause), pauses.
+	// claims of leases whose owner's heartbeat was taken over (steals),
+	// heartbeat renewals, lanes stopped for a lost lease or a gone
+	// incarnation, promotions of zombies fenced by the lease (and those of
+	// zombies of a pause), pauses.
 	LeaseRuns, Claims, Steals, Renewals, LeaseLost int
 	ZombieFenced, PausedZombieFenced, Pauses       int
 	// Discovery (membership.go): schedules with discovery, those with three
@@ -888,7 +889,16 @@ func (s *sim) syncLanes() {
 		if !active[p.name] {
 			continue
 		}
-		for _, wi := range s.setup.assign[p.name] {
+		ws := s.setup.assign[p.name]
+		if s.lease != nil {
+			// With leases every worker may read every partition: its
+			// instance machine decides which it runs.
+			ws = ws[:0:0]
+			for i := range s.workers {
+				ws = append(ws, i)
+			}
+		}
+		for _, wi := range ws {
 			w := s.workers[wi]
 			if !slices.ContainsFunc(w.lanes, func(l *lane) bool { return l.p == p }) {
 				w.lanes = append(w.lanes, s.newLane(w, p))
@@ -1094,6 +1104,9 @@ func (s *sim) exec(op Op) string {
 		w := s.workers[op.W]
 		w.inc++
 		w.paused, w.resumed = false, false
+		// A new process: a new instance machine and incarnation at its
+		// next lease step (its old heartbeat is taken over by the others).
+		w.im, w.run, w.calls = nil, nil, nil
 		s.stats.Crashes++
 		for i, l := range w.lanes {
 			l.dead = true
