@@ -257,7 +257,9 @@
 // the late listing's own last key becomes a durable watermark above a key
 // that appears below it; CoalescedWatermarkDropped: a coalesced write keeps
 // the stored watermark, which the metamorphic comparison catches while
-// each run passes the oracle);
+// each run passes the oracle; KeepLostLease: a worker's instance machine
+// whose stop of a partition with a lost lease leaves its lane reading,
+// caught by CheckLease);
 // TestVariantsAreCaught fails unless each is caught
 // within a few schedules by the check that guards its invariant. The
 // lanes' variants are applied to the real machine (variant.go): to its

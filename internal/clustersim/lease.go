@@ -74,7 +74,7 @@ type leases struct {
 func newLeases(cfg Config) *leases {
 	r := rand.New(rand.NewPCG(cfg.Seed, 0x1ea5e))
 	on := r.IntN(4) == 0
-	if cfg.Variant == IgnoreLease {
+	if cfg.Variant == IgnoreLease || cfg.Variant == KeepLostLease {
 		on = true
 	}
 	if !on {
@@ -211,6 +211,12 @@ func (l *lane) leaseStep() bool {
 		return true
 	}
 	held, ok := w.run[l.p.name]
+	if l.m != nil && (!ok || held != l.lease) {
+		// A lane still reading under a lease its instance no longer runs
+		// it under: the instance's StopWorker was not performed.
+		s.oracle.violate(CheckLease, "partition %s: the lane of %s reads under lease %s, which its instance no longer runs it under", l.p.name, w.self, l.lease)
+		return true
+	}
 	if !ok {
 		l.note("not held by %s", w.self)
 		return true
@@ -254,6 +260,11 @@ func (s *sim) feedInstance(w *worker, l *lane, in instance.Input) {
 func (s *sim) stopLane(w *worker, l *lane, a instance.StopWorker) {
 	delete(w.run, a.Partition)
 	lost := strings.HasPrefix(a.Reason, "lease lost") || strings.HasPrefix(a.Reason, "incarnation gone")
+	if lost && s.cfg.Variant == KeepLostLease {
+		// Broken: the lane keeps reading; the machine believes it stopped.
+		s.feedInstance(w, l, instance.WorkerStopped{Partition: a.Partition})
+		return
+	}
 	for i, x := range w.lanes {
 		if x.p.name != a.Partition {
 			continue
