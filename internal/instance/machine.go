@@ -624,6 +624,17 @@ func (m *Machine) decide(cps []store.Checkpoint) {
 }
 
 func (m *Machine) claimed(in Claimed) {
+	if m.shutdown {
+		// A claim sent before the shutdown: a lease won is handed off too.
+		if m.mine(in.Owner) {
+			if m.lm.Claimed(in.Partition, in.Lease, in.Err) {
+				m.emit(ReleaseLease{Owner: m.lm.Self(), Partition: in.Partition, Lease: in.Lease, Why: "shutdown"})
+				return
+			}
+			m.answeredShutdown()
+		}
+		return
+	}
 	if !m.mine(in.Owner) || m.phase != acting {
 		return
 	}
@@ -681,7 +692,12 @@ func (m *Machine) beginShutdown() {
 		m.exited = true
 		return
 	}
-	m.pending = 0
+	// The claims and releases of a round in flight are still answered:
+	// the shutdown waits for them (a claim won is released too).
+	if m.phase != acting {
+		m.pending = 0
+	}
+	m.phase = idle
 	for _, p := range m.lm.Held() {
 		l, _ := m.lm.Lease(p)
 		m.pending++

@@ -345,7 +345,7 @@ type event struct {
 
 type queuedOp struct {
 	owner string
-	run   func()
+	run   func(base context.Context)
 }
 
 // holdSnapshot is the holders and the heartbeat's freshness after the
@@ -553,11 +553,11 @@ func (m *Manager) perform(ctx context.Context, wake *time.Timer, a instance.Acti
 			m.post(event{in: instance.LeasesRead{Owner: a.Owner, Now: time.Now(), Checkpoints: cps, Err: err}})
 		})
 	case instance.ClaimLease:
-		m.queue = append(m.queue, queuedOp{owner: a.Owner, run: func() { m.claim(ctx, a) }})
+		m.queue = append(m.queue, queuedOp{owner: a.Owner, run: func(base context.Context) { m.claim(ctx, base, a) }})
 		m.pump()
 	case instance.ReleaseLease:
 		h := m.stopping[a.Partition]
-		m.queue = append(m.queue, queuedOp{owner: a.Owner, run: func() { m.release(a, h) }})
+		m.queue = append(m.queue, queuedOp{owner: a.Owner, run: func(base context.Context) { m.release(base, a, h) }})
 		m.pump()
 	case instance.StartWorker:
 		m.start(ctx, a)
@@ -595,7 +595,8 @@ func (m *Manager) pump() {
 			continue // queued by a gone incarnation
 		}
 		m.inFlight++
-		m.io.Go(op.run)
+		base := m.base
+		m.io.Go(func() { op.run(base) })
 	}
 }
 
@@ -638,9 +639,9 @@ func (m *Manager) onLost(h *Holder, reason string) {
 }
 
 // claim performs one claim (one conditional write).
-func (m *Manager) claim(ctx context.Context, a instance.ClaimLease) {
+func (m *Manager) claim(ctx, base context.Context, a instance.ClaimLease) {
 	c := a.Claim
-	tctx, cancel := context.WithTimeout(m.base, m.storeTimeout())
+	tctx, cancel := context.WithTimeout(base, m.storeTimeout())
 	defer cancel()
 	cp, err := m.host.Store.ClaimLease(tctx, store.Key{Scope: m.host.Scope, Partition: c.Partition}, c.Expect, a.Owner)
 	switch {
@@ -661,13 +662,13 @@ func (m *Manager) claim(ctx context.Context, a instance.ClaimLease) {
 
 // release hands the lease off with one conditional write, after the
 // stopped worker's write in flight (its holder's semaphore).
-func (m *Manager) release(a instance.ReleaseLease, h *Holder) {
-	err := m.handOff(a, h)
+func (m *Manager) release(base context.Context, a instance.ReleaseLease, h *Holder) {
+	err := m.handOff(base, a, h)
 	m.post(event{in: instance.Released{Owner: a.Owner, Partition: a.Partition, Err: err}, op: true})
 }
 
-func (m *Manager) handOff(a instance.ReleaseLease, h *Holder) error {
-	tctx, cancel := context.WithTimeout(m.base, m.storeTimeout())
+func (m *Manager) handOff(base context.Context, a instance.ReleaseLease, h *Holder) error {
+	tctx, cancel := context.WithTimeout(base, m.storeTimeout())
 	defer cancel()
 	if h != nil {
 		if err := h.acquire(tctx); err != nil {
