@@ -26,6 +26,7 @@ import (
 
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/frontier"
+	"github.com/tidemark/tidemark/internal/instance"
 	"github.com/tidemark/tidemark/internal/membership"
 	"github.com/tidemark/tidemark/internal/publish"
 	"github.com/tidemark/tidemark/internal/store"
@@ -110,8 +111,8 @@ func (in *paginatedInput) adoptLocked(m store.Membership, source string) {
 		}
 		in.log.Infof("Membership of scope %s: epoch %d (%s) is now this input's (was %d): partitions %v, %s", in.cfg.Scope, m.Epoch, source, cur.Epoch, m.Partitions, state)
 	}
-	if in.started && in.leases == nil {
-		in.syncWorkersLocked()
+	if in.started {
+		in.stepLocked(instance.Adopt{Now: time.Now(), Membership: instance.Membership{Epoch: m.Epoch, Partitions: slices.Clone(m.Partitions)}, Source: source})
 	}
 }
 
@@ -121,36 +122,6 @@ func (in *paginatedInput) memberNames() []string {
 		return m.Partitions
 	}
 	return nil
-}
-
-// syncWorkersLocked starts a worker for every member without one and stops
-// the workers of partitions that left (without leases). Requires in.mu.
-func (in *paginatedInput) syncWorkersLocked() {
-	if in.wctx == nil || in.wctx.Err() != nil {
-		return
-	}
-	m := in.members.Load()
-	for _, name := range m.Partitions {
-		if _, ok := in.workers[name]; ok {
-			continue
-		}
-		ctx, cancel := context.WithCancel(in.wctx)
-		in.workers[name] = cancel
-		in.wg.Add(1)
-		newPartition(in, name).launch(ctx, func() {
-			cancel()
-			in.wg.Done()
-		})
-	}
-	for name, cancel := range in.workers {
-		if !slices.Contains(m.Partitions, name) {
-			in.log.Infof("Partition %s left the membership of scope %s (epoch %d); its worker stops", name, in.cfg.Scope, m.Epoch)
-			cancel()
-			delete(in.workers, name)
-			delete(in.completed, name)
-		}
-	}
-	in.checkAllDoneLocked()
 }
 
 // awaitParents waits until every parent of name that is still a member is
@@ -266,8 +237,14 @@ func (in *paginatedInput) publishFrontier(ctx context.Context, every time.Durati
 	sub := in.feed.Subscribe(in.cfg.Scope)
 	defer sub.Close()
 	pub := publish.NewPublisher(in.store, in.cfg.Scope)
-	tick := time.NewTicker(every)
-	defer tick.Stop()
+	// Without leases the instance machine times the rounds (Publish, on
+	// publishNow); with leases a ticker does.
+	var tick <-chan time.Time
+	if in.inst == nil {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		tick = t.C
+	}
 	publish := func(ctx context.Context) {
 		for _, u := range sub.Drain() {
 			pub.Observe(u.Partition, u.Watermark)
@@ -302,8 +279,11 @@ func (in *paginatedInput) publishFrontier(ctx context.Context, every time.Durati
 			publish(fctx)
 			cancel()
 			return
-		case <-tick.C:
+		case <-tick:
 			publish(ctx)
+		case <-in.publishNow:
+			publish(ctx)
+			in.step(instance.Published{})
 		}
 	}
 }

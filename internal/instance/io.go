@@ -122,13 +122,13 @@ type WorkerLost struct {
 // its own).
 type WorkerStopped struct{ Partition string }
 
-// PartitionState reports a partition's durable state as its worker loaded
-// or promoted it: complete, or parked with a reason ("" once unparked).
-type PartitionState struct {
-	Partition string
-	Complete  bool
-	Parked    string
-}
+// Completed reports that a partition's worker found it complete (durably:
+// its traversal ended).
+type Completed struct{ Partition string }
+
+// Parked reports a partition's park reason as its worker loaded or
+// promoted its checkpoint ("" once unparked).
+type Parked struct{ Partition, Reason string }
 
 // Published answers Publish.
 type Published struct{}
@@ -149,7 +149,8 @@ func (Claimed) isInput()        {}
 func (Released) isInput()       {}
 func (WorkerLost) isInput()     {}
 func (WorkerStopped) isInput()  {}
-func (PartitionState) isInput() {}
+func (Completed) isInput()      {}
+func (Parked) isInput()         {}
 func (Published) isInput()      {}
 func (Shutdown) isInput()       {}
 
@@ -180,11 +181,10 @@ func (r Claimed) String() string {
 func (r Released) String() string      { return fmt.Sprintf("released %s err %v", r.Partition, r.Err) }
 func (r WorkerLost) String() string    { return fmt.Sprintf("worker %s lost: %s", r.Partition, r.Reason) }
 func (r WorkerStopped) String() string { return "worker stopped " + r.Partition }
-func (r PartitionState) String() string {
-	return fmt.Sprintf("partition %s complete %t parked %q", r.Partition, r.Complete, r.Parked)
-}
-func (Published) String() string { return "published" }
-func (Shutdown) String() string  { return "shutdown" }
+func (r Completed) String() string     { return "partition complete " + r.Partition }
+func (r Parked) String() string        { return fmt.Sprintf("partition %s parked %q", r.Partition, r.Reason) }
+func (Published) String() string       { return "published" }
+func (Shutdown) String() string        { return "shutdown" }
 
 // ---------------------------------------------------------------------------
 // Actions.
@@ -279,6 +279,14 @@ type Exit struct {
 	Reasons []string
 }
 
+// ParkedWait: every partition is complete or parked, Parked of them
+// parked: the instance ends as a failed run at At unless one is unparked
+// (the driver warns).
+type ParkedWait struct {
+	Parked int
+	At     time.Time
+}
+
 // Wake asks the driver to Tick at At (the earliest timer due).
 type Wake struct{ At time.Time }
 
@@ -295,6 +303,7 @@ func (DeleteHeartbeat) isAction() {}
 func (NewIncarnation) isAction()  {}
 func (Publish) isAction()         {}
 func (Exit) isAction()            {}
+func (ParkedWait) isAction()      {}
 func (Wake) isAction()            {}
 
 func (a StartWorker) String() string {
@@ -332,5 +341,8 @@ func (a Exit) String() string {
 		return "exit"
 	}
 	return "exit failed: " + strings.Join(a.Reasons, "; ")
+}
+func (a ParkedWait) String() string {
+	return fmt.Sprintf("%d parked: exit as failed at %s unless unparked", a.Parked, a.At.Format("15:04:05.000"))
 }
 func (a Wake) String() string { return "wake at " + a.At.Format("15:04:05.000") }

@@ -201,8 +201,18 @@ func (m *Machine) Step(in Input) []Action {
 		m.workerLost(in)
 	case WorkerStopped:
 		m.workerStopped(in.Partition)
-	case PartitionState:
-		m.partitionState(in)
+	case Completed:
+		if m.member[in.Partition] {
+			m.complete[in.Partition] = true
+		}
+	case Parked:
+		if m.member[in.Partition] {
+			if in.Reason != "" {
+				m.parked[in.Partition] = in.Reason
+			} else {
+				delete(m.parked, in.Partition)
+			}
+		}
 	case Published:
 		m.publishing = false
 	case Shutdown:
@@ -325,22 +335,6 @@ func (m *Machine) workerStopped(part string) {
 	}
 }
 
-func (m *Machine) partitionState(in PartitionState) {
-	if !m.member[in.Partition] {
-		return
-	}
-	if in.Complete {
-		m.complete[in.Partition] = true
-	} else {
-		delete(m.complete, in.Partition)
-	}
-	if in.Parked != "" {
-		m.parked[in.Partition] = in.Parked
-	} else {
-		delete(m.parked, in.Partition)
-	}
-}
-
 // ---------------------------------------------------------------------------
 // Exit and publication.
 
@@ -374,16 +368,16 @@ func (m *Machine) checkExit() {
 	}
 	if m.parkedSince.IsZero() {
 		m.parkedSince = m.now
+		m.emit(ParkedWait{Parked: len(reasons), At: m.now.Add(m.cfg.ParkedGrace)})
 	}
 	if m.now.Sub(m.parkedSince) >= m.cfg.ParkedGrace {
 		m.finish(Exit{Failed: true, Reasons: reasons})
 	}
 }
 
+// finish ends the instance: the final publication, then Exit (the
+// workers stop when the driver closes).
 func (m *Machine) finish(e Exit) {
-	for _, p := range sortedKeys(m.workers) {
-		m.stop(p, "the instance ends")
-	}
 	if m.cfg.PublishInterval > 0 && !e.Failed {
 		m.emit(Publish{Final: true})
 	}

@@ -24,7 +24,8 @@ package instance_test
 //	released p=P [err=E]                answer the release of P
 //	worker-lost p=P reason=R            P's worker found its lease gone
 //	worker-stopped p=P                  P's worker returned
-//	state p=P [complete] [parked=R]     P's durable state
+//	complete p=P                        P's worker found it complete
+//	parked p=P [reason=R]               P's park reason ("" unparked)
 //	adopt epoch=N parts=a,b             a membership read
 //	incarnation self=O                  answer NewIncarnation
 //	published                           answer Publish
@@ -184,13 +185,17 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		var p string
 		d.ScanArgs(t, "p", &p)
 		h.step(instance.WorkerStopped{Partition: p})
-	case "state":
-		var p, parked string
+	case "complete":
+		var p string
 		d.ScanArgs(t, "p", &p)
-		if d.HasArg("parked") {
-			d.ScanArgs(t, "parked", &parked)
+		h.step(instance.Completed{Partition: p})
+	case "parked":
+		var p, reason string
+		d.ScanArgs(t, "p", &p)
+		if d.HasArg("reason") {
+			d.ScanArgs(t, "reason", &reason)
 		}
-		h.step(instance.PartitionState{Partition: p, Complete: d.HasArg("complete"), Parked: parked})
+		h.step(instance.Parked{Partition: p, Reason: reason})
 	case "adopt":
 		h.step(instance.Adopt{Now: h.now, Membership: membership(t, d), Source: "test"})
 	case "incarnation":
