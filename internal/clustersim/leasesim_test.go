@@ -206,11 +206,13 @@ func TestLeaseSimCatchesKeepLostPartition(t *testing.T) {
 	t.Fatal("keep-lost-partition was not caught by the write-after-gone or lease-liveness checks in seeds 1..40")
 }
 
-// TestLeaseSimDrivesTheInstanceMachine: the lease simulation steps the
-// instance machine the product runs (internal/instance), not a copy:
-// clustersim imports it, and no lease decision is made outside it (the
-// simulation does not import lease.Machine's decision entry points).
+// TestLeaseSimDrivesTheInstanceMachine: the simulator steps the instance
+// machine the product runs, not a copy: clustersim imports
+// internal/instance, as the input (without leases) and its lease manager
+// (internal/leasing, with leases) do.
 func TestLeaseSimDrivesTheInstanceMachine(t *testing.T) {
-	imports := packageImports(t, ".")
-	require.Contains(t, imports, "github.com/tidemark/tidemark/internal/instance")
+	const machine = "github.com/tidemark/tidemark/internal/instance"
+	for _, dir := range []string{".", "../../input", "../leasing"} {
+		require.Contains(t, packageImports(t, dir), machine, "package %s does not drive the instance machine", dir)
+	}
 }
