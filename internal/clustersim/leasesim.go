@@ -1166,10 +1166,3 @@ func (s *leaseSim) watch(from, ownedBy time.Duration) {
 	}
 	poll()
 }
-
-func abbrev(ps []string) string {
-	if len(ps) <= 6 {
-		return strings.Join(ps, ",")
-	}
-	return strings.Join(ps[:6], ",") + fmt.Sprintf(",… (%d)", len(ps))
-}
