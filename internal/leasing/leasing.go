@@ -318,13 +318,15 @@ type Manager struct {
 	metrics *metrics
 
 	// Owned by Run's goroutine.
-	im       *instance.Machine
-	holders  map[string]*Holder // running workers, by partition
-	stopping map[string]*Holder // workers told to stop, not yet returned
-	queue    []queuedOp         // claims and releases not sent yet
-	inFlight int
-	epoch    uint64
-	base     context.Context // the context of store calls (a shutdown one at the end)
+	im      *instance.Machine
+	holders map[string]*Holder // running workers, by partition
+	// holdersChanged: holders changed since the last snapshot.
+	holdersChanged bool
+	stopping       map[string]*Holder // workers told to stop, not yet returned
+	queue          []queuedOp         // claims and releases not sent yet
+	inFlight       int
+	epoch          uint64
+	base           context.Context // the context of store calls (a shutdown one at the end)
 
 	events  chan event    // answers and worker news, to Run
 	done    chan struct{} // closed once Run stops reading events
@@ -490,9 +492,18 @@ func (m *Manager) step(ctx context.Context, wake *time.Timer, in instance.Input)
 
 // publishSnapshot hands the holders and the heartbeat's freshness to
 // Holds.
+// The holders are copied only when they changed (a worker started or
+// stopped), not at each step of the machine (renewals, reads, answers).
 func (m *Manager) publishSnapshot() {
-	held := make(map[string]*Holder, len(m.holders))
-	maps.Copy(held, m.holders)
+	prev := m.snap.Load()
+	held := prev.held
+	if m.holdersChanged || held == nil {
+		held = make(map[string]*Holder, len(m.holders))
+		maps.Copy(held, m.holders)
+		m.holdersChanged = false
+	} else if m.im.FreshUntil().Equal(prev.freshUntil) {
+		return // nothing changed
+	}
 	m.snap.Store(&holdSnapshot{held: held, freshUntil: m.im.FreshUntil()})
 }
 
@@ -607,6 +618,7 @@ func (m *Manager) start(ctx context.Context, a instance.StartWorker) {
 	wctx, cancel := context.WithCancel(ctx)
 	h.cancel = cancel
 	m.holders[p] = h
+	m.holdersChanged = true
 	m.workers.Add(1)
 	m.host.Launch(wctx, p, h, func() {
 		cancel()
@@ -624,6 +636,7 @@ func (m *Manager) stop(a instance.StopWorker) {
 		return
 	}
 	delete(m.holders, a.Partition)
+	m.holdersChanged = true
 	m.stopping[a.Partition] = h
 	first := h.stop(a.Reason)
 	if first && (strings.HasPrefix(a.Reason, "lease lost") || strings.HasPrefix(a.Reason, "incarnation gone")) {
