@@ -491,9 +491,8 @@ func (m *Manager) step(ctx context.Context, wake *time.Timer, in instance.Input)
 }
 
 // publishSnapshot hands the holders and the heartbeat's freshness to
-// Holds.
-// The holders are copied only when they changed (a worker started or
-// stopped), not at each step of the machine (renewals, reads, answers).
+// Holds. The holders are copied only when they changed (a worker started
+// or stopped), not at each step of the machine (renewals, reads, answers).
 func (m *Manager) publishSnapshot() {
 	prev := m.snap.Load()
 	held := prev.held
