@@ -27,6 +27,7 @@ import (
 
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/frontier"
+	"github.com/tidemark/tidemark/internal/instance"
 	"github.com/tidemark/tidemark/internal/membership"
 	"github.com/tidemark/tidemark/internal/publish"
 	"github.com/tidemark/tidemark/internal/store"
@@ -115,8 +116,8 @@ func (in *paginatedInput) adoptLocked(m store.Membership, source string) {
 		}
 		in.log.Infof("Membership of scope %s: epoch %d (%s) is now this input's (was %d): partitions %v, %s", in.cfg.Scope, m.Epoch, source, cur.Epoch, m.Partitions, state)
 	}
-	if in.started && in.leases == nil {
-		in.syncWorkersLocked()
+	if in.started {
+		in.stepLocked(instance.Adopt{Now: time.Now(), Membership: instance.Membership{Epoch: m.Epoch, Partitions: slices.Clone(m.Partitions)}, Source: source})
 	}
 }
 
@@ -126,36 +127,6 @@ func (in *paginatedInput) memberNames() []string {
 		return m.Partitions
 	}
 	return nil
-}
-
-// syncWorkersLocked starts a worker for every member without one and stops
-// the workers of partitions that left (without leases). Requires in.mu.
-func (in *paginatedInput) syncWorkersLocked() {
-	if in.wctx == nil || in.wctx.Err() != nil {
-		return
-	}
-	m := in.members.Load()
-	for _, name := range m.Partitions {
-		if _, ok := in.workers[name]; ok {
-			continue
-		}
-		ctx, cancel := context.WithCancel(in.wctx)
-		in.workers[name] = cancel
-		in.wg.Add(1)
-		newPartition(in, name).launch(ctx, func() {
-			cancel()
-			in.wg.Done()
-		})
-	}
-	for name, cancel := range in.workers {
-		if !slices.Contains(m.Partitions, name) {
-			in.log.Infof("Partition %s left the membership of scope %s (epoch %d); its worker stops", name, in.cfg.Scope, m.Epoch)
-			cancel()
-			delete(in.workers, name)
-			delete(in.completed, name)
-		}
-	}
-	in.checkAllDoneLocked()
 }
 
 // awaitParents waits until every parent of name that is still a member is

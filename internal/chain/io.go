@@ -43,15 +43,6 @@ type Stop struct{}
 // is ignored. The machine asks for a Tick at a given time with Wait.
 type Tick struct{ Now time.Time }
 
-// LeaseChanged tells a leased machine (Config.Leased) the lease its
-// partition is now held under: a renewal that moved the stored lease (the
-// simulator's per-partition renewals; the input's partition leases move
-// only on claim, takeover and release, so it never sends one). The calls
-// the machine asks from then on carry it. A driver must not change the
-// stored lease while a call that carries the lease is outstanding (see
-// Config.Leased).
-type LeaseChanged struct{ Lease store.Lease }
-
 // LeaseLost tells a leased machine that its partition's lease is gone
 // (taken over, released, or the holder's heartbeat lost): the machine
 // stops (StateLeaseLost) with Reason and asks nothing more. Like Stop it
@@ -227,7 +218,6 @@ type Withdrawn struct {
 func (Start) isInput()              {}
 func (Stop) isInput()               {}
 func (Tick) isInput()               {}
-func (LeaseChanged) isInput()       {}
 func (LeaseLost) isInput()          {}
 func (EpochChanged) isInput()       {}
 func (Loaded) isInput()             {}
@@ -805,7 +795,6 @@ func (Start) String() string  { return "start" }
 func (Stop) String() string   { return "stop" }
 func (t Tick) String() string { return "tick " + t.Now.UTC().Format("15:04:05.000") }
 
-func (l LeaseChanged) String() string { return "lease changed: " + l.Lease.String() }
 func (l LeaseLost) String() string    { return "lease lost: " + l.Reason }
 func (e EpochChanged) String() string { return fmt.Sprintf("epoch changed: %d", e.Epoch) }
 

@@ -44,14 +44,15 @@ type Config struct {
 	Epoch       uint64
 	// Leased: the partition is read under a lease (scale-out,
 	// docs/design.md#leases-and-fencing) and Lease is the one it holds when
-	// the machine starts; LeaseChanged moves it, LeaseLost ends it. A
+	// the machine starts (a held partition lease never moves while held:
+	// the instance renews its heartbeat), LeaseLost ends it. A
 	// leased machine states its lease in every write that the lease fences
 	// (each Promote, Resolve and Reincarnate's Promotion.Lease, Park.Lease),
 	// so the store's condition is the holder's lease; and it stops
 	// (StateLeaseLost, LeaseGone) as soon as a load, a park check or a
 	// read-back finds another lease stored, or a write is fenced by one.
 	// The driver must not let the stored lease move while a call that
-	// carries it is outstanding (a renewal waits for it), so that a call
+	// carries it is outstanding (a release waits for it), so that a call
 	// never carries a lease its own holder has replaced. Without Leased
 	// the writes state the lease of the checkpoint last read.
 	Leased bool
@@ -369,9 +370,6 @@ func (m *Machine) Step(in Input) []Action {
 	case LeaseLost:
 		m.lostWhy = in.Reason
 		m.halt(phaseLeaseLost)
-		return m.out
-	case LeaseChanged:
-		m.lease = in.Lease
 		return m.out
 	case EpochChanged:
 		m.cfg.Epoch = in.Epoch

@@ -20,8 +20,6 @@ package chain_test
 //	pause op=ACTION | resume          hold the next call of that action / perform it
 //	writer promote|park|unpark ...    another writer changes the checkpoint
 //	writer takeover owner=O           another instance claims the lease over
-//	renew                             the holder renews its lease in the store
-//	                                  (its counter moves): LeaseChanged
 //	lease-lost reason=R               the driver's lease manager lost it: LeaseLost
 //	store                             print the stored checkpoint and witnesses
 //
@@ -185,13 +183,6 @@ func (h *harness) run(d *datadriven.TestData) string {
 		return "ok"
 	case "writer":
 		return h.writer(d)
-	case "renew":
-		cp, err := h.mem.RenewLease(ctx, key, h.lease)
-		if err != nil {
-			return "error: " + err.Error()
-		}
-		h.lease = cp.Lease
-		h.feed(chain.LeaseChanged{Lease: h.lease})
 	case "lease-lost":
 		var reason string
 		d.ScanArgs(h.t, "reason", &reason)

@@ -118,9 +118,15 @@ const (
 	// (docs/design.md#re-read-windows, CheckBinding: its page is promoted
 	// without an outcome for it; CheckLiveness).
 	SkipRereadReceipts
+	// KeepLostLease: lease mode in every schedule, and a worker's instance
+	// machine that stops a partition whose lease is lost (a read showed
+	// another lease, a write was fenced, the incarnation is gone) leaves
+	// the partition's lane reading under that lease (CheckLease: a lane
+	// reads under a lease its instance no longer runs it under).
+	KeepLostLease
 )
 
-var variantNames = [...]string{"faithful", "promote-other-successor", "max-frontier", "bare-empty-page", "unconditional-write", "ignore-lease", "any-watermark-covers", "park-on-malformed", "retry-malformed-forever", "partial-view", "children-first", "self-certified-watermark", "ignore-offset-overlap", "ignore-incarnation", "coalesced-watermark-dropped", "accept-offset-shaped-successor", "trust-first-page", "emit-before-incarnation-check", "skip-reread-receipts"}
+var variantNames = [...]string{"faithful", "promote-other-successor", "max-frontier", "bare-empty-page", "unconditional-write", "ignore-lease", "any-watermark-covers", "park-on-malformed", "retry-malformed-forever", "partial-view", "children-first", "self-certified-watermark", "ignore-offset-overlap", "ignore-incarnation", "coalesced-watermark-dropped", "accept-offset-shaped-successor", "trust-first-page", "emit-before-incarnation-check", "skip-reread-receipts", "keep-lost-lease"}
 
 func (v Variant) String() string {
 	if int(v) < len(variantNames) {
@@ -141,7 +147,7 @@ func ParseVariant(s string) (Variant, error) {
 
 // Variants lists the broken variants (every Variant but Faithful).
 func Variants() []Variant {
-	return []Variant{PromoteOtherSuccessor, MaxFrontier, BareEmptyPage, UnconditionalWrite, IgnoreLease, AnyWatermarkCovers, ParkOnMalformed, RetryMalformedForever, PartialView, ChildrenFirst, SelfCertifiedWatermark, IgnoreOffsetOverlap, IgnoreIncarnation, CoalescedWatermarkDropped, AcceptOffsetShaped, TrustFirstPage, EmitBeforeIncarnationCheck, SkipRereadReceipts}
+	return []Variant{PromoteOtherSuccessor, MaxFrontier, BareEmptyPage, UnconditionalWrite, IgnoreLease, AnyWatermarkCovers, ParkOnMalformed, RetryMalformedForever, PartialView, ChildrenFirst, SelfCertifiedWatermark, IgnoreOffsetOverlap, IgnoreIncarnation, CoalescedWatermarkDropped, AcceptOffsetShaped, TrustFirstPage, EmitBeforeIncarnationCheck, SkipRereadReceipts, KeepLostLease}
 }
 
 // DefaultSteps is the length of a schedule when Config.Steps is zero.
@@ -313,9 +319,10 @@ type Stats struct {
 	// deletions made and the witnesses they deleted.
 	TransientRetries, TransientGiveUps, DroppedEmissions, Prunes, Pruned int
 	// Lease mode (lease.go): schedules with leases, claims of free leases,
-	// steals of unchanged ones, renewals, lanes that gave their partition
-	// up, promotions of zombies fenced by the lease (and those of zombies
-	// of a pause), pauses.
+	// claims of leases whose owner's heartbeat was taken over (steals),
+	// heartbeat renewals, lanes stopped for a lost lease or a gone
+	// incarnation, promotions of zombies fenced by the lease (and those of
+	// zombies of a pause), pauses.
 	LeaseRuns, Claims, Steals, Renewals, LeaseLost int
 	ZombieFenced, PausedZombieFenced, Pauses       int
 	// Discovery (membership.go): schedules with discovery, those with three
@@ -903,7 +910,16 @@ func (s *sim) syncLanes() {
 		if !active[p.name] {
 			continue
 		}
-		for _, wi := range s.setup.assign[p.name] {
+		ws := s.setup.assign[p.name]
+		if s.lease != nil {
+			// With leases every worker may read every partition: its
+			// instance machine decides which it runs.
+			ws = ws[:0:0]
+			for i := range s.workers {
+				ws = append(ws, i)
+			}
+		}
+		for _, wi := range ws {
 			w := s.workers[wi]
 			if !slices.ContainsFunc(w.lanes, func(l *lane) bool { return l.p == p }) {
 				w.lanes = append(w.lanes, s.newLane(w, p))
@@ -1109,6 +1125,9 @@ func (s *sim) exec(op Op) string {
 		w := s.workers[op.W]
 		w.inc++
 		w.paused, w.resumed = false, false
+		// A new process: a new instance machine and incarnation at its
+		// next lease step (its old heartbeat is taken over by the others).
+		w.im, w.run, w.calls = nil, nil, nil
 		s.stats.Crashes++
 		for i, l := range w.lanes {
 			l.dead = true

@@ -10,7 +10,7 @@ import (
 
 	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/chain/chainstore"
-	"github.com/tidemark/tidemark/internal/lease"
+	"github.com/tidemark/tidemark/internal/instance"
 	"github.com/tidemark/tidemark/internal/membership"
 	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/sdkcoord"
@@ -28,9 +28,9 @@ import (
 // fault or a crash can cut in. The broken variants are applied to the
 // machine's configuration or to the actions it returns (variant.go); the
 // faithful lanes perform the machine's actions as they are: the lane's
-// lease and its worker's epoch are the machine's inputs (chain.Config,
-// LeaseChanged, LeaseLost, EpochChanged), as the input's workers are given
-// theirs.
+// lease (from its worker's instance machine) and its worker's epoch are
+// the machine's inputs (chain.Config, EpochChanged), as the input's
+// workers are given theirs.
 
 type worker struct {
 	id    int
@@ -43,6 +43,15 @@ type worker struct {
 	ticks           int
 	paused, resumed bool
 	pauseTicks      []int // every worker's ticks when it was paused
+	// im is the worker's instance machine (nil until its first lease step
+	// after a start or crash); self its incarnation's owner, incs the
+	// incarnations so far; run the partitions it runs, under their
+	// leases; calls its store calls not yet performed.
+	im    *instance.Machine
+	self  string
+	incs  int
+	run   map[string]store.Lease
+	calls []instance.Action
 }
 
 type lane struct {
@@ -65,20 +74,13 @@ type lane struct {
 	// now is the lane's clock; wake the time of the machine's last Wait.
 	now, wake time.Time
 
-	// Lease mode (lease.go): the lease the lane holds, the lease it last
-	// saw held by another and its worker's tick then, a claim to make, a
-	// checkpoint to create, lane steps since the last renewal.
+	// Lease mode (lease.go): the lease its worker's instance runs it under.
 	lease store.Lease
 	// exited: the machine completed under exit_when_complete;
 	// emptyFinal is the model's finality clock T when it last answered
 	// this lane with an honest empty page (what "caught up" claims).
 	exited     bool
 	emptyFinal int64
-	tracker    lease.Tracker // the lane's lease observations (internal/lease)
-	claim      *store.Lease
-	create     bool
-	sinceRenew int
-	renewAt    int
 
 	// released: the partition's parents (a split's) are complete or left
 	// the membership, so the lane may read it (membership.Waiting).

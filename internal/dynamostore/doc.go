@@ -101,7 +101,6 @@
 //	                               a Reset (new incarnation): AND ep < :ep instead of both
 //	SetParked          UpdateItem  cur = :c AND gen = :g [AND lo = :lo AND lc = :lc]
 //	ClaimLease         UpdateItem  attribute_exists(pk) AND lease = :expect   (lease.go)
-//	RenewLease         UpdateItem  lo = :ho AND lc = :h
 //	ReleaseLease       UpdateItem  lo = :ho AND lc = :h
 //	RenewHeartbeat     UpdateItem  attribute_not_exists(pk) | n = :n AND attribute_not_exists(tk)   (heartbeat.go)
 //	TakeOverHeartbeat  UpdateItem  n = :seen AND attribute_not_exists(tk)

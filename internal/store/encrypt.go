@@ -506,10 +506,6 @@ func (s *encryptedStore) ClaimLease(ctx context.Context, k Key, expect Lease, ow
 	return s.checkpoint(s.Store.ClaimLease(ctx, k, expect, owner))
 }
 
-func (s *encryptedStore) RenewLease(ctx context.Context, k Key, held Lease) (Checkpoint, error) {
-	return s.checkpoint(s.Store.RenewLease(ctx, k, held))
-}
-
 func (s *encryptedStore) ReleaseLease(ctx context.Context, k Key, held Lease) (Checkpoint, error) {
 	return s.checkpoint(s.Store.ReleaseLease(ctx, k, held))
 }

@@ -364,11 +364,6 @@ type LeaseStore interface {
 	// partition, another owner's lease for a steal or the take-over of a
 	// lease seen expired. It writes Lease{owner, expect.Counter+1}.
 	ClaimLease(ctx context.Context, k Key, expect Lease, owner string) (Checkpoint, error)
-	// RenewLease proves the holder alive: conditional on the stored lease
-	// being held, it writes Lease{held.Owner, held.Counter+1}. (The input
-	// renews its instance heartbeat instead, heartbeat.go; the simulator's
-	// per-partition lease mode still renews leases.)
-	RenewLease(ctx context.Context, k Key, held Lease) (Checkpoint, error)
 	// ReleaseLease hands the partition off (graceful shutdown): conditional
 	// on the stored lease being held, it writes Lease{"", held.Counter+1},
 	// so the next claimant starts from a known, unowned state.
