@@ -5,7 +5,7 @@ BIN := bin/connect
 EXAMPLES := $(wildcard config/examples/*.yaml)
 CONFIGS := $(filter-out %_benthos_test.yaml,$(EXAMPLES))
 
-.PHONY: run test build deps vet fmt-check staticcheck unit lint-configs sim fuzz bench bench-scale docs clean
+.PHONY: run test build deps vet fmt-check staticcheck unit lint-configs sim fuzz rules vulncheck bench bench-scale docs clean
 
 build: $(BIN)
 
@@ -25,7 +25,7 @@ run: build
 ## test: everything (installs what is missing, starts its own servers).
 test: deps vet fmt-check staticcheck build
 	TIDEMARK_REQUIRE_DYNALITE=1 TIDEMARK_REQUIRE_SERVERS=1 ./scripts/with-dynalite $(GO) test -race -count=1 -timeout 40m ./...
-	$(MAKE) lint-configs sim fuzz
+	$(MAKE) lint-configs sim fuzz rules vulncheck
 
 vet:
 	$(GO) vet ./...
@@ -48,6 +48,19 @@ sim:
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzClassify$$' -fuzztime=15s ./internal/reconcile/
+
+## rules: the alert rules of deploy/prometheus, checked and unit-tested
+## by Debian's promtool (scripts/install-deps installs it); deploy's Go test
+## checks that the binary serves every series they and the dashboard read.
+rules: deps
+	promtool check rules deploy/prometheus/tidemark.rules.yml
+	cd deploy/prometheus && promtool test rules tidemark.rules.test.yml
+
+## vulncheck: govulncheck (pinned) over the module graph, offline, against
+## the pinned Go vulnerability database; a called vulnerability fails unless
+## scripts/vulncheck.allow explains it (scripts/vulncheck).
+vulncheck: deps
+	./scripts/vulncheck
 
 ## docs: regenerate the component reference under docs/ (a test fails when
 ## it is stale). Only generated pages (their first line says so) are removed

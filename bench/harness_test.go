@@ -39,6 +39,12 @@ type runSpec struct {
 	Latency    time.Duration
 	Store      string // "memory" or "dynamodb"
 	InFlight   int    // max_pages_in_flight; 0 = the input's default (4)
+	// MinPages is promotion_min_pages; 0 = the input's default (2).
+	MinPages int
+	// ConstantSemantic: every event's semantic projection is empty (the
+	// http provider's `event_semantic: root = ""`: payload changes do not
+	// matter), so a page's events share one digest.
+	ConstantSemantic bool
 	// Faults (the retry scenario).
 	RotateTokens bool
 	ShiftRate    float64
@@ -88,6 +94,10 @@ func inputConfig(s runSpec, names []string) input.Config {
 	if inFlight == 0 {
 		inFlight = defaultInFlight
 	}
+	minPages := s.MinPages
+	if minPages == 0 {
+		minPages = chain.PromoteMinPages
+	}
 	// The spec's defaults (input/spec.go), except poll_interval: a held
 	// page (a nack, an end of data) is polled again after 20 ms, not 1 s.
 	return input.Config{
@@ -102,9 +112,11 @@ func inputConfig(s runSpec, names []string) input.Config {
 			FetchBackoff:       100 * time.Millisecond,
 			ExitWhenComplete:   true,
 			CoalescePromotions: true,
+			PromoteMinPages:    minPages,
+			PromoteLinger:      chain.PromoteLinger,
 			EmitBeforeCheck:    s.EmitBeforeCheck,
 		},
-		FrontierPublishInterval: time.Second,
+		FrontierPublishInterval: 50 * time.Millisecond,
 	}
 }
 
@@ -178,6 +190,9 @@ func runPipeline(tb testing.TB, s runSpec) runResult {
 		})
 	}
 
+	if s.ConstantSemantic {
+		cprov = constantSemantic{cprov}
+	}
 	var inc *incarnationProvider
 	if s.Incarnation {
 		inc = newIncarnationProvider(cprov, s.Latency)
@@ -289,6 +304,18 @@ func (w *windowProvider) Fetch(ctx context.Context, req provider.Request) (provi
 	}
 	w.mu.Unlock()
 	return w.Provider.Fetch(ctx, req)
+}
+
+// constantSemantic gives every event of its provider's pages the same,
+// empty, semantic projection.
+type constantSemantic struct{ provider.Provider }
+
+func (c constantSemantic) Fetch(ctx context.Context, req provider.Request) (provider.Response, error) {
+	r, err := c.Provider.Fetch(ctx, req)
+	for i := range r.Events {
+		r.Events[i].Semantic = []byte{}
+	}
+	return r, err
 }
 
 func simPosition(c []byte) int64 {

@@ -90,7 +90,7 @@ func (k *keysetSource) page(cursor []byte) provider.Response {
 	var r provider.Response
 	for ; i < len(k.ids) && len(r.Events) < rereadPageSize; i++ {
 		id := k.ids[i]
-		r.Events = append(r.Events, provider.Event{ID: strconv.FormatInt(id, 10), Position: coord.IntPosition(id), Payload: []byte(`{"id":` + strconv.FormatInt(id, 10) + `}`)})
+		r.Events = append(r.Events, provider.Event{ID: strconv.FormatInt(id, 10), Position: provider.IntPosition(id), Payload: []byte(`{"id":` + strconv.FormatInt(id, 10) + `}`)})
 	}
 	if len(r.Events) > 0 {
 		r.Successor = []byte(r.Events[len(r.Events)-1].ID)
@@ -114,7 +114,7 @@ func (l *listingSource) page(cursor []byte) provider.Response {
 	var r provider.Response
 	for ; i < len(l.keys) && len(r.Events) < rereadPageSize; i++ {
 		k := l.keys[i]
-		r.Events = append(r.Events, provider.Event{ID: k, Position: coord.IntPosition(l.mtime[k]), Payload: []byte(`{"key":"` + k + `"}`)})
+		r.Events = append(r.Events, provider.Event{ID: k, Position: provider.IntPosition(l.mtime[k]), Payload: []byte(`{"key":"` + k + `"}`)})
 	}
 	if i < len(l.keys) {
 		r.Successor = []byte(strconv.Itoa(i))
@@ -202,7 +202,7 @@ func (r *rereadRun) settle(b *testing.B) {
 			f := r.fetch
 			r.fetch = nil
 			r.fetches++
-			r.step(chain.Fetched{Fetch: f.ID, Attempt: fmt.Sprintf("a%d", r.fetches), Response: r.src.page(f.Cursor)})
+			r.step(chain.Fetched{Fetch: f.ID, Attempt: fmt.Sprintf("a%d", r.fetches), Response: reconcile.FromProvider(r.src.page(f.Cursor))})
 		default:
 			return
 		}

@@ -46,6 +46,12 @@ func reportCosts(b *testing.B, pages float64, window time.Duration, c costs) {
 // dynamostore.RequestCounter, by kind with the bench meter) and the write units
 // dynalite reports (ConsumedCapacity) per 100-event page, after start-up:
 //   - steady: no faults;
+//   - steady-no-wait: the same with promotion_min_pages 1 (every page
+//     promoted as soon as it is delivered, unless a promotion is in
+//     flight);
+//   - steady-shared-digest: the same as steady with a constant semantic
+//     projection (payload changes do not matter): each witness stores one
+//     digest, 8 bytes an event;
 //   - load-p64: no faults, 64 partitions at 20 ms a page (dynalite's
 //     ceiling: promotions coalesce);
 //   - retries: rotating tokens, shifted retries (shift_rate 0.5) and every
@@ -57,6 +63,8 @@ func BenchmarkStoreCost(b *testing.B) {
 		spec runSpec
 	}{
 		{"steady", runSpec{Partitions: 4, Pages: 200, PageSize: benchPageSize, Latency: 5 * time.Millisecond, Store: "dynamodb"}},
+		{"steady-no-wait", runSpec{Partitions: 4, Pages: 200, PageSize: benchPageSize, Latency: 5 * time.Millisecond, Store: "dynamodb", MinPages: 1}},
+		{"steady-shared-digest", runSpec{Partitions: 4, Pages: 200, PageSize: benchPageSize, Latency: 5 * time.Millisecond, Store: "dynamodb", ConstantSemantic: true}},
 		// Under load: 64 partitions against dynalite's ceiling, where
 		// acknowledgements run ahead of promotions and coalesce.
 		{"load-p64", runSpec{Partitions: 64, Pages: 40, PageSize: benchPageSize, Latency: 20 * time.Millisecond, Store: "dynamodb"}},

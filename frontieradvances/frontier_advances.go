@@ -91,7 +91,7 @@ func init() {
 type advancesInput struct {
 	scope   string
 	every   time.Duration
-	st      store.Store
+	st      store.ScopeStore
 	closeSt func(context.Context) error
 	log     *service.Logger
 	last    frontier.Snapshot

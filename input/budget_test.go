@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/internal/chain"
-	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/e2etest"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store/memstore"
 	"github.com/tidemark/tidemark/provider"
 )
@@ -42,7 +42,7 @@ func (b *bigPages) Fetch(_ context.Context, req provider.Request) (provider.Resp
 		for j := range payload {
 			payload[j] = byte('a' + (int(pos)+j)%26)
 		}
-		evs[i] = provider.Event{ID: fmt.Sprintf("%s-%d", req.Partition, pos), Position: coord.IntPosition(pos), Payload: payload}
+		evs[i] = provider.Event{ID: fmt.Sprintf("%s-%d", req.Partition, pos), Position: provider.IntPosition(pos), Payload: payload}
 	}
 	return provider.Response{Events: evs, Successor: []byte(strconv.FormatInt(n+1, 10))}, nil
 }
@@ -66,7 +66,7 @@ func TestPagesInFlightBoundedByBytes(t *testing.T) {
 		fetches = 400 // pages the source serves before the test stops
 	)
 	prov := &bigPages{}
-	page := chain.PageBytes(must(prov.Fetch(t.Context(), provider.Request{Partition: "p0"})))
+	page := chain.PageBytes(reconcile.FromProvider(must(prov.Fetch(t.Context(), provider.Request{Partition: "p0"}))))
 	prov.fetches.Store(0)
 	bound := budget + parts*page
 	names := make([]string, parts)

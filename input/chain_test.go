@@ -115,7 +115,7 @@ func resp(successor string, evs ...provider.Event) provider.Response {
 }
 
 func event(id string, pos int64) provider.Event {
-	return provider.Event{ID: id, Position: coord.IntPosition(pos), Payload: []byte(`{"id":"` + id + `"}`)}
+	return provider.Event{ID: id, Position: provider.IntPosition(pos), Payload: []byte(`{"id":"` + id + `"}`)}
 }
 
 // chainRun is one input over a script; reader goroutine acks per the
@@ -264,7 +264,7 @@ func TestFiniteTraversalCompletesDurably(t *testing.T) {
 func TestFetchAheadCarriesTheWatermarkOfItsGeneration(t *testing.T) {
 	c := provider.Contract{EmptyPage: provider.EmptyFinalThroughWatermark, OrderedPositions: true, DensePositions: true, WatermarkCoversPositions: true, MissingSuccessor: provider.MissingSuccessorEndsTraversal, Recovery: provider.RecoveryPark, Finality: provider.FinalitySource}
 	answers := map[string][]answer{}
-	want := map[string]coord.Watermark{"": {}}
+	want := map[string]provider.Watermark{"": {}}
 	for i := int64(0); i < 6; i++ {
 		cur, next := fmt.Sprintf("c%d", i), fmt.Sprintf("c%d", i+1)
 		if i == 0 {
@@ -274,10 +274,10 @@ func TestFetchAheadCarriesTheWatermarkOfItsGeneration(t *testing.T) {
 			next = ""
 		}
 		r := resp(next, event(fmt.Sprintf("e%d", 2*i+1), 2*i+1), event(fmt.Sprintf("e%d", 2*i+2), 2*i+2))
-		r.CompleteThrough = coord.Integer(2*i + 2)
+		r.CompleteThrough = provider.IntegerWatermark(2*i + 2)
 		answers[cur] = []answer{{resp: r}}
 		if next != "" {
-			want[next] = coord.Integer(2*i + 2)
+			want[next] = provider.IntegerWatermark(2*i + 2)
 		}
 	}
 	prov := newScript(c, answers)
@@ -297,7 +297,7 @@ func TestFetchAheadCarriesTheWatermarkOfItsGeneration(t *testing.T) {
 func TestOmittedEventRetryWithLaggingWatermarkParks(t *testing.T) {
 	c := provider.Contract{EmptyPage: provider.EmptyFinalThroughWatermark, OrderedPositions: true, DensePositions: true, WatermarkCoversPositions: true, Recovery: provider.RecoveryPark, Finality: provider.FinalitySource}
 	retry := resp("N8", event("e501", 501), event("e503", 503))
-	retry.CompleteThrough = coord.Integer(500)
+	retry.CompleteThrough = provider.IntegerWatermark(500)
 	first := resp("N7", event("e501", 501), event("e502", 502), event("e503", 503))
 	st := memstore.New()
 	scope := newChainScope(t)
@@ -590,7 +590,7 @@ func TestRestartBoundaryCarriesTheAppliedEventID(t *testing.T) {
 	})
 	bs := prov.boundariesSeen()
 	require.Len(t, bs, 1)
-	assert.Equal(t, provider.Boundary{Partition: "p", Applied: coord.IntPosition(2), HasApplied: true, AppliedID: "order-2", Expired: true}, bs[0])
+	assert.Equal(t, provider.Boundary{Partition: "p", Applied: provider.IntPosition(2), HasApplied: true, AppliedID: "order-2", Expired: true}, bs[0])
 	cp := r.checkpoint()
 	assert.Equal(t, "order-2", cp.AppliedID, "the restart keeps the applied position and its id")
 }

@@ -61,9 +61,11 @@
 //
 // # Structure
 //
-// input.go holds the component (Connect starts one worker per partition,
-// ReadBatch hands out the batches they queue, message sets the tidemark_*
-// metadata); partition.go the per-partition worker that drives the
+// input.go holds the component (Connect starts the instance, ReadBatch
+// hands out the batches the workers queue, message sets the tidemark_*
+// metadata); instance.go performs the actions of the instance machine
+// (internal/instance) without leases: which partitions' workers run, the
+// exit when complete or parked, the publication rounds; partition.go the per-partition worker that drives the
 // partition's chain machine (internal/chain,
 // docs/design.md#partition-lifecycle), performing its store calls
 // (internal/chain/chainstore), fetches, emissions and waits, on a goroutine

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,7 @@ import (
 	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/feed"
+	"github.com/tidemark/tidemark/internal/instance"
 	"github.com/tidemark/tidemark/internal/leasing"
 	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/redact"
@@ -31,7 +33,7 @@ import (
 // The embedded chain.Config holds the fields every partition's machine
 // reads (start_cursor, max_pages_in_flight, max_batch_size, the intervals
 // and back-offs, fetch_retries, exit_when_complete, max_restarts,
-// coalesce_promotions) and Epoch, the membership epoch read from the store
+// coalesce_promotions, promotion_min_pages, promotion_linger) and Epoch, the membership epoch read from the store
 // at Connect. The spec fills them once; each partition's machine gets a
 // copy with its own key, the provider's contract and capabilities, the
 // current epoch and its lease (partition.machineConfig).
@@ -58,8 +60,10 @@ type Config struct {
 	// long, the input ends and the run fails (runstatus) listing the park
 	// reasons. 0: parks never end the input.
 	ExitWhenParkedGrace time.Duration
-	// FrontierPublishInterval is how often the published frontier record
-	// is advanced (0: never).
+	// FrontierPublishInterval is the shortest time between two
+	// publications of the frontier record by this instance: a promotion
+	// is published at once when the last one is older (publish.Pacer;
+	// 0: never).
 	FrontierPublishInterval time.Duration
 	// Leases, when set, shares the partitions with the other instances
 	// of the scope through leases (lease.go); nil: this instance reads
@@ -122,6 +126,12 @@ func (c *Config) validate() error {
 	if c.MaxRestarts < 0 {
 		return fmt.Errorf("max_restarts must be at least 1, got %d", c.MaxRestarts)
 	}
+	if c.PromoteMinPages < 0 || c.PromoteMinPages > store.MaxPromotionPages {
+		return fmt.Errorf("promotion_min_pages must be between 1 and %d, got %d", store.MaxPromotionPages, c.PromoteMinPages)
+	}
+	if c.PromoteLinger < 0 {
+		return fmt.Errorf("promotion_linger must not be negative (0s: never waits), got %s", c.PromoteLinger)
+	}
 	if c.Epoch == 0 {
 		c.Epoch = 1
 	}
@@ -144,8 +154,9 @@ type paginatedInput struct {
 	closeSt func(context.Context) error
 	log     *service.Logger
 	metrics *inputMetrics
-	// red is the redaction layer's credentials (the provider's, when it
-	// has a Redactor); each partition adds its cursors in a child set.
+	// red is the redaction layer's credentials (the http provider's set,
+	// when it has a Redactor; any provider's secrets through
+	// provider.Secrets); each partition adds its cursors in a child set.
 	red *redact.Set
 	// feed hands durable watermarks and published records to the
 	// partition_frontier processors of this pipeline (feed.Of its resources).
@@ -157,17 +168,15 @@ type paginatedInput struct {
 	wg         sync.WaitGroup
 
 	mu sync.Mutex
-	// members is the current membership (adopt); workers and completed
-	// are the running workers and the complete partitions without leases.
+	// members is the current membership (adopt); workers are the running
+	// workers without leases, started and stopped by inst, the instance
+	// machine (instance.go; nil with leases), whose timer is instWake.
 	members   atomic.Pointer[store.Membership]
 	wctx      context.Context
 	workers   map[string]context.CancelFunc
-	completed map[string]bool
-	// parked holds the park reason of every parked partition (observed
-	// checkpoints); parkedTimer ends the input after ExitWhenParkedGrace.
-	parked      map[string]string
-	parkedTimer *time.Timer
-	allClosed   bool
+	inst      *instance.Machine
+	instWake  *time.Timer
+	allClosed bool
 	// connectFailingSince is when Connect began failing without a success
 	// in between (zero: it has not failed); with exit_when_complete, a
 	// failure past ExitWhenParkedGrace ends the run.
@@ -183,7 +192,11 @@ type paginatedInput struct {
 	attemptSeq atomic.Uint64
 	// epochNow is the membership epoch stamped on messages: the epoch read
 	// at Connect, then every newer epoch the frontier publisher reads.
-	epochNow    atomic.Uint64
+	epochNow atomic.Uint64
+	// epochWake holds one token when a newer epoch was adopted since the
+	// frontier publisher last looked (it publishes the new epoch's record
+	// at once).
+	epochWake   chan struct{}
 	attemptBase string
 	started     bool
 	leases      *leasing.Manager // nil without leases
@@ -218,8 +231,7 @@ func New(cfg Config, prov provider.Provider, st store.Store, closeStore func(con
 		allDone:     make(chan struct{}),
 		workers:     map[string]context.CancelFunc{},
 		checkEvery:  membershipCheckInterval,
-		completed:   map[string]bool{},
-		parked:      map[string]string{},
+		epochWake:   make(chan struct{}, 1),
 		pruned:      map[string]*chain.Pruning{},
 		attemptBase: hex.EncodeToString(b[:]),
 		budget:      newByteBudget(cfg.MaxBytesInFlight),
@@ -229,8 +241,14 @@ func New(cfg Config, prov provider.Provider, st store.Store, closeStore func(con
 	if r, ok := prov.(interface{ Redactor() *redact.Set }); ok && r.Redactor() != nil {
 		in.red = r.Redactor()
 	}
+	// A provider of any module registers its secrets through the SDK.
+	if s, ok := prov.(provider.Secrets); ok {
+		s.RedactWith(in.red)
+	}
 	if cfg.Leases != nil {
 		in.leases = newLeaseManager(in, *cfg.Leases, res)
+	} else {
+		in.inst = in.newInstance()
 	}
 	return in, nil
 }
@@ -322,7 +340,7 @@ func (in *paginatedInput) Connect(ctx context.Context) error {
 		}()
 		return nil
 	}
-	in.syncWorkersLocked()
+	in.stepLocked(instance.Start{Now: time.Now(), Membership: instance.Membership{Epoch: m.Epoch, Partitions: slices.Clone(m.Partitions)}})
 	in.log.Infof("paginated_partitions reading %d partitions of scope %s (epoch %d)", len(m.Partitions), in.cfg.Scope, m.Epoch)
 	return nil
 }
@@ -364,6 +382,9 @@ func (in *paginatedInput) ReadBatch(ctx context.Context) (service.MessageBatch, 
 func (in *paginatedInput) Close(ctx context.Context) error {
 	in.mu.Lock()
 	stop := in.stopWorker
+	if in.instWake != nil {
+		in.instWake.Stop()
+	}
 	in.mu.Unlock()
 	if stop != nil {
 		stop()
@@ -381,106 +402,20 @@ func (in *paginatedInput) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// partitionDone records a completed partition; the input ends when every
-// member's partition is complete and exit_when_complete is set.
+// partitionDone records a completed partition (the instance machine ends
+// the input once every member is complete, with exit_when_complete).
 func (in *paginatedInput) partitionDone(p *partition) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	in.completed[p.key.Partition] = true
-	in.checkAllDoneLocked()
+	in.step(instance.Completed{Partition: p.key.Partition})
 }
 
-// checkAllDoneLocked ends the input (exit_when_complete) once every member
-// is complete; when every member is complete or parked, with at least one
-// parked, it ends it after ExitWhenParkedGrace as a failed run listing the
-// park reasons (an unpark within the grace cancels that). Requires in.mu.
-func (in *paginatedInput) checkAllDoneLocked() {
-	if !in.cfg.ExitWhenComplete || in.allClosed {
-		return
-	}
-	parked := 0
-	for _, name := range in.memberNames() {
-		switch {
-		case in.completed[name]:
-		case in.parked[name] != "":
-			parked++
-		default:
-			in.stopParkedTimerLocked()
-			return
-		}
-	}
-	if parked == 0 {
-		in.stopParkedTimerLocked()
-		in.allClosed = true
-		// Every partition is complete: the deletions of witnesses still
-		// running finish (each store call has its deadline) before the
-		// input ends, so a run that completes leaves none below its
-		// checkpoints but the last round's.
-		go func() {
-			in.prunes.Wait()
-			close(in.allDone)
-		}()
-		return
-	}
-	if in.cfg.ExitWhenParkedGrace <= 0 || in.parkedTimer != nil {
-		return
-	}
-	in.log.Warnf("Every partition of scope %s is complete or parked (%d parked): the input ends in %s, as a failed run, unless a partition is unparked", in.cfg.Scope, parked, in.cfg.ExitWhenParkedGrace)
-	in.parkedTimer = time.AfterFunc(in.cfg.ExitWhenParkedGrace, in.endParked)
-}
-
-func (in *paginatedInput) stopParkedTimerLocked() {
-	if in.parkedTimer != nil {
-		in.parkedTimer.Stop()
-		in.parkedTimer = nil
-	}
-}
-
-// endParked ends the input after the grace, if every member is still
-// complete or parked, and records the park reasons as the run's failure.
-func (in *paginatedInput) endParked() {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if in.allClosed || in.parkedTimer == nil {
-		return
-	}
-	in.parkedTimer = nil
-	var reasons []string
-	for _, name := range in.memberNames() {
-		switch {
-		case in.completed[name]:
-		case in.parked[name] != "":
-			reasons = append(reasons, fmt.Sprintf("partition %s of scope %s is parked: %s", name, in.cfg.Scope, in.parked[name]))
-		default:
-			return // unparked meanwhile
-		}
-	}
-	for _, r := range reasons {
-		in.log.Errorf("exit_when_complete: %s", r)
-		runstatus.Fail(r)
-	}
-	in.log.Errorf("exit_when_complete: %d partitions of scope %s stayed parked for exit_when_parked_grace (%s): the run ends as a failure", len(reasons), in.cfg.Scope, in.cfg.ExitWhenParkedGrace)
-	in.allClosed = true
-	close(in.allDone)
-}
-
-// observePark tracks which partitions are parked, from every checkpoint a
-// partition loads or promotes, for exit_when_complete.
+// observePark tells the instance machine which partitions are parked,
+// from every checkpoint a partition loads or promotes, for
+// exit_when_complete.
 func (in *paginatedInput) observePark(cp store.Checkpoint) {
 	if !in.cfg.ExitWhenComplete {
 		return
 	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if in.parked[cp.Partition] == cp.Parked {
-		return
-	}
-	if cp.Parked == "" {
-		delete(in.parked, cp.Partition)
-	} else {
-		in.parked[cp.Partition] = cp.Parked
-	}
-	in.checkAllDoneLocked()
+	in.step(instance.Parked{Partition: cp.Partition, Reason: cp.Parked})
 }
 
 // observeCheckpoint is called with every checkpoint a partition loads or

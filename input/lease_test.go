@@ -554,11 +554,6 @@ func (g *leaseGate) ClaimLease(ctx context.Context, k store.Key, expect store.Le
 	return g.Store.ClaimLease(ctx, k, expect, owner)
 }
 
-func (g *leaseGate) RenewLease(ctx context.Context, k store.Key, held store.Lease) (store.Checkpoint, error) {
-	g.wait(false)
-	return g.Store.RenewLease(ctx, k, held)
-}
-
 func (g *leaseGate) RenewHeartbeat(ctx context.Context, hb store.Heartbeat, held int) (store.Heartbeat, error) {
 	g.wait(false)
 	return g.Store.RenewHeartbeat(ctx, hb, held)
@@ -739,11 +734,6 @@ func (s *leaseCounting) ClaimLease(ctx context.Context, k store.Key, expect stor
 	return s.Store.ClaimLease(ctx, k, expect, owner)
 }
 
-func (s *leaseCounting) RenewLease(ctx context.Context, k store.Key, held store.Lease) (store.Checkpoint, error) {
-	s.count("RenewLease")
-	return s.Store.RenewLease(ctx, k, held)
-}
-
 func (s *leaseCounting) ReleaseLease(ctx context.Context, k store.Key, held store.Lease) (store.Checkpoint, error) {
 	s.count("ReleaseLease")
 	return s.Store.ReleaseLease(ctx, k, held)
@@ -771,7 +761,6 @@ func TestLeaseHeartbeatLostResponsesLoseNothing(t *testing.T) {
 		require.Equal(t, held[i].Lease, now[i].Lease, "a held lease does not move while held")
 	}
 	require.NotContains(t, solo.log.String(), "lease lost", "a lost renewal response cost a lease:\n%s", solo.log)
-	require.Zero(t, counting.snapshot()["RenewLease"], "partitions are never renewed one by one")
 	c.stop("solo")
 	c.requireNoLoss()
 }
@@ -808,7 +797,7 @@ func TestLeaseIdleUpkeepIndependentOfPartitions(t *testing.T) {
 			}
 		}
 		t.Logf("%d partitions, 3 instances: lease and heartbeat calls over %d renewals: %v", parts, renewals, delta)
-		for _, op := range []string{"ListCheckpoints", "ClaimLease", "ReleaseLease", "RenewLease", "TakeOverHeartbeat"} {
+		for _, op := range []string{"ListCheckpoints", "ClaimLease", "ReleaseLease", "TakeOverHeartbeat"} {
 			require.Zero(t, delta[op], "%s while idle with %d partitions", op, parts)
 		}
 		// Observation runs on its own timer, once per renew interval per
@@ -818,7 +807,7 @@ func TestLeaseIdleUpkeepIndependentOfPartitions(t *testing.T) {
 		// machine fall behind their ticker, so they are no yardstick.)
 		ticks := int(elapsed/c.lc.RenewInterval) + 2
 		require.LessOrEqual(t, delta["ListHeartbeats"], 3*(ticks+3), "heartbeat queries over %s with %d partitions", elapsed, parts)
-		upkeep[parts] = map[string]int{"lease writes": delta["ClaimLease"] + delta["ReleaseLease"] + delta["RenewLease"], "checkpoint reads": delta["ListCheckpoints"]}
+		upkeep[parts] = map[string]int{"lease writes": delta["ClaimLease"] + delta["ReleaseLease"], "checkpoint reads": delta["ListCheckpoints"]}
 		for _, id := range []string{"a", "b", "c"} {
 			c.stop(id)
 		}

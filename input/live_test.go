@@ -16,7 +16,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/internal/chain"
-	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/e2etest"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/store/memstore"
@@ -128,10 +127,10 @@ func (s *shardSource) Fetch(ctx context.Context, req provider.Request) (provider
 	to := min(from+shardPage, len(sh.events))
 	r := provider.Response{Successor: []byte(strconv.Itoa(to))}
 	for _, pos := range sh.events[from:to] {
-		r.Events = append(r.Events, provider.Event{ID: eventID(req.Partition, pos), Position: coord.IntPosition(pos), Payload: []byte(`{}`)})
+		r.Events = append(r.Events, provider.Event{ID: eventID(req.Partition, pos), Position: provider.IntPosition(pos), Payload: []byte(`{}`)})
 	}
 	if to > 0 {
-		r.CompleteThrough = coord.Integer(sh.events[to-1])
+		r.CompleteThrough = provider.IntegerWatermark(sh.events[to-1])
 	}
 	if to == len(sh.events) && sh.sealed {
 		r.Sealed, r.Successor = true, nil

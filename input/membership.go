@@ -13,9 +13,10 @@ package input
 //     balances over the new set).
 //   - awaitParents: a partition with parents waits until each parent that
 //     is still a member is complete (lineage: parents_first).
-//   - publishFrontier: publish.Publisher every frontier_publish_interval,
-//     from this process's promotions (the feed) and the published record
-//     (read incrementally), every checkpoint read once per epoch.
+//   - publishFrontier: publish.Publisher on this process's promotions (the
+//     feed), at most once per frontier_publish_interval, and at a slowing
+//     pace to follow the published record (read incrementally) when
+//     nothing changes here; every checkpoint read once per epoch.
 
 import (
 	"context"
@@ -26,6 +27,7 @@ import (
 
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/frontier"
+	"github.com/tidemark/tidemark/internal/instance"
 	"github.com/tidemark/tidemark/internal/membership"
 	"github.com/tidemark/tidemark/internal/publish"
 	"github.com/tidemark/tidemark/internal/store"
@@ -103,6 +105,10 @@ func (in *paginatedInput) adoptLocked(m store.Membership, source string) {
 	}
 	in.members.Store(&m)
 	in.epochNow.Store(m.Epoch)
+	select {
+	case in.epochWake <- struct{}{}:
+	default: // the publisher has a wake-up pending already
+	}
 	if cur != nil {
 		state := "proven"
 		if !m.Proven {
@@ -110,8 +116,8 @@ func (in *paginatedInput) adoptLocked(m store.Membership, source string) {
 		}
 		in.log.Infof("Membership of scope %s: epoch %d (%s) is now this input's (was %d): partitions %v, %s", in.cfg.Scope, m.Epoch, source, cur.Epoch, m.Partitions, state)
 	}
-	if in.started && in.leases == nil {
-		in.syncWorkersLocked()
+	if in.started {
+		in.stepLocked(instance.Adopt{Now: time.Now(), Membership: instance.Membership{Epoch: m.Epoch, Partitions: slices.Clone(m.Partitions)}, Source: source})
 	}
 }
 
@@ -121,36 +127,6 @@ func (in *paginatedInput) memberNames() []string {
 		return m.Partitions
 	}
 	return nil
-}
-
-// syncWorkersLocked starts a worker for every member without one and stops
-// the workers of partitions that left (without leases). Requires in.mu.
-func (in *paginatedInput) syncWorkersLocked() {
-	if in.wctx == nil || in.wctx.Err() != nil {
-		return
-	}
-	m := in.members.Load()
-	for _, name := range m.Partitions {
-		if _, ok := in.workers[name]; ok {
-			continue
-		}
-		ctx, cancel := context.WithCancel(in.wctx)
-		in.workers[name] = cancel
-		in.wg.Add(1)
-		newPartition(in, name).launch(ctx, func() {
-			cancel()
-			in.wg.Done()
-		})
-	}
-	for name, cancel := range in.workers {
-		if !slices.Contains(m.Partitions, name) {
-			in.log.Infof("Partition %s left the membership of scope %s (epoch %d); its worker stops", name, in.cfg.Scope, m.Epoch)
-			cancel()
-			delete(in.workers, name)
-			delete(in.completed, name)
-		}
-	}
-	in.checkAllDoneLocked()
 }
 
 // awaitParents waits until every parent of name that is still a member is
@@ -254,21 +230,33 @@ func (in *paginatedInput) watchMembership(ctx context.Context) {
 	}
 }
 
+// Pace of the frontier publisher's rounds without a change in this process
+// (publish.Pacer): the first idle round reads the record publishIdleRead
+// after the last round (or frontier_publish_interval, when longer), and the
+// wait doubles while nothing changes anywhere, up to publishMaxIdleRead.
+var (
+	publishIdleRead    = time.Second
+	publishMaxIdleRead = 30 * time.Second
+)
+
 // publishFrontier keeps the scope's published frontier record up to date
-// with publish.Publisher: every interval it reads the membership epoch
-// (a newer epoch is adopted) and the published record's root (only the
-// shards that changed), applies this process's durable promotions (the
-// in-process feed: the holder of a partition publishes it) and advances
-// the record when the publication rule allows. Each record written is
-// handed to the partition_frontier processors of this process
+// with publish.Publisher. A durable promotion of this process (the
+// in-process feed: the holder of a partition publishes it) or a newer
+// epoch starts a round at once, at most one round per
+// frontier_publish_interval (publish.Pacer: promotions in between share
+// the next round); without either, a round only reads the membership
+// epoch and the record's root to follow the other instances, at a pace
+// that slows from 1 s to 30 s while nothing changes. Each record written
+// is handed to the partition_frontier processors of this process
 // (in.feed), which attach only published watermarks.
 func (in *paginatedInput) publishFrontier(ctx context.Context, every time.Duration) {
 	sub := in.feed.Subscribe(in.cfg.Scope)
 	defer sub.Close()
 	pub := publish.NewPublisher(in.store, in.cfg.Scope)
-	tick := time.NewTicker(every)
-	defer tick.Stop()
+	idle := max(every, publishIdleRead)
+	pace := publish.Pacer{MinGap: every, Idle: idle, MaxIdle: max(publishMaxIdleRead, idle)}
 	publish := func(ctx context.Context) {
+		start := time.Now()
 		for _, u := range sub.Drain() {
 			pub.Observe(u.Partition, u.Watermark)
 		}
@@ -277,6 +265,7 @@ func (in *paginatedInput) publishFrontier(ctx context.Context, every time.Durati
 			in.adopt(r.Membership, "read by the frontier publisher")
 		}
 		in.recordFrontierMetrics(r.Snapshot)
+		pace.Ran(start, err != nil || r.Next != nil || r.EpochChanged || r.RecordChanged)
 		switch {
 		case err == nil:
 			if r.Next != nil {
@@ -287,11 +276,18 @@ func (in *paginatedInput) publishFrontier(ctx context.Context, every time.Durati
 				in.log.Infof("Scope %s is complete through %s (epoch %d)", in.cfg.Scope, f.Scalar, f.Epoch)
 			}
 		case errors.Is(err, store.ErrFenced):
-			// Another publisher won: the next round re-reads.
+			// Another publisher won: what this process knows is still to
+			// be published, after re-reading the record.
+			pace.Changed()
 		case ctx.Err() == nil:
 			in.log.Warnf("Frontier of scope %s not published: %v", in.cfg.Scope, err)
+			if isStoreFailure(err) {
+				in.metrics.storeErrors.Incr(1, "publish_frontier")
+			}
 		}
 	}
+	timer := time.NewTimer(0)
+	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -302,9 +298,19 @@ func (in *paginatedInput) publishFrontier(ctx context.Context, every time.Durati
 			publish(fctx)
 			cancel()
 			return
-		case <-tick.C:
+		case <-sub.Wake():
+			pace.Changed()
+		case <-in.epochWake:
+			if in.epochNow.Load() != pub.Epoch() {
+				pace.Changed()
+			}
+		case <-timer.C:
 			publish(ctx)
 		}
+		// The timer is re-armed for the next due round (a change moves it
+		// earlier; a receive from a stopped timer's channel never blocks
+		// here: Go 1.23 timers).
+		timer.Reset(max(time.Until(pace.Due()), 0))
 	}
 }
 
@@ -314,6 +320,11 @@ func (in *paginatedInput) recordFrontierMetrics(snap frontier.Snapshot) {
 	if snap.Proven && (snap.Scalar.Kind == coord.KindInteger || snap.Scalar.Kind == coord.KindTimestamp) {
 		in.metrics.frontier.Set(snap.Scalar.Int, in.cfg.Scope)
 	}
+	withheld := int64(1)
+	if snap.Proven && !snap.Scalar.IsZero() {
+		withheld = 0
+	}
+	in.metrics.frontierWithheld.Set(withheld, in.cfg.Scope)
 	var top coord.Watermark
 	for _, w := range snap.Vector {
 		if (w.Kind == coord.KindInteger || w.Kind == coord.KindTimestamp) && (top.IsZero() || top.Less(w)) {

@@ -1,13 +1,17 @@
 package input
 
 import (
+	"errors"
 	"maps"
+	"reflect"
 	"slices"
 	"sync"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/tidemark/tidemark/internal/chain"
+	"github.com/tidemark/tidemark/internal/reconcile"
+	"github.com/tidemark/tidemark/internal/store"
 )
 
 // chainMetric is how the input exports one of the chain machine's
@@ -55,6 +59,13 @@ type inputMetrics struct {
 	generation        *service.MetricGauge
 	frontier          *service.MetricGauge
 	lag               *service.MetricGauge
+	// frontierWithheld is 1 while the scope's frontier is not proven (no
+	// scalar: only the vector), 0 once it is.
+	frontierWithheld *service.MetricGauge
+	// storeErrors counts the store calls that failed (after the store's
+	// own bounded retries) by operation: not a lost condition, not an
+	// absent record (storeErrorOps).
+	storeErrors *service.MetricCounter
 
 	// parkedMu orders the count's changes with the gauge's Sets: two
 	// partitions parking at once must not leave the gauge at the first
@@ -86,6 +97,8 @@ func newInputMetrics(m *service.Metrics) *inputMetrics {
 		generation:        m.NewGauge("tidemark_partition_generation", "partition"),
 		frontier:          m.NewGauge("tidemark_frontier", "scope"),
 		lag:               m.NewGauge("tidemark_partition_lag", "partition"),
+		frontierWithheld:  m.NewGauge("tidemark_frontier_withheld", "scope"),
+		storeErrors:       m.NewCounter("tidemark_store_errors", "op"),
 	}
 	for _, k := range slices.Sorted(maps.Keys(chainMetrics)) {
 		cm := chainMetrics[k]
@@ -97,7 +110,110 @@ func newInputMetrics(m *service.Metrics) *inputMetrics {
 	}
 	im.states.gauge = m.NewGauge("tidemark_partitions_in_state", "state") // state.go
 	im.parked.Set(0)                                                      // the series exists before anything parks
+	// Every counter an alert rule reads exists at 0 from the start, so the
+	// first increment is an increase (deploy/prometheus): the unlabelled
+	// ones, each contract violation kind and each store operation.
+	for _, k := range slices.Sorted(maps.Keys(chainMetrics)) {
+		switch cm := chainMetrics[k]; {
+		case cm.label == "":
+			im.chain[k].Incr(0)
+		case k == chain.MetricViolations:
+			for v := reconcile.TokensRotated; v <= reconcile.OffsetShapedSuccessor; v++ {
+				im.chain[k].Incr(0, v.String())
+			}
+		}
+	}
+	for _, op := range storeErrorOps {
+		im.storeErrors.Incr(0, op)
+	}
+	im.membershipChanges.Incr(0)
+	im.promotionWrites.Incr(0)
+	im.witnessesPruned.Incr(0)
 	return im
+}
+
+// storeCallOps names, by the type name of a partition's chain action, the
+// store call that chainstore.Do makes for it: the op label of
+// tidemark_store_errors. TestStoreErrorsCoverEveryChainstoreCall reads
+// chainstore.Do's cases and fails on one missing here.
+var storeCallOps = map[string]string{
+	"Load": "load", "PutWitness": "put_witness", "RecordReceipt": "record_receipt", "Abandon": "abandon",
+	"Promote": "promote", "Resolve": "resolve", "Park": "park", "NoteFailure": "note_failure",
+	"Reincarnate": "reincarnate", "WaitUnparked": "wait_unparked", "LoadReceipts": "load_receipts",
+	"PutReceipts": "put_receipts", "PruneReceipts": "prune_receipts", "Withdraw": "withdraw",
+}
+
+// storeErrorOps are the op labels of tidemark_store_errors: a partition
+// worker's store calls (storeCallOps), and the publication of the scope's
+// frontier.
+var storeErrorOps = append(slices.Sorted(maps.Values(storeCallOps)), "publish_frontier")
+
+// storeCall names the store call a partition's action a makes (an
+// element of storeErrorOps), or "" for an action that is no store call.
+func storeCall(a chain.Action) string {
+	if a == nil {
+		return ""
+	}
+	return storeCallOps[reflect.TypeOf(a).Name()]
+}
+
+// storeResultErr is the error of a store call's answer to the machine.
+func storeResultErr(in chain.Input) error {
+	switch r := in.(type) {
+	case chain.Loaded:
+		return r.Err
+	case chain.WitnessStored:
+		return r.Err
+	case chain.ReceiptStored:
+		return r.Err
+	case chain.Abandoned:
+		return r.Err
+	case chain.Promoted:
+		return r.Err
+	case chain.Resolved:
+		return r.Err
+	case chain.Parked:
+		return r.Err
+	case chain.FailureNoted:
+		return r.Err
+	case chain.Reincarnated:
+		return r.Err
+	case chain.ParkChecked:
+		return r.Err
+	case chain.ReceiptsLoaded:
+		return r.Err
+	case chain.ReceiptsStored:
+		return r.Err
+	case chain.ReceiptsPruned:
+		return r.Err
+	case chain.Withdrawn:
+		return r.Err
+	}
+	return nil
+}
+
+// isStoreFailure reports whether err is a failed store call: not a lost
+// condition (contention, counted as tidemark_cas_conflicts where it is a
+// promotion's), not an absent record, not a refused argument.
+func isStoreFailure(err error) bool {
+	return err != nil && !errors.Is(err, store.ErrFenced) && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrInvalid)
+}
+
+// storeFailureOp is the op label of the answer in to a partition's store
+// call a when that answer is a failure, else "".
+func storeFailureOp(a chain.Action, in chain.Input) string {
+	if op := storeCall(a); op != "" && isStoreFailure(storeResultErr(in)) {
+		return op
+	}
+	return ""
+}
+
+// storeCalled counts the answer in of a partition's store call a when it
+// is a failure.
+func (m *inputMetrics) storeCalled(a chain.Action, in chain.Input) {
+	if op := storeFailureOp(a, in); op != "" {
+		m.storeErrors.Incr(1, op)
+	}
 }
 
 // count adds a chain machine's Count to its metric (chainMetrics); the

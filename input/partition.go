@@ -13,7 +13,9 @@ import (
 	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/chain/chainstore"
 	"github.com/tidemark/tidemark/internal/leasing"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/redact"
+	"github.com/tidemark/tidemark/internal/sdkcoord"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/provider"
 )
@@ -354,8 +356,8 @@ func (p *partition) perform(ctx context.Context, acts []chain.Action) {
 			}
 			// Only asked when the provider is a Restarter (Config.Restarter).
 			cursor, err := p.in.prov.(provider.Restarter).RestartCursor(ctx, provider.Boundary{
-				Partition: a.Partition, Watermark: a.Watermark,
-				Applied: a.Applied, HasApplied: a.HasApplied, AppliedID: a.AppliedID,
+				Partition: a.Partition, Watermark: sdkcoord.SDKWatermark(a.Watermark),
+				Applied: sdkcoord.SDKPosition(a.Applied), HasApplied: a.HasApplied, AppliedID: a.AppliedID,
 				Expired: a.Expired,
 			})
 			acts = append(acts, p.m.Step(chain.RestartCursorFound{Cursor: cursor, Err: err})...)
@@ -403,6 +405,7 @@ func (p *partition) perform(ctx context.Context, acts []chain.Action) {
 			if !ok {
 				return
 			}
+			p.in.metrics.storeCalled(a, in)
 			acts = append(acts, p.m.Step(in)...)
 		}
 	}
@@ -416,7 +419,7 @@ func (p *partition) perform(ctx context.Context, acts []chain.Action) {
 // the worker.
 func (p *partition) call(ctx context.Context, a chain.Action, do func()) bool {
 	switch a.(type) {
-	case chain.Load, chain.WaitUnparked, chain.Promote, chain.Resolve, chain.Park, chain.Reincarnate:
+	case chain.Load, chain.WaitUnparked, chain.Promote, chain.Resolve, chain.Park, chain.NoteFailure, chain.Reincarnate:
 	default:
 		do()
 		return true
@@ -491,6 +494,15 @@ func (s redactingStore) SetParked(ctx context.Context, k store.Key, cursor []byt
 	return s.Store.SetParked(ctx, k, cursor, generation, lease, reason)
 }
 
+// NoteFailure redacts the failure note as SetParked redacts a park reason.
+func (s redactingStore) NoteFailure(ctx context.Context, k store.Key, cursor []byte, generation uint64, lease store.Lease, note string) (store.Checkpoint, error) {
+	if note != "" {
+		s.red.AddBytes(cursor)
+		note = s.red.Apply(note)
+	}
+	return s.Store.NoteFailure(ctx, k, cursor, generation, lease, note)
+}
+
 // startFetch fetches on its own goroutine (fetchWithRetry retries
 // transient failures); the result comes back through p.results.
 func (p *partition) startFetch(ctx context.Context, f chain.Fetch) {
@@ -504,7 +516,7 @@ func (p *partition) startFetch(ctx context.Context, f chain.Fetch) {
 			return
 		}
 		resp, err := p.in.fetchWithRetry(ctx, p, provider.Request{
-			Scope: p.key.Scope, Partition: p.key.Partition, Cursor: f.Cursor, Watermark: f.Watermark, Attempt: f.Attempt,
+			Scope: p.key.Scope, Partition: p.key.Partition, Cursor: f.Cursor, Watermark: sdkcoord.SDKWatermark(f.Watermark), Attempt: f.Attempt,
 		})
 		r := fetchResult{id: f.ID, resp: resp, err: err}
 		p.post(func() { p.results = append(p.results, r) })
@@ -516,7 +528,8 @@ func (p *partition) startFetch(ctx context.Context, f chain.Fetch) {
 // fetched again by the machine, chain.Config.FetchRetries times).
 func (p *partition) fetched(r fetchResult) chain.Input {
 	p.redactCursor(r.resp.Successor)
-	in := chain.Fetched{Fetch: r.id, Attempt: p.in.newAttemptID(), Response: r.resp, Err: p.red.Error(r.err)}
+	// The provider's values enter the core here, in its coordinates.
+	in := chain.Fetched{Fetch: r.id, Attempt: p.in.newAttemptID(), Response: reconcile.FromProvider(r.resp), Err: p.red.Error(r.err)}
 	var exp *provider.ExpiredError
 	var mal *provider.MalformedError
 	switch {

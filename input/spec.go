@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/storeconfig"
 	"github.com/tidemark/tidemark/provider"
+	"github.com/tidemark/tidemark/provider/registry"
 )
 
 // Field names of the paginated_partitions input.
@@ -24,6 +26,8 @@ const (
 	ppFieldDiscoveryInterval = "discovery_interval"
 	ppFieldLineage           = "lineage"
 	ppFieldCoalesce          = "coalesce_promotions"
+	ppFieldPromoteMinPages   = "promotion_min_pages"
+	ppFieldPromoteLinger     = "promotion_linger"
 	ppFieldStartCursor       = "start_cursor"
 	ppFieldMaxPagesInFlight  = "max_pages_in_flight"
 	ppFieldMaxBytesInFlight  = "max_bytes_in_flight"
@@ -45,10 +49,10 @@ const (
 )
 
 // Spec is the config spec of the paginated_partitions input, with an
-// optional object for every registered provider (provider.Register),
+// optional object for every registered provider (registry.Register),
 // ordered by name, between `checkpoint` and `leases`.
 func Spec() *service.ConfigSpec {
-	provs := provider.Registered()
+	provs := registry.Registered()
 	names := make([]string, len(provs))
 	for i, p := range provs {
 		names[i] = "`" + p.Name + "`"
@@ -97,7 +101,7 @@ func Spec() *service.ConfigSpec {
 			Description("Back-off after a checkpoint store failure (the partition does not advance meanwhile).").
 			Default("1s").Example("5s").Advanced(),
 		service.NewIntField(ppFieldFetchRetries).
-			Description("Retries of one fetch. A transient failure (after the provider's own retries: the http provider's `max_retries`) is retried this many times, then the partition waits a `poll_interval` and tries again, for ever: it never parks on transient failures. A malformed answer (a 2xx body that cannot be read or mapped: truncated or not JSON, an HTML page from a proxy, no events array, an event without id or position, a duplicate id or positions out of order in one page, a mapped `has_more` that is true on a page without a successor) is fetched again on the same cursor this many times too: a page gets `fetch_retries`+1 attempts, and the `fetch_retries`+1st malformed answer in a row parks the partition with the reason `malformed page after N attempts` and the last malformation (with the default 5: 6 attempts). An answer that can be read ends the run of malformed answers; transient failures in between neither count nor end it. 0: no retries (a malformed answer parks at once). Expired cursors and permanent failures (an HTTP 4xx other than 429) are never retried here.").
+			Description("Retries of one fetch. A transient failure (after the provider's own retries: the http provider's `max_retries`) is retried this many times, then the partition waits a `poll_interval` and tries again, for ever: it never parks on transient failures (its checkpoint notes why it does not advance, at most once a minute: `connect tidemark status` prints it). A malformed answer (a 2xx body that cannot be read or mapped: truncated or not JSON, an HTML page from a proxy, no events array, an event without id or position, a duplicate id or positions out of order in one page, a mapped `has_more` that is true on a page without a successor) is fetched again on the same cursor this many times too: a page gets `fetch_retries`+1 attempts, and the `fetch_retries`+1st malformed answer in a row parks the partition with the reason `malformed page after N attempts` and the last malformation (with the default 5: 6 attempts). An answer that can be read ends the run of malformed answers; transient failures in between neither count nor end it. 0: no retries (a malformed answer parks at once). Expired cursors and permanent failures (an HTTP 4xx other than 429) are never retried here.").
 			Default(5).Example(10).Advanced(),
 		service.NewDurationField(ppFieldFetchBackoff).
 			Description("First back-off between two attempts of one fetch (after a transient failure or a malformed answer); it doubles on every further attempt up to 10s (or up to `fetch_backoff` itself when that is longer), and each wait is drawn between half of it and all of it (jitter). Shutdown interrupts it.").
@@ -105,6 +109,12 @@ func Spec() *service.ConfigSpec {
 		service.NewBoolField(ppFieldCoalesce).
 			Description("Promote consecutive delivered pages of a partition with one conditional write. While a promotion is in flight, the pages delivered behind it are promoted together by the next write: from the first page's cursor and generation to the last page's successor, the generation moving by the number of pages, each page's successor still the one its own witness recorded. Each page is still checked as if promoted alone. false: one write per page.").
 			Default(true).Example(false).Advanced(),
+		service.NewIntField(ppFieldPromoteMinPages).
+			Description("With `coalesce_promotions`: a partition's delivered page whose promotion would cover fewer pages than this waits for the pages behind it, as long as the next one is coming (fetched from its successor and awaiting its acknowledgements, or being fetched), at most `promotion_linger`; then one write promotes them all. Waiting costs freshness, never safety: the checkpoint and its complete-through watermark lag by at most `promotion_linger`, and a crash or a stop meanwhile delivers the waiting pages again. In steady state 2 halves the promotion writes (DynamoDB: about 0.5 write units a page fewer). At most " + strconv.Itoa(store.MaxPromotionPages) + "; 1: every page is promoted as soon as it is delivered.").
+			Default(chain.PromoteMinPages).Example(1).Example(4).Advanced(),
+		service.NewDurationField(ppFieldPromoteLinger).
+			Description("The longest a delivered page's promotion waits for the pages behind it (`promotion_min_pages`), from when it could have been written. 0s: never waits.").
+			Default(chain.PromoteLinger.String()).Example("0s").Example("200ms").Advanced(),
 		service.NewBoolField(ppFieldExitWhenComplete).
 			Description("End the input once every partition is complete or caught up. Complete is durable and survives restarts: the provider sealed the partition, or the last page of a finite traversal (no successor, under the http contract's `missing_successor: end_of_traversal`) was promoted (a page whose mapped `has_more` is true is never a last page: it is malformed). Caught up: every page was promoted and an empty page proved there is nothing more, by evidence bound to it (`empty_page` semantics or a snapshot marker) or by a mapped `has_more` that is false. A transient empty page without evidence never ends the input. Useful for exports and the demo.").
 			Default(false).Example(true),
@@ -115,8 +125,8 @@ func Spec() *service.ConfigSpec {
 			Description("Under `recovery: restart_from_boundary` (and `fresh_snapshot`), how many restarts from a stable boundary a partition makes without getting past where the first of them found it (its applied boundary or complete-through watermark beyond the values it had then) before it parks. Pages promoted in between that only re-read what a restart replays (the pages before a cursor that expires again) are not progress: they reset neither the count nor the back-off. The park reason names the cursor's hash, the answer and where the restarts began. The wait before each restart after the first doubles from `poll_interval`, up to 30s. At least 1.").
 			Default(chain.MaxRestarts).Example(3).Advanced(),
 		service.NewDurationField(ppFieldFrontierPublish).
-			Description("How often the scope's published frontier record (read by the partition_frontier processor, the frontier_advances input and the status command) is advanced by compare-and-swap with this instance's promotions; each interval reads the membership epoch and the record's root (only its shards that changed), whatever the number of partitions. 0s disables publishing: with several instances, every instance must publish the partitions it holds.").
-			Default("1s").Example("10s"),
+			Description("The shortest time between two publications of the scope's frontier record (read by the partition_frontier processor, the frontier_advances input and the status command) by this instance. A promotion of this instance is published at once when the last publication is older, else when it is that old (the promotions in between share one compare-and-swap), and reaches the partition_frontier processors of this process as it is written: the frontier they attach follows a promotion within this interval plus one round (two small reads and the writes). With nothing to publish, the instance reads the membership epoch and the record's root (only its shards that changed), whatever the number of partitions, every second or this interval when longer, then less often while nothing changes anywhere (up to every 30s). 0s disables publishing: with several instances, every instance must publish the partitions it holds.").
+			Default("50ms").Example("1s"),
 		service.NewObjectField(ppFieldCheckpoint, storeconfig.CheckpointFields()...).
 			Description("The checkpoint store."),
 	}
@@ -147,7 +157,7 @@ Delivery is at least once: events may repeat after a retry or a crash, never go 
 
 Every message carries: `+"`tidemark_partition`, `tidemark_scope`, `tidemark_event_id`, `tidemark_position`, `tidemark_generation`, `tidemark_witness`, `tidemark_cursor_hash`, `tidemark_epoch`, `tidemark_retry_class`"+`; with `+"`leases`"+` also the fencing token `+"`tidemark_lease_owner`"+` and `+"`tidemark_lease_counter`"+` (with `+"`tidemark_generation`"+`: an idempotent sink that keeps the highest lease counter per partition can refuse writes from a paused former owner).
 
-`+"`tidemark_epoch`"+` is the membership epoch current for this input when the event was emitted: the epoch read at connect, then every newer epoch (written by discovery here or in another instance, or by an operator's `+"`connect tidemark advance-epoch`"+`) as soon as this input reads it: within about 2 seconds, and at every `+"`frontier_publish_interval`"+`. The `+"`partition_frontier`"+` processor attaches the frontier of the message's own epoch (it re-reads the membership at once for a message of a newer epoch than it knows, and keeps the previous epoch's frontier for messages emitted just before a change), so `+"`tidemark_frontier_epoch`"+` equals `+"`tidemark_epoch`"+`. The partitions an input reads are its current epoch's: a partition that joins starts being read (by some instance, with leases), one that leaves stops.
+`+"`tidemark_epoch`"+` is the membership epoch current for this input when the event was emitted: the epoch read at connect, then every newer epoch (written by discovery here or in another instance, or by an operator's `+"`connect tidemark advance-epoch`"+`) as soon as this input reads it: within about 2 seconds. The `+"`partition_frontier`"+` processor attaches the frontier of the message's own epoch (it re-reads the membership at once for a message of a newer epoch than it knows, and keeps the previous epoch's frontier for messages emitted just before a change), so `+"`tidemark_frontier_epoch`"+` equals `+"`tidemark_epoch`"+`. The partitions an input reads are its current epoch's: a partition that joins starts being read (by some instance, with leases), one that leaves stops.
 
 ### Scale-out
 
@@ -199,7 +209,7 @@ output:
 // registration (the Benthos environment keeps the last registration of a
 // name). The lint rule's function parses with the latest spec.
 func init() {
-	provider.Watch(registerInput)
+	registry.Watch(registerInput)
 }
 
 func registerInput() {
@@ -253,7 +263,7 @@ func configFromParsed(conf *service.ParsedConfig, mgr *service.Resources) (Confi
 	if err != nil {
 		return c, nil, err
 	}
-	prov, err := p.Build(conf.Namespace(p.Name), provider.Env{Resources: mgr, Partitions: c.Partitions})
+	prov, err := p.Build(conf.Namespace(p.Name), registry.Env{Resources: mgr, Partitions: c.Partitions})
 	if err != nil {
 		return c, nil, fmt.Errorf("%s: %w", p.Name, err)
 	}
@@ -262,12 +272,12 @@ func configFromParsed(conf *service.ParsedConfig, mgr *service.Resources) (Confi
 
 // chosenProvider returns the registered provider whose object conf sets:
 // exactly one must be.
-func chosenProvider(conf *service.ParsedConfig) (provider.Spec, error) {
-	provs := provider.Registered()
+func chosenProvider(conf *service.ParsedConfig) (registry.Spec, error) {
+	provs := registry.Registered()
 	if len(provs) == 0 {
-		return provider.Spec{}, errNoProvider
+		return registry.Spec{}, errNoProvider
 	}
-	var set []provider.Spec
+	var set []registry.Spec
 	names := make([]string, len(provs))
 	for i, p := range provs {
 		names[i] = p.Name
@@ -276,7 +286,7 @@ func chosenProvider(conf *service.ParsedConfig) (provider.Spec, error) {
 		}
 	}
 	if len(set) != 1 {
-		return provider.Spec{}, fmt.Errorf("exactly one of %s must be set", oneOf(names, "or"))
+		return registry.Spec{}, fmt.Errorf("exactly one of %s must be set", oneOf(names, "or"))
 	}
 	return set[0], nil
 }
@@ -322,6 +332,15 @@ func readConfig(conf *service.ParsedConfig) (Config, error) {
 		return c, err
 	}
 	c.CoalescePromotions = coalesce
+	if c.PromoteMinPages, err = conf.FieldInt(ppFieldPromoteMinPages); err != nil {
+		return c, err
+	}
+	if c.PromoteMinPages < 1 {
+		return c, fmt.Errorf("%s must be at least 1, got %d", ppFieldPromoteMinPages, c.PromoteMinPages)
+	}
+	if c.PromoteLinger, err = conf.FieldDuration(ppFieldPromoteLinger); err != nil {
+		return c, err
+	}
 	if c.PruneEvery, err = storeconfig.PruneEvery(conf.Namespace(ppFieldCheckpoint)); err != nil {
 		return c, err
 	}

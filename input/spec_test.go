@@ -56,6 +56,33 @@ paginated_partitions:
 	}
 }
 
+// max_pages_in_flight has one policy for its lower bound: below 1 the
+// config is refused, naming the field (the partition machine asserts it,
+// chain.New, and never raises it silently).
+func TestMaxPagesInFlightBelowOneIsRefused(t *testing.T) {
+	const base = `
+paginated_partitions:
+  scope: lint
+  checkpoint: { backend: memory }
+  simulated: { events_per_partition: 3 }
+  partitions: [ a ]
+`
+	for _, tc := range []struct{ value, err string }{
+		{"1", ""},
+		{"0", "max_pages_in_flight must be at least 1, got 0"},
+		{"-2", "max_pages_in_flight must be at least 1, got -2"},
+	} {
+		t.Run(tc.value, func(t *testing.T) {
+			err := service.NewStreamBuilder().AddInputYAML(base + "  max_pages_in_flight: " + tc.value + "\n")
+			if tc.err == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tc.err)
+		})
+	}
+}
+
 // max_poll_interval reaches the partition machine as it is written, is off
 // by default, and a negative one is refused with its field's name.
 func TestMaxPollIntervalReachesTheMachine(t *testing.T) {
@@ -81,6 +108,42 @@ func TestMaxPollIntervalReachesTheMachine(t *testing.T) {
 			}
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, c.MaxPollInterval)
+		})
+	}
+}
+
+// promotion_min_pages and promotion_linger reach the partition machine as
+// written, wait for a second page for at most 50ms by default, and values
+// out of range are refused with their field's name.
+func TestPromotionWaitReachesTheMachine(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		yaml     string
+		minPages int
+		linger   time.Duration
+		err      string
+	}{
+		{"default: two pages, 50ms", "", 2, 50 * time.Millisecond, ""},
+		{"written", "promotion_min_pages: 4\npromotion_linger: 200ms\n", 4, 200 * time.Millisecond, ""},
+		{"no wait", "promotion_min_pages: 1\n", 1, 50 * time.Millisecond, ""},
+		{"zero pages", "promotion_min_pages: 0\n", 0, 0, "promotion_min_pages must be at least 1"},
+		{"too many pages", "promotion_min_pages: 1025\n", 0, 0, "promotion_min_pages must be between 1 and 1024"},
+		{"negative linger", "promotion_linger: -1ms\n", 0, 0, "promotion_linger must not be negative"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conf, err := Spec().ParseYAML("scope: s\npartitions: [ p0 ]\nsimulated:\n  events_per_partition: 1\n"+tc.yaml, nil)
+			require.NoError(t, err)
+			c, err := readConfig(conf)
+			if err == nil {
+				err = c.validate()
+			}
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.minPages, c.PromoteMinPages)
+			assert.Equal(t, tc.linger, c.PromoteLinger)
 		})
 	}
 }

@@ -20,7 +20,7 @@ func TestPartitionLogsStateChanges(t *testing.T) {
 	var buf bytes.Buffer
 	log := service.NewLoggerFromSlog(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	key := store.Key{Scope: "s", Partition: "p7"}
-	p := &partition{key: key, log: log, m: chain.New(chain.Config{Key: key, PollInterval: time.Second, ParkCheckInterval: time.Second, StoreBackoff: time.Second})}
+	p := &partition{key: key, log: log, m: chain.New(chain.Config{Key: key, MaxPagesInFlight: 1, PollInterval: time.Second, ParkCheckInterval: time.Second, StoreBackoff: time.Second})}
 
 	p.noteState()
 	require.Empty(t, buf.String(), "a new machine is in the state a new partition starts in")

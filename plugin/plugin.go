@@ -7,8 +7,6 @@ import (
 	_ "github.com/tidemark/tidemark/input"
 	// The frontier_advances input.
 	_ "github.com/tidemark/tidemark/frontieradvances"
-	// The prometheus metrics exporter (/metrics).
-	_ "github.com/tidemark/tidemark/internal/promexport"
 	// The partition_frontier processor.
 	_ "github.com/tidemark/tidemark/processor"
 

@@ -33,6 +33,7 @@ import (
 	"github.com/tidemark/tidemark/internal/frontierrec"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/storeconfig"
+	"github.com/tidemark/tidemark/provider"
 )
 
 const (
@@ -73,7 +74,7 @@ The frontier is computed from the scope's published frontier record only (what t
 				Description("Where checkpoints come from.").
 				Default("feed").Example("store"),
 			service.NewDurationField(pfFieldRefresh).
-				Description("How often the membership epoch and the published frontier record's root (then only its shards that changed) are read from the store: two small reads when nothing changed, whatever the number of partitions.").
+				Description("How often the membership epoch and the published frontier record's root (then only its shards that changed) are read from the store: two small reads when nothing changed, whatever the number of partitions. With several instances it bounds how late the progress of partitions another instance holds is attached here (after that instance published it, within its `frontier_publish_interval`); with `source: feed` the promotions of this process's input arrive without a read, as its publisher writes them.").
 				Default("5s").Example("30s"),
 			service.NewObjectField(pfFieldCheckpoint, storeconfig.CheckpointFields()...).
 				Description("The checkpoint store of the input."),
@@ -140,7 +141,7 @@ type ViewConfig struct {
 // whichever instance holds the partition.
 type frontierProcessor struct {
 	cfg     ViewConfig
-	st      store.Store
+	st      store.ScopeProgress
 	closeSt func(context.Context) error
 
 	mu         sync.Mutex
@@ -151,7 +152,7 @@ type frontierProcessor struct {
 	prev *frontier.Tracker
 	// bases is each partition's watermark finality basis, as its stored
 	// checkpoint records it.
-	bases map[string]string
+	bases map[string]provider.Basis
 	sub   *feed.Subscription
 	// records brings the records this process's publisher writes.
 	records     *feed.RecordSubscription
@@ -165,7 +166,7 @@ type frontierProcessor struct {
 
 // NewView builds the processor from its parts (the Benthos constructor
 // and tests).
-func NewView(cfg ViewConfig, st store.Store, closeSt func(context.Context) error) (*frontierProcessor, error) {
+func NewView(cfg ViewConfig, st store.ScopeProgress, closeSt func(context.Context) error) (*frontierProcessor, error) {
 	if cfg.Scope == "" {
 		return nil, errors.New("partition_frontier: scope must not be empty")
 	}
@@ -173,7 +174,7 @@ func NewView(cfg ViewConfig, st store.Store, closeSt func(context.Context) error
 		return nil, errors.New("partition_frontier: refresh_interval must be positive")
 	}
 	p := &frontierProcessor{
-		cfg: cfg, st: st, closeSt: closeSt, bases: map[string]string{}, owners: map[string]string{},
+		cfg: cfg, st: st, closeSt: closeSt, bases: map[string]provider.Basis{}, owners: map[string]string{},
 		members:   store.NewMembershipCache(st, cfg.Scope),
 		published: store.NewFrontierCache(st, cfg.Scope),
 	}

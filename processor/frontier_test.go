@@ -16,6 +16,7 @@ import (
 	"github.com/tidemark/tidemark/internal/frontiermeta"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/store/memstore"
+	"github.com/tidemark/tidemark/provider"
 	"math/rand/v2"
 )
 
@@ -121,7 +122,7 @@ checkpoint: { backend: memory }
 	require.NoError(t, err)
 	require.Same(t, p1.st, p2.st, "backend: memory is the process-wide store")
 
-	w := writer{t: t, st: p1.st, scope: scope}
+	w := writer{t: t, st: p1.st.(store.Store), scope: scope}
 	w.create("a")
 	w.create("b")
 	w.promote("a", 7)
@@ -511,7 +512,7 @@ func TestPartitionFrontierNamesTheFinalityItRestsOn(t *testing.T) {
 	st := memstore.New()
 	scope := newScope(t)
 	w := writer{t: t, st: st, scope: scope}
-	for part, basis := range map[string]string{"A": "append_only_writer assertion", "B": "source"} {
+	for part, basis := range map[string]provider.Basis{"A": {Finality: provider.FinalityAppendOnlyWriter}, "B": {Finality: provider.FinalitySource}} {
 		cp := w.create(part)
 		p := w.promotion(cp, 50)
 		p.Finality = basis

@@ -3,10 +3,7 @@ package provider
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
-
-	"github.com/tidemark/tidemark/internal/coord"
 )
 
 // The contract a provider declares: what its responses prove. The
@@ -134,10 +131,10 @@ type Contract struct {
 	// across a partition's pages.
 	OrderedPositions bool
 	// PositionKind is the kind every event position of the partition has
-	// (coord.KindInteger when zero). A response with a position of another
+	// (KindInteger when zero). A response with a position of another
 	// kind is a bad response. DensePositions needs a kind with successor
 	// arithmetic (integer or decimal).
-	PositionKind coord.Kind
+	PositionKind Kind
 	// DensePositions: positions are consecutive integers (each event's
 	// position is the previous one + 1), so "the next required position" is
 	// known. Implies OrderedPositions.
@@ -152,7 +149,7 @@ type Contract struct {
 	// below it is a gap, handled per Recovery like any coverage rule (b)
 	// gap (docs/design.md#contract-fields). Of the kind
 	// EffectivePositionKind (integer or decimal).
-	FirstPosition coord.Position
+	FirstPosition Position
 	// ExclusiveBoundary: the provider resumes strictly after the durable
 	// applied boundary. Omissions at or below the boundary are never a gap
 	// either way; with ExclusiveBoundary an event at or below it that a
@@ -333,14 +330,7 @@ func (f Finality) String() string {
 }
 
 // ParseFinality reads a Finality from its String form.
-func ParseFinality(s string) (Finality, error) {
-	for f := FinalityNone; f <= FinalityLag; f++ {
-		if finalityNames[f] == s {
-			return f, nil
-		}
-	}
-	return 0, fmt.Errorf("%w: finality %q is not one of none, source, append_only_writer, lag", ErrInvalidContract, s)
-}
+func ParseFinality(s string) (Finality, error) { return parseEnum("finality", s, Finalities()) }
 
 // EffectiveFinality is the declared finality (FinalityNone when unset).
 func (c Contract) EffectiveFinality() Finality {
@@ -375,63 +365,22 @@ func (c Contract) validateFinality() error {
 	return nil
 }
 
-// Basis names the finality of a watermark of kind k written under c, as
-// status and the frontier's reason show it: "source", "append_only_writer
-// assertion", "lag 5m0s" (a duration for timestamps, units otherwise), or
-// "" under FinalityNone.
-func (c Contract) Basis(k coord.Kind) string {
-	switch c.EffectiveFinality() {
-	case FinalitySource:
-		return "source"
-	case FinalityAppendOnlyWriter:
-		return "append_only_writer assertion"
-	case FinalityLag:
-		if c.RereadWindow > 0 {
-			return "reread " + c.lagText(c.RereadWindow, k)
-		}
-		if k == coord.KindTimestamp {
-			return "lag " + time.Duration(c.FinalityLag).String()
-		}
-		return "lag " + strconv.FormatInt(c.FinalityLag, 10)
-	}
-	return ""
-}
-
-// Final is what a response's CompleteThrough may become under a contract's
-// finality.
-type Final struct {
-	// Watermark is what a promotion may write as the partition's durable
-	// watermark (zero: nothing).
-	Watermark coord.Watermark
-	// Basis names the finality it rests on (Contract.Basis); "" when
-	// Watermark is zero.
-	Basis string
-	// Reason says why the complete-through is not final ("" when it is,
-	// or when there is none).
-	Reason string
-}
-
-// Final turns a response's CompleteThrough ct into the watermark a
-// promotion may write: ct itself under FinalitySource and
-// FinalityAppendOnlyWriter, ct minus the lag under FinalityLag (nothing when
-// the watermark's kind has no arithmetic or the lag falls below its range),
-// and nothing under FinalityNone: the complete-through stays in the witness
-// only.
-func (c Contract) Final(ct coord.Watermark) Final {
-	if ct.IsZero() {
-		return Final{}
-	}
+// Basis is the finality a watermark of kind k written under c rests on
+// (its text, as status and the frontier's reason show it: "source",
+// "append_only_writer assertion", "lag 5m0s", a duration for timestamps and
+// units otherwise, "reread lag 5m0s" under a re-read window); the zero
+// Basis under FinalityNone.
+func (c Contract) Basis(k Kind) Basis {
 	switch f := c.EffectiveFinality(); f {
 	case FinalitySource, FinalityAppendOnlyWriter:
-		return Final{Watermark: ct, Basis: c.Basis(ct.Kind)}
+		return Basis{Finality: f}
 	case FinalityLag:
-		if w, ok := ct.Minus(c.FinalityLag); ok {
-			return Final{Watermark: w, Basis: c.Basis(ct.Kind)}
+		if c.RereadWindow > 0 {
+			return Basis{Finality: f, Lag: c.RereadWindow, Timestamp: k == KindTimestamp, Reread: true}
 		}
-		return Final{Reason: fmt.Sprintf("complete-through %s less the finality %s is not a %s watermark: nothing is final", ct, c.Basis(ct.Kind), ct.Kind)}
-	default:
-		return Final{Reason: fmt.Sprintf("complete-through %s is recorded but not final: the contract declares no finality (finality %s)", ct, f)}
+		return Basis{Finality: f, Lag: c.FinalityLag, Timestamp: k == KindTimestamp}
 	}
+	return Basis{}
 }
 
 // Validate reports a contract the core cannot use: an EmptyPage that is not
@@ -473,7 +422,7 @@ func (c Contract) validateFirstPosition() error {
 		return fmt.Errorf("%w: a first position (origin %s) needs dense positions: only they say that nothing lies between the origin and the first event", ErrInvalidContract, p)
 	case p.Kind != c.EffectivePositionKind():
 		return fmt.Errorf("%w: the first position (origin %s) is a %s position, the positions are %s", ErrInvalidContract, p, p.Kind, c.EffectivePositionKind())
-	case !coord.HasSuccessorArithmetic(p.Kind):
+	case !HasSuccessorArithmetic(p.Kind):
 		return fmt.Errorf("%w: a first position needs integer or decimal positions, not %s", ErrInvalidContract, p.Kind)
 	}
 	return nil
@@ -489,9 +438,9 @@ func (c Contract) Ordered() bool { return c.OrderedPositions || c.DensePositions
 
 // EffectivePositionKind is the declared kind of positions (integer when
 // unset).
-func (c Contract) EffectivePositionKind() coord.Kind {
-	if c.PositionKind == coord.KindNone {
-		return coord.KindInteger
+func (c Contract) EffectivePositionKind() Kind {
+	if c.PositionKind == KindNone {
+		return KindInteger
 	}
 	return c.PositionKind
 }
@@ -500,11 +449,11 @@ func (c Contract) EffectivePositionKind() coord.Kind {
 func (c Contract) ValidPositionKind() error {
 	k := c.EffectivePositionKind()
 	switch k {
-	case coord.KindInteger, coord.KindDecimal, coord.KindTimestamp, coord.KindString:
+	case KindInteger, KindDecimal, KindTimestamp, KindString:
 	default:
 		return fmt.Errorf("%w: unknown position kind %s", ErrInvalidContract, k)
 	}
-	if c.DensePositions && !coord.HasSuccessorArithmetic(k) {
+	if c.DensePositions && !HasSuccessorArithmetic(k) {
 		return fmt.Errorf("%w: dense positions need integer or decimal positions, not %s", ErrInvalidContract, k)
 	}
 	return nil

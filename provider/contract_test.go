@@ -2,12 +2,9 @@ package provider
 
 import (
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/tidemark/tidemark/internal/coord"
 )
 
 // Contracts the tests start from.
@@ -46,39 +43,6 @@ func TestContract_Validate(t *testing.T) {
 	assert.ErrorIs(t, with(dense, func(c *Contract) { c.EmptyPage = EmptyFollowsSuccessor + 1 }).Validate(), ErrInvalidContract)
 	assert.NoError(t, with(dense, func(c *Contract) { c.EmptyPage = EmptyFollowsSuccessor }).Validate())
 	assert.Equal(t, RecoveryPark, Contract{}.EffectiveRecovery())
-}
-
-func TestFinalTurnsACompleteThroughIntoTheWatermarkAPromotionMayWrite(t *testing.T) {
-	ts := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
-	lag := func(n int64) Contract { return Contract{Finality: FinalityLag, FinalityLag: n} }
-	for _, tc := range []struct {
-		name   string
-		c      Contract
-		ct     coord.Watermark
-		want   coord.Watermark
-		basis  string
-		reason string
-	}{
-		{"unset finality is none: recorded, never durable", Contract{}, coord.Integer(300), coord.Watermark{}, "", "recorded but not final"},
-		{"none", Contract{Finality: FinalityNone}, coord.Integer(300), coord.Watermark{}, "", "declares no finality"},
-		{"source", Contract{Finality: FinalitySource}, coord.Integer(300), coord.Integer(300), "source", ""},
-		{"append-only writer, named as an assertion", Contract{Finality: FinalityAppendOnlyWriter}, coord.String("p3/e000300.json"), coord.String("p3/e000300.json"), "append_only_writer assertion", ""},
-		{"integer lag", lag(50), coord.Integer(300), coord.Integer(250), "lag 50", ""},
-		{"timestamp lag as a duration", lag(int64(5 * time.Minute)), coord.Timestamp(ts), coord.Timestamp(ts.Add(-5 * time.Minute)), "lag 5m0s", ""},
-		{"a string has no lag arithmetic", lag(1), coord.String("k"), coord.Watermark{}, "", "nothing is final"},
-		{"no complete-through", Contract{Finality: FinalitySource}, coord.Watermark{}, coord.Watermark{}, "", ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			f := tc.c.Final(tc.ct)
-			assert.Equal(t, tc.want, f.Watermark)
-			assert.Equal(t, tc.basis, f.Basis)
-			if tc.reason == "" {
-				assert.Empty(t, f.Reason)
-			} else {
-				assert.Contains(t, f.Reason, tc.reason)
-			}
-		})
-	}
 }
 
 func TestValidateRefusesCoverageWithoutSourceFinality(t *testing.T) {
@@ -150,7 +114,7 @@ func TestValidateRefusesOffsetPaginationThatCannotProveContinuity(t *testing.T) 
 }
 
 func TestContractRefusesDensePositionsWithoutSuccessorArithmetic(t *testing.T) {
-	for k, ok := range map[coord.Kind]bool{coord.KindInteger: true, coord.KindDecimal: true, coord.KindTimestamp: false, coord.KindString: false} {
+	for k, ok := range map[Kind]bool{KindInteger: true, KindDecimal: true, KindTimestamp: false, KindString: false} {
 		err := with(dense, func(c *Contract) { c.PositionKind = k }).ValidPositionKind()
 		assert.Equal(t, ok, err == nil, "%s: %v", k, err)
 		assert.NoError(t, with(sparse, func(c *Contract) { c.PositionKind = k }).ValidPositionKind(), "ordered %s", k)
@@ -158,7 +122,7 @@ func TestContractRefusesDensePositionsWithoutSuccessorArithmetic(t *testing.T) {
 }
 
 func TestValidateRefusesAFirstPositionItCannotCheck(t *testing.T) {
-	dec, err := coord.DecimalPosition("49590338271490256608559692538361571095921575989136588898")
+	dec, err := DecimalPosition("49590338271490256608559692538361571095921575989136588898")
 	require.NoError(t, err)
 	for _, tc := range []struct {
 		name string
@@ -166,12 +130,12 @@ func TestValidateRefusesAFirstPositionItCannotCheck(t *testing.T) {
 		want string // "" when valid
 	}{
 		{"none declared", dense, ""},
-		{"integer origin over dense integer positions", with(dense, func(c *Contract) { c.FirstPosition = coord.IntPosition(1) }), ""},
-		{"origin zero is an origin", with(dense, func(c *Contract) { c.FirstPosition = coord.IntPosition(0) }), ""},
-		{"decimal origin over dense decimal positions", with(dense, func(c *Contract) { c.PositionKind, c.FirstPosition = coord.KindDecimal, dec }), ""},
-		{"without dense positions", with(sparse, func(c *Contract) { c.FirstPosition = coord.IntPosition(1) }), "needs dense positions"},
+		{"integer origin over dense integer positions", with(dense, func(c *Contract) { c.FirstPosition = IntPosition(1) }), ""},
+		{"origin zero is an origin", with(dense, func(c *Contract) { c.FirstPosition = IntPosition(0) }), ""},
+		{"decimal origin over dense decimal positions", with(dense, func(c *Contract) { c.PositionKind, c.FirstPosition = KindDecimal, dec }), ""},
+		{"without dense positions", with(sparse, func(c *Contract) { c.FirstPosition = IntPosition(1) }), "needs dense positions"},
 		{"another kind than the positions", with(dense, func(c *Contract) { c.FirstPosition = dec }), "is a decimal position, the positions are integer"},
-		{"a string origin", with(dense, func(c *Contract) { c.PositionKind, c.FirstPosition = coord.KindString, coord.StringPosition("a") }), "integer or decimal"},
+		{"a string origin", with(dense, func(c *Contract) { c.PositionKind, c.FirstPosition = KindString, StringPosition("a") }), "integer or decimal"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.c.Validate()
@@ -184,5 +148,5 @@ func TestValidateRefusesAFirstPositionItCannotCheck(t *testing.T) {
 		})
 	}
 	assert.False(t, dense.HasFirstPosition())
-	assert.True(t, with(dense, func(c *Contract) { c.FirstPosition = coord.IntPosition(0) }).HasFirstPosition())
+	assert.True(t, with(dense, func(c *Contract) { c.FirstPosition = IntPosition(0) }).HasFirstPosition())
 }

@@ -1,9 +1,11 @@
 // Package provider is the public SDK of tidemark's event sources: the port
 // between the paginated_partitions input and a source (fetch one page of one
 // partition from one opaque cursor), the values a provider returns
-// (types.go), and the registry that puts a provider's config object into the
-// input (registry.go). docs/providers.md is the guide; providertest is the
-// contract suite every provider runs against its fake.
+// (types.go) and the redaction of its secrets (secrets.go). The registry
+// that puts a provider's config object into the input is package
+// provider/registry, the SDK's one package that imports Benthos.
+// docs/providers.md is the guide; providertest is the contract suite every
+// provider runs against its fake.
 //
 // Contract for implementations (plugin authors):
 //   - Fetch is called with at most one request in flight per partition, but
@@ -19,6 +21,9 @@
 //     that wraps ErrPermanent for a request that retrying cannot fix (the
 //     input parks the partition with the error as its reason); anything else
 //     is treated as transient and retried with back-off.
+//   - Secrets: a provider whose requests carry credentials implements
+//     Secrets (secrets.go) and adds them to the input's Redactor, so that
+//     no error, log line or park reason shows them.
 //   - Contract declares what the source guarantees; classification trusts
 //     nothing else. docs/design.md#provider-contract says what each field
 //     promises and what the input does with it.

@@ -2,23 +2,10 @@ package provider
 
 import (
 	"fmt"
-	"strconv"
-	"time"
-
-	"github.com/tidemark/tidemark/internal/coord"
 )
 
 // Rereads reports whether c declares a re-read window.
 func (c Contract) Rereads() bool { return c.RereadWindow > 0 }
-
-// lagText renders a lag or window of n units of kind k: a duration for
-// timestamps, units otherwise.
-func (c Contract) lagText(n int64, k coord.Kind) string {
-	if k == coord.KindTimestamp {
-		return "lag " + time.Duration(n).String()
-	}
-	return "lag " + strconv.FormatInt(n, 10)
-}
 
 // validateReread reports a re-read window the core cannot keep: a
 // negative window or interval; a window over positions without
@@ -41,7 +28,7 @@ func (c Contract) validateReread() error {
 		}
 		return nil
 	}
-	if k := c.EffectivePositionKind(); k != coord.KindInteger && k != coord.KindTimestamp {
+	if k := c.EffectivePositionKind(); k != KindInteger && k != KindTimestamp {
 		return fmt.Errorf("%w: a re-read window needs integer or timestamp positions (a window is subtracted from the applied position), not %s", ErrInvalidContract, k)
 	}
 	if c.Pagination == PaginationOffset {

@@ -6,8 +6,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/tidemark/tidemark/internal/coord"
 )
 
 func TestValidateRefusesAReReadWindowItCannotKeep(t *testing.T) {
@@ -23,14 +21,14 @@ func TestValidateRefusesAReReadWindowItCannotKeep(t *testing.T) {
 		{"fresh_snapshot restarts too", with(keysetWindow, func(c *Contract) { c.Recovery = RecoveryFreshSnapshot }), ""},
 		{"a lag within the window", with(keysetWindow, func(c *Contract) { c.Finality, c.FinalityLag = FinalityLag, 60 }), ""},
 		{"timestamps under token pagination", with(keysetWindow, func(c *Contract) {
-			c.Pagination, c.PositionKind, c.OrderedPositions, c.RereadWindow = PaginationToken, coord.KindTimestamp, false, int64(5*time.Minute)
+			c.Pagination, c.PositionKind, c.OrderedPositions, c.RereadWindow = PaginationToken, KindTimestamp, false, int64(5*time.Minute)
 		}), ""},
 		{"a lag beyond the window", with(keysetWindow, func(c *Contract) { c.Finality, c.FinalityLag = FinalityLag, 101 }), "greater than the re-read window"},
 		{"a certified watermark", with(keysetWindow, func(c *Contract) { c.Finality = FinalitySource }), "not source"},
 		{"parking cannot start a pass", with(keysetWindow, func(c *Contract) { c.Recovery = RecoveryPark }), "needs recovery restart_from_boundary"},
 		{"offset pages", with(keysetWindow, func(c *Contract) { c.Pagination, c.DensePositions = PaginationOffset, true }), "keyset or token pagination"},
-		{"string positions", with(keysetWindow, func(c *Contract) { c.PositionKind = coord.KindString }), "integer or timestamp positions"},
-		{"decimal positions", with(keysetWindow, func(c *Contract) { c.PositionKind = coord.KindDecimal }), "integer or timestamp positions"},
+		{"string positions", with(keysetWindow, func(c *Contract) { c.PositionKind = KindString }), "integer or timestamp positions"},
+		{"decimal positions", with(keysetWindow, func(c *Contract) { c.PositionKind = KindDecimal }), "integer or timestamp positions"},
 		{"a negative window", with(keysetWindow, func(c *Contract) { c.RereadWindow = -1 }), "negative re-read window"},
 		{"an interval without a window", with(keysetWindow, func(c *Contract) { c.RereadWindow, c.RereadInterval = 0, time.Second }), "without a re-read window"},
 	} {
@@ -50,9 +48,9 @@ func TestValidateRefusesAReReadWindowItCannotKeep(t *testing.T) {
 // positions' units.
 func TestRereadBasisNamesTheWindow(t *testing.T) {
 	c := Contract{Finality: FinalityLag, FinalityLag: 60, RereadWindow: 100}
-	assert.Equal(t, "reread lag 100", c.Basis(coord.KindInteger))
+	assert.Equal(t, "reread lag 100", c.Basis(KindInteger).String())
 	c = Contract{Finality: FinalityLag, FinalityLag: int64(time.Minute), RereadWindow: int64(5 * time.Minute)}
-	assert.Equal(t, "reread lag 5m0s", c.Basis(coord.KindTimestamp))
+	assert.Equal(t, "reread lag 5m0s", c.Basis(KindTimestamp).String())
 	c.RereadWindow = 0
-	assert.Equal(t, "lag 1m0s", c.Basis(coord.KindTimestamp))
+	assert.Equal(t, "lag 1m0s", c.Basis(KindTimestamp).String())
 }

@@ -1,14 +1,12 @@
 package provider
 
-import "github.com/tidemark/tidemark/internal/coord"
-
 // Event is one event as a provider returned it.
 type Event struct {
 	// ID is the stable event identity. Empty is malformed.
 	ID string
 	// Position is the event's source position within its partition, in the
 	// contract's position kind (Contract.PositionKind).
-	Position coord.Position
+	Position Position
 	// NoPosition marks an event whose response carried no position
 	// (malformed).
 	NoPosition bool
@@ -34,7 +32,7 @@ type Response struct {
 	Marker []byte
 	// CompleteThrough is the watermark the provider certifies for this
 	// response (zero when none).
-	CompleteThrough coord.Watermark
+	CompleteThrough Watermark
 	// Sealed: the provider says the partition has ended.
 	Sealed bool
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/tidemark/tidemark/provider"
+	"github.com/tidemark/tidemark/provider/registry"
 )
 
 // Name is the provider's config object in the paginated_partitions input.
@@ -49,11 +50,11 @@ func Fields() []*service.ConfigField {
 }
 
 func init() {
-	provider.MustRegister(provider.Spec{
+	registry.MustRegister(registry.Spec{
 		Name:        Name,
 		Description: "Read the notebooks of a notes API (the example of docs/providers.md).",
 		Fields:      Fields(),
-		Build: func(conf *service.ParsedConfig, _ provider.Env) (provider.Provider, error) {
+		Build: func(conf *service.ParsedConfig, _ registry.Env) (provider.Provider, error) {
 			return FromParsed(conf)
 		},
 	})

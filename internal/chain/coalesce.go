@@ -104,3 +104,39 @@ func (m *Machine) groupPromotion(pg *page) store.Promotion {
 	out.Pages = uint64(1 + len(pg.coalesced))
 	return out
 }
+
+// lingers reports whether the promotion of head (decided Promote, its
+// group coalesced) waits for the page behind the group
+// (Config.PromoteMinPages): the group is smaller than PromoteMinPages, does
+// not end the partition, and its next page is coming — in the chain, not
+// nacked, fetched from the group's last successor at the next generation
+// and still awaiting outcomes (or its witness, or an incarnation check), or
+// being fetched by this chain from there — and PromoteLinger has not passed
+// since head was first found waiting. It records the wait (m.linger,
+// m.lingerUntil; settle decides again after every input and announces the
+// deadline).
+func (m *Machine) lingers(head *page) bool {
+	if !m.cfg.CoalescePromotions || m.cfg.PromoteMinPages < 2 || m.cfg.PromoteLinger <= 0 {
+		return false
+	}
+	n := 1 + len(head.coalesced)
+	last := head.last()
+	if n >= m.cfg.PromoteMinPages || m.ended(last) || last.v.final || last.w.Sealed || len(last.w.Successor) == 0 {
+		return false
+	}
+	gen := last.fromGen + 1
+	var coming bool
+	if n < len(m.chain) {
+		nx := m.chain[n]
+		coming = !nx.nacked && !nx.complete() && nx.fromGen == gen && bytes.Equal(nx.fromCursor, last.w.Successor)
+	} else if f := m.fetch; f != nil {
+		coming = f.chain == m.chainID && f.gen == gen && bytes.Equal(f.cursor, last.w.Successor)
+	}
+	if !coming {
+		return false
+	}
+	if m.linger != head {
+		m.linger, m.lingerUntil = head, m.now.Add(m.cfg.PromoteLinger)
+	}
+	return m.now.Before(m.lingerUntil)
+}

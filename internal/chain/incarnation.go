@@ -8,7 +8,6 @@ import (
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
-	"github.com/tidemark/tidemark/provider"
 )
 
 // Source incarnations (docs/design.md#source-incarnations). A partition
@@ -297,7 +296,7 @@ func (m *Machine) onCompleteChecked(r IncarnationFound) {
 // positions going back under an unchanged incarnation are the contract
 // violation the monitors report, never a reset into an incarnation the
 // source does not name (which the next check would undo).
-func (m *Machine) recreated(f *fetchRec, r provider.Response) (string, bool) {
+func (m *Machine) recreated(f *fetchRec, r reconcile.Response) (string, bool) {
 	if m.cfg.IgnoreIncarnation || m.cfg.Incarnation || m.evidenceResets > 0 {
 		return "", false
 	}

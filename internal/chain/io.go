@@ -11,7 +11,6 @@ import (
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
-	"github.com/tidemark/tidemark/provider"
 )
 
 // Input is what a driver steps the machine with: a start or stop, the
@@ -43,15 +42,6 @@ type Stop struct{}
 // Tick tells the machine the time. Time only moves forward; an earlier Now
 // is ignored. The machine asks for a Tick at a given time with Wait.
 type Tick struct{ Now time.Time }
-
-// LeaseChanged tells a leased machine (Config.Leased) the lease its
-// partition is now held under: a renewal that moved the stored lease (the
-// simulator's per-partition renewals; the input's partition leases move
-// only on claim, takeover and release, so it never sends one). The calls
-// the machine asks from then on carry it. A driver must not change the
-// stored lease while a call that carries the lease is outstanding (see
-// Config.Leased).
-type LeaseChanged struct{ Lease store.Lease }
 
 // LeaseLost tells a leased machine that its partition's lease is gone
 // (taken over, released, or the holder's heartbeat lost): the machine
@@ -105,7 +95,7 @@ func (f FetchFailure) String() string {
 type Fetched struct {
 	Fetch    uint64
 	Attempt  string
-	Response provider.Response
+	Response reconcile.Response
 	Err      error
 	Failure  FetchFailure
 	// Detail is the provider's reason for an expired cursor.
@@ -148,6 +138,12 @@ type Promoted struct {
 type Resolved struct {
 	Checkpoint store.Checkpoint
 	Applied    bool
+	Err        error
+}
+
+// FailureNoted answers NoteFailure (store.NoteFailure).
+type FailureNoted struct {
+	Checkpoint store.Checkpoint
 	Err        error
 }
 
@@ -222,7 +218,6 @@ type Withdrawn struct {
 func (Start) isInput()              {}
 func (Stop) isInput()               {}
 func (Tick) isInput()               {}
-func (LeaseChanged) isInput()       {}
 func (LeaseLost) isInput()          {}
 func (EpochChanged) isInput()       {}
 func (Loaded) isInput()             {}
@@ -233,6 +228,7 @@ func (Abandoned) isInput()          {}
 func (Promoted) isInput()           {}
 func (Resolved) isInput()           {}
 func (Parked) isInput()             {}
+func (FailureNoted) isInput()       {}
 func (ParkChecked) isInput()        {}
 func (RestartCursorFound) isInput() {}
 func (IncarnationFound) isInput()   {}
@@ -291,7 +287,7 @@ type Emit struct {
 	Attempt    string
 	Class      RetryClass
 	From, To   int
-	Events     []provider.Event
+	Events     []reconcile.Event
 	Witnessed  []reconcile.EventWitness
 }
 
@@ -336,6 +332,18 @@ type Park struct {
 	Generation uint64
 	Lease      store.Lease
 	Reason     ParkReason
+}
+
+// NoteFailure: record Note, why the partition's fetches keep failing
+// transiently, on the checkpoint (its Failing), conditional on Cursor,
+// Generation and Lease (store.NoteFailure). It is not progress. Answer:
+// FailureNoted.
+type NoteFailure struct {
+	Key        store.Key
+	Cursor     []byte
+	Generation uint64
+	Lease      store.Lease
+	Note       string
 }
 
 // WaitUnparked: read the checkpoint of a parked partition (a consistent
@@ -522,6 +530,7 @@ func (Abandon) isAction()          {}
 func (Promote) isAction()          {}
 func (Resolve) isAction()          {}
 func (Park) isAction()             {}
+func (NoteFailure) isAction()      {}
 func (WaitUnparked) isAction()     {}
 func (RestartCursor) isAction()    {}
 func (Wait) isAction()             {}
@@ -574,11 +583,11 @@ func positions(evs []reconcile.EventWitness) string {
 
 // basisNote renders a watermark's finality basis when it is not the
 // source's own certification (the common case, left unsaid): " (lag 1)".
-func basisNote(f string) string {
-	if f == "" || f == "source" {
+func basisNote(f reconcile.Basis) string {
+	if f.IsZero() || f.Certified() {
 		return ""
 	}
-	return " (" + f + ")"
+	return " (" + f.String() + ")"
 }
 
 // DescribeCheckpoint renders a checkpoint on one line.
@@ -606,6 +615,9 @@ func DescribeCheckpoint(cp store.Checkpoint) string {
 	}
 	if cp.Parked != "" {
 		fmt.Fprintf(&b, " parked %q", cp.Parked)
+	}
+	if cp.Failing != "" {
+		fmt.Fprintf(&b, " failing %q", cp.Failing)
 	}
 	if cp.Lease.Owner != "" || cp.Lease.Counter != 0 {
 		fmt.Fprintf(&b, " lease %s/%d", cp.Lease.Owner, cp.Lease.Counter)
@@ -699,6 +711,13 @@ func (a Park) String() string {
 	return fmt.Sprintf("park g%d %s: %s", a.Generation, Cursor(a.Cursor), a.Reason)
 }
 
+func (a NoteFailure) String() string {
+	if a.Lease.Held() {
+		return fmt.Sprintf("note failure g%d %s lease %s: %s", a.Generation, Cursor(a.Cursor), a.Lease, a.Note)
+	}
+	return fmt.Sprintf("note failure g%d %s: %s", a.Generation, Cursor(a.Cursor), a.Note)
+}
+
 func (a WaitUnparked) String() string { return "check unparked " + a.Key.Partition }
 
 func (a RestartCursor) String() string {
@@ -776,7 +795,6 @@ func (Start) String() string  { return "start" }
 func (Stop) String() string   { return "stop" }
 func (t Tick) String() string { return "tick " + t.Now.UTC().Format("15:04:05.000") }
 
-func (l LeaseChanged) String() string { return "lease changed: " + l.Lease.String() }
 func (l LeaseLost) String() string    { return "lease lost: " + l.Reason }
 func (e EpochChanged) String() string { return fmt.Sprintf("epoch changed: %d", e.Epoch) }
 
@@ -788,7 +806,7 @@ func (l Loaded) String() string {
 }
 
 // DescribeResponse renders a response on one line.
-func DescribeResponse(r provider.Response) string {
+func DescribeResponse(r reconcile.Response) string {
 	var b strings.Builder
 	b.WriteString("[")
 	for i, e := range r.Events {
@@ -846,6 +864,13 @@ func (r Resolved) String() string {
 		return "resolved: applied, " + DescribeCheckpoint(r.Checkpoint)
 	}
 	return "resolved: not applied, " + DescribeCheckpoint(r.Checkpoint)
+}
+
+func (f FailureNoted) String() string {
+	if f.Err != nil {
+		return "failure noted: " + errText(f.Err)
+	}
+	return "failure noted " + DescribeCheckpoint(f.Checkpoint)
 }
 
 func (p Parked) String() string {

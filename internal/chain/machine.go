@@ -21,6 +21,14 @@ const (
 	MaxRestartBackoff = 30 * time.Second
 )
 
+// PromoteMinPages and PromoteLinger are the input's defaults of
+// Config.PromoteMinPages and Config.PromoteLinger (promotion_min_pages,
+// promotion_linger).
+const (
+	PromoteMinPages = 2
+	PromoteLinger   = 50 * time.Millisecond
+)
+
 // Config is one partition's machine.
 type Config struct {
 	Key      store.Key
@@ -36,19 +44,21 @@ type Config struct {
 	Epoch       uint64
 	// Leased: the partition is read under a lease (scale-out,
 	// docs/design.md#leases-and-fencing) and Lease is the one it holds when
-	// the machine starts; LeaseChanged moves it, LeaseLost ends it. A
+	// the machine starts (a held partition lease never moves while held:
+	// the instance renews its heartbeat), LeaseLost ends it. A
 	// leased machine states its lease in every write that the lease fences
 	// (each Promote, Resolve and Reincarnate's Promotion.Lease, Park.Lease),
 	// so the store's condition is the holder's lease; and it stops
 	// (StateLeaseLost, LeaseGone) as soon as a load, a park check or a
 	// read-back finds another lease stored, or a write is fenced by one.
 	// The driver must not let the stored lease move while a call that
-	// carries it is outstanding (a renewal waits for it), so that a call
+	// carries it is outstanding (a release waits for it), so that a call
 	// never carries a lease its own holder has replaced. Without Leased
 	// the writes state the lease of the checkpoint last read.
 	Leased bool
 	Lease  store.Lease
-	// MaxPagesInFlight (at least 1) bounds the chain; MaxBatchSize (0: a
+	// MaxPagesInFlight (at least 1: New panics otherwise) bounds the
+	// chain; MaxBatchSize (0: a
 	// whole page) the events of one Emit.
 	MaxPagesInFlight int
 	MaxBatchSize     int
@@ -89,6 +99,14 @@ type Config struct {
 	// checkpoints in between are promoted with it, in one conditional
 	// write (coalesce.go).
 	CoalescePromotions bool
+	// PromoteMinPages and PromoteLinger (with CoalescePromotions): a head
+	// page ready to be promoted whose promotion would cover fewer than
+	// PromoteMinPages pages waits, while the next page is coming (in the
+	// chain awaiting its outcomes, or being fetched by this chain), at most
+	// PromoteLinger from when it was first ready (coalesce.go, lingers).
+	// PromoteMinPages below 2 or PromoteLinger 0: never waits.
+	PromoteMinPages int
+	PromoteLinger   time.Duration
 	// Incarnation: the provider names the incarnation of the partition's
 	// source (CheckIncarnation); it is checked when the partition starts,
 	// before every recovery, on evidence of a recreated source and every
@@ -134,8 +152,8 @@ type page struct {
 	fromGen    uint64
 	w          reconcile.Witness
 	v          verdict
-	events     []provider.Event // the response's events (ids, payloads)
-	bytes      int64            // what the page holds: ids, payloads, cursors (PageBytes)
+	events     []reconcile.Event // the response's events (ids, payloads)
+	bytes      int64             // what the page holds: ids, payloads, cursors (PageBytes)
 	decision   reconcile.Promotion
 	// coalesced are the pages after this one promoted with it in one
 	// write (coalesce.go); set when its promotion is built.
@@ -245,7 +263,12 @@ type Machine struct {
 	// current run of restarts happened (nil: none since the last
 	// progress).
 	restartMark *store.Checkpoint
-	done        bool
+	// failing is the current run of transient fetch failures (none since
+	// the last answer), and noteDue when the next failure note may be
+	// written (failure.go).
+	failing failureRun
+	noteDue time.Time
+	done    bool
 
 	chainID   uint64
 	chain     []*page
@@ -291,6 +314,10 @@ type Machine struct {
 	evidenceResets, reincarnations int
 	// rr is the re-read window's state (reread.go).
 	rr rereadState
+	// linger is the head page whose promotion waits for the page behind
+	// it, until lingerUntil (coalesce.go, lingers); nil: none waits.
+	linger      *page
+	lingerUntil time.Time
 }
 
 // idleRun is a run of answers that prove nothing (empty pages without
@@ -305,13 +332,20 @@ type idleRun struct {
 // it says so at info level (and then how often it repeats it).
 const IdleReport = time.Minute
 
-// New returns a machine for cfg; Start starts it.
+// New returns a machine for cfg; Start starts it. cfg.MaxPagesInFlight
+// must be at least 1: the input refuses a smaller max_pages_in_flight at
+// config, so a driver that passes one has a bug, and New panics rather than
+// run with another value than the one configured.
 func New(cfg Config) *Machine {
 	if cfg.MaxPagesInFlight < 1 {
-		cfg.MaxPagesInFlight = 1
+		panic(fmt.Sprintf("chain.New: MaxPagesInFlight must be at least 1, got %d", cfg.MaxPagesInFlight))
 	}
 	return &Machine{cfg: cfg, lease: cfg.Lease, prior: map[uint64][]reconcile.Witness{}, batches: map[uint64]batchRef{}}
 }
+
+// PromotionWaiting reports whether the head page's promotion waits for the
+// page behind it (Config.PromoteMinPages).
+func (m *Machine) PromotionWaiting() bool { return m.linger != nil }
 
 // Known returns a copy of the witnesses the machine knows for generation
 // gen (loaded, or written since).
@@ -336,9 +370,6 @@ func (m *Machine) Step(in Input) []Action {
 	case LeaseLost:
 		m.lostWhy = in.Reason
 		m.halt(phaseLeaseLost)
-		return m.out
-	case LeaseChanged:
-		m.lease = in.Lease
 		return m.out
 	case EpochChanged:
 		m.cfg.Epoch = in.Epoch
@@ -439,6 +470,15 @@ func (m *Machine) settle() {
 	if !m.busy() && m.phase == phaseWatching && !m.nextCheck.IsZero() && !m.now.Before(m.nextCheck) {
 		m.checkComplete()
 	}
+	if !m.busy() && m.phase == phaseChain && m.linger != nil {
+		// A promotion waits for the page behind it: decide again whether
+		// it still should (what it waited for may have come, or ended).
+		if len(m.chain) > 0 && m.chain[0] == m.linger {
+			m.promoteHead()
+		} else {
+			m.linger = nil
+		}
+	}
 	if !m.busy() && m.phase == phaseChain {
 		if m.done && len(m.chain) == 0 {
 			m.finish(m.endedText())
@@ -455,6 +495,9 @@ func (m *Machine) settle() {
 	}
 	if (m.phase == phaseChain && m.checkDue() || m.phase == phaseWatching) && m.nextCheck.After(m.now) && (d.IsZero() || m.nextCheck.Before(d)) {
 		d = m.nextCheck
+	}
+	if m.phase == phaseChain && m.linger != nil && m.lingerUntil.After(m.now) && (d.IsZero() || m.lingerUntil.Before(d)) {
+		d = m.lingerUntil
 	}
 	if !d.IsZero() && !d.Equal(m.announced) {
 		m.announced = d
@@ -603,6 +646,9 @@ func answers(a Action, in Input) bool {
 	case Park:
 		_, ok := in.(Parked)
 		return ok
+	case NoteFailure:
+		_, ok := in.(FailureNoted)
+		return ok
 	case WaitUnparked:
 		_, ok := in.(ParkChecked)
 		return ok
@@ -658,7 +704,7 @@ func (m *Machine) TrackedBytes() int64 {
 // PageBytes estimates the memory one response holds while its page is in
 // the chain: its events' ids and payloads, its cursors and marker, and a
 // fixed overhead per event.
-func PageBytes(r provider.Response) int64 {
+func PageBytes(r reconcile.Response) int64 {
 	// The event, its witness and the driver's message with its metadata
 	// (about ten entries): measured with the binary at about 1 KiB of live
 	// heap per event of a small payload.
@@ -972,6 +1018,7 @@ func (m *Machine) onFetched(f *fetchRec, r Fetched) {
 		m.onFetchError(f, r)
 		return
 	}
+	m.failing = failureRun{}
 	if why, ok := m.recreated(f, r.Response); ok {
 		m.onRecreated(f, r.Attempt, why)
 		return
@@ -1069,7 +1116,7 @@ func (m *Machine) onReconciled(f *fetchRec, r Fetched, v verdict, recoverWith Pa
 		for _, e := range pg.w.Events {
 			m.tail.applied, m.tail.hasApplied = coord.MaxPosition(e.Position, m.tail.applied), true
 		}
-		if ct := m.cfg.Contract.Final(pg.w.CompleteThrough).Watermark; !ct.IsZero() && !v.followOnly && (m.tail.wm.IsZero() || m.tail.wm.Less(ct)) {
+		if ct := reconcile.FinalOf(m.cfg.Contract, pg.w.CompleteThrough).Watermark; !ct.IsZero() && !v.followOnly && (m.tail.wm.IsZero() || m.tail.wm.Less(ct)) {
 			m.tail.wm = ct
 		}
 		m.maybeFetch()
@@ -1241,6 +1288,11 @@ func (m *Machine) promoteHead() {
 	}
 	pg.decision = d.Promotion
 	pg.coalesced = m.coalesce(pg)
+	if m.lingers(pg) {
+		pg.coalesced = nil
+		return
+	}
+	m.linger = nil
 	last := pg.last()
 	prom := m.groupPromotion(pg)
 	prom.Violations = m.violationTotals()
@@ -1471,6 +1523,7 @@ func (m *Machine) onFetchError(f *fetchRec, r Fetched) {
 		// partition where it is and try again.
 		m.logf(Warn, "Partition %s: fetch of cursor %s failed, not advancing: %v", m.part(), reconcile.CursorHash(f.cursor), r.Err)
 		m.pollAt = m.now.Add(m.cfg.PollInterval)
+		m.noteFailure(f, r.Err)
 	}
 }
 

@@ -20,8 +20,6 @@ package chain_test
 //	pause op=ACTION | resume          hold the next call of that action / perform it
 //	writer promote|park|unpark ...    another writer changes the checkpoint
 //	writer takeover owner=O           another instance claims the lease over
-//	renew                             the holder renews its lease in the store
-//	                                  (its counter moves): LeaseChanged
 //	lease-lost reason=R               the driver's lease manager lost it: LeaseLost
 //	store                             print the stored checkpoint and witnesses
 //
@@ -185,13 +183,6 @@ func (h *harness) run(d *datadriven.TestData) string {
 		return "ok"
 	case "writer":
 		return h.writer(d)
-	case "renew":
-		cp, err := h.mem.RenewLease(ctx, key, h.lease)
-		if err != nil {
-			return "error: " + err.Error()
-		}
-		h.lease = cp.Lease
-		h.feed(chain.LeaseChanged{Lease: h.lease})
 	case "lease-lost":
 		var reason string
 		d.ScanArgs(h.t, "reason", &reason)
@@ -278,7 +269,7 @@ func (h *harness) config(d *datadriven.TestData) {
 		case "covers":
 			c.WatermarkCoversPositions = true
 		case "origin":
-			c.FirstPosition = coord.IntPosition(num(d, h.t, val))
+			c.FirstPosition = provider.IntPosition(num(d, h.t, val))
 		case "finality":
 			f, err := provider.ParseFinality(val)
 			if err != nil {
@@ -331,6 +322,13 @@ func (h *harness) config(d *datadriven.TestData) {
 			cfg.ExitWhenComplete = true
 		case "coalesce":
 			cfg.CoalescePromotions = true
+		case "minpages":
+			cfg.PromoteMinPages, _ = strconv.Atoi(val)
+		case "linger":
+			var err error
+			if cfg.PromoteLinger, err = time.ParseDuration(val); err != nil {
+				d.Fatalf(h.t, "%v", err)
+			}
 		case "start":
 			cfg.StartCursor = []byte(val)
 		case "retries":
@@ -510,8 +508,8 @@ func (h *harness) seedWitness(d *datadriven.TestData, kv map[string]string) {
 }
 
 // response parses the response syntax.
-func (h *harness) response(d *datadriven.TestData, s string) provider.Response {
-	var r provider.Response
+func (h *harness) response(d *datadriven.TestData, s string) reconcile.Response {
+	var r reconcile.Response
 	for _, tok := range strings.Fields(s) {
 		k, v, isKV := strings.Cut(tok, "=")
 		switch {
@@ -536,7 +534,7 @@ func (h *harness) response(d *datadriven.TestData, s string) provider.Response {
 			if !hasPayload {
 				payload = "payload of " + id
 			}
-			r.Events = append(r.Events, provider.Event{ID: id, Position: coord.IntPosition(num(d, h.t, pos)), Payload: []byte(payload)})
+			r.Events = append(r.Events, reconcile.Event{ID: id, Position: coord.IntPosition(num(d, h.t, pos)), Payload: []byte(payload)})
 		}
 	}
 	return r
@@ -732,7 +730,7 @@ func TestStateNames(t *testing.T) {
 		seen[name] = true
 	}
 	require.Equal(t, "State(200)", chain.State(200).String())
-	m := chain.New(chain.Config{Key: key, PollInterval: time.Second, ParkCheckInterval: time.Second, StoreBackoff: time.Second})
+	m := chain.New(chain.Config{Key: key, MaxPagesInFlight: 1, PollInterval: time.Second, ParkCheckInterval: time.Second, StoreBackoff: time.Second})
 	require.Equal(t, chain.StateNew, m.State())
 	m.Step(chain.Start{})
 	require.Equal(t, chain.StateLoading, m.State())
@@ -740,4 +738,18 @@ func TestStateNames(t *testing.T) {
 	require.IsType(t, chain.Load{}, call)
 	m.Step(chain.Stop{})
 	require.Equal(t, chain.StateStopped, m.State())
+}
+
+// A machine is never built with fewer than one page in flight: the input
+// refuses such a max_pages_in_flight at config, and New asserts it instead
+// of running with another value than the one configured.
+func TestNewAssertsPagesInFlight(t *testing.T) {
+	for _, n := range []int{0, -1} {
+		require.PanicsWithValue(t, fmt.Sprintf("chain.New: MaxPagesInFlight must be at least 1, got %d", n), func() {
+			chain.New(chain.Config{Key: key, MaxPagesInFlight: n, PollInterval: time.Second, ParkCheckInterval: time.Second, StoreBackoff: time.Second})
+		})
+	}
+	require.NotPanics(t, func() {
+		chain.New(chain.Config{Key: key, MaxPagesInFlight: 1, PollInterval: time.Second, ParkCheckInterval: time.Second, StoreBackoff: time.Second})
+	})
 }

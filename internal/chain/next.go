@@ -24,6 +24,7 @@ const (
 	onRestartCursor                            // reason
 	onRestartPromoted                          // prom
 	onParked                                   // reason, lease
+	onFailureNoted                             // lease
 	onIncarnationVerified                      // text: why; then
 	onIncarnationRecorded                      // prom
 	onIncarnationChecked                       // text: what; then
@@ -129,6 +130,8 @@ func (m *Machine) run(k *next, in Input) {
 		m.onRestartPromoted(k.prom.Lease, in.(Promoted))
 	case onParked:
 		m.onParked(k.reason, k.lease, in.(Parked))
+	case onFailureNoted:
+		m.onFailureNoted(k.lease, in.(FailureNoted))
 	case onIncarnationVerified:
 		m.onIncarnationVerified(k.text, in.(IncarnationFound), k.then)
 	case onIncarnationRecorded:

@@ -137,7 +137,7 @@ func rejectionKind(err error) ParkKind {
 // (evidenced), or the provider states its "more pages" flag and it is
 // false. A transient empty page of a source that states neither (has_more
 // unmapped, empty_page: no_evidence) never counts.
-func caughtUp(r provider.Response, evidenced bool) bool {
+func caughtUp(r reconcile.Response, evidenced bool) bool {
 	return len(r.Events) == 0 && !r.HasMore && (evidenced || r.HasMoreKnown)
 }
 

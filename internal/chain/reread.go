@@ -6,6 +6,7 @@ import (
 
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/reconcile"
+	"github.com/tidemark/tidemark/internal/sdkcoord"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/provider"
 )
@@ -197,10 +198,10 @@ func (m *Machine) rereadDue() bool {
 	if !ok || m.now.Before(m.rr.next) {
 		return false
 	}
-	if k := mark.Kind; k != m.cfg.Contract.EffectivePositionKind() {
+	if k := mark.Kind; k != reconcile.PositionKind(m.cfg.Contract) {
 		if !m.rr.said {
 			m.rr.said = true
-			m.logf(Warn, "Partition %s cannot re-read its window: the delivered position %s is not a %s position", m.part(), mark, m.cfg.Contract.EffectivePositionKind())
+			m.logf(Warn, "Partition %s cannot re-read its window: the delivered position %s is not a %s position", m.part(), mark, reconcile.PositionKind(m.cfg.Contract))
 		}
 		return false
 	}
@@ -282,7 +283,7 @@ func (m *Machine) onRereadCursor(r RestartCursorFound) {
 		Violations: m.violationTotals(), Incarnation: m.incarnation, Reread: &rs,
 	}
 	if !wm.IsZero() && (m.cp.Watermark.IsZero() || m.cp.Watermark.Less(wm)) {
-		prom.Watermark, prom.Finality = wm, m.cfg.Contract.Basis(wm.Kind)
+		prom.Watermark, prom.Finality = wm, m.cfg.Contract.Basis(sdkcoord.SDKKind(wm.Kind))
 	}
 	start := "the start"
 	if has {

@@ -191,27 +191,33 @@
 //
 // # Leases
 //
-// In a seeded quarter of the schedules (lease.go) every lane holds its
-// partition's lease: it claims a free lease, or steals one whose (owner,
-// counter) has not moved for a period of its own worker's clock (the
-// input's own lease.Tracker and lease.Balance decide, on that clock),
-// renews it every few steps. The lease is the lane machine's input
-// (chain.Config.Lease, LeaseChanged after a renewal, LeaseLost), and the
-// machine states it on every Promote and SetParked it asks for; a renewal
-// waits while such a call is outstanding. A paused worker resumes as a
-// zombie whose writes the store fences (or whose load finds another
-// lease): its machine stops (chain.LeaseGone) and it gives the partition
-// up. CheckLease (oracle): a lane's promotion or park takes
+// In a seeded quarter of the schedules (lease.go) the workers share the
+// partitions through heartbeat leases: every worker runs the real instance
+// machine (internal/instance, the one the input's lease manager drives) on
+// its own clock (its lane steps), with a lane for every partition, and
+// performs its store calls (heartbeat renewal and read, takeover,
+// checkpoint read, claim, release) in its lane steps; a lane reads its
+// partition only while its worker's machine runs it (StartWorker, under
+// the claimed lease: chain.Config.Lease), and drops all its state at
+// StopWorker. The machine states the lease on every Promote and SetParked
+// it asks for. A paused worker resumes as a zombie whose writes the store
+// fences (or whose load finds another lease): its machine stops
+// (chain.LeaseGone), its instance is told (WorkerLost) and stops the lane,
+// and its next renewal is fenced (its heartbeat was taken over): every
+// lane stops and a new incarnation rejoins. CheckLease (oracle): a lane's
+// promotion or park takes
 // effect only while the stored lease names that lane's worker.
 //
 // # Heartbeat leases
 //
 // RunLeases (leasesim.go) is a separate discrete-event simulation of the
 // product's heartbeat lease lifecycle: 3 to 5 instances, each process life
-// an incarnation driving the real lease.Machine the way internal/leasing
-// drives it (renewal on its own timer, observation every renew interval
+// stepping the real instance machine (internal/instance, which owns the
+// incarnation's lease.Machine: renewal, observation every renew interval
 // and at the next heartbeat expiry, takeovers, checkpoint reads when the
-// machine asks, claims and releases with at most 16 in flight), each on
+// machine asks, claims and releases, worker starts and stops, new
+// incarnations) and performing its actions, at most 16 claims and
+// releases in flight, answers fed back as their own events, each on
 // its own monotonic clock (own origin, rate within ±0.1%), against the
 // real memstore.Store's heartbeat, claim, release and lease-fenced Promote
 // writes; each held partition's worker promotes at random instants,
@@ -231,7 +237,11 @@
 // RenewAfterTakeover, a driver that ignores its incarnation being gone and
 // keeps its workers writing, is caught as CheckWriteAfterGone
 // (TestLeaseSimCatchesRenewAfterTakeover); PromoteWithoutLease, workers
-// whose promotions carry no lease, as CheckLeaseWriter.
+// whose promotions carry no lease, as CheckLeaseWriter; KeepLostPartition,
+// an instance machine whose StopWorker of a lost partition is dropped, as
+// CheckWriteAfterGone or CheckLeaseLiveness (a worker still runs under a
+// lease the store no longer has). TestLeaseSimDrivesTheInstanceMachine
+// pins that this package imports internal/instance.
 //
 //	go test ./internal/clustersim -run 'TestLeaseSim$' -lease-seeds=1000 -v   # many seeds (-lease-base, -lease-partitions)
 //	go test ./internal/clustersim -run 'TestLeaseSim$' -lease-seed=N -lease-variant=renew-after-takeover -v
@@ -247,7 +257,9 @@
 // the late listing's own last key becomes a durable watermark above a key
 // that appears below it; CoalescedWatermarkDropped: a coalesced write keeps
 // the stored watermark, which the metamorphic comparison catches while
-// each run passes the oracle);
+// each run passes the oracle; KeepLostLease: a worker's instance machine
+// whose stop of a partition with a lost lease leaves its lane reading,
+// caught by CheckLease);
 // TestVariantsAreCaught fails unless each is caught
 // within a few schedules by the check that guards its invariant. The
 // lanes' variants are applied to the real machine (variant.go): to its

@@ -169,10 +169,6 @@ func (f *Faults) ClaimLease(ctx context.Context, k store.Key, expect store.Lease
 	return write(f, "ClaimLease", func() (store.Checkpoint, error) { return f.inner.ClaimLease(ctx, k, expect, owner) })
 }
 
-func (f *Faults) RenewLease(ctx context.Context, k store.Key, held store.Lease) (store.Checkpoint, error) {
-	return write(f, "RenewLease", func() (store.Checkpoint, error) { return f.inner.RenewLease(ctx, k, held) })
-}
-
 func (f *Faults) ReleaseLease(ctx context.Context, k store.Key, held store.Lease) (store.Checkpoint, error) {
 	return write(f, "ReleaseLease", func() (store.Checkpoint, error) { return f.inner.ReleaseLease(ctx, k, held) })
 }

@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
-	"github.com/tidemark/tidemark/internal/chain"
+	"github.com/tidemark/tidemark/internal/instance"
 	"github.com/tidemark/tidemark/internal/lease"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/store/memstore"
@@ -14,28 +15,31 @@ import (
 )
 
 // Lease mode (scale-out, internal/leasing). In a seeded fraction of the
-// schedules (every schedule under Variant IgnoreLease) every lane must hold
-// its partition's lease before it loads, fetches or writes:
+// schedules (every schedule under Variant IgnoreLease) the workers share
+// the partitions through heartbeat leases, as the input's instances do:
 //
-//   - a lane without the lease reads the checkpoint (creating it when
-//     none exists) and claims an unowned lease, or steals a held one whose
-//     (owner, counter) has not moved for leases.period ticks of its OWN
-//     worker's clock (a worker's clock counts its lane steps; clocks of
-//     different workers are never compared), decided by the input's own
-//     lease.Tracker and lease.Balance on that clock;
-//   - a holder renews every leases.renew lane steps; its machine is given
-//     the lease (chain.Config.Lease, then chain.LeaseChanged after each
-//     renewal) and states it on every Promote and SetParked
-//     (Promotion.Lease). A renewal waits while the machine has a call
-//     outstanding that carries the lease, as the input's release waits for
-//     the worker's write in flight: a call never carries a lease its own
-//     holder has replaced;
+//   - every worker runs the real instance machine (internal/instance, which
+//     owns its incarnation's lease.Machine) on its OWN clock (a worker's
+//     clock counts its lane steps, a tick a millisecond; clocks of
+//     different workers are never compared), and has a lane for every
+//     partition of the membership; a lane reads its partition only while
+//     its worker's machine runs it (StartWorker, under the claimed lease:
+//     chain.Config.Lease) and drops all its state at StopWorker;
+//   - at the start of every lane step the worker's machine is ticked and
+//     performs at most one of its store calls (heartbeat renewal, heartbeat
+//     read, takeover, checkpoint read with the creation of missing
+//     checkpoints, claim, release, heartbeat deletion) against the
+//     faulty store, its answer fed back at once; such a step is the lane's;
 //   - "pause w1" freezes a worker (its lanes are not stepped and its clock
 //     stops); "resume w1" lets it continue from its stale in-memory state.
-//     A worker whose lease was stolen meanwhile is a zombie: its renewal,
+//     The others see its heartbeat counter unchanged for a lease period on
+//     their own clocks, take it over and claim its partitions; the zombie's
 //     promotion, restart or park is fenced by the store (*store.FenceError
-//     whose winner holds another lease), and it gives the partition up: the
-//     lane drops all its state, as after a crash, and starts acquiring again.
+//     whose winner holds another lease): its machine stops (chain.LeaseGone),
+//     the worker's instance is told (WorkerLost) and stops the lane, and its
+//     next renewal is fenced: every lane stops, a new incarnation rejoins;
+//   - a crash ("crash w1") is a new process: a new instance machine and
+//     incarnation; the old heartbeat is taken over by the others.
 //
 // An owner name is unique per worker incarnation ("w1.2"), as the input's
 // instance id plus incarnation suffix is.
@@ -50,14 +54,17 @@ const CheckLease Check = "lease"
 
 type leases struct {
 	rng *rand.Rand
-	// period: ticks of the watcher's own clock an unchanged lease must stay
-	// unchanged before it is stolen.
+	// period: ticks of a worker's own clock a heartbeat counter must stay
+	// unchanged before the others take it over; renew: ticks between
+	// renewals.
 	period int
-	// renew: least lane steps between renewals; jitter adds 0..2 to each
-	// interval, so that renewals do not resonate with the order in which a
-	// lane picks its inputs (acks starved behind a periodic renewal). It is
-	// drawn only in lane steps, so a replay draws the same numbers.
 	renew  int
+	// jitter decides whether a lane step performs its worker's pending
+	// store call (one in two) or goes to the lane, so the instance's
+	// periodic calls do not resonate with the order in which a lane picks
+	// its inputs (a lane whose every other step is a renewal, the other an
+	// interval check, never fetches). It is drawn only in lane steps, so a
+	// replay draws the same numbers.
 	jitter *rand.Rand
 }
 
@@ -67,14 +74,13 @@ type leases struct {
 func newLeases(cfg Config) *leases {
 	r := rand.New(rand.NewPCG(cfg.Seed, 0x1ea5e))
 	on := r.IntN(4) == 0
-	if cfg.Variant == IgnoreLease {
+	if cfg.Variant == IgnoreLease || cfg.Variant == KeepLostLease {
 		on = true
 	}
 	if !on {
 		return nil
 	}
-	lm := &leases{rng: r, period: 48 + r.IntN(25), renew: 2 + r.IntN(3), jitter: rand.New(rand.NewPCG(cfg.Seed, 0x717e))}
-	return lm
+	return &leases{rng: r, period: 48 + r.IntN(25), renew: 2 + r.IntN(3), jitter: rand.New(rand.NewPCG(cfg.Seed, 0x717e))}
 }
 
 func (lm *leases) String() string {
@@ -84,8 +90,38 @@ func (lm *leases) String() string {
 	return fmt.Sprintf("leases(period=%d renew=%d)", lm.period, lm.renew)
 }
 
-// owner is the lease owner name of the worker's current incarnation.
-func (w *worker) owner() string { return fmt.Sprintf("w%d.%d", w.id, w.inc) }
+// tick is one tick of a worker's clock.
+const tick = time.Millisecond
+
+// instanceConfig is the workers' instance machine configuration: the
+// lease period, and a renew interval of 4 × renew ticks (8..16: the
+// instance's renewal and heartbeat read take about 2 lane steps in every
+// renew interval, so its lanes keep most of their steps), under half the
+// period (48..72).
+func (lm *leases) instanceConfig(scope string) instance.Config {
+	renew := time.Duration(4*lm.renew) * tick
+	return instance.Config{Scope: scope, Leases: &instance.LeaseConfig{
+		Period: time.Duration(lm.period) * tick, RenewInterval: renew,
+		BalanceInterval: 2*renew + tick, MaxMoves: 256,
+	}}
+}
+
+// owner is the lease owner name of the worker's current incarnation ("":
+// its instance has not started).
+func (w *worker) owner() string { return w.self }
+
+// clock is the worker's own clock.
+func (w *worker) clock() time.Time { return time.Unix(0, 0).Add(time.Duration(w.ticks) * tick) }
+
+// members is the membership the worker's lanes read (every partition of
+// the stored membership in lease mode).
+func (w *worker) members() instance.Membership {
+	ms := instance.Membership{Epoch: w.epoch}
+	for _, l := range w.lanes {
+		ms.Partitions = append(ms.Partitions, l.p.name)
+	}
+	return ms
+}
 
 // leaseOp draws a pause or resume op from the lease PRNG, or reports none.
 func (s *sim) leaseOp() (Op, bool) {
@@ -101,7 +137,7 @@ func (s *sim) leaseOp() (Op, bool) {
 			continue
 		}
 		// Resume only after some other worker's own clock ran past the
-		// lease period since the pause: long enough for a steal.
+		// lease period since the pause: long enough for a takeover.
 		for _, o := range s.workers {
 			if o != w && o.ticks-w.pauseTicks[o.id] > lm.period && x < 100 {
 				return Op{Kind: OpResume, W: w.id}, true
@@ -138,122 +174,180 @@ func (s *sim) execLease(op Op) string {
 		return fmt.Sprintf("worker %d paused at tick %d", w.id, w.ticks)
 	case op.Kind == OpResume && w.paused:
 		w.paused, w.resumed = false, true
-		// Its renewal timer fires late: the in-flight work of the zombie
-		// runs first.
-		for _, l := range w.lanes {
-			l.sinceRenew = 0
-		}
 		return fmt.Sprintf("worker %d resumes at tick %d from its in-memory state", w.id, w.ticks)
 	}
 	return "nothing to do"
 }
 
-// leaseStep runs at the start of every lane step in lease mode. It advances
-// the worker's clock, renews a held lease when due, and otherwise acquires
-// the lease. It reports whether it used the step.
+// leaseStep runs at the start of every lane step in lease mode. It
+// advances the worker's clock, ticks its instance machine and performs one
+// of the machine's store calls if any is due; it reports whether it used
+// the step (a store call of the instance, or a lane its machine does not
+// run).
 func (l *lane) leaseStep() bool {
-	lm := l.s.lease
-	l.w.ticks++
-	if l.lease.Held() {
-		l.sinceRenew++
-		if l.sinceRenew < l.renewAt || carriesLease(l.call) {
-			return false
-		}
-		l.sinceRenew, l.renewAt = 0, lm.renew+lm.jitter.IntN(3)
+	s, w := l.s, l.w
+	w.ticks++
+	if w.im == nil {
+		w.incs++
+		w.self = fmt.Sprintf("w%d.%d", w.id, w.incs)
+		w.im = instance.New(s.lease.instanceConfig(s.scope))
+		w.run, w.calls = map[string]store.Lease{}, nil
+		s.feedInstance(w, l, instance.Start{Now: w.clock(), Self: w.self, Membership: w.members()})
+	}
+	if w.im.Epoch() < w.epoch {
+		s.feedInstance(w, l, instance.Adopt{Now: w.clock(), Membership: w.members(), Source: "the stored membership"})
+	}
+	if len(w.calls) == 0 {
+		s.feedInstance(w, l, instance.Tick{Now: w.clock()})
+	}
+	if len(w.calls) > 0 && (l.dead || w.run[l.p.name].IsZero() || s.lease.jitter.IntN(2) == 0) {
+		a := w.calls[0]
+		w.calls = w.calls[1:]
 		l.budget--
-		cp, err := l.st().RenewLease(bg, l.key, l.lease)
-		var fe *store.FenceError
-		switch {
-		case err == nil:
-			l.lease = cp.Lease
-			if l.m != nil {
-				l.m.Step(chain.LeaseChanged{Lease: l.lease})
-			}
-			l.s.stats.Renewals++
-			l.note("renewed lease %s", l.lease)
-		case errors.As(err, &fe):
-			l.note("renew lease %s: %s", l.lease, fe.Reason)
-			if l.m != nil {
-				l.m.Step(chain.LeaseLost{Reason: "renewal fenced: " + fe.Reason})
-			}
-			l.giveUp("lease lost")
-		default:
-			// Maybe applied: renewing again is recognised by the store.
-			l.note("renew lease %s: %v", l.lease, err)
-			l.renewAt = 0
-		}
+		s.instanceCall(w, l, a)
 		return true
 	}
-	// Without the lease the lane holds no state (a fresh lane): acquire.
-	l.budget--
-	var fe *store.FenceError
-	switch {
-	case l.create:
-		_, err := l.st().CreateCheckpoint(bg, store.Checkpoint{Key: l.key, Generation: 1, Epoch: l.w.epoch})
-		if err == nil || errors.As(err, &fe) {
-			l.create = false
-		}
-		l.note("create checkpoint to hold a lease: %v", err)
+	if l.dead {
 		return true
-	case l.claim != nil:
-		from := *l.claim
-		cp, err := l.st().ClaimLease(bg, l.key, from, l.w.owner())
-		switch {
-		case err == nil:
-			l.claim = nil
-			l.lease, l.sinceRenew, l.renewAt = cp.Lease, 0, lm.renew
-			if from.Held() {
-				l.s.stats.Steals++
-				l.note("stole lease %s -> %s", from, l.lease)
+	}
+	held, ok := w.run[l.p.name]
+	if l.m != nil && (!ok || held != l.lease) {
+		// A lane still reading under a lease its instance no longer runs
+		// it under: the instance's StopWorker was not performed.
+		s.oracle.violate(CheckLease, "partition %s: the lane of %s reads under lease %s, which its instance no longer runs it under", l.p.name, w.self, l.lease)
+		return true
+	}
+	if !ok {
+		l.note("not held by %s", w.self)
+		return true
+	}
+	if l.m == nil {
+		l.lease = held
+	}
+	return false
+}
+
+// feedInstance steps w's instance machine and performs its actions: the
+// worker-local ones at once, the store calls queued, one per lease step
+// (in order).
+func (s *sim) feedInstance(w *worker, l *lane, in instance.Input) {
+	for _, a := range w.im.Step(in) {
+		switch a := a.(type) {
+		case instance.StartWorker:
+			w.run[a.Partition] = a.Lease
+			l.note("%s runs %s under %s", w.self, a.Partition, a.Lease)
+		case instance.StopWorker:
+			s.stopLane(w, l, a)
+		case instance.NewIncarnation:
+			old := w.self
+			w.incs++
+			w.self = fmt.Sprintf("w%d.%d", w.id, w.incs)
+			w.calls = nil // the gone incarnation's calls are never sent
+			l.note("%s is gone (%s); rejoins as %s", old, a.Reason, w.self)
+			s.feedInstance(w, l, instance.Incarnation{Now: w.clock(), Self: w.self})
+		case instance.Wake, instance.EpochChanged, instance.Publish, instance.Exit:
+			// Ticked at every lease step; the lanes read the worker's epoch;
+			// no publisher nor exit with leases.
+		default:
+			w.calls = append(w.calls, a)
+		}
+	}
+}
+
+// stopLane performs StopWorker: the partition's lane drops all its state
+// (a fresh lane replaces it, as after a crash) before anything else; the
+// machine is told it stopped.
+func (s *sim) stopLane(w *worker, l *lane, a instance.StopWorker) {
+	delete(w.run, a.Partition)
+	lost := strings.HasPrefix(a.Reason, "lease lost") || strings.HasPrefix(a.Reason, "incarnation gone")
+	if lost && s.cfg.Variant == KeepLostLease {
+		// Broken: the lane keeps reading; the machine believes it stopped.
+		s.feedInstance(w, l, instance.WorkerStopped{Partition: a.Partition})
+		return
+	}
+	for i, x := range w.lanes {
+		if x.p.name != a.Partition {
+			continue
+		}
+		if lost {
+			s.stats.LeaseLost++
+		}
+		x.note("stops: %s", a.Reason)
+		x.dead = true
+		w.lanes[i] = s.newLane(w, x.p)
+	}
+	l.note("%s stops %s: %s", w.self, a.Partition, a.Reason)
+	s.feedInstance(w, l, instance.WorkerStopped{Partition: a.Partition})
+}
+
+// instanceCall performs one store call of w's instance machine and feeds
+// its answer back.
+func (s *sim) instanceCall(w *worker, l *lane, a instance.Action) {
+	st := l.st()
+	now := w.clock()
+	switch a := a.(type) {
+	case instance.RenewHeartbeat:
+		got, err := st.RenewHeartbeat(bg, a.Heartbeat, a.Held)
+		if err == nil {
+			s.stats.Renewals++
+		}
+		l.note("renew heartbeat %s: %v", a.Heartbeat.Owner, err)
+		s.feedInstance(w, l, instance.Renewed{Owner: a.Heartbeat.Owner, Start: now, Heartbeat: got, Err: err})
+	case instance.ReadHeartbeats:
+		hbs, err := st.ListHeartbeats(bg, s.scope)
+		l.note("read %d heartbeats: %v", len(hbs), err)
+		s.feedInstance(w, l, instance.HeartbeatsRead{Owner: a.Owner, Now: now, Heartbeats: hbs, Err: err})
+	case instance.TakeOver:
+		_, err := st.TakeOverHeartbeat(bg, a.Seen, a.Owner)
+		l.note("take over %s: %v", a.Seen, err)
+		s.feedInstance(w, l, instance.TookOver{Owner: a.Owner, Seen: a.Seen, Err: err})
+	case instance.ReadLeases:
+		cps, err := st.ListCheckpoints(bg, s.scope)
+		if err == nil {
+			have := map[string]bool{}
+			for _, cp := range cps {
+				have[cp.Partition] = true
+			}
+			var missing []string
+			for _, p := range a.Partitions {
+				if !have[p] {
+					missing = append(missing, p)
+				}
+			}
+			if len(missing) > 0 {
+				lease.Rendezvous(a.Owner, missing)
+				for _, p := range missing[:min(len(missing), a.CreateBudget)] {
+					_, cerr := st.CreateCheckpoint(bg, store.Checkpoint{Key: store.Key{Scope: s.scope, Partition: p}, Generation: 1, Epoch: w.epoch})
+					l.note("create checkpoint %s to hold a lease: %v", p, cerr)
+				}
+				cps, err = st.ListCheckpoints(bg, s.scope)
+			}
+		}
+		l.note("read %d leases: %v", len(cps), err)
+		s.feedInstance(w, l, instance.LeasesRead{Owner: a.Owner, Now: now, Checkpoints: cps, Err: err})
+	case instance.ClaimLease:
+		c := a.Claim
+		cp, err := st.ClaimLease(bg, store.Key{Scope: s.scope, Partition: c.Partition}, c.Expect, a.Owner)
+		if err == nil {
+			if c.Kind == lease.ClaimExpired {
+				s.stats.Steals++
+				l.note("took over lease %s -> %s", c.Expect, cp.Lease)
 			} else {
-				l.s.stats.Claims++
-				l.note("claimed lease %s", l.lease)
+				s.stats.Claims++
+				l.note("claimed lease %s", cp.Lease)
 			}
-		case errors.As(err, &fe):
-			l.claim = nil
-			l.note("claim of lease %s lost: %s", from, fe.Reason)
-		default:
-			// Maybe applied: claiming again is recognised by the store.
-			l.note("claim of lease %s: %v", from, err)
+		} else {
+			l.note("%s: %v", c, err)
 		}
-		return true
+		s.feedInstance(w, l, instance.Claimed{Owner: a.Owner, Partition: c.Partition, Lease: cp.Lease, Err: err})
+	case instance.ReleaseLease:
+		_, err := st.ReleaseLease(bg, store.Key{Scope: s.scope, Partition: a.Partition}, a.Lease)
+		l.note("release %s %s: %v", a.Partition, a.Lease, err)
+		s.feedInstance(w, l, instance.Released{Owner: a.Owner, Partition: a.Partition, Err: err})
+	case instance.DeleteHeartbeat:
+		err := st.DeleteHeartbeat(bg, a.Heartbeat)
+		l.note("delete heartbeat %s: %v", a.Heartbeat, err)
 	}
-	cp, err := l.st().LoadCheckpoint(bg, l.key)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		l.create = true
-		l.note("no checkpoint to hold a lease on")
-		return true
-	case err != nil:
-		l.note("read lease: %v", err)
-		return true
-	}
-	cur := cp.Lease
-	if cur.Held() && cur.Owner == l.w.owner() {
-		// This incarnation holds it (a renewal whose response was lost).
-		l.lease, l.sinceRenew, l.renewAt = cur, 0, lm.renew
-		l.note("holds lease %s", cur)
-		return true
-	}
-	// The input's own rules decide (internal/lease): expiry on this
-	// worker's clock since it first saw the pair, claims of free and
-	// expired leases. A worker's tick is a millisecond of its clock.
-	now := time.Unix(0, 0).Add(time.Duration(l.w.ticks) * time.Millisecond)
-	views := l.tracker.Observe([]store.Checkpoint{cp}, []string{l.key.Partition}, now)
-	plan := lease.Balance(lease.BalanceInput{
-		Self: l.w.owner(), Now: now, Period: time.Duration(lm.period) * time.Millisecond,
-		Held: map[string]store.Lease{}, Leases: views,
-	})
-	for _, c := range plan.Claims {
-		if c.Partition == l.key.Partition {
-			expect := c.Expect
-			l.claim = &expect
-			l.note("lease %s: claim it (%s)", expect, c.Kind)
-			return true
-		}
-	}
-	l.note("lease held: %s (%s)", cur, plan)
-	return true
 }
 
 // leaseFenced counts a write carrying lease carried that was fenced
@@ -277,26 +371,22 @@ func (l *lane) leaseFenced(err error, carried store.Lease, what string) bool {
 	return true
 }
 
-// carriesLease reports whether the machine's outstanding call a states
-// the lease.
-func carriesLease(a chain.Action) bool {
-	switch a.(type) {
-	case chain.Promote, chain.Resolve, chain.Park, chain.Reincarnate:
-		return true
-	}
-	return false
-}
-
-// giveUp drops all of the lane's state: the worker replaces it by a fresh
-// lane for the same partition, which must acquire the lease again.
+// giveUp: the lane's machine found its lease gone (chain.LeaseGone). The
+// worker's instance is told (WorkerLost) and stops the lane; a lane its
+// instance no longer runs drops its state at once.
 func (l *lane) giveUp(why string) {
-	l.s.stats.LeaseLost++
+	w := l.w
 	l.note("gives the partition up: %s", why)
+	if _, ok := w.run[l.p.name]; ok && w.im != nil {
+		l.s.feedInstance(w, l, instance.WorkerLost{Partition: l.p.name, Reason: why})
+		return
+	}
+	l.s.stats.LeaseLost++
 	l.dead = true
-	n := l.s.newLane(l.w, l.p)
-	for i, x := range l.w.lanes {
+	n := l.s.newLane(w, l.p)
+	for i, x := range w.lanes {
 		if x == l {
-			l.w.lanes[i] = n
+			w.lanes[i] = n
 		}
 	}
 }

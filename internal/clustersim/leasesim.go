@@ -4,11 +4,13 @@ import (
 	"container/heap"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/tidemark/tidemark/internal/instance"
 	"github.com/tidemark/tidemark/internal/lease"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/store/memstore"
@@ -16,8 +18,9 @@ import (
 )
 
 // The heartbeat lease simulation (RunLeases): several instances, each
-// process life an incarnation driving the real lease.Machine, as
-// internal/leasing drives it, against the real in-memory store's heartbeat,
+// process life stepping the real instance machine (internal/instance, which
+// owns its incarnation's lease.Machine) and performing its actions, against
+// the real in-memory store's heartbeat,
 // claim, release and fenced-promotion conditional writes. It is a
 // discrete-event simulation on one virtual timeline: nothing sleeps, reads
 // a clock or starts a goroutine, and one seed decides everything.
@@ -63,7 +66,7 @@ const (
 type LeaseVariant uint8
 
 const (
-	// LeaseFaithful drives the machine as internal/leasing does.
+	// LeaseFaithful performs the instance machine's actions as they are.
 	LeaseFaithful LeaseVariant = iota
 	// RenewAfterTakeover is a broken driver: when the machine says the
 	// incarnation is gone (its heartbeat renewal was fenced: taken over;
@@ -74,6 +77,15 @@ const (
 	// lease (no lease condition), so a zombie's promotion lands after its
 	// partition was claimed away.
 	PromoteWithoutLease
+	// KeepLostPartition is a broken instance machine: the StopWorker it
+	// returns for a partition whose lease is lost (a read showed another
+	// lease, a write was fenced, or the incarnation is gone: its heartbeat
+	// was taken over, the way a held lease is lost) is dropped, so the
+	// partition's worker keeps running and writing under the lost lease
+	// while the machine goes on (CheckWriteAfterGone, or
+	// CheckLeaseLiveness: a worker runs under a lease that is not the
+	// stored one).
+	KeepLostPartition
 )
 
 func (v LeaseVariant) String() string {
@@ -84,13 +96,15 @@ func (v LeaseVariant) String() string {
 		return "renew-after-takeover"
 	case PromoteWithoutLease:
 		return "promote-without-lease"
+	case KeepLostPartition:
+		return "keep-lost-partition"
 	}
 	return "lease-variant-" + strconv.Itoa(int(v))
 }
 
 // ParseLeaseVariant reads the names LeaseVariant.String prints.
 func ParseLeaseVariant(s string) (LeaseVariant, error) {
-	for _, v := range []LeaseVariant{LeaseFaithful, RenewAfterTakeover, PromoteWithoutLease} {
+	for _, v := range []LeaseVariant{LeaseFaithful, RenewAfterTakeover, PromoteWithoutLease, KeepLostPartition} {
 		if v.String() == s {
 			return v, nil
 		}
@@ -252,16 +266,22 @@ type lsInstance struct {
 	rate        float64
 	slow        time.Duration // extra latency of its reads (slow observer)
 
-	mach      *lease.Machine
-	workers   map[string]*lsWorker
-	rebalance bool
-	inRound   bool
-	expiry    int // token of the armed expiry observation
-	// The claims and releases of the current round, at most lsInFlight
-	// sent at once.
-	pending  []func(done func())
+	// im is the process life's instance machine; self its current
+	// incarnation's owner.
+	im   *instance.Machine
+	self string
+	// workers run, by partition; stopping: stopped with a write in flight.
+	workers, stopping map[string]*lsWorker
+	wakeTok           int // token of the Wake armed last
+	// The claims and releases asked, at most lsInFlight sent at once.
+	pending  []lsOp
 	inFlight int
-	roundEnd func()
+}
+
+// lsOp is a claim or release asked by the incarnation owner.
+type lsOp struct {
+	owner string
+	do    func(done func())
 }
 
 type lsWorker struct {
@@ -349,7 +369,7 @@ func (in *lsInstance) clock(now time.Duration) time.Time {
 	return in.origin.Add(time.Duration(float64(now) * in.rate))
 }
 
-func (in *lsInstance) owner() string { return in.mach.Self() }
+func (in *lsInstance) owner() string { return in.self }
 
 func (s *leaseSim) run() {
 	r := s.rng
@@ -477,11 +497,11 @@ func (s *leaseSim) kill() {
 		return
 	}
 	s.stats.Kills++
-	s.logf("%s killed (-9), holding %d", in.owner(), in.mach.Owned())
+	s.logf("%s killed (-9), holding %d", in.owner(), in.im.Owned())
 	s.markGone(in.owner(), "killed")
 	in.dead = true
 	in.life++
-	in.workers = map[string]*lsWorker{}
+	in.workers, in.stopping = map[string]*lsWorker{}, map[string]*lsWorker{}
 	delay := time.Duration(s.rng.Int64N(int64(2 * lsPeriod)))
 	s.at(s.now+delay, nil, func() { s.restart(in) })
 }
@@ -526,51 +546,131 @@ func (s *leaseSim) endFaults() {
 }
 
 // ---------------------------------------------------------------------------
-// Instances (internal/leasing's Manager).
+// Instances: each process life steps the real instance machine
+// (internal/instance), which owns its incarnation's lease.Machine, as the
+// input does; the simulation performs its actions against the store.
 
 func (s *leaseSim) addInstance(delay time.Duration) {
 	in := &lsInstance{
-		id:      fmt.Sprintf("i%d", len(s.insts)+1),
-		origin:  time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(s.rng.Int64N(int64(1000 * time.Hour)))),
-		rate:    1 + (s.rng.Float64()-0.5)/500,
-		workers: map[string]*lsWorker{},
+		id:       fmt.Sprintf("i%d", len(s.insts)+1),
+		origin:   time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(s.rng.Int64N(int64(1000 * time.Hour)))),
+		rate:     1 + (s.rng.Float64()-0.5)/500,
+		workers:  map[string]*lsWorker{},
+		stopping: map[string]*lsWorker{},
 	}
 	s.insts = append(s.insts, in)
 	s.startLife(in, delay)
 }
 
-// startLife starts a process life: a new incarnation, its renew loop and
-// its observation loop.
+// startLife starts a process life: a new instance machine and its first
+// incarnation.
 func (s *leaseSim) startLife(in *lsInstance, delay time.Duration) {
 	in.n++
-	in.mach = s.newMachine(in)
-	in.workers = map[string]*lsWorker{}
-	in.rebalance, in.inRound, in.pending, in.inFlight = false, false, nil, 0
-	s.logf("%s starts", in.owner())
+	in.self = in.id + "#" + strconv.Itoa(in.n)
+	in.im = instance.New(instance.Config{Scope: lsScope, Leases: &instance.LeaseConfig{
+		Period: lsPeriod, RenewInterval: lsRenew, BalanceInterval: lsBalance, MaxMoves: lsMaxMoves,
+	}})
+	in.workers, in.stopping = map[string]*lsWorker{}, map[string]*lsWorker{}
+	in.pending, in.inFlight = nil, 0
+	s.logf("%s starts", in.self)
+	self := in.self
 	s.at(s.now+delay, in, func() {
-		s.renewLoop(in)
-		s.after(in, lsRenew, func() { s.observeLoop(in) })
-		s.after(in, lsBalance, func() { s.balanceLoop(in) })
+		s.feed(in, instance.Start{Now: in.clock(s.now), Self: self, Membership: instance.Membership{Epoch: 1, Partitions: s.parts}})
 	})
 }
 
-func (s *leaseSim) newMachine(in *lsInstance) *lease.Machine {
-	return lease.NewMachine(lease.Config{Self: in.id + "#" + strconv.Itoa(in.n), Period: lsPeriod, RenewInterval: lsRenew, MaxMoves: lsMaxMoves})
+// feed steps in's machine and performs its actions in order.
+func (s *leaseSim) feed(in *lsInstance, input instance.Input) {
+	for _, a := range in.im.Step(input) {
+		s.perform(in, a)
+	}
 }
 
-func (s *leaseSim) renewLoop(in *lsInstance) {
-	s.renew(in)
-	s.after(in, lsRenew, func() { s.renewLoop(in) })
+// answer feeds input to in's machine at the current instant, as its own
+// event (never inside the step that asked).
+func (s *leaseSim) answer(in *lsInstance, input instance.Input) {
+	im := in.im
+	s.at(s.now, in, func() {
+		if in.im == im {
+			s.feed(in, input)
+		}
+	})
 }
 
-func (s *leaseSim) observeLoop(in *lsInstance) {
-	s.round(in)
-	s.after(in, lsRenew, func() { s.observeLoop(in) })
-}
-
-func (s *leaseSim) balanceLoop(in *lsInstance) {
-	in.rebalance = true
-	s.after(in, lsBalance, func() { s.balanceLoop(in) })
+func (s *leaseSim) perform(in *lsInstance, a instance.Action) {
+	switch a := a.(type) {
+	case instance.RenewHeartbeat:
+		s.renew(in, a)
+	case instance.ReadHeartbeats:
+		var hbs []store.Heartbeat
+		s.call(in, true, func() error {
+			var err error
+			hbs, err = s.mem.ListHeartbeats(bg, lsScope)
+			return err
+		}, func(err error) {
+			s.feed(in, instance.HeartbeatsRead{Owner: a.Owner, Now: in.clock(s.now), Heartbeats: hbs, Err: err})
+		})
+	case instance.TakeOver:
+		s.call(in, false, func() error {
+			_, err := s.mem.TakeOverHeartbeat(bg, a.Seen, a.Owner)
+			if err == nil {
+				s.stats.TakeOvers++
+				s.logf("%s takes over the heartbeat of %s (counter %d, holding %d)", a.Owner, a.Seen.Owner, a.Seen.Counter, a.Seen.Held)
+			}
+			return err
+		}, func(err error) {
+			s.feed(in, instance.TookOver{Owner: a.Owner, Seen: a.Seen, Err: err})
+		})
+	case instance.ReadLeases:
+		var cps []store.Checkpoint
+		s.call(in, true, func() error {
+			var err error
+			cps, err = s.mem.ListCheckpoints(bg, lsScope)
+			if err == nil && len(cps) < len(s.parts) {
+				s.create(a.Owner, cps, a.CreateBudget)
+				cps, err = s.mem.ListCheckpoints(bg, lsScope)
+			}
+			return err
+		}, func(err error) {
+			s.feed(in, instance.LeasesRead{Owner: a.Owner, Now: in.clock(s.now), Checkpoints: cps, Err: err})
+		})
+	case instance.ClaimLease:
+		s.queue(in, a.Owner, func(done func()) { s.claim(in, a, done) })
+	case instance.ReleaseLease:
+		s.queue(in, a.Owner, func(done func()) { s.release(in, a, done) })
+	case instance.StartWorker:
+		s.stats.Claims++
+		w := &lsWorker{part: a.Partition, lease: a.Lease, owner: in.self}
+		in.workers[a.Partition] = w
+		s.workerTick(in, w)
+	case instance.StopWorker:
+		s.stopWorker(in, a)
+	case instance.DeleteHeartbeat:
+		s.call(in, false, func() error { return s.mem.DeleteHeartbeat(bg, a.Heartbeat) }, func(error) {})
+	case instance.NewIncarnation:
+		old := in.self
+		s.markGone(old, a.Reason)
+		if strings.HasPrefix(a.Reason, "heartbeat not renewed") {
+			s.stats.StaleStops++
+		}
+		in.n++
+		in.self = in.id + "#" + strconv.Itoa(in.n)
+		in.pending = nil // the gone incarnation's calls not sent yet are never sent
+		s.logf("%s is gone (%s); rejoining as %s", old, a.Reason, in.self)
+		s.answer(in, instance.Incarnation{Now: in.clock(s.now), Self: in.self})
+	case instance.Wake:
+		in.wakeTok++
+		tok := in.wakeTok
+		// A millisecond late: the tick's reading of the instance's clock is
+		// at or past the instant asked.
+		s.after(in, max(a.At.Sub(in.clock(s.now)), 0)+time.Millisecond, func() {
+			if in.wakeTok == tok {
+				s.feed(in, instance.Tick{Now: in.clock(s.now)})
+			}
+		})
+	case instance.EpochChanged, instance.Publish, instance.Exit:
+		// One epoch, no publisher, no exit in the lease simulation.
+	}
 }
 
 // markGone records when an incarnation was gone, for the oracle.
@@ -588,26 +688,19 @@ func (s *leaseSim) sentAfterGone(owner string, step uint64) bool {
 	return ok && step > g
 }
 
-func (s *leaseSim) renew(in *lsInstance) {
-	mach := in.mach
-	hb, held, ok := mach.Heartbeat(lsScope)
-	if !ok {
-		return
-	}
+func (s *leaseSim) renew(in *lsInstance, a instance.RenewHeartbeat) {
+	hb := a.Heartbeat
 	start := in.clock(s.now)
 	sent, sentStep := s.now, s.step
 	var got store.Heartbeat
 	s.call(in, false, func() error {
 		var err error
-		got, err = s.mem.RenewHeartbeat(bg, hb, held)
+		got, err = s.mem.RenewHeartbeat(bg, hb, a.Held)
 		if err == nil && s.sentAfterGone(hb.Owner, sentStep) {
 			s.fail(CheckWriteAfterGone, "the heartbeat renewal of %s sent at %s, after it was gone at %s, took effect", hb.Owner, sent, s.goneAt[hb.Owner])
 		}
 		return err
 	}, func(err error) {
-		if mach != in.mach {
-			return
-		}
 		if err == nil {
 			s.stats.Renewals++
 		}
@@ -619,25 +712,34 @@ func (s *leaseSim) renew(in *lsInstance) {
 			// Broken: read the fence as an unknown outcome and go on.
 			err = errLSLost
 		}
-		if why := mach.Renewed(start, got, err); why != "" {
-			s.loseAll(in, why)
-		}
+		s.feed(in, instance.Renewed{Owner: hb.Owner, Start: start, Heartbeat: got, Err: err})
 	})
 }
 
-// loseAll stops every worker of an incarnation that is gone.
-func (s *leaseSim) loseAll(in *lsInstance, why string) {
-	s.markGone(in.owner(), why)
-	if s.cfg.Variant == RenewAfterTakeover {
-		return // broken: the workers keep writing
+// stopWorker performs StopWorker: the worker is stopped at once (it sends
+// nothing after); WorkerStopped is reported once its write in flight, if
+// any, answered.
+func (s *leaseSim) stopWorker(in *lsInstance, a instance.StopWorker) {
+	w := in.workers[a.Partition]
+	if w == nil {
+		return
 	}
-	if n := len(in.workers); n > 0 {
-		s.lost(n, "%s stops all %d workers: %s", in.owner(), n, why)
+	if s.cfg.Variant == RenewAfterTakeover && strings.HasPrefix(a.Reason, "incarnation gone") {
+		return // broken: the workers of a gone incarnation keep writing
 	}
-	for _, w := range in.workers {
-		w.stopped = true
+	if s.cfg.Variant == KeepLostPartition && (strings.HasPrefix(a.Reason, "lease lost") || strings.HasPrefix(a.Reason, "incarnation gone")) {
+		return // broken: the machine's stop of a lost partition is dropped
 	}
-	in.workers = map[string]*lsWorker{}
+	delete(in.workers, a.Partition)
+	w.stopped = true
+	if strings.HasPrefix(a.Reason, "lease lost") || strings.HasPrefix(a.Reason, "incarnation gone") {
+		s.lost(1, "%s: partition %s stopped: %s", w.owner, w.part, a.Reason)
+	}
+	if w.inflight {
+		in.stopping[a.Partition] = w
+		return
+	}
+	s.answer(in, instance.WorkerStopped{Partition: a.Partition})
 }
 
 // lost counts leases lost; once the schedule settled, that is a violation.
@@ -649,154 +751,46 @@ func (s *leaseSim) lost(n int, format string, args ...any) {
 	}
 }
 
-// round is one observation, as leasing.Manager.round: stale check, new
-// incarnation when gone, heartbeat read, takeovers, checkpoint read when
-// asked, decision, releases and claims with bounded concurrency,
-// heartbeat deletions.
-func (s *leaseSim) round(in *lsInstance) {
-	if in.inRound {
-		return // the previous round still runs (a slow observer)
-	}
-	if why := in.mach.Stale(in.clock(s.now)); why != "" {
-		s.stats.StaleStops++
-		s.loseAll(in, why)
-	}
-	if why := in.mach.Gone(); why != "" && s.cfg.Variant != RenewAfterTakeover {
-		old := in.owner()
-		in.n++
-		in.mach = s.newMachine(in)
-		in.workers = map[string]*lsWorker{}
-		s.logf("%s is gone (%s); rejoining as %s", old, why, in.owner())
-	}
-	rebalance := in.rebalance
-	in.rebalance = false
-	in.inRound = true
-	mach := in.mach
-	var hbs []store.Heartbeat
-	s.call(in, true, func() error {
-		var err error
-		hbs, err = s.mem.ListHeartbeats(bg, lsScope)
-		return err
-	}, func(err error) {
-		if err != nil {
-			in.inRound = false
-			return
-		}
-		r := mach.Observe(in.clock(s.now), hbs, s.parts)
-		if !r.NextExpiry.IsZero() {
-			// As the input's expiry timer: observe again when the next live
-			// heartbeat would expire.
-			in.expiry++
-			tok := in.expiry
-			s.after(in, max(r.NextExpiry.Sub(in.clock(s.now)), 0), func() {
-				if in.expiry == tok {
-					s.round(in)
-				}
-			})
-		}
-		s.takeOvers(in, mach, r.TakeOvers, func() {
-			if len(r.TakeOvers) == 0 && !r.ReadLeases {
-				s.decide(in, mach, nil, rebalance)
-				return
-			}
-			var cps []store.Checkpoint
-			s.call(in, true, func() error {
-				var err error
-				cps, err = s.mem.ListCheckpoints(bg, lsScope)
-				if err == nil && len(cps) < len(s.parts) {
-					s.create(cps)
-					cps, err = s.mem.ListCheckpoints(bg, lsScope)
-				}
-				return err
-			}, func(err error) {
-				if err != nil {
-					in.inRound = false
-					return
-				}
-				s.decide(in, mach, cps, rebalance)
-			})
-		})
-	})
-}
-
-// create writes the missing first checkpoints (one writer wins each).
-func (s *leaseSim) create(cps []store.Checkpoint) {
+// create writes up to budget missing first checkpoints (one writer wins
+// each), in owner's rendezvous order, as the input's ReadLeases.
+func (s *leaseSim) create(owner string, cps []store.Checkpoint, budget int) {
 	have := make(map[string]bool, len(cps))
 	for _, cp := range cps {
 		have[cp.Partition] = true
 	}
+	var missing []string
 	for _, p := range s.parts {
 		if !have[p] {
-			_, err := s.mem.CreateCheckpoint(bg, store.Checkpoint{Key: store.Key{Scope: lsScope, Partition: p}, Cursor: []byte("c0"), Generation: 1, Epoch: 1})
-			if err != nil && !errors.Is(err, store.ErrFenced) {
-				panic(err)
-			}
+			missing = append(missing, p)
+		}
+	}
+	lease.Rendezvous(owner, missing)
+	for _, p := range missing[:min(len(missing), budget)] {
+		_, err := s.mem.CreateCheckpoint(bg, store.Checkpoint{Key: store.Key{Scope: lsScope, Partition: p}, Cursor: []byte("c0"), Generation: 1, Epoch: 1})
+		if err != nil && !errors.Is(err, store.ErrFenced) {
+			panic(err)
 		}
 	}
 }
 
-func (s *leaseSim) takeOvers(in *lsInstance, mach *lease.Machine, seen []store.Heartbeat, then func()) {
-	if len(seen) == 0 {
-		then()
-		return
-	}
-	hb := seen[0]
-	s.call(in, false, func() error {
-		_, err := s.mem.TakeOverHeartbeat(bg, hb, mach.Self())
-		if err == nil {
-			s.stats.TakeOvers++
-			s.logf("%s takes over the heartbeat of %s (counter %d, holding %d)", mach.Self(), hb.Owner, hb.Counter, hb.Held)
-		}
-		return err
-	}, func(err error) {
-		mach.TookOver(hb, err)
-		s.takeOvers(in, mach, seen[1:], then)
-	})
-}
-
-func (s *leaseSim) decide(in *lsInstance, mach *lease.Machine, cps []store.Checkpoint, rebalance bool) {
-	busy := map[string]bool{}
-	for p, w := range in.workers {
-		if w.stopped {
-			busy[p] = true
-		}
-	}
-	d := mach.Decide(lease.DecideInput{Now: in.clock(s.now), Parts: s.parts, Leases: cps, Busy: busy, Rebalance: rebalance})
-	if len(d.Lost) > 0 {
-		s.lost(len(d.Lost), "%s lost %d leases (the stored lease moved): %v", mach.Self(), len(d.Lost), abbrev(d.Lost))
-		for _, p := range d.Lost {
-			s.stopWorker(in, p)
-		}
-	}
-	if len(d.Release)+len(d.Claims) > 0 {
-		s.logf("%s: %d releases, %d claims (live %d, share %d, held %d)", mach.Self(), len(d.Release), len(d.Claims), d.Live, d.Share, mach.Owned())
-	}
-	for _, p := range d.Release {
-		s.queue(in, func(done func()) { s.release(in, mach, p, done) })
-	}
-	for _, c := range d.Claims {
-		s.queue(in, func(done func()) { s.claim(in, mach, c, done) })
-	}
-	in.roundEnd = func() {
-		for _, hb := range d.DeleteHeartbeats {
-			s.call(in, false, func() error { return s.mem.DeleteHeartbeat(bg, hb) }, func(error) {})
-		}
-		in.inRound = false
-	}
+// queue queues a claim or release of owner's, sent at most lsInFlight at
+// once (pump).
+func (s *leaseSim) queue(in *lsInstance, owner string, op func(done func())) {
+	in.pending = append(in.pending, lsOp{owner: owner, do: op})
 	s.pump(in)
 }
 
-func (s *leaseSim) queue(in *lsInstance, op func(done func())) { in.pending = append(in.pending, op) }
-
-// pump sends the queued claims and releases, at most lsInFlight at once,
-// and ends the round when all answered.
+// pump sends the queued claims and releases, at most lsInFlight at once.
 func (s *leaseSim) pump(in *lsInstance) {
 	life := in.life
 	for in.inFlight < lsInFlight && len(in.pending) > 0 {
 		op := in.pending[0]
 		in.pending = in.pending[1:]
+		if op.owner != in.self {
+			continue // queued by a gone incarnation: never sent
+		}
 		in.inFlight++
-		op(func() {
+		op.do(func() {
 			if in.life != life {
 				return
 			}
@@ -804,73 +798,54 @@ func (s *leaseSim) pump(in *lsInstance) {
 			s.pump(in)
 		})
 	}
-	if in.inFlight == 0 && len(in.pending) == 0 && in.roundEnd != nil {
-		end := in.roundEnd
-		in.roundEnd = nil
-		end()
-	}
 }
 
-func (s *leaseSim) claim(in *lsInstance, mach *lease.Machine, c lease.Claim, done func()) {
+func (s *leaseSim) claim(in *lsInstance, a instance.ClaimLease, done func()) {
+	c := a.Claim
 	sent, sentStep := s.now, s.step
 	var cp store.Checkpoint
 	s.call(in, false, func() error {
 		var err error
-		cp, err = s.mem.ClaimLease(bg, store.Key{Scope: lsScope, Partition: c.Partition}, c.Expect, mach.Self())
-		if err == nil && s.sentAfterGone(mach.Self(), sentStep) && cp.Lease == store.ClaimedLease(c.Expect, mach.Self()) {
-			s.fail(CheckWriteAfterGone, "the claim of %s by %s sent at %s, after it was gone at %s, took effect", c.Partition, mach.Self(), sent, s.goneAt[mach.Self()])
+		cp, err = s.mem.ClaimLease(bg, store.Key{Scope: lsScope, Partition: c.Partition}, c.Expect, a.Owner)
+		if err == nil && s.sentAfterGone(a.Owner, sentStep) && cp.Lease == store.ClaimedLease(c.Expect, a.Owner) {
+			s.fail(CheckWriteAfterGone, "the claim of %s by %s sent at %s, after it was gone at %s, took effect", c.Partition, a.Owner, sent, s.goneAt[a.Owner])
 		}
 		return err
 	}, func(err error) {
 		defer done()
-		if !mach.Claimed(c.Partition, cp.Lease, err) || mach != in.mach {
-			return
-		}
-		s.stats.Claims++
-		if c.Kind == lease.ClaimExpired {
+		if err == nil && c.Kind == lease.ClaimExpired {
 			s.stats.ClaimsExpired++
 		}
-		w := &lsWorker{part: c.Partition, lease: cp.Lease, owner: mach.Self()}
-		in.workers[c.Partition] = w
-		s.workerTick(in, w)
+		s.feed(in, instance.Claimed{Owner: a.Owner, Partition: c.Partition, Lease: cp.Lease, Err: err})
 	})
 }
 
-func (s *leaseSim) release(in *lsInstance, mach *lease.Machine, p string, done func()) {
-	w := in.workers[p]
-	if w == nil {
-		mach.Released(p, nil)
-		done()
-		return
-	}
-	w.stopped = true
+// release hands a lease off after the stopped worker's write in flight
+// answered (as leasing.Holder's semaphore makes it).
+func (s *leaseSim) release(in *lsInstance, a instance.ReleaseLease, done func()) {
 	send := func() {
 		s.call(in, false, func() error {
-			_, err := s.mem.ReleaseLease(bg, store.Key{Scope: lsScope, Partition: p}, w.lease)
+			_, err := s.mem.ReleaseLease(bg, store.Key{Scope: lsScope, Partition: a.Partition}, a.Lease)
 			return err
 		}, func(err error) {
 			defer done()
 			if err == nil {
 				s.stats.Releases++
 			}
-			mach.Released(p, err)
-			if in.workers[p] == w {
-				delete(in.workers, p)
-			}
+			s.feed(in, instance.Released{Owner: a.Owner, Partition: a.Partition, Err: err})
 		})
 	}
-	if w.inflight {
-		w.afterWrite = send
+	if w := in.stopping[a.Partition]; w != nil && w.inflight {
+		prev := w.afterWrite
+		w.afterWrite = func() {
+			if prev != nil {
+				prev()
+			}
+			send()
+		}
 		return
 	}
 	send()
-}
-
-func (s *leaseSim) stopWorker(in *lsInstance, p string) {
-	if w := in.workers[p]; w != nil {
-		w.stopped = true
-		delete(in.workers, p)
-	}
 }
 
 // ---------------------------------------------------------------------------
@@ -896,11 +871,15 @@ func (s *leaseSim) workerWrite(in *lsInstance, w *lsWorker) {
 		if f := w.afterWrite; f != nil {
 			w.afterWrite = nil
 			f()
+		}
+		if w.stopped {
+			if in.stopping[w.part] == w {
+				delete(in.stopping, w.part)
+				s.answer(in, instance.WorkerStopped{Partition: w.part})
+			}
 			return
 		}
-		if !w.stopped {
-			s.workerTick(in, w)
-		}
+		s.workerTick(in, w)
 	}
 	if !w.loaded {
 		var cp store.Checkpoint
@@ -958,20 +937,19 @@ func (s *leaseSim) workerWrite(in *lsInstance, w *lsWorker) {
 	})
 }
 
-// workerLost is leasing.Holder.Lose plus the manager's reap: the worker stops
-// and the machine forgets the partition.
+// workerLost is a worker finding its lease gone (chain.LeaseGone): the
+// machine is told (WorkerLost) and stops it; a worker the machine no
+// longer runs (a gone incarnation's, under RenewAfterTakeover) just stops.
 func (s *leaseSim) workerLost(in *lsInstance, w *lsWorker, why string) {
 	if w.stopped {
 		return
 	}
-	w.stopped = true
-	if in.workers[w.part] == w {
-		delete(in.workers, w.part)
-		if in.mach.Self() == w.owner {
-			in.mach.Lose(w.part)
-		}
+	if in.workers[w.part] != w || w.owner != in.self {
+		w.stopped = true
+		s.lost(1, "%s: partition %s lost: %s", w.owner, w.part, why)
+		return
 	}
-	s.lost(1, "%s: partition %s lost: %s", w.owner, w.part, why)
+	s.feed(in, instance.WorkerLost{Partition: w.part, Reason: why})
 }
 
 // ---------------------------------------------------------------------------
@@ -1038,7 +1016,7 @@ func (s *leaseSim) liveInstances() []*lsInstance {
 	}
 	var out []*lsInstance
 	for _, in := range s.insts {
-		if !in.dead && in.pausedUntil <= s.now && in.mach.Gone() == "" && !taken[in.owner()] {
+		if !in.dead && in.pausedUntil <= s.now && in.im.Gone() == "" && !taken[in.owner()] {
 			out = append(out, in)
 		}
 	}
@@ -1064,7 +1042,7 @@ func (s *leaseSim) ownershipProblem() string {
 		if in.dead {
 			continue
 		}
-		for _, p := range in.mach.Held() {
+		for _, p := range in.im.Held() {
 			if o, dup := held[p]; dup {
 				return fmt.Sprintf("partition %s held by %s and %s", p, o, in.owner())
 			}
@@ -1076,11 +1054,27 @@ func (s *leaseSim) ownershipProblem() string {
 		if in == nil {
 			return fmt.Sprintf("partition %s: lease %s names no live incarnation", cp.Partition, cp.Lease)
 		}
-		if l, ok := in.mach.Lease(cp.Partition); !ok || l != cp.Lease {
+		if l, ok := in.im.HeldLease(cp.Partition); !ok || l != cp.Lease {
 			return fmt.Sprintf("partition %s: stored lease %s, but %s holds %v (%v)", cp.Partition, cp.Lease, in.owner(), l, ok)
 		}
 		if w := in.workers[cp.Partition]; w == nil || w.stopped {
 			return fmt.Sprintf("partition %s: held by %s without a running worker", cp.Partition, in.owner())
+		}
+	}
+	// No worker of a running instance runs under a lease the store no
+	// longer has: a lost lease's worker is stopped (its machine told to).
+	stored := make(map[string]store.Lease, len(cps))
+	for _, cp := range cps {
+		stored[cp.Partition] = cp.Lease
+	}
+	for _, in := range s.insts {
+		if in.dead || in.pausedUntil > s.now {
+			continue
+		}
+		for _, p := range slices.Sorted(maps.Keys(in.workers)) {
+			if w := in.workers[p]; !w.stopped && w.lease != stored[p] {
+				return fmt.Sprintf("partition %s: a worker of %s still runs under lease %s, the stored lease is %s", p, w.owner, w.lease, stored[p])
+			}
 		}
 	}
 	return ""
@@ -1093,10 +1087,10 @@ func (s *leaseSim) ownership() string {
 		switch {
 		case in.dead:
 			state = "dead"
-		case in.mach.Gone() != "":
+		case in.im.Gone() != "":
 			state = "gone"
 		}
-		fmt.Fprintf(&b, "%s(%s) holds %d; ", in.owner(), state, in.mach.Owned())
+		fmt.Fprintf(&b, "%s(%s) holds %d; ", in.owner(), state, in.im.Owned())
 	}
 	return b.String()
 }
@@ -1113,7 +1107,7 @@ func (s *leaseSim) fairProblem() string {
 	hi := (len(s.parts) + n - 1) / n
 	lo := len(s.parts) / n
 	for _, in := range live {
-		if o := in.mach.Owned(); o < lo || o > hi {
+		if o := in.im.Owned(); o < lo || o > hi {
 			return fmt.Sprintf("%s holds %d, its share is %d..%d (%d live)", in.owner(), o, lo, hi, n)
 		}
 	}
@@ -1171,11 +1165,4 @@ func (s *leaseSim) watch(from, ownedBy time.Duration) {
 		s.logf("converged: %s", s.ownership())
 	}
 	poll()
-}
-
-func abbrev(ps []string) string {
-	if len(ps) <= 6 {
-		return strings.Join(ps, ",")
-	}
-	return strings.Join(ps[:6], ",") + fmt.Sprintf(",… (%d)", len(ps))
 }

@@ -187,3 +187,32 @@ func TestLeaseSimDeterministic(t *testing.T) {
 	require.NotEmpty(t, a)
 	require.Equal(t, a, b)
 }
+
+// TestLeaseSimCatchesKeepLostPartition: an instance machine that keeps a
+// partition's worker after its lease was lost (its StopWorker dropped) is
+// caught: a promotion it sent after its incarnation was gone lands, or a
+// worker still runs under a lease the store no longer has.
+func TestLeaseSimCatchesKeepLostPartition(t *testing.T) {
+	for seed := uint64(1); seed <= 40; seed++ {
+		cfg := leaseSchedule(seed, KeepLostPartition)
+		if cfg.NoFaults {
+			continue
+		}
+		if res := RunLeases(cfg); res.Failure != nil && (res.Failure.Check == CheckWriteAfterGone || res.Failure.Check == CheckLeaseLiveness) {
+			t.Logf("seed %d caught: %s", seed, res.Failure.Detail)
+			return
+		}
+	}
+	t.Fatal("keep-lost-partition was not caught by the write-after-gone or lease-liveness checks in seeds 1..40")
+}
+
+// TestLeaseSimDrivesTheInstanceMachine: the simulator steps the instance
+// machine the product runs, not a copy: clustersim imports
+// internal/instance, as the input (without leases) and its lease manager
+// (internal/leasing, with leases) do.
+func TestLeaseSimDrivesTheInstanceMachine(t *testing.T) {
+	const machine = "github.com/tidemark/tidemark/internal/instance"
+	for _, dir := range []string{".", "../../input", "../leasing"} {
+		require.Contains(t, packageImports(t, dir), machine, "package %s does not drive the instance machine", dir)
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/reconcile"
+	"github.com/tidemark/tidemark/internal/sdkcoord"
 	"github.com/tidemark/tidemark/provider"
 )
 
@@ -261,7 +262,7 @@ var (
 
 // withKind is p under another name with positions and watermarks of kind k.
 func withKind(p profile, name string, k coord.Kind) profile {
-	p.name, p.kind, p.contract.PositionKind = name, k, k
+	p.name, p.kind, p.contract.PositionKind = name, k, sdkcoord.SDKKind(k)
 	return p
 }
 
@@ -738,7 +739,7 @@ func (p *part) answer(reader string, cur []byte) (provider.Response, fetchNote, 
 		r.Successor = cursor{next: next, session: session, nonce: rotated()}.bytes()
 		r.Sealed = p.sealed
 		if p.prof.ct || p.prof.selfCT {
-			r.CompleteThrough = p.wm(p.final)
+			r.CompleteThrough = sdkcoord.SDKWatermark(p.wm(p.final))
 		}
 		return r, "empty", nil
 	}
@@ -760,7 +761,7 @@ func (p *part) answer(reader string, cur []byte) (provider.Response, fetchNote, 
 		if k == drop || e.hidden {
 			continue
 		}
-		r.Events = append(r.Events, provider.Event{ID: e.id, Position: p.at(e.pos), Payload: e.payload})
+		r.Events = append(r.Events, provider.Event{ID: e.id, Position: sdkcoord.SDKPosition(p.at(e.pos)), Payload: e.payload})
 	}
 	if overlap && note == "" {
 		note = "overlap"
@@ -808,14 +809,14 @@ func (p *part) answer(reader string, cur []byte) (provider.Response, fetchNote, 
 		case !lagging && c.next > 2 && p.chance(p.regress):
 			// Still true (complete through a lower point), but below what
 			// the page before certified.
-			r.CompleteThrough = p.wm(c.next - 2)
+			r.CompleteThrough = sdkcoord.SDKWatermark(p.wm(c.next - 2))
 			note = "regress"
 		case lagging:
-			r.CompleteThrough = p.wm(min(c.next-1, p.final))
+			r.CompleteThrough = sdkcoord.SDKWatermark(p.wm(min(c.next-1, p.final)))
 		case exhausted:
-			r.CompleteThrough = p.wm(p.final)
+			r.CompleteThrough = sdkcoord.SDKWatermark(p.wm(p.final))
 		default:
-			r.CompleteThrough = p.wm(last)
+			r.CompleteThrough = sdkcoord.SDKWatermark(p.wm(last))
 		}
 	}
 	return r, note, nil

@@ -19,12 +19,13 @@ import (
 // The oracle now tries the witnesses in attempt order and accepts a chain
 // delivered throughout, as it judges a one-generation promotion by its own
 // witness; the runs below would each have failed with probability about
-// one half.
+// one half. The schedule was pinned before promotions waited for the page
+// behind (NoPromotionWait replays it as recorded).
 func TestCoalescedPromotionIsJudgedByADeliveredChain(t *testing.T) {
 	const coalescing = `promote g2 start -> "c13.0.0" witness a0000008 applied 12 (2 pages, to g4); -> promoted g4`
 	for run := 0; run < 12; run++ {
 		var reached bool
-		res := Run(Config{Seed: 1111, Liveness: true, OnStep: func(l string) {
+		res := Run(Config{Seed: 1111, Liveness: true, NoPromotionWait: true, OnStep: func(l string) {
 			reached = reached || strings.Contains(l, coalescing)
 		}})
 		if res.Failure != nil {

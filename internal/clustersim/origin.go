@@ -1,7 +1,6 @@
 package clustersim
 
 import (
-	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/provider"
 )
 
@@ -15,6 +14,6 @@ import (
 // A quarter of the schedules read one partition with it (sim.go, from
 // its own hash, so the other choices of a seed stay).
 var denseOrigin = profile{name: "dense-origin",
-	contract: provider.Contract{EmptyPage: provider.EmptyNoEvidence, OrderedPositions: true, DensePositions: true, FirstPosition: coord.IntPosition(1),
+	contract: provider.Contract{EmptyPage: provider.EmptyNoEvidence, OrderedPositions: true, DensePositions: true, FirstPosition: provider.IntPosition(1),
 		Recovery: provider.RecoveryRestartFromBoundary},
 	cutFirst: .3, glitch: .04, quiet: .05, shift: .2, transient: .04, garbage: .003, malformed: .02, pageSize: 3}

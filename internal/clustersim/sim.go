@@ -118,9 +118,15 @@ const (
 	// (docs/design.md#re-read-windows, CheckBinding: its page is promoted
 	// without an outcome for it; CheckLiveness).
 	SkipRereadReceipts
+	// KeepLostLease: lease mode in every schedule, and a worker's instance
+	// machine that stops a partition whose lease is lost (a read showed
+	// another lease, a write was fenced, the incarnation is gone) leaves
+	// the partition's lane reading under that lease (CheckLease: a lane
+	// reads under a lease its instance no longer runs it under).
+	KeepLostLease
 )
 
-var variantNames = [...]string{"faithful", "promote-other-successor", "max-frontier", "bare-empty-page", "unconditional-write", "ignore-lease", "any-watermark-covers", "park-on-malformed", "retry-malformed-forever", "partial-view", "children-first", "self-certified-watermark", "ignore-offset-overlap", "ignore-incarnation", "coalesced-watermark-dropped", "accept-offset-shaped-successor", "trust-first-page", "emit-before-incarnation-check", "skip-reread-receipts"}
+var variantNames = [...]string{"faithful", "promote-other-successor", "max-frontier", "bare-empty-page", "unconditional-write", "ignore-lease", "any-watermark-covers", "park-on-malformed", "retry-malformed-forever", "partial-view", "children-first", "self-certified-watermark", "ignore-offset-overlap", "ignore-incarnation", "coalesced-watermark-dropped", "accept-offset-shaped-successor", "trust-first-page", "emit-before-incarnation-check", "skip-reread-receipts", "keep-lost-lease"}
 
 func (v Variant) String() string {
 	if int(v) < len(variantNames) {
@@ -141,7 +147,7 @@ func ParseVariant(s string) (Variant, error) {
 
 // Variants lists the broken variants (every Variant but Faithful).
 func Variants() []Variant {
-	return []Variant{PromoteOtherSuccessor, MaxFrontier, BareEmptyPage, UnconditionalWrite, IgnoreLease, AnyWatermarkCovers, ParkOnMalformed, RetryMalformedForever, PartialView, ChildrenFirst, SelfCertifiedWatermark, IgnoreOffsetOverlap, IgnoreIncarnation, CoalescedWatermarkDropped, AcceptOffsetShaped, TrustFirstPage, EmitBeforeIncarnationCheck, SkipRereadReceipts}
+	return []Variant{PromoteOtherSuccessor, MaxFrontier, BareEmptyPage, UnconditionalWrite, IgnoreLease, AnyWatermarkCovers, ParkOnMalformed, RetryMalformedForever, PartialView, ChildrenFirst, SelfCertifiedWatermark, IgnoreOffsetOverlap, IgnoreIncarnation, CoalescedWatermarkDropped, AcceptOffsetShaped, TrustFirstPage, EmitBeforeIncarnationCheck, SkipRereadReceipts, KeepLostLease}
 }
 
 // DefaultSteps is the length of a schedule when Config.Steps is zero.
@@ -181,6 +187,10 @@ type Config struct {
 	// prune) off, so schedules pinned before they existed replay as
 	// recorded.
 	NoDriverPaths bool
+	// NoPromotionWait: promotions never wait for the page behind
+	// (promotion_min_pages 1), so schedules pinned before the wait existed
+	// replay as recorded.
+	NoPromotionWait bool
 }
 
 // Result is the outcome of one schedule.
@@ -289,8 +299,10 @@ type Stats struct {
 	Epochs, UnprovenEpochs                                        int
 	DispositionConflicts, SharedPartitions                        int
 	NoopPromotions, NoopUnsealed                                  int
-	// Coalesced counts writes that promoted several pages.
-	Coalesced int
+	// Coalesced counts writes that promoted several pages; PromotionWaits
+	// the times a ready promotion began to wait for the page behind it
+	// (promotion_min_pages).
+	Coalesced, PromotionWaits int
 	// Recreates counts sources recreated (op recreate); Reincarnations the
 	// resets into a new incarnation that lanes wrote; ReopenedComplete the
 	// resets of a durably complete checkpoint (a sealed source recreated:
@@ -307,9 +319,10 @@ type Stats struct {
 	// deletions made and the witnesses they deleted.
 	TransientRetries, TransientGiveUps, DroppedEmissions, Prunes, Pruned int
 	// Lease mode (lease.go): schedules with leases, claims of free leases,
-	// steals of unchanged ones, renewals, lanes that gave their partition
-	// up, promotions of zombies fenced by the lease (and those of zombies
-	// of a pause), pauses.
+	// claims of leases whose owner's heartbeat was taken over (steals),
+	// heartbeat renewals, lanes stopped for a lost lease or a gone
+	// incarnation, promotions of zombies fenced by the lease (and those of
+	// zombies of a pause), pauses.
 	LeaseRuns, Claims, Steals, Renewals, LeaseLost int
 	ZombieFenced, PausedZombieFenced, Pauses       int
 	// Discovery (membership.go): schedules with discovery, those with three
@@ -422,6 +435,10 @@ type setup struct {
 	exit bool
 	// coalesce: the machines coalesce promotions (the input's default).
 	coalesce bool
+	// minPages and linger: with coalesce, a ready promotion waits for the
+	// page behind it (promotion_min_pages, promotion_linger).
+	minPages int
+	linger   time.Duration
 	// broken names the partition whose answers turn persistently
 	// malformed (empty: none).
 	broken string
@@ -587,6 +604,8 @@ func newSim(cfg Config) *sim {
 		// From its own hash, so that the other choices of a seed stay.
 		exit:     partSeed(cfg.Seed, "exit_when_complete")%4 == 0,
 		coalesce: partSeed(cfg.Seed, "coalesce_promotions")%2 == 0,
+		minPages: []int{1, 2, 4}[partSeed(cfg.Seed, "promotion_min_pages")%3],
+		linger:   []time.Duration{10 * time.Millisecond, 100 * time.Millisecond, time.Second}[partSeed(cfg.Seed, "promotion_linger")%3],
 		// A third of the schedules run discovery, with one to three
 		// publishers (from its own hash too).
 		discovery: partSeed(cfg.Seed, "discovery")%3 == 0,
@@ -602,6 +621,9 @@ func newSim(cfg Config) *sim {
 	}
 	if cfg.NoDriverPaths {
 		su.retry, su.queue, su.prune = false, false, 0
+	}
+	if cfg.NoPromotionWait {
+		su.minPages = 1
 	}
 	if cfg.Metamorphic {
 		s.metamorphicSetup(&su)
@@ -757,8 +779,8 @@ func newSim(cfg Config) *sim {
 	}
 	s.oracle.membership()
 	s.syncLanes()
-	s.desc = fmt.Sprintf("seed=%d variant=%s workers=%d publishers=%d depth=%d batch=%d coalesce=%v retry=%v queue=%v prune=%d max_poll=%s %s %s parts=%s",
-		cfg.Seed, cfg.Variant, su.workers, su.publishers, su.depth, su.batch, su.coalesce, su.retry, su.queue, su.prune, su.maxPoll, s.faults, s.lease, strings.Join(desc, ","))
+	s.desc = fmt.Sprintf("seed=%d variant=%s workers=%d publishers=%d depth=%d batch=%d coalesce=%v min_pages=%d linger=%s retry=%v queue=%v prune=%d max_poll=%s %s %s parts=%s",
+		cfg.Seed, cfg.Variant, su.workers, su.publishers, su.depth, su.batch, su.coalesce, su.minPages, su.linger, su.retry, su.queue, su.prune, su.maxPoll, s.faults, s.lease, strings.Join(desc, ","))
 	if su.discovery {
 		s.desc += " discovery"
 	}
@@ -888,7 +910,16 @@ func (s *sim) syncLanes() {
 		if !active[p.name] {
 			continue
 		}
-		for _, wi := range s.setup.assign[p.name] {
+		ws := s.setup.assign[p.name]
+		if s.lease != nil {
+			// With leases every worker may read every partition: its
+			// instance machine decides which it runs.
+			ws = ws[:0:0]
+			for i := range s.workers {
+				ws = append(ws, i)
+			}
+		}
+		for _, wi := range ws {
 			w := s.workers[wi]
 			if !slices.ContainsFunc(w.lanes, func(l *lane) bool { return l.p == p }) {
 				w.lanes = append(w.lanes, s.newLane(w, p))
@@ -1094,6 +1125,9 @@ func (s *sim) exec(op Op) string {
 		w := s.workers[op.W]
 		w.inc++
 		w.paused, w.resumed = false, false
+		// A new process: a new instance machine and incarnation at its
+		// next lease step (its old heartbeat is taken over by the others).
+		w.im, w.run, w.calls = nil, nil, nil
 		s.stats.Crashes++
 		for i, l := range w.lanes {
 			l.dead = true

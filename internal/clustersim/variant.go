@@ -4,7 +4,6 @@ import (
 	"math"
 
 	"github.com/tidemark/tidemark/internal/chain"
-	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/provider"
@@ -51,7 +50,7 @@ func (v Variant) configure(cfg *chain.Config) {
 			cfg.Contract.Pagination = provider.PaginationKeyset
 		}
 	case TrustFirstPage:
-		cfg.Contract.FirstPosition = coord.Position{}
+		cfg.Contract.FirstPosition = provider.Position{}
 	case IgnoreOffsetOverlap:
 		if cfg.Contract.OffsetOverlap {
 			cfg.Contract.OffsetOverlap, cfg.Contract.OffsetUnproven = false, true

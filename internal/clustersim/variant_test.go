@@ -82,6 +82,9 @@ func TestVariantsAreCaught(t *testing.T) {
 		// is promoted with an event that has no outcome at the sink, or
 		// the event is never delivered once the faults stop.
 		SkipRereadReceipts: {CheckBinding, CheckLiveness},
+		// The instance: a partition whose lease is lost keeps its lane
+		// reading under it.
+		KeepLostLease: {CheckLease},
 	}
 	// Variants whose breakage only shows once the faults stop.
 	liveness := map[Variant]bool{RetryMalformedForever: true, PartialView: true, IgnoreIncarnation: true, SkipRereadReceipts: true}

@@ -10,9 +10,10 @@ import (
 
 	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/chain/chainstore"
-	"github.com/tidemark/tidemark/internal/lease"
+	"github.com/tidemark/tidemark/internal/instance"
 	"github.com/tidemark/tidemark/internal/membership"
 	"github.com/tidemark/tidemark/internal/reconcile"
+	"github.com/tidemark/tidemark/internal/sdkcoord"
 	"github.com/tidemark/tidemark/internal/store"
 )
 
@@ -27,9 +28,9 @@ import (
 // fault or a crash can cut in. The broken variants are applied to the
 // machine's configuration or to the actions it returns (variant.go); the
 // faithful lanes perform the machine's actions as they are: the lane's
-// lease and its worker's epoch are the machine's inputs (chain.Config,
-// LeaseChanged, LeaseLost, EpochChanged), as the input's workers are given
-// theirs.
+// lease (from its worker's instance machine) and its worker's epoch are
+// the machine's inputs (chain.Config, EpochChanged), as the input's
+// workers are given theirs.
 
 type worker struct {
 	id    int
@@ -42,6 +43,15 @@ type worker struct {
 	ticks           int
 	paused, resumed bool
 	pauseTicks      []int // every worker's ticks when it was paused
+	// im is the worker's instance machine (nil until its first lease step
+	// after a start or crash); self its incarnation's owner, incs the
+	// incarnations so far; run the partitions it runs, under their
+	// leases; calls its store calls not yet performed.
+	im    *instance.Machine
+	self  string
+	incs  int
+	run   map[string]store.Lease
+	calls []instance.Action
 }
 
 type lane struct {
@@ -64,20 +74,13 @@ type lane struct {
 	// now is the lane's clock; wake the time of the machine's last Wait.
 	now, wake time.Time
 
-	// Lease mode (lease.go): the lease the lane holds, the lease it last
-	// saw held by another and its worker's tick then, a claim to make, a
-	// checkpoint to create, lane steps since the last renewal.
+	// Lease mode (lease.go): the lease its worker's instance runs it under.
 	lease store.Lease
 	// exited: the machine completed under exit_when_complete;
 	// emptyFinal is the model's finality clock T when it last answered
 	// this lane with an honest empty page (what "caught up" claims).
 	exited     bool
 	emptyFinal int64
-	tracker    lease.Tracker // the lane's lease observations (internal/lease)
-	claim      *store.Lease
-	create     bool
-	sinceRenew int
-	renewAt    int
 
 	// released: the partition's parents (a split's) are complete or left
 	// the membership, so the lane may read it (membership.Waiting).
@@ -139,10 +142,11 @@ func (l *lane) config() chain.Config {
 		// The declared origin is the partition's own first position (a
 		// partition created later, or a split's child, starts above 1), in
 		// every incarnation.
-		cfg.Contract.FirstPosition = l.p.at(l.p.created)
+		cfg.Contract.FirstPosition = sdkcoord.SDKPosition(l.p.at(l.p.created))
 	}
 	cfg.ExitWhenComplete = l.s.setup.exit && l.s.lease == nil
 	cfg.CoalescePromotions = l.s.setup.coalesce
+	cfg.PromoteMinPages, cfg.PromoteLinger = l.s.setup.minPages, l.s.setup.linger
 	cfg.MaxPollInterval = l.s.setup.maxPoll
 	l.s.variant.configure(&cfg)
 	return cfg
@@ -259,7 +263,7 @@ func (l *lane) feed(in chain.Input) {
 	if _, ok := in.(chain.Tick); !ok {
 		l.note("%s", in)
 	}
-	l.handle(l.m.Step(in))
+	l.stepCounted(in)
 }
 
 // handle performs the machine's actions in the order it emitted them. The
@@ -412,7 +416,7 @@ func (l *lane) perform(a chain.Action) {
 		}
 	}
 	l.note("-> %s", in)
-	l.handle(l.m.Step(in))
+	l.stepCounted(in)
 }
 
 // completed checks what a completion claims. A durable completion is the
@@ -457,9 +461,12 @@ func (l *lane) doFetch() {
 			l.s.stats.TransientGiveUps++
 		}
 	}
+	// The provider's values enter the core here, in its coordinates (as
+	// the input converts them).
+	core := reconcile.FromProvider(resp)
 	switch {
 	case err == nil:
-		r.Attempt, r.Response = l.s.newAttemptID(), resp
+		r.Attempt, r.Response = l.s.newAttemptID(), core
 	case errors.As(err, &fe) && fe.expired:
 		l.s.stats.Expired++
 		r.Err, r.Failure, r.Detail = err, chain.FetchExpired, fe.reason
@@ -473,9 +480,9 @@ func (l *lane) doFetch() {
 	case err != nil:
 		l.note("fetch %s g%d: %v", curString(f.Cursor), f.Generation, err)
 	case note != "":
-		l.note("fetch %s g%d -> %s (%s)", curString(f.Cursor), f.Generation, chain.DescribeResponse(resp), note)
+		l.note("fetch %s g%d -> %s (%s)", curString(f.Cursor), f.Generation, chain.DescribeResponse(core), note)
 	default:
-		l.note("fetch %s g%d -> %s", curString(f.Cursor), f.Generation, chain.DescribeResponse(resp))
+		l.note("fetch %s g%d -> %s", curString(f.Cursor), f.Generation, chain.DescribeResponse(core))
 	}
 	l.s.stats.note(note)
 }
@@ -561,4 +568,14 @@ func (l *lane) otherSuccessor(p store.Promotion) ([]byte, string, bool) {
 		}
 	}
 	return nil, "", false
+}
+
+// stepCounted steps the machine with in, handles what it asks, and counts a
+// promotion that began to wait for the page behind it.
+func (l *lane) stepCounted(in chain.Input) {
+	waiting := l.m.PromotionWaiting()
+	l.handle(l.m.Step(in))
+	if !waiting && l.m.PromotionWaiting() {
+		l.s.stats.PromotionWaits++
+	}
 }

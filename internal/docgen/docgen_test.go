@@ -12,8 +12,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/internal/docgen"
+	"github.com/tidemark/tidemark/internal/promexport"
 	_ "github.com/tidemark/tidemark/plugin"
 )
+
+// The binary registers the prometheus exporter (cmd/connect), the plugin
+// package does not: the pages document what the binary has.
+func init() {
+	if err := promexport.Register(service.GlobalEnvironment()); err != nil {
+		panic(err)
+	}
+}
 
 // TestDocsAreCurrent fails when docs/ differs from what the config specs
 // generate: run `make docs` and commit the result.

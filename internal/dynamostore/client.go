@@ -10,9 +10,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tidemark/tidemark/internal/awscreds"
 )
 
 // DynamoConfig configures the DynamoDB client shared by DynamoStore and the
@@ -29,6 +30,9 @@ type DynamoConfig struct {
 	// Endpoint overrides the service endpoint, e.g. http://127.0.0.1:8000
 	// for DynamoDB Local or dynalite. Default: AWS's endpoint for Region.
 	Endpoint string
+	// Credentials: a profile, static keys, the instance's role, a role to
+	// assume (awscreds). Zero: the SDK's default chain.
+	Credentials awscreds.Config
 	// Create makes NewDynamoStore (and the cache component) create the
 	// table when it does not exist, with on-demand (PAY_PER_REQUEST)
 	// billing, and wait until it is ACTIVE. Default false: the table must
@@ -80,17 +84,13 @@ func (c DynamoConfig) Validate() error {
 	return nil
 }
 
-// NewDynamoClient builds the DynamoDB client cfg describes, with the SDK's
-// default credential chain and HTTP client (which honours AWS_CA_BUNDLE),
+// NewDynamoClient builds the DynamoDB client cfg describes, with its
+// credentials (the SDK's default chain when none are set) and the SDK's HTTP client (which honours AWS_CA_BUNDLE),
 // and the bounded retry policy of MaxRetries and MaxBackoff.
 func NewDynamoClient(ctx context.Context, cfg DynamoConfig) (*dynamodb.Client, error) {
-	var opts []func(*config.LoadOptions) error
-	if cfg.Region != "" {
-		opts = append(opts, config.WithRegion(cfg.Region))
-	}
-	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
+	awsCfg, err := awscreds.Load(ctx, cfg.Credentials, cfg.Region)
 	if err != nil {
-		return nil, fmt.Errorf("dynamostore: loading AWS configuration: %w", err)
+		return nil, fmt.Errorf("dynamostore: %w", err)
 	}
 	if awsCfg.Region == "" {
 		if cfg.Endpoint == "" {

@@ -71,7 +71,8 @@
 //	            succ       B     exact successor cursor
 //	            mk         B     snapshot / coverage marker (absent: none)
 //	            ev         B     compact event witness (reconcile.EncodeEvents: per event a
-//	                             position (dense runs compacted), 8-byte id hash, 8-byte digest)
+//	                             position (dense runs compacted), 8-byte id hash, 8-byte digest;
+//	                             a digest shared by every event written once)
 //	            nev        N     number of events (bounds receipts)
 //	            ctk, ct    N, N|B  complete-through watermark the response certifies
 //	            seal       BOOL  provider said the partition ends here (absent: false)
@@ -100,7 +101,6 @@
 //	                               a Reset (new incarnation): AND ep < :ep instead of both
 //	SetParked          UpdateItem  cur = :c AND gen = :g [AND lo = :lo AND lc = :lc]
 //	ClaimLease         UpdateItem  attribute_exists(pk) AND lease = :expect   (lease.go)
-//	RenewLease         UpdateItem  lo = :ho AND lc = :h
 //	ReleaseLease       UpdateItem  lo = :ho AND lc = :h
 //	RenewHeartbeat     UpdateItem  attribute_not_exists(pk) | n = :n AND attribute_not_exists(tk)   (heartbeat.go)
 //	TakeOverHeartbeat  UpdateItem  n = :seen AND attribute_not_exists(tk)

@@ -337,8 +337,8 @@ func (s *DynamoStore) Promote(ctx context.Context, p store.Promotion) (store.Che
 		k, w := e.v("wmk", avU(uint64(p.Watermark.Kind))), e.v("wm", watermarkValue(p.Watermark))
 		cond = append(cond, fmt.Sprintf("(attribute_not_exists(%s) OR (%s = %s AND %s <= %s))", e.n(attrWMKind), e.n(attrWMKind), k, e.n(attrWM), w))
 		set = append(set, e.n(attrWMKind)+" = "+k, e.n(attrWM)+" = "+w)
-		if p.Finality != "" {
-			set = append(set, e.n(attrFinality)+" = "+e.v("fin", avS(p.Finality)))
+		if !p.Finality.IsZero() {
+			set = append(set, e.n(attrFinality)+" = "+e.v("fin", avS(p.Finality.String())))
 		} else {
 			remove = append(remove, e.n(attrFinality))
 		}
@@ -365,6 +365,7 @@ func (s *DynamoStore) Promote(ctx context.Context, p store.Promotion) (store.Che
 	} else {
 		remove = append(remove, e.n(attrComplete))
 	}
+	remove = append(remove, e.n(attrFailing)) // progress ends the failures noted
 	if p.Violations != nil {
 		set = append(set, e.n(attrViolations)+" = "+e.v("cv", avCounts(p.Violations)))
 	}
@@ -422,6 +423,35 @@ func (s *DynamoStore) SetParked(ctx context.Context, k store.Key, cursor []byte,
 	}
 	if err != nil {
 		return store.Checkpoint{}, s.wrap("set parked", k, err)
+	}
+	return decodeCheckpoint(k, out.Attributes)
+}
+
+// NoteFailure implements store.Store with one conditional UpdateItem:
+//
+//	SET fail = :f (or REMOVE fail)  IF cur = :c AND gen = :g [AND lo = :lo AND lc = :lc]
+func (s *DynamoStore) NoteFailure(ctx context.Context, k store.Key, cursor []byte, generation uint64, lease store.Lease, note string) (store.Checkpoint, error) {
+	lease = lease.Fence()
+	if err := store.ValidatePark(k, cursor, lease); err != nil {
+		return store.Checkpoint{}, err
+	}
+	e := newExpr()
+	cond := e.fence(cursor, generation, lease)
+	update := "REMOVE " + e.n(attrFailing)
+	if f := store.CleanReason(note); f != "" {
+		update = "SET " + e.n(attrFailing) + " = " + e.v("f", avS(f))
+	}
+	out, err := s.updateCheckpoint(ctx, k, e, update, cond)
+	if isConditionFailed(err) {
+		w, readErr := s.winner(ctx, k)
+		reason := store.ParkConflict(cursor, generation, lease, w)
+		if reason == "" {
+			reason = "the stored checkpoint changed while the condition was evaluated"
+		}
+		return store.Checkpoint{}, &store.FenceError{Key: k, Op: "note failure", Reason: reason + readErr, WantGeneration: generation, Winner: w}
+	}
+	if err != nil {
+		return store.Checkpoint{}, s.wrap("note failure", k, err)
 	}
 	return decodeCheckpoint(k, out.Attributes)
 }

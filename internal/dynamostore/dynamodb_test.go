@@ -36,7 +36,7 @@ func newTestStore(t testing.TB, opts ...func(*DynamoConfig)) *DynamoStore {
 // passes (internal/store/mem_test.go).
 func TestDynamoStoreContract(t *testing.T) {
 	dynalitetest.Endpoint(t)
-	storetest.Run(t, func(t *testing.T) store.Store { return newTestStore(t) })
+	storetest.Run(t, func(t *testing.T) store.Store { return previousFormat{newTestStore(t)} })
 	t.Run("CursorFinder", func(t *testing.T) {
 		storetest.RunCursorFinder(t, func(t *testing.T) store.Store { return newTestStore(t) })
 	})

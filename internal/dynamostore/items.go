@@ -14,6 +14,7 @@ import (
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/provider"
 )
 
 // Key design and attribute names; doc.go has the table. Attribute names
@@ -44,6 +45,7 @@ const (
 	attrEpoch        = "ep"
 	attrWitnessID    = "wid"
 	attrParked       = "park"
+	attrFailing      = "fail" // S: the failure note (store.Checkpoint.Failing; absent: none)
 	attrComplete     = "done"
 	attrLeaseOwner   = "lo"
 	attrLeaseCounter = "lc"
@@ -382,8 +384,8 @@ func checkpointItem(c store.Checkpoint) item {
 	it[attrGeneration] = avU(c.Generation)
 	it[attrEpoch] = avU(c.Epoch)
 	putWatermark(it, attrWMKind, attrWM, c.Watermark)
-	if c.Finality != "" && !c.Watermark.IsZero() {
-		it[attrFinality] = avS(c.Finality)
+	if !c.Finality.IsZero() && !c.Watermark.IsZero() {
+		it[attrFinality] = avS(c.Finality.String())
 	}
 	if c.HasApplied {
 		putPosition(it, attrAppliedKind, attrApplied, c.Applied)
@@ -402,6 +404,9 @@ func checkpointItem(c store.Checkpoint) item {
 	}
 	if r := store.CleanReason(c.Parked); r != "" {
 		it[attrParked] = avS(r)
+	}
+	if f := store.CleanReason(c.Failing); f != "" {
+		it[attrFailing] = avS(f)
 	}
 	if c.Complete {
 		it[attrComplete] = avBool(true)
@@ -491,8 +496,11 @@ func decodeCheckpoint(k store.Key, it item) (store.Checkpoint, error) {
 	add(err)
 	c.Watermark, err = getWatermark(it, attrWMKind, attrWM)
 	add(err)
-	c.Finality, err = getS(it, attrFinality)
+	basis, err := getS(it, attrFinality)
 	add(err)
+	if c.Finality, err = provider.ParseBasis(basis); err != nil {
+		add(fmt.Errorf("%w: %v", errMalformed, err))
+	}
 	c.Applied, c.HasApplied, err = getPosition(it, attrAppliedKind, attrApplied)
 	add(err)
 	appliedID, err := getB(it, attrAppliedID)
@@ -507,6 +515,8 @@ func decodeCheckpoint(k store.Key, it item) (store.Checkpoint, error) {
 	c.PromotedWitness, err = getS(it, attrWitnessID)
 	add(err)
 	c.Parked, err = getS(it, attrParked)
+	add(err)
+	c.Failing, err = getS(it, attrFailing)
 	add(err)
 	c.Complete, err = getBool(it, attrComplete)
 	add(err)

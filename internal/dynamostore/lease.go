@@ -11,13 +11,12 @@ import (
 	"github.com/tidemark/tidemark/internal/store"
 )
 
-// Lease writes (store.ClaimLease, RenewLease, ReleaseLease): ONE UpdateItem
+// Lease writes (store.ClaimLease, ReleaseLease): ONE UpdateItem
 // on the checkpoint item each, with ReturnValues ALL_NEW, changing only the
 // lease attributes lo (owner, S) and lc (counter, N):
 //
 //	operation     update                     condition
 //	ClaimLease    SET lo = :o, lc = :e + 1   attribute_exists(pk) AND lease = :expect
-//	RenewLease    SET lc = :h + 1            lo = :ho AND lc = :h
 //	ReleaseLease  SET lc = :h + 1 REMOVE lo  lo = :ho AND lc = :h
 //
 // where "lease = :expect" reads an absent lo as the empty owner and an
@@ -40,17 +39,6 @@ func (s *DynamoStore) ClaimLease(ctx context.Context, k store.Key, expect store.
 	cond := "attribute_exists(" + e.n(attrPK) + ") AND " + leaseEquals(e, "e", expect)
 	update := "SET " + e.n(attrLeaseOwner) + " = " + e.v("no", avS(next.Owner)) + ", " + e.n(attrLeaseCounter) + " = " + e.v("nc", avU(next.Counter))
 	return s.writeLease(ctx, k, "claim lease", expect, next, e, update, cond)
-}
-
-// RenewLease implements store.Store.
-func (s *DynamoStore) RenewLease(ctx context.Context, k store.Key, held store.Lease) (store.Checkpoint, error) {
-	if err := store.ValidateHeld(k, held); err != nil {
-		return store.Checkpoint{}, err
-	}
-	next := store.RenewedLease(held)
-	e := newExpr()
-	update := "SET " + e.n(attrLeaseCounter) + " = " + e.v("nc", avU(next.Counter))
-	return s.writeLease(ctx, k, "renew lease", held, next, e, update, leaseEquals(e, "h", held))
 }
 
 // ReleaseLease implements store.Store.

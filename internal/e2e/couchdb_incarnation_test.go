@@ -205,7 +205,8 @@ func couchDocs(t *testing.T, base, db, prefix string, n int) {
 //
 // (c) The new database has more changes than the stored since before the
 // next poll, and the poll comes before any incarnation check: the stored
-// since=30 answers the new database's changes 31-40 (issue 33, finding 3).
+// since=30 answers the new database's changes 31-40, positions the old
+// database had.
 // The check before their emission finds the new incarnation: they never
 // leave under the old epoch or with the old incarnation's frontier, and
 // changes 1-40 are read from the start under the new epoch.

@@ -41,8 +41,8 @@ func (k *kinesalite) creationTimestamp(stream string) float64 {
 // under the same name with three shards: their ids are shardId-000000000000
 // (the old stream's sealed, complete parent) to -2 (its children, whose
 // stored iterators and sequence numbers belong to the old stream), and 60
-// records are put into them, shard 0 and another among them (issue 33,
-// finding 6). Every record of the new
+// records are put into them, shard 0 (whose id a complete shard of the
+// old stream had) and another among them. Every record of the new
 // stream is delivered, in its own shard: the complete shard 0 is reopened
 // by its interval check and read from TRIM_HORIZON, never skipped as
 // complete; shards 1 and 2 are reset into the new incarnation before any

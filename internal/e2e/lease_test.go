@@ -39,8 +39,8 @@ package e2e
 // counter, then each holder's output order; a frozen holder's late
 // messages belong to its own, earlier, tenure), neither the attached
 // scalar frontier nor any entry of the attached vector goes back or is
-// withdrawn within an epoch (issue 24, "monotone per partition across
-// hand-offs").
+// withdrawn within an epoch: the attached frontier is monotone per
+// partition across hand-offs.
 //
 // Every wait is on an observable condition (store samples, log lines,
 // /metrics) with a generous deadline, so the test holds on a loaded

@@ -94,12 +94,22 @@ const stopGrace = 30 * time.Second
 // cli runs `connect tidemark args...` against the test's table, with stdin,
 // and returns its combined output and exit code.
 func (e *env) cli(stdin string, args ...string) (string, int) {
+	e.t.Helper()
+	return e.cliEnv(nil, stdin, args...)
+}
+
+// cliEnv is cli with these variables ("NAME=value") added to the
+// command's environment.
+func (e *env) cliEnv(extra []string, stdin string, args ...string) (string, int) {
 	t := e.t
 	t.Helper()
 	full := append([]string{"tidemark"}, args...)
 	full = append(full, "--table", e.table, "--endpoint", e.endpoint)
 	cmd := exec.Command(e.bin, full...)
 	cmd.Dir = e.dir
+	if extra != nil {
+		cmd.Env = e2etest.Env(extra...)
+	}
 	cmd.Stdin = strings.NewReader(stdin)
 	res := e2etest.Run(t, e2etest.Patience, cmd)
 	return res.Output, res.Code

@@ -61,6 +61,9 @@ type leakSecrets struct {
 	// urlUser and urlPass are the user info of the URL one input reads
 	// with (http://user:pass@host/), which net/http sends as Basic.
 	urlUser, urlPass string
+	// proxyUser and proxyPass are the user info of one input's proxy_url,
+	// which net/http sends to the proxy as Proxy-Authorization: Basic.
+	proxyUser, proxyPass string
 }
 
 func newLeakSecrets() leakSecrets {
@@ -73,6 +76,8 @@ func newLeakSecrets() leakSecrets {
 		accessToken:  "ACCESS-t0ken/" + randHex(12) + "+=",
 		urlUser:      "url-user",
 		urlPass:      "url-p@ss/" + randHex(12) + "+= :",
+		proxyUser:    "proxy-user",
+		proxyPass:    "pr0xy-p@ss/" + randHex(12) + "+= :",
 	}
 }
 
@@ -96,7 +101,11 @@ func (s leakSecrets) byName() map[string]string {
 		"url password":        s.urlPass,
 		"url user:password":   s.urlUser + ":" + s.urlPass,
 		// The user info as the URL writes it (percent-encoded).
-		"url user info": url.UserPassword(s.urlUser, s.urlPass).String(),
+		"url user info":       url.UserPassword(s.urlUser, s.urlPass).String(),
+		"proxy password":      s.proxyPass,
+		"proxy user:password": s.proxyUser + ":" + s.proxyPass,
+		// As proxy_url writes it (percent-encoded).
+		"proxy user info": url.UserPassword(s.proxyUser, s.proxyPass).String(),
 	}
 }
 
@@ -199,15 +208,15 @@ func echo(r *http.Request, body string, i int) string {
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	// Authorization first.
+	// The credentials (Authorization, Proxy-Authorization) first.
 	slices.SortStableFunc(names, func(x, y string) int {
-		return boolInt(y == "Authorization") - boolInt(x == "Authorization")
+		return boolInt(isCredential(y)) - boolInt(isCredential(x))
 	})
 	var others []string
 	for _, k := range names {
 		for _, v := range r.Header[k] {
 			texts = append(texts, k+": "+v)
-			if k != "Authorization" {
+			if !isCredential(k) {
 				others = append(others, v)
 				continue
 			}
@@ -259,6 +268,12 @@ func echo(r *http.Request, body string, i int) string {
 		sb.WriteString("\n")
 	}
 	return sb.String()
+}
+
+// isCredential tells the headers echo decodes: Authorization, and the
+// Proxy-Authorization a proxy receives.
+func isCredential(header string) bool {
+	return header == "Authorization" || header == "Proxy-Authorization"
 }
 
 func boolInt(b bool) int {
@@ -395,6 +410,43 @@ func (a *leakAPI) token(w http.ResponseWriter, r *http.Request, body string) {
 	})
 }
 
+// leakProxy is a forward HTTP proxy on loopback in front of a leakAPI: it
+// takes requests in absolute form (as net/http sends a plain-HTTP request
+// to a proxy) carrying the Proxy-Authorization it expects, and serves them
+// with the API, whose echoes then quote that header, raw and decoded. Any
+// other request is answered 407, echoing it.
+type leakProxy struct {
+	api *leakAPI
+	// want is the Proxy-Authorization the proxy expects.
+	want string
+
+	mu               sync.Mutex
+	proxied, refused int
+}
+
+func (p *leakProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !r.URL.IsAbs() || r.Header.Get("Proxy-Authorization") != p.want {
+		p.mu.Lock()
+		p.refused++
+		p.mu.Unlock()
+		w.Header().Set("Proxy-Authenticate", `Basic realm="leak"`)
+		w.WriteHeader(http.StatusProxyAuthRequired)
+		_, _ = io.WriteString(w, "proxy authentication required\n"+p.api.echo(r, "", 0))
+		return
+	}
+	p.mu.Lock()
+	p.proxied++
+	p.mu.Unlock()
+	p.api.ServeHTTP(w, r)
+}
+
+// counts returns how many requests the proxy forwarded and refused.
+func (p *leakProxy) counts() (proxied, refused int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.proxied, p.refused
+}
+
 // masker replaces every form of every needle in text by <name/encoding>,
 // so that a failure message can show text without showing a secret.
 func masker(needles map[string]string) func(string) string {
@@ -509,25 +561,47 @@ func scanTable(t *testing.T, endpoint, table string) (string, int) {
 // every encoding, the leading one rotating so that each lands in the 256
 // bytes an error quotes) in 500, 401, 403, 410 and malformed 2xx answers,
 // and a token endpoint that echoes its request in 500s and in its grant.
-// Four inputs read it: one with a bearer token in `headers`, one with
+// Five inputs read it: one with a bearer token in `headers`, one with
 // `basic_auth`, one with OAuth2 client credentials, one with credentials in
-// its URL's user info (which net/http sends as Basic); in each, one partition
-// is retried past 500s, one past malformed pages, and three park (a
-// permanent refusal, an expired cursor, a successor over the cursor
-// limit). Once every page is delivered and those partitions parked, no
-// credential and no cursor the fake handed out appears, raw, URL-escaped
-// (query and path), in base64 (standard and URL, padded and not) or
-// JSON-escaped, in the process's output, `tidemark status` (text and
-// JSON), a /metrics scrape, or any attribute of any item of the DynamoDB
-// table (cursors are encrypted at rest). A failure names the source, the
-// secret and the encoding, never the value.
+// its URL's user info (which net/http sends as Basic), and one through a
+// loopback proxy named by a `proxy_url` with user info (which net/http
+// sends to the proxy as Proxy-Authorization; the proxy's refusal of that
+// input's denied partition is a 407); in each, one partition is retried
+// past 500s, one past malformed pages, and three park (a permanent
+// refusal, an expired cursor, a successor over the cursor limit). Once
+// every page is delivered and those partitions parked, the denied
+// partition of every scope is unparked (`tidemark unpark`, with the
+// cursor key: its audit entry records the park reason it cleared) and
+// parks again, and `tidemark probe` reads the user-info and proxy scopes.
+// Then no credential and no cursor the fake handed out appears, raw,
+// URL-escaped (query, path, strict percent-encoding, lower-case escapes),
+// in base64 (standard and URL, padded and not) or JSON-escaped, nor any
+// 16-byte piece of one, in the process's output, `tidemark status` (text
+// and JSON, with the repairs), the output of `unpark` and `probe`, a
+// /metrics scrape, or any attribute of any item of the DynamoDB table
+// (cursors are encrypted at rest; the audit entries are in the
+// checkpoints). A failure names the source, the secret and the encoding,
+// never the value.
 func TestNoSecretOrCursorLeavesTheProcessInAnyEncoding(t *testing.T) {
 	e := newEnv(t)
 	sec := newLeakSecrets()
-	scopes := map[string]string{"bearer": "leak-bearer", "basic": "leak-basic", "oauth": "leak-oauth", "userinfo": "leak-userinfo"}
-	api := newLeakAPI(sec, map[string]int{scopes["bearer"]: 403, scopes["basic"]: 403, scopes["oauth"]: 401, scopes["userinfo"]: 401})
+	scopes := map[string]string{"bearer": "leak-bearer", "basic": "leak-basic", "oauth": "leak-oauth", "userinfo": "leak-userinfo", "proxy": "leak-proxy"}
+	api := newLeakAPI(sec, map[string]int{scopes["bearer"]: 403, scopes["basic"]: 403, scopes["oauth"]: 401, scopes["userinfo"]: 401, scopes["proxy"]: 407})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
+	proxy := &leakProxy{api: api, want: "Basic " + base64.StdEncoding.EncodeToString([]byte(sec.proxyUser+":"+sec.proxyPass))}
+	proxySrv := httptest.NewServer(proxy)
+	t.Cleanup(proxySrv.Close)
+	cursorKey := base64.StdEncoding.EncodeToString([]byte(randHex(16)))
+	secretEnv := []string{
+		"LEAK_HEADER_TOKEN=" + sec.headerToken,
+		"LEAK_BASIC_USER=" + sec.basicUser,
+		"LEAK_BASIC_PASS=" + sec.basicPass,
+		"LEAK_CLIENT_SECRET=" + sec.clientSecret,
+		"LEAK_URL_USERINFO=" + url.UserPassword(sec.urlUser, sec.urlPass).String(),
+		"LEAK_PROXY_USERINFO=" + url.UserPassword(sec.proxyUser, sec.proxyPass).String(),
+		"LEAK_CURSOR_KEY=" + cursorKey,
+	}
 
 	input := func(scope, base, auth string) string {
 		return fmt.Sprintf(`
@@ -561,21 +635,28 @@ func TestNoSecretOrCursorLeavesTheProcessInAnyEncoding(t *testing.T) {
 `, scope, strings.Join(leakParts, ", "), e.table, e.endpoint, base, scope, auth)
 	}
 	port := e2etest.FreePort(t)
+	// Credentials in the URL's user info, from the environment.
+	userinfoInput := input(scopes["userinfo"], "http://${LEAK_URL_USERINFO}@"+strings.TrimPrefix(srv.URL, "http://"), "")
+	// Through the proxy, whose user info is from the environment: the page
+	// URL names the discard port, which is never dialled (net/http sends
+	// every request to the proxy, which serves it with the fake).
+	proxyInput := input(scopes["proxy"], "http://127.0.0.1:9",
+		fmt.Sprintf(`            proxy_url: 'http://${LEAK_PROXY_USERINFO}@%s'`, strings.TrimPrefix(proxySrv.URL, "http://")))
 	config := fmt.Sprintf(`
 http: { address: 127.0.0.1:%d }
 metrics: { prometheus: {} }
 logger: { level: TRACE }
 input:
   broker:
-    inputs:%s%s%s%s
+    inputs:%s%s%s%s%s
 output:
   drop: {}
 `, port,
 		input(scopes["bearer"], srv.URL, `            headers: { Authorization: 'Bearer ${LEAK_HEADER_TOKEN}' }`),
 		input(scopes["basic"], srv.URL, `            basic_auth: { enabled: true, username: '${LEAK_BASIC_USER}', password: '${LEAK_BASIC_PASS}' }`),
 		input(scopes["oauth"], srv.URL, fmt.Sprintf(`            oauth2: { enabled: true, client_key: %q, client_secret: '${LEAK_CLIENT_SECRET}', token_url: '%s/token' }`, sec.clientID, srv.URL)),
-		// Credentials in the URL's user info, from the environment.
-		input(scopes["userinfo"], "http://${LEAK_URL_USERINFO}@"+strings.TrimPrefix(srv.URL, "http://"), ""),
+		userinfoInput,
+		proxyInput,
 	)
 
 	// The process's output goes to out, not to the Proc's buffer, which
@@ -586,14 +667,7 @@ output:
 	cmd := exec.Command(e.bin, "run", cfgPath)
 	cmd.Dir = e.dir
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.Env = e2etest.Env(
-		"LEAK_HEADER_TOKEN="+sec.headerToken,
-		"LEAK_BASIC_USER="+sec.basicUser,
-		"LEAK_BASIC_PASS="+sec.basicPass,
-		"LEAK_CLIENT_SECRET="+sec.clientSecret,
-		"LEAK_URL_USERINFO="+url.UserPassword(sec.urlUser, sec.urlPass).String(),
-		"LEAK_CURSOR_KEY="+base64.StdEncoding.EncodeToString([]byte(randHex(16))),
-	)
+	cmd.Env = e2etest.Env(secretEnv...)
 	p := e2etest.Start(t, "connect run leak", cmd)
 	t.Cleanup(func() { p.Stop(stopGrace) })
 
@@ -668,6 +742,70 @@ output:
 	}
 	assert.Positive(t, api.count("token", "500"), "the token endpoint failed once")
 	assert.Positive(t, api.count("token", "ok"), "the token endpoint granted a token")
+	proxied, refused := proxy.counts()
+	assert.Positive(t, proxied, "the proxy scope's requests went through the proxy")
+	assert.Zero(t, refused, "every request the proxy received carried its Proxy-Authorization")
+
+	statusOf := func(scope string) (ops.Status, error) {
+		res, code := e.cli("", "status", "--scope", scope, "--json")
+		if code != 0 {
+			return ops.Status{}, fmt.Errorf("status --scope %s --json exited %d:\n%s", scope, code, masker(needles())(res))
+		}
+		var s ops.Status
+		return s, json.Unmarshal([]byte(jsonPart(res)), &s)
+	}
+	// Unpark denied in every scope, with the cursor key as an operator of
+	// an encrypted scope would: its audit entry keeps the park reason it
+	// cleared, which quoted the echoed refusal. The input reads denied
+	// again, is refused again and parks it again.
+	var unparkOut strings.Builder
+	deniedBefore := map[string]int{}
+	for _, scope := range scopes {
+		deniedBefore[scope] = api.count(scope, "denied")
+		res, code := e.cliEnv([]string{"LEAK_CURSOR_KEY=" + cursorKey}, "", "unpark", "--scope", scope, "--partition", "denied", "--yes",
+			"--cursor-key", "k1=env:LEAK_CURSOR_KEY")
+		require.Equal(t, 0, code, "unpark --scope %s failed:\n%s", scope, masker(needles())(res))
+		unparkOut.WriteString(res)
+	}
+	waitFor(t, p, "denied unparked, refused again and parked again, in every scope", func() (bool, string) {
+		for _, scope := range scopes {
+			s, err := statusOf(scope)
+			if err != nil {
+				return false, err.Error()
+			}
+			ps := partitionOf(t, s, "denied")
+			if ps.Parked == "" || api.count(scope, "denied") <= deniedBefore[scope] {
+				return false, scope + ": denied not parked again yet"
+			}
+		}
+		return true, ""
+	})
+	for _, scope := range scopes {
+		s, err := statusOf(scope)
+		require.NoError(t, err)
+		ps := partitionOf(t, s, "denied")
+		require.Len(t, ps.Repairs, 1, "%s: denied has the unpark's audit entry", scope)
+		assert.Contains(t, ps.Repairs[0].Command, "unpark", scope)
+		assert.NotEmpty(t, ps.Repairs[0].Previous["parked"], "%s: the audit entry keeps the park reason it cleared", scope)
+	}
+
+	// The probe reads the user-info and proxy scopes' configs (each its
+	// input alone): its output quotes the echoed refusals, redacted.
+	probeOut := map[string]string{}
+	for scope, in := range map[string]string{scopes["userinfo"]: userinfoInput, scopes["proxy"]: proxyInput} {
+		path := filepath.Join(e.dir, scope+"-probe.yaml")
+		require.NoError(t, os.WriteFile(path, []byte(strings.Replace(in, "      - paginated_partitions:", "input:\n  paginated_partitions:", 1)), 0o600))
+		cmd := exec.Command(e.bin, "tidemark", "probe", path, "--pages", "3")
+		cmd.Dir = e.dir
+		cmd.Env = e2etest.Env(secretEnv...)
+		probeOut[scope] = e2etest.Run(t, e2etest.Patience, cmd).Output
+		assert.Contains(t, probeOut[scope], redact.Mask, "%s: the probe quotes the echoed refusal, redacted", scope)
+	}
+	assert.Contains(t, probeOut[scopes["userinfo"]], "HTTP 401")
+	assert.Contains(t, probeOut[scopes["proxy"]], "HTTP 407")
+	proxiedAfter, refused := proxy.counts()
+	assert.Greater(t, proxiedAfter, proxied, "the probe's requests went through the proxy")
+	assert.Zero(t, refused, "every request the proxy received carried its Proxy-Authorization")
 
 	metrics, err := e2etest.Scrape(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
 	require.NoError(t, err)
@@ -680,6 +818,10 @@ output:
 		statusJSON[scope] = res
 		var s ops.Status
 		require.NoError(t, json.Unmarshal([]byte(jsonPart(res)), &s))
+		// Read without --cursor-key, status names the key the scope's
+		// cursors are stored under, and what an input without it does.
+		assert.Equal(t, []string{"k1"}, s.CursorKeyIDs, scope)
+		assert.Contains(t, statusText[scope], "cursors of scope "+scope+" are stored encrypted under key id(s) k1: an input of the scope needs checkpoint.cursor_encryption with these ids (without, it refuses to start)")
 		for _, ps := range s.Partitions {
 			if ps.Partition == "denied" || ps.Partition == "expired" {
 				assert.Contains(t, ps.Parked, redact.Mask, "%s: the park reason quotes the echoed refusal, redacted", scope)
@@ -705,7 +847,7 @@ output:
 	// The needles are right: each was sent to the fake and echoed.
 	echoed := api.echoedText()
 	for name, v := range secrets {
-		if name == "huge successor" || name == "url user info" {
+		if name == "huge successor" || name == "url user info" || name == "proxy user info" {
 			continue // refused, never sent back; sent only decoded
 		}
 		assert.NotEmpty(t, redacttest.Leaks(echoed, map[string]string{name: v}), "the fake echoed %s", name)
@@ -714,11 +856,15 @@ output:
 		{"connect run stdout+stderr", logs},
 		{"/metrics", metrics},
 		{"dynamodb scan", table},
+		{"unpark", unparkOut.String()},
 	}
-	for _, scope := range []string{scopes["bearer"], scopes["basic"], scopes["oauth"], scopes["userinfo"]} {
+	for _, scope := range []string{scopes["bearer"], scopes["basic"], scopes["oauth"], scopes["userinfo"], scopes["proxy"]} {
 		sources = append(sources,
 			struct{ name, text string }{"status --scope " + scope, statusText[scope]},
 			struct{ name, text string }{"status --scope " + scope + " --json", statusJSON[scope]})
+	}
+	for _, scope := range []string{scopes["userinfo"], scopes["proxy"]} {
+		sources = append(sources, struct{ name, text string }{"probe of " + scope, probeOut[scope]})
 	}
 	for _, src := range sources {
 		require.NotEmpty(t, src.text, src.name)

@@ -102,8 +102,8 @@ output:
 	// The frontier reaches 20 once p0 and p1 have passed it, and stays
 	// there: the parked partitions hold it back.
 	poll("pages, promotions, p0's watermark, both parks and the frontier held at 20", func() (bool, string) {
-		pages, _ := one(t, ms, "tidemark_pages_fetched_total", nil)
-		proms, _ := one(t, ms, "tidemark_promotions_total", nil)
+		pages, _ := one(t, ms, "tidemark_pages_fetched", nil)
+		proms, _ := one(t, ms, "tidemark_promotions", nil)
 		wm, _ := one(t, ms, "tidemark_partition_watermark", map[string]string{"partition": "p0"})
 		fr, _ := one(t, ms, "tidemark_frontier", map[string]string{"scope": scope})
 		parked, _ := one(t, ms, "tidemark_parked_partitions", nil)
@@ -111,15 +111,15 @@ output:
 	})
 	assertLoopbackOnly(t, port)
 
-	assert.Greater(t, val("tidemark_pages_fetched_total", nil), 0.0)
-	assert.Greater(t, val("tidemark_promotions_total", nil), 0.0)
-	assert.Greater(t, val("tidemark_events_emitted_total", nil), 0.0)
+	assert.Greater(t, val("tidemark_pages_fetched", nil), 0.0)
+	assert.Greater(t, val("tidemark_promotions", nil), 0.0)
+	assert.Greater(t, val("tidemark_events_emitted", nil), 0.0)
 	assert.Greater(t, val("tidemark_partition_watermark", map[string]string{"partition": "p0"}), 0.0)
 	assert.Equal(t, 20.0, val("tidemark_partition_watermark", map[string]string{"partition": "p2"}), "parked p2 stays at its durable watermark")
 	assert.Equal(t, 20.0, val("tidemark_frontier", map[string]string{"scope": scope}), "the parked partitions hold the frontier at 20")
 	assert.Greater(t, val("tidemark_partition_generation", map[string]string{"partition": "p0"}), 1.0)
 	assert.GreaterOrEqual(t, val("tidemark_partition_lag", map[string]string{"partition": "p2"}), 0.0)
-	for _, s := range ms["tidemark_retries_total"] {
+	for _, s := range ms["tidemark_retries"] {
 		assert.NotEmpty(t, s.Labels["class"], "retries are labelled by classification")
 		assert.Greater(t, s.Value, 0.0)
 	}
@@ -141,7 +141,7 @@ output:
 		return code == 0, out
 	})
 	poll("a CAS conflict", func() (bool, string) {
-		v, _ := one(t, ms, "tidemark_cas_conflicts_total", nil)
+		v, _ := one(t, ms, "tidemark_cas_conflicts", nil)
 		return v > 0, tidemarkSeries(body)
 	})
 
@@ -244,7 +244,7 @@ output:
 			return false, err.Error()
 		}
 		body, ms = b, m
-		v, _ := one(t, ms, "tidemark_promotions_total", nil)
+		v, _ := one(t, ms, "tidemark_promotions", nil)
 		_, fr := one(t, ms, "tidemark_frontier", map[string]string{"scope": "metrics0"})
 		return v >= 5 && fr, tidemarkSeries(body)
 	})

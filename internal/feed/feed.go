@@ -28,6 +28,7 @@ import (
 
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/provider"
 )
 
 // Hub holds the watermarks and published records of the scopes of one
@@ -70,7 +71,7 @@ type scopeFeed struct {
 	latest map[string]coord.Watermark
 	// bases is the finality basis of each partition's latest watermark
 	// (store.Checkpoint.Finality), when known.
-	bases   map[string]string
+	bases   map[string]provider.Basis
 	subs    map[*Subscription]struct{}
 	records map[*RecordSubscription]struct{}
 }
@@ -80,7 +81,7 @@ func (h *Hub) scope(scope string) *scopeFeed {
 	if f == nil {
 		f = &scopeFeed{
 			latest:  map[string]coord.Watermark{},
-			bases:   map[string]string{},
+			bases:   map[string]provider.Basis{},
 			subs:    map[*Subscription]struct{}{},
 			records: map[*RecordSubscription]struct{}{},
 		}
@@ -97,14 +98,19 @@ func (h *Hub) Publish(scope, partition string, w coord.Watermark) {
 	f.latest[partition] = w
 	for s := range f.subs {
 		s.dirty[partition] = w
+		select {
+		case s.wake <- struct{}{}:
+		default: // a wake-up is pending already
+		}
 	}
 }
 
 // PublishFinality records the finality basis of the durable watermark of
-// (scope, partition), as its checkpoint records it ("" is ignored: unknown).
-// Subscribers read it with Finalities; it changes no watermark.
-func (h *Hub) PublishFinality(scope, partition, basis string) {
-	if basis == "" {
+// (scope, partition), as its checkpoint records it (the zero basis is
+// ignored: unknown). Subscribers read it with Finalities; it changes no
+// watermark.
+func (h *Hub) PublishFinality(scope, partition string, basis provider.Basis) {
+	if basis.IsZero() {
 		return
 	}
 	h.mu.Lock()
@@ -113,7 +119,7 @@ func (h *Hub) PublishFinality(scope, partition, basis string) {
 }
 
 // Finalities returns a copy of the finality bases published in scope.
-func (h *Hub) Finalities(scope string) map[string]string {
+func (h *Hub) Finalities(scope string) map[string]provider.Basis {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return maps.Clone(h.scope(scope).bases)
@@ -124,6 +130,9 @@ type Subscription struct {
 	hub   *Hub
 	scope string
 	dirty map[string]coord.Watermark
+	// wake holds one token when something was published since the last
+	// receive (Wake).
+	wake chan struct{}
 }
 
 // Subscribe returns a subscription whose first Drain holds every watermark
@@ -132,10 +141,19 @@ func (h *Hub) Subscribe(scope string) *Subscription {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	f := h.scope(scope)
-	s := &Subscription{hub: h, scope: scope, dirty: maps.Clone(f.latest)}
+	s := &Subscription{hub: h, scope: scope, dirty: maps.Clone(f.latest), wake: make(chan struct{}, 1)}
+	if len(s.dirty) > 0 {
+		s.wake <- struct{}{}
+	}
 	f.subs[s] = struct{}{}
 	return s
 }
+
+// Wake returns a channel that receives when a watermark was published in
+// the subscription's scope since the last receive (one token however many
+// were published: Drain them). A subscriber waits on it instead of
+// polling.
+func (s *Subscription) Wake() <-chan struct{} { return s.wake }
 
 // Drain returns the updates since the last Drain (latest value per
 // partition, in no particular order).

@@ -9,18 +9,20 @@ import (
 
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/provider"
 )
 
 func TestFinalitiesAreTheLatestKnownBasisPerPartition(t *testing.T) {
 	h := NewHub()
-	h.PublishFinality("s", "a", "append_only_writer assertion")
-	h.PublishFinality("s", "b", "")
-	h.PublishFinality("s", "c", "lag 5")
-	h.PublishFinality("s", "c", "lag 6")
+	assertion := provider.Basis{Finality: provider.FinalityAppendOnlyWriter}
+	h.PublishFinality("s", "a", assertion)
+	h.PublishFinality("s", "b", provider.Basis{})
+	h.PublishFinality("s", "c", provider.Basis{Finality: provider.FinalityLag, Lag: 5})
+	h.PublishFinality("s", "c", provider.Basis{Finality: provider.FinalityLag, Lag: 6})
 	got := h.Finalities("s")
-	assert.Equal(t, map[string]string{"a": "append_only_writer assertion", "c": "lag 6"}, got)
-	got["a"] = "changed"
-	assert.Equal(t, "append_only_writer assertion", h.Finalities("s")["a"], "Finalities returned the hub's own map")
+	assert.Equal(t, map[string]provider.Basis{"a": assertion, "c": {Finality: provider.FinalityLag, Lag: 6}}, got)
+	got["a"] = provider.Basis{Finality: provider.FinalitySource}
+	assert.Equal(t, assertion, h.Finalities("s")["a"], "Finalities returned the hub's own map")
 }
 
 func TestComponentsOfOneResourcesShareAHubAndOthersDoNot(t *testing.T) {
@@ -74,4 +76,31 @@ func TestRecordSubscriptionKeepsTheNewestRecord(t *testing.T) {
 	sub.Close()
 	h.PublishRecord(store.Frontier{Scope: "s", Epoch: 3, Version: 1})
 	assert.Nil(t, sub.Latest())
+}
+
+// A subscriber waits on Wake instead of polling: one token for what was
+// published before it subscribed, one however many were published since
+// the last receive, none when nothing was.
+func TestSubscriptionWakesOnceForWhatWasPublished(t *testing.T) {
+	h := NewHub()
+	h.Publish("s", "p0", coord.Integer(1))
+	sub := h.Subscribe("s")
+	defer sub.Close()
+	woken := func() bool {
+		select {
+		case <-sub.Wake():
+			return true
+		default:
+			return false
+		}
+	}
+	require.True(t, woken(), "published before the subscription")
+	require.False(t, woken())
+	h.Publish("s", "p0", coord.Integer(2))
+	h.Publish("s", "p1", coord.Integer(3))
+	require.True(t, woken())
+	require.False(t, woken(), "one token for both")
+	require.Len(t, sub.Drain(), 2)
+	h.Publish("other", "p0", coord.Integer(4))
+	require.False(t, woken(), "another scope")
 }

@@ -2,10 +2,12 @@ package frontier
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/provider"
 )
 
 // snap builds a Snapshot; scalar 0 means withheld. vec lists partition,
@@ -120,9 +122,15 @@ func TestSnapshot_String(t *testing.T) {
 
 func TestFinalityNoteNamesMembersRestingOnAnAssertionOrALag(t *testing.T) {
 	proven := Snapshot{Epoch: 1, Proven: true, Scalar: coord.Integer(5), Vector: map[string]coord.Watermark{"a": coord.Integer(5), "b": coord.Integer(9), "c": coord.Integer(7), "d": coord.Integer(8)}}
-	bases := map[string]string{"a": "append_only_writer assertion", "b": "source", "c": "lag 5m0s", "d": "append_only_writer assertion", "x": "lag 1"}
+	assertion := provider.Basis{Finality: provider.FinalityAppendOnlyWriter}
+	source := provider.Basis{Finality: provider.FinalitySource}
+	bases := map[string]provider.Basis{
+		"a": assertion, "b": source, "d": assertion,
+		"c": {Finality: provider.FinalityLag, Lag: int64(5 * time.Minute), Timestamp: true},
+		"x": {Finality: provider.FinalityLag, Lag: 1},
+	}
 	assert.Equal(t, "append_only_writer assertion (a, d); lag 5m0s (c)", FinalityNote(proven, bases))
-	assert.Empty(t, FinalityNote(proven, map[string]string{"a": "source", "b": ""}), "source and unknown bases need no note")
+	assert.Empty(t, FinalityNote(proven, map[string]provider.Basis{"a": source, "b": {}}), "source and unknown bases need no note")
 	withheld := proven
 	withheld.Proven, withheld.Scalar = false, coord.Watermark{}
 	assert.Empty(t, FinalityNote(withheld, bases), "no note without a scalar")

@@ -159,6 +159,15 @@ func (m *Machine) Fresh(now time.Time) bool {
 	return m.gone == "" && !m.renewedAt.IsZero() && now.Sub(m.renewedAt) < m.cfg.Period
 }
 
+// FreshUntil is the instant from which Fresh is false (zero while gone or
+// before the first successful renewal).
+func (m *Machine) FreshUntil() time.Time {
+	if m.gone != "" || m.renewedAt.IsZero() {
+		return time.Time{}
+	}
+	return m.renewedAt.Add(m.cfg.Period)
+}
+
 // Stale checks, at now, whether the heartbeat went unrenewed for a lease
 // period since the start of its last successful renewal: the others may
 // consider this instance dead from then on, so it stops every worker

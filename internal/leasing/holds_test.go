@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/internal/feed"
+	"github.com/tidemark/tidemark/internal/instance"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/store/memstore"
 )
@@ -25,20 +26,28 @@ func TestLeaseHoldsOnlyTheHeldLeaseWhileTheHeartbeatIsFresh(t *testing.T) {
 	m := New(Host{Scope: "s", Store: mem}, lc, service.MockResources())
 	hub.SetLeaseHolder("s", m.Holds)
 
+	// The instance machine starts, renews its heartbeat once (performed
+	// here against the store) and runs p's worker under lease l.
 	start := time.Now()
-	hb, held, ok := m.m.Heartbeat("s")
-	require.True(t, ok)
-	got, err := mem.RenewHeartbeat(ctx, hb, held)
+	var renew *instance.RenewHeartbeat
+	for _, a := range m.im.Step(instance.Start{Now: start, Self: m.Owner(), Membership: instance.Membership{Epoch: 1, Partitions: []string{"p"}}}) {
+		if r, ok := a.(instance.RenewHeartbeat); ok {
+			renew = &r
+		}
+	}
+	require.NotNil(t, renew)
+	got, err := mem.RenewHeartbeat(ctx, renew.Heartbeat, renew.Held)
 	require.NoError(t, err)
-	require.Empty(t, m.m.Renewed(start, got, nil))
-	l := store.Lease{Owner: m.m.Self(), Counter: 7}
-	m.held["p"] = newHolder(store.Key{Scope: "s", Partition: "p"}, l, func(*Holder, string) {})
+	m.im.Step(instance.Renewed{Owner: m.Owner(), Start: start, Heartbeat: got})
+	l := store.Lease{Owner: m.Owner(), Counter: 7}
+	m.holders["p"] = newHolder(store.Key{Scope: "s", Partition: "p"}, l, func(*Holder, string) {})
+	m.publishSnapshot()
 
 	require.True(t, hub.Holds("s", "p", l.Owner, 7, start.Add(100*time.Millisecond)), "the held lease, heartbeat fresh")
 	require.False(t, hub.Holds("s", "p", l.Owner, 6, start.Add(100*time.Millisecond)), "an older lease of the partition")
 	require.False(t, hub.Holds("s", "q", l.Owner, 7, start.Add(100*time.Millisecond)), "a partition not held")
 	require.False(t, hub.Holds("s", "p", l.Owner, 7, start.Add(lc.Period)), "a lease period after the last renewal began: the others may have taken it")
-	m.held["p"].Lose("taken over")
+	m.holders["p"].Lose("taken over")
 	require.False(t, hub.Holds("s", "p", l.Owner, 7, start.Add(100*time.Millisecond)), "a lost lease")
 	require.True(t, feed.NewHub().Holds("s", "p", "x", 1, time.Now()), "without leases every message's lease counts as held")
 }

@@ -1,5 +1,6 @@
 // Package leasing shares a scope's partitions between the instances of
-// one pipeline through leases: it drives the pure lease.Machine against
+// one pipeline through leases: it drives the pure instance machine
+// (internal/instance, which owns the incarnation's lease.Machine) against
 // the store and runs the input's worker of each partition it holds
 // (docs/design.md#leases-and-fencing; the heartbeat and lease state
 // diagrams are in internal/store/heartbeat.go and lease.go).
@@ -12,10 +13,13 @@
 // on the checkpoint item and idle upkeep is O(instances) writes.
 //
 // Roles:
-//   - internal/lease (pure): lease.Machine decides, from the heartbeats and
-//     checkpoint leases read and from the results of the writes, at this
-//     instance's own clock readings, which instances are dead, what to
-//     take over, claim and release, and which workers to start and stop.
+//   - internal/instance (pure): the instance machine owns the timers
+//     (renewal, observation, balance, the next heartbeat expiry), the
+//     incarnations and the workers' start and stop; its lease.Machine
+//     (internal/lease) decides, from the heartbeats and checkpoint leases
+//     read and from the results of the writes, at this instance's own
+//     clock readings, which instances are dead, what to take over, claim
+//     and release.
 //   - Holder: one held lease and the worker it runs; a release waits
 //     for the worker's conditional write in flight (fenced).
 //   - the worker's chain machine (internal/chain) is given the lease as an
@@ -23,9 +27,11 @@
 //     loses it): it states the lease in every Promote and SetParked, and
 //     stops (chain.LeaseGone, which the worker reports to its holder) when
 //     a load or a write finds another lease.
-//   - Manager: drives the machine: one goroutine renews the heartbeat,
-//     another observes, takes over, claims and releases (bounded
-//     concurrency), and hands the leases off on shutdown.
+//   - Manager: the driver: one goroutine steps the machine and performs
+//     its actions; each store call runs on its own goroutine with its
+//     deadline and posts its answer back (at most InFlight claims and
+//     releases at once); on shutdown the machine stops every worker, hands
+//     the leases off and removes the heartbeat.
 //
 // Expiry never compares the clocks of two hosts: an instance treats another
 // as dead when its heartbeat counter has not changed for lease_period
@@ -47,13 +53,16 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 
+	"github.com/tidemark/tidemark/internal/instance"
 	"github.com/tidemark/tidemark/internal/lease"
 	"github.com/tidemark/tidemark/internal/store"
 )
@@ -283,22 +292,30 @@ type metrics struct {
 }
 
 func newMetrics(m *service.Metrics) *metrics {
-	return &metrics{
+	ms := &metrics{
 		owned:  m.NewGauge("tidemark_owned_partitions"),
 		steals: m.NewCounter("tidemark_lease_steals", "reason"),
 		lost:   m.NewCounter("tidemark_leases_lost"),
 	}
+	// The series exist from the start (at 0), so an alert on their
+	// increase sees the first lease lost (deploy/prometheus).
+	ms.owned.Set(0)
+	ms.steals.Incr(0, "expired")
+	ms.lost.Incr(0)
+	return ms
 }
 
 // InFlight bounds the claims and releases in flight at once.
 const InFlight = 16
 
-// Manager runs this instance's share of the partitions. It drives the
-// pure lease.Machine of the current incarnation: one goroutine renews the
-// heartbeat every renew_interval (never behind a balance round), another
-// reads the heartbeats every renew_interval, takes dead instances over,
-// reads the checkpoint leases only when the machine asks, and claims and
-// releases with bounded concurrency.
+// Manager runs this instance's share of the partitions: a thin driver of
+// the pure instance machine (internal/instance, which owns the current
+// incarnation's lease.Machine and decides every renewal, observation,
+// takeover, checkpoint read, claim, release, worker start and stop). One
+// goroutine (Run) steps the machine and performs its actions; each store
+// call runs on its own goroutine (never holding up the loop: a renewal is
+// never behind a balance round), with its deadline, and posts its answer
+// back; at most InFlight claims and releases are sent at once.
 type Manager struct {
 	host    Host
 	cfg     Config
@@ -306,13 +323,44 @@ type Manager struct {
 	log     *service.Logger
 	metrics *metrics
 
-	mu       sync.Mutex // guards everything below; never held across I/O
-	m        *lease.Machine
-	held     map[string]*Holder
-	stopping map[string]*Holder
-	workers  sync.WaitGroup
+	// Owned by Run's goroutine.
+	im      *instance.Machine
+	holders map[string]*Holder // running workers, by partition
+	// holdersChanged: holders changed since the last snapshot.
+	holdersChanged bool
+	stopping       map[string]*Holder // workers told to stop, not yet returned
+	queue          []queuedOp         // claims and releases not sent yet
+	inFlight       int
+	epoch          uint64
+	base           context.Context // the context of store calls (a shutdown one at the end)
 
-	wake chan struct{} // a holder was lost
+	events  chan event    // answers and worker news, to Run
+	done    chan struct{} // closed once Run stops reading events
+	io      sync.WaitGroup
+	workers sync.WaitGroup
+
+	// snap is what Holds reads from the pipeline's goroutines.
+	snap atomic.Pointer[holdSnapshot]
+	self atomic.Pointer[string]
+}
+
+// event is an input for the machine; op marks the answer of a claim or a
+// release (one fewer in flight).
+type event struct {
+	in instance.Input
+	op bool
+}
+
+type queuedOp struct {
+	owner string
+	run   func(base context.Context)
+}
+
+// holdSnapshot is the holders and the heartbeat's freshness after the
+// machine's last step.
+type holdSnapshot struct {
+	held       map[string]*Holder
+	freshUntil time.Time
 }
 
 func incarnation() string {
@@ -358,28 +406,26 @@ func New(host Host, cfg Config, res *service.Resources) *Manager {
 		host: host, cfg: cfg, id: id,
 		log:      res.Logger().With("lease_instance", id),
 		metrics:  newMetrics(res.Metrics()),
-		held:     map[string]*Holder{},
+		holders:  map[string]*Holder{},
 		stopping: map[string]*Holder{},
-		wake:     make(chan struct{}, 1),
+		events:   make(chan event, 4*InFlight),
+		done:     make(chan struct{}),
+		im: instance.New(instance.Config{Scope: host.Scope, Leases: &instance.LeaseConfig{
+			Period: cfg.Period, RenewInterval: cfg.RenewInterval, BalanceInterval: cfg.BalanceInterval,
+			MaxOwned: cfg.MaxPartitions, MaxMoves: cfg.MaxSteals,
+		}}),
 	}
-	m.m = m.newMachine()
+	self := m.newOwner()
+	m.self.Store(&self)
+	m.snap.Store(&holdSnapshot{})
 	return m
 }
 
-// newMachine starts a new incarnation: a new owner name, holding nothing.
-func (m *Manager) newMachine() *lease.Machine {
-	return lease.NewMachine(lease.Config{
-		Self: m.id + "#" + incarnation(), Period: m.cfg.Period, RenewInterval: m.cfg.RenewInterval,
-		MaxOwned: m.cfg.MaxPartitions, MaxMoves: m.cfg.MaxSteals,
-	})
-}
+// newOwner names a new incarnation: a new random suffix.
+func (m *Manager) newOwner() string { return m.id + "#" + incarnation() }
 
-// owner is the current incarnation's owner name.
-func (m *Manager) Owner() string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.m.Self()
-}
+// Owner is the current incarnation's owner name.
+func (m *Manager) Owner() string { return *m.self.Load() }
 
 // storeTimeout bounds one lease write or list.
 func (m *Manager) storeTimeout() time.Duration { return m.cfg.RenewInterval }
@@ -397,53 +443,275 @@ func (m *Manager) renewTimeout() time.Duration {
 	return max(m.cfg.Period-m.cfg.RenewInterval, m.storeTimeout())
 }
 
-// run manages the leases until ctx ends, then stops every worker, hands
+// Run manages the leases until ctx ends, then stops every worker, hands
 // every held lease off and removes the heartbeat.
 func (m *Manager) Run(ctx context.Context) {
 	m.log.Infof("Leases: instance %s shares %d partitions of scope %s (lease period %s, heartbeat every %s, balance every %s)",
 		m.Owner(), len(m.host.Members()), m.host.Scope, m.cfg.Period, m.cfg.RenewInterval, m.cfg.BalanceInterval)
-	var renewer sync.WaitGroup
-	renewer.Go(func() { m.renewLoop(ctx) })
-	observe := time.NewTicker(m.cfg.RenewInterval)
-	defer observe.Stop()
-	bal := time.NewTicker(m.cfg.BalanceInterval)
-	defer bal.Stop()
-	// Between ticks, a timer wakes the loop at the instant the next
-	// heartbeat would expire (it never fires while every counter moves).
-	expiry := time.NewTimer(time.Hour)
-	defer expiry.Stop()
-	arm := func(at time.Time) {
-		expiry.Stop()
-		if !at.IsZero() {
-			expiry.Reset(max(time.Until(at), 0))
+	m.base = ctx
+	wake := time.NewTimer(time.Hour)
+	defer wake.Stop()
+	m.epoch = m.host.Epoch()
+	m.step(ctx, wake, instance.Start{Now: time.Now(), Self: m.Owner(), Membership: instance.Membership{Epoch: m.epoch, Partitions: slices.Clone(m.host.Members())}})
+	stop := ctx.Done()
+	for !m.im.Exited() {
+		select {
+		case <-stop:
+			stop = nil
+			// The hand-offs and the heartbeat's removal run past the run's
+			// end, each with its deadline.
+			sctx, cancel := context.WithTimeout(context.Background(), max(m.storeTimeout(), 2*time.Second))
+			defer cancel()
+			m.base = sctx
+			m.step(ctx, wake, instance.Shutdown{Now: time.Now()})
+		case ev := <-m.events:
+			if ev.op {
+				m.inFlight--
+			}
+			m.step(ctx, wake, ev.in)
+			m.pump()
+		case <-wake.C:
+			if e := m.host.Epoch(); e > m.epoch {
+				m.epoch = e
+				m.step(ctx, wake, instance.Adopt{Now: time.Now(), Membership: instance.Membership{Epoch: e, Partitions: slices.Clone(m.host.Members())}, Source: "the input's membership"})
+			}
+			m.step(ctx, wake, instance.Tick{Now: time.Now()})
+		}
+		if stop == nil && m.base.Err() != nil {
+			break // the shutdown's deadline passed
 		}
 	}
-	// A balance tick marks the next observation a rebalancing one: the
-	// heartbeats are read once per renew interval while every instance is
-	// alive.
-	rebalance := false
-	for {
-		select {
-		case <-ctx.Done():
-			renewer.Wait()
-			m.shutdown()
-			return
-		case <-observe.C:
-			arm(m.round(ctx, rebalance))
-			rebalance = false
-		case <-expiry.C:
-			arm(m.round(ctx, false))
-		case <-bal.C:
-			rebalance = true
-		case <-m.wake:
-			m.mu.Lock()
-			m.reap()
-			m.mu.Unlock()
-		}
+	close(m.done)
+	m.io.Wait()
+	m.workers.Wait()
+	m.metrics.owned.Set(0)
+}
+
+// step feeds the machine one input and performs its actions in order.
+func (m *Manager) step(ctx context.Context, wake *time.Timer, in instance.Input) {
+	for _, a := range m.im.Step(in) {
+		m.perform(ctx, wake, a)
+	}
+	m.publishSnapshot()
+	m.metrics.owned.Set(int64(m.im.Owned()))
+}
+
+// publishSnapshot hands the holders and the heartbeat's freshness to
+// Holds. The holders are copied only when they changed (a worker started
+// or stopped), not at each step of the machine (renewals, reads, answers).
+func (m *Manager) publishSnapshot() {
+	prev := m.snap.Load()
+	held := prev.held
+	if m.holdersChanged || held == nil {
+		held = make(map[string]*Holder, len(m.holders))
+		maps.Copy(held, m.holders)
+		m.holdersChanged = false
+	} else if m.im.FreshUntil().Equal(prev.freshUntil) {
+		return // nothing changed
+	}
+	m.snap.Store(&holdSnapshot{held: held, freshUntil: m.im.FreshUntil()})
+}
+
+// post hands an answer to Run (dropped once Run stopped reading).
+func (m *Manager) post(ev event) {
+	select {
+	case m.events <- ev:
+	case <-m.done:
 	}
 }
 
-// holds is the pipeline's lease check (feed.LeaseHolder): whether this
+// call runs one store call on its own goroutine under the call deadline.
+func (m *Manager) call(timeout time.Duration, f func(ctx context.Context)) {
+	base := m.base
+	m.io.Go(func() {
+		ctx, cancel := context.WithTimeout(base, timeout)
+		defer cancel()
+		f(ctx)
+	})
+}
+
+func (m *Manager) perform(ctx context.Context, wake *time.Timer, a instance.Action) {
+	switch a := a.(type) {
+	case instance.RenewHeartbeat:
+		m.call(m.renewTimeout(), func(tctx context.Context) {
+			start := time.Now()
+			got, err := m.host.Store.RenewHeartbeat(tctx, a.Heartbeat, a.Held)
+			if err != nil && !errors.Is(err, store.ErrFenced) && ctx.Err() == nil {
+				m.log.Debugf("Leases: heartbeat renewal of %s has an unknown outcome: %v", a.Heartbeat.Owner, err)
+			}
+			m.post(event{in: instance.Renewed{Owner: a.Heartbeat.Owner, Start: start, Heartbeat: got, Err: err}})
+		})
+	case instance.ReadHeartbeats:
+		m.call(m.storeTimeout(), func(tctx context.Context) {
+			hbs, err := m.host.Store.ListHeartbeats(tctx, m.host.Scope)
+			if err != nil && ctx.Err() == nil {
+				m.log.Warnf("Leases: cannot read the heartbeats of scope %s: %v", m.host.Scope, err)
+			}
+			m.post(event{in: instance.HeartbeatsRead{Owner: a.Owner, Now: time.Now(), Heartbeats: hbs, Err: err}})
+		})
+	case instance.TakeOver:
+		m.call(m.storeTimeout(), func(tctx context.Context) {
+			_, err := m.host.Store.TakeOverHeartbeat(tctx, a.Seen, a.Owner)
+			if err == nil {
+				m.log.Infof("Leases: instance %s seen dead (heartbeat counter %d unchanged for %s); heartbeat taken over, its %d partitions are claimable", a.Seen.Owner, a.Seen.Counter, m.cfg.Period, a.Seen.Held)
+			} else {
+				m.log.Debugf("Leases: takeover of %s lost: %v", a.Seen.Owner, err)
+			}
+			m.post(event{in: instance.TookOver{Owner: a.Owner, Seen: a.Seen, Err: err}})
+		})
+	case instance.ReadLeases:
+		base := m.base
+		m.io.Go(func() {
+			cps, err := m.readLeases(base, a.Owner, a.Partitions, a.CreateBudget)
+			if err != nil && ctx.Err() == nil {
+				m.log.Warnf("Leases: cannot read the leases of scope %s: %v", m.host.Scope, err)
+			}
+			m.post(event{in: instance.LeasesRead{Owner: a.Owner, Now: time.Now(), Checkpoints: cps, Err: err}})
+		})
+	case instance.ClaimLease:
+		m.queue = append(m.queue, queuedOp{owner: a.Owner, run: func(base context.Context) { m.claim(ctx, base, a) }})
+		m.pump()
+	case instance.ReleaseLease:
+		h := m.stopping[a.Partition]
+		m.queue = append(m.queue, queuedOp{owner: a.Owner, run: func(base context.Context) { m.release(base, a, h) }})
+		m.pump()
+	case instance.StartWorker:
+		m.start(ctx, a)
+	case instance.StopWorker:
+		m.stop(a)
+	case instance.DeleteHeartbeat:
+		m.call(m.storeTimeout(), func(tctx context.Context) {
+			if err := m.host.Store.DeleteHeartbeat(tctx, a.Heartbeat); err == nil {
+				m.log.Debugf("Leases: heartbeat of %s removed", a.Heartbeat.Owner)
+			} else {
+				m.log.Debugf("Leases: removing heartbeat %s: %v", a.Heartbeat.Owner, err)
+			}
+		})
+	case instance.NewIncarnation:
+		old := m.Owner()
+		self := m.newOwner()
+		m.self.Store(&self)
+		m.queue = m.queue[:0] // the gone incarnation's claims not sent yet are never sent
+		m.log.Infof("Leases: incarnation %s is gone (%s); rejoining as %s", old, a.Reason, self)
+		m.step(ctx, wake, instance.Incarnation{Now: time.Now(), Self: self})
+	case instance.Wake:
+		wake.Stop()
+		wake.Reset(max(time.Until(a.At), 0))
+	case instance.EpochChanged, instance.Publish, instance.Exit:
+		// The input stamps its own epoch and publishes; Exit ends Run.
+	}
+}
+
+// pump sends queued claims and releases, at most InFlight at once.
+func (m *Manager) pump() {
+	for m.inFlight < InFlight && len(m.queue) > 0 {
+		op := m.queue[0]
+		m.queue = m.queue[1:]
+		if op.owner != m.im.Self() {
+			continue // queued by a gone incarnation
+		}
+		m.inFlight++
+		base := m.base
+		m.io.Go(func() { op.run(base) })
+	}
+}
+
+// start runs the partition's worker under its lease.
+func (m *Manager) start(ctx context.Context, a instance.StartWorker) {
+	p := a.Partition
+	h := newHolder(store.Key{Scope: m.host.Scope, Partition: p}, a.Lease, m.onLost)
+	wctx, cancel := context.WithCancel(ctx)
+	h.cancel = cancel
+	m.holders[p] = h
+	m.holdersChanged = true
+	m.workers.Add(1)
+	m.host.Launch(wctx, p, h, func() {
+		cancel()
+		close(h.done)
+		m.workers.Done()
+		m.post(event{in: instance.WorkerStopped{Partition: p}})
+	})
+}
+
+// stop marks the worker stopped (its fenced writes are refused from now
+// on) and cancels it.
+func (m *Manager) stop(a instance.StopWorker) {
+	h := m.holders[a.Partition]
+	if h == nil {
+		return
+	}
+	delete(m.holders, a.Partition)
+	m.holdersChanged = true
+	m.stopping[a.Partition] = h
+	first := h.stop(a.Reason)
+	if first && (strings.HasPrefix(a.Reason, "lease lost") || strings.HasPrefix(a.Reason, "incarnation gone")) {
+		m.metrics.lost.Incr(1)
+		m.log.Warnf("Partition %s: lease lost (%s); stopping its worker and dropping its in-flight pages", a.Partition, strings.TrimPrefix(a.Reason, "lease lost: "))
+	}
+}
+
+// onLost is called by a holder whose worker found its lease gone (a fenced
+// write): the machine is told.
+func (m *Manager) onLost(h *Holder, reason string) {
+	m.post(event{in: instance.WorkerLost{Partition: h.key.Partition, Reason: reason}})
+}
+
+// claim performs one claim (one conditional write).
+func (m *Manager) claim(ctx, base context.Context, a instance.ClaimLease) {
+	c := a.Claim
+	tctx, cancel := context.WithTimeout(base, m.storeTimeout())
+	defer cancel()
+	cp, err := m.host.Store.ClaimLease(tctx, store.Key{Scope: m.host.Scope, Partition: c.Partition}, c.Expect, a.Owner)
+	switch {
+	case err == nil:
+		if c.Kind == lease.ClaimExpired {
+			m.metrics.steals.Incr(1, "expired")
+		}
+		m.log.Infof("Partition %s: lease %s claimed (%s, was %s)", c.Partition, cp.Lease, c.Kind, c.Expect)
+	case errors.Is(err, store.ErrFenced):
+		m.log.Debugf("Partition %s: %s lost the race: %v", c.Partition, c, err)
+	case ctx.Err() == nil:
+		// Unknown outcome: if it was applied, a later read finds the lease
+		// ours in the store and claims it again.
+		m.log.Warnf("Partition %s: %s failed: %v", c.Partition, c, err)
+	}
+	m.post(event{in: instance.Claimed{Owner: a.Owner, Partition: c.Partition, Lease: cp.Lease, Err: err}, op: true})
+}
+
+// release hands the lease off with one conditional write, after the
+// stopped worker's write in flight (its holder's semaphore).
+func (m *Manager) release(base context.Context, a instance.ReleaseLease, h *Holder) {
+	err := m.handOff(base, a, h)
+	m.post(event{in: instance.Released{Owner: a.Owner, Partition: a.Partition, Err: err}, op: true})
+}
+
+func (m *Manager) handOff(base context.Context, a instance.ReleaseLease, h *Holder) error {
+	tctx, cancel := context.WithTimeout(base, m.storeTimeout())
+	defer cancel()
+	if h != nil {
+		if err := h.acquire(tctx); err != nil {
+			return err
+		}
+		defer h.release()
+	}
+	key := store.Key{Scope: m.host.Scope, Partition: a.Partition}
+	if _, err := m.host.Store.ReleaseLease(tctx, key, a.Lease); err != nil {
+		var fe *store.FenceError
+		if errors.As(err, &fe) && fe.Winner != nil && fe.Winner.Lease != a.Lease {
+			// Taken over before the hand-off: the lease was lost, not
+			// released.
+			m.metrics.lost.Incr(1)
+			m.log.Warnf("Partition %s: lease lost (release fenced: the lease is now %s, this instance held %s)", a.Partition, fe.Winner.Lease, a.Lease)
+			return err
+		}
+		m.log.Warnf("Partition %s: releasing lease %s failed (this incarnation claims it back, or the others take it once it is gone): %v", a.Partition, a.Lease, err)
+		return err
+	}
+	m.log.Infof("Partition %s: lease %s released (%s)", a.Partition, a.Lease, a.Why)
+	return nil
+}
+
+// Holds is the pipeline's lease check (feed.LeaseHolder): whether this
 // instance still holds part under (owner, counter) at now, its heartbeat
 // fresh. A message emitted before a freeze longer than the lease and
 // processed after it gets no frontier: the partition's new holder may
@@ -451,250 +719,13 @@ func (m *Manager) Run(ctx context.Context) {
 // attached to a partition's messages must not go back (docs/design.md,
 // "Leases and fencing").
 func (m *Manager) Holds(part, owner string, counter uint64, now time.Time) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	h := m.held[part]
-	if h == nil || !m.m.Fresh(now) {
+	s := m.snap.Load()
+	h := s.held[part]
+	if h == nil || !now.Before(s.freshUntil) {
 		return false
 	}
 	l, lost := h.Current()
 	return lost == "" && l.Owner == owner && l.Counter == counter
-}
-
-// renewLoop renews the heartbeat at once and then every renew_interval,
-// on its own goroutine: a balance round never delays it.
-func (m *Manager) renewLoop(ctx context.Context) {
-	t := time.NewTicker(m.cfg.RenewInterval)
-	defer t.Stop()
-	for {
-		m.renew(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
-// renew performs one heartbeat renewal (one conditional write).
-func (m *Manager) renew(ctx context.Context) {
-	m.mu.Lock()
-	mach := m.m
-	hb, held, ok := mach.Heartbeat(m.host.Scope)
-	m.mu.Unlock()
-	if !ok {
-		return
-	}
-	start := time.Now()
-	tctx, cancel := context.WithTimeout(ctx, m.renewTimeout())
-	got, err := m.host.Store.RenewHeartbeat(tctx, hb, held)
-	cancel()
-	if err != nil && ctx.Err() != nil {
-		return
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if mach != m.m {
-		return
-	}
-	if err != nil && !errors.Is(err, store.ErrFenced) {
-		m.log.Debugf("Leases: heartbeat renewal of %s has an unknown outcome: %v", hb.Owner, err)
-	}
-	if why := mach.Renewed(start, got, err); why != "" {
-		m.loseAll(why)
-	}
-}
-
-// loseAll stops every worker of the incarnation that lost its heartbeat
-// (under mu). The next round starts a new incarnation.
-func (m *Manager) loseAll(why string) {
-	m.log.Warnf("Leases: incarnation %s stops all %d workers: %s", m.m.Self(), len(m.held), why)
-	for _, h := range m.held {
-		h.Lose(why)
-	}
-	m.reap()
-}
-
-// onLost is called by a holder when its lease is lost (it must not take
-// mu: loseAll calls it under mu).
-func (m *Manager) onLost(h *Holder, reason string) {
-	m.metrics.lost.Incr(1)
-	m.log.Warnf("Partition %s: lease lost (%s); stopping its worker and dropping its in-flight pages", h.key.Partition, reason)
-	select {
-	case m.wake <- struct{}{}:
-	default:
-	}
-}
-
-// reap moves lost holders to stopping and forgets stopped workers (under
-// mu).
-func (m *Manager) reap() {
-	for p, h := range m.held {
-		if _, lost := h.Current(); lost != "" {
-			delete(m.held, p)
-			m.m.Lose(p)
-			m.stopping[p] = h
-		}
-	}
-	for p, h := range m.stopping {
-		select {
-		case <-h.done:
-			delete(m.stopping, p)
-		default:
-		}
-	}
-	m.metrics.owned.Set(int64(len(m.held)))
-}
-
-// start runs the partition's worker under lease (under mu).
-func (m *Manager) start(ctx context.Context, part string, l store.Lease) {
-	h := newHolder(store.Key{Scope: m.host.Scope, Partition: part}, l, m.onLost)
-	wctx, cancel := context.WithCancel(ctx)
-	h.cancel = cancel
-	m.held[part] = h
-	m.metrics.owned.Set(int64(len(m.held)))
-	m.workers.Add(1)
-	m.host.Launch(wctx, part, h, func() {
-		cancel()
-		close(h.done)
-		m.workers.Done()
-	})
-}
-
-// round is one observation (every renew_interval; rebalance on balance
-// ticks): read the heartbeats, take dead instances over, read the
-// checkpoint leases when the machine asks, decide, act. It returns the
-// instant the next live heartbeat would expire (zero: none).
-func (m *Manager) round(ctx context.Context, rebalance bool) time.Time {
-	m.mu.Lock()
-	m.reap()
-	if why := m.m.Stale(time.Now()); why != "" {
-		m.loseAll(why)
-	}
-	if why := m.m.Gone(); why != "" {
-		old := m.m.Self()
-		m.m = m.newMachine()
-		m.log.Infof("Leases: incarnation %s is gone (%s); rejoining as %s", old, why, m.m.Self())
-	}
-	mach := m.m
-	m.mu.Unlock()
-
-	parts := slices.Clone(m.host.Members())
-	scope := m.host.Scope
-	tctx, cancel := context.WithTimeout(ctx, m.storeTimeout())
-	hbs, err := m.host.Store.ListHeartbeats(tctx, scope)
-	cancel()
-	if err != nil {
-		if ctx.Err() == nil {
-			m.log.Warnf("Leases: cannot read the heartbeats of scope %s: %v", scope, err)
-		}
-		return time.Time{}
-	}
-	m.mu.Lock()
-	r := mach.Observe(time.Now(), hbs, parts)
-	// Missing checkpoints this round creates: about twice what this
-	// instance still lacks of its share (the others create theirs), and a
-	// few more for the stragglers nobody's share picked first.
-	createBudget := max(2*(r.Share-mach.Owned()), InFlight)
-	m.mu.Unlock()
-	for _, seen := range r.TakeOvers {
-		tctx, cancel := context.WithTimeout(ctx, m.storeTimeout())
-		_, err := m.host.Store.TakeOverHeartbeat(tctx, seen, mach.Self())
-		cancel()
-		m.mu.Lock()
-		mach.TookOver(seen, err)
-		m.mu.Unlock()
-		if err == nil {
-			m.log.Infof("Leases: instance %s seen dead (heartbeat counter %d unchanged for %s); heartbeat taken over, its %d partitions are claimable", seen.Owner, seen.Counter, m.cfg.Period, seen.Held)
-		} else {
-			m.log.Debugf("Leases: takeover of %s lost: %v", seen.Owner, err)
-		}
-		r.ReadLeases = true
-	}
-	var cps []store.Checkpoint
-	if r.ReadLeases {
-		if cps, err = m.readLeases(ctx, mach.Self(), parts, createBudget); err != nil {
-			if ctx.Err() == nil {
-				m.log.Warnf("Leases: cannot read the leases of scope %s: %v", scope, err)
-			}
-			return r.NextExpiry
-		}
-	}
-
-	m.mu.Lock()
-	busy := make(map[string]bool, len(m.stopping))
-	for p := range m.stopping {
-		busy[p] = true
-	}
-	d := mach.Decide(lease.DecideInput{Now: time.Now(), Parts: parts, Leases: cps, Busy: busy, Rebalance: rebalance})
-	if len(d.Lost)+len(d.Release)+len(d.Claims)+len(d.DeleteHeartbeats) > 0 {
-		m.log.Debugf("Leases: %s", d)
-	}
-	stored := map[string]store.Lease{}
-	for _, cp := range cps {
-		stored[cp.Partition] = cp.Lease
-	}
-	for _, p := range d.Lost {
-		if h := m.held[p]; h != nil {
-			l, _ := h.Current()
-			h.Lose(fmt.Sprintf("the stored lease is %s, this instance held %s", stored[p], l))
-		}
-	}
-	var releases []*Holder
-	for _, p := range d.Release {
-		if h := m.held[p]; h != nil {
-			releases = append(releases, h)
-		}
-	}
-	m.mu.Unlock()
-
-	member := make(map[string]bool, len(parts))
-	for _, p := range parts {
-		member[p] = true
-	}
-	sem := make(chan struct{}, InFlight)
-	var wg sync.WaitGroup
-	for _, h := range releases {
-		why := "above this instance's share"
-		if !member[h.key.Partition] {
-			why = "the partition left the membership"
-		}
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			err := m.release(ctx, h, why)
-			m.mu.Lock()
-			mach.Released(h.key.Partition, err)
-			if m.held[h.key.Partition] == h {
-				delete(m.held, h.key.Partition)
-				m.stopping[h.key.Partition] = h
-			}
-			m.metrics.owned.Set(int64(len(m.held)))
-			m.mu.Unlock()
-		})
-	}
-	for _, c := range d.Claims {
-		if ctx.Err() != nil {
-			break
-		}
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			m.claim(ctx, mach, c)
-		})
-	}
-	wg.Wait()
-	for _, hb := range d.DeleteHeartbeats {
-		tctx, cancel := context.WithTimeout(ctx, m.storeTimeout())
-		if err := m.host.Store.DeleteHeartbeat(tctx, hb); err == nil {
-			m.log.Debugf("Leases: heartbeat of %s removed (taken over, holds no partition)", hb.Owner)
-		}
-		cancel()
-	}
-	m.mu.Lock()
-	m.reap()
-	m.mu.Unlock()
-	return r.NextExpiry
 }
 
 // readLeases reads every checkpoint of the scope, creating up to budget
@@ -767,99 +798,4 @@ func (m *Manager) create(ctx context.Context, self string, parts []string) {
 		})
 	}
 	wg.Wait()
-}
-
-// claim performs one claim (one conditional write) and starts the worker
-// when it wins; the owned gauge moves at once.
-func (m *Manager) claim(ctx context.Context, mach *lease.Machine, c lease.Claim) {
-	tctx, cancel := context.WithTimeout(ctx, m.storeTimeout())
-	defer cancel()
-	cp, err := m.host.Store.ClaimLease(tctx, store.Key{Scope: m.host.Scope, Partition: c.Partition}, c.Expect, mach.Self())
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	start := mach.Claimed(c.Partition, cp.Lease, err)
-	if err != nil {
-		if errors.Is(err, store.ErrFenced) {
-			m.log.Debugf("Partition %s: %s lost the race: %v", c.Partition, c, err)
-		} else if ctx.Err() == nil {
-			// Unknown outcome: if it was applied, a later read finds the
-			// lease ours in the store and claims it again.
-			m.log.Warnf("Partition %s: %s failed: %v", c.Partition, c, err)
-		}
-		return
-	}
-	if !start || mach != m.m || ctx.Err() != nil {
-		return // the incarnation is gone: the lease is an orphan for the others
-	}
-	if c.Kind == lease.ClaimExpired {
-		m.metrics.steals.Incr(1, "expired")
-	}
-	m.log.Infof("Partition %s: lease %s claimed (%s, was %s)", c.Partition, cp.Lease, c.Kind, c.Expect)
-	m.start(ctx, c.Partition, cp.Lease)
-}
-
-// release stops the worker and hands the lease off with one conditional
-// write (after any write of the worker still in flight).
-func (m *Manager) release(ctx context.Context, h *Holder, why string) error {
-	first := h.stop("released: " + why)
-	tctx, cancel := context.WithTimeout(ctx, m.storeTimeout())
-	defer cancel()
-	if err := h.acquire(tctx); err != nil {
-		return err
-	}
-	defer h.release()
-	l, _ := h.Current()
-	if _, err := m.host.Store.ReleaseLease(tctx, h.key, l); err != nil {
-		var fe *store.FenceError
-		if errors.As(err, &fe) && fe.Winner != nil && fe.Winner.Lease != l && first {
-			// Taken over before the hand-off: the lease was lost, not
-			// released (counted and logged as such, once: first says no
-			// loss was reported for this holding; the worker is stopped
-			// already).
-			m.onLost(h, fmt.Sprintf("release fenced: the lease is now %s, this instance held %s", fe.Winner.Lease, l))
-			return err
-		}
-		m.log.Warnf("Partition %s: releasing lease %s failed (this incarnation claims it back, or the others take it once it is gone): %v", h.key.Partition, l, err)
-		return err
-	}
-	m.log.Infof("Partition %s: lease %s released (%s)", h.key.Partition, l, why)
-	return nil
-}
-
-// shutdown stops every worker, hands every held lease off (bounded
-// concurrency), then removes the heartbeat.
-func (m *Manager) shutdown() {
-	m.mu.Lock()
-	held := make([]*Holder, 0, len(m.held))
-	for _, h := range m.held {
-		h.cancel()
-		held = append(held, h)
-	}
-	mach := m.m
-	m.mu.Unlock()
-	m.workers.Wait()
-	ctx, cancel := context.WithTimeout(context.Background(), max(m.storeTimeout(), 2*time.Second))
-	defer cancel()
-	sem := make(chan struct{}, InFlight)
-	var wg sync.WaitGroup
-	for _, h := range held {
-		if _, lost := h.Current(); lost == "" {
-			sem <- struct{}{}
-			wg.Go(func() {
-				defer func() { <-sem }()
-				_ = m.release(ctx, h, "shutdown")
-			})
-		}
-	}
-	wg.Wait()
-	m.mu.Lock()
-	hb, _, ok := mach.Heartbeat(m.host.Scope)
-	clear(m.held)
-	m.metrics.owned.Set(0)
-	m.mu.Unlock()
-	if ok && hb.Counter > 0 {
-		if err := m.host.Store.DeleteHeartbeat(ctx, hb); err != nil {
-			m.log.Debugf("Leases: removing heartbeat %s: %v", hb.Owner, err)
-		}
-	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/store/memstore"
+	"github.com/tidemark/tidemark/provider"
 )
 
 const scope = "ops"
@@ -42,9 +43,9 @@ func promote(t *testing.T, st store.Store, part string, wm int64) store.Checkpoi
 	if wm != 0 {
 		// p0's watermark rests on an append-only writer assertion, the
 		// others' on their source.
-		p.Watermark, p.Finality = coord.Integer(wm), "source"
+		p.Watermark, p.Finality = coord.Integer(wm), reconcile.Basis{Finality: provider.FinalitySource}
 		if part == "p0" {
-			p.Finality = "append_only_writer assertion"
+			p.Finality = reconcile.Basis{Finality: provider.FinalityAppendOnlyWriter}
 		}
 	}
 	next, err := st.Promote(ctx, p)
@@ -518,6 +519,86 @@ func TestStatusShowsContractViolationsAndTheWithdrawal(t *testing.T) {
 	assert.False(t, has, "no violations, no field")
 }
 
+// A partition whose fetches keep failing transiently (never parked, so its
+// PARKED column says "-") shows its worker's failure note, in the table
+// and in JSON; the promotion that follows clears it.
+func TestStatusShowsWhyAPartitionFailingTransientlyDoesNotAdvance(t *testing.T) {
+	ctx := context.Background()
+	st := fixture(t)
+	cp := load(t, st, "p2")
+	note := "7 fetch(es) of cursor sha256:0123abcd01234567 at generation 2 failed in a row (retried for ever, not parked) since 2026-12-06T03:00:00.000Z; the last at 2026-12-06T03:10:00.000Z: HTTP 503"
+	_, err := st.NoteFailure(ctx, cp.Key, cp.Cursor, cp.Generation, cp.Lease, note)
+	require.NoError(t, err)
+
+	s, err := ReadStatus(ctx, st, scope)
+	require.NoError(t, err)
+	assert.Equal(t, note, partition(t, s, "p2").Failing)
+	assert.Empty(t, partition(t, s, "p0").Failing)
+	var buf bytes.Buffer
+	require.NoError(t, WriteTable(&buf, s))
+	assert.Contains(t, buf.String(), "\nfailing fetches of p2: "+note+"\n")
+	assert.Equal(t, 1, strings.Count(buf.String(), "failing fetches of"))
+	buf.Reset()
+	require.NoError(t, WriteJSON(&buf, s))
+	var got Status
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &got))
+	assert.Equal(t, note, partition(t, got, "p2").Failing)
+
+	promote(t, st, "p2", 130)
+	s, err = ReadStatus(ctx, st, scope)
+	require.NoError(t, err)
+	assert.Empty(t, partition(t, s, "p2").Failing, "the promotion cleared the note")
+	buf.Reset()
+	require.NoError(t, WriteTable(&buf, s))
+	assert.NotContains(t, buf.String(), "failing fetches of")
+}
+
+// Read without keys, status names the key ids a scope's cursors are stored
+// encrypted under and says that an input without them refuses to start;
+// read with the keys, it shows the cursors' hashes and names none.
+func TestStatusNamesTheKeyIDsOfAnEncryptedScope(t *testing.T) {
+	ctx := context.Background()
+	raw := memstore.New()
+	key := func(id string) store.CursorKey { return store.CursorKey{ID: id, Key: bytes.Repeat([]byte(id[:1]), 32)} }
+	old, err := store.Encrypted(raw, []store.CursorKey{key("k1")}, "k1")
+	require.NoError(t, err)
+	create(t, old, "p0", store.Lease{})
+	rotated, err := store.Encrypted(raw, []store.CursorKey{key("k1"), key("k2")}, "k2")
+	require.NoError(t, err)
+	create(t, rotated, "p1", store.Lease{})
+	create(t, raw, "p2", store.Lease{}) // stored in clear before encryption
+
+	s, err := ReadStatus(ctx, raw, scope)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"k1", "k2"}, s.CursorKeyIDs)
+	assert.Equal(t, "encrypted", partition(t, s, "p0").CursorHash)
+	var buf bytes.Buffer
+	require.NoError(t, WriteTable(&buf, s))
+	assert.Contains(t, buf.String(), "cursors of scope ops are stored encrypted under key id(s) k1, k2: an input of the scope needs checkpoint.cursor_encryption with these ids (without, it refuses to start)")
+	buf.Reset()
+	require.NoError(t, WriteJSON(&buf, s))
+	assert.Contains(t, buf.String(), `"cursor_key_ids": [`)
+
+	s, err = ReadStatus(ctx, rotated, scope)
+	require.NoError(t, err)
+	assert.Empty(t, s.CursorKeyIDs)
+	assert.Equal(t, reconcile.CursorHash([]byte("p0-1")), partition(t, s, "p0").CursorHash)
+	buf.Reset()
+	require.NoError(t, WriteTable(&buf, s))
+	assert.NotContains(t, buf.String(), "stored encrypted under")
+}
+
+func partition(t *testing.T, s Status, name string) PartitionStatus {
+	t.Helper()
+	for _, p := range s.Partitions {
+		if p.Partition == name {
+			return p
+		}
+	}
+	t.Fatalf("no partition %s in the status", name)
+	return PartitionStatus{}
+}
+
 // A partition read with a re-read window shows its current pass's range
 // and the re-read lag its watermark rests on.
 func TestStatusShowsTheRereadPass(t *testing.T) {
@@ -526,7 +607,7 @@ func TestStatusShowsTheRereadPass(t *testing.T) {
 	cp, err := st.CreateCheckpoint(context.Background(), store.Checkpoint{Key: k, Cursor: []byte("c1"), Generation: 1, Epoch: 1})
 	require.NoError(t, err)
 	_, err = st.Promote(context.Background(), store.Promotion{Key: k, FromCursor: cp.Cursor, FromGeneration: 1, To: []byte("R"), WitnessID: "restart:reread", Epoch: 1,
-		Watermark: coord.Integer(900), Finality: "reread lag 100",
+		Watermark: coord.Integer(900), Finality: reconcile.Basis{Finality: provider.FinalityLag, Lag: 100, Reread: true},
 		Reread: &store.RereadState{From: coord.IntPosition(900), HasFrom: true, Mark: coord.IntPosition(1000)}})
 	require.NoError(t, err)
 	s, err := ReadStatus(context.Background(), st, "reread-scope")

@@ -136,11 +136,20 @@ func (o Options) refuse(repair string, why []string) error {
 	return &RefusedError{Repair: repair, Why: why}
 }
 
+// RepairStore is what the repairs of one partition use: its checkpoint
+// (and the scope's others, to find a cursor) and the witnesses a cursor
+// is looked up in. A store that can search the whole table for a cursor
+// (store.CursorFinder) is asked too.
+type RepairStore interface {
+	store.CheckpointStore
+	store.WitnessStore
+}
+
 // PlanUnpark clears a partition's parked reason, conditional on the cursor
 // and generation read now (and on the park itself), and writes the audit
 // entry with it. The worker resumes from the durable cursor and classifies
 // its next response again.
-func PlanUnpark(ctx context.Context, st store.Store, k store.Key, o Options) (Repair, error) {
+func PlanUnpark(ctx context.Context, st RepairStore, k store.Key, o Options) (Repair, error) {
 	cp, err := st.LoadCheckpoint(ctx, k)
 	if err != nil {
 		return Repair{}, err
@@ -175,7 +184,7 @@ type cursorSeen struct {
 // findCursor looks cursor up in the checkpoint and the witnesses of one
 // partition and returns the latest generation at which it was (or would
 // become) that partition's cursor.
-func findCursor(ctx context.Context, st store.Store, cp store.Checkpoint, cursor []byte) (cursorSeen, bool, error) {
+func findCursor(ctx context.Context, st RepairStore, cp store.Checkpoint, cursor []byte) (cursorSeen, bool, error) {
 	var best cursorSeen
 	found := false
 	see := func(gen uint64, how string) {
@@ -202,7 +211,7 @@ func findCursor(ctx context.Context, st store.Store, cp store.Checkpoint, cursor
 }
 
 // findElsewhere looks cursor up in the other partitions of k's scope.
-func findElsewhere(ctx context.Context, st store.Store, k store.Key, cursor []byte) (cursorSeen, bool, error) {
+func findElsewhere(ctx context.Context, st RepairStore, k store.Key, cursor []byte) (cursorSeen, bool, error) {
 	others, err := st.ListCheckpoints(ctx, k.Scope)
 	if err != nil {
 		return cursorSeen{}, false, fmt.Errorf("reading checkpoints of %s: %w", k.Scope, err)
@@ -242,7 +251,7 @@ func findElsewhere(ctx context.Context, st store.Store, k store.Key, cursor []by
 // A cursor the store does not know (a boundary built by the operator, or
 // one whose witnesses were pruned) is not refused: its position cannot be
 // checked, and Describe says so.
-func PlanRestart(ctx context.Context, st store.Store, k store.Key, cursor []byte, o Options) (Repair, error) {
+func PlanRestart(ctx context.Context, st RepairStore, k store.Key, cursor []byte, o Options) (Repair, error) {
 	cp, err := st.LoadCheckpoint(ctx, k)
 	if err != nil {
 		return Repair{}, err
@@ -347,7 +356,7 @@ func PlanRestart(ctx context.Context, st store.Store, k store.Key, cursor []byte
 // keysInOtherScopes searches the table for cursor outside scope, when the
 // store can (store.CursorFinder); a search the store cut short is an
 // error, so that an unchecked cursor is never passed as checked.
-func keysInOtherScopes(ctx context.Context, st store.Store, scope string, cursor []byte) ([]store.Key, error) {
+func keysInOtherScopes(ctx context.Context, st RepairStore, scope string, cursor []byte) ([]store.Key, error) {
 	f := store.FindCursorFinder(st)
 	if f == nil {
 		return nil, nil
@@ -383,7 +392,7 @@ func appliedString(cp store.Checkpoint) string {
 //     watermark of the members (a complete member without a watermark
 //     does not hold it; a member without a checkpoint or a watermark
 //     proves nothing, and every cutover is refused).
-func PlanAdvanceEpoch(ctx context.Context, st store.Store, scope string, cutover coord.Watermark, o Options) (Repair, error) {
+func PlanAdvanceEpoch(ctx context.Context, st store.ScopeProgress, scope string, cutover coord.Watermark, o Options) (Repair, error) {
 	m, err := st.LoadMembership(ctx, scope)
 	if err != nil {
 		return Repair{}, err
@@ -422,7 +431,7 @@ func PlanAdvanceEpoch(ctx context.Context, st store.Store, scope string, cutover
 }
 
 // cutoverRefusals lists what the store holds against cutover.
-func cutoverRefusals(ctx context.Context, st store.Store, m store.Membership, cutover coord.Watermark) ([]string, error) {
+func cutoverRefusals(ctx context.Context, st store.ScopeProgress, m store.Membership, cutover coord.Watermark) ([]string, error) {
 	cps, err := st.ListCheckpoints(ctx, m.Scope)
 	if err != nil {
 		return nil, fmt.Errorf("reading checkpoints of %s: %w", m.Scope, err)

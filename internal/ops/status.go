@@ -54,6 +54,10 @@ type PartitionStatus struct {
 	PromotedWitness string `json:"promoted_witness,omitempty"`
 	PendingWitness  int    `json:"pending_witnesses"`
 	Parked          string `json:"parked,omitempty"`
+	// Failing is why the partition's fetches keep failing transiently
+	// (retried for ever, never parked): the worker's note, rewritten at
+	// most once a minute while they fail, cleared by its next promotion.
+	Failing string `json:"failing,omitempty"`
 	// Complete: the partition is durably complete (sealed, or its finite
 	// traversal ended); it is never read again.
 	Complete     bool   `json:"complete"`
@@ -97,16 +101,35 @@ type Status struct {
 	// MembershipRepairs is the audit log of the advance-epoch that wrote
 	// the current membership record, if one did.
 	MembershipRepairs []store.RepairEntry `json:"membership_repairs,omitempty"`
+	// CursorKeyIDs are the ids of the keys the scope's checkpoint cursors
+	// are stored encrypted under, sorted, as status read them without
+	// --cursor-key (with the keys it reads them decrypted and lists none):
+	// an input of the scope without checkpoint.cursor_encryption holding
+	// these ids refuses to start (store.SealedCursorError).
+	CursorKeyIDs []string `json:"cursor_key_ids,omitempty"`
+}
+
+// StatusStore is what status reads: the scope's checkpoints and records,
+// and the witnesses of each partition's current generation.
+type StatusStore interface {
+	store.ScopeProgress
+	store.WitnessStore
 }
 
 // ReadStatus reads the durable state of a scope.
-func ReadStatus(ctx context.Context, st store.Store, scope string) (Status, error) {
+func ReadStatus(ctx context.Context, st StatusStore, scope string) (Status, error) {
 	s := Status{Scope: scope, Vector: map[string]string{}}
 	cps, err := st.ListCheckpoints(ctx, scope)
 	if err != nil {
 		return s, fmt.Errorf("reading checkpoints of %s: %w", scope, err)
 	}
 	slices.SortFunc(cps, func(a, b store.Checkpoint) int { return strings.Compare(a.Partition, b.Partition) })
+	for _, cp := range cps {
+		if id, ok := store.SealedKeyID(cp.Cursor); ok && !slices.Contains(s.CursorKeyIDs, id) {
+			s.CursorKeyIDs = append(s.CursorKeyIDs, id)
+		}
+	}
+	slices.Sort(s.CursorKeyIDs)
 	m, err := st.LoadMembership(ctx, scope)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -133,7 +156,7 @@ func ReadStatus(ctx context.Context, st store.Store, scope string) (Status, erro
 			s.Frontier = &v
 		}
 		s.HeldBy, s.Reason = snap.HeldBy, snap.Reason
-		bases := map[string]string{}
+		bases := map[string]reconcile.Basis{}
 		for _, cp := range cps {
 			bases[cp.Partition] = cp.Finality
 		}
@@ -161,9 +184,9 @@ func ReadStatus(ctx context.Context, st store.Store, scope string) (Status, erro
 	}
 	for _, cp := range cps {
 		ps := PartitionStatus{
-			Partition: cp.Partition, Generation: cp.Generation, Watermark: cp.Watermark.String(), Finality: cp.Finality,
+			Partition: cp.Partition, Generation: cp.Generation, Watermark: cp.Watermark.String(), Finality: cp.Finality.String(),
 			CursorHash: cursorHash(cp.Cursor), PromotedWitness: cp.PromotedWitness,
-			Parked: cp.Parked, Complete: cp.Complete, LeaseOwner: cp.Lease.Owner, LeaseCounter: cp.Lease.Counter,
+			Parked: cp.Parked, Failing: cp.Failing, Complete: cp.Complete, LeaseOwner: cp.Lease.Owner, LeaseCounter: cp.Lease.Counter,
 			Member:      members[cp.Partition],
 			Violations:  cp.Violations,
 			Incarnation: cp.Incarnation, IncarnationEpoch: cp.IncarnationEpoch,
@@ -261,6 +284,15 @@ func WriteTable(w io.Writer, s Status) error {
 	if err := writeViolations(w, s.Partitions); err != nil {
 		return err
 	}
+	if err := writeFailing(w, s.Partitions); err != nil {
+		return err
+	}
+	if len(s.CursorKeyIDs) > 0 {
+		if _, err := fmt.Fprintf(w, "cursors of scope %s are stored encrypted under key id(s) %s: an input of the scope needs checkpoint.cursor_encryption with these ids (without, it refuses to start); pass them as --cursor-key to see the cursor hashes\n",
+			s.Scope, strings.Join(s.CursorKeyIDs, ", ")); err != nil {
+			return err
+		}
+	}
 	return writeRepairs(w, s)
 }
 
@@ -310,6 +342,20 @@ func writeViolations(w io.Writer, ps []PartitionStatus) error {
 			kinds = append(kinds, fmt.Sprintf("%s=%d", k, p.Violations[k]))
 		}
 		if _, err := fmt.Fprintf(w, "contract violations of %s: %s\n", p.Partition, strings.Join(kinds, ", ")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeFailing says, one line per partition with a failure note, why its
+// fetches keep failing: "failing fetches of P: <note>".
+func writeFailing(w io.Writer, ps []PartitionStatus) error {
+	for _, p := range ps {
+		if p.Failing == "" {
+			continue
+		}
+		if _, err := fmt.Fprintf(w, "failing fetches of %s: %s\n", p.Partition, p.Failing); err != nil {
 			return err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/reconcile"
+	"github.com/tidemark/tidemark/internal/sdkcoord"
 	"github.com/tidemark/tidemark/provider"
 )
 
@@ -58,12 +59,7 @@ func configured(b bool) string {
 	return "not configured"
 }
 
-func positionKind(d Declared) coord.Kind {
-	if d.Contract.PositionKind == coord.KindNone {
-		return coord.KindInteger
-	}
-	return d.Contract.PositionKind
-}
+func positionKind(d Declared) coord.Kind { return reconcile.PositionKind(d.Contract) }
 
 func recovery(d Declared) provider.Recovery {
 	if d.Contract.Recovery == 0 {
@@ -98,7 +94,7 @@ func finality(d Declared) provider.Finality {
 
 func finalityValue(d Declared) string {
 	if f := finality(d); f == provider.FinalityLag {
-		return f.String() + " (" + d.Contract.Basis(d.Coordinate) + ")"
+		return f.String() + " (" + d.Contract.Basis(sdkcoord.SDKKind(d.Coordinate)).String() + ")"
 	}
 	return finality(d).String()
 }
@@ -283,9 +279,9 @@ func judgeFirstPosition(d Declared, fx *Facts) (Verdict, string) {
 			switch {
 			case !c.HasFirstPosition():
 				return CannotTell, fmt.Sprintf("no first_position is declared, so the first page of a traversal is not checked: %s begins at position %s (events the source dropped before the first read would be skipped without a word; declare first_position where the source documents where its positions start)", p.Label, first)
-			case first == c.FirstPosition:
+			case first == reconcile.FirstPosition(c):
 				seen = append(seen, fmt.Sprintf("%s begins at position %s", p.Label, first))
-			case first.Kind == c.FirstPosition.Kind && c.FirstPosition.Less(first) && coveredGap(c, p, first):
+			case first.Kind == reconcile.FirstPosition(c).Kind && reconcile.FirstPosition(c).Less(first) && coveredGap(c, p, first):
 				seen = append(seen, fmt.Sprintf("%s begins at position %s, its complete_through covering the positions before it", p.Label, first))
 			default:
 				return Contradicted, fmt.Sprintf("%s, the first page of a traversal from the start, begins at position %s, not at the declared first position %s: the input would find a first-page gap and %s (the source's retention dropped its oldest events, or its page keeps the newest)",
@@ -418,7 +414,7 @@ func judgeFinality(d Declared, fx *Facts) (Verdict, string) {
 	case provider.FinalityAppendOnlyWriter:
 		return CannotTell, "append_only_writer asserts that positions are only ever created above every existing one (one writer, time-ordered keys, a log): no answer can show it; if it is wrong, an event created later below the watermark is never read while the frontier claims it" + selfNote
 	case provider.FinalityLag:
-		return CannotTell, fmt.Sprintf("lag asserts the source's documented bound on late arrival (the durable watermark is complete_through less %s): no answer can show it; an event arriving later than that below the watermark is never read while the frontier claims it%s", d.Contract.Basis(d.Coordinate), selfNote)
+		return CannotTell, fmt.Sprintf("lag asserts the source's documented bound on late arrival (the durable watermark is complete_through less %s): no answer can show it; an event arriving later than that below the watermark is never read while the frontier claims it%s", d.Contract.Basis(sdkcoord.SDKKind(d.Coordinate)), selfNote)
 	}
 	switch {
 	case n == 0:

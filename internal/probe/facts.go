@@ -61,7 +61,7 @@ func (p PageFacts) overlap() int {
 
 // newEvents are the page's events after those that repeat the previous
 // page under the overlap check.
-func (p PageFacts) newEvents() []provider.Event { return p.Response.Events[p.overlap():] }
+func (p PageFacts) newEvents() []reconcile.Event { return p.Response.Events[p.overlap():] }
 
 // newWitnessEvents are the witnesses of newEvents.
 func (p PageFacts) newWitnessEvents() []reconcile.EventWitness { return p.Witness.Events[p.overlap():] }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/provider"
 )
 
@@ -57,8 +58,9 @@ type Declared struct {
 type Page struct {
 	// Cursor is the input cursor the page was fetched with.
 	Cursor []byte
-	// Response is the provider's answer.
-	Response provider.Response
+	// Response is the provider's answer (in the core's coordinates:
+	// reconcile.FromProvider).
+	Response reconcile.Response
 	// Token is the source's own token inside Response.Successor (the same
 	// bytes for configs without a request sequence).
 	Token []byte

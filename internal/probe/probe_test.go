@@ -34,17 +34,17 @@ func declared(c provider.Contract, f ...func(*Declared)) Declared {
 	return d
 }
 
-func ev(pos int64) provider.Event {
-	return provider.Event{ID: fmt.Sprintf("e%d", pos), Position: coord.IntPosition(pos), Payload: []byte(fmt.Sprintf("payload %d", pos))}
+func ev(pos int64) reconcile.Event {
+	return reconcile.Event{ID: fmt.Sprintf("e%d", pos), Position: coord.IntPosition(pos), Payload: []byte(fmt.Sprintf("payload %d", pos))}
 }
 
 // pg is a page fetched with cursor, answering successor and events.
-func pg(cursor, successor string, events ...provider.Event) Page {
+func pg(cursor, successor string, events ...reconcile.Event) Page {
 	var s []byte
 	if successor != "" {
 		s = []byte(successor)
 	}
-	return Page{Cursor: []byte(cursor), Token: s, Response: provider.Response{Successor: s, Events: events}}
+	return Page{Cursor: []byte(cursor), Token: s, Response: reconcile.Response{Successor: s, Events: events}}
 }
 
 // ct sets a page's complete_through.
@@ -57,8 +57,8 @@ func hasMore(p Page, more bool) Page {
 	return p
 }
 
-func evs(from, to int64) []provider.Event {
-	var out []provider.Event
+func evs(from, to int64) []reconcile.Event {
+	var out []reconcile.Event
 	for i := from; i <= to; i++ {
 		out = append(out, ev(i))
 	}
@@ -119,8 +119,8 @@ func finding(t *testing.T, fs []Finding, field string) Finding {
 // A listing: keys as positions, each page's complete_through its own last
 // key, as http_s3_listing.yaml maps it.
 func listing() Observation {
-	key := func(k string) provider.Event {
-		return provider.Event{ID: k, Position: coord.StringPosition(k), Payload: []byte(k)}
+	key := func(k string) reconcile.Event {
+		return reconcile.Event{ID: k, Position: coord.StringPosition(k), Payload: []byte(k)}
 	}
 	p1 := pg("", "t1", key("a"), key("b"))
 	p1.Response.CompleteThrough = coord.String("b")
@@ -131,7 +131,7 @@ func listing() Observation {
 
 func listingDeclared(f ...func(*Declared)) Declared {
 	c := with(ordered, func(c *provider.Contract) {
-		c.PositionKind, c.WatermarkCoversPositions, c.MissingSuccessor = coord.KindString, true, provider.MissingSuccessorEndsTraversal
+		c.PositionKind, c.WatermarkCoversPositions, c.MissingSuccessor = provider.KindString, true, provider.MissingSuccessorEndsTraversal
 		c.Finality = provider.FinalitySource
 	})
 	d := Declared{Contract: c, Coordinate: coord.KindString, CompleteThrough: true}
@@ -209,7 +209,7 @@ func TestFindings(t *testing.T) {
 		{
 			name: "a position of another kind contradicts position_type",
 			d:    declared(ordered), field: "position_type", want: Contradicted, evidence: "walk 1 page 1",
-			o: obs(walkOf(pg("", "c1", provider.Event{ID: "k", Position: coord.StringPosition("k"), Payload: []byte("k")}))),
+			o: obs(walkOf(pg("", "c1", reconcile.Event{ID: "k", Position: coord.StringPosition("k"), Payload: []byte("k")}))),
 		},
 		{
 			name: "a page's own last position as complete_through contradicts finality source",
@@ -460,7 +460,7 @@ func TestFindings(t *testing.T) {
 		{
 			name: "a retry that moves an event is an answer the input cannot reconcile",
 			d:    declared(ordered), field: "retries", want: Contradicted, evidence: "cannot reconcile",
-			o: obs(walkOf(pg("", "c1", ev(1), ev(2))), Retry{Of: 0, Page: pg("", "c1", ev(1), provider.Event{ID: "e2", Position: coord.IntPosition(3), Payload: []byte("payload 2")})}),
+			o: obs(walkOf(pg("", "c1", ev(1), ev(2))), Retry{Of: 0, Page: pg("", "c1", ev(1), reconcile.Event{ID: "e2", Position: coord.IntPosition(3), Payload: []byte("payload 2")})}),
 		},
 		{
 			name: "a malformed retry is judged by positions, not retries",
@@ -631,7 +631,7 @@ func TestDocsDescribeEveryCheck(t *testing.T) {
 func TestFirstPositionFindings(t *testing.T) {
 	from := func(origin int64, f ...func(*provider.Contract)) provider.Contract {
 		return with(dense, func(c *provider.Contract) {
-			c.FirstPosition = coord.IntPosition(origin)
+			c.FirstPosition = provider.IntPosition(origin)
 			for _, g := range f {
 				g(c)
 			}

@@ -16,4 +16,9 @@
 //   - An idle round costs two small reads (the membership epoch and the
 //     record's root), whatever the number of partitions; the whole
 //     membership and every checkpoint are read only when the epoch changes.
+//   - When a round runs is the driver's, paced by Pacer: a change of this
+//     process at once, at most one round per minimum gap; idle rounds
+//     slower and slower while nothing changes. Pacing is timing only: any
+//     schedule of rounds keeps the invariants above (the simulator runs
+//     rounds at arbitrary steps).
 package publish

@@ -62,6 +62,10 @@ type Prepared struct {
 	// EpochChanged is set when it is newer than the previous round's.
 	Membership   store.Membership
 	EpochChanged bool
+	// RecordChanged is set when the published record read differs from
+	// the one the previous round read (another instance, or this one,
+	// published since).
+	RecordChanged bool
 	// Snapshot is the frontier the publisher knows.
 	Snapshot frontier.Snapshot
 	// Next is the record to write, nil when nothing is to be published.
@@ -125,6 +129,7 @@ func (p *Publisher) Prepare(ctx context.Context) (Prepared, error) {
 	case err != nil:
 		return out, fmt.Errorf("reading the published record: %w", err)
 	}
+	out.RecordChanged = changed
 	if changed && f.Epoch == m.Epoch {
 		for part, w := range f.Vector {
 			_, _ = p.tracker.Apply(part, w)

@@ -94,8 +94,8 @@ func Build(in BuildInput) (Witness, error) {
 			return Witness{}, &DuplicateIDError{Partition: in.Partition, ID: e.ID, IDHash: HashID(e.ID), Positions: [2]coord.Position{p, e.Position}}
 		}
 		seen[e.ID] = e.Position
-		if e.Position.Kind != in.Contract.EffectivePositionKind() {
-			return Witness{}, &KindError{Partition: in.Partition, Index: i, Position: e.Position, Want: in.Contract.EffectivePositionKind()}
+		if e.Position.Kind != PositionKind(in.Contract) {
+			return Witness{}, &KindError{Partition: in.Partition, Index: i, Position: e.Position, Want: PositionKind(in.Contract)}
 		}
 		if in.Contract.Ordered() && i > 0 && e.Position.Compare(r.Events[i-1].Position) <= 0 {
 			return Witness{}, &OrderError{Partition: in.Partition, Index: i, Previous: r.Events[i-1].Position, Position: e.Position}

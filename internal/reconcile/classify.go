@@ -363,7 +363,7 @@ func unsafe(c Contract, b boundary, h history, prior []Witness, w Witness, shift
 // watermark covers them (as it would a rule (b) gap); below it the source
 // does not start where the contract says, and nothing covers that.
 func firstPageGap(c Contract, w Witness, first coord.Position) string {
-	o := c.FirstPosition
+	o := FirstPosition(c)
 	if o.IsZero() || first == o {
 		return ""
 	}

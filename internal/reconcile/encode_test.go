@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -104,6 +105,10 @@ func TestDecodeEvents_Errors(t *testing.T) {
 		{"consecutive overflow", overflowing(), "overflow"},
 		{"consecutive with trailing bytes", append(append([]byte{}, consecutive...), 0), "trailing"},
 		{"consecutive, varint runs out", append([]byte{formatConsecutive, 1}, append(bytesOf(0x80, 17), 0x80)...), "bad first position"},
+		{"unknown shared format", []byte{formatKinded + sharedDigest + 1, 2}, "unknown format 7"},
+		{"shared digest of one event", append([]byte{formatConsecutive + sharedDigest, 1}, make([]byte, 8+1+8)...), "two events"},
+		{"shared digest cut short", []byte{formatDelta + sharedDigest, 2, 0, 0, 0}, "two events and 8 bytes"},
+		{"shared, count too large", append([]byte{formatDelta + sharedDigest, 3}, make([]byte, 8+2*9)...), "do not fit"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := DecodeEvents(tc.b)
@@ -167,4 +172,104 @@ func FuzzDecodeEvents(f *testing.F) {
 		require.NoError(t, err)
 		require.Equal(t, events, again)
 	})
+}
+
+// sharedPage is eventPage with one digest for every event: what a constant
+// semantic projection (payload changes do not matter) gives.
+func sharedPage(first int64, n int, step func(i int) int64) []EventWitness {
+	out := eventPage(first, n, step)
+	for i := range out {
+		out[i].Digest = HashPayload(nil)
+	}
+	return out
+}
+
+// A page whose events share one digest writes it once: 8 bytes an event, so
+// the witness of a 100-event page fits one DynamoDB write unit; every
+// position layout round-trips; one event, or digests that differ, keep the
+// per-event form.
+func TestEncodeEvents_SharedDigestIsWrittenOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		events []EventWitness
+		format byte
+		max    int
+	}{
+		{"100 dense events", sharedPage(1_000_501, 100, func(int) int64 { return 1 }), formatConsecutive + sharedDigest, 813},
+		{"100 sparse events", sharedPage(1_000_501, 100, func(i int) int64 { return 1 + int64(i%60) }), formatDelta + sharedDigest, 912},
+		{"decimal sequence numbers", func() []EventWitness {
+			ev := decimalPage(t, "49590338271490256608559692538361571095921575989136588800", 100)
+			for i := range ev {
+				ev[i].Digest = 7
+			}
+			return ev
+		}(), formatKinded + sharedDigest, 100 * (idBytes + 8)},
+		{"all digests zero", []EventWitness{{IDHash: 1, Position: coord.IntPosition(3)}, {IDHash: 2, Position: coord.IntPosition(9)}}, formatDelta + sharedDigest, 30},
+		{"one event", sharedPage(5, 1, nil), formatConsecutive, 20},
+		{"one digest differs", func() []EventWitness { ev := sharedPage(5, 3, func(int) int64 { return 1 }); ev[2].Digest++; return ev }(), formatConsecutive, 2 + 1 + 3*eventBytes},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := EncodeEvents(tc.events)
+			t.Logf("%s: %d bytes", tc.name, len(b))
+			assert.Equal(t, tc.format, b[0])
+			assert.LessOrEqual(t, len(b), tc.max)
+			got, err := DecodeEvents(b)
+			require.NoError(t, err)
+			assert.Equal(t, tc.events, got)
+		})
+	}
+}
+
+// Witnesses written by the previous release (formats 1 to 3, 16 bytes an
+// event, also when every event has the same digest) are still read, to
+// the same events the current form of the page reads.
+func TestDecodeEvents_ReadsThePreviousFormats(t *testing.T) {
+	be := func(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+	cat := func(parts ...[]byte) []byte {
+		var out []byte
+		for _, p := range parts {
+			out = append(out, p...)
+		}
+		return out
+	}
+	two := []EventWitness{
+		{IDHash: 0x0102030405060708, Position: coord.IntPosition(5), Digest: 0xaa},
+		{IDHash: 0x1112131415161718, Position: coord.IntPosition(6), Digest: 0xaa},
+	}
+	kinded := []EventWitness{
+		{IDHash: 1, Position: coord.StringPosition("a/b/1.json"), Digest: 0xaa},
+		{IDHash: 2, Position: coord.StringPosition("a/b/10.json"), Digest: 0xaa},
+	}
+	for _, tc := range []struct {
+		name string
+		old  []byte
+		want []EventWitness
+	}{
+		// format, count, first position (zigzag 5 = 10), then id hash and
+		// digest of each event.
+		{"consecutive (2)", cat([]byte{2, 2, 10}, be(two[0].IDHash), be(0xaa), be(two[1].IDHash), be(0xaa)), two},
+		// format, count, then each position's zigzag delta (5: 10, 1: 2)
+		// before its hashes.
+		{"delta (1)", cat([]byte{1, 2, 10}, be(two[0].IDHash), be(0xaa), []byte{2}, be(two[1].IDHash), be(0xaa)), two},
+		// format, count, then per event: kind, zigzag Int delta, shared
+		// prefix length, suffix length, suffix, hashes.
+		{"kinded (3)", cat([]byte{3, 2},
+			[]byte{byte(coord.KindString), 0, 0, 10}, []byte("a/b/1.json"), be(1), be(0xaa),
+			[]byte{byte(coord.KindString), 0, 5, 6}, []byte("0.json"), be(2), be(0xaa)), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := tc.want
+			if want == nil {
+				want = kinded
+			}
+			got, err := DecodeEvents(tc.old)
+			require.NoError(t, err)
+			assert.Equal(t, want, got)
+			now := EncodeEvents(want)
+			assert.Greater(t, now[0], sharedDigest, "the current form shares the digest")
+			again, err := DecodeEvents(now)
+			require.NoError(t, err)
+			assert.Equal(t, got, again)
+		})
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/provider"
 )
 
 // Kinesis-style sequence numbers: 56 digits, far beyond int64.
@@ -28,8 +29,8 @@ func evAt(id string, p coord.Position) Event {
 // found across a carry, an omitted event of a string-keyed listing is
 // divergence, and a watermark of the positions' kind covers them.
 func TestClassifyPositionsOfDeclaredKinds(t *testing.T) {
-	denseDec := with(dense, func(c *Contract) { c.PositionKind = coord.KindDecimal })
-	keys := with(sparse, func(c *Contract) { c.PositionKind = coord.KindString })
+	denseDec := with(dense, func(c *Contract) { c.PositionKind = provider.KindDecimal })
+	keys := with(sparse, func(c *Contract) { c.PositionKind = provider.KindString })
 	keysCovered := with(keys, func(c *Contract) { c.WatermarkCoversPositions = true })
 	key := func(s string) coord.Position { return coord.StringPosition(s) }
 	obj := func(id string) Event { return evAt(id, key(id)) }
@@ -85,7 +86,7 @@ func TestClassifyPositionsOfDeclaredKinds(t *testing.T) {
 // A response whose positions are not of the declared kind is a bad
 // response, whatever else it holds.
 func TestBuildRefusesAPositionOfAnotherKind(t *testing.T) {
-	c := with(sparse, func(c *Contract) { c.PositionKind = coord.KindDecimal })
+	c := with(sparse, func(c *Contract) { c.PositionKind = provider.KindDecimal })
 	_, err := Build(BuildInput{Scope: scope, Partition: part, Generation: 1, AttemptID: "a", Contract: c,
 		Response: resp("n", evAt("a", seqPos(t, "1")), ev("b", 7))})
 	var ke *KindError

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/sdkcoord"
 	"github.com/tidemark/tidemark/provider"
 )
 
@@ -16,7 +17,7 @@ import (
 // gap handled per the contract's recovery, like any coverage rule (b) gap.
 func TestClassifyChecksTheFirstPageAgainstTheDeclaredFirstPosition(t *testing.T) {
 	from := func(c Contract, origin int64) Contract {
-		return with(c, func(c *Contract) { c.FirstPosition = coord.IntPosition(origin) })
+		return with(c, func(c *Contract) { c.FirstPosition = provider.IntPosition(origin) })
 	}
 	parking := with(dense, func(c *Contract) { c.Recovery = provider.RecoveryPark })
 	covering := with(dense, func(c *Contract) { c.WatermarkCoversPositions = true })
@@ -87,7 +88,7 @@ func TestClassifyChecksADecimalFirstPosition(t *testing.T) {
 		return p
 	}
 	c := with(dense, func(c *Contract) {
-		c.PositionKind, c.FirstPosition = coord.KindDecimal, pos("49590338271490256608559692538361571095921575989136588800")
+		c.PositionKind, c.FirstPosition = provider.KindDecimal, sdkcoord.SDKPosition(pos("49590338271490256608559692538361571095921575989136588800"))
 	})
 	require.NoError(t, c.Validate())
 	page := func(first string) Response {

@@ -50,8 +50,8 @@ type Completion struct {
 	// the contract's finality (Contract.Final; zero: none). It is never
 	// derived from event positions.
 	Watermark coord.Watermark
-	// Basis names the finality Watermark rests on (Contract.Basis).
-	Basis string
+	// Basis is the finality Watermark rests on (Contract.Basis).
+	Basis Basis
 	// NotFinal, when not empty, says why the response's CompleteThrough
 	// does not become a durable watermark.
 	NotFinal string
@@ -76,11 +76,11 @@ type Completion struct {
 // otherwise its witness stays pending. A seal flag or the absence of events
 // is never evidence.
 func CanPromote(c Contract, w Witness) Completion {
-	fin := c.Final(w.CompleteThrough)
+	fin := FinalOf(c, w.CompleteThrough)
 	comp := Completion{Watermark: fin.Watermark, Basis: fin.Basis, NotFinal: fin.Reason}
 	if c.OffsetUnproven {
 		// No completeness is claimed (Build records no watermark either).
-		comp.Watermark, comp.Basis = coord.Watermark{}, ""
+		comp.Watermark, comp.Basis = coord.Watermark{}, Basis{}
 	}
 	if n := len(w.Events); n > 0 {
 		comp.Applied, comp.HasApplied = top(w)
@@ -146,9 +146,9 @@ type Promotion struct {
 	// finality makes it final (Contract.Final), when it does not lower the
 	// durable one; zero keeps the stored watermark.
 	Watermark coord.Watermark
-	// Finality, with a Watermark, names the finality it rests on
-	// (Contract.Basis: "source", "append_only_writer assertion", "lag 5m0s").
-	Finality string
+	// Finality, with a Watermark, is the finality it rests on
+	// (Contract.Basis: source, an append-only writer assertion, a lag).
+	Finality Basis
 	// Applied, when HasApplied, is the new durable applied boundary: the
 	// greatest of the response's last position and the current boundary.
 	Applied    coord.Position

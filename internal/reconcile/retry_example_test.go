@@ -207,9 +207,9 @@ func TestRetryExample_EmptyResponseAtBoundary700_WithCoverageMarker_Promotes(t *
 			require.True(t, comp.Complete, comp.Reason)
 			d := decide(tc.contract, cp, w, v, append(prior, w)...)
 			require.Equal(t, Promote, d.Action, d.Reason)
-			basis := ""
+			var basis Basis
 			if !tc.mark.IsZero() {
-				basis = "source"
+				basis = Basis{Finality: provider.FinalitySource}
 			}
 			assert.Equal(t, Promotion{
 				Scope: scope, Partition: part, FromCursor: []byte("C41"), FromGeneration: 4,

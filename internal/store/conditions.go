@@ -81,6 +81,7 @@ func (p Promotion) Apply(c Checkpoint) Checkpoint {
 		c.Applied, c.HasApplied, c.AppliedID = p.Applied, true, p.AppliedID
 	}
 	c.Complete = p.Complete
+	c.Failing = "" // progress: the failures it noted are over
 	if p.Violations != nil {
 		c.Violations = maps.Clone(p.Violations)
 	}
@@ -89,7 +90,7 @@ func (p Promotion) Apply(c Checkpoint) Checkpoint {
 	}
 	if p.Reset {
 		// The coordinates restart with the incarnation.
-		c.Watermark, c.Finality = coord.Watermark{}, ""
+		c.Watermark, c.Finality = coord.Watermark{}, reconcile.Basis{}
 		c.Applied, c.HasApplied, c.AppliedID = coord.Position{}, false, ""
 		c.IncarnationEpoch = p.Epoch
 		c.Reread = RereadState{}

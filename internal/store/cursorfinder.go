@@ -37,7 +37,7 @@ func SortedKeys(found map[Key]bool, limit int) []Key {
 }
 
 // FindCursorFinder returns the CursorFinder s is or wraps (nil when none).
-func FindCursorFinder(s Store) CursorFinder {
+func FindCursorFinder(s any) CursorFinder {
 	for s != nil {
 		if f, ok := s.(CursorFinder); ok {
 			return f

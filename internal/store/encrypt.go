@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hkdf"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
@@ -13,6 +14,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/tink-crypto/tink-go/v2/daead/subtle"
 
 	"github.com/tidemark/tidemark/internal/reconcile"
 )
@@ -28,25 +31,44 @@ type CursorKey struct {
 const MaxKeyIDBytes = 32
 
 // SealOverhead is the most bytes encryption adds to a cursor (magic, key
-// id, nonce, tag). Backends accept cursors of MaxCursorBytes+SealOverhead so
-// that every cursor the input accepts can be stored encrypted.
+// id, nonce, tag: the format-1 layout, the longer of the two). Backends
+// accept cursors of MaxCursorBytes+SealOverhead so that every cursor the
+// input accepts can be stored encrypted, in either format.
 const SealOverhead = 5 + 1 + MaxKeyIDBytes + nonceSize + 16 // len(sealMagic) is 5
 
 const nonceSize = 12
 
-// sealMagic starts every encrypted value; a stored value without it is a
-// plaintext cursor written before encryption was turned on, read as is.
-var sealMagic = []byte{0xff, 't', 'm', 'c', '1'}
+// The two formats of an encrypted cursor; a stored value that starts with
+// neither magic is a plaintext cursor written before encryption was turned
+// on, read as is.
+//
+//   - format 2, written: sealMagic2, the key id's length and the key id,
+//     then AES-SIV (RFC 5297, AES-SIV-CMAC with a 512-bit key, Tink's
+//     daead/subtle) of the cursor with the partition's associated data: the
+//     16-byte synthetic IV followed by the ciphertext. A standard
+//     deterministic AEAD: equal (associated data, cursor) pairs encrypt to
+//     equal bytes, and nothing else is revealed.
+//   - format 1, still read (cursors stored by earlier releases): sealMagic,
+//     the key id's length and the key id, a 12-byte nonce, then AES-256-GCM
+//     of the cursor with the associated data; the nonce is an HMAC-SHA256
+//     of the associated data and the cursor.
+var (
+	sealMagic  = []byte{0xff, 't', 'm', 'c', '1'}
+	sealMagic2 = []byte{0xff, 't', 'm', 'c', '2'}
+)
 
-// cursorCipher encrypts cursors with AES-256-GCM under the active key and
-// decrypts under any known key. Encryption is deterministic: the nonce is
-// an HMAC-SHA256 (under a key derived from the cursor key) of the
-// associated data (scope and partition) and the plaintext, so that equal
-// cursors of a partition encrypt to equal bytes and the backends' conditional
-// writes (which compare stored cursors byte for byte) keep fencing. Equal
-// (associated data, plaintext) pairs are the only ones that share a nonce,
-// and they produce the same ciphertext: GCM's nonce-reuse failure needs two
-// different messages under one nonce.
+// isSealed reports whether stored starts with the magic of either format.
+func isSealed(stored []byte) bool {
+	return bytes.HasPrefix(stored, sealMagic2) || bytes.HasPrefix(stored, sealMagic)
+}
+
+// cursorCipher encrypts cursors with AES-SIV (format 2) under the active
+// key and decrypts either format under any known key. Encryption is
+// deterministic, so that equal cursors of a partition encrypt to equal
+// bytes and the backends' conditional writes (which compare stored cursors
+// byte for byte) keep fencing; a condition on a cursor stored in format 1
+// or under an older key is retried with the stored bytes when they decrypt
+// to the cursor the writer named (Encrypted).
 type cursorCipher struct {
 	active string
 	keys   map[string]cursorKey
@@ -56,6 +78,9 @@ type cursorCipher struct {
 }
 
 type cursorKey struct {
+	// siv encrypts and decrypts format 2.
+	siv *subtle.AESSIV
+	// aead and nonceKey decrypt (and, in tests, write) format 1.
 	aead     cipher.AEAD
 	nonceKey []byte
 }
@@ -83,7 +108,15 @@ func newCursorCipher(keys []CursorKey, active string) (*cursorCipher, error) {
 		if err != nil {
 			return nil, err
 		}
-		c.keys[k.ID] = cursorKey{aead: aead, nonceKey: derive(k.Key, "tidemark cursor nonce key v1")}
+		sivKey, err := hkdf.Key(sha256.New, k.Key, nil, "tidemark cursor encryption key v2 (AES-SIV-CMAC-512)", subtle.AESSIVKeySize)
+		if err != nil {
+			return nil, err
+		}
+		siv, err := subtle.NewAESSIV(sivKey)
+		if err != nil {
+			return nil, err
+		}
+		c.keys[k.ID] = cursorKey{siv: siv, aead: aead, nonceKey: derive(k.Key, "tidemark cursor nonce key v1")}
 	}
 	if c.active == "" && len(keys) == 1 {
 		c.active = keys[0].ID
@@ -112,10 +145,27 @@ func aad(k Key) []byte {
 	return append(b, k.Partition...)
 }
 
-// seal encrypts plaintext for partition k under the active key (nil and
-// empty stay as they are: the start of a partition; without keys, every
-// cursor stays as it is: RefuseSealed).
+// seal encrypts plaintext for partition k under the active key, in format
+// 2 (nil and empty stay as they are: the start of a partition; without
+// keys, every cursor stays as it is: RefuseSealed).
 func (c *cursorCipher) seal(k Key, plaintext []byte) []byte {
+	if len(plaintext) == 0 || c.active == "" {
+		return plaintext
+	}
+	ct, err := c.keys[c.active].siv.EncryptDeterministically(plaintext, aad(k))
+	if err != nil { // only for plaintexts near 2^63 bytes, refused long before
+		panic(err)
+	}
+	out := make([]byte, 0, len(sealMagic2)+1+len(c.active)+len(ct))
+	out = append(out, sealMagic2...)
+	out = append(out, byte(len(c.active)))
+	out = append(out, c.active...)
+	return append(out, ct...)
+}
+
+// sealV1 encrypts plaintext in format 1, as releases before format 2 did:
+// the tests' stand-in for cursors those releases stored.
+func (c *cursorCipher) sealV1(k Key, plaintext []byte) []byte {
 	if len(plaintext) == 0 || c.active == "" {
 		return plaintext
 	}
@@ -138,11 +188,16 @@ func (c *cursorCipher) seal(k Key, plaintext []byte) []byte {
 // prefix is a plaintext cursor stored before encryption and is returned as
 // is.
 func (c *cursorCipher) open(k Key, stored []byte) ([]byte, error) {
-	if !bytes.HasPrefix(stored, sealMagic) {
+	v2 := bytes.HasPrefix(stored, sealMagic2)
+	if !v2 && !bytes.HasPrefix(stored, sealMagic) {
 		return stored, nil
 	}
-	rest := stored[len(sealMagic):]
-	if len(rest) < 1 || len(rest) < 1+int(rest[0])+nonceSize {
+	rest := stored[len(sealMagic):] // both magics are 5 bytes
+	minBody := nonceSize
+	if v2 {
+		minBody = aes.BlockSize // the synthetic IV
+	}
+	if len(rest) < 1 || len(rest) < 1+int(rest[0])+minBody {
 		return nil, fmt.Errorf("store: an encrypted cursor of %s is truncated", k)
 	}
 	id := string(rest[1 : 1+int(rest[0])])
@@ -154,7 +209,13 @@ func (c *cursorCipher) open(k Key, stored []byte) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("store: a cursor of %s is encrypted under key id %q, which cursor_encryption does not list", k, id)
 	}
-	plain, err := ck.aead.Open(nil, rest[:nonceSize], rest[nonceSize:], aad(k))
+	var plain []byte
+	var err error
+	if v2 {
+		plain, err = ck.siv.DecryptDeterministically(rest, aad(k))
+	} else {
+		plain, err = ck.aead.Open(nil, rest[:nonceSize], rest[nonceSize:], aad(k))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("store: a cursor of %s does not decrypt under key id %q (wrong key, or the value was altered)", k, id)
 	}
@@ -239,11 +300,24 @@ func KeyedDigest(k []byte, d string) string {
 // a store not wrapped by Encrypted returns for an encrypted checkpoint or
 // witness). Tools that read the raw store use it to refuse, or to say so,
 // instead of hashing or comparing ciphertext as if it were a cursor.
-func IsSealedCursor(stored []byte) bool { return bytes.HasPrefix(stored, sealMagic) }
+func IsSealedCursor(stored []byte) bool { return isSealed(stored) }
+
+// SealedKeyID returns the key id a value stored encrypted names (false
+// for a value stored in clear, or one too short to name one).
+func SealedKeyID(stored []byte) (string, bool) {
+	if !IsSealedCursor(stored) {
+		return "", false
+	}
+	rest := stored[len(sealMagic):]
+	if len(rest) < 1 || len(rest) < 1+int(rest[0]) {
+		return "", false
+	}
+	return string(rest[1 : 1+int(rest[0])]), true
+}
 
 // IsEncrypted reports whether s encrypts cursors (it is, or wraps, a store
 // returned by Encrypted).
-func IsEncrypted(s Store) bool {
+func IsEncrypted(s any) bool {
 	for s != nil {
 		if e, ok := s.(*encryptedStore); ok {
 			return e.c.active != ""
@@ -259,15 +333,17 @@ func IsEncrypted(s Store) bool {
 
 // Encrypted wraps s so that the cursors of checkpoints (Cursor, and a
 // promotion's From and To) and of witnesses (InputCursor, Successor) are
-// stored encrypted with AES-256-GCM under the active key of keys, and read
-// back decrypted under whichever listed key encrypted them. Values stored
-// in plaintext (before encryption was turned on) are read as they are.
+// stored encrypted with AES-SIV (format 2, see sealMagic2) under the active
+// key of keys, and read back decrypted under whichever listed key
+// encrypted them, in either format. Values stored in plaintext (before
+// encryption was turned on) are read as they are.
 //
 // Conditional writes keep fencing: encryption is deterministic (see
 // cursorCipher), so a cursor encrypts to the bytes stored for it. After a
-// key rotation the stored value may be under an older key: a write whose
-// condition then fails on the cursor alone is retried once with the stored
-// bytes, when they decrypt to the cursor the writer named.
+// key rotation, or over a cursor stored in format 1, the stored value may
+// differ: a write whose condition then fails on the cursor alone is
+// retried once with the stored bytes, when they decrypt to the cursor the
+// writer named.
 func Encrypted(s Store, keys []CursorKey, active string) (Store, error) {
 	c, err := newCursorCipher(keys, active)
 	if err != nil {
@@ -365,6 +441,35 @@ func (s *encryptedStore) SetParked(ctx context.Context, k Key, cursor []byte, ge
 	return s.checkpoint(cp, err)
 }
 
+func (s *encryptedStore) NoteFailure(ctx context.Context, k Key, cursor []byte, generation uint64, lease Lease, note string) (Checkpoint, error) {
+	if err := CheckCursor("cursor", cursor); err != nil {
+		return Checkpoint{}, err
+	}
+	sealed := s.c.seal(k, cursor)
+	note = s.c.keyText(note)
+	cp, err := s.Store.NoteFailure(ctx, k, sealed, generation, lease, note)
+	if errors.Is(err, ErrFenced) {
+		if stored, ok := s.storedCursor(ctx, k, cursor, generation); ok && !bytes.Equal(stored, sealed) {
+			cp, err = s.Store.NoteFailure(ctx, k, stored, generation, lease, note)
+		}
+	}
+	return s.checkpoint(cp, err)
+}
+
+// SwapMembership keys the cursor digests of the record's reason (a
+// withdrawal names the cursor of the page that showed a contract
+// violation) and of its repair log. The record is read back as stored, so
+// the frontier a publisher computes from it names the same keyed digests
+// as the published record it compares it with: keying here never makes a
+// publisher write the same frontier again. The published record is not
+// keyed itself: its reason is the membership's, read keyed, and text of
+// the frontier core that names no cursor.
+func (s *encryptedStore) SwapMembership(ctx context.Context, prevEpoch uint64, next Membership) (Membership, error) {
+	next.Reason = s.c.keyText(next.Reason)
+	next.Repairs = s.c.keyRepairs(next.Repairs)
+	return s.Store.SwapMembership(ctx, prevEpoch, next)
+}
+
 func (s *encryptedStore) Unpark(ctx context.Context, k Key, cursor []byte, generation uint64, lease Lease, repairs []RepairEntry) (Checkpoint, error) {
 	if err := CheckCursor("cursor", cursor); err != nil {
 		return Checkpoint{}, err
@@ -399,10 +504,6 @@ func (s *encryptedStore) ListCheckpoints(ctx context.Context, scope string) ([]C
 
 func (s *encryptedStore) ClaimLease(ctx context.Context, k Key, expect Lease, owner string) (Checkpoint, error) {
 	return s.checkpoint(s.Store.ClaimLease(ctx, k, expect, owner))
-}
-
-func (s *encryptedStore) RenewLease(ctx context.Context, k Key, held Lease) (Checkpoint, error) {
-	return s.checkpoint(s.Store.RenewLease(ctx, k, held))
 }
 
 func (s *encryptedStore) ReleaseLease(ctx context.Context, k Key, held Lease) (Checkpoint, error) {

@@ -7,10 +7,9 @@ import (
 
 // Leases (scale-out: several instances share a scope's partitions).
 //
-// Liveness is the instance heartbeat (heartbeat.go): the input never
-// renews a partition's lease, so the counter moves only on claim, takeover
-// (a claim expecting a dead owner's lease) and release. RenewLease remains
-// for the simulator's per-partition lease mode.
+// Liveness is the instance heartbeat (heartbeat.go): a partition's lease
+// is never renewed, so the counter moves only on claim, takeover (a claim
+// expecting a dead owner's lease) and release.
 //
 // A partition's lease lives on its checkpoint record, so that fencing stays
 // ONE condition on ONE record: a promotion by a lease holder is conditional
@@ -21,7 +20,6 @@ import (
 // n the counter):
 //
 //	no lease {"", 0} ──ClaimLease(expect {"",0}, o)──▶ {o, 1}
-//	{o, n}  ──RenewLease({o,n})────────────▶ {o, n+1}
 //	{o, n}  ──ClaimLease(expect {o,n}, o')──▶ {o', n+1}   steal, or take-over of an expired lease
 //	{o, n}  ──ReleaseLease({o,n})──────────▶ {"", n+1}    graceful hand-off
 //	{"", n} ──ClaimLease(expect {"",n}, o)──▶ {o, n+1}
@@ -83,17 +81,13 @@ func ClaimedLease(expect Lease, owner string) Lease {
 	return Lease{Owner: owner, Counter: expect.Counter + 1}
 }
 
-// RenewedLease is the lease RenewLease(held) writes.
-func RenewedLease(held Lease) Lease { return Lease{Owner: held.Owner, Counter: held.Counter + 1} }
-
 // ReleasedLease is the lease ReleaseLease(held) writes: no owner, the next
 // counter.
 func ReleasedLease(held Lease) Lease { return Lease{Counter: held.Counter + 1} }
 
 // LeaseConflict returns "" when the stored checkpoint (nil: none stored)
 // holds exactly want, and otherwise the reason it does not. It is the
-// condition of ClaimLease (want = expect), RenewLease and ReleaseLease
-// (want = held).
+// condition of ClaimLease (want = expect) and ReleaseLease (want = held).
 func LeaseConflict(want Lease, stored *Checkpoint) string {
 	switch {
 	case stored == nil:
@@ -120,8 +114,8 @@ func ValidateClaim(k Key, expect Lease, owner string) error {
 	return checkCounter(expect)
 }
 
-// ValidateHeld checks the arguments of RenewLease and ReleaseLease: the
-// held lease must name an owner.
+// ValidateHeld checks the arguments of ReleaseLease: the held lease must
+// name an owner.
 func ValidateHeld(k Key, held Lease) error {
 	if err := k.Validate(); err != nil {
 		return err

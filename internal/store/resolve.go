@@ -26,7 +26,7 @@ import (
 // err is non-nil only when the checkpoint could not be read
 // (ErrNotFound or a transport failure): the outcome is still unknown;
 // call again later.
-func ResolvePromotion(ctx context.Context, s Store, p Promotion) (Checkpoint, bool, error) {
+func ResolvePromotion(ctx context.Context, s CheckpointStore, p Promotion) (Checkpoint, bool, error) {
 	cp, err := s.LoadCheckpoint(ctx, p.Key)
 	if err != nil {
 		return Checkpoint{}, false, fmt.Errorf("store: resolving promotion of %s from generation %d: %w", p.Key, p.FromGeneration, err)

@@ -58,9 +58,6 @@ func (k Key) Validate() error {
 // stored whole and never truncated; a larger one is refused with ErrInvalid.
 const MaxCursorBytes = 64 << 10
 
-// MaxFinalityBytes is the longest Checkpoint.Finality a store accepts.
-const MaxFinalityBytes = 64
-
 // MaxAppliedIDBytes is the longest event id a checkpoint records as its
 // AppliedID; the partition machine records no id for a longer one.
 const MaxAppliedIDBytes = 1 << 10
@@ -85,11 +82,12 @@ type Checkpoint struct {
 	Generation uint64
 	// Watermark is the complete-through watermark: zero when none is proven.
 	Watermark coord.Watermark
-	// Finality names what Watermark's finality rests on, as the contract
-	// declared it when Watermark was written ("source", "append_only_writer
-	// assertion", "lag 5m0s"; provider.Contract.Basis). Empty when unknown
-	// (no watermark, or one written before finality was recorded).
-	Finality string
+	// Finality is what Watermark's finality rests on, as the contract
+	// declared it when Watermark was written (provider.Contract.Basis: its
+	// text "source", "append_only_writer assertion", "lag 5m0s" is what
+	// stores keep). Zero when unknown (no watermark, or one written before
+	// finality was recorded).
+	Finality reconcile.Basis
 	// Applied is the source position of the last event with a durable
 	// terminal outcome at or before Cursor: the durable applied boundary.
 	// HasApplied is false until some event was applied.
@@ -108,6 +106,12 @@ type Checkpoint struct {
 	PromotedWitness string
 	// Parked, when not empty, is the reason the partition stopped advancing.
 	Parked string
+	// Failing, when not empty, says why the partition's fetches keep
+	// failing transiently (it is retried for ever, never parked): the
+	// worker's note (NoteFailure), rewritten at most once a
+	// chain.FailureNoteInterval while the failures last. Any promotion
+	// clears it.
+	Failing string
 	// Complete is set by a promotion that completed the partition: the
 	// provider sealed it, or a finite traversal ended (a last page without
 	// a successor under missing_successor: end_of_traversal). It survives
@@ -160,9 +164,9 @@ type Promotion struct {
 	// store refuses a watermark lower than the stored one (ErrFenced) and
 	// keeps the stored one when Watermark is zero.
 	Watermark coord.Watermark
-	// Finality, only with a Watermark, is written with it (at most
-	// MaxFinalityBytes); without a Watermark the stored one is kept.
-	Finality string
+	// Finality, only with a Watermark, is written with it (a basis a
+	// contract gives); without a Watermark the stored one is kept.
+	Finality reconcile.Basis
 	// Applied, when HasApplied, is the new durable applied boundary.
 	Applied    coord.Position
 	HasApplied bool
@@ -271,7 +275,7 @@ type Frontier struct {
 	Version uint64
 }
 
-// Store is the durable state of tidemark: the four roles below, each a
+// Store is the durable state of tidemark: the five roles below, each a
 // port of its own so that a component can ask for only the role it uses.
 // Implementations are safe for concurrent use. Errors other than the
 // sentinels below are transport failures after bounded retries; the caller
@@ -322,6 +326,12 @@ type CheckpointStore interface {
 	// when it names an owner).
 	// It never changes cursor, generation or watermark.
 	SetParked(ctx context.Context, k Key, cursor []byte, generation uint64, lease Lease, reason string) (Checkpoint, error)
+	// NoteFailure sets (note != "") or clears (note == "") the failure
+	// note (Checkpoint.Failing), conditional on the stored cursor and
+	// generation (and lease, when it names an owner), as SetParked. It is
+	// not progress: it never changes cursor, generation, watermark, park
+	// or lease.
+	NoteFailure(ctx context.Context, k Key, cursor []byte, generation uint64, lease Lease, note string) (Checkpoint, error)
 	// Unpark is an operator's unpark: in one write conditional on the
 	// stored cursor, generation (and lease, when it names an owner) and on
 	// the checkpoint being parked, it clears the park reason and replaces
@@ -354,11 +364,6 @@ type LeaseStore interface {
 	// partition, another owner's lease for a steal or the take-over of a
 	// lease seen expired. It writes Lease{owner, expect.Counter+1}.
 	ClaimLease(ctx context.Context, k Key, expect Lease, owner string) (Checkpoint, error)
-	// RenewLease proves the holder alive: conditional on the stored lease
-	// being held, it writes Lease{held.Owner, held.Counter+1}. (The input
-	// renews its instance heartbeat instead, heartbeat.go; the simulator's
-	// per-partition lease mode still renews leases.)
-	RenewLease(ctx context.Context, k Key, held Lease) (Checkpoint, error)
 	// ReleaseLease hands the partition off (graceful shutdown): conditional
 	// on the stored lease being held, it writes Lease{"", held.Counter+1},
 	// so the next claimant starts from a known, unowned state.

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -50,7 +49,7 @@ func CheckName(field, s string) error {
 // plaintext was checked against MaxCursorBytes before it was sealed.
 func CheckCursor(field string, b []byte) error {
 	limit := MaxCursorBytes
-	if bytes.HasPrefix(b, sealMagic) {
+	if isSealed(b) {
 		limit += SealOverhead
 	}
 	if len(b) > limit {
@@ -136,14 +135,14 @@ func (c Checkpoint) Validate() error {
 	return checkWatermark("watermark", c.Watermark)
 }
 
-// checkFinality checks a watermark's finality basis: valid UTF-8 within
-// MaxFinalityBytes, and only with a watermark.
-func checkFinality(f string, w coord.Watermark) error {
+// checkFinality checks a watermark's finality basis: one a contract gives
+// (reconcile.Basis.Validate), and only with a watermark.
+func checkFinality(f reconcile.Basis, w coord.Watermark) error {
 	switch {
-	case f == "":
+	case f.IsZero():
 		return nil
-	case len(f) > MaxFinalityBytes || !utf8.ValidString(f):
-		return fmt.Errorf("%w: watermark finality must be valid UTF-8 of at most %d bytes", ErrInvalid, MaxFinalityBytes)
+	case f.Validate() != nil:
+		return fmt.Errorf("%w: watermark finality: %v", ErrInvalid, f.Validate())
 	case w.IsZero():
 		return fmt.Errorf("%w: a watermark finality without a watermark", ErrInvalid)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 
+	"github.com/tidemark/tidemark/internal/awscreds/awscredsfield"
 	"github.com/tidemark/tidemark/internal/dynamostore"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/store/memstore"
@@ -56,7 +57,7 @@ const (
 )
 
 // DynamoFields are the config fields of a DynamoDB connection (table,
-// region, endpoint, create, max_retries, max_backoff), shared by the
+// region, endpoint, credentials, create, max_retries, max_backoff), shared by the
 // tidemark_dynamodb cache and the checkpoint store's `dynamodb` object.
 // Read them with DynamoConfigFromParsed.
 func DynamoFields() []*service.ConfigField {
@@ -70,9 +71,10 @@ func DynamoFields() []*service.ConfigField {
 			Default("").
 			Example("eu-west-1"),
 		service.NewStringField(dynFieldEndpoint).
-			Description("Overrides the DynamoDB endpoint, for DynamoDB Local or dynalite. Empty: AWS's endpoint for the region. Credentials always come from the SDK's default chain.").
+			Description("Overrides the DynamoDB endpoint, for DynamoDB Local or dynalite. Empty: AWS's endpoint for the region.").
 			Default("").
 			Example("http://127.0.0.1:8000"),
+		awscredsfield.Field(),
 		service.NewBoolField(dynFieldCreate).
 			Description("Create the table when it does not exist (on-demand billing) and wait until it is active. The input does it when it connects, retried with back-off while the store is unreachable; the cache at its first operation, and again at the next one after a failure.").
 			Default(false).
@@ -107,6 +109,9 @@ func DynamoConfigFromParsed(conf *service.ParsedConfig) (dynamostore.DynamoConfi
 	}
 	if cfg.Endpoint, err = conf.FieldString(dynFieldEndpoint); err != nil {
 		return cfg, err
+	}
+	if cfg.Credentials, err = awscredsfield.FromParsed(conf); err != nil {
+		return cfg, fmt.Errorf("dynamodb: %w", err)
 	}
 	if cfg.Create, err = conf.FieldBool(dynFieldCreate); err != nil {
 		return cfg, err
@@ -172,7 +177,7 @@ func CheckpointFields() []*service.ConfigField {
 			).Description("Every key that may have encrypted a stored cursor: old keys decrypt, the `active_id` key encrypts. Empty: cursors are stored in clear.").
 				Default([]any{}),
 		).
-			Description("Opt-in encryption at rest of the cursors and successors in checkpoints and witnesses, with AES-256-GCM (docs/design.md#cursor-protection-at-rest). Rotate by adding a key, making it `active_id`, and removing the old key once every checkpoint has been promoted since (each promotion re-encrypts). Values stored in clear before encryption was turned on are read as they are. Every component and instance of a scope must list the same keys; an input without the block refuses to start on a scope whose cursors are stored encrypted (naming the key id), rather than send ciphertext to the source. `tidemark status` shows the hash of the stored (encrypted) cursor.").
+			Description("Opt-in encryption at rest of the cursors and successors in checkpoints and witnesses, with AES-SIV (RFC 5297 deterministic authenticated encryption; cursors stored encrypted by earlier releases, with AES-256-GCM, are still read) (docs/design.md#cursor-protection-at-rest). Rotate by adding a key, making it `active_id`, and removing the old key once every checkpoint has been promoted since (each promotion re-encrypts). Values stored in clear before encryption was turned on are read as they are. Every component and instance of a scope must list the same keys; an input without the block refuses to start on a scope whose cursors are stored encrypted (naming the key id), rather than send ciphertext to the source. `tidemark status` shows the hash of the stored (encrypted) cursor.").
 			Example(map[string]any{fieldEncActive: "2026-12", fieldEncKeys: []any{
 				map[string]any{fieldEncKeyID: "2026-06", fieldEncKeyFile: "/run/secrets/tidemark-cursor-key-2026-06"},
 				map[string]any{fieldEncKeyID: "2026-12", fieldEncKeyEnv: "TIDEMARK_CURSOR_KEY"},
@@ -371,8 +376,9 @@ func ValidateCheckpoint(conf *service.ParsedConfig) error {
 // Connect: with `create: true` it creates the DynamoDB table when missing
 // (dynamostore.DynamoStore.Prepare). An error (a store that is down) is
 // returned for Benthos to retry the Connect with back-off; it is safe to
-// call again and does nothing once it succeeded.
-func Prepare(ctx context.Context, st store.Store, log *service.Logger) error {
+// call again and does nothing once it succeeded. st is the store (any of
+// its roles) that StoreFromParsed built.
+func Prepare(ctx context.Context, st any, log *service.Logger) error {
 	// A store that wraps another (cursor encryption) is readied through it.
 	for {
 		w, ok := st.(interface{ Unwrap() store.Store })

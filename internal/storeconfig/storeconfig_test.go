@@ -11,6 +11,7 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tidemark/tidemark/internal/awscreds"
 	"github.com/tidemark/tidemark/internal/store"
 
 	"github.com/tidemark/tidemark/internal/dynamostore"
@@ -31,6 +32,21 @@ func TestDynamoFieldsParse(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, dynamostore.DynamoConfig{Table: "t-1", Region: "eu-west-1", Endpoint: "http://h:1", Create: true, MaxRetries: -1, MaxBackoff: 100 * time.Millisecond, CallTimeout: 2 * time.Second}, cfg)
 
+	// The credentials object, with Redpanda Connect's field names.
+	conf, err = spec.ParseYAML("dynamodb: {credentials: {profile: analytics, role: 'arn:aws:iam::1:role/r', role_external_id: x}}", nil)
+	require.NoError(t, err)
+	cfg, err = DynamoConfigFromParsed(conf.Namespace("dynamodb"))
+	require.NoError(t, err)
+	require.Equal(t, awscreds.Config{Profile: "analytics", Role: "arn:aws:iam::1:role/r", RoleExternalID: "x"}, cfg.Credentials)
+	conf, err = spec.ParseYAML("dynamodb: {credentials: {id: AKID, secret: s, token: t}}", nil)
+	require.NoError(t, err)
+	cfg, err = DynamoConfigFromParsed(conf.Namespace("dynamodb"))
+	require.NoError(t, err)
+	require.Equal(t, awscreds.Config{ID: "AKID", Secret: "s", Token: "t"}, cfg.Credentials)
+	conf, err = spec.ParseYAML("dynamodb: {credentials: {id: AKID}}", nil)
+	require.NoError(t, err)
+	_, err = DynamoConfigFromParsed(conf.Namespace("dynamodb"))
+	require.ErrorContains(t, err, "id and secret go together")
 }
 
 // The memory backend of every component of one process is one store.

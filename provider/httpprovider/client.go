@@ -16,11 +16,12 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 
+	"github.com/tidemark/tidemark/internal/awscreds"
+	"github.com/tidemark/tidemark/internal/awscreds/awscredsfield"
 	"github.com/tidemark/tidemark/internal/redact"
 )
 
@@ -68,13 +69,19 @@ type SigV4 struct {
 	Service string
 	// Region is the signing region; empty: the SDK's default chain.
 	Region string
+	// Credentials: the `credentials` object (zero: the SDK's default
+	// chain).
+	Credentials awscreds.Config
 }
 
 func (c Client) validate() error {
 	if c.ProxyURL != "" {
 		u, err := url.Parse(c.ProxyURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("proxy_url %q is not an http(s) URL", c.ProxyURL)
+		if err != nil {
+			return fmt.Errorf("proxy_url is not a URL: %v", urlParseReason(err))
+		}
+		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("proxy_url %q is not an http(s) URL", u.Redacted())
 		}
 	}
 	if c.OAuth2.Enabled {
@@ -82,13 +89,23 @@ func (c Client) validate() error {
 			return errors.New("oauth2 needs token_url and client_key")
 		}
 		if _, err := url.Parse(c.OAuth2.TokenURL); err != nil {
-			return fmt.Errorf("oauth2.token_url: %v", err)
+			return fmt.Errorf("oauth2.token_url is not a URL: %v", urlParseReason(err))
 		}
 	}
 	if c.SigV4.Enabled && c.SigV4.Service == "" {
 		return errors.New("aws_sigv4 needs service (the AWS signing name, e.g. execute-api)")
 	}
 	return nil
+}
+
+// urlParseReason is why url.Parse refused a configured URL, without the
+// URL: a *url.Error quotes it whole, with any user info (a password).
+func urlParseReason(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
 }
 
 // transport is the round tripper of the provider's client.
@@ -153,7 +170,8 @@ func newAuthenticator(c Client, base *http.Client, o tokenOptions) (*authenticat
 		a.tokens = &tokenSource{src: cc.TokenSource(ctx), host: host, opts: o, turn: make(chan struct{}, 1)}
 	}
 	if c.SigV4.Enabled {
-		a.sigv4 = &sigv4Signer{service: c.SigV4.Service, region: c.SigV4.Region, signer: v4.NewSigner(), red: o.red}
+		o.red.Add(c.SigV4.Credentials.Secrets()...)
+		a.sigv4 = &sigv4Signer{service: c.SigV4.Service, region: c.SigV4.Region, creds: c.SigV4.Credentials, signer: v4.NewSigner(), red: o.red}
 	}
 	return a, nil
 }
@@ -300,29 +318,27 @@ func (a *authenticator) apply(ctx context.Context, req *http.Request, body []byt
 	return nil
 }
 
-// sigv4Signer signs with the SDK's default credential chain, loaded once.
+// sigv4Signer signs with the credentials object's credentials (the SDK's
+// default chain when it is empty), loaded once.
 type sigv4Signer struct {
 	service string
 	signer  *v4.Signer
+	creds   awscreds.Config
 
 	red *redact.Set // receives the credentials' secrets
 
-	mu     sync.Mutex // guards the lazily loaded region and creds
-	region string
-	creds  aws.CredentialsProvider
+	mu       sync.Mutex // guards the lazily loaded region and provider
+	region   string
+	provider aws.CredentialsProvider
 }
 
 func (s *sigv4Signer) sign(ctx context.Context, req *http.Request, body []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.creds == nil {
-		var opts []func(*awsconfig.LoadOptions) error
-		if s.region != "" {
-			opts = append(opts, awsconfig.WithRegion(s.region))
-		}
-		cfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+	if s.provider == nil {
+		cfg, err := awscreds.Load(ctx, s.creds, s.region)
 		if err != nil {
-			return fmt.Errorf("aws_sigv4: loading the AWS configuration: %w", err)
+			return fmt.Errorf("aws_sigv4: %w", err)
 		}
 		if s.region == "" {
 			s.region = cfg.Region
@@ -330,9 +346,9 @@ func (s *sigv4Signer) sign(ctx context.Context, req *http.Request, body []byte) 
 		if s.region == "" {
 			return errors.New("aws_sigv4: no region: set aws_sigv4.region or AWS_REGION")
 		}
-		s.creds = aws.NewCredentialsCache(cfg.Credentials)
+		s.provider = aws.NewCredentialsCache(cfg.Credentials)
 	}
-	creds, err := s.creds.Retrieve(ctx)
+	creds, err := s.provider.Retrieve(ctx)
 	if err != nil {
 		return fmt.Errorf("aws_sigv4: retrieving credentials: %w", err)
 	}
@@ -399,6 +415,9 @@ func clientFromParsed(conf *service.ParsedConfig, res *service.Resources) (Clien
 	}
 	if c.SigV4.Region, err = a.FieldString(hpFieldSigV4Region); err != nil {
 		return c, err
+	}
+	if c.SigV4.Credentials, err = awscredsfield.FromParsed(a); err != nil {
+		return c, fmt.Errorf("%s: %w", hpFieldSigV4, err)
 	}
 	return c, nil
 }

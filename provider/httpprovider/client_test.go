@@ -23,7 +23,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/provider"
 )
 
@@ -211,6 +210,26 @@ func TestClientProxyURL(t *testing.T) {
 	require.Error(t, err)
 }
 
+// A proxy_url or oauth2.token_url refused by the config never quotes its
+// user info: url.Parse's own error quotes the whole URL, password included.
+func TestRefusedConfiguredURLHidesItsUserInfo(t *testing.T) {
+	const pass = "s3cret-pr0xy-pass"
+	tests := []struct{ name, extra, want string }{
+		{"proxy_url not http(s)", "  proxy_url: 'socks5://user:" + pass + "@127.0.0.1:1080'\n", "is not an http(s) URL"},
+		{"proxy_url with a bad port", "  proxy_url: 'http://user:" + pass + "@127.0.0.1:80x'\n", "proxy_url is not a URL"},
+		{"proxy_url with a bad escape", "  proxy_url: 'http://user:" + pass + "%zz@127.0.0.1:3128'\n", "proxy_url is not a URL"},
+		{"token_url with a bad port", "  oauth2: { enabled: true, client_key: k, client_secret: s, token_url: 'http://user:" + pass + "@127.0.0.1:80x/token' }\n", "oauth2.token_url is not a URL"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := tryParseProvider(pageConfig("http://127.0.0.1:9", tc.extra), nil, nil)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.NotContains(t, err.Error(), pass)
+		})
+	}
+}
+
 // format: xml reads an S3-style listing: the mappings run against the XML
 // converted as Benthos's XML processor does; a single repeated element is
 // an object, not an array, which the events mapping normalises.
@@ -243,7 +262,7 @@ http:
 `, srv.URL), nil, nil)
 	first := fetch(t, p, "b", "")
 	assert.Equal(t, []string{"a.txt", "b.txt"}, ids(first))
-	assert.Equal(t, coord.IntPosition(2), first.Events[1].Position)
+	assert.Equal(t, provider.IntPosition(2), first.Events[1].Position)
 	assert.Equal(t, []byte("t2"), first.Successor)
 	assert.True(t, first.HasMore)
 	last := fetch(t, p, "b", "t2")

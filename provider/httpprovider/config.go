@@ -13,6 +13,7 @@ import (
 
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/redact"
+	"github.com/tidemark/tidemark/internal/sdkcoord"
 	"github.com/tidemark/tidemark/provider"
 )
 
@@ -23,6 +24,10 @@ type Backoff struct {
 	Initial time.Duration
 	// Max bounds every wait, a Retry-After header included (zero: 10s).
 	Max time.Duration
+	// MaxElapsed, when not zero, ends the retries of one fetch once that
+	// much time has passed since its first request (max_retries bounds
+	// them too).
+	MaxElapsed time.Duration
 }
 
 // Mappings are the Bloblang mappings from a response to a provider.Response.
@@ -214,8 +219,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Contract.DensePositions {
 		c.Contract.OrderedPositions = true
 	}
-	if c.Contract.PositionKind == coord.KindNone {
-		c.Contract.PositionKind = defaultPositionKind(c.Coordinate)
+	if c.Contract.PositionKind == provider.KindNone {
+		c.Contract.PositionKind = sdkcoord.SDKKind(defaultPositionKind(c.Coordinate))
 	}
 	return c, nil
 }
@@ -252,6 +257,9 @@ func (c Config) validate() error {
 	if c.Backoff.Initial < 0 || c.Backoff.Max < c.Backoff.Initial {
 		bad("backoff: want 0 < initial_interval (%s) <= max_interval (%s)", c.Backoff.Initial, c.Backoff.Max)
 	}
+	if c.Backoff.MaxElapsed < 0 {
+		bad("backoff: max_elapsed_time %s is negative", c.Backoff.MaxElapsed)
+	}
 	if c.MaxResponseBytes < 0 {
 		bad("max_response_bytes %d is negative", c.MaxResponseBytes)
 	}
@@ -276,7 +284,7 @@ func (c Config) validate() error {
 	if err := c.Contract.ValidPositionKind(); err != nil {
 		bad("contract.position_type: %v (dense means the next required position is known)", err)
 	}
-	if c.Contract.WatermarkCoversPositions && c.Contract.PositionKind != c.Coordinate {
+	if c.Contract.WatermarkCoversPositions && sdkcoord.Kind(c.Contract.PositionKind) != c.Coordinate {
 		bad("contract.watermark_covers_positions needs positions in the watermark's coordinate: position_type is %s, coordinate %s", c.Contract.PositionKind, c.Coordinate)
 	}
 	if c.Contract.HasFirstPosition() && !c.Contract.DensePositions {
@@ -292,7 +300,7 @@ func (c Config) validate() error {
 	if c.Contract.Rereads() && c.Mappings.CompleteThrough != nil {
 		bad("contract.reread_window: complete_through cannot also be mapped: under a re-read window the watermark is the pass's boundary less the window")
 	}
-	if c.Contract.Rereads() && c.Contract.EffectiveFinality() == provider.FinalityLag && c.Coordinate != c.Contract.EffectivePositionKind() {
+	if c.Contract.Rereads() && c.Contract.EffectiveFinality() == provider.FinalityLag && c.Coordinate != sdkcoord.Kind(c.Contract.EffectivePositionKind()) {
 		bad("contract.reread_window with finality lag needs positions in the watermark's coordinate: position_type is %s, coordinate %s", c.Contract.EffectivePositionKind(), c.Coordinate)
 	}
 	if c.Contract.Rereads() && c.RestartCursor == nil {

@@ -158,14 +158,20 @@ type httpResult struct {
 // response: expired (*provider.ExpiredError), non-2xx (*StatusError),
 // transport failure after the last retry (plain error), or a 2xx result.
 func (p *Provider) do(ctx context.Context, rq *builtRequest) (*httpResult, error) {
+	start := time.Now()
+	// exhausted: no retry after attempt (max_retries, or max_elapsed_time
+	// since the first request).
+	exhausted := func(attempt int) bool {
+		return attempt >= p.cfg.MaxRetries || (p.cfg.Backoff.MaxElapsed > 0 && time.Since(start) >= p.cfg.Backoff.MaxElapsed)
+	}
 	for attempt := 0; ; attempt++ {
 		res, err := p.attempt(ctx, rq)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("httpprovider: partition %s: %s: %w", rq.partition, rq.target(), ctx.Err())
 			}
-			if attempt >= p.cfg.MaxRetries {
-				return nil, fmt.Errorf("httpprovider: partition %s: giving up after %d attempts: %w", rq.partition, attempt+1, err)
+			if exhausted(attempt) {
+				return nil, fmt.Errorf("httpprovider: partition %s: giving up after %d attempts in %s: %w", rq.partition, attempt+1, time.Since(start).Round(time.Millisecond), err)
 			}
 			if werr := p.pause(ctx, rq, attempt, 0, err); werr != nil {
 				return nil, werr
@@ -201,7 +207,7 @@ func (p *Provider) do(ctx context.Context, rq *builtRequest) (*httpResult, error
 			if !retryableStatus(res.status) {
 				_, serr.TransientBody = containsFold(res.body, p.cfg.TransientBodyContains)
 			}
-			if serr.Permanent() || attempt >= p.cfg.MaxRetries {
+			if serr.Permanent() || exhausted(attempt) {
 				return nil, serr
 			}
 			retryAfter := parseRetryAfter(res.header.Get("Retry-After"), time.Now())

@@ -18,7 +18,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/provider"
 )
@@ -72,7 +71,7 @@ http:
 `, map[string]string{"BASE": srv.URL, "TOKEN": "s3cr3t-token"}), nil, nil)
 
 	resp, err := p.Fetch(context.Background(), provider.Request{
-		Scope: "sc", Partition: "p1", Cursor: []byte("tok 1&"), Watermark: coord.Integer(9), Attempt: 2,
+		Scope: "sc", Partition: "p1", Cursor: []byte("tok 1&"), Watermark: provider.IntegerWatermark(9), Attempt: 2,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -83,9 +82,9 @@ http:
 		t.Errorf("request:\ngot  %+v\nwant %+v", got, want)
 	}
 	wantEvents := []provider.Event{
-		{ID: "a", Position: coord.IntPosition(10), Payload: []byte(`{"id":"a","position":10,"v":"x"}`), Semantic: []byte("x")},
-		{ID: "7", Position: coord.IntPosition(11), Payload: []byte(`{"id":7,"position":"11","v":"<y&>"}`), Semantic: []byte("<y&>")},
-		{ID: "c", Position: coord.IntPosition(12), Payload: []byte(`{"id":"c","position":12,"v":"z"}`), Semantic: []byte("z")},
+		{ID: "a", Position: provider.IntPosition(10), Payload: []byte(`{"id":"a","position":10,"v":"x"}`), Semantic: []byte("x")},
+		{ID: "7", Position: provider.IntPosition(11), Payload: []byte(`{"id":7,"position":"11","v":"<y&>"}`), Semantic: []byte("<y&>")},
+		{ID: "c", Position: provider.IntPosition(12), Payload: []byte(`{"id":"c","position":12,"v":"z"}`), Semantic: []byte("z")},
 	}
 	if len(resp.Events) != len(wantEvents) {
 		t.Fatalf("got %d events, want %d", len(resp.Events), len(wantEvents))
@@ -97,7 +96,7 @@ http:
 		}
 	}
 	if string(resp.Successor) != "tok-2" || !resp.HasMore || resp.Sealed || string(resp.Marker) != "snap-7" ||
-		resp.CompleteThrough != coord.Integer(12) {
+		resp.CompleteThrough != provider.IntegerWatermark(12) {
 		t.Errorf("page evidence: successor %q has_more %t sealed %t marker %q complete_through %s",
 			resp.Successor, resp.HasMore, resp.Sealed, resp.Marker, resp.CompleteThrough)
 	}
@@ -150,7 +149,7 @@ http:
 	r := fetch(t, p, "p", "")
 	assert.Equal(t, "tok-2", string(r.Successor))
 	assert.True(t, r.HasMore)
-	assert.Equal(t, coord.Integer(41), r.CompleteThrough)
+	assert.Equal(t, provider.IntegerWatermark(41), r.CompleteThrough)
 }
 
 // TestFetchSuccessorFromLinkHeader maps the successor from response
@@ -213,8 +212,8 @@ http:
 	if resp.Events[0].Position.Int != t0 || resp.Events[1].Position.Int != t1.UnixNano() {
 		t.Errorf("positions %d %d, want %d %d", resp.Events[0].Position.Int, resp.Events[1].Position.Int, t0, t1.UnixNano())
 	}
-	if resp.CompleteThrough != coord.Timestamp(t1) {
-		t.Errorf("complete_through %s, want %s", resp.CompleteThrough, coord.Timestamp(t1))
+	if resp.CompleteThrough != provider.TimestampWatermark(t1) {
+		t.Errorf("complete_through %s, want %s", resp.CompleteThrough, provider.TimestampWatermark(t1))
 	}
 }
 
@@ -938,4 +937,36 @@ func TestRateLimitResetHonoured(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	require.False(t, early, "a retry came before the reset second")
+}
+
+// backoff.max_elapsed_time ends the retries of one fetch before
+// max_retries does once that much time has passed since its first
+// request; the error stays transient.
+func TestFetchRetriesEndAtMaxElapsedTime(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		http.Error(w, "still down", http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	p := parseProvider(t, "http:\n  url: "+srv.URL+"\n  successor: root = deleted()\n  max_retries: 2000\n  backoff:\n    initial_interval: 1ms\n    max_interval: 2ms\n    max_elapsed_time: 50ms\n", nil, nil)
+	_, err := p.Fetch(context.Background(), provider.Request{Partition: "p", Cursor: []byte("c")})
+	var se *StatusError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, http.StatusServiceUnavailable, se.Status)
+	assert.False(t, se.Permanent(), "exhausted retries stay transient")
+	assert.Less(t, se.Attempts, 2001, "max_elapsed_time ended the retries, not max_retries")
+	assert.Equal(t, int32(se.Attempts), calls.Load())
+	assert.Greater(t, se.Attempts, 1, "it retried until then")
+}
+
+// A config of the previous release (backoff without max_elapsed_time)
+// parses unchanged: max_elapsed_time is 0s, and max_retries alone bounds
+// the retries, as before.
+func TestBackoffOfThePreviousReleaseIsUnchanged(t *testing.T) {
+	p := parseProvider(t, "http:\n  url: http://127.0.0.1:1/x\n  successor: root = deleted()\n"+fastRetries, nil, nil)
+	assert.Equal(t, Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond}, p.cfg.Backoff)
+	assert.Equal(t, 3, p.cfg.MaxRetries)
+	p = parseProvider(t, "http:\n  url: http://127.0.0.1:1/x\n  successor: root = deleted()\n", nil, nil)
+	assert.Equal(t, Backoff{Initial: 500 * time.Millisecond, Max: 10 * time.Second}, p.cfg.Backoff, "the defaults")
 }

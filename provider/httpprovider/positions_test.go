@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/sdkcoord"
 	"github.com/tidemark/tidemark/provider"
 )
 
@@ -86,11 +87,11 @@ http:
 			resp := fetch(t, p, "shardId-000000000000", "it-1")
 			require.Len(t, resp.Events, 3)
 			for i, s := range seqs {
-				assert.Equal(t, coord.KindDecimal, resp.Events[i].Position.Kind)
+				assert.Equal(t, provider.KindDecimal, resp.Events[i].Position.Kind)
 				assert.Equal(t, s, resp.Events[i].Position.String())
 			}
-			assert.True(t, resp.Events[1].Position.Less(resp.Events[2].Position), "...8899 < ...9000")
-			assert.Equal(t, coord.Watermark{Kind: coord.KindDecimal, Str: seqs[2]}, resp.CompleteThrough)
+			assert.True(t, sdkcoord.Position(resp.Events[1].Position).Less(sdkcoord.Position(resp.Events[2].Position)), "...8899 < ...9000")
+			assert.Equal(t, provider.Watermark{Kind: provider.KindDecimal, Str: seqs[2]}, resp.CompleteThrough)
 		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/redact"
+	"github.com/tidemark/tidemark/internal/sdkcoord"
 	"github.com/tidemark/tidemark/provider"
 )
 
@@ -262,7 +263,7 @@ func (p *Provider) RestartCursor(_ context.Context, from provider.Boundary) ([]b
 	p.checked.mark(partition)
 	s := ""
 	if p.cfg.RestartCursor != nil {
-		meta := append(requestMeta("", partition, nil, durable, 0), appliedMeta(from)...)
+		meta := append(requestMeta("", partition, nil, sdkcoord.Watermark(durable), 0), appliedMeta(from)...)
 		var err error
 		if s, err = p.cfg.RestartCursor.TryString(metaMessage(meta)); err != nil {
 			return nil, &RequestError{Partition: partition, Field: "contract.restart_cursor", Err: err}

@@ -111,7 +111,7 @@ func TestPouchDBChanges(t *testing.T) {
 			}
 			read = append(read, change.ID)
 		}
-		if len(resp.Events) > 0 && resp.CompleteThrough != coord.Integer(last) {
+		if len(resp.Events) > 0 && resp.CompleteThrough != provider.IntegerWatermark(last) {
 			t.Fatalf("page %d: complete_through %s, want last_seq %d", page, resp.CompleteThrough, last)
 		}
 		if len(resp.Events) == 0 {
@@ -130,19 +130,19 @@ func TestPouchDBChanges(t *testing.T) {
 	}
 	// The empty page proves completeness through last_seq; its successor is
 	// where to poll next.
-	if final.CompleteThrough != coord.Integer(7) || string(final.Successor) != "7" {
+	if final.CompleteThrough != provider.IntegerWatermark(7) || string(final.Successor) != "7" {
 		t.Fatalf("empty page: complete_through %s successor %q, want 7 and 7", final.CompleteThrough, final.Successor)
 	}
 
 	// The empty page was final through 7, not the end of the data.
 	call(t, http.MethodPut, srv.URL+"/events/doc8", `{"n":8}`)
 	resp := fetch(t, p, "events", string(final.Successor))
-	if len(resp.Events) != 1 || resp.Events[0].ID != "doc8@8" || resp.CompleteThrough != coord.Integer(8) {
+	if len(resp.Events) != 1 || resp.Events[0].ID != "doc8@8" || resp.CompleteThrough != provider.IntegerWatermark(8) {
 		t.Fatalf("after an insert: %v complete_through %s", ids(resp), resp.CompleteThrough)
 	}
 
 	// Restart from the durable watermark replays what follows it.
-	restart, err := p.RestartCursor(context.Background(), provider.Boundary{Partition: "events", Watermark: coord.Integer(6)})
+	restart, err := p.RestartCursor(context.Background(), provider.Boundary{Partition: "events", Watermark: provider.IntegerWatermark(6)})
 	if err != nil || string(restart) != "6" {
 		t.Fatalf("RestartCursor = %q, %v", restart, err)
 	}
@@ -236,7 +236,7 @@ func TestJSONServerShiftedPage(t *testing.T) {
 	build := func(gen uint64, cursor, attempt string, r provider.Response) reconcile.Witness {
 		t.Helper()
 		w, err := reconcile.Build(reconcile.BuildInput{Scope: "test", Partition: "items", Generation: gen,
-			InputCursor: []byte(cursor), AttemptID: attempt, Response: r, Contract: contract})
+			InputCursor: []byte(cursor), AttemptID: attempt, Response: reconcile.FromProvider(r), Contract: contract})
 		if err != nil {
 			t.Fatalf("reconcile.Build(%s): %v", attempt, err)
 		}
@@ -364,7 +364,7 @@ func TestEtcdRangeSnapshot(t *testing.T) {
 
 	// fresh_snapshot: the restart cursor pins no revision, so the prefix is
 	// read again at the current one.
-	restart, err := p.RestartCursor(context.Background(), provider.Boundary{Partition: "tm", Watermark: coord.Watermark{}})
+	restart, err := p.RestartCursor(context.Background(), provider.Boundary{Partition: "tm", Watermark: provider.Watermark{}})
 	if err != nil || restart != nil {
 		t.Fatalf("RestartCursor = %q, %v; want the start of the prefix", restart, err)
 	}
@@ -517,7 +517,7 @@ func TestJSONServerOffsetOverlap(t *testing.T) {
 	build := func(gen uint64, cursor, attempt string, r provider.Response) reconcile.Witness {
 		t.Helper()
 		w, err := reconcile.Build(reconcile.BuildInput{Scope: "test", Partition: "items", Generation: gen,
-			InputCursor: []byte(cursor), AttemptID: attempt, Response: r, Contract: contract})
+			InputCursor: []byte(cursor), AttemptID: attempt, Response: reconcile.FromProvider(r), Contract: contract})
 		if err != nil {
 			t.Fatalf("reconcile.Build(%s): %v", attempt, err)
 		}

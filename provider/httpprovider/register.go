@@ -7,6 +7,7 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/tidemark/tidemark/provider"
+	"github.com/tidemark/tidemark/provider/registry"
 )
 
 // Name is the name of the provider's object in the paginated_partitions
@@ -14,12 +15,12 @@ import (
 const Name = "http"
 
 func init() {
-	provider.MustRegister(provider.Spec{
+	registry.MustRegister(registry.Spec{
 		Name:        Name,
 		Description: "Fetch pages from an HTTP API.",
 		Fields:      Fields(),
 		LintRule:    ObjectLint(),
-		Build: func(conf *service.ParsedConfig, env provider.Env) (provider.Provider, error) {
+		Build: func(conf *service.ParsedConfig, env registry.Env) (provider.Provider, error) {
 			return FromParsed(conf, env.Resources, env.Resources.Logger())
 		},
 		LintResources: lintResources,

@@ -12,6 +12,8 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/bloblang"
 	"github.com/redpanda-data/benthos/v4/public/service"
 
+	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/sdkcoord"
 	"github.com/tidemark/tidemark/internal/xmlmap"
 	"github.com/tidemark/tidemark/provider"
 )
@@ -346,9 +348,11 @@ func (p *Provider) mapPage(rq *builtRequest, msg *service.Message, pre *prePaylo
 		if v, present, err = runMapping(msg, m.CompleteThrough); err != nil {
 			return provider.Response{}, rq.malformed("complete_through mapping failed", err)
 		} else if present {
-			if out.CompleteThrough, err = parseWatermark(p.cfg.Coordinate, v); err != nil {
+			ct, err := parseWatermark(p.cfg.Coordinate, v)
+			if err != nil {
 				return provider.Response{}, rq.malformed("complete_through", err)
 			}
+			out.CompleteThrough = sdkcoord.SDKWatermark(ct)
 		}
 	}
 	return out, nil
@@ -405,7 +409,9 @@ func (p *Provider) mapEvent(ec *eventContext, i int) (provider.Event, error) {
 	}
 	fastPos := false
 	if f := p.fast.position; f != nil {
-		ev.Position, fastPos = f.position(p.cfg.Contract.PositionKind, ec.raw)
+		var pos coord.Position
+		pos, fastPos = f.position(sdkcoord.Kind(p.cfg.Contract.PositionKind), ec.raw)
+		ev.Position = sdkcoord.SDKPosition(pos)
 	}
 	if !fastPos {
 		v, present, err := p.runEvent(ec, m.EventPosition, p.fast.valuePosition)
@@ -415,9 +421,11 @@ func (p *Provider) mapEvent(ec *eventContext, i int) (provider.Event, error) {
 		if !present {
 			return ev, &mappingError{fmt.Sprintf("event %d: missing position", i), nil}
 		}
-		if ev.Position, err = parsePosition(p.cfg.Contract.PositionKind, v); err != nil {
+		pos, err := parsePosition(sdkcoord.Kind(p.cfg.Contract.PositionKind), v)
+		if err != nil {
 			return ev, &mappingError{fmt.Sprintf("event %d: position", i), err}
 		}
+		ev.Position = sdkcoord.SDKPosition(pos)
 	}
 	fastPayload := false
 	if _, isString := ec.raw.(string); ec.pre != nil && !isString {

@@ -35,6 +35,7 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/tidemark/tidemark/internal/reconcile"
+	"github.com/tidemark/tidemark/internal/sdkcoord"
 	"github.com/tidemark/tidemark/provider"
 )
 
@@ -264,7 +265,7 @@ func valuesMeta(values map[string]string) [][2]string {
 // set on its message before any other mapping runs, so the whole page reads
 // as its successors will. It returns the values the traversal carries on.
 func (p *Provider) fetchPage(ctx context.Context, req provider.Request, token []byte, values map[string]string) (provider.Response, map[string]string, error) {
-	meta := append(requestMeta(req.Scope, req.Partition, token, req.Watermark, req.Attempt), valuesMeta(values)...)
+	meta := append(requestMeta(req.Scope, req.Partition, token, sdkcoord.Watermark(req.Watermark), req.Attempt), valuesMeta(values)...)
 	rq, err := p.build(req.Partition, req.Cursor, meta, p.pageCall())
 	if err != nil {
 		return provider.Response{}, nil, err
@@ -303,7 +304,7 @@ func (p *Provider) bootstrap(ctx context.Context, req provider.Request, reason s
 	if boot != nil {
 		applied, appliedID = boot.Applied, boot.AppliedID
 	}
-	meta := append(requestMeta(req.Scope, req.Partition, nil, req.Watermark, req.Attempt),
+	meta := append(requestMeta(req.Scope, req.Partition, nil, sdkcoord.Watermark(req.Watermark), req.Attempt),
 		[2]string{metaApplied, applied}, [2]string{metaAppliedID, appliedID}, [2]string{metaReason, reason})
 	rq, err := p.build(req.Partition, req.Cursor, meta, callSpec{field: "bootstrap.", verb: b.Verb, url: b.URL, headers: b.Headers, body: b.Body})
 	if err != nil {
@@ -375,7 +376,7 @@ func (p *Provider) pin(rq *builtRequest, msg *service.Message, what string) (map
 // recovers as an expired cursor does.
 func (p *Provider) validate(ctx context.Context, req provider.Request, token []byte, values map[string]string) error {
 	c := p.cfg.Validate
-	meta := append(requestMeta(req.Scope, req.Partition, token, req.Watermark, req.Attempt), valuesMeta(values)...)
+	meta := append(requestMeta(req.Scope, req.Partition, token, sdkcoord.Watermark(req.Watermark), req.Attempt), valuesMeta(values)...)
 	rq, err := p.build(req.Partition, req.Cursor, meta, callSpec{field: "validate.", verb: c.Verb, url: c.URL, headers: c.Headers, body: c.Body})
 	if err != nil {
 		return err

@@ -17,7 +17,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/provider"
 )
 
@@ -151,7 +150,7 @@ func TestBootstrapOpensTheTraversalAtTheStart(t *testing.T) {
 // id; the traversal resumes right after the applied record. A restart
 // cursor that restart_cursor gives is fetched without a bootstrap.
 func TestBootstrapRunsOnRestartWithTheAppliedPosition(t *testing.T) {
-	applied := provider.Boundary{Partition: "shard-0", Watermark: coord.Integer(3), Applied: mustDecimal(t, "3"), HasApplied: true, AppliedID: "r3"}
+	applied := provider.Boundary{Partition: "shard-0", Watermark: provider.IntegerWatermark(3), Applied: mustDecimal(t, "3"), HasApplied: true, AppliedID: "r3"}
 	for _, tc := range []struct {
 		name    string
 		from    provider.Boundary
@@ -206,9 +205,9 @@ func withExpired(b provider.Boundary, expired bool) provider.Boundary {
 	return b
 }
 
-func mustDecimal(t *testing.T, s string) coord.Position {
+func mustDecimal(t *testing.T, s string) provider.Position {
 	t.Helper()
-	p, err := coord.DecimalPosition(s)
+	p, err := provider.DecimalPosition(s)
 	require.NoError(t, err)
 	return p
 }

@@ -7,10 +7,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/redpanda-data/benthos/v4/public/bloblang"
 	"github.com/redpanda-data/benthos/v4/public/service"
 
+	"github.com/tidemark/tidemark/internal/awscreds/awscredsfield"
 	"github.com/tidemark/tidemark/internal/coord"
+	// tidemark_parse_link_header, for the mappings of a source that pages
+	// through Link headers.
+	_ "github.com/tidemark/tidemark/internal/linkheader"
+	"github.com/tidemark/tidemark/internal/sdkcoord"
 	"github.com/tidemark/tidemark/provider"
 )
 
@@ -40,6 +46,7 @@ const (
 	hpFieldBackoff          = "backoff"
 	hpFieldBackoffInitial   = "initial_interval"
 	hpFieldBackoffMax       = "max_interval"
+	hpFieldBackoffElapsed   = "max_elapsed_time"
 	hpFieldMaxResponseBytes = "max_response_bytes"
 	hpFieldTransientBody    = "transient_body_contains"
 	hpFieldFormat           = "format"
@@ -162,10 +169,12 @@ func Fields() []*service.ConfigField {
 			service.NewBoolField(hpFieldSigV4Enabled).Description("Whether to sign requests with AWS Signature Version 4.").Default(false).Example(true),
 			service.NewStringField(hpFieldSigV4Service).Description("The AWS signing name of the service (`execute-api`, `kinesis`, `s3`, ...).").Default("").Example("execute-api"),
 			service.NewStringField(hpFieldSigV4Region).Description("The signing region. Empty: the SDK's default chain (`AWS_REGION`, the shared config profile).").Default("").Example("eu-west-1"),
+			awscredsfield.Field(),
 		).
-			Description("AWS Signature Version 4 signing with the AWS SDK's default credential chain (environment, shared config and credentials files, web identity, container and instance roles). The payload hash covers the request body.").
+			Description("AWS Signature Version 4 signing, with the `credentials` object (Redpanda Connect's fields: a profile, static keys, the instance's role, a role to assume) or else the AWS SDK's default credential chain (environment, shared config and credentials files, web identity, container and instance roles). The payload hash covers the request body; the secret, session token and external id are redacted from errors and logs.").
 			Advanced().
-			Example(map[string]any{hpFieldSigV4Enabled: true, hpFieldSigV4Service: "execute-api", hpFieldSigV4Region: "eu-west-1"}),
+			Example(map[string]any{hpFieldSigV4Enabled: true, hpFieldSigV4Service: "execute-api", hpFieldSigV4Region: "eu-west-1"}).
+			Example(map[string]any{hpFieldSigV4Enabled: true, hpFieldSigV4Service: "kinesis", hpFieldSigV4Region: "eu-west-1", "credentials": map[string]any{"profile": "analytics", "role": "arn:aws:iam::123456789012:role/tidemark-reader", "role_external_id": "${ROLE_EXTERNAL_ID}"}}),
 	}, []*service.ConfigField{
 		service.NewStringField(hpFieldRateLimit).
 			Description("Name of a `rate_limit` resource to access before every request (retries included). Empty means no rate limit. With `partition_rate_limit` set, it applies only to the requests that are not a partition's own (the incarnation request, discovery).").
@@ -181,19 +190,19 @@ func Fields() []*service.ConfigField {
 			Default(defaultMaxRetries).
 			Advanced().
 			Example(10),
-		service.NewObjectField(hpFieldBackoff,
-			service.NewDurationField(hpFieldBackoffInitial).
-				Description("Wait before the first retry; it doubles on every retry, with jitter.").
-				Default(defaultBackoffInitial).
-				Example("100ms"),
-			service.NewDurationField(hpFieldBackoffMax).
-				Description("Longest wait between retries (a `Retry-After` header is honoured up to this bound, and so is the reset time of a 429 without one in `X-Rate-Limit-Reset` or `X-RateLimit-Reset`, Unix epoch seconds, as Okta sends it).").
-				Default(defaultBackoffMax).
-				Example("1m"),
-		).
-			Description("Exponential back-off with jitter between retries of transient failures.").
+		// Benthos' back-off field (Redpanda Connect's convention beside
+		// max_retries, as in its AWS outputs and its retry output):
+		// initial_interval and max_interval as before, and
+		// max_elapsed_time, 0s by default so that a config of the previous
+		// release retries exactly as it did.
+		service.NewBackOffField(hpFieldBackoff, true, &backoff.ExponentialBackOff{
+			InitialInterval: mustDuration(defaultBackoffInitial),
+			MaxInterval:     mustDuration(defaultBackoffMax),
+			MaxElapsedTime:  0,
+		}).
+			Description("Exponential back-off with jitter between retries of transient failures: the wait starts at `initial_interval` and doubles on every retry up to `max_interval` (a `Retry-After` header is honoured up to `max_interval`, and so is the reset time of a 429 without one in `X-Rate-Limit-Reset` or `X-RateLimit-Reset`, Unix epoch seconds, as Okta sends it). Retries of one fetch stop at `max_retries` or, when `max_elapsed_time` is not zero, once that much time has passed since its first request, whichever comes first.").
 			Advanced().
-			Example(map[string]any{hpFieldBackoffInitial: "1s", hpFieldBackoffMax: "1m"}),
+			Example(map[string]any{"initial_interval": "1s", "max_interval": "1m", "max_elapsed_time": "5m"}),
 		service.NewStringListField(hpFieldTransientBody).
 			Description("Substrings of a non-2xx response body, matched case-insensitively, that make an otherwise permanent status (a 4xx other than 429) transient: retried with `backoff` like a 429 or 5xx (`max_retries` times, then polled again), never parking the partition. For sources that answer throttling with a 400: Kinesis's `ProvisionedThroughputExceededException`, DynamoDB's `ThrottlingException`. `expired_body_contains` is checked first.").
 			Default([]any{}).
@@ -207,7 +216,7 @@ func Fields() []*service.ConfigField {
 
 		service.NewStringAnnotatedEnumField(hpFieldFormat, map[string]string{
 			formatJSON: "The body is one JSON document (numbers kept exact).",
-			formatXML:  "The body is one XML document, read as Benthos's XML processor does: elements are keys, repeated elements arrays, attributes keys prefixed with `-`, the text of an element with attributes `#text`; every value is a string (positions and watermarks may be numeric strings). The same conversion is the Bloblang method `parse_xml`.",
+			formatXML:  "The body is one XML document, read as Benthos's XML processor does: elements are keys, repeated elements arrays, attributes keys prefixed with `-`, the text of an element with attributes `#text`; every value is a string (positions and watermarks may be numeric strings). The same conversion is the Bloblang method `tidemark_parse_xml`.",
 		}).
 			Description("How a 2xx body (of pages and of the partition list) is read before the mappings run against it. A body that is not exactly one document of this format is a malformed response.").
 			Default(formatJSON).
@@ -233,9 +242,10 @@ func Fields() []*service.ConfigField {
 			Default(defaultPayloadMapping).
 			Example(`root = this.doc`),
 		service.NewBloblangField(hpFieldEventSemantic).
-			Description("Optional projection of an event whose digest is witnessed instead of the payload's, for sources whose payloads carry fields that change on every read. Serialized like `event_payload`.").
+			Description("Optional projection of an event whose digest is witnessed instead of the payload's, for sources whose payloads carry fields that change on every read. Serialized like `event_payload`. A constant (`root = \"\"`) declares that payload changes do not matter to the source's contract: a payload changed under the same id is then the same event, never a receipt conflict, and every witness stores its one digest once (8 bytes an event instead of 16: a 100-event page's witness is one DynamoDB write unit instead of two).").
 			Optional().
-			Example(`root = this.without("fetched_at", "etag")`),
+			Example(`root = this.without("fetched_at", "etag")`).
+			Example(`root = ""`),
 		service.NewBloblangField(hpFieldSuccessor).
 			Description("Mapping from the body to the successor cursor (a string, kept opaque). `deleted()` or null means the response has no successor (what that means is `contract.missing_successor`'s; with a mapped `has_more` that is true it makes the page malformed); a source with a single page maps `root = deleted()`. Required: how a source paginates is always stated. Like every response mapping it runs against the parsed body (`this`) with the response headers as metadata, lowercased: read a header with a hyphen as `@\"x-next-token\"` or `metadata(\"x-next-token\")` (`@x-next-token` parses as a subtraction).").
 			Example(`root = this.last_seq.string()`).
@@ -481,6 +491,9 @@ func FromParsed(conf *service.ParsedConfig, res *service.Resources, logger *serv
 	if c.Backoff.Max, err = conf.FieldDuration(hpFieldBackoff, hpFieldBackoffMax); err != nil {
 		return nil, err
 	}
+	if c.Backoff.MaxElapsed, err = conf.FieldDuration(hpFieldBackoff, hpFieldBackoffElapsed); err != nil {
+		return nil, err
+	}
 	maxBytes, err := conf.FieldInt(hpFieldMaxResponseBytes)
 	if err != nil {
 		return nil, err
@@ -566,12 +579,7 @@ func FromParsed(conf *service.ParsedConfig, res *service.Resources, logger *serv
 	if err != nil {
 		return nil, err
 	}
-	switch missing {
-	case provider.MissingSuccessorPoll.String():
-		c.Contract.MissingSuccessor = provider.MissingSuccessorPoll
-	case provider.MissingSuccessorEndsTraversal.String():
-		c.Contract.MissingSuccessor = provider.MissingSuccessorEndsTraversal
-	default:
+	if c.Contract.MissingSuccessor, err = provider.ParseMissingSuccessor(missing); err != nil {
 		return nil, fmt.Errorf("httpprovider: contract.missing_successor: unknown value %q (want poll or end_of_traversal)", missing)
 	}
 	kind, err := cc.FieldString(hpFieldCoordinate)
@@ -586,7 +594,9 @@ func FromParsed(conf *service.ParsedConfig, res *service.Resources, logger *serv
 		if err != nil {
 			return nil, err
 		}
-		if c.Contract.PositionKind, err = coord.ParseKind(pk); err != nil {
+		pkind, err := coord.ParseKind(pk)
+		c.Contract.PositionKind = sdkcoord.SDKKind(pkind)
+		if err != nil {
 			return nil, fmt.Errorf("httpprovider: contract.position_type: %w", err)
 		}
 	}
@@ -712,7 +722,7 @@ func rereadFromParsed(cc *service.ParsedConfig, c *Config) error {
 	if err != nil {
 		return err
 	}
-	switch k := c.Contract.EffectivePositionKind(); k {
+	switch k := sdkcoord.Kind(c.Contract.EffectivePositionKind()); k {
 	case coord.KindTimestamp:
 		d, err := time.ParseDuration(strings.TrimSpace(s))
 		if err != nil || d <= 0 {
@@ -747,42 +757,38 @@ func firstPositionFromParsed(cc *service.ParsedConfig, c *Config) error {
 	if err != nil {
 		return err
 	}
-	k := c.Contract.PositionKind
+	k := sdkcoord.Kind(c.Contract.PositionKind)
 	if k == coord.KindNone {
 		k = defaultPositionKind(c.Coordinate)
 	}
 	if !coord.HasSuccessorArithmetic(k) {
 		return fmt.Errorf("httpprovider: contract.first_position needs dense integer or decimal positions, not %s positions", k)
 	}
-	if c.Contract.FirstPosition, err = coord.ParsePosition(k, strings.TrimSpace(s)); err != nil {
+	first, err := coord.ParsePosition(k, strings.TrimSpace(s))
+	if err != nil {
 		return fmt.Errorf("httpprovider: contract.first_position: %q is not a %s position: %w", s, k, err)
 	}
+	c.Contract.FirstPosition = sdkcoord.SDKPosition(first)
 	return nil
 }
 
 func parseEmptyPage(s string) (provider.EmptyPage, error) {
-	for _, e := range []provider.EmptyPage{provider.EmptyNoEvidence, provider.EmptyEndOfData, provider.EmptyFinalThroughWatermark, provider.EmptyFollowsSuccessor} {
-		if e.String() == s {
-			return e, nil
-		}
+	if e, err := provider.ParseEmptyPage(s); err == nil {
+		return e, nil
 	}
 	return 0, fmt.Errorf("httpprovider: contract.empty_page: unknown value %q (want no_evidence, end_of_data, final_through_watermark or follow_successor)", s)
 }
 
 func parsePagination(s string) (provider.Pagination, error) {
-	for _, p := range []provider.Pagination{provider.PaginationToken, provider.PaginationKeyset, provider.PaginationOffset} {
-		if p.String() == s {
-			return p, nil
-		}
+	if p, err := provider.ParsePagination(s); err == nil {
+		return p, nil
 	}
 	return 0, fmt.Errorf("httpprovider: contract.pagination: unknown value %q (want token, keyset or offset)", s)
 }
 
 func parseRecovery(s string) (provider.Recovery, error) {
-	for _, r := range []provider.Recovery{provider.RecoveryPark, provider.RecoveryRestartFromBoundary, provider.RecoveryFreshSnapshot} {
-		if r.String() == s {
-			return r, nil
-		}
+	if r, err := provider.ParseRecovery(s); err == nil {
+		return r, nil
 	}
 	return 0, fmt.Errorf("httpprovider: contract.recovery: unknown value %q (want park, restart_from_boundary or fresh_snapshot)", s)
 }
@@ -793,14 +799,14 @@ func parseRecovery(s string) (provider.Recovery, error) {
 func contractEnums() [][2]any {
 	kinds := []string{coord.KindInteger.String(), coord.KindDecimal.String(), coord.KindTimestamp.String(), coord.KindString.String()}
 	return [][2]any{
-		{hpFieldEmptyPage, []string{provider.EmptyNoEvidence.String(), provider.EmptyEndOfData.String(), provider.EmptyFinalThroughWatermark.String(), provider.EmptyFollowsSuccessor.String()}},
+		{hpFieldEmptyPage, provider.Names(provider.EmptyPages())},
 		{hpFieldPositions, []string{positionsUnordered, positionsOrdered, positionsDense}},
-		{hpFieldMissingSuccessor, []string{provider.MissingSuccessorPoll.String(), provider.MissingSuccessorEndsTraversal.String()}},
+		{hpFieldMissingSuccessor, provider.Names(provider.MissingSuccessors())},
 		{hpFieldCoordinate, kinds},
 		{hpFieldPositionType, kinds},
-		{hpFieldRecovery, []string{provider.RecoveryPark.String(), provider.RecoveryRestartFromBoundary.String(), provider.RecoveryFreshSnapshot.String()}},
-		{hpFieldFinality, []string{provider.FinalityNone.String(), provider.FinalitySource.String(), provider.FinalityAppendOnlyWriter.String(), provider.FinalityLag.String()}},
-		{hpFieldPagination, []string{provider.PaginationToken.String(), provider.PaginationKeyset.String(), provider.PaginationOffset.String()}},
+		{hpFieldRecovery, provider.Names(provider.Recoveries())},
+		{hpFieldFinality, provider.Names(provider.Finalities())},
+		{hpFieldPagination, provider.Names(provider.Paginations())},
 	}
 }
 
@@ -891,4 +897,13 @@ func checkURLScheme(conf *service.ParsedConfig, fld string) error {
 	}
 	// The template is not quoted: it may hold a credential.
 	return fmt.Errorf("%s: the URL template does not start with http:// or https://", fld)
+}
+
+// mustDuration parses a constant duration of this file.
+func mustDuration(s string) time.Duration {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		panic(err)
+	}
+	return d
 }

@@ -33,7 +33,7 @@ http:
 	if c.MaxResponseBytes != 64<<20 {
 		t.Errorf("max_response_bytes default: %d", c.MaxResponseBytes)
 	}
-	want := provider.Contract{EmptyPage: provider.EmptyNoEvidence, OrderedPositions: true, PositionKind: coord.KindInteger, Recovery: provider.RecoveryPark}
+	want := provider.Contract{EmptyPage: provider.EmptyNoEvidence, OrderedPositions: true, PositionKind: provider.KindInteger, Recovery: provider.RecoveryPark}
 	if p.Contract() != want {
 		t.Errorf("contract defaults: got %+v, want %+v", p.Contract(), want)
 	}
@@ -47,7 +47,7 @@ http:
 		c.Mappings.Marker != nil || c.Mappings.Sealed != nil || c.Mappings.EventSemantic != nil {
 		t.Error("optional fields are set without being configured")
 	}
-	cur, err := p.RestartCursor(context.Background(), provider.Boundary{Partition: "a", Watermark: coord.Watermark{}})
+	cur, err := p.RestartCursor(context.Background(), provider.Boundary{Partition: "a", Watermark: provider.Watermark{}})
 	if err != nil || cur != nil {
 		t.Errorf("default restart cursor: %q, %v; want the start (nil)", cur, err)
 	}
@@ -76,45 +76,45 @@ func TestSpecContract(t *testing.T) {
     finality: source
     recovery: fresh_snapshot`,
 			provider.Contract{EmptyPage: provider.EmptyFinalThroughWatermark, TokensMayRotate: true, OrderedPositions: true,
-				PositionKind: coord.KindDecimal, DensePositions: true, ExclusiveBoundary: true, SnapshotMarker: true, WatermarkCoversPositions: true, EventsMayBeWithdrawn: true,
+				PositionKind: provider.KindDecimal, DensePositions: true, ExclusiveBoundary: true, SnapshotMarker: true, WatermarkCoversPositions: true, EventsMayBeWithdrawn: true,
 				MissingSuccessor: provider.MissingSuccessorEndsTraversal, Recovery: provider.RecoveryFreshSnapshot, Finality: provider.FinalitySource},
 			coord.KindDecimal},
 		{`
     watermark_covers_positions: true
     finality: source
     coordinate: timestamp`,
-			provider.Contract{EmptyPage: provider.EmptyNoEvidence, OrderedPositions: true, PositionKind: coord.KindTimestamp, WatermarkCoversPositions: true, Recovery: provider.RecoveryPark, Finality: provider.FinalitySource},
+			provider.Contract{EmptyPage: provider.EmptyNoEvidence, OrderedPositions: true, PositionKind: provider.KindTimestamp, WatermarkCoversPositions: true, Recovery: provider.RecoveryPark, Finality: provider.FinalitySource},
 			coord.KindTimestamp},
 		{`
     finality: lag
     finality_lag: 5m
     coordinate: timestamp`,
-			provider.Contract{EmptyPage: provider.EmptyNoEvidence, OrderedPositions: true, PositionKind: coord.KindTimestamp, Recovery: provider.RecoveryPark, Finality: provider.FinalityLag, FinalityLag: int64(5 * time.Minute)},
+			provider.Contract{EmptyPage: provider.EmptyNoEvidence, OrderedPositions: true, PositionKind: provider.KindTimestamp, Recovery: provider.RecoveryPark, Finality: provider.FinalityLag, FinalityLag: int64(5 * time.Minute)},
 			coord.KindTimestamp},
 		{`
     finality: lag
     finality_lag: "100"
     coordinate: decimal`,
-			provider.Contract{EmptyPage: provider.EmptyNoEvidence, OrderedPositions: true, PositionKind: coord.KindDecimal, Recovery: provider.RecoveryPark, Finality: provider.FinalityLag, FinalityLag: 100},
+			provider.Contract{EmptyPage: provider.EmptyNoEvidence, OrderedPositions: true, PositionKind: provider.KindDecimal, Recovery: provider.RecoveryPark, Finality: provider.FinalityLag, FinalityLag: 100},
 			coord.KindDecimal},
 		{`
     finality: append_only_writer
     coordinate: string
     position_type: string`,
-			provider.Contract{EmptyPage: provider.EmptyNoEvidence, OrderedPositions: true, PositionKind: coord.KindString, Recovery: provider.RecoveryPark, Finality: provider.FinalityAppendOnlyWriter},
+			provider.Contract{EmptyPage: provider.EmptyNoEvidence, OrderedPositions: true, PositionKind: provider.KindString, Recovery: provider.RecoveryPark, Finality: provider.FinalityAppendOnlyWriter},
 			coord.KindString},
 		{`
     positions: ordered
     coordinate: string
     position_type: string`,
-			provider.Contract{EmptyPage: provider.EmptyNoEvidence, OrderedPositions: true, PositionKind: coord.KindString, Recovery: provider.RecoveryPark},
+			provider.Contract{EmptyPage: provider.EmptyNoEvidence, OrderedPositions: true, PositionKind: provider.KindString, Recovery: provider.RecoveryPark},
 			coord.KindString},
 		{`
     empty_page: end_of_data
     positions: unordered
     coordinate: string
     recovery: restart_from_boundary`,
-			provider.Contract{EmptyPage: provider.EmptyEndOfData, PositionKind: coord.KindInteger, Recovery: provider.RecoveryRestartFromBoundary},
+			provider.Contract{EmptyPage: provider.EmptyEndOfData, PositionKind: provider.KindInteger, Recovery: provider.RecoveryRestartFromBoundary},
 			coord.KindString},
 	} {
 		p := parseProvider(t, `
@@ -224,11 +224,11 @@ http:
     recovery: restart_from_boundary
     restart_cursor: '${! if @watermark == "" { "" } else { "since=" + @watermark + "&p=" + @partition } }'
 `, nil, nil)
-	cur, err := p.RestartCursor(context.Background(), provider.Boundary{Partition: "p1", Watermark: coord.Integer(42)})
+	cur, err := p.RestartCursor(context.Background(), provider.Boundary{Partition: "p1", Watermark: provider.IntegerWatermark(42)})
 	if err != nil || string(cur) != "since=42&p=p1" {
 		t.Fatalf("RestartCursor = %q, %v", cur, err)
 	}
-	cur, err = p.RestartCursor(context.Background(), provider.Boundary{Partition: "p1", Watermark: coord.Watermark{}})
+	cur, err = p.RestartCursor(context.Background(), provider.Boundary{Partition: "p1", Watermark: provider.Watermark{}})
 	if err != nil || cur != nil {
 		t.Fatalf("RestartCursor without watermark = %q, %v; want the start", cur, err)
 	}
@@ -246,7 +246,7 @@ http:
     recovery: restart_from_boundary
     restart_cursor: '${! if @applied == "" { "" } else { "after=" + @applied } }'
 `, nil, nil)
-	cur, err := p.RestartCursor(context.Background(), provider.Boundary{Partition: "p1", Applied: coord.IntPosition(9001), HasApplied: true})
+	cur, err := p.RestartCursor(context.Background(), provider.Boundary{Partition: "p1", Applied: provider.IntPosition(9001), HasApplied: true})
 	require.NoError(t, err)
 	assert.Equal(t, "after=9001", string(cur))
 	cur, err = p.RestartCursor(context.Background(), provider.Boundary{Partition: "p1"})
@@ -271,8 +271,8 @@ http:
 		from provider.Boundary
 		want string
 	}{
-		{"applied with its id", provider.Boundary{Partition: "p1", Applied: coord.IntPosition(7), HasApplied: true, AppliedID: "evt_7"}, "after_id=evt_7&after=7"},
-		{"applied, id unknown", provider.Boundary{Partition: "p1", Applied: coord.IntPosition(7), HasApplied: true}, "after_id=&after=7"},
+		{"applied with its id", provider.Boundary{Partition: "p1", Applied: provider.IntPosition(7), HasApplied: true, AppliedID: "evt_7"}, "after_id=evt_7&after=7"},
+		{"applied, id unknown", provider.Boundary{Partition: "p1", Applied: provider.IntPosition(7), HasApplied: true}, "after_id=&after=7"},
 		{"nothing applied", provider.Boundary{Partition: "p1", AppliedID: "stale"}, "after_id=&after="},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -427,11 +427,11 @@ func TestLintRefusesOffsetPaginationThatCannotProveContinuity(t *testing.T) {
 func TestSpecFirstPosition(t *testing.T) {
 	const head = "http:\n  url: http://127.0.0.1:1/items\n  successor: root = this.next\n  contract:\n"
 	p := parseProvider(t, head+"    positions: dense\n    first_position: 1\n", nil, nil)
-	assert.Equal(t, coord.IntPosition(1), p.Contract().FirstPosition, "a YAML number")
+	assert.Equal(t, provider.IntPosition(1), p.Contract().FirstPosition, "a YAML number")
 	p = parseProvider(t, head+"    positions: dense\n    first_position: \"0\"\n", nil, nil)
-	assert.Equal(t, coord.IntPosition(0), p.Contract().FirstPosition, "origin zero is declared, not absent")
+	assert.Equal(t, provider.IntPosition(0), p.Contract().FirstPosition, "origin zero is declared, not absent")
 	assert.True(t, p.Contract().HasFirstPosition())
-	dec, err := coord.DecimalPosition("49590338271490256608559692538361571095921575989136588898")
+	dec, err := provider.DecimalPosition("49590338271490256608559692538361571095921575989136588898")
 	require.NoError(t, err)
 	p = parseProvider(t, head+"    positions: dense\n    coordinate: decimal\n    first_position: \"49590338271490256608559692538361571095921575989136588898\"\n", nil, nil)
 	assert.Equal(t, dec, p.Contract().FirstPosition, "decimal positions of any length")

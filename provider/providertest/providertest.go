@@ -43,6 +43,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/provider"
 )
@@ -215,12 +216,12 @@ func CheckRestart(fx Fixture) error {
 		}
 		at, next := evs[len(evs)/2-1], evs[len(evs)/2]
 		cur, err := r.RestartCursor(context.Background(), provider.Boundary{
-			Partition: part, Watermark: at.Position.AsWatermark(), Applied: at.Position, HasApplied: true, AppliedID: at.ID,
+			Partition: part, Watermark: provider.Watermark(at.Position), Applied: at.Position, HasApplied: true, AppliedID: at.ID,
 		})
 		if err != nil {
 			return fmt.Errorf("partition %s: restart cursor: %w", part, err)
 		}
-		resp, err := fx.Provider.Fetch(context.Background(), provider.Request{Partition: part, Cursor: cur, Watermark: at.Position.AsWatermark()})
+		resp, err := fx.Provider.Fetch(context.Background(), provider.Request{Partition: part, Cursor: cur, Watermark: provider.Watermark(at.Position)})
 		if err != nil {
 			return fmt.Errorf("partition %s: fetch of the restart cursor: %w", part, err)
 		}
@@ -353,25 +354,27 @@ func walk(fx Fixture, part string) (walked, error) {
 		w         walked
 		cursor    []byte
 		seen      = map[string]bool{}
-		last      provider.Position
-		certified provider.Watermark
+		last      coord.Position
+		certified coord.Watermark
 	)
 	for n := 0; n < limit; n++ {
 		resp, err := fx.Provider.Fetch(context.Background(), provider.Request{Scope: "providertest", Partition: part, Cursor: cursor})
 		if err != nil {
 			return w, fmt.Errorf("partition %s: page %d: %w", part, n, err)
 		}
-		// The core's own rules for one page: what the input accepts.
-		if _, err := reconcile.Build(reconcile.BuildInput{Scope: "providertest", Partition: part, InputCursor: cursor, AttemptID: fmt.Sprintf("a%06d", n), Response: resp, Contract: c}); err != nil {
+		// The core's own rules for one page (in the core's coordinates, as
+		// the input converts it): what the input accepts.
+		core := reconcile.FromProvider(resp)
+		if _, err := reconcile.Build(reconcile.BuildInput{Scope: "providertest", Partition: part, InputCursor: cursor, AttemptID: fmt.Sprintf("a%06d", n), Response: core, Contract: c}); err != nil {
 			return w, fmt.Errorf("partition %s: page %d is not one the input accepts: %w", part, n, err)
 		}
-		for _, e := range resp.Events {
+		for _, e := range core.Events {
 			switch {
 			case seen[e.ID]:
 				return w, fmt.Errorf("partition %s: page %d: event id %s appears twice in a walk (ids are stable and unique)", part, n, e.ID)
 			case ordered && !last.IsZero() && e.Position.Compare(last) <= 0:
 				return w, fmt.Errorf("partition %s: page %d: ordered positions must increase across pages: %s after %s", part, n, e.Position, last)
-			case c.HasFirstPosition() && last.IsZero() && e.Position != c.FirstPosition:
+			case c.HasFirstPosition() && last.IsZero() && e.Position != reconcile.FirstPosition(c):
 				return w, fmt.Errorf("partition %s: page %d: the first event of a walk from the start is at position %s, not at the declared first position %s", part, n, e.Position, c.FirstPosition)
 			case c.DensePositions && !last.IsZero() && !isNext(last, e.Position):
 				return w, fmt.Errorf("partition %s: page %d: dense positions skip none: %s after %s", part, n, e.Position, last)
@@ -381,7 +384,7 @@ func walk(fx Fixture, part string) (walked, error) {
 			seen[e.ID] = true
 			last = e.Position
 		}
-		if ct := resp.CompleteThrough; !ct.IsZero() {
+		if ct := core.CompleteThrough; !ct.IsZero() {
 			if !certified.IsZero() && certified.Kind != ct.Kind {
 				return w, fmt.Errorf("partition %s: page %d: watermark %s of another kind than %s", part, n, ct, certified)
 			}
@@ -398,7 +401,7 @@ func walk(fx Fixture, part string) (walked, error) {
 	return w, fmt.Errorf("partition %s: no end after %d pages", part, limit)
 }
 
-func isNext(prev, p provider.Position) bool {
+func isNext(prev, p coord.Position) bool {
 	want, ok := prev.Next()
 	return ok && p.Compare(want) == 0
 }

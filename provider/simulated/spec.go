@@ -4,6 +4,7 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/tidemark/tidemark/provider"
+	"github.com/tidemark/tidemark/provider/registry"
 )
 
 const (
@@ -133,11 +134,11 @@ func FromParsed(conf *service.ParsedConfig, partitions []string) (*Provider, err
 const Name = "simulated"
 
 func init() {
-	provider.MustRegister(provider.Spec{
+	registry.MustRegister(registry.Spec{
 		Name:        Name,
 		Description: "An embedded deterministic source with injectable faults, for demos, tests and benchmarks.",
 		Fields:      Fields(),
-		Build: func(conf *service.ParsedConfig, env provider.Env) (provider.Provider, error) {
+		Build: func(conf *service.ParsedConfig, env registry.Env) (provider.Provider, error) {
 			return FromParsed(conf, env.Partitions)
 		},
 	})

@@ -297,6 +297,8 @@ func main() {
 	// 3. Store cost.
 	for _, c := range []struct{ name, label string }{
 		{"BenchmarkStoreCost/steady", "steady state: P=4, 200 pages each, 5 ms/fetch, no faults (counted between the last partition's first fetch and the first end of data)"},
+		{"BenchmarkStoreCost/steady-no-wait", "the same with promotion_min_pages 1 (a delivered page does not wait for the page behind it)"},
+		{"BenchmarkStoreCost/steady-shared-digest", "steady state with a constant semantic projection (`event_semantic: root = \"\"`: payload changes do not matter), so each witness stores one digest"},
 		{"BenchmarkStoreCost/load-p64", "under load: P=64, 40 pages each, 20 ms/fetch, no faults, against dynalite's ceiling (acknowledgements run ahead of promotions, which coalesce)"},
 		{"BenchmarkStoreCost/retries", "during retries: the same with rotating tokens, shift_rate 0.5 and every 10th batch nacked (each nack re-fetches the page and classifies the retry)"},
 	} {

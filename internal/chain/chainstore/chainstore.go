@@ -1,6 +1,6 @@
 // Package chainstore performs the store calls of a partition's chain
-// machine (internal/chain) against a store.Store and returns their
-// answers. It is the only place where the machine's calls meet the store,
+// machine (internal/chain) against the store roles they need (Store) and
+// returns their answers. It is the only place where the machine's calls meet the store,
 // shared by the input and the simulator; the machine itself does no I/O.
 package chainstore
 
@@ -14,10 +14,21 @@ import (
 	"github.com/tidemark/tidemark/internal/store"
 )
 
+// Store is what a chain's store calls use: its checkpoint, its witnesses,
+// its re-read receipts, and the scope's records (an incarnation change
+// recorded in the membership, a partition withdrawn). Leases are the
+// driver's (a lease rides on the checkpoint writes the machine states).
+type Store interface {
+	store.CheckpointStore
+	store.WitnessStore
+	store.ReceiptStore
+	store.ScopeStore
+}
+
 // Do performs a against st and returns the machine's input answering it;
 // ok is false when a is not a store call (Fetch, RestartCursor and the
 // actions without an answer are the driver's).
-func Do(ctx context.Context, st store.Store, a chain.Action) (in chain.Input, ok bool) {
+func Do(ctx context.Context, st Store, a chain.Action) (in chain.Input, ok bool) {
 	switch a := a.(type) {
 	case chain.Load:
 		cp, err := st.LoadCheckpoint(ctx, a.Key)
@@ -51,6 +62,9 @@ func Do(ctx context.Context, st store.Store, a chain.Action) (in chain.Input, ok
 	case chain.Park:
 		cp, err := st.SetParked(ctx, a.Key, a.Cursor, a.Generation, a.Lease, a.Reason.String())
 		return chain.Parked{Checkpoint: cp, Err: err}, true
+	case chain.NoteFailure:
+		cp, err := st.NoteFailure(ctx, a.Key, a.Cursor, a.Generation, a.Lease, a.Note)
+		return chain.FailureNoted{Checkpoint: cp, Err: err}, true
 	case chain.Reincarnate:
 		return Reincarnate(ctx, st, a), true
 	case chain.WaitUnparked:
@@ -89,7 +103,7 @@ func Do(ctx context.Context, st store.Store, a chain.Action) (in chain.Input, ok
 // start once more (duplicates, never a gap) under the recorded epoch. At
 // most maxResetRetries times; a checkpoint in any other state (another
 // incarnation, a newer epoch, another lease) is the winner's.
-func Reincarnate(ctx context.Context, st store.Store, a chain.Reincarnate) chain.Reincarnated {
+func Reincarnate(ctx context.Context, st store.ScopeProgress, a chain.Reincarnate) chain.Reincarnated {
 	m, err := membership.RecordIncarnation(ctx, st, a.Key.Scope, membership.IncarnationChange{Partition: a.Key.Partition, From: a.From, To: a.To, Why: a.Why})
 	if errors.Is(err, membership.ErrIncarnationRecorded) {
 		// Another writer reset the checkpoint into it: this one lost.

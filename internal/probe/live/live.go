@@ -22,6 +22,7 @@ import (
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/probe"
 	"github.com/tidemark/tidemark/internal/reconcile"
+	"github.com/tidemark/tidemark/internal/sdkcoord"
 	"github.com/tidemark/tidemark/provider"
 	"github.com/tidemark/tidemark/provider/httpprovider"
 )
@@ -239,8 +240,8 @@ func (t *Target) restart(ctx context.Context, partition string, w probe.Walk) *p
 	}
 	r := &probe.Restart{After: 0, Applied: applied, Watermark: first.CompleteThrough}
 	cursor, err := t.Provider.RestartCursor(ctx, provider.Boundary{
-		Partition: partition, Watermark: first.CompleteThrough,
-		Applied: applied, HasApplied: true, AppliedID: first.Events[len(first.Events)-1].ID,
+		Partition: partition, Watermark: sdkcoord.SDKWatermark(first.CompleteThrough),
+		Applied: sdkcoord.SDKPosition(applied), HasApplied: true, AppliedID: first.Events[len(first.Events)-1].ID,
 	})
 	if err != nil {
 		r.Err = err
@@ -255,11 +256,11 @@ func (t *Target) restart(ctx context.Context, partition string, w probe.Walk) *p
 }
 
 func (t *Target) fetch(ctx context.Context, partition string, cursor []byte, wm coord.Watermark, attempt int) (probe.Page, error) {
-	resp, err := t.Provider.Fetch(ctx, provider.Request{Scope: t.Scope, Partition: partition, Cursor: cursor, Watermark: wm, Attempt: attempt})
+	resp, err := t.Provider.Fetch(ctx, provider.Request{Scope: t.Scope, Partition: partition, Cursor: cursor, Watermark: sdkcoord.SDKWatermark(wm), Attempt: attempt})
 	if err != nil {
 		return probe.Page{}, err
 	}
-	return probe.Page{Cursor: bytes.Clone(cursor), Response: resp, Token: t.Provider.SourceToken(partition, resp.Successor)}, nil
+	return probe.Page{Cursor: bytes.Clone(cursor), Response: reconcile.FromProvider(resp), Token: t.Provider.SourceToken(partition, resp.Successor)}, nil
 }
 
 // walk follows successors from the start cursor for at most limit pages,

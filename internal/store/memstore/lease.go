@@ -15,14 +15,6 @@ func (s *Store) ClaimLease(_ context.Context, k store.Key, expect store.Lease, o
 	return s.swapLease(k, "claim lease", expect, store.ClaimedLease(expect, owner))
 }
 
-// RenewLease implements Store.
-func (s *Store) RenewLease(_ context.Context, k store.Key, held store.Lease) (store.Checkpoint, error) {
-	if err := store.ValidateHeld(k, held); err != nil {
-		return store.Checkpoint{}, err
-	}
-	return s.swapLease(k, "renew lease", held, store.RenewedLease(held))
-}
-
 // ReleaseLease implements Store.
 func (s *Store) ReleaseLease(_ context.Context, k store.Key, held store.Lease) (store.Checkpoint, error) {
 	if err := store.ValidateHeld(k, held); err != nil {

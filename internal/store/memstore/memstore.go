@@ -139,6 +139,24 @@ func (s *Store) SetParked(_ context.Context, k store.Key, cursor []byte, generat
 	return cloneCheckpoint(next), nil
 }
 
+// NoteFailure implements Store.
+func (s *Store) NoteFailure(_ context.Context, k store.Key, cursor []byte, generation uint64, lease store.Lease, note string) (store.Checkpoint, error) {
+	lease = lease.Fence()
+	if err := store.ValidatePark(k, cursor, lease); err != nil {
+		return store.Checkpoint{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	stored := s.stored(k)
+	if why := store.ParkConflict(cursor, generation, lease, stored); why != "" {
+		return store.Checkpoint{}, &store.FenceError{Key: k, Op: "note failure", Reason: why, WantGeneration: generation, Winner: stored}
+	}
+	next := *stored
+	next.Failing = store.CleanReason(note)
+	s.checkpoints[k] = next
+	return cloneCheckpoint(next), nil
+}
+
 // Unpark implements Store.
 func (s *Store) Unpark(_ context.Context, k store.Key, cursor []byte, generation uint64, lease store.Lease, repairs []store.RepairEntry) (store.Checkpoint, error) {
 	lease = lease.Fence()

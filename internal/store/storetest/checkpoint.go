@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -14,6 +15,7 @@ import (
 	"github.com/tidemark/tidemark/internal/coord"
 	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
+	"github.com/tidemark/tidemark/provider"
 )
 
 func testLoadMissing(t *testing.T, s store.Store) {
@@ -310,38 +312,49 @@ func testAppliedIDTravelsWithTheAppliedPosition(t *testing.T, s store.Store) {
 
 // The finality basis of the watermark is written with the watermark, kept
 // by a promotion without one, replaced (or removed, when unknown) by the
-// next watermark; a basis without a watermark, or over MaxFinalityBytes, is
-// refused.
+// next watermark; a basis without a watermark, or one no contract gives,
+// is refused.
 func testFinalityTravelsWithTheWatermark(t *testing.T, s store.Store) {
 	cp := create(t, s, key, "C0")
-	require.Empty(t, cp.Finality)
+	require.Zero(t, cp.Finality)
+	assertion := reconcile.Basis{Finality: provider.FinalityAppendOnlyWriter}
 	p := promotion(cp, "C1", "w1")
-	p.Watermark, p.Finality = coord.Integer(10), "append_only_writer assertion"
+	p.Watermark, p.Finality = coord.Integer(10), assertion
 	cp = promote(t, s, p)
-	require.Equal(t, "append_only_writer assertion", cp.Finality)
+	require.Equal(t, assertion, cp.Finality)
 	requireStored(t, s, cp)
 
 	cp = promote(t, s, promotion(cp, "C2", "w2"))
 	require.Equal(t, coord.Integer(10), cp.Watermark)
-	require.Equal(t, "append_only_writer assertion", cp.Finality, "a promotion without a watermark keeps its finality")
+	require.Equal(t, assertion, cp.Finality, "a promotion without a watermark keeps its finality")
 	requireStored(t, s, cp)
 
 	p = promotion(cp, "C3", "w3")
-	p.Watermark, p.Finality = coord.Integer(20), "lag 5"
+	p.Watermark, p.Finality = coord.Integer(20), reconcile.Basis{Finality: provider.FinalityLag, Lag: 5}
 	cp = promote(t, s, p)
-	require.Equal(t, "lag 5", cp.Finality)
+	require.Equal(t, "lag 5", cp.Finality.String())
+	requireStored(t, s, cp)
+
+	// A timestamp lag and a re-read window read back as they were written.
+	reread := reconcile.Basis{Finality: provider.FinalityLag, Lag: int64(5 * time.Minute), Timestamp: true, Reread: true}
+	p = promotion(cp, "C3b", "w3b")
+	p.Watermark, p.Finality = coord.Integer(25), reread
+	cp = promote(t, s, p)
+	require.Equal(t, reread, cp.Finality)
 	requireStored(t, s, cp)
 
 	p = promotion(cp, "C4", "w4")
 	p.Watermark = coord.Integer(30)
 	cp = promote(t, s, p)
-	require.Empty(t, cp.Finality, "a new watermark without a basis removes the old basis")
+	require.Zero(t, cp.Finality, "a new watermark without a basis removes the old basis")
 	requireStored(t, s, cp)
 
 	for _, bad := range []store.Promotion{
-		{Key: key, FromCursor: cp.Cursor, FromGeneration: cp.Generation, To: []byte("C5"), WitnessID: "w5", Finality: "source"},
+		{Key: key, FromCursor: cp.Cursor, FromGeneration: cp.Generation, To: []byte("C5"), WitnessID: "w5", Finality: reconcile.Basis{Finality: provider.FinalitySource}},
 		{Key: key, FromCursor: cp.Cursor, FromGeneration: cp.Generation, To: []byte("C5"), WitnessID: "w5",
-			Watermark: coord.Integer(40), Finality: strings.Repeat("x", store.MaxFinalityBytes+1)},
+			Watermark: coord.Integer(40), Finality: reconcile.Basis{Finality: provider.FinalityLag}},
+		{Key: key, FromCursor: cp.Cursor, FromGeneration: cp.Generation, To: []byte("C5"), WitnessID: "w5",
+			Watermark: coord.Integer(40), Finality: reconcile.Basis{Finality: provider.FinalityNone}},
 	} {
 		_, err := s.Promote(ctx(t), bad)
 		require.ErrorIs(t, err, store.ErrInvalid)
@@ -427,6 +440,65 @@ func testSetParkedConditional(t *testing.T, s store.Store) {
 	require.NoError(t, err)
 	require.Equal(t, cp, cleared)
 	promote(t, s, promotion(cp, "C2", "w2"))
+}
+
+// A failure note is written on the state its writer read (cursor,
+// generation, lease), changes nothing else, survives a park and its
+// clearing, and the next promotion clears it.
+func testFailureNoteIsNotProgress(t *testing.T, s store.Store) {
+	lease := store.Lease{Owner: "worker-a", Counter: 3}
+	cp, err := s.CreateCheckpoint(ctx(t), store.Checkpoint{Key: key, Cursor: []byte("C0"), Generation: 1, Lease: lease})
+	require.NoError(t, err)
+	p := promotion(cp, "C1", "w1")
+	p.Watermark, p.Lease = integer(7), lease
+	cp = promote(t, s, p)
+
+	// A stale cursor or generation, another lease, a missing partition:
+	// fenced, nothing written.
+	_, err = s.NoteFailure(ctx(t), key, []byte("C0"), 1, lease, "stale")
+	requireWinner(t, err, cp)
+	_, err = s.NoteFailure(ctx(t), key, []byte("C0"), 2, lease, "wrong cursor")
+	requireWinner(t, err, cp)
+	_, err = s.NoteFailure(ctx(t), key, []byte("C1"), 2, store.Lease{Owner: "worker-b", Counter: 3}, "another lease")
+	requireWinner(t, err, cp)
+	_, err = s.NoteFailure(ctx(t), store.Key{Scope: key.Scope, Partition: "none"}, []byte("C1"), 1, store.Lease{}, "x")
+	requireFence(t, err)
+
+	note := "3 fetches failed in a row: HTTP 503"
+	noted, err := s.NoteFailure(ctx(t), key, []byte("C1"), 2, lease, note)
+	require.NoError(t, err)
+	want := cp
+	want.Failing = note
+	require.Equal(t, want, noted, "a note changes neither cursor, generation, watermark nor lease")
+	requireStored(t, s, want)
+	// Rewritten in place; invalid UTF-8 replaced.
+	noted, err = s.NoteFailure(ctx(t), key, []byte("C1"), 2, lease, "bad \xff byte")
+	require.NoError(t, err)
+	require.Equal(t, "bad \uFFFD byte", noted.Failing)
+	noted, err = s.NoteFailure(ctx(t), key, []byte("C1"), 2, store.Lease{}, note)
+	require.NoError(t, err, "without a lease the note is conditional on cursor and generation only")
+	require.Equal(t, want, noted)
+
+	// Parking and unparking keep it; clearing removes it.
+	parked, err := s.SetParked(ctx(t), key, []byte("C1"), 2, lease, "parked")
+	require.NoError(t, err)
+	require.Equal(t, note, parked.Failing)
+	unparked, err := s.SetParked(ctx(t), key, []byte("C1"), 2, lease, "")
+	require.NoError(t, err)
+	require.Equal(t, want, unparked)
+	cleared, err := s.NoteFailure(ctx(t), key, []byte("C1"), 2, lease, "")
+	require.NoError(t, err)
+	require.Equal(t, cp, cleared)
+	requireStored(t, s, cp)
+
+	// The next promotion clears it.
+	_, err = s.NoteFailure(ctx(t), key, []byte("C1"), 2, lease, note)
+	require.NoError(t, err)
+	p = promotion(want, "C2", "w2")
+	p.Lease = lease
+	next := promote(t, s, p)
+	require.Empty(t, next.Failing, "progress clears the note")
+	requireStored(t, s, next)
 }
 
 // With leases, a promotion or park by anyone but the current owner (and

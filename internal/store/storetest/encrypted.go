@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tidemark/tidemark/internal/publish"
 	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
 )
@@ -46,6 +47,13 @@ func RunEncrypted(t *testing.T, newRaw func(t *testing.T) store.Store) {
 		require.Contains(t, stored.Parked, "expired cursor hmac:")
 		assert.Equal(t, stored.Parked, parked.Parked, "the reason read back is the one stored")
 		keyed := strings.TrimSuffix(strings.TrimPrefix(stored.Parked, "expired cursor "), " at generation 1")
+		// A failure note too.
+		noted, err := s.NoteFailure(ctx(t), key, cp.Cursor, cp.Generation, store.Lease{}, "fetches of cursor "+plain+" fail")
+		require.NoError(t, err)
+		stored, err = raw.LoadCheckpoint(ctx(t), key)
+		require.NoError(t, err)
+		assert.Equal(t, "fetches of cursor "+keyed+" fail", stored.Failing)
+		assert.Equal(t, stored.Failing, noted.Failing)
 		entry := repairEntry(1, "restart --partition p0 --cursor "+plain)
 		entry.Previous["cursor"] = plain
 		cp, err = s.Unpark(ctx(t), key, cp.Cursor, cp.Generation, store.Lease{}, []store.RepairEntry{entry})
@@ -68,6 +76,45 @@ func RunEncrypted(t *testing.T, newRaw func(t *testing.T) store.Store) {
 		pp, err := plainStore.SetParked(ctx(t), key, cpp.Cursor, cpp.Generation, store.Lease{}, plain)
 		require.NoError(t, err)
 		assert.Equal(t, plain, pp.Parked)
+	})
+
+	t.Run("KeyedMembershipReasonPublishedOnce", func(t *testing.T) {
+		// A withdrawal's reason names the cursor of the page that showed
+		// the violation: the membership record keys it, the frontier a
+		// publisher derives from the record carries the keyed digest, and
+		// a second round finds nothing to publish (no republish loop).
+		raw := newRaw(t)
+		s, err := store.Encrypted(raw, keys("a"), "a")
+		require.NoError(t, err)
+		plain := reconcile.CursorHash([]byte("1000"))
+		const scope = "keyed-membership"
+		_, err = s.SwapMembership(ctx(t), 0, store.Membership{Scope: scope, Epoch: 1, Partitions: []string{"p"}, Proven: true})
+		require.NoError(t, err)
+		reason := "withdrawn: partition p: contract violation late_position at generation 3 cursor " + plain
+		m, err := s.SwapMembership(ctx(t), 1, store.Membership{Scope: scope, Epoch: 2, Partitions: []string{"p"}, Unproven: []string{"p"}, Reason: reason,
+			Repairs: []store.RepairEntry{repairEntry(1, "advance-epoch --cutover 5 (cursor "+plain+")")}})
+		require.NoError(t, err)
+		stored, err := raw.LoadMembership(ctx(t), scope)
+		require.NoError(t, err)
+		require.NotContains(t, stored.Reason, plain)
+		require.Contains(t, stored.Reason, "cursor hmac:")
+		require.NotContains(t, stored.Repairs[0].Command, plain)
+		assert.Equal(t, stored.Reason, m.Reason, "the record read back is the one stored")
+
+		pub := publish.NewPublisher(s, scope)
+		_, f, _, err := pub.Round(ctx(t))
+		require.NoError(t, err)
+		require.Contains(t, f.Reason, "cursor hmac:", "the frontier's reason is the membership's, keyed")
+		rf, err := raw.LoadFrontier(ctx(t), scope)
+		require.NoError(t, err)
+		require.NotContains(t, rf.Reason, plain)
+		r, err := pub.Prepare(ctx(t))
+		require.NoError(t, err)
+		assert.Nil(t, r.Next, "the next round publishes nothing: the computed frontier equals the stored one")
+		// A fresh publisher (another instance) agrees.
+		r, err = publish.NewPublisher(s, scope).Prepare(ctx(t))
+		require.NoError(t, err)
+		assert.Nil(t, r.Next)
 	})
 
 	t.Run("NoPlaintextAtRest", func(t *testing.T) {

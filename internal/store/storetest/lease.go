@@ -30,7 +30,6 @@ func RunLease(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"ClaimUnowned", testClaimUnowned},
 		{"ClaimNeedsCheckpoint", testClaimNeedsCheckpoint},
 		{"ClaimRace", testClaimRace},
-		{"RenewIncrements", testRenewIncrements},
 		{"StealFencesZombie", testStealFencesZombie},
 		{"ZombieWitnessNeverPromotes", testZombieWitnessNeverPromotes},
 		{"ZombieRepeatIsFenced", testZombieRepeatIsFenced},
@@ -84,8 +83,6 @@ func testClaimUnowned(t *testing.T, s store.Store) {
 func testClaimNeedsCheckpoint(t *testing.T, s store.Store) {
 	_, err := s.ClaimLease(ctx(t), key, store.Lease{}, "a")
 	require.ErrorIs(t, err, store.ErrNotFound)
-	_, err = s.RenewLease(ctx(t), key, store.Lease{Owner: "a", Counter: 1})
-	require.ErrorIs(t, err, store.ErrNotFound)
 	_, err = s.ReleaseLease(ctx(t), key, store.Lease{Owner: "a", Counter: 1})
 	require.ErrorIs(t, err, store.ErrNotFound)
 	// No lease write creates a checkpoint.
@@ -132,25 +129,6 @@ func testClaimRace(t *testing.T, s store.Store) {
 	}
 }
 
-func testRenewIncrements(t *testing.T, s store.Store) {
-	create(t, s, key, "C0")
-	held := claim(t, s, key, store.Lease{}, "a").Lease
-	for i := range 5 {
-		cp, err := s.RenewLease(ctx(t), key, held)
-		require.NoError(t, err, "renewal %d", i)
-		require.Equal(t, store.Lease{Owner: "a", Counter: held.Counter + 1}, cp.Lease)
-		held = cp.Lease
-	}
-	require.Equal(t, uint64(6), held.Counter)
-	// A renewal with a stale counter is fenced (and is not the repeat of
-	// an applied renewal: the stored counter is two ahead).
-	_, err := s.RenewLease(ctx(t), key, store.Lease{Owner: "a", Counter: 4})
-	requireLeaseFence(t, err, held)
-	// Another owner cannot renew a's lease.
-	_, err = s.RenewLease(ctx(t), key, store.Lease{Owner: "b", Counter: 6})
-	requireLeaseFence(t, err, held)
-}
-
 // docs/design.md#invariants, invariant 2 (fencing). b takes the lease
 // of a (a steal, or the take-over of a lease b saw expired); every write of
 // a that carries its old lease is fenced and changes nothing.
@@ -172,8 +150,6 @@ func testStealFencesZombie(t *testing.T, s store.Store) {
 	assert.Contains(t, fe.Reason, "lease")
 	_, err = s.SetParked(ctx(t), key, zombie.Cursor, zombie.Generation, zombie.Lease, "zombie parks")
 	requireWinner(t, err, thief)
-	_, err = s.RenewLease(ctx(t), key, zombie.Lease)
-	requireLeaseFence(t, err, thief.Lease)
 	_, err = s.ReleaseLease(ctx(t), key, zombie.Lease)
 	requireLeaseFence(t, err, thief.Lease)
 	_, err = s.ClaimLease(ctx(t), key, zombie.Lease, "a")
@@ -248,8 +224,8 @@ func testReleaseHandsOff(t *testing.T, s store.Store) {
 	p.Lease = held
 	_, err = s.Promote(ctx(t), p)
 	requireWinner(t, err, released)
-	_, err = s.RenewLease(ctx(t), key, held)
-	requireLeaseFence(t, err, released.Lease)
+	_, err = s.SetParked(ctx(t), key, released.Cursor, released.Generation, held, "released owner parks")
+	requireWinner(t, err, released)
 
 	// The next claimant starts from the known unowned state {"" , 2}: a
 	// claim that expects "never owned" loses, the exact state wins.
@@ -301,18 +277,15 @@ func testLeaseWritesKeepProgress(t *testing.T, s store.Store) {
 	// separate.
 	got := claim(t, s, key, store.Lease{}, "a")
 	check(got, store.Lease{Owner: "a", Counter: 1})
-	got, err = s.RenewLease(ctx(t), key, got.Lease)
-	require.NoError(t, err)
-	check(got, store.Lease{Owner: "a", Counter: 2})
 	got = claim(t, s, key, got.Lease, "b")
-	check(got, store.Lease{Owner: "b", Counter: 3})
+	check(got, store.Lease{Owner: "b", Counter: 2})
 	got, err = s.ReleaseLease(ctx(t), key, got.Lease)
 	require.NoError(t, err)
-	check(got, store.Lease{Counter: 4})
+	check(got, store.Lease{Counter: 3})
 }
 
 // The counter is the fencing token: it strictly increases on every claim,
-// renewal, steal and release, across owners.
+// takeover and release, across owners.
 func testCounterStrictlyIncreases(t *testing.T, s store.Store) {
 	create(t, s, key, "C0")
 	var seen []uint64
@@ -324,16 +297,15 @@ func testCounterStrictlyIncreases(t *testing.T, s store.Store) {
 		cp = c
 		seen = append(seen, cp.Lease.Counter)
 	}
-	step(s.RenewLease(ctx(t), key, cp.Lease))
 	step(s.ClaimLease(ctx(t), key, cp.Lease, "b"))
-	step(s.RenewLease(ctx(t), key, cp.Lease))
+	step(s.ClaimLease(ctx(t), key, cp.Lease, "c"))
 	step(s.ReleaseLease(ctx(t), key, cp.Lease))
 	step(s.ClaimLease(ctx(t), key, cp.Lease, "a"))
 	step(s.ClaimLease(ctx(t), key, cp.Lease, "c"))
 	for i := 1; i < len(seen); i++ {
 		require.Greater(t, seen[i], seen[i-1], "counters %v", seen)
 	}
-	require.Equal(t, store.Lease{Owner: "c", Counter: 7}, cp.Lease)
+	require.Equal(t, store.Lease{Owner: "c", Counter: 6}, cp.Lease)
 }
 
 // A lease write whose exact result is already stored is the repeat of an
@@ -346,15 +318,15 @@ func testLeaseRepeatIsIdempotent(t *testing.T, s store.Store) {
 	require.NoError(t, err)
 	require.Equal(t, first, again)
 
-	renewed, err := s.RenewLease(ctx(t), key, first.Lease)
+	taken, err := s.ClaimLease(ctx(t), key, first.Lease, "b")
 	require.NoError(t, err)
-	again, err = s.RenewLease(ctx(t), key, first.Lease)
+	again, err = s.ClaimLease(ctx(t), key, first.Lease, "b")
 	require.NoError(t, err)
-	require.Equal(t, renewed, again)
+	require.Equal(t, taken, again)
 
-	released, err := s.ReleaseLease(ctx(t), key, renewed.Lease)
+	released, err := s.ReleaseLease(ctx(t), key, taken.Lease)
 	require.NoError(t, err)
-	again, err = s.ReleaseLease(ctx(t), key, renewed.Lease)
+	again, err = s.ReleaseLease(ctx(t), key, taken.Lease)
 	require.NoError(t, err)
 	require.Equal(t, released, again)
 	requireStored(t, s, released)
@@ -366,7 +338,6 @@ func testLeaseInvalid(t *testing.T, s store.Store) {
 		_, err := s.ClaimLease(ctx(t), k, expect, owner)
 		return err
 	}
-	renewErr := func(held store.Lease) error { _, err := s.RenewLease(ctx(t), key, held); return err }
 	releaseErr := func(held store.Lease) error { _, err := s.ReleaseLease(ctx(t), key, held); return err }
 	for _, tc := range []struct {
 		name string
@@ -377,7 +348,7 @@ func testLeaseInvalid(t *testing.T, s store.Store) {
 		{"claim, bad expected owner", claimErr(key, store.Lease{Owner: "\xff"}, "a")},
 		{"claim, last counter", claimErr(key, store.Lease{Owner: "x", Counter: ^uint64(0)}, "a")},
 		{"claim, owner too long", claimErr(key, store.Lease{}, string(make([]byte, store.MaxNameBytes+1)))},
-		{"renew unowned", renewErr(store.Lease{Counter: 3})},
+		{"release unowned, counter", releaseErr(store.Lease{Counter: 3})},
 		{"release unowned", releaseErr(store.Lease{})},
 	} {
 		require.ErrorIs(t, tc.err, store.ErrInvalid, tc.name)

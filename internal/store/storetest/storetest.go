@@ -55,6 +55,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"IncarnationRecordedAndFenced", testIncarnationRecordedAndFenced},
 		{"IncarnationReset", testIncarnationReset},
 		{"SetParkedConditional", testSetParkedConditional},
+		{"FailureNoteIsNotProgress", testFailureNoteIsNotProgress},
 		{"RepairLogTravelsWithRepairs", testRepairLogTravelsWithRepairs},
 		{"LeaseFencing", testLeaseFencing},
 		{"LostResponse", testLostResponse},
@@ -66,6 +67,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"DeepCopies", testDeepCopies},
 		// Witnesses and receipts (invariants 1, 4, 5, 9).
 		{"WitnessRoundTrip", testWitnessRoundTrip},
+		{"WitnessEventFormats", testWitnessEventFormats},
 		{"WitnessIdempotent", testWitnessIdempotent},
 		{"WitnessGenerationIsolation", testWitnessGenerationIsolation},
 		{"ReceiptMonotone", testReceiptMonotone},

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"testing"
@@ -216,4 +217,59 @@ func testPruneWitnessesBelowAGeneration(t *testing.T, s store.Store) {
 	n, err = s.PruneWitnesses(ctx(t), key, 10)
 	require.NoError(t, err)
 	require.Zero(t, n)
+}
+
+// PreviousFormat is implemented by a store under test whose stored form of
+// a witness had an earlier version: PutWitnessPreviousFormat writes w the
+// way that version did (for DynamoDB: a digest per event even when every
+// event shares one). testWitnessEventFormats then also checks such stored
+// items.
+type PreviousFormat interface {
+	PutWitnessPreviousFormat(ctx context.Context, w reconcile.Witness) error
+}
+
+// sharedDigestPage is page with one digest for every event: what a constant
+// semantic projection gives (the DynamoDB store then writes it once).
+func sharedDigestPage(first int64, n int) []reconcile.EventWitness {
+	evs := page(first, n)
+	for i := range evs {
+		evs[i].Digest = 0x5eed
+	}
+	return evs
+}
+
+// Witnesses whose events share one digest and witnesses with a digest per
+// event, stored now or by the previous release (old items), are read back
+// exactly, side by side under one (cursor, generation); writing any of them
+// again is the same response (a no-op, also for an old item written again
+// in the current form), and each takes receipts and a disposition.
+func testWitnessEventFormats(t *testing.T, s store.Store) {
+	perEvent := newWitness(key, 4, "a1", page(1, 100), "N1")
+	shared := newWitness(key, 4, "a2", sharedDigestPage(1, 100), "N2")
+	want := []reconcile.Witness{perEvent, shared}
+	for _, w := range want {
+		require.NoError(t, s.PutWitness(ctx(t), w))
+	}
+	if old, ok := s.(PreviousFormat); ok {
+		stored := []reconcile.Witness{newWitness(key, 4, "a3", sharedDigestPage(1, 100), "N3"), newWitness(key, 4, "a4", page(1, 100), "N4")}
+		for _, w := range stored {
+			require.NoError(t, old.PutWitnessPreviousFormat(ctx(t), w))
+		}
+		want = append(want, stored...)
+	}
+	require.Equal(t, want, witnesses(t, s, key, 4))
+	for _, w := range want {
+		require.NoError(t, s.PutWitness(ctx(t), w), "attempt %s written again", w.AttemptID)
+		other := w
+		other.Successor = []byte("elsewhere")
+		requireFence(t, s.PutWitness(ctx(t), other))
+	}
+	require.Equal(t, want, witnesses(t, s, key, 4))
+	for i, w := range want {
+		require.NoError(t, s.RecordReceipt(ctx(t), key, 4, w.AttemptID, 10+i))
+		want[i].AckedThrough = 10 + i
+	}
+	require.NoError(t, s.SetDisposition(ctx(t), key, 4, want[len(want)-1].AttemptID, reconcile.Abandoned))
+	want[len(want)-1].Disposition = reconcile.Abandoned
+	require.Equal(t, want, witnesses(t, s, key, 4))
 }

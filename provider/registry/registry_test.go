@@ -1,4 +1,4 @@
-package provider
+package registry
 
 import (
 	"context"
@@ -6,19 +6,25 @@ import (
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/require"
+
+	"github.com/tidemark/tidemark/provider"
 )
 
 type nopProvider struct{}
 
-func (nopProvider) Fetch(context.Context, Request) (Response, error) { return Response{}, nil }
-func (nopProvider) Contract() Contract                               { return Contract{EmptyPage: EmptyNoEvidence} }
-func (nopProvider) Close(context.Context) error                      { return nil }
+func (nopProvider) Fetch(context.Context, provider.Request) (provider.Response, error) {
+	return provider.Response{}, nil
+}
+func (nopProvider) Contract() provider.Contract {
+	return provider.Contract{EmptyPage: provider.EmptyNoEvidence}
+}
+func (nopProvider) Close(context.Context) error { return nil }
 
 func spec(name string) Spec {
 	return Spec{
 		Name:   name,
 		Fields: []*service.ConfigField{service.NewStringField("x")},
-		Build:  func(*service.ParsedConfig, Env) (Provider, error) { return nopProvider{}, nil },
+		Build:  func(*service.ParsedConfig, Env) (provider.Provider, error) { return nopProvider{}, nil },
 	}
 }
 

@@ -1,4 +1,11 @@
-package provider
+// Package registry puts providers into the paginated_partitions input: a
+// provider registers its config object (Benthos config fields and how to
+// build the provider from them) from its package's init function, and the
+// input builds its one-of from the registered specs. It is the SDK's edge to
+// Benthos: package provider (the port, the values and the contract) imports
+// no Benthos, so the core that names those types builds without the
+// framework.
+package registry
 
 import (
 	"fmt"
@@ -8,6 +15,8 @@ import (
 	"sync"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/tidemark/tidemark/provider"
 )
 
 // Spec registers a provider: the name of its config object in the
@@ -31,7 +40,7 @@ type Spec struct {
 	// Build reads the object (conf is its namespace) and builds the
 	// provider. It must send nothing: the input's lint runs it to check a
 	// config. Errors name the field at fault.
-	Build func(conf *service.ParsedConfig, env Env) (Provider, error)
+	Build func(conf *service.ParsedConfig, env Env) (provider.Provider, error)
 	// LintResources, when set, returns the mock resources Build needs when
 	// the input's lint runs it (the config's resources are not visible to
 	// a component's lint rule): for example a rate limit the object names.
@@ -50,7 +59,7 @@ type Env struct {
 
 var nameRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 
-var registry = struct {
+var reg = struct {
 	sync.Mutex
 	specs    map[string]Spec
 	watchers []func()
@@ -69,14 +78,14 @@ func Register(s Spec) error {
 	case len(s.Fields) == 0:
 		return fmt.Errorf("provider %s: no fields", s.Name)
 	}
-	registry.Lock()
-	if _, ok := registry.specs[s.Name]; ok {
-		registry.Unlock()
+	reg.Lock()
+	if _, ok := reg.specs[s.Name]; ok {
+		reg.Unlock()
 		return fmt.Errorf("provider %s: already registered", s.Name)
 	}
-	registry.specs[s.Name] = s
-	watchers := slices.Clone(registry.watchers)
-	registry.Unlock()
+	reg.specs[s.Name] = s
+	watchers := slices.Clone(reg.watchers)
+	reg.Unlock()
 	for _, w := range watchers {
 		w()
 	}
@@ -92,10 +101,10 @@ func MustRegister(s Spec) {
 
 // Registered returns the registered providers, ordered by name.
 func Registered() []Spec {
-	registry.Lock()
-	defer registry.Unlock()
-	out := make([]Spec, 0, len(registry.specs))
-	for _, s := range registry.specs {
+	reg.Lock()
+	defer reg.Unlock()
+	out := make([]Spec, 0, len(reg.specs))
+	for _, s := range reg.specs {
 		out = append(out, s)
 	}
 	slices.SortFunc(out, func(a, b Spec) int { return strings.Compare(a.Name, b.Name) })
@@ -106,8 +115,8 @@ func Registered() []Spec {
 // (re-)register its config spec with every provider linked in, whatever
 // order the packages' init functions run in.
 func Watch(fn func()) {
-	registry.Lock()
-	registry.watchers = append(registry.watchers, fn)
-	registry.Unlock()
+	reg.Lock()
+	reg.watchers = append(reg.watchers, fn)
+	reg.Unlock()
 	fn()
 }
