@@ -121,7 +121,7 @@ func TestKeysetRereadWindowDeliversARowInsertedBelowTheProgressWithinTheWindow(t
 				run.requireNoScalarFrontier(t)
 			} else {
 				assert.Equal(t, coord.Integer(900), cp.Watermark, "the previous pass's boundary less the window")
-				assert.Equal(t, "reread lag 100", cp.Finality)
+				assert.Equal(t, "reread lag 100", cp.Finality.String())
 			}
 			log := run.proc.Out.String()
 			assert.Contains(t, log, "starts a re-read pass")

@@ -38,6 +38,12 @@ type s3Interposer struct {
 	upstream string
 	token    string // a continuation token of another listing
 
+	// beforeSwap, when set, runs before the swapped request goes on: it
+	// waits until photos' first page is durably applied, so that the
+	// refusal meets a durable applied key (else the restart rightly
+	// starts from the beginning, with no start-after to see).
+	beforeSwap func()
+
 	mu         sync.Mutex
 	swapped    bool
 	logsPages  int
@@ -62,6 +68,7 @@ func (s *s3Interposer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if swap {
 		s.swapped = true
 	}
+	beforeSwap := s.beforeSwap
 	expired := false
 	if bucket == "logs" {
 		s.logsPages++
@@ -82,6 +89,9 @@ func (s *s3Interposer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if swap {
+		if beforeSwap != nil {
+			beforeSwap()
+		}
 		q.Set("continuation-token", s.token)
 	}
 	out, err := http.NewRequestWithContext(r.Context(), r.Method, s.upstream+r.URL.Path+"?"+q.Encode(), nil)
@@ -196,6 +206,17 @@ func TestExampleS3ListingRestartsOnlyOnARefusedToken(t *testing.T) {
 		cp, _ := st.LoadCheckpoint(context.Background(), store.Key{Scope: "s3-listing", Partition: b})
 		return cp
 	}
+	// The first page's promotion may wait for the page behind it
+	// (promotion_linger), which is the request held here: it goes on
+	// after the linger.
+	ip.mu.Lock()
+	ip.beforeSwap = func() {
+		deadline := time.Now().Add(e2etest.Patience)
+		for !load("photos").HasApplied && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	ip.mu.Unlock()
 	e2etest.WaitFor(t, e2etest.Patience, "photos complete and logs parked", func() (bool, string) {
 		ph, lg := load("photos"), load("logs")
 		sa, exp := ip.counts()
