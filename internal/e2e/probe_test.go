@@ -224,6 +224,26 @@ func TestProbeS3Listing(t *testing.T) {
 	})
 }
 
+// TestProbeS3ListingContinuous: the continuous listing (positions the
+// objects' LastModified, unordered; the last page is the head, polled) on
+// the same bucket: no finality is claimed, and the re-read window's
+// restart cursor (the empty cursor: every pass relists from the start)
+// answers.
+func TestProbeS3ListingContinuous(t *testing.T) {
+	fs, _, code := runProbe(t, "http_s3_listing", s3Listing(t))
+	expectExit(t, fs, code)
+	if code != 0 {
+		t.Errorf("exit %d, want 0", code)
+	}
+	expectFindings(t, fs, map[string]string{
+		"response":          "supported|",
+		"position_type":     "supported|as timestamp",
+		"finality":          "supported|claims nothing",
+		"tokens_may_rotate": "supported|another successor",
+		"incarnation":       "cannot tell|no incarnation request",
+	})
+}
+
 // s3ListingWith writes http_s3_listing_once.yaml with its complete_through line
 // (each page's own last key) uncommented and the given finality declared,
 // into a temporary directory, and returns its path.
