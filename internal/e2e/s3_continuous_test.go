@@ -43,7 +43,8 @@ const s3RefusedToken = `<?xml version="1.0" encoding="UTF-8"?>
 // it, once (a second relist is held until it is printed: were it left to a
 // later one, the test would wait in vain). Then an object already
 // delivered is rewritten: it is delivered again (an update). Every other
-// object is delivered exactly once; no scalar frontier is published at any
+// object is delivered exactly once (those of the page before a refused
+// token at most twice: the restart lists it again); no scalar frontier is published at any
 // point (none covers the late object before it is delivered, nor after),
 // no watermark is claimed; the checkpoint records the passes.
 func TestS3ContinuousListingDeliversAnObjectWrittenBelowItsProgress(t *testing.T) {
@@ -174,10 +175,19 @@ func testS3ContinuousLate(t *testing.T, recovery string, refuse bool) {
 	run.Stop(e2etest.Patience)
 
 	p := printed()
-	for _, k := range keys {
+	for i, k := range keys {
 		want := 1
 		if k == rewritten {
 			want = 2
+		}
+		if refuse && i < 3 {
+			// The first page, read before the refused token: the restart
+			// lists it again, and its objects are delivered again when
+			// the restart came before their receipts were written
+			// (duplicates, never a gap).
+			assert.GreaterOrEqual(t, p[k], want, "object %s", k)
+			assert.LessOrEqual(t, p[k], want+1, "object %s", k)
+			continue
 		}
 		assert.Equal(t, want, p[k], "object %s", k)
 	}
