@@ -3,6 +3,7 @@ package chain
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/tidemark/tidemark/internal/coord"
@@ -391,6 +392,40 @@ func (m *Machine) resetInto(from, to, why string) {
 	}
 	m.logf(Warn, "Partition %s: %s from %s to %s (%s); the old incarnation leaves and the new one joins in a new membership epoch, read from the start: the checkpoint at generation %d is reset and the scalar frontier is withheld until the new incarnation certifies a watermark",
 		m.part(), ReasonIncarnation, shown, to, why, m.cp.Generation)
+	m.pruneResetReceipts(from, to, why)
+}
+
+// pruneResetReceipts drops every receipt of a re-read window before the
+// reset into another incarnation is written: the old incarnation's
+// receipts say nothing about the new one's events (the same id at the
+// same position is another event), and their greatest position would
+// become the first pass's mark (reread.go, mark), from which a later
+// pass derives a watermark over events of the new incarnation not yet
+// read. Pruned first, so a crash between the two writes leaves no old
+// receipt behind a reset; a receipt lost to an old incarnation that goes
+// on (the reset refused) only costs a duplicate.
+func (m *Machine) pruneResetReceipts(from, to, why string) {
+	k := m.cfg.Contract.EffectivePositionKind()
+	if !m.rereads() || (k != coord.KindInteger && k != coord.KindTimestamp) {
+		m.writeReset(from, to, why)
+		return
+	}
+	m.ask(StateReincarnating, PruneReceipts{Key: m.cfg.Key, Through: coord.Position{Kind: k, Int: math.MaxInt64}},
+		next{kind: onResetReceiptsPruned, from: from, to: to, text: why})
+}
+
+func (m *Machine) onResetReceiptsPruned(from, to, why string, r ReceiptsPruned) {
+	if r.Err != nil {
+		m.logf(Warn, "Partition %s: the receipts of incarnation %s could not be dropped before its reset, retrying after %s: %v", m.part(), from, m.cfg.StoreBackoff, r.Err)
+		m.wait(StateReincarnating, m.cfg.StoreBackoff, next{kind: doPruneResetReceipts, from: from, to: to, text: why})
+		return
+	}
+	m.rr.set, m.rr.top = nil, coord.Position{}
+	m.writeReset(from, to, why)
+}
+
+// writeReset writes the reset into incarnation to.
+func (m *Machine) writeReset(from, to, why string) {
 	reset := store.Promotion{
 		Key: m.cfg.Key, FromCursor: m.cp.Cursor, FromGeneration: m.cp.Generation,
 		To: m.cfg.StartCursor, WitnessID: "incarnation:" + to, Incarnation: to, Reset: true, Lease: m.writeLease(),

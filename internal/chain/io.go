@@ -478,10 +478,24 @@ func (l Level) String() string {
 	return fmt.Sprintf("level(%d)", uint8(l))
 }
 
-// Log: write Text to the log at Level.
+// Log: write Text to the log at Level. Late, when set, is what Text says
+// about a late arrival near a re-read window's edge, as a value (reread.go).
 type Log struct {
 	Level Level
 	Text  string
+	Late  *LateArrival
+}
+
+// LateArrival: a re-read pass emitted an event, at Position, that no
+// receipt showed delivered and that lies within the lowest quarter of the
+// window above the pass's range start: it appeared at least Depth below
+// what the partition had delivered, against a window of Window (units of
+// the position's kind: nanoseconds for timestamps). A source that shows
+// events that late may show some later still, beyond the window, and
+// those are not read (docs/design.md#re-read-windows).
+type LateArrival struct {
+	Position      coord.Position
+	Depth, Window int64
 }
 
 // Count: add N to Metric (observe.go). Class is the retry class of
@@ -770,7 +784,12 @@ func (r Reincarnated) String() string {
 
 func (a Wait) String() string { return "wait until " + a.Until.UTC().Format("15:04:05.000") }
 
-func (a Log) String() string { return fmt.Sprintf("log %s: %s", a.Level, a.Text) }
+func (a Log) String() string {
+	if l := a.Late; l != nil {
+		return fmt.Sprintf("log %s [late arrival at %s: depth %d, window %d]: %s", a.Level, l.Position, l.Depth, l.Window, a.Text)
+	}
+	return fmt.Sprintf("log %s: %s", a.Level, a.Text)
+}
 
 func (a Count) String() string {
 	s := "count " + a.Metric.String()

@@ -1161,6 +1161,7 @@ func (m *Machine) emitPage(pg *page) {
 	if size <= 0 {
 		size = n
 	}
+	m.noteLateNearEdge(pg)
 	for from := pg.ackedUpTo; from < n; {
 		if m.received(pg.w.Events[from]) {
 			// A re-read event a durable receipt shows delivered: done,

@@ -38,32 +38,34 @@ const (
 	onRereadCursor                             //
 	onRereadPromoted                           // prom
 	onReceiptsPruned                           //
+	onResetReceiptsPruned                      // from, to, text: why
 
 	// Continuations (run after a back-off, or when what they follow is done).
-	doLoad              //
-	doAfterLoad         // cp
-	doStartChain        //
-	doAskUnparked       //
-	doAbandonAll        // st, gen, ids; then
-	doPutWitness        // w; then
-	doEmitWitnessed     // pg
-	doRefetchAfterNack  // pg
-	doAfterHold         // pg, text: the reason
-	doAfterPromotion    // pg, last
-	doResolve           // pg, prom; then
-	doRestartChain      //
-	doSettlePages       // pages, i; then
-	doRecoverNow        // expired, reason
-	doRestart           // expired, reason
-	doParkWrite         // reason
-	doVerifyIncarnation // text: why; then
-	doPromoteHead       //
-	doConfirmEmission   //
-	doFinishComplete    //
-	doResetInto         // from, to, text: why
-	doOnMalformed       // f, text
-	doOnReconciled      // f, fetched, v, reason: recoverWith
-	doBeginChain        //
+	doLoad               //
+	doAfterLoad          // cp
+	doStartChain         //
+	doAskUnparked        //
+	doAbandonAll         // st, gen, ids; then
+	doPutWitness         // w; then
+	doEmitWitnessed      // pg
+	doRefetchAfterNack   // pg
+	doAfterHold          // pg, text: the reason
+	doAfterPromotion     // pg, last
+	doResolve            // pg, prom; then
+	doRestartChain       //
+	doSettlePages        // pages, i; then
+	doRecoverNow         // expired, reason
+	doRestart            // expired, reason
+	doParkWrite          // reason
+	doVerifyIncarnation  // text: why; then
+	doPromoteHead        //
+	doConfirmEmission    //
+	doFinishComplete     //
+	doResetInto          // from, to, text: why
+	doOnMalformed        // f, text
+	doOnReconciled       // f, fetched, v, reason: recoverWith
+	doBeginChain         //
+	doPruneResetReceipts // from, to, text: why
 )
 
 // next is one step of pending work: its kind and the few values it
@@ -161,6 +163,8 @@ func (m *Machine) run(k *next, in Input) {
 		m.onRereadPromoted(*k.prom, in.(Promoted))
 	case onReceiptsPruned:
 		m.onReceiptsPruned(in.(ReceiptsPruned))
+	case onResetReceiptsPruned:
+		m.onResetReceiptsPruned(k.from, k.to, k.text, in.(ReceiptsPruned))
 
 	case doLoad:
 		m.load()
@@ -204,6 +208,8 @@ func (m *Machine) run(k *next, in Input) {
 		m.finishComplete()
 	case doConfirmEmission:
 		m.confirmEmission()
+	case doPruneResetReceipts:
+		m.pruneResetReceipts(k.from, k.to, k.text)
 	case doResetInto:
 		m.resetInto(k.from, k.to, k.text)
 	case doOnMalformed:

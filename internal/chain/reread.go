@@ -67,6 +67,9 @@ type rereadState struct {
 	// again (an empty answer before the mark proves nothing, and a
 	// restarted process cannot tell).
 	reached bool
+	// edgeSaid: this pass has logged a late arrival near its window's
+	// edge (one warning a pass).
+	edgeSaid bool
 	// top is the greatest position of the receipts loaded or written: a
 	// page held at the head (a listing's last page, which has no
 	// successor and is never promoted) delivered its events, and its
@@ -92,6 +95,46 @@ func (m *Machine) received(e reconcile.EventWitness) bool {
 	}
 	_, ok := m.rr.set[rkey{e.IDHash, e.Position, e.Digest}]
 	return ok
+}
+
+// noteLateNearEdge warns, once a pass, when pg holds an event about to
+// be emitted (no receipt shows it delivered) within the lowest quarter of
+// the window above the pass's range start From (at least one unit). Such
+// an event was not visible when the previous pass read its position:
+// that pass re-read (.., Mark] with Mark = From + w and would have
+// delivered it, with a receipt; so it appeared when the partition had
+// delivered through Mark at least, at least From + w - p below it. A
+// source that shows events within a quarter of the window of its bound
+// may show some beyond it, which no pass reads: the run says so, naming
+// the partition, the depth and the window. The first pass (from the
+// start) has no previous mark and says nothing. (A receipt whose write
+// failed makes its event look late: a duplicate, and perhaps a warning.)
+func (m *Machine) noteLateNearEdge(pg *page) {
+	w := m.cfg.Contract.RereadWindow
+	if !m.rereads() || !m.rr.has || m.rr.edgeSaid || w <= 0 {
+		return
+	}
+	from := m.rr.from
+	if from.Kind != coord.KindInteger && from.Kind != coord.KindTimestamp {
+		return
+	}
+	edge := max(w/4, 1)
+	for i := pg.ackedUpTo; i < len(pg.w.Events); i++ {
+		e := pg.w.Events[i]
+		if e.Position.Kind != from.Kind || e.Position.Compare(from) <= 0 || m.received(e) {
+			continue
+		}
+		off := e.Position.Int - from.Int
+		if off <= 0 || off > edge {
+			continue
+		}
+		m.rr.edgeSaid = true
+		la := &LateArrival{Position: e.Position, Depth: w - off, Window: w}
+		m.emit(Log{Level: Warn, Late: la, Text: fmt.Sprintf(
+			"Partition %s: a re-read pass found an event at %s that appeared at least %s below what was already delivered, within %s of the edge of its re-read window %s: events that appear later than the window are never read; if the source can show them, widen reread_window",
+			m.part(), e.Position, windowText(la.Depth, from.Kind), windowText(off, from.Kind), windowText(w, from.Kind))})
+		return
+	}
 }
 
 // seen raises the greatest delivered position the receipts show.
@@ -309,7 +352,7 @@ func (m *Machine) onRereadPromoted(prom store.Promotion, r Promoted) {
 	}
 	m.countsWritten()
 	m.cp = r.Checkpoint
-	m.rr.reached = false
+	m.rr.reached, m.rr.edgeSaid = false, false
 	m.emit(Observe{Checkpoint: r.Checkpoint})
 	if rs := r.Checkpoint.Reread; rs.HasFrom {
 		m.ask(StateRecovering, PruneReceipts{Key: m.cfg.Key, Through: rs.From}, next{kind: onReceiptsPruned})

@@ -65,9 +65,7 @@ func (s *sim) quiesce(step *int) {
 		if s.cfg.Metamorphic {
 			p.prof.nosucc = 0 // every head ends with a successor: cursors converge
 		}
-		for i := range p.events {
-			p.events[i].hidden = false // every writer has finished: late keys are visible
-		}
+		p.show() // every writer has finished: late keys are visible
 	}
 	for _, w := range s.workers {
 		w.paused = false
@@ -360,8 +358,9 @@ func (s *sim) caughtUp() string {
 		}
 		ackedBelow := p.ackedBelowOnTime
 		if p.prof.contract.Rereads() {
-			// A re-read window delivers the late events too.
-			ackedBelow = p.ackedBelow
+			// A re-read window delivers the late events too, those shown
+			// within it (event.beyond: the source broke the bound).
+			ackedBelow = p.ackedBelowInWindow
 		}
 		if e, ok := ackedBelow(p.final + 1); !ok {
 			return fmt.Sprintf("partition %s: event %s has no terminal outcome (checkpoint g%d %s%s)", p.name, e.id, cp.Generation, curString(cp.Cursor), parked(cp))

@@ -175,7 +175,7 @@ func (s *sim) metamorphicSetup(su *setup) {
 // alike under every shape.
 func metamorphicProfile(prof profile) profile {
 	switch prof.name {
-	case densePark.name, lateListing.name, rereadLate.name:
+	case densePark.name, lateListing.name, rereadLate.name, rereadBeyond.name:
 		// A re-read partition restarts a pass every interval for ever:
 		// its checkpoint never stops changing, so a schedule with one
 		// never settles and runs every settle round (maxRounds).

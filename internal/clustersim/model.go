@@ -251,6 +251,21 @@ var rereadLate = profile{name: "reread-late",
 		MissingSuccessor: provider.MissingSuccessorPoll, Recovery: provider.RecoveryRestartFromBoundary, RereadWindow: 1 << 40},
 	hidden: .3, glitch: .04, quiet: .05, shift: .2, transient: .04, garbage: .003, malformed: .02, gap: 2, pageSize: 3}
 
+// rereadBeyond: rereadLate with a window of 8 positions under finality
+// lag, narrower than how late the source shows some events: a late event
+// appears up to a whole append (several events, gaps of up to 3) below
+// the greatest visible position, within the window or beyond it
+// (event.beyond). What is shown within it must be delivered; what is
+// shown beyond it breaks the declared bound: it may stay undelivered, but
+// only a watermark whose basis names the re-read lag may cover it (never
+// a proven one), and a pass that delivers a late event near the window's
+// edge must say so (chain.LateArrival, checked against the model).
+var rereadBeyond = profile{name: "reread-beyond",
+	contract: provider.Contract{EmptyPage: provider.EmptyNoEvidence, OrderedPositions: true, Pagination: provider.PaginationKeyset,
+		MissingSuccessor: provider.MissingSuccessorPoll, Recovery: provider.RecoveryRestartFromBoundary,
+		Finality: provider.FinalityLag, FinalityLag: 8, RereadWindow: 8},
+	hidden: .5, glitch: .04, quiet: .05, shift: .2, transient: .04, garbage: .003, malformed: .02, gap: 3, pageSize: 3}
+
 // Profiles whose positions and watermarks are of other kinds: a shard of
 // a stream whose sequence numbers are 56-digit decimals, resuming strictly
 // after the applied one; and an object listing whose positions are keys
@@ -356,6 +371,12 @@ type event struct {
 	// hidden: not served yet (profile.hidden); late: it was created
 	// hidden, so it may become visible below positions already served.
 	hidden, late bool
+	// above: when it was shown (a late event), the greatest position
+	// visible then; beyond: that was at or above pos + the declared
+	// re-read window, against the bound the window declares (the source
+	// shows an event at p before any at p + w): no pass need read it.
+	above  int64
+	beyond bool
 }
 
 // part is one partition of the model provider, with its own PRNG.
@@ -398,6 +419,10 @@ type part struct {
 	offsetURLs bool
 	fetches    int
 	sealed     bool
+	// beyondShown counts the events shown beyond the re-read window
+	// (event.beyond); lateNamed the late arrivals near the window's edge
+	// a lane reported (chain.LateArrival).
+	beyondShown, lateNamed int
 	// created is the first position the partition can hold (its coverage
 	// starts there).
 	created int64
@@ -483,9 +508,7 @@ func (p *part) appendEvents(n int) (int64, int64) {
 	if p.sealed || n <= 0 {
 		return 0, 0
 	}
-	for i := range p.events {
-		p.events[i].hidden = false // the keys written before are visible now
-	}
+	p.show() // the keys written before are visible now
 	var first int64
 	for i := 0; i < n; i++ {
 		pos := p.final + 1
@@ -516,6 +539,27 @@ func (p *part) appendEvents(n int) (int64, int64) {
 		}
 	}
 	return first, p.final
+}
+
+// show makes every hidden event visible, noting how far below the
+// greatest visible position each appears (event.above, event.beyond).
+func (p *part) show() {
+	top, any := p.topVisible()
+	w := p.prof.contract.RereadWindow
+	for i := range p.events {
+		e := &p.events[i]
+		if !e.hidden {
+			continue
+		}
+		e.hidden = false
+		if any && top > e.pos {
+			e.above = top
+			if w > 0 && top-e.pos >= w {
+				e.beyond = true
+				p.beyondShown++
+			}
+		}
+	}
 }
 
 // tick moves the finality clock without events (time passes); dense
@@ -572,6 +616,36 @@ func (p *part) ackedBelowOnTime(pos int64) (event, bool) {
 		}
 	}
 	return event{}, true
+}
+
+// ackedBelowInWindow is ackedBelow for what a re-read window promises:
+// an event for which the source broke the bound the window declares is
+// exempt: shown beyond the window (event.beyond), or still hidden while
+// an event at or above its position + the window is visible.
+func (p *part) ackedBelowInWindow(pos int64) (event, bool) {
+	e, ok := p.ackedBelow(pos)
+	if ok {
+		return e, ok
+	}
+	top, any := p.topVisible()
+	w := p.prof.contract.RereadWindow
+	broke := func(e event) bool { return e.beyond || (e.hidden && any && w > 0 && top-e.pos >= w) }
+	for i := p.firstUnacked; i < len(p.events) && p.events[i].pos < pos; i++ {
+		if !p.events[i].acked && !broke(p.events[i]) {
+			return p.events[i], false
+		}
+	}
+	return event{}, true
+}
+
+// topVisible is the greatest position of a visible event.
+func (p *part) topVisible() (int64, bool) {
+	for i := len(p.events) - 1; i >= 0; i-- {
+		if !p.events[i].hidden {
+			return p.events[i].pos, true
+		}
+	}
+	return 0, false
 }
 
 func (p *part) ackedBelow(pos int64) (event, bool) {

@@ -72,6 +72,14 @@ const (
 	// epoch): a recreated source's events never travel with the old
 	// incarnation's epoch and frontier.
 	CheckIncarnation Check = "incarnation"
+	// CheckLateArrival: late arrivals against a re-read window
+	// (docs/design.md#re-read-windows). An event the source shows beyond
+	// the declared window may stay undelivered, but no watermark or
+	// published scalar covers it unless its basis names the re-read lag
+	// (CheckNoLoss reports a proven one that does); a late arrival near the
+	// window's edge a pass names (chain.LateArrival) is an event that
+	// appeared at least that far below what was visible.
+	CheckLateArrival Check = "late-arrival"
 )
 
 type wref struct {
@@ -298,6 +306,43 @@ func (o *oracle) below(p *part, pos int64, format string, a ...any) {
 	}
 }
 
+// belowWatermark is below for a watermark or published scalar whose
+// basis is basis: one that names the re-read lag (provider.Contract.Basis
+// under a re-read window) may cover an event the source showed beyond
+// the window, undelivered; a proven one may not.
+func (o *oracle) belowWatermark(p *part, pos int64, basis string, format string, a ...any) {
+	if !strings.HasPrefix(basis, "reread lag ") {
+		o.below(p, pos, format, a...)
+		return
+	}
+	if e, ok := p.ackedBelowInWindow(pos); !ok {
+		o.violate(CheckNoLoss, "partition %s: %s (basis %s), yet event %s (position %d), within the bound of the re-read window, has no terminal outcome at the sink", p.name, fmt.Sprintf(format, a...), basis, e.id, e.pos)
+	}
+}
+
+// lateArrival checks a late arrival near a re-read window's edge that a
+// lane's machine named: the model must hold a late event at its position
+// that appeared at least its depth below the greatest visible position.
+func (o *oracle) lateArrival(p *part, la chain.LateArrival) {
+	o.s.stats.LateNearEdgeNamed++
+	if cur := o.s.part(p.name); cur != nil {
+		cur.lateNamed++
+	}
+	n, ok := p.ord(la.Position.AsWatermark())
+	if !ok {
+		o.violate(CheckModel, "partition %s: a late arrival named at %s, not a position of the model", p.name, la.Position)
+		return
+	}
+	for _, log := range p.logs() {
+		for k := log.index(n); k < len(log.events) && log.events[k].pos == n; k++ {
+			if e := log.events[k]; e.late && e.above-e.pos >= la.Depth {
+				return
+			}
+		}
+	}
+	o.violate(CheckLateArrival, "partition %s: a re-read pass named a late arrival at %s, at least %d below what was delivered (window %d), yet no event there appeared that late", p.name, la.Position, la.Depth, la.Window)
+}
+
 // belowOnTime is below for the cursor and applied-boundary rules: a late
 // event (a listing that is not a snapshot) may lie below them undelivered;
 // it may never lie at or below a watermark or a published frontier.
@@ -355,7 +400,7 @@ func (o *oracle) checkpoint(p *part, cp store.Checkpoint) {
 		}
 	}
 	if n, ok := p.ord(cp.Watermark); ok {
-		o.below(p, n+1, "the durable watermark is %s (g%d)", cp.Watermark, cp.Generation)
+		o.belowWatermark(p, n+1, cp.Finality, "the durable watermark is %s (g%d)", cp.Watermark, cp.Generation)
 	}
 	if cp.Complete {
 		// Complete means nothing follows: only a sealed partition may be,
@@ -431,7 +476,11 @@ func (o *oracle) checkpoint(p *part, cp store.Checkpoint) {
 		o.s.stats.Completions++
 	}
 	if strings.HasPrefix(cp.PromotedWitness, "restart:") || strings.HasPrefix(cp.PromotedWitness, "repair:") {
-		if cp.Watermark != last.Watermark || cp.Applied != last.Applied {
+		// A re-read pass's start under finality lag writes the watermark the
+		// previous pass proves, named as the re-read lag (the watermark
+		// checks above judge it); nothing else a restart moves.
+		lagged := cp.PromotedWitness == chain.RereadWitnessID && strings.HasPrefix(cp.Finality, "reread lag ") && (last.Watermark.IsZero() || last.Watermark.Less(cp.Watermark))
+		if (cp.Watermark != last.Watermark && !lagged) || cp.Applied != last.Applied {
 			o.violate(CheckBinding, "partition %s: a restart to %s changed the watermark or applied boundary", p.name, curString(cp.Cursor))
 		}
 		return
@@ -607,7 +656,7 @@ func (o *oracle) vectorEntry(f store.Frontier, name string, w coord.Watermark) {
 	if p := s.part(name); p != nil {
 		p = o.at(p, f.Epoch)
 		if n, ok := p.ord(w); ok {
-			o.below(p, n+1, "its published vector entry of epoch %d is %s", f.Epoch, w)
+			o.belowWatermark(p, n+1, cp.Finality, "its published vector entry of epoch %d is %s", f.Epoch, w)
 		}
 	}
 }
@@ -678,7 +727,7 @@ func (o *oracle) frontier() {
 		if p := s.part(name); p != nil {
 			p = o.at(p, f.Epoch)
 			if n, ok := p.ord(f.Scalar); ok {
-				o.below(p, n+1, "the published scalar of epoch %d is %s", f.Epoch, f.Scalar)
+				o.belowWatermark(p, n+1, cp.Finality, "the published scalar of epoch %d is %s", f.Epoch, f.Scalar)
 			} else {
 				o.violate(CheckModel, "scalar %s published in epoch %d is not in member %s's coordinate", f.Scalar, f.Epoch, name)
 			}

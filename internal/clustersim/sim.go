@@ -358,6 +358,13 @@ type Stats struct {
 	// FirstPagesCut: first pages of a traversal that began above the
 	// declared origin (profile cutFirst).
 	FirstPagesCut int
+	// Late arrivals against a re-read window (profile reread-beyond):
+	// events shown beyond the declared window; late arrivals near the
+	// window's edge the machines named (chain.LateArrival); events shown
+	// beyond the window still undelivered when a schedule ended, and
+	// those of a partition whose run had named a late arrival near the
+	// edge.
+	LateBeyondWindow, LateNearEdgeNamed, BeyondMissed, BeyondMissedNamed int
 }
 
 // Add adds o to s.
@@ -543,6 +550,17 @@ func Run(cfg Config) Result {
 	if s.oracle.fail == nil {
 		s.checkMonitors()
 	}
+	for _, p := range s.parts {
+		s.stats.LateBeyondWindow += p.beyondShown
+		for _, e := range p.events {
+			if e.beyond && !e.acked {
+				s.stats.BeyondMissed++
+				if p.lateNamed > 0 {
+					s.stats.BeyondMissedNamed++
+				}
+			}
+		}
+	}
 	if v := s.oracle.fail; v != nil {
 		tail := s.hist
 		if len(tail) > cfg.TraceTail {
@@ -677,6 +695,13 @@ func newSim(cfg Config) *sim {
 			// A third of the schedules read one partition whose events
 			// appear below the progress with a re-read window.
 			prof = rereadLate
+		}
+		if i == 2 && partSeed(cfg.Seed, "reread")%3 != 0 && partSeed(cfg.Seed, "late_beyond")%4 == 0 {
+			// A quarter of the others read one whose events appear below
+			// the progress within a narrow re-read window, or beyond it
+			// (one re-read partition a schedule: two re-reading from their
+			// start at every head leave too few steps to settle).
+			prof = rereadBeyond
 		}
 		if cfg.Metamorphic {
 			prof = metamorphicProfile(prof)

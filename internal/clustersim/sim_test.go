@@ -190,6 +190,9 @@ func assertCoverage(t *testing.T, s Stats) {
 		"children released once their parents completed":                    s.ChildrenReleased,
 		"schedules with a split that ended proven without the split parent": s.SplitRunsSettled,
 		"complete partitions reopened by a recreated source":                s.ReopenedComplete,
+		"late events shown beyond a re-read window":                         s.LateBeyondWindow,
+		"late arrivals near a re-read window's edge named":                  s.LateNearEdgeNamed,
+		"events shown beyond a re-read window left undelivered":             s.BeyondMissed,
 	} {
 		if got == 0 {
 			t.Errorf("coverage: no %s in any schedule", name)

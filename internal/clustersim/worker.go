@@ -323,6 +323,9 @@ func (l *lane) handle(acts []chain.Action) {
 		case chain.Count:
 			l.s.stats.count(a)
 		case chain.Log:
+			if a.Late != nil {
+				l.s.oracle.lateArrival(l.p, *a.Late)
+			}
 		case chain.Completed:
 			l.note("completed")
 			l.completed()

@@ -37,7 +37,7 @@ import (
 // fakes of internal/fakeapi, in fakeapi_test.go). (Other examples in the
 // directory are linted and tested by `make lint-configs`.)
 var ownExamples = []string{"simulated_to_stdout", "http_couchdb_changes", "http_s3_listing", "http_etcd_range", "http_kinesis_shard", "http_kubernetes_list", "idempotent_sink", "frontier_trigger",
-	"okta_system_log", "graph_mail_delta", "zendesk_incremental_tickets", "stripe_events", "s3_listing_continuous"}
+	"okta_system_log", "graph_mail_delta", "zendesk_incremental_tickets", "stripe_events", "http_s3_listing_once"}
 
 func examplePath(t *testing.T, name string) string {
 	return filepath.Join(e2etest.ModuleRoot(t), "config", "examples", name+".yaml")

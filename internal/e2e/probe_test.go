@@ -116,7 +116,7 @@ func expectExit(t *testing.T, fs map[string]probeFinding, code int) {
 // TestProbeCoversEveryHTTPExample: each config/examples/http_*.yaml has a
 // probe test below.
 func TestProbeCoversEveryHTTPExample(t *testing.T) {
-	covered := map[string]bool{"http_couchdb_changes": true, "http_s3_listing": true, "http_etcd_range": true, "http_kinesis_shard": true, "http_kubernetes_list": true}
+	covered := map[string]bool{"http_couchdb_changes": true, "http_s3_listing": true, "http_s3_listing_once": true, "http_etcd_range": true, "http_kinesis_shard": true, "http_kubernetes_list": true}
 	files, err := filepath.Glob(filepath.Join(e2etest.ModuleRoot(t), "config", "examples", "http_*.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -188,7 +188,7 @@ func TestProbeCouchDBChanges(t *testing.T) {
 }
 
 // s3Listing starts s3rver with a bucket of 12 objects and returns the
-// environment of http_s3_listing.yaml, listing in pages of 5.
+// environment of http_s3_listing_once.yaml and http_s3_listing.yaml, listing in pages of 5.
 func s3Listing(t *testing.T) []string {
 	t.Helper()
 	srv := startS3rver(t)
@@ -205,7 +205,7 @@ func s3Listing(t *testing.T) []string {
 // s3rver's rotating continuation tokens; the example maps no
 // complete_through, so it claims no finality.
 func TestProbeS3Listing(t *testing.T) {
-	fs, _, code := runProbe(t, "http_s3_listing", s3Listing(t))
+	fs, _, code := runProbe(t, "http_s3_listing_once", s3Listing(t))
 	expectExit(t, fs, code)
 	if code != 0 {
 		t.Errorf("exit %d, want 0", code)
@@ -224,12 +224,32 @@ func TestProbeS3Listing(t *testing.T) {
 	})
 }
 
-// s3ListingWith writes http_s3_listing.yaml with its complete_through line
+// TestProbeS3ListingContinuous: the continuous listing (positions the
+// objects' LastModified, unordered; the last page is the head, polled) on
+// the same bucket: no finality is claimed, and the re-read window's
+// restart cursor (the empty cursor: every pass relists from the start)
+// answers.
+func TestProbeS3ListingContinuous(t *testing.T) {
+	fs, _, code := runProbe(t, "http_s3_listing", s3Listing(t))
+	expectExit(t, fs, code)
+	if code != 0 {
+		t.Errorf("exit %d, want 0", code)
+	}
+	expectFindings(t, fs, map[string]string{
+		"response":          "supported|",
+		"position_type":     "supported|as timestamp",
+		"finality":          "supported|claims nothing",
+		"tokens_may_rotate": "supported|another successor",
+		"incarnation":       "cannot tell|no incarnation request",
+	})
+}
+
+// s3ListingWith writes http_s3_listing_once.yaml with its complete_through line
 // (each page's own last key) uncommented and the given finality declared,
 // into a temporary directory, and returns its path.
 func s3ListingWith(t *testing.T, finality string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(e2etest.ModuleRoot(t), "config", "examples", "http_s3_listing.yaml"))
+	b, err := os.ReadFile(filepath.Join(e2etest.ModuleRoot(t), "config", "examples", "http_s3_listing_once.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +265,7 @@ func s3ListingWith(t *testing.T, finality string) string {
 		"        # ASSERTION (not the default): finality: append_only_writer\n": "        finality: " + finality + "\n",
 	} {
 		if !strings.Contains(cfg, old) {
-			t.Fatalf("http_s3_listing.yaml has no %q", old)
+			t.Fatalf("http_s3_listing_once.yaml has no %q", old)
 		}
 		cfg = strings.Replace(cfg, old, repl, 1)
 	}

@@ -172,7 +172,7 @@ func TestS3ListingNoScalarFrontierCoversAKeyWrittenBelowItsProgress(t *testing.T
 // when asserted.
 func s3ExampleWithFrontier(t *testing.T, asserted bool) string {
 	t.Helper()
-	b, err := os.ReadFile(examplePath(t, "http_s3_listing"))
+	b, err := os.ReadFile(examplePath(t, "http_s3_listing_once"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -194,7 +194,7 @@ func TestExampleS3ListingRestartsOnlyOnARefusedToken(t *testing.T) {
 		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=S3RVER", "AWS_SECRET_ACCESS_KEY=S3RVER",
 		"TIDEMARK_TABLE="+tb.Name, "TIDEMARK_CREATE_TABLE=true", "TIDEMARK_DYNAMODB_ENDPOINT="+dynaliteShield(t, tb.Endpoint),
 	)
-	cmd := exec.Command(e2etest.Connect(t), "run", "--log.level", "warn", examplePath(t, "http_s3_listing"))
+	cmd := exec.Command(e2etest.Connect(t), "run", "--log.level", "warn", examplePath(t, "http_s3_listing_once"))
 	cmd.Env = env
 	p := e2etest.Start(t, "run", cmd)
 	st, err := dynamostore.NewDynamoStore(context.Background(), dynamostore.DynamoConfig{Table: tb.Name, Endpoint: tb.Endpoint})

@@ -130,7 +130,7 @@ func TestExampleS3ListingSurvivesKill9(t *testing.T) {
 	bin := e2etest.Connect(t)
 
 	// Run 1, killed once some objects are out but not all.
-	cmd := exec.Command(bin, "run", "--log.level", "warn", examplePath(t, "http_s3_listing"))
+	cmd := exec.Command(bin, "run", "--log.level", "warn", examplePath(t, "http_s3_listing_once"))
 	cmd.Env = env
 	first := e2etest.Start(t, "run 1", cmd)
 	e2etest.WaitFor(t, e2etest.Patience, "run 1 printed some objects", func() (bool, string) {
@@ -150,7 +150,7 @@ func TestExampleS3ListingSurvivesKill9(t *testing.T) {
 	}
 
 	// Run 2 to its end (exit_when_complete).
-	runConnect(t, e2etest.Patience, env, "run", "--log.level", "warn", examplePath(t, "http_s3_listing"))
+	runConnect(t, e2etest.Patience, env, "run", "--log.level", "warn", examplePath(t, "http_s3_listing_once"))
 	got, torn := s3Objects(t, out)
 	if torn > 1 {
 		t.Fatalf("%d torn lines: only the line a kill interrupted may be torn", torn)
@@ -186,7 +186,7 @@ func TestExampleS3ListingSurvivesKill9(t *testing.T) {
 		return strings.Count(string(b), "\n")
 	}
 	n := lines()
-	runConnect(t, e2etest.Patience, env, "run", "--log.level", "warn", examplePath(t, "http_s3_listing"))
+	runConnect(t, e2etest.Patience, env, "run", "--log.level", "warn", examplePath(t, "http_s3_listing_once"))
 	if lines() != n {
 		t.Fatalf("a run after both listings completed printed %d more lines (of %d objects)", lines()-n, before)
 	}
