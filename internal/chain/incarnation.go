@@ -405,7 +405,7 @@ func (m *Machine) resetInto(from, to, why string) {
 // receipt behind a reset; a receipt lost to an old incarnation that goes
 // on (the reset refused) only costs a duplicate.
 func (m *Machine) pruneResetReceipts(from, to, why string) {
-	k := m.cfg.Contract.EffectivePositionKind()
+	k := reconcile.PositionKind(m.cfg.Contract)
 	if !m.rereads() || (k != coord.KindInteger && k != coord.KindTimestamp) {
 		m.writeReset(from, to, why)
 		return

@@ -400,7 +400,7 @@ func (o *oracle) checkpoint(p *part, cp store.Checkpoint) {
 		}
 	}
 	if n, ok := p.ord(cp.Watermark); ok {
-		o.belowWatermark(p, n+1, cp.Finality, "the durable watermark is %s (g%d)", cp.Watermark, cp.Generation)
+		o.belowWatermark(p, n+1, cp.Finality.String(), "the durable watermark is %s (g%d)", cp.Watermark, cp.Generation)
 	}
 	if cp.Complete {
 		// Complete means nothing follows: only a sealed partition may be,
@@ -479,7 +479,7 @@ func (o *oracle) checkpoint(p *part, cp store.Checkpoint) {
 		// A re-read pass's start under finality lag writes the watermark the
 		// previous pass proves, named as the re-read lag (the watermark
 		// checks above judge it); nothing else a restart moves.
-		lagged := cp.PromotedWitness == chain.RereadWitnessID && strings.HasPrefix(cp.Finality, "reread lag ") && (last.Watermark.IsZero() || last.Watermark.Less(cp.Watermark))
+		lagged := cp.PromotedWitness == chain.RereadWitnessID && strings.HasPrefix(cp.Finality.String(), "reread lag ") && (last.Watermark.IsZero() || last.Watermark.Less(cp.Watermark))
 		if (cp.Watermark != last.Watermark && !lagged) || cp.Applied != last.Applied {
 			o.violate(CheckBinding, "partition %s: a restart to %s changed the watermark or applied boundary", p.name, curString(cp.Cursor))
 		}
@@ -656,7 +656,7 @@ func (o *oracle) vectorEntry(f store.Frontier, name string, w coord.Watermark) {
 	if p := s.part(name); p != nil {
 		p = o.at(p, f.Epoch)
 		if n, ok := p.ord(w); ok {
-			o.belowWatermark(p, n+1, cp.Finality, "its published vector entry of epoch %d is %s", f.Epoch, w)
+			o.belowWatermark(p, n+1, cp.Finality.String(), "its published vector entry of epoch %d is %s", f.Epoch, w)
 		}
 	}
 }
@@ -727,7 +727,7 @@ func (o *oracle) frontier() {
 		if p := s.part(name); p != nil {
 			p = o.at(p, f.Epoch)
 			if n, ok := p.ord(f.Scalar); ok {
-				o.belowWatermark(p, n+1, cp.Finality, "the published scalar of epoch %d is %s", f.Epoch, f.Scalar)
+				o.belowWatermark(p, n+1, cp.Finality.String(), "the published scalar of epoch %d is %s", f.Epoch, f.Scalar)
 			} else {
 				o.violate(CheckModel, "scalar %s published in epoch %d is not in member %s's coordinate", f.Scalar, f.Epoch, name)
 			}
