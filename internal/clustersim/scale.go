@@ -94,6 +94,10 @@ type ScaleConfig struct {
 	PhaseTimeout, Settle, Idle time.Duration
 	// Poll is how often balance is checked (default 500 ms).
 	Poll time.Duration
+	// ListTimeout bounds one checkpoint listing of a lease read (default
+	// the store timeout internal/leasing gives it: the renew interval). A
+	// longer one is a what-if of the simulation, not the product's.
+	ListTimeout time.Duration
 }
 
 // ScalePhase is the outcome of one phase: how long it took (Done false: not
@@ -229,6 +233,9 @@ func RunScale(cfg ScaleConfig) ScaleResult {
 	}
 	if cfg.Poll <= 0 {
 		cfg.Poll = 500 * time.Millisecond
+	}
+	if cfg.ListTimeout <= 0 {
+		cfg.ListTimeout = lsTimeout
 	}
 	m := cfg.Model
 	s := &scaleSim{
@@ -543,18 +550,35 @@ func (s *scaleSim) perform(in *scInstance, a instance.Action) {
 // gone.
 func (s *scaleSim) firstPage(in *scInstance, p string, l store.Lease) {
 	k := store.Key{Scope: scaleScope, Partition: p}
-	still := func() bool { cur, ok := in.workers[p]; return ok && cur == l }
+	still := func() bool { cur, ok := in.workers[p]; return ok && cur == l && !s.done[p] }
+	// A failed call (throttled past its retries, or no answer in time) is
+	// tried again a second later, from the load, while the worker runs.
+	retry := func() {
+		s.at(s.now+time.Second, in, func() {
+			if still() {
+				s.firstPage(in, p, l)
+			}
+		})
+	}
 	var cp store.Checkpoint
 	s.call(in, scReq{op: "GetItem", key: p, rcu: 1}, 5*time.Second, func() error {
 		var err error
 		cp, err = s.mem.LoadCheckpoint(bg, k)
 		return err
 	}, func(err error) {
-		if err != nil || !still() || s.done[p] {
+		if !still() {
+			return
+		}
+		if err != nil {
+			retry()
 			return
 		}
 		s.call(in, scReq{op: "PutItem", key: p, wcu: 2}, 5*time.Second, func() error { return nil }, func(err error) {
-			if err != nil || !still() {
+			if !still() {
+				return
+			}
+			if err != nil {
+				retry()
 				return
 			}
 			var got store.Checkpoint
@@ -568,8 +592,14 @@ func (s *scaleSim) firstPage(in *scInstance, p string, l store.Lease) {
 				switch {
 				case err == nil && got.Generation > 1:
 					s.done[p] = true
-				case errors.As(err, &fe) && fe.Winner != nil && fe.Winner.Lease != l && still():
-					s.feed(in, instance.WorkerLost{Partition: p, Reason: "promote fenced"})
+				case errors.As(err, &fe) && fe.Winner != nil && fe.Winner.Lease != l:
+					if cur, ok := in.workers[p]; ok && cur == l {
+						s.feed(in, instance.WorkerLost{Partition: p, Reason: "promote fenced"})
+					}
+				case errors.As(err, &fe) && fe.Winner != nil && fe.Winner.Generation > 1:
+					s.done[p] = true // an earlier attempt's promotion took effect
+				default:
+					retry()
 				}
 			})
 		})
@@ -642,7 +672,7 @@ func (s *scaleSim) readLeases(in *scInstance, a instance.ReadLeases) {
 // reads, one after the other. The store's answer is taken when the last
 // batch is served.
 func (s *scaleSim) listCheckpoints(in *scInstance, done func([]store.Checkpoint, error)) {
-	deadline := s.now + lsTimeout
+	deadline := s.now + s.cfg.ListTimeout
 	idxBytes := 40 * len(s.part)
 	pages := (idxBytes + (1 << 20) - 1) >> 20
 	batches := (len(s.part) + 99) / 100
@@ -759,6 +789,9 @@ func (s *scaleSim) call(in *scInstance, r scReq, timeout time.Duration, apply fu
 	}
 	var attempt func(n int)
 	attempt = func(n int) {
+		if s.counts.Requests == nil {
+			s.counts.Requests = map[string]int{}
+		}
 		s.counts.Requests[r.op]++
 		lat := s.latency()
 		arrive := s.now + lat/2
@@ -779,9 +812,6 @@ func (s *scaleSim) call(in *scInstance, r scReq, timeout time.Duration, apply fu
 				reply(s.now+lat/2, err)
 			})
 		})
-	}
-	if s.counts.Requests == nil {
-		s.counts.Requests = map[string]int{}
 	}
 	attempt(0)
 }
@@ -860,13 +890,56 @@ func (s *scaleSim) serve(items int) time.Duration {
 }
 
 func scaleRow(r ScaleResult) string {
-	f := func(p ScalePhase) string {
-		if !p.Done {
-			return fmt.Sprintf("not after %s %v", p.At.Round(time.Second), p.Owned)
-		}
-		return fmt.Sprintf("%.1f s %v", p.At.Seconds(), p.Owned)
-	}
 	ops, total := r.IdleRate()
-	return fmt.Sprintf("P=%d n=%d %s: cold %s (work %s, thr %d, to %d, reads %d) idle %.2f %v | add %s | takeover %s, balanced %s | double %d",
-		r.Config.Partitions, r.Config.Instances, r.Config.Model.Name, f(r.ColdBalanced), f(r.ColdWork), r.ColdBalanced.Throttled, r.ColdBalanced.Timeouts, r.ColdBalanced.LeaseReads, total, ops, f(r.Added), f(r.Takeover), f(r.TakeoverBalanced), r.DoubleHeld)
+	return fmt.Sprintf("P=%d n=%d %s: cold %s (work %s; throttled %d, timeouts %d, lease reads %d) idle %.2f/s %v | add %s | takeover %s, balanced %s | double %d",
+		r.Config.Partitions, r.Config.Instances, r.Config.Model.Name, phaseCell(r.ColdBalanced), phaseCell(r.ColdWork), r.ColdBalanced.Throttled, r.ColdBalanced.Timeouts, r.ColdBalanced.LeaseReads, total, ops, phaseCell(r.Added), phaseCell(r.Takeover), phaseCell(r.TakeoverBalanced), r.DoubleHeld)
+}
+
+func phaseCell(p ScalePhase) string {
+	if !p.Done {
+		return fmt.Sprintf("not after %s %v", p.At.Round(time.Second), p.Owned)
+	}
+	return fmt.Sprintf("%.1f s", p.At.Seconds())
+}
+
+// ScaleTable renders scale results as a Markdown table (simulated time).
+func ScaleTable(rows []ScaleResult) string {
+	var b strings.Builder
+	b.WriteString("| partitions | instances | store model | balanced after cold start | first pages promoted | balanced after adding one | takeover after kill -9 | balanced after it | idle requests/s (simulated) | idle write units/s | cold start: requests, throttled, calls timed out, lease reads | double-held |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		ops, total := r.IdleRate()
+		var by []string
+		for _, op := range slices.Sorted(mapsKeys(ops)) {
+			by = append(by, fmt.Sprintf("%s %.2f", op, ops[op]))
+		}
+		reqs := 0
+		for _, n := range r.ColdBalanced.Requests {
+			reqs += n
+		}
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s | %.2f (%s) | %.2f | %s, %d, %d, %d | %d |\n",
+			commas(r.Config.Partitions), r.Config.Instances, r.Config.Model.Name,
+			phaseCell(r.ColdBalanced), phaseCell(r.ColdWork), phaseCell(r.Added), phaseCell(r.Takeover), phaseCell(r.TakeoverBalanced),
+			total, strings.Join(by, ", "), r.Idle.WriteUnits/r.Config.Idle.Seconds(),
+			commas(reqs), r.ColdBalanced.Throttled, r.ColdBalanced.Timeouts, r.ColdBalanced.LeaseReads, r.DoubleHeld)
+	}
+	return b.String()
+}
+
+func mapsKeys(m map[string]float64) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+func commas(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
