@@ -178,6 +178,8 @@ type scaleSim struct {
 	held, double int
 	// done: partitions whose first page was promoted.
 	done map[string]bool
+	// indexed: partitions in the partition index.
+	indexed map[string]bool
 
 	// The store model's state.
 	buckets    map[string]*[2]scBucket // per partition key: read, write
@@ -244,6 +246,7 @@ func RunScale(cfg ScaleConfig) ScaleResult {
 		mem:     memstore.New(),
 		holders: map[string]int{},
 		done:    map[string]bool{},
+		indexed: map[string]bool{},
 		buckets: map[string]*[2]scBucket{},
 	}
 	if m.P99 > m.Median && m.Median > 0 {
@@ -640,13 +643,7 @@ func (s *scaleSim) readLeases(in *scInstance, a instance.ReadLeases) {
 		send = func() {
 			p := missing[next]
 			next++
-			s.call(in, scReq{op: "PutItem", key: p, wcu: 1}, lsTimeout, func() error {
-				_, err := s.mem.CreateCheckpoint(bg, store.Checkpoint{Key: store.Key{Scope: scaleScope, Partition: p}, Cursor: []byte("c0"), Generation: 1, Epoch: 1})
-				if errors.Is(err, store.ErrFenced) {
-					return nil
-				}
-				return err
-			}, func(error) {
+			after := func(error) {
 				left--
 				if next < len(missing) {
 					send()
@@ -654,6 +651,26 @@ func (s *scaleSim) readLeases(in *scInstance, a instance.ReadLeases) {
 				if left == 0 {
 					s.listCheckpoints(in, finish)
 				}
+			}
+			// dynamostore's CreateCheckpoint: the partition index first (a
+			// conditional ADD to one of 64 shards, all under one partition
+			// key, each write as many units as its shard's kilobytes), then
+			// the checkpoint.
+			s.call(in, scReq{op: "UpdateItem", key: scaleScope + "##partitions", wcu: s.indexShardUnits()}, lsTimeout, func() error {
+				s.indexed[p] = true
+				return nil
+			}, func(err error) {
+				if err != nil {
+					after(err)
+					return
+				}
+				s.call(in, scReq{op: "PutItem", key: p, wcu: 1}, lsTimeout, func() error {
+					_, err := s.mem.CreateCheckpoint(bg, store.Checkpoint{Key: store.Key{Scope: scaleScope, Partition: p}, Cursor: []byte("c0"), Generation: 1, Epoch: 1})
+					if errors.Is(err, store.ErrFenced) {
+						return nil
+					}
+					return err
+				}, after)
 			})
 		}
 		if len(missing) == 0 {
@@ -664,6 +681,13 @@ func (s *scaleSim) readLeases(in *scInstance, a instance.ReadLeases) {
 			send()
 		}
 	})
+}
+
+// indexShardUnits is the write units of one partition-index write: the
+// shard's size (about 39 bytes a name, the names spread over 64 shards,
+// 100 bytes of key and attributes) in kilobytes, rounded up.
+func (s *scaleSim) indexShardUnits() float64 {
+	return math.Ceil(float64((len(s.indexed)+1)*39/64+100) / 1024)
 }
 
 // listCheckpoints is dynamostore's ListCheckpoints under one store timeout:
