@@ -71,14 +71,18 @@ func DynamoDBModel() StoreModel {
 }
 
 // DynaliteModel is dynalite on the benchmark machine: one server thread
-// taking 0.8 ms a request (its measured ceiling, about 1,240 writes a
-// second: 618 pages/s of two writes, docs/benchmarks.md) and 0.1 ms per
-// further item of a batch (assumed), 0.4 ms median round trip besides
-// (1.1–1.5 ms measured for one sequential promotion), no capacity limits.
+// (one Node.js process) taking 0.8 ms a request, its measured ceiling of
+// about 1,240 writes a second (618 pages/s of two writes,
+// docs/benchmarks.md), and 40 µs per further item of a batch (one
+// ListCheckpoints of 1,000 partitions, a Query and ten BatchGetItems of
+// 100, took 36–63 ms: BenchmarkListCheckpointsDynalite,
+// internal/dynamostore), with a 0.4 ms median round trip besides (one
+// sequential promotion took 1.1–1.5 ms on an idle machine), and no
+// capacity limits or throttling (dynalite has none).
 func DynaliteModel() StoreModel {
 	return StoreModel{
 		Name: "dynalite", Median: 400 * time.Microsecond, P99: 2 * time.Millisecond,
-		Servers: 1, Service: 800 * time.Microsecond, ServicePerItem: 100 * time.Microsecond,
+		Servers: 1, Service: 800 * time.Microsecond, ServicePerItem: 40 * time.Microsecond,
 		MaxAttempts: 8, MaxBackoff: 2 * time.Second,
 	}
 }
@@ -94,6 +98,11 @@ type ScaleConfig struct {
 	PhaseTimeout, Settle, Idle time.Duration
 	// Poll is how often balance is checked (default 500 ms).
 	Poll time.Duration
+	// Existing: the scope's checkpoints (and its partition index) exist
+	// before the instances start, unleased: a restart of every instance,
+	// not a new scope (default: a new scope, every checkpoint created by
+	// the instances' lease reads).
+	Existing bool
 	// ListTimeout bounds one checkpoint listing of a lease read (default
 	// the store timeout internal/leasing gives it: the renew interval). A
 	// longer one is a what-if of the simulation, not the product's.
@@ -258,6 +267,14 @@ func RunScale(cfg ScaleConfig) ScaleResult {
 		s.part = append(s.part, fmt.Sprintf("%08x-0000-4000-8000-%012x", uint32(i)*2654435761, i))
 	}
 	slices.Sort(s.part)
+	if cfg.Existing {
+		for _, p := range s.part {
+			if _, err := s.mem.CreateCheckpoint(bg, store.Checkpoint{Key: store.Key{Scope: scaleScope, Partition: p}, Cursor: []byte("c0"), Generation: 1, Epoch: 1}); err != nil {
+				panic(err)
+			}
+			s.indexed[p] = true
+		}
+	}
 	s.res.Config = cfg
 	s.run()
 	s.res.Events = s.runs
@@ -929,7 +946,7 @@ func phaseCell(p ScalePhase) string {
 // ScaleTable renders scale results as a Markdown table (simulated time).
 func ScaleTable(rows []ScaleResult) string {
 	var b strings.Builder
-	b.WriteString("| partitions | instances | store model | balanced after cold start | first pages promoted | balanced after adding one | takeover after kill -9 | balanced after it | idle requests/s (simulated) | idle write units/s | cold start: requests, throttled, calls timed out, lease reads | double-held |\n")
+	b.WriteString("| partitions | instances | store model, scope | balanced after cold start | first pages promoted | balanced after adding one | takeover after kill -9 | balanced after it | idle requests/s (simulated) | idle write units/s | cold start: requests, throttled, calls timed out, lease reads | double-held |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		ops, total := r.IdleRate()
@@ -941,8 +958,15 @@ func ScaleTable(rows []ScaleResult) string {
 		for _, n := range r.ColdBalanced.Requests {
 			reqs += n
 		}
+		setup := r.Config.Model.Name + ", new scope"
+		if r.Config.Existing {
+			setup = r.Config.Model.Name + ", existing scope"
+		}
+		if r.Config.ListTimeout != lsTimeout {
+			setup += fmt.Sprintf(", what-if: listing deadline %s", r.Config.ListTimeout)
+		}
 		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s | %.2f (%s) | %.2f | %s, %d, %d, %d | %d |\n",
-			commas(r.Config.Partitions), r.Config.Instances, r.Config.Model.Name,
+			commas(r.Config.Partitions), r.Config.Instances, setup,
 			phaseCell(r.ColdBalanced), phaseCell(r.ColdWork), phaseCell(r.Added), phaseCell(r.Takeover), phaseCell(r.TakeoverBalanced),
 			total, strings.Join(by, ", "), r.Idle.WriteUnits/r.Config.Idle.Seconds(),
 			commas(reqs), r.ColdBalanced.Throttled, r.ColdBalanced.Timeouts, r.ColdBalanced.LeaseReads, r.DoubleHeld)

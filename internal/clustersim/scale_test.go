@@ -17,6 +17,8 @@ var (
 	flagScaleInstances = flag.String("scale-instances", "3,10", "TestScaleTable's instance counts")
 	flagScaleModel     = flag.String("scale-model", "dynamodb", "TestScaleTable's store model: dynamodb or dynalite")
 	flagScaleSeed      = flag.Uint64("scale-seed", 1, "TestScaleTable's seed")
+	flagScaleExisting  = flag.Bool("scale-existing", false, "TestScaleTable: the scope's checkpoints exist before the instances start (a restart, not a new scope)")
+	flagScalePhase     = flag.Duration("scale-phase-timeout", 0, "TestScaleTable: each phase's timeout in simulated time (0: 10 minutes)")
 	flagScaleList      = flag.Duration("scale-list-timeout", 0, "TestScaleTable: a what-if deadline of a lease read's checkpoint listing (0: the product's, the renew interval)")
 )
 
@@ -112,7 +114,7 @@ func TestScaleSingleServerQueues(t *testing.T) {
 	s := &scaleSim{cfg: ScaleConfig{Model: DynaliteModel()}, serverFree: make([]time.Duration, 1)}
 	require.Equal(t, 800*time.Microsecond, s.serve(1))
 	require.Equal(t, 1600*time.Microsecond, s.serve(1))
-	require.Equal(t, 1600*time.Microsecond+800*time.Microsecond+99*100*time.Microsecond, s.serve(100))
+	require.Equal(t, 1600*time.Microsecond+800*time.Microsecond+99*40*time.Microsecond, s.serve(100))
 	s.now = time.Second
 	require.Equal(t, time.Second+800*time.Microsecond, s.serve(1), "an idle server serves at once")
 }
@@ -120,7 +122,8 @@ func TestScaleSingleServerQueues(t *testing.T) {
 // TestScaleTable prints the scale table (full size: minutes): go test
 // ./internal/clustersim -run TestScaleTable -timeout 60m -v -args
 // -scale-table [-scale-sizes 10000,100000] [-scale-instances 3,10]
-// [-scale-model dynamodb|dynalite] [-scale-list-timeout 30s].
+// [-scale-model dynamodb|dynalite] [-scale-existing]
+// [-scale-list-timeout 30s] [-scale-phase-timeout 10m].
 func TestScaleTable(t *testing.T) {
 	if !*flagScaleTable {
 		t.Skip("the full-size table runs with -args -scale-table")
@@ -133,7 +136,7 @@ func TestScaleTable(t *testing.T) {
 	for _, p := range ints(t, *flagScaleSizes) {
 		for _, n := range ints(t, *flagScaleInstances) {
 			start := time.Now()
-			res := RunScale(ScaleConfig{Seed: *flagScaleSeed, Partitions: p, Instances: n, Model: model, ListTimeout: *flagScaleList})
+			res := RunScale(ScaleConfig{Seed: *flagScaleSeed, Partitions: p, Instances: n, Model: model, ListTimeout: *flagScaleList, Existing: *flagScaleExisting, PhaseTimeout: *flagScalePhase})
 			t.Logf("%s (%d events, %s)", scaleRow(res), res.Events, time.Since(start).Round(time.Second))
 			require.Zero(t, res.DoubleHeld, "a partition held by two live instances")
 			rows = append(rows, res)
