@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -145,6 +146,10 @@ type ScaleResult struct {
 	// DoubleHeld: the most partitions ever held by two live instances at
 	// one poll (0 when the protocol is right).
 	DoubleHeld int
+	// Disagree: the first time a live instance's machine held other
+	// partitions than the workers the simulation runs for it, checked at
+	// the end of every phase ("" when never).
+	Disagree string
 	// Events is the number of simulated events run.
 	Events uint64
 }
@@ -153,13 +158,13 @@ type ScaleResult struct {
 // all.
 func (r ScaleResult) IdleRate() (map[string]float64, float64) {
 	out := map[string]float64{}
-	total := 0.0
+	n := 0
 	secs := r.Config.Idle.Seconds()
-	for op, n := range r.Idle.Requests {
-		out[op] = float64(n) / secs
-		total += out[op]
+	for op, k := range r.Idle.Requests {
+		out[op] = float64(k) / secs
+		n += k
 	}
-	return out, total
+	return out, float64(n) / secs
 }
 
 var errScaleThrottled = errors.New("scalesim: throttled (ProvisionedThroughputExceededException), retries exhausted")
@@ -334,6 +339,7 @@ func (s *scaleSim) phase(from time.Duration, cond func() bool, next func(ScalePh
 		s.res.DoubleHeld = max(s.res.DoubleHeld, s.double)
 		ok := cond()
 		if ok || s.now >= deadline {
+			s.checkAgreement()
 			next(ScalePhase{Done: ok, At: s.now - from, Owned: s.owned(), ScaleCounts: s.takeCounts()})
 			return
 		}
@@ -342,18 +348,34 @@ func (s *scaleSim) phase(from time.Duration, cond func() bool, next func(ScalePh
 	poll()
 }
 
-func (s *scaleSim) takeCounts() ScaleCounts {
-	c := s.counts
-	c.Requests = maps2(c.Requests)
-	return c
+// checkAgreement compares each live instance's machine (the partitions it
+// holds) with the workers the simulation runs for it.
+func (s *scaleSim) checkAgreement() {
+	if s.res.Disagree != "" {
+		return
+	}
+	for _, in := range s.insts {
+		if in.dead {
+			continue
+		}
+		held := in.im.Held()
+		if len(held) != len(in.workers) {
+			s.res.Disagree = fmt.Sprintf("%s at %s: its machine holds %d partitions, %d workers run", in.self, s.now, len(held), len(in.workers))
+			return
+		}
+		for _, p := range held {
+			if _, ok := in.workers[p]; !ok {
+				s.res.Disagree = fmt.Sprintf("%s at %s: its machine holds %s, no worker runs it", in.self, s.now, p)
+				return
+			}
+		}
+	}
 }
 
-func maps2(m map[string]int) map[string]int {
-	out := make(map[string]int, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
+func (s *scaleSim) takeCounts() ScaleCounts {
+	c := s.counts
+	c.Requests = maps.Clone(c.Requests)
+	return c
 }
 
 // balanced: every partition held by exactly one live instance, none above
@@ -535,6 +557,9 @@ func (s *scaleSim) perform(in *scInstance, a instance.Action) {
 			s.firstPage(in, a.Partition, a.Lease)
 		}
 	case instance.StopWorker:
+		// Stopped at once: an idle worker has no write in flight, and a
+		// cold-start write still in flight is fenced by the lease (the
+		// input's release waits for it; here the release does not).
 		if _, ok := in.workers[a.Partition]; ok {
 			delete(in.workers, a.Partition)
 			s.unhold(a.Partition)
@@ -951,7 +976,7 @@ func ScaleTable(rows []ScaleResult) string {
 	for _, r := range rows {
 		ops, total := r.IdleRate()
 		var by []string
-		for _, op := range slices.Sorted(mapsKeys(ops)) {
+		for _, op := range slices.Sorted(maps.Keys(ops)) {
 			by = append(by, fmt.Sprintf("%s %.2f", op, ops[op]))
 		}
 		reqs := 0
@@ -972,16 +997,6 @@ func ScaleTable(rows []ScaleResult) string {
 			commas(reqs), r.ColdBalanced.Throttled, r.ColdBalanced.Timeouts, r.ColdBalanced.LeaseReads, r.DoubleHeld)
 	}
 	return b.String()
-}
-
-func mapsKeys(m map[string]float64) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 func commas(n int) string {

@@ -27,7 +27,8 @@ var (
 // (every partition held and the shares fair after the cold start and after
 // an added instance, every partition held by the others after a kill -9),
 // every partition's first page is promoted, no partition is ever held by
-// two live instances, no lease is lost while idle, the idle upkeep is the
+// two live instances, each machine holds exactly the partitions whose
+// workers run, no lease is lost while idle, the idle upkeep is the
 // heartbeat protocol's alone (one renewal and one heartbeat Query per
 // instance per renew interval), and the takeover waits until the dead
 // instance's last heartbeat the others saw is a lease period old (its last
@@ -42,6 +43,7 @@ func TestScaleMeasuresEveryPhase(t *testing.T) {
 	require.Equal(t, []int{500, 500, 500, 500}, sortedDesc(res.Added.Owned))
 	require.Equal(t, []int{667, 667, 666}, sortedDesc(res.TakeoverBalanced.Owned))
 	require.Zero(t, res.DoubleHeld, "a partition held by two live instances")
+	require.Empty(t, res.Disagree, "the machines hold what the workers run")
 	require.Zero(t, res.Idle.Lost, "leases lost while idle")
 	ops, total := res.IdleRate()
 	require.InDelta(t, 1.0, ops["UpdateItem"], 0.05, "renewals a second: 3 instances, one every 3 s")
@@ -139,6 +141,7 @@ func TestScaleTable(t *testing.T) {
 			res := RunScale(ScaleConfig{Seed: *flagScaleSeed, Partitions: p, Instances: n, Model: model, ListTimeout: *flagScaleList, Existing: *flagScaleExisting, PhaseTimeout: *flagScalePhase})
 			t.Logf("%s (%d events, %s)", scaleRow(res), res.Events, time.Since(start).Round(time.Second))
 			require.Zero(t, res.DoubleHeld, "a partition held by two live instances")
+			require.Empty(t, res.Disagree, "the machines hold what the workers run")
 			rows = append(rows, res)
 		}
 	}
