@@ -971,7 +971,7 @@ func phaseCell(p ScalePhase) string {
 // ScaleTable renders scale results as a Markdown table (simulated time).
 func ScaleTable(rows []ScaleResult) string {
 	var b strings.Builder
-	b.WriteString("| partitions | instances | store model, scope | balanced after cold start | first pages promoted | balanced after adding one | takeover after kill -9 | balanced after it | idle requests/s (simulated) | idle write units/s | cold start: requests, throttled, calls timed out, lease reads | double-held |\n")
+	b.WriteString("| partitions | instances | store model, scope | balanced after cold start | first pages promoted | balanced after adding one | takeover after kill -9 | balanced after it | idle requests/s (simulated) | idle write units/s | cold start: requests, throttled, lease reads, calls timed out | double-held |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		ops, total := r.IdleRate()
@@ -994,7 +994,7 @@ func ScaleTable(rows []ScaleResult) string {
 			commas(r.Config.Partitions), r.Config.Instances, setup,
 			phaseCell(r.ColdBalanced), phaseCell(r.ColdWork), phaseCell(r.Added), phaseCell(r.Takeover), phaseCell(r.TakeoverBalanced),
 			total, strings.Join(by, ", "), r.Idle.WriteUnits/r.Config.Idle.Seconds(),
-			commas(reqs), r.ColdBalanced.Throttled, r.ColdBalanced.Timeouts, r.ColdBalanced.LeaseReads, r.DoubleHeld)
+			commas(reqs), r.ColdBalanced.Throttled, r.ColdBalanced.LeaseReads, r.ColdBalanced.Timeouts, r.DoubleHeld)
 	}
 	return b.String()
 }
