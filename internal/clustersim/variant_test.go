@@ -6,10 +6,12 @@ import (
 )
 
 // variantBound is the number of schedules within which every broken
-// variant must be caught. Each is caught by the first or second seed at
-// the time of writing; the bound leaves room for changes to the schedule
-// mix without letting a blind oracle pass.
-const variantBound = 25
+// variant must be caught. Most are caught by the first or second seed;
+// ignore-offset-overlap, whose profile only some schedules draw, by seed
+// 19 since the re-read-beyond profile joined the mix (seeds 1..200: 37
+// caught). The bound leaves room for changes to the schedule mix without
+// letting a blind oracle pass.
+const variantBound = 40
 
 // TestVariantsAreCaught proves that the oracle bites: each deliberately
 // broken behaviour must fail a run within variantBound schedules, and must
