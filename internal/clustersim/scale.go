@@ -735,56 +735,92 @@ func (s *scaleSim) indexShardUnits() float64 {
 // listCheckpoints is dynamostore's ListCheckpoints under one store timeout:
 // a Query of the partition index (one partition key; about 40 bytes a
 // name, 1 MB a page), then ceil(P/100) BatchGetItems of 100 consistent
-// reads, one after the other. The store's answer is taken when the last
-// batch is served.
+// reads, store.ListReadsInFlight at a time. The store's answer is taken
+// when the last batch is served.
 func (s *scaleSim) listCheckpoints(in *scInstance, done func([]store.Checkpoint, error)) {
 	deadline := s.now + s.cfg.ListTimeout
 	idxBytes := 40 * len(s.part)
 	pages := (idxBytes + (1 << 20) - 1) >> 20
 	batches := (len(s.part) + 99) / 100
-	var step func(i int)
-	step = func(i int) {
-		left := deadline - s.now
-		if left <= 0 {
-			s.counts.Timeouts++
-			done(nil, errScaleTimeout)
-			return
-		}
-		switch {
-		case i < pages:
-			bytes := min(1<<20, idxBytes-i<<20)
-			s.call(in, scReq{op: "Query", key: scaleScope + "##partitions", rcu: math.Ceil(float64(bytes) / 4096), items: bytes / 40}, left, func() error { return nil }, func(err error) {
-				if err != nil {
-					done(nil, err)
-					return
-				}
-				step(i + 1)
-			})
-		default:
-			b := i - pages
-			n := min(100, len(s.part)-b*100)
-			last := b == batches-1
-			var cps []store.Checkpoint
-			s.call(in, scReq{op: "BatchGetItem", rcu: float64(n), items: n}, left, func() error {
-				if !last {
-					return nil
-				}
-				var err error
-				cps, err = s.mem.ListCheckpoints(bg, scaleScope)
-				return err
-			}, func(err error) {
-				switch {
-				case err != nil:
-					done(nil, err)
-				case last:
-					done(cps, nil)
-				default:
-					step(i + 1)
-				}
-			})
+	failed := false
+	fail := func(err error) {
+		if !failed {
+			failed = true
+			done(nil, err)
 		}
 	}
-	step(0)
+	left := func() (time.Duration, bool) {
+		l := deadline - s.now
+		if l <= 0 {
+			s.counts.Timeouts++
+			fail(errScaleTimeout)
+			return 0, false
+		}
+		return l, true
+	}
+	served, sent := 0, 0
+	var send func()
+	send = func() {
+		b := sent
+		sent++
+		l, ok := left()
+		if !ok {
+			return
+		}
+		n := min(100, len(s.part)-b*100)
+		s.call(in, scReq{op: "BatchGetItem", rcu: float64(n), items: n}, l, func() error { return nil }, func(err error) {
+			if failed {
+				return
+			}
+			if err != nil {
+				fail(err)
+				return
+			}
+			served++
+			switch {
+			case served == batches:
+				cps, err := s.mem.ListCheckpoints(bg, scaleScope)
+				if err != nil {
+					fail(err)
+					return
+				}
+				done(cps, nil)
+			case sent < batches:
+				send()
+			}
+		})
+	}
+	var query func(i int)
+	query = func(i int) {
+		if i == pages {
+			if batches == 0 {
+				cps, err := s.mem.ListCheckpoints(bg, scaleScope)
+				if err != nil {
+					fail(err)
+					return
+				}
+				done(cps, nil)
+				return
+			}
+			for range min(store.ListReadsInFlight, batches) {
+				send()
+			}
+			return
+		}
+		l, ok := left()
+		if !ok {
+			return
+		}
+		bytes := min(1<<20, idxBytes-i<<20)
+		s.call(in, scReq{op: "Query", key: scaleScope + "##partitions", rcu: math.Ceil(float64(bytes) / 4096), items: bytes / 40}, l, func() error { return nil }, func(err error) {
+			if err != nil {
+				fail(err)
+				return
+			}
+			query(i + 1)
+		})
+	}
+	query(0)
 }
 
 // queue and pump: claims and releases, at most lsInFlight in flight.

@@ -500,7 +500,8 @@ func (s *DynamoStore) Unpark(ctx context.Context, k store.Key, cursor []byte, ge
 
 // ListCheckpoints implements store.Store: one consistent Query of the
 // scope's partition index (its shards), then consistent BatchGetItem requests of up to
-// 100 checkpoints. Checkpoints come in partition order.
+// 100 checkpoints, at most store.ListReadsInFlight at a time. Checkpoints
+// come in partition order.
 func (s *DynamoStore) ListCheckpoints(ctx context.Context, scope string) ([]store.Checkpoint, error) {
 	if err := store.CheckName("scope", scope); err != nil {
 		return nil, err
@@ -509,33 +510,78 @@ func (s *DynamoStore) ListCheckpoints(ctx context.Context, scope string) ([]stor
 	if err != nil {
 		return nil, s.wrap("list checkpoints of", name(scope), err)
 	}
-	var out []store.Checkpoint
-	for chunk := range slices.Chunk(parts, 100) {
-		keys := make([]item, len(chunk))
-		for i, p := range chunk {
-			keys[i] = checkpointKey(store.Key{Scope: scope, Partition: p})
+	chunks := slices.Collect(slices.Chunk(parts, 100))
+	results := make([][]store.Checkpoint, len(chunks))
+	errs := make([]error, len(chunks))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sem := make(chan struct{}, store.ListReadsInFlight)
+	var wg sync.WaitGroup
+	for i, chunk := range chunks {
+		sem <- struct{}{}
+		if ctx.Err() != nil {
+			<-sem
+			break
 		}
-		items, err := s.batchGet(ctx, keys)
-		if err != nil {
-			return nil, s.wrap("list checkpoints of", name(scope), err)
-		}
-		for _, it := range items {
-			pk, err := getS(it, attrPK)
-			if err != nil {
-				return nil, err
+		wg.Go(func() {
+			defer func() { <-sem }()
+			results[i], errs[i] = s.readCheckpoints(ctx, scope, chunk)
+			if errs[i] != nil {
+				cancel() // the others stop: the list has failed
 			}
-			k, err := parseCheckpointPK(pk)
-			if err != nil {
-				return nil, err
-			}
-			c, err := decodeCheckpoint(k, it)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, c)
+		})
+	}
+	wg.Wait()
+	// The first error in partition order that is not the cancellation a
+	// failed batch caused; the context's error when the caller's deadline
+	// stopped the loop before every batch was sent.
+	var first error
+	for _, err := range errs {
+		if err != nil && (first == nil || errors.Is(first, context.Canceled)) {
+			first = err
 		}
 	}
+	if first == nil {
+		first = ctx.Err()
+	}
+	if first != nil {
+		return nil, s.wrap("list checkpoints of", name(scope), first)
+	}
+	var out []store.Checkpoint
+	for _, r := range results {
+		out = append(out, r...)
+	}
 	slices.SortFunc(out, func(a, b store.Checkpoint) int { return strings.Compare(a.Partition, b.Partition) })
+	return out, nil
+}
+
+// readCheckpoints reads the checkpoints of parts (at most 100) in one
+// consistent BatchGetItem (and its retries of unprocessed keys).
+func (s *DynamoStore) readCheckpoints(ctx context.Context, scope string, parts []string) ([]store.Checkpoint, error) {
+	keys := make([]item, len(parts))
+	for i, p := range parts {
+		keys[i] = checkpointKey(store.Key{Scope: scope, Partition: p})
+	}
+	items, err := s.batchGet(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]store.Checkpoint, 0, len(items))
+	for _, it := range items {
+		pk, err := getS(it, attrPK)
+		if err != nil {
+			return nil, err
+		}
+		k, err := parseCheckpointPK(pk)
+		if err != nil {
+			return nil, err
+		}
+		c, err := decodeCheckpoint(k, it)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
 	return out, nil
 }
 

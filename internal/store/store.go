@@ -62,6 +62,15 @@ const MaxCursorBytes = 64 << 10
 // AppliedID; the partition machine records no id for a longer one.
 const MaxAppliedIDBytes = 1 << 10
 
+// ListReadsInFlight bounds the batch reads one ListCheckpoints keeps in
+// flight (DynamoDB: BatchGetItem requests of 100 checkpoints). A lease
+// read lists every checkpoint of its scope under one store call's
+// deadline: one batch after the other, 100,000 partitions are a
+// thousand sequential round trips, past any deadline the leases allow
+// (the scale simulation, docs/scale.md); eight at a time divide that
+// time by eight at the same read units.
+const ListReadsInFlight = 8
+
 // Lease identifies the writer that currently owns a partition (scale-out).
 // The zero Lease means "no lease": single-instance operation.
 type Lease struct {
@@ -340,7 +349,9 @@ type CheckpointStore interface {
 	// watermark. A lost condition returns *FenceError with the winner; the
 	// repeat of an applied Unpark returns the stored checkpoint.
 	Unpark(ctx context.Context, k Key, cursor []byte, generation uint64, lease Lease, repairs []RepairEntry) (Checkpoint, error)
-	// ListCheckpoints returns every checkpoint of a scope.
+	// ListCheckpoints returns every checkpoint of a scope. A store that
+	// reads them in batches keeps at most ListReadsInFlight batch reads in
+	// flight.
 	ListCheckpoints(ctx context.Context, scope string) ([]Checkpoint, error)
 }
 

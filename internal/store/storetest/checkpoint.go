@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -845,6 +846,28 @@ func testListCheckpoints(t *testing.T, s store.Store) {
 	list, err = s.ListCheckpoints(ctx(t), "u")
 	require.NoError(t, err)
 	require.Empty(t, list)
+}
+
+// A scope with more checkpoints than store.ListReadsInFlight batches of
+// 100 hold (a store reading batches concurrently) lists every one,
+// once, in partition order, each with its own cursor.
+func testListCheckpointsAcrossBatches(t *testing.T, s store.Store) {
+	n := 100*(store.ListReadsInFlight+2) + 37
+	want := make([]string, n)
+	for i := range n {
+		want[i] = fmt.Sprintf("p%05d", i)
+	}
+	for _, i := range rand.New(rand.NewPCG(1, 2)).Perm(n) {
+		create(t, s, store.Key{Scope: "many", Partition: want[i]}, "cur-"+want[i])
+	}
+	list, err := s.ListCheckpoints(ctx(t), "many")
+	require.NoError(t, err)
+	got := make([]string, len(list))
+	for i, c := range list {
+		got[i] = c.Partition
+		require.Equal(t, []byte("cur-"+c.Partition), c.Cursor, "%s", c.Partition)
+	}
+	require.Equal(t, want, got)
 }
 
 // Names are escaped: ("a#b", "c") and ("a", "b#c") are different

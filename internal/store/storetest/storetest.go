@@ -93,6 +93,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"FrontierShardsFollowChange", testFrontierShardsFollowChange},
 		{"FrontierReaderRereadsTheRootWhenANewEpochReplacesItsShards", testFrontierReaderRereadsReplacedShards},
 		{"RecordsAt100kPartitions", testRecordsAt100kPartitions},
+		{"ListCheckpointsAcrossMoreBatchesThanInFlight", testListCheckpointsAcrossBatches},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
