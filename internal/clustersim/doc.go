@@ -153,9 +153,15 @@
 //     a terminal outcome; a published vector entry never exceeds its
 //     partition's durable watermark, nor has an event at or below it
 //     without a terminal outcome.
-//   - lineage: no event of a split's child leaves the input while a
-//     parent of it that is a member of the stored membership is not
-//     durably complete.
+//   - lineage: no lane fetches a split's child, and no event of it leaves
+//     the input, while a parent of it that is a member of the stored
+//     membership is not durably complete.
+//   - publication: every published vector entry is a watermark its
+//     partition's checkpoint held durably (a frontier follows promotions
+//     that took effect).
+//   - exit (exit.go): a worker whose instance machine exits as complete
+//     under exit_when_complete has every partition of the instance's
+//     membership complete on its lanes and none parked.
 //   - incarnation: no event of a source's incarnation leaves the input
 //     under an epoch whose claims are about another incarnation of it
 //     (the one its checkpoint held in that epoch): a page a recreated
@@ -259,7 +265,12 @@
 // the stored watermark, which the metamorphic comparison catches while
 // each run passes the oracle; KeepLostLease: a worker's instance machine
 // whose stop of a partition with a lost lease leaves its lane reading,
-// caught by CheckLease);
+// caught by CheckLease; ExitWithParked: a worker's instance machine that
+// counts a parked partition as complete (instance.Config.ExitParked),
+// caught by CheckExit; PublishBeforePromotion: the publishers' feed told
+// of a promotion when the lane's machine asks for it, caught by
+// CheckPublication; ChildrenFirst, the lineage gate skipped, is caught by
+// CheckLineage at the child's first fetch);
 // TestVariantsAreCaught fails unless each is caught
 // within a few schedules by the check that guards its invariant. The
 // lanes' variants are applied to the real machine (variant.go): to its

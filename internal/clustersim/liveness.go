@@ -332,7 +332,7 @@ func (s *sim) caughtUp() string {
 	for _, w := range s.workers {
 		for _, l := range w.lanes {
 			read[l.p.name] = true
-			if !l.exited {
+			if !l.exited && !l.w.exited {
 				reading[l.p.name] = true
 			}
 		}

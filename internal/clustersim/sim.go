@@ -124,9 +124,20 @@ const (
 	// the partition's lane reading under that lease (CheckLease: a lane
 	// reads under a lease its instance no longer runs it under).
 	KeepLostLease
+	// ExitWithParked: schedules with exit_when_complete (and a persistently
+	// malformed partition), and the workers' instance machines count a
+	// parked partition as complete (instance.Config.ExitParked), so a
+	// worker exits as complete while a partition of its membership is
+	// parked (CheckExit, exit.go).
+	ExitWithParked
+	// PublishBeforePromotion: the publishers' feed is told of a promotion
+	// when a lane's machine asks for it, not once it took effect, so a
+	// publisher may publish a watermark no checkpoint holds durably (the
+	// promotion is still to be sent, or fails) (CheckPublication).
+	PublishBeforePromotion
 )
 
-var variantNames = [...]string{"faithful", "promote-other-successor", "max-frontier", "bare-empty-page", "unconditional-write", "ignore-lease", "any-watermark-covers", "park-on-malformed", "retry-malformed-forever", "partial-view", "children-first", "self-certified-watermark", "ignore-offset-overlap", "ignore-incarnation", "coalesced-watermark-dropped", "accept-offset-shaped-successor", "trust-first-page", "emit-before-incarnation-check", "skip-reread-receipts", "keep-lost-lease"}
+var variantNames = [...]string{"faithful", "promote-other-successor", "max-frontier", "bare-empty-page", "unconditional-write", "ignore-lease", "any-watermark-covers", "park-on-malformed", "retry-malformed-forever", "partial-view", "children-first", "self-certified-watermark", "ignore-offset-overlap", "ignore-incarnation", "coalesced-watermark-dropped", "accept-offset-shaped-successor", "trust-first-page", "emit-before-incarnation-check", "skip-reread-receipts", "keep-lost-lease", "exit-with-parked", "publish-before-promotion"}
 
 func (v Variant) String() string {
 	if int(v) < len(variantNames) {
@@ -147,7 +158,7 @@ func ParseVariant(s string) (Variant, error) {
 
 // Variants lists the broken variants (every Variant but Faithful).
 func Variants() []Variant {
-	return []Variant{PromoteOtherSuccessor, MaxFrontier, BareEmptyPage, UnconditionalWrite, IgnoreLease, AnyWatermarkCovers, ParkOnMalformed, RetryMalformedForever, PartialView, ChildrenFirst, SelfCertifiedWatermark, IgnoreOffsetOverlap, IgnoreIncarnation, CoalescedWatermarkDropped, AcceptOffsetShaped, TrustFirstPage, EmitBeforeIncarnationCheck, SkipRereadReceipts, KeepLostLease}
+	return []Variant{PromoteOtherSuccessor, MaxFrontier, BareEmptyPage, UnconditionalWrite, IgnoreLease, AnyWatermarkCovers, ParkOnMalformed, RetryMalformedForever, PartialView, ChildrenFirst, SelfCertifiedWatermark, IgnoreOffsetOverlap, IgnoreIncarnation, CoalescedWatermarkDropped, AcceptOffsetShaped, TrustFirstPage, EmitBeforeIncarnationCheck, SkipRereadReceipts, KeepLostLease, ExitWithParked, PublishBeforePromotion}
 }
 
 // DefaultSteps is the length of a schedule when Config.Steps is zero.
@@ -311,8 +322,9 @@ type Stats struct {
 	// Pages without a successor, retries repeating the boundary event,
 	// pages with tied positions, durably completed partitions.
 	NoSuccessor, BoundaryRepeats, Ties, Completions int
-	// Lanes ended by exit_when_complete.
-	Exits int
+	// Lanes ended by exit_when_complete; workers whose instance machine
+	// ended them (Exit, exit.go).
+	Exits, InstanceExits int
 	// Beside the machine (chain/driver.go): transient fetch failures the
 	// lanes retried, and those whose retries ran out (the machine saw
 	// them); queued emissions dropped when their chain ended; witness
@@ -619,6 +631,9 @@ func newSim(cfg Config) *sim {
 		// Half back off quiet polls, from its own hash too.
 		maxPoll: []time.Duration{0, 8 * time.Second}[partSeed(cfg.Seed, "max_poll_interval")%2],
 	}
+	if cfg.Variant == ExitWithParked {
+		su.exit = true // the variant only shows where the instance exits (with a malformed partition, below)
+	}
 	if cfg.NoDriverPaths {
 		su.retry, su.queue, su.prune = false, false, 0
 	}
@@ -703,7 +718,7 @@ func newSim(cfg Config) *sim {
 			s.stats.SharedPartitions++
 		}
 		su.assign[name] = ws
-		if broken%8 == 0 && !cfg.Metamorphic && uint64(i) == (broken>>3)%uint64(su.initial) {
+		if (broken%8 == 0 || cfg.Variant == ExitWithParked) && !cfg.Metamorphic && uint64(i) == (broken>>3)%uint64(su.initial) {
 			p.broken, p.brokenAfter = true, int((broken>>8)%20)
 			su.broken = name
 			s.stats.BrokenRuns++
@@ -1127,7 +1142,7 @@ func (s *sim) exec(op Op) string {
 		w.paused, w.resumed = false, false
 		// A new process: a new instance machine and incarnation at its
 		// next lease step (its old heartbeat is taken over by the others).
-		w.im, w.run, w.calls = nil, nil, nil
+		w.im, w.run, w.calls, w.exited = nil, nil, nil, false
 		s.stats.Crashes++
 		for i, l := range w.lanes {
 			l.dead = true

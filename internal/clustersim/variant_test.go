@@ -46,8 +46,9 @@ func TestVariantsAreCaught(t *testing.T) {
 		// complete (checked once everything is read: the variant runs with
 		// Liveness).
 		PartialView: {CheckLiveness},
-		// Parents first: a child's events leave the input while its
-		// parent, still a member, is not complete.
+		// Parents first (the lineage gate skipped): a child is read, and
+		// its events leave the input, while its parent, still a member,
+		// is not complete.
 		ChildrenFirst: {CheckLineage},
 		// Finality is declared, never inferred: a listing's own last key,
 		// read as certified, becomes a durable watermark above a key that
@@ -85,6 +86,13 @@ func TestVariantsAreCaught(t *testing.T) {
 		// The instance: a partition whose lease is lost keeps its lane
 		// reading under it.
 		KeepLostLease: {CheckLease},
+		// The instance's exit rule: a worker whose instance counts a
+		// parked partition as complete exits as complete while one is
+		// parked.
+		ExitWithParked: {CheckExit},
+		// Publication follows promotion: a publisher fed a promotion
+		// before it took effect publishes a watermark no checkpoint held.
+		PublishBeforePromotion: {CheckPublication},
 	}
 	// Variants whose breakage only shows once the faults stop.
 	liveness := map[Variant]bool{RetryMalformedForever: true, PartialView: true, IgnoreIncarnation: true, SkipRereadReceipts: true}
