@@ -41,15 +41,37 @@ type Shape struct {
 	Coalesce bool
 	Depth    int           // max_pages_in_flight
 	MaxPoll  time.Duration // max_poll_interval (0: no back-off)
+	// Instances, when not 0, replaces the seed's number of workers (the
+	// input's instances): each partition is read by one of them, by a
+	// stable hash of its name, or, with Leases, they share every
+	// partition through heartbeat leases, each running its instance
+	// machine (lease.go). A step or crash of worker w in the ops is one of
+	// worker w mod Instances.
+	Instances int
+	Leases    bool
 }
 
 func (s Shape) String() string {
-	return fmt.Sprintf("coalesce=%v depth=%d max_poll=%s", s.Coalesce, s.Depth, s.MaxPoll)
+	out := fmt.Sprintf("coalesce=%v depth=%d max_poll=%s", s.Coalesce, s.Depth, s.MaxPoll)
+	if s.Instances > 0 {
+		out += fmt.Sprintf(" instances=%d", s.Instances)
+	}
+	if s.Leases {
+		out += " leases"
+	}
+	return out
 }
 
 // Shapes are the configurations every schedule is compared under; the
 // first is the reference.
-var Shapes = []Shape{{false, 1, 0}, {false, 2, 0}, {false, 8, 0}, {true, 1, 0}, {true, 2, 0}, {true, 8, 0}, {false, 2, 8 * time.Second}, {true, 8, 8 * time.Second}}
+var Shapes = []Shape{{Depth: 1}, {Depth: 2}, {Depth: 8}, {Coalesce: true, Depth: 1}, {Coalesce: true, Depth: 2}, {Coalesce: true, Depth: 8}, {Depth: 2, MaxPoll: 8 * time.Second}, {Coalesce: true, Depth: 8, MaxPoll: 8 * time.Second}}
+
+// InstanceShapes compare one schedule run by one instance, by three
+// instances each reading its own partitions, and by three instances that
+// share the partitions through heartbeat leases (RunInstances).
+// The reference is three instances, so that the ops step every one of
+// them.
+var InstanceShapes = []Shape{{Coalesce: true, Depth: 2, Instances: 3}, {Coalesce: true, Depth: 2, Instances: 1}, {Coalesce: true, Depth: 2, Instances: 3, Leases: true}}
 
 // CheckMetamorphic: one schedule ends differently under two shapes.
 const CheckMetamorphic Check = "metamorphic"
@@ -219,11 +241,25 @@ type MetamorphicResult struct {
 // RunMetamorphic runs cfg's schedule under every shape (Shapes) with the
 // oracle and liveness on, and compares their outcomes with the first's.
 func RunMetamorphic(cfg Config) MetamorphicResult {
+	return runShapes(cfg, Shapes)
+}
+
+// RunInstances runs cfg's schedule under every InstanceShapes (one
+// instance, three, three with leases) with the oracle and liveness on, and
+// compares their outcomes with the first's: the same source contents and
+// faults (the ops name the partitions and the faults; a step of a worker
+// the run lacks is one of another), so the same events delivered, the
+// same final checkpoints and the same published frontier.
+func RunInstances(cfg Config) MetamorphicResult {
+	return runShapes(cfg, InstanceShapes)
+}
+
+func runShapes(cfg Config, shapes []Shape) MetamorphicResult {
 	cfg.Metamorphic, cfg.Liveness = true, true
 	res := MetamorphicResult{Seed: cfg.Seed}
 	var ref *Outcome
 	var refShape Shape
-	for i, sh := range Shapes {
+	for i, sh := range shapes {
 		c := cfg
 		c.Shape = &sh
 		r := Run(c)

@@ -16,6 +16,8 @@ import (
 var (
 	flagMetaSeeds = flag.Int("metamorphic-seeds", 200, "schedules TestMetamorphic runs under every shape (from -base)")
 	flagMetaSteps = flag.Int("metamorphic-steps", 600, "ops per metamorphic schedule")
+	// TestMetamorphicInstancesEndAlike's schedules (each run three times).
+	flagInstanceSeeds = flag.Int("instance-seeds", 200, "schedules TestMetamorphicInstancesEndAlike runs by 3, 1 and 3 leased instances (from -base)")
 )
 
 // TestMetamorphicShapesEndAlike runs each schedule under every shape of
@@ -24,12 +26,29 @@ var (
 // outcome: the same events delivered, the same final checkpoints (resume
 // position, watermark, complete), the same published frontier.
 func TestMetamorphicShapesEndAlike(t *testing.T) {
+	runMetamorphicSeeds(t, *flagMetaSeeds, Shapes, RunMetamorphic)
+}
+
+// TestMetamorphicInstancesEndAlike runs each schedule by three instances
+// (each reading its own partitions), by one, and by three that share the
+// partitions through heartbeat leases (their instance machines claiming,
+// balancing and handing off), with the oracle after every step and
+// liveness, and requires the same outcome: the same events delivered, the
+// same final checkpoints, the same published frontier.
+func TestMetamorphicInstancesEndAlike(t *testing.T) {
+	runMetamorphicSeeds(t, *flagInstanceSeeds, InstanceShapes, RunInstances)
+}
+
+// runMetamorphicSeeds runs n schedules (from -base; -seed runs one) under
+// shapes with run, in parallel, and fails on any failure or on outcomes
+// that compare nothing.
+func runMetamorphicSeeds(t *testing.T, n int, shapes []Shape, run func(Config) MetamorphicResult) {
 	v, err := ParseVariant(*flagVariant)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := Config{Steps: *flagMetaSteps, Variant: v, TraceTail: *flagTail}
-	base, n := *flagBase, *flagMetaSeeds
+	base := *flagBase
 	if *flagSeed != 0 {
 		base, n = *flagSeed, 1
 	}
@@ -50,7 +69,7 @@ func TestMetamorphicShapesEndAlike(t *testing.T) {
 			for seed := range next {
 				c := cfg
 				c.Seed = seed
-				r := RunMetamorphic(c)
+				r := run(c)
 				mu.Lock()
 				runs += r.Runs
 				if o := r.Outcome; o != nil {
@@ -74,7 +93,7 @@ func TestMetamorphicShapesEndAlike(t *testing.T) {
 	close(next)
 	wg.Wait()
 	t.Logf("%d schedules (seeds %d..%d, %d steps each) under %d shapes: %d runs in %s, %d failed; the outcomes compared hold %d events and %d checkpoints with a watermark",
-		n, base, base+uint64(n)-1, cfg.Steps, len(Shapes), runs, time.Since(start).Round(time.Millisecond), len(failures), events, marks)
+		n, base, base+uint64(n)-1, cfg.Steps, len(shapes), runs, time.Since(start).Round(time.Millisecond), len(failures), events, marks)
 	if len(failures) == 0 && (events == 0 || marks == 0) {
 		t.Fatalf("the outcomes compared are empty (%d events, %d watermarks): the comparison proves nothing", events, marks)
 	}

@@ -751,10 +751,18 @@ func newSim(cfg Config) *sim {
 		s.parts = append(s.parts, p)
 		s.byName[name] = p
 	}
+	if sh := cfg.Shape; cfg.Metamorphic && sh != nil && sh.Instances > 0 {
+		// The shape's instances, each partition on one of them (drawn
+		// after the seed's choices, which stay).
+		su.workers = sh.Instances
+		for name := range su.assign {
+			su.assign[name] = []int{int(partSeed(cfg.Seed, name+"@instance") % uint64(sh.Instances))}
+		}
+	}
 	s.setup = su
 	s.oracle = newOracle(s)
 	s.lease = newLeases(cfg)
-	if cfg.Metamorphic {
+	if cfg.Metamorphic && (cfg.Shape == nil || !cfg.Shape.Leases) {
 		s.lease = nil
 	}
 	if s.lease != nil {
@@ -1059,6 +1067,10 @@ func (s *sim) drawOp() Op {
 
 // exec performs one op and describes what happened.
 func (s *sim) exec(op Op) string {
+	if s.cfg.Metamorphic && (op.Kind == OpStep || op.Kind == OpCrash) && op.W >= 0 && len(s.workers) > 0 {
+		// A metamorphic schedule replayed by fewer instances (Shape).
+		op.W %= len(s.workers)
+	}
 	switch op.Kind {
 	case OpStep:
 		if op.W < 0 || op.W >= len(s.workers) {

@@ -180,7 +180,7 @@ func assertCoverage(t *testing.T, s Stats) {
 		"zombie promotions fenced by the lease": s.ZombieFenced,
 		"pages without a successor":             s.NoSuccessor, "retries repeating the boundary event": s.BoundaryRepeats,
 		"pages with tied positions": s.Ties, "durably completed partitions": s.Completions,
-		"lanes ended by exit_when_complete": s.Exits, "coalesced promotions": s.Coalesced,
+		"lanes ended by exit_when_complete": s.Exits, "instances ended by their machine's Exit": s.InstanceExits, "coalesced promotions": s.Coalesced,
 		"promotions that waited for the page behind": s.PromotionWaits,
 		"transient fetch failures retried":           s.TransientRetries, "transient retries that ran out": s.TransientGiveUps,
 		"queued emissions dropped at a chain's end": s.DroppedEmissions, "witnesses pruned": s.Pruned,
