@@ -310,6 +310,24 @@
 // park on divergence, rogue rotations, pages without a successor once the
 // faults stop). A difference fails with CheckMetamorphic.
 //
+// RunInstances runs one schedule by three instances (workers, each
+// reading the partitions a stable hash of their names gives it), by one,
+// and by three that share every partition through heartbeat leases (each
+// running its instance machine: claims, balance, takeovers after a
+// crash), and compares their outcomes the same way; the ops are the
+// reference's (three instances), a step or crash of a worker the run
+// lacks being one of worker w mod n. RunInstancesMembership does the same
+// with membership changes: the schedule runs discovery, partitions appear
+// and split at the provider (a child's lanes wait for its parents), and
+// the outcome compares the final membership (partitions, proven) and the
+// published frontier without their epoch numbers, which may rightly
+// differ (a discoverer whose swap failed writes two changes as one). The
+// operator's add and remove stay out: whether their proofs hold depends on
+// how far the instances got when the op runs.
+// TestMetamorphicInstancesEndAlike runs both (-instance-seeds, default
+// 200) and fails when the leased runs claimed or took over nothing, or
+// the membership runs wrote no epoch, split nothing or held no child.
+//
 // # Tests
 //
 //	go test ./internal/clustersim                                     # CI: 2,000 schedules, variants, end-to-end
@@ -319,6 +337,7 @@
 //	go test ./internal/clustersim -run TestMetamorphic -v                            # 200 schedules x 8 shapes
 //	go test ./internal/clustersim -run TestMetamorphic -metamorphic-seeds=2000 -timeout=2h -v
 //	go test ./internal/clustersim -run TestMetamorphic -seed=N -variant=coalesced-watermark-dropped -v
+//	go test ./internal/clustersim -run TestMetamorphicInstancesEndAlike -instance-seeds=2000 -v
 //
 // Flags of TestSim: -seed, -schedules, -steps, -base (first seed),
 // -variant, -liveness, -strict-records, -history (whole history of -seed),

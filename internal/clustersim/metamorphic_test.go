@@ -2,7 +2,9 @@ package clustersim
 
 import (
 	"flag"
+	"maps"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -26,7 +28,7 @@ var (
 // outcome: the same events delivered, the same final checkpoints (resume
 // position, watermark, complete), the same published frontier.
 func TestMetamorphicShapesEndAlike(t *testing.T) {
-	runMetamorphicSeeds(t, *flagMetaSeeds, Shapes, RunMetamorphic)
+	runMetamorphicSeeds(t, *flagMetaSeeds, Shapes, RunMetamorphic, nil)
 }
 
 // TestMetamorphicInstancesEndAlike runs each schedule by three instances
@@ -36,13 +38,35 @@ func TestMetamorphicShapesEndAlike(t *testing.T) {
 // liveness, and requires the same outcome: the same events delivered, the
 // same final checkpoints, the same published frontier.
 func TestMetamorphicInstancesEndAlike(t *testing.T) {
-	runMetamorphicSeeds(t, *flagInstanceSeeds, InstanceShapes, RunInstances)
+	// The leased instances claim the partitions, and take over those of
+	// a crashed one.
+	leased := map[string]func(Stats) int{
+		"leased runs": func(s Stats) int { return s.LeaseRuns }, "claims": func(s Stats) int { return s.Claims },
+		"steals": func(s Stats) int { return s.Steals },
+	}
+	t.Run("static", func(t *testing.T) {
+		runMetamorphicSeeds(t, *flagInstanceSeeds, InstanceShapes, RunInstances, leased)
+	})
+	// With membership changes: partitions appear and split at the
+	// provider and the discoverer follows; the final membership and the
+	// published frontier are compared without their epoch numbers.
+	changes := map[string]func(Stats) int{
+		"epochs written by the discoverer": func(s Stats) int { return s.DiscoveryEpochs }, "splits": func(s Stats) int { return s.Splits },
+		"children waiting for their parents": func(s Stats) int { return s.LineageWaits },
+	}
+	for k, v := range leased {
+		changes[k] = v
+	}
+	t.Run("membership", func(t *testing.T) {
+		runMetamorphicSeeds(t, *flagInstanceSeeds, MembershipInstanceShapes, RunInstancesMembership, changes)
+	})
 }
 
 // runMetamorphicSeeds runs n schedules (from -base; -seed runs one) under
-// shapes with run, in parallel, and fails on any failure or on outcomes
-// that compare nothing.
-func runMetamorphicSeeds(t *testing.T, n int, shapes []Shape, run func(Config) MetamorphicResult) {
+// shapes with run, in parallel, and fails on any failure, on outcomes that
+// compare nothing, or (with more than one schedule) when a count of
+// coverage is zero over every run.
+func runMetamorphicSeeds(t *testing.T, n int, shapes []Shape, run func(Config) MetamorphicResult, coverage map[string]func(Stats) int) {
 	v, err := ParseVariant(*flagVariant)
 	if err != nil {
 		t.Fatal(err)
@@ -60,6 +84,7 @@ func runMetamorphicSeeds(t *testing.T, n int, shapes []Shape, run func(Config) M
 		events   int
 		marks    int
 		wg       sync.WaitGroup
+		stats    Stats
 	)
 	next := make(chan uint64)
 	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
@@ -72,6 +97,7 @@ func runMetamorphicSeeds(t *testing.T, n int, shapes []Shape, run func(Config) M
 				r := run(c)
 				mu.Lock()
 				runs += r.Runs
+				stats.Add(r.Stats)
 				if o := r.Outcome; o != nil {
 					events += len(o.Delivered)
 					for _, cp := range o.Checkpoints {
@@ -96,6 +122,13 @@ func runMetamorphicSeeds(t *testing.T, n int, shapes []Shape, run func(Config) M
 		n, base, base+uint64(n)-1, cfg.Steps, len(shapes), runs, time.Since(start).Round(time.Millisecond), len(failures), events, marks)
 	if len(failures) == 0 && (events == 0 || marks == 0) {
 		t.Fatalf("the outcomes compared are empty (%d events, %d watermarks): the comparison proves nothing", events, marks)
+	}
+	for _, name := range slices.Sorted(maps.Keys(coverage)) {
+		if got := coverage[name](stats); n > 1 && got == 0 {
+			t.Errorf("coverage: no %s in any run", name)
+		} else {
+			t.Logf("%s: %d", name, got)
+		}
 	}
 	if len(failures) > 0 {
 		sort.Slice(failures, func(i, j int) bool { return failures[i].Seed < failures[j].Seed })

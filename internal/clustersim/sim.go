@@ -884,6 +884,9 @@ func (s *sim) split(name string) string {
 		cn := name + strconv.Itoa(i)
 		c := newPart(cn, rand.New(rand.NewPCG(partSeed(s.cfg.Seed, cn), 0x9a27)), p.prof, top+1)
 		c.appeared, c.parents = true, []string{name}
+		if s.cfg.Metamorphic {
+			c.log = logRNG(s.cfg.Seed, cn)
+		}
 		h := partSeed(s.cfg.Seed, cn+"@workers")
 		ws := []int{int(h % uint64(s.setup.workers))}
 		if s.setup.workers > 1 && (h>>8)%2 == 0 {
@@ -1191,7 +1194,7 @@ func (s *sim) exec(op Op) string {
 			p.final = top
 			return fmt.Sprintf("new partition from position %d", p.created)
 		}
-		first, last := p.appendEvents(2 + p.rng.IntN(4))
+		first, last := p.appendEvents(2 + p.log.IntN(4))
 		return fmt.Sprintf("old partition with a backlog %d..%d", first, last)
 	case OpAdd, OpRemove:
 		return s.coord.step(op)
