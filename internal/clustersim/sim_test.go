@@ -21,7 +21,7 @@ var (
 	flagSchedules = flag.Int("schedules", 0, "number of schedules TestSim runs (default 2000; 300 under -race or with -short)")
 	flagSteps     = flag.Int("steps", 0, "ops per schedule (default DefaultSteps, 1500)")
 	flagBase      = flag.Uint64("base", 1, "first seed of a multi-schedule run")
-	flagVariant   = flag.String("variant", "faithful", "behaviour under test: faithful, promote-other-successor, max-frontier, bare-empty-page, unconditional-write, ignore-lease, any-watermark-covers, park-on-malformed, retry-malformed-forever, partial-view, children-first, self-certified-watermark, ignore-offset-overlap, ignore-incarnation, coalesced-watermark-dropped, accept-offset-shaped-successor, trust-first-page, emit-before-incarnation-check, skip-reread-receipts, keep-lost-lease")
+	flagVariant   = flag.String("variant", "faithful", "behaviour under test: faithful, promote-other-successor, max-frontier, bare-empty-page, unconditional-write, ignore-lease, any-watermark-covers, park-on-malformed, retry-malformed-forever, partial-view, children-first, self-certified-watermark, ignore-offset-overlap, ignore-incarnation, coalesced-watermark-dropped, accept-offset-shaped-successor, trust-first-page, emit-before-incarnation-check, skip-reread-receipts, keep-lost-lease, exit-with-parked, publish-before-promotion")
 	flagStrict    = flag.Bool("strict-records", false, "also fail when a promoted witness is later recorded abandoned")
 	flagTail      = flag.Int("tail", 60, "history lines printed on failure")
 	flagLiveness  = flag.Bool("liveness", true, "add a fault-free phase and check that every partition catches up")
