@@ -2,6 +2,7 @@ package clustersim
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -129,6 +130,25 @@ func TestVariantsAreCaught(t *testing.T) {
 			t.Fatalf("variant %s was not caught within %d schedules: the oracle does not bite", v, variantBound)
 		})
 	}
+}
+
+// TestSkippedLineageGateIsCaughtAtTheRead: the lineage check holds a
+// split's child's reads, not only its emissions: children-first (the gate
+// skipped) is caught when a child's lane fetches, before any of its events
+// could leave.
+func TestSkippedLineageGateIsCaughtAtTheRead(t *testing.T) {
+	for i := uint64(1); i <= variantBound; i++ {
+		f := Run(Config{Seed: i, Variant: ChildrenFirst, TraceTail: 30}).Failure
+		if f == nil {
+			continue
+		}
+		if f.Check != CheckLineage || !strings.Contains(f.Detail, " fetches partition ") {
+			t.Fatalf("children-first was caught by %s (%s), not at a child's fetch:\n%s", f.Check, f.Detail, f.Error())
+		}
+		t.Logf("seed %d: %s", i, f.Detail)
+		return
+	}
+	t.Fatalf("children-first was not caught within %d schedules", variantBound)
 }
 
 // TestFaithfulSeedsOfVariants runs the seeds that catch the variants with
