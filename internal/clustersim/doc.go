@@ -153,9 +153,15 @@
 //     a terminal outcome; a published vector entry never exceeds its
 //     partition's durable watermark, nor has an event at or below it
 //     without a terminal outcome.
-//   - lineage: no event of a split's child leaves the input while a
-//     parent of it that is a member of the stored membership is not
-//     durably complete.
+//   - lineage: no lane fetches a split's child, and no event of it leaves
+//     the input, while a parent of it that is a member of the stored
+//     membership is not durably complete.
+//   - publication: every published vector entry is a watermark its
+//     partition's checkpoint held durably (a frontier follows promotions
+//     that took effect).
+//   - exit (exit.go): a worker whose instance machine exits as complete
+//     under exit_when_complete has every partition of the instance's
+//     membership complete on its lanes and none parked.
 //   - incarnation: no event of a source's incarnation leaves the input
 //     under an epoch whose claims are about another incarnation of it
 //     (the one its checkpoint held in that epoch): a page a recreated
@@ -259,7 +265,12 @@
 // the stored watermark, which the metamorphic comparison catches while
 // each run passes the oracle; KeepLostLease: a worker's instance machine
 // whose stop of a partition with a lost lease leaves its lane reading,
-// caught by CheckLease);
+// caught by CheckLease; ExitWithParked: a worker's instance machine that
+// counts a parked partition as complete (instance.Config.ExitParked),
+// caught by CheckExit; PublishBeforePromotion: the publishers' feed told
+// of a promotion when the lane's machine asks for it, caught by
+// CheckPublication; ChildrenFirst, the lineage gate skipped, is caught by
+// CheckLineage at the child's first fetch);
 // TestVariantsAreCaught fails unless each is caught
 // within a few schedules by the check that guards its invariant. The
 // lanes' variants are applied to the real machine (variant.go): to its
@@ -299,6 +310,24 @@
 // park on divergence, rogue rotations, pages without a successor once the
 // faults stop). A difference fails with CheckMetamorphic.
 //
+// RunInstances runs one schedule by three instances (workers, each
+// reading the partitions a stable hash of their names gives it), by one,
+// and by three that share every partition through heartbeat leases (each
+// running its instance machine: claims, balance, takeovers after a
+// crash), and compares their outcomes the same way; the ops are the
+// reference's (three instances), a step or crash of a worker the run
+// lacks being one of worker w mod n. RunInstancesMembership does the same
+// with membership changes: the schedule runs discovery, partitions appear
+// and split at the provider (a child's lanes wait for its parents), and
+// the outcome compares the final membership (partitions, proven) and the
+// published frontier without their epoch numbers, which may rightly
+// differ (a discoverer whose swap failed writes two changes as one). The
+// operator's add and remove stay out: whether their proofs hold depends on
+// how far the instances got when the op runs.
+// TestMetamorphicInstancesEndAlike runs both (-instance-seeds, default
+// 200) and fails when the leased runs claimed or took over nothing, or
+// the membership runs wrote no epoch, split nothing or held no child.
+//
 // # Tests
 //
 //	go test ./internal/clustersim                                     # CI: 2,000 schedules, variants, end-to-end
@@ -308,6 +337,7 @@
 //	go test ./internal/clustersim -run TestMetamorphic -v                            # 200 schedules x 8 shapes
 //	go test ./internal/clustersim -run TestMetamorphic -metamorphic-seeds=2000 -timeout=2h -v
 //	go test ./internal/clustersim -run TestMetamorphic -seed=N -variant=coalesced-watermark-dropped -v
+//	go test ./internal/clustersim -run TestMetamorphicInstancesEndAlike -instance-seeds=2000 -v
 //
 // Flags of TestSim: -seed, -schedules, -steps, -base (first seed),
 // -variant, -liveness, -strict-records, -history (whole history of -seed),

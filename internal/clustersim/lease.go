@@ -77,6 +77,12 @@ func newLeases(cfg Config) *leases {
 	if cfg.Variant == IgnoreLease || cfg.Variant == KeepLostLease {
 		on = true
 	}
+	if cfg.Metamorphic && cfg.Shape != nil && cfg.Shape.Leases {
+		on = true
+	}
+	if cfg.Variant == ExitWithParked {
+		on = false // exit_when_complete is for instances without leases
+	}
 	if !on {
 		return nil
 	}

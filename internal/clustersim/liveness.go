@@ -330,7 +330,7 @@ func (s *sim) caughtUp() string {
 	for _, w := range s.workers {
 		for _, l := range w.lanes {
 			read[l.p.name] = true
-			if !l.exited {
+			if !l.exited && !l.w.exited {
 				reading[l.p.name] = true
 			}
 		}
@@ -367,6 +367,12 @@ func (s *sim) caughtUp() string {
 		}
 		if cp.Complete {
 			continue // complete: every event has an outcome (checked above) and nothing follows
+		}
+		if p.split {
+			// A split parent is sealed and must complete (then leave the
+			// membership, splitsSettled): a parent without events of its
+			// own has a cursor past them from its start.
+			return fmt.Sprintf("split parent %s is sealed but not complete (checkpoint g%d %s%s)", p.name, cp.Generation, curString(cp.Cursor), parked(cp))
 		}
 		if p.prof.nosucc > 0 {
 			// missing_successor: poll: the last page holds (its receipts

@@ -41,15 +41,59 @@ type Shape struct {
 	Coalesce bool
 	Depth    int           // max_pages_in_flight
 	MaxPoll  time.Duration // max_poll_interval (0: no back-off)
+	// Instances, when not 0, replaces the seed's number of workers (the
+	// input's instances): each partition is read by one of them, by a
+	// stable hash of its name, or, with Leases, they share every
+	// partition through heartbeat leases, each running its instance
+	// machine (lease.go). A step or crash of worker w in the ops is one of
+	// worker w mod Instances.
+	Instances int
+	Leases    bool
+	// Membership: the schedule runs discovery, its ops making partitions
+	// appear and split at the provider (lanes read them from the start);
+	// the number of epochs the discoverer writes may then differ (two
+	// changes it decided apart may be written as one after a failed
+	// swap), so the outcome compares the final membership and the
+	// published frontier without their epoch numbers.
+	Membership bool
 }
 
 func (s Shape) String() string {
-	return fmt.Sprintf("coalesce=%v depth=%d max_poll=%s", s.Coalesce, s.Depth, s.MaxPoll)
+	out := fmt.Sprintf("coalesce=%v depth=%d max_poll=%s", s.Coalesce, s.Depth, s.MaxPoll)
+	if s.Instances > 0 {
+		out += fmt.Sprintf(" instances=%d", s.Instances)
+	}
+	if s.Leases {
+		out += " leases"
+	}
+	if s.Membership {
+		out += " membership"
+	}
+	return out
 }
 
 // Shapes are the configurations every schedule is compared under; the
 // first is the reference.
-var Shapes = []Shape{{false, 1, 0}, {false, 2, 0}, {false, 8, 0}, {true, 1, 0}, {true, 2, 0}, {true, 8, 0}, {false, 2, 8 * time.Second}, {true, 8, 8 * time.Second}}
+var Shapes = []Shape{{Depth: 1}, {Depth: 2}, {Depth: 8}, {Coalesce: true, Depth: 1}, {Coalesce: true, Depth: 2}, {Coalesce: true, Depth: 8}, {Depth: 2, MaxPoll: 8 * time.Second}, {Coalesce: true, Depth: 8, MaxPoll: 8 * time.Second}}
+
+// InstanceShapes compare one schedule run by one instance, by three
+// instances each reading its own partitions, and by three instances that
+// share the partitions through heartbeat leases (RunInstances).
+// The reference is three instances, so that the ops step every one of
+// them.
+var InstanceShapes = []Shape{{Coalesce: true, Depth: 2, Instances: 3}, {Coalesce: true, Depth: 2, Instances: 1}, {Coalesce: true, Depth: 2, Instances: 3, Leases: true}}
+
+// MembershipInstanceShapes are InstanceShapes with membership changes
+// (Shape.Membership).
+var MembershipInstanceShapes = withMembership(InstanceShapes)
+
+func withMembership(shapes []Shape) []Shape {
+	out := slices.Clone(shapes)
+	for i := range out {
+		out[i].Membership = true
+	}
+	return out
+}
 
 // CheckMetamorphic: one schedule ends differently under two shapes.
 const CheckMetamorphic Check = "metamorphic"
@@ -75,10 +119,13 @@ const settleRounds = 20
 //     of restarts and of no-op promotions differ between shapes.
 //   - Frontier: the published epoch, scalar and vector (its version, the
 //     number of publications, differs).
+//   - Membership: the stored membership's partitions and whether it is
+//     proven (with its epoch unless Shape.Membership).
 type Outcome struct {
 	Delivered   []string
 	Checkpoints map[string]string
 	Frontier    string
+	Membership  string
 }
 
 // diff returns the first difference between two outcomes ("" if none).
@@ -105,6 +152,9 @@ func (o Outcome) diff(p Outcome) string {
 	}
 	if o.Frontier != p.Frontier {
 		return fmt.Sprintf("frontier %s vs %s", o.Frontier, p.Frontier)
+	}
+	if o.Membership != p.Membership {
+		return fmt.Sprintf("membership %s vs %s", o.Membership, p.Membership)
 	}
 	return ""
 }
@@ -134,9 +184,19 @@ func (s *sim) outcome() *Outcome {
 	}
 	slices.Sort(o.Delivered)
 	o.Delivered = slices.Compact(o.Delivered)
+	epochs := s.cfg.Shape == nil || !s.cfg.Shape.Membership
+	if m, err := s.mem.LoadMembership(bg, s.scope); err == nil {
+		o.Membership = fmt.Sprintf("%v proven %v", m.Partitions, m.Proven)
+		if epochs {
+			o.Membership = fmt.Sprintf("epoch %d %s", m.Epoch, o.Membership)
+		}
+	}
 	if f, err := s.mem.LoadFrontier(bg, s.scope); err == nil {
 		var b strings.Builder
-		fmt.Fprintf(&b, "epoch %d scalar %s vector", f.Epoch, f.Scalar)
+		if epochs {
+			fmt.Fprintf(&b, "epoch %d ", f.Epoch)
+		}
+		fmt.Fprintf(&b, "scalar %s vector", f.Scalar)
 		for _, n := range slices.Sorted(maps.Keys(f.Vector)) {
 			fmt.Fprintf(&b, " %s=%s", n, f.Vector[n])
 		}
@@ -148,7 +208,11 @@ func (s *sim) outcome() *Outcome {
 // metamorphicOp reports whether op may be part of a metamorphic schedule.
 func (s *sim) metamorphicOp(op Op) bool {
 	switch k := op.Kind; k {
-	case OpAdd, OpRemove, OpAppear, OpRestart, OpRecreate, OpSplit, OpDiscover, OpPause, OpResume:
+	case OpAppear, OpSplit, OpDiscover:
+		// Only under Shape.Membership (discovery): the provider's list is
+		// the model's, and the membership settles to it.
+		return s.setup.discovery
+	case OpAdd, OpRemove, OpRestart, OpRecreate, OpPause, OpResume:
 		return false
 	case OpSeal:
 		// Only partitions whose sealed empty page completes them: where
@@ -168,6 +232,7 @@ func (s *sim) metamorphicSetup(su *setup) {
 	su.exit, su.discovery, su.recreates = false, false, false
 	if sh := s.cfg.Shape; sh != nil {
 		su.coalesce, su.depth, su.maxPoll = sh.Coalesce, sh.Depth, sh.MaxPoll
+		su.discovery = sh.Membership
 	}
 }
 
@@ -214,20 +279,46 @@ type MetamorphicResult struct {
 	// Outcome is the reference shape's (every shape's, when Failure is
 	// nil).
 	Outcome *Outcome
+	// Stats sums the runs' counts.
+	Stats Stats
 }
 
 // RunMetamorphic runs cfg's schedule under every shape (Shapes) with the
 // oracle and liveness on, and compares their outcomes with the first's.
 func RunMetamorphic(cfg Config) MetamorphicResult {
+	return runShapes(cfg, Shapes)
+}
+
+// RunInstances runs cfg's schedule under every InstanceShapes (one
+// instance, three, three with leases) with the oracle and liveness on, and
+// compares their outcomes with the first's: the same source contents and
+// faults (the ops name the partitions and the faults; a step of a worker
+// the run lacks is one of another), so the same events delivered, the
+// same final checkpoints and the same published frontier.
+func RunInstances(cfg Config) MetamorphicResult {
+	return runShapes(cfg, InstanceShapes)
+}
+
+// RunInstancesMembership is RunInstances with membership changes
+// (MembershipInstanceShapes): partitions appear and split at the provider,
+// the discoverer changes the membership, and children wait for their
+// parents, in the same schedule by three instances, one, and three with
+// leases.
+func RunInstancesMembership(cfg Config) MetamorphicResult {
+	return runShapes(cfg, MembershipInstanceShapes)
+}
+
+func runShapes(cfg Config, shapes []Shape) MetamorphicResult {
 	cfg.Metamorphic, cfg.Liveness = true, true
 	res := MetamorphicResult{Seed: cfg.Seed}
 	var ref *Outcome
 	var refShape Shape
-	for i, sh := range Shapes {
+	for i, sh := range shapes {
 		c := cfg
 		c.Shape = &sh
 		r := Run(c)
 		res.Runs++
+		res.Stats.Add(r.Stats)
 		if r.Failure != nil {
 			res.Failure = r.Failure
 			return res

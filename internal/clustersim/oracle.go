@@ -62,9 +62,18 @@ const (
 	// not).
 	CheckMalformed Check = "malformed"
 	// CheckLineage: parents first. No event of a split's child leaves the
-	// input while a parent of it that is a member of the stored membership
-	// is not durably complete.
+	// input, and no lane fetches it, while a parent of it that is a member
+	// of the stored membership is not durably complete.
 	CheckLineage Check = "lineage"
+	// CheckExit: an instance that ends as complete (exit_when_complete)
+	// has every partition of its membership complete and none parked: its
+	// machine's Exit agrees with the Completed and Parked news its lanes
+	// gave it.
+	CheckExit Check = "exit"
+	// CheckPublication: publication follows promotion. Every published
+	// vector entry is a watermark its partition's checkpoint held durably
+	// (the monotone checks hold it to the current one).
+	CheckPublication Check = "publication"
 	// CheckIncarnation: emission bracketed by the incarnation check
 	// (docs/design.md#source-incarnations). No event of a source's
 	// incarnation leaves the input under an epoch whose claims are about
@@ -105,7 +114,10 @@ type oracle struct {
 	// incs is, per partition, the incarnations its checkpoint has been in
 	// and the epoch from which each holds (docs/design.md#source-incarnations).
 	incs map[string][]incSpan
-	fail *violation
+	// highest is, per partition, the highest watermark its checkpoint
+	// ever held durably (CheckPublication).
+	highest map[string]coord.Watermark
+	fail    *violation
 }
 
 // incSpan: from epoch from on, the partition's checkpoint belongs to the
@@ -155,6 +167,7 @@ func newOracle(s *sim) *oracle {
 		epochs:        map[uint64]store.Membership{},
 		removedProven: map[string]bool{},
 		incs:          map[string][]incSpan{},
+		highest:       map[string]coord.Watermark{},
 	}
 }
 
@@ -255,15 +268,32 @@ func (o *oracle) sameIncarnation(d *delivery) {
 // parentsFirst checks that a batch of a child leaves the input only when
 // every parent that is a member of the stored membership is complete.
 func (o *oracle) parentsFirst(d *delivery) {
+	if parent, epoch, ok := o.parentPending(d.part); ok {
+		o.violate(CheckLineage, "batch %s of partition %s left the input while its parent %s, a member of epoch %d, is not complete", d, d.part, parent, epoch)
+	}
+}
+
+// readingChild checks that a lane reads (fetches) a split's child only
+// when every parent that is a member of the stored membership is complete:
+// the gate holds the child's reads, not only its emissions.
+func (o *oracle) readingChild(lane string, part string) {
+	if parent, epoch, ok := o.parentPending(part); ok {
+		o.violate(CheckLineage, "lane %s fetches partition %s while its parent %s, a member of epoch %d, is not complete", lane, part, parent, epoch)
+	}
+}
+
+// parentPending returns a parent of part that is a member of the stored
+// membership and not durably complete, with the membership's epoch.
+func (o *oracle) parentPending(part string) (string, uint64, bool) {
 	s := o.s
-	p := s.part(d.part)
+	p := s.part(part)
 	if p == nil || len(p.parents) == 0 {
-		return
+		return "", 0, false
 	}
 	m, err := s.mem.LoadMembership(bg, s.scope)
 	if err != nil {
 		o.violate(CheckModel, "cannot read membership: %v", err)
-		return
+		return "", 0, false
 	}
 	for _, parent := range p.parents {
 		if !slices.Contains(m.Partitions, parent) {
@@ -271,10 +301,10 @@ func (o *oracle) parentsFirst(d *delivery) {
 		}
 		cp, err := s.mem.LoadCheckpoint(bg, store.Key{Scope: s.scope, Partition: parent})
 		if err != nil || !cp.Complete {
-			o.violate(CheckLineage, "batch %s of partition %s left the input while its parent %s, a member of epoch %d, is not complete", d, d.part, parent, m.Epoch)
-			return
+			return parent, m.Epoch, true
 		}
 	}
+	return "", 0, false
 }
 
 // acked records the terminal outcome of a batch at the sink.
@@ -366,6 +396,9 @@ func (o *oracle) check() {
 		if err != nil {
 			o.violate(CheckModel, "cannot read checkpoint of %s: %v", p.name, err)
 			continue
+		}
+		if h, ok := o.highest[p.name]; !ok || h.IsZero() || h.Less(cp.Watermark) {
+			o.highest[p.name] = cp.Watermark
 		}
 		o.checkpoint(p, cp)
 	}
@@ -661,6 +694,24 @@ func (o *oracle) vectorEntry(f store.Frontier, name string, w coord.Watermark) {
 	}
 }
 
+// publishedDurable is CheckPublication: a published vector entry is a
+// watermark its partition's checkpoint held durably at some point (the
+// publisher publishes what promotions made durable, never a promotion
+// still in flight or one that failed).
+func (o *oracle) publishedDurable(f store.Frontier, name string, w coord.Watermark) {
+	if w.IsZero() {
+		return
+	}
+	h, ok := o.highest[name]
+	if !ok || h.IsZero() {
+		o.violate(CheckPublication, "vector entry %s=%s published in epoch %d, yet %s never held a durable watermark: published before its promotion", name, w, f.Epoch, name)
+		return
+	}
+	if c, err := h.Compare(w); err == nil && c < 0 {
+		o.violate(CheckPublication, "vector entry %s=%s published in epoch %d is above every watermark %s ever held durably (%s at most): published before its promotion", name, w, f.Epoch, name, h)
+	}
+}
+
 func (o *oracle) frontier() {
 	s := o.s
 	f, err := s.mem.LoadFrontier(bg, s.scope)
@@ -707,6 +758,7 @@ func (o *oracle) frontier() {
 			o.violate(CheckMembership, "frontier of epoch %d has no vector entry for member %s", f.Epoch, name)
 			continue
 		}
+		o.publishedDurable(f, name, w)
 		o.vectorEntry(f, name, w)
 	}
 	if f.Scalar.IsZero() {

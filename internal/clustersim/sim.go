@@ -124,9 +124,20 @@ const (
 	// the partition's lane reading under that lease (CheckLease: a lane
 	// reads under a lease its instance no longer runs it under).
 	KeepLostLease
+	// ExitWithParked: schedules with exit_when_complete (and a persistently
+	// malformed partition), and the workers' instance machines count a
+	// parked partition as complete (instance.Config.ExitParked), so a
+	// worker exits as complete while a partition of its membership is
+	// parked (CheckExit, exit.go).
+	ExitWithParked
+	// PublishBeforePromotion: the publishers' feed is told of a promotion
+	// when a lane's machine asks for it, not once it took effect, so a
+	// publisher may publish a watermark no checkpoint holds durably (the
+	// promotion is still to be sent, or fails) (CheckPublication).
+	PublishBeforePromotion
 )
 
-var variantNames = [...]string{"faithful", "promote-other-successor", "max-frontier", "bare-empty-page", "unconditional-write", "ignore-lease", "any-watermark-covers", "park-on-malformed", "retry-malformed-forever", "partial-view", "children-first", "self-certified-watermark", "ignore-offset-overlap", "ignore-incarnation", "coalesced-watermark-dropped", "accept-offset-shaped-successor", "trust-first-page", "emit-before-incarnation-check", "skip-reread-receipts", "keep-lost-lease"}
+var variantNames = [...]string{"faithful", "promote-other-successor", "max-frontier", "bare-empty-page", "unconditional-write", "ignore-lease", "any-watermark-covers", "park-on-malformed", "retry-malformed-forever", "partial-view", "children-first", "self-certified-watermark", "ignore-offset-overlap", "ignore-incarnation", "coalesced-watermark-dropped", "accept-offset-shaped-successor", "trust-first-page", "emit-before-incarnation-check", "skip-reread-receipts", "keep-lost-lease", "exit-with-parked", "publish-before-promotion"}
 
 func (v Variant) String() string {
 	if int(v) < len(variantNames) {
@@ -147,7 +158,7 @@ func ParseVariant(s string) (Variant, error) {
 
 // Variants lists the broken variants (every Variant but Faithful).
 func Variants() []Variant {
-	return []Variant{PromoteOtherSuccessor, MaxFrontier, BareEmptyPage, UnconditionalWrite, IgnoreLease, AnyWatermarkCovers, ParkOnMalformed, RetryMalformedForever, PartialView, ChildrenFirst, SelfCertifiedWatermark, IgnoreOffsetOverlap, IgnoreIncarnation, CoalescedWatermarkDropped, AcceptOffsetShaped, TrustFirstPage, EmitBeforeIncarnationCheck, SkipRereadReceipts, KeepLostLease}
+	return []Variant{PromoteOtherSuccessor, MaxFrontier, BareEmptyPage, UnconditionalWrite, IgnoreLease, AnyWatermarkCovers, ParkOnMalformed, RetryMalformedForever, PartialView, ChildrenFirst, SelfCertifiedWatermark, IgnoreOffsetOverlap, IgnoreIncarnation, CoalescedWatermarkDropped, AcceptOffsetShaped, TrustFirstPage, EmitBeforeIncarnationCheck, SkipRereadReceipts, KeepLostLease, ExitWithParked, PublishBeforePromotion}
 }
 
 // DefaultSteps is the length of a schedule when Config.Steps is zero.
@@ -311,8 +322,9 @@ type Stats struct {
 	// Pages without a successor, retries repeating the boundary event,
 	// pages with tied positions, durably completed partitions.
 	NoSuccessor, BoundaryRepeats, Ties, Completions int
-	// Lanes ended by exit_when_complete.
-	Exits int
+	// Lanes ended by exit_when_complete; workers whose instance machine
+	// ended them (Exit, exit.go).
+	Exits, InstanceExits int
 	// Beside the machine (chain/driver.go): transient fetch failures the
 	// lanes retried, and those whose retries ran out (the machine saw
 	// them); queued emissions dropped when their chain ended; witness
@@ -637,6 +649,9 @@ func newSim(cfg Config) *sim {
 		// Half back off quiet polls, from its own hash too.
 		maxPoll: []time.Duration{0, 8 * time.Second}[partSeed(cfg.Seed, "max_poll_interval")%2],
 	}
+	if cfg.Variant == ExitWithParked {
+		su.exit = true // the variant only shows where the instance exits (with a malformed partition, below)
+	}
 	if cfg.NoDriverPaths {
 		su.retry, su.queue, su.prune = false, false, 0
 	}
@@ -728,7 +743,7 @@ func newSim(cfg Config) *sim {
 			s.stats.SharedPartitions++
 		}
 		su.assign[name] = ws
-		if broken%8 == 0 && !cfg.Metamorphic && uint64(i) == (broken>>3)%uint64(su.initial) {
+		if (broken%8 == 0 || cfg.Variant == ExitWithParked) && !cfg.Metamorphic && uint64(i) == (broken>>3)%uint64(su.initial) {
 			p.broken, p.brokenAfter = true, int((broken>>8)%20)
 			su.broken = name
 			s.stats.BrokenRuns++
@@ -761,10 +776,18 @@ func newSim(cfg Config) *sim {
 		s.parts = append(s.parts, p)
 		s.byName[name] = p
 	}
+	if sh := cfg.Shape; cfg.Metamorphic && sh != nil && sh.Instances > 0 {
+		// The shape's instances, each partition on one of them (drawn
+		// after the seed's choices, which stay).
+		su.workers = sh.Instances
+		for name := range su.assign {
+			su.assign[name] = []int{int(partSeed(cfg.Seed, name+"@instance") % uint64(sh.Instances))}
+		}
+	}
 	s.setup = su
 	s.oracle = newOracle(s)
 	s.lease = newLeases(cfg)
-	if cfg.Metamorphic {
+	if cfg.Metamorphic && (cfg.Shape == nil || !cfg.Shape.Leases) {
 		s.lease = nil
 	}
 	if s.lease != nil {
@@ -886,6 +909,9 @@ func (s *sim) split(name string) string {
 		cn := name + strconv.Itoa(i)
 		c := newPart(cn, rand.New(rand.NewPCG(partSeed(s.cfg.Seed, cn), 0x9a27)), p.prof, top+1)
 		c.appeared, c.parents = true, []string{name}
+		if s.cfg.Metamorphic {
+			c.log = logRNG(s.cfg.Seed, cn)
+		}
 		h := partSeed(s.cfg.Seed, cn+"@workers")
 		ws := []int{int(h % uint64(s.setup.workers))}
 		if s.setup.workers > 1 && (h>>8)%2 == 0 {
@@ -1069,6 +1095,10 @@ func (s *sim) drawOp() Op {
 
 // exec performs one op and describes what happened.
 func (s *sim) exec(op Op) string {
+	if s.cfg.Metamorphic && (op.Kind == OpStep || op.Kind == OpCrash) && op.W >= 0 && len(s.workers) > 0 {
+		// A metamorphic schedule replayed by fewer instances (Shape).
+		op.W %= len(s.workers)
+	}
 	switch op.Kind {
 	case OpStep:
 		if op.W < 0 || op.W >= len(s.workers) {
@@ -1152,7 +1182,7 @@ func (s *sim) exec(op Op) string {
 		w.paused, w.resumed = false, false
 		// A new process: a new instance machine and incarnation at its
 		// next lease step (its old heartbeat is taken over by the others).
-		w.im, w.run, w.calls = nil, nil, nil
+		w.im, w.run, w.calls, w.exited = nil, nil, nil, false
 		s.stats.Crashes++
 		for i, l := range w.lanes {
 			l.dead = true
@@ -1189,7 +1219,7 @@ func (s *sim) exec(op Op) string {
 			p.final = top
 			return fmt.Sprintf("new partition from position %d", p.created)
 		}
-		first, last := p.appendEvents(2 + p.rng.IntN(4))
+		first, last := p.appendEvents(2 + p.log.IntN(4))
 		return fmt.Sprintf("old partition with a backlog %d..%d", first, last)
 	case OpAdd, OpRemove:
 		return s.coord.step(op)

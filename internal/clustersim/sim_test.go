@@ -21,7 +21,7 @@ var (
 	flagSchedules = flag.Int("schedules", 0, "number of schedules TestSim runs (default 2000; 300 under -race or with -short)")
 	flagSteps     = flag.Int("steps", 0, "ops per schedule (default DefaultSteps, 1500)")
 	flagBase      = flag.Uint64("base", 1, "first seed of a multi-schedule run")
-	flagVariant   = flag.String("variant", "faithful", "behaviour under test: faithful, promote-other-successor, max-frontier, bare-empty-page, unconditional-write, ignore-lease, any-watermark-covers, park-on-malformed, retry-malformed-forever, partial-view, children-first, self-certified-watermark, ignore-offset-overlap, ignore-incarnation, coalesced-watermark-dropped, accept-offset-shaped-successor, trust-first-page, emit-before-incarnation-check, skip-reread-receipts, keep-lost-lease")
+	flagVariant   = flag.String("variant", "faithful", "behaviour under test: faithful, promote-other-successor, max-frontier, bare-empty-page, unconditional-write, ignore-lease, any-watermark-covers, park-on-malformed, retry-malformed-forever, partial-view, children-first, self-certified-watermark, ignore-offset-overlap, ignore-incarnation, coalesced-watermark-dropped, accept-offset-shaped-successor, trust-first-page, emit-before-incarnation-check, skip-reread-receipts, keep-lost-lease, exit-with-parked, publish-before-promotion")
 	flagStrict    = flag.Bool("strict-records", false, "also fail when a promoted witness is later recorded abandoned")
 	flagTail      = flag.Int("tail", 60, "history lines printed on failure")
 	flagLiveness  = flag.Bool("liveness", true, "add a fault-free phase and check that every partition catches up")
@@ -180,7 +180,7 @@ func assertCoverage(t *testing.T, s Stats) {
 		"zombie promotions fenced by the lease": s.ZombieFenced,
 		"pages without a successor":             s.NoSuccessor, "retries repeating the boundary event": s.BoundaryRepeats,
 		"pages with tied positions": s.Ties, "durably completed partitions": s.Completions,
-		"lanes ended by exit_when_complete": s.Exits, "coalesced promotions": s.Coalesced,
+		"lanes ended by exit_when_complete": s.Exits, "instances ended by their machine's Exit": s.InstanceExits, "coalesced promotions": s.Coalesced,
 		"promotions that waited for the page behind": s.PromotionWaits,
 		"transient fetch failures retried":           s.TransientRetries, "transient retries that ran out": s.TransientGiveUps,
 		"queued emissions dropped at a chain's end": s.DroppedEmissions, "witnesses pruned": s.Pruned,

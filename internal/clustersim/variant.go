@@ -121,3 +121,20 @@ func dropCoalescedWatermark(l *lane, a chain.Action) chain.Action {
 	}
 	return a
 }
+
+// asked sees a store call when the lane's machine asks for it: under
+// PublishBeforePromotion a promotion's watermark goes to every publisher's
+// feed then, before the promotion is sent (the input's feed is its
+// successful promotions, and the simulator's the durable checkpoints).
+func (v Variant) asked(l *lane, a chain.Action) {
+	if v != PublishBeforePromotion {
+		return
+	}
+	if x, ok := a.(chain.Promote); ok && !x.Restart && !x.Promotion.Watermark.IsZero() {
+		for _, p := range l.s.publishers {
+			if p.pub != nil {
+				p.pub.Observe(l.p.name, x.Promotion.Watermark)
+			}
+		}
+	}
+}

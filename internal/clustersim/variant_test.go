@@ -2,6 +2,7 @@ package clustersim
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -48,8 +49,9 @@ func TestVariantsAreCaught(t *testing.T) {
 		// complete (checked once everything is read: the variant runs with
 		// Liveness).
 		PartialView: {CheckLiveness},
-		// Parents first: a child's events leave the input while its
-		// parent, still a member, is not complete.
+		// Parents first (the lineage gate skipped): a child is read, and
+		// its events leave the input, while its parent, still a member,
+		// is not complete.
 		ChildrenFirst: {CheckLineage},
 		// Finality is declared, never inferred: a listing's own last key,
 		// read as certified, becomes a durable watermark above a key that
@@ -87,6 +89,13 @@ func TestVariantsAreCaught(t *testing.T) {
 		// The instance: a partition whose lease is lost keeps its lane
 		// reading under it.
 		KeepLostLease: {CheckLease},
+		// The instance's exit rule: a worker whose instance counts a
+		// parked partition as complete exits as complete while one is
+		// parked.
+		ExitWithParked: {CheckExit},
+		// Publication follows promotion: a publisher fed a promotion
+		// before it took effect publishes a watermark no checkpoint held.
+		PublishBeforePromotion: {CheckPublication},
 	}
 	// Variants whose breakage only shows once the faults stop.
 	liveness := map[Variant]bool{RetryMalformedForever: true, PartialView: true, IgnoreIncarnation: true, SkipRereadReceipts: true}
@@ -123,6 +132,25 @@ func TestVariantsAreCaught(t *testing.T) {
 			t.Fatalf("variant %s was not caught within %d schedules: the oracle does not bite", v, variantBound)
 		})
 	}
+}
+
+// TestSkippedLineageGateIsCaughtAtTheRead: the lineage check holds a
+// split's child's reads, not only its emissions: children-first (the gate
+// skipped) is caught when a child's lane fetches, before any of its events
+// could leave.
+func TestSkippedLineageGateIsCaughtAtTheRead(t *testing.T) {
+	for i := uint64(1); i <= variantBound; i++ {
+		f := Run(Config{Seed: i, Variant: ChildrenFirst, TraceTail: 30}).Failure
+		if f == nil {
+			continue
+		}
+		if f.Check != CheckLineage || !strings.Contains(f.Detail, " fetches partition ") {
+			t.Fatalf("children-first was caught by %s (%s), not at a child's fetch:\n%s", f.Check, f.Detail, f.Error())
+		}
+		t.Logf("seed %d: %s", i, f.Detail)
+		return
+	}
+	t.Fatalf("children-first was not caught within %d schedules", variantBound)
 }
 
 // TestFaithfulSeedsOfVariants runs the seeds that catch the variants with

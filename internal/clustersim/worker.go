@@ -52,6 +52,8 @@ type worker struct {
 	incs  int
 	run   map[string]store.Lease
 	calls []instance.Action
+	// exited: in exit mode (exit.go) its instance machine ended it.
+	exited bool
 }
 
 type lane struct {
@@ -81,6 +83,11 @@ type lane struct {
 	// this lane with an honest empty page (what "caught up" claims).
 	exited     bool
 	emptyFinal int64
+	// complete: the machine completed (durably, or caught up under
+	// exit_when_complete); parked: the park reason of the last checkpoint
+	// it observed (exit.go's CheckExit).
+	complete bool
+	parked   string
 
 	// released: the partition's parents (a split's) are complete or left
 	// the membership, so the lane may read it (membership.Waiting).
@@ -167,6 +174,9 @@ func (l *lane) step(sel int) string {
 		if l.leaseStep() {
 			return joinNotes(l.out)
 		}
+	}
+	if l.s.exitMode() && l.exitStep() {
+		return joinNotes(l.out)
 	}
 	if l.m != nil && l.m.Epoch() != l.w.epoch {
 		// The worker's epoch moved (a membership change): the machine's
@@ -315,6 +325,10 @@ func (l *lane) handle(acts []chain.Action) {
 			}
 			l.outbox = kept
 		case chain.Observe:
+			l.parked = a.Checkpoint.Parked
+			if l.s.exitMode() {
+				l.s.feedExit(l.w, l, instance.Parked{Partition: l.p.name, Reason: a.Checkpoint.Parked})
+			}
 			if below, ok := l.prune.Due(a.Checkpoint.Generation); ok {
 				l.prunes = append(l.prunes, below)
 			}
@@ -328,7 +342,11 @@ func (l *lane) handle(acts []chain.Action) {
 			}
 		case chain.Completed:
 			l.note("completed")
+			l.complete = true
 			l.completed()
+			if l.s.exitMode() {
+				l.s.feedExit(l.w, l, instance.Completed{Partition: l.p.name})
+			}
 		case chain.LeaseGone:
 			// The machine found another lease (on a load, a read-back or a
 			// fenced write) and stopped: a zombie gives the partition up.
@@ -344,6 +362,7 @@ func (l *lane) handle(acts []chain.Action) {
 			l.handle(l.m.Step(in))
 		default:
 			// A store call: the step's one, or the next step's.
+			l.s.variant.asked(l, a)
 			if l.budget > 0 {
 				l.budget--
 				l.perform(a)
@@ -444,6 +463,7 @@ func (l *lane) completed() {
 func (l *lane) doFetch() {
 	f := *l.fetch
 	l.fetch = nil
+	l.s.oracle.readingChild(l.name(), l.p.name)
 	resp, note, err := l.p.fetch(fmt.Sprintf("w%d", l.w.id), f.Cursor)
 	if note == "empty" {
 		l.emptyFinal = l.p.final
