@@ -20,11 +20,13 @@ const (
 	ClassShiftedPage          = RetryClass(reconcile.ShiftedPage)
 	ClassUnprovableDivergence = RetryClass(reconcile.UnprovableDivergence)
 	ClassHeadGrowth           = RetryClass(reconcile.HeadGrowth)
-	// ClassIdle: an empty response that loops to its own cursor.
-	ClassIdle = ClassHeadGrowth + 1
+	// ClassIdle: an empty response that loops to its own cursor. The
+	// machine's own classes lie far above the classifier's, so a class the
+	// classifier adds never takes one of their values (a test pins it).
+	ClassIdle RetryClass = 0x80
 	// ClassEmptyNoEvidence: an empty response without evidence bound to
 	// it.
-	ClassEmptyNoEvidence = ClassHeadGrowth + 2
+	ClassEmptyNoEvidence RetryClass = 0x81
 )
 
 // classOf is the machine's class of a classifier's class.
@@ -34,7 +36,7 @@ func classOf(c reconcile.RetryClass) RetryClass { return RetryClass(c) }
 // tidemark_retry_class metadata and the traces show it.
 func (c RetryClass) String() string {
 	switch {
-	case c >= ClassFirstResponse && c <= ClassHeadGrowth:
+	case reconcile.RetryClass(c).Known():
 		return reconcile.RetryClass(c).String()
 	case c == ClassIdle:
 		return "idle"

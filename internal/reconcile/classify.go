@@ -45,11 +45,59 @@ const (
 	HeadGrowth
 )
 
-var classNames = [...]string{"", "first_response", "exact_replay", "token_rotation", "shifted_page", "unprovable_divergence", "head_growth"}
+// classes is every retry class, with its name and whether a verdict of
+// it lets the successor be promoted: the one table a new class joins. No
+// range of values decides either (a class added past the last one would
+// silently never promote).
+var classes = [...]struct {
+	class    RetryClass
+	name     string
+	advances bool
+}{
+	{FirstResponse, "first_response", true},
+	{ExactReplay, "exact_replay", true},
+	{TokenRotation, "token_rotation", true},
+	{ShiftedPage, "shifted_page", true},
+	{UnprovableDivergence, "unprovable_divergence", false},
+	{HeadGrowth, "head_growth", true},
+}
+
+// Classes is every retry class, in declaration order.
+func Classes() []RetryClass {
+	out := make([]RetryClass, len(classes))
+	for i, k := range classes {
+		out[i] = k.class
+	}
+	return out
+}
+
+// Known reports whether c is one of Classes.
+func (c RetryClass) Known() bool {
+	for _, k := range classes {
+		if k.class == c {
+			return true
+		}
+	}
+	return false
+}
+
+// Advances reports whether a verdict of class c lets its successor be
+// promoted (every class but UnprovableDivergence; false for an unknown
+// value).
+func (c RetryClass) Advances() bool {
+	for _, k := range classes {
+		if k.class == c {
+			return k.advances
+		}
+	}
+	return false
+}
 
 func (c RetryClass) String() string {
-	if c >= FirstResponse && c <= HeadGrowth {
-		return classNames[c]
+	for _, k := range classes {
+		if k.class == c {
+			return k.name
+		}
 	}
 	return fmt.Sprintf("retry_class(%d)", uint8(c))
 }
@@ -110,9 +158,7 @@ type Verdict struct {
 
 // Advances reports whether the verdict lets the successor of Attempt be
 // promoted once its response is complete (CanPromote).
-func (v Verdict) Advances() bool {
-	return v.Class >= FirstResponse && v.Class <= HeadGrowth && v.Class != UnprovableDivergence
-}
+func (v Verdict) Advances() bool { return v.Class.Advances() }
 
 func (v Verdict) String() string {
 	return fmt.Sprintf("%s (attempt %s): %s", v.Class, v.Attempt, v.Reason)
