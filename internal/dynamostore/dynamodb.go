@@ -400,46 +400,35 @@ func (s *DynamoStore) Promote(ctx context.Context, p store.Promotion) (store.Che
 	return decodeCheckpoint(p.Key, out.Attributes)
 }
 
-// SetParked implements store.Store with one conditional UpdateItem.
+// SetParked implements store.Store with one conditional UpdateItem:
+//
+//	SET parked = :r (or REMOVE parked)  IF cur = :c AND gen = :g [AND lo = :lo AND lc = :lc]
 func (s *DynamoStore) SetParked(ctx context.Context, k store.Key, cursor []byte, generation uint64, lease store.Lease, reason string) (store.Checkpoint, error) {
-	lease = lease.Fence()
-	if err := store.ValidatePark(k, cursor, lease); err != nil {
-		return store.Checkpoint{}, err
-	}
-	e := newExpr()
-	cond := e.fence(cursor, generation, lease)
-	update := "REMOVE " + e.n(attrParked)
-	if r := store.CleanReason(reason); r != "" {
-		update = "SET " + e.n(attrParked) + " = " + e.v("r", avS(r))
-	}
-	out, err := s.updateCheckpoint(ctx, k, e, update, cond)
-	if isConditionFailed(err) {
-		w, readErr := s.winner(ctx, k)
-		reason := store.ParkConflict(cursor, generation, lease, w)
-		if reason == "" {
-			reason = "the stored checkpoint changed while the condition was evaluated"
-		}
-		return store.Checkpoint{}, &store.FenceError{Key: k, Op: "set parked", Reason: reason + readErr, WantGeneration: generation, Winner: w}
-	}
-	if err != nil {
-		return store.Checkpoint{}, s.wrap("set parked", k, err)
-	}
-	return decodeCheckpoint(k, out.Attributes)
+	return s.setFencedText(ctx, "set parked", attrParked, k, cursor, generation, lease, reason)
 }
 
 // NoteFailure implements store.Store with one conditional UpdateItem:
 //
-//	SET fail = :f (or REMOVE fail)  IF cur = :c AND gen = :g [AND lo = :lo AND lc = :lc]
+//	SET fail = :r (or REMOVE fail)  IF cur = :c AND gen = :g [AND lo = :lo AND lc = :lc]
 func (s *DynamoStore) NoteFailure(ctx context.Context, k store.Key, cursor []byte, generation uint64, lease store.Lease, note string) (store.Checkpoint, error) {
+	return s.setFencedText(ctx, "note failure", attrFailing, k, cursor, generation, lease, note)
+}
+
+// setFencedText sets the checkpoint's text attribute attr (a park reason,
+// a failure note) to text, or removes it when text is empty after
+// store.CleanReason, conditional on the checkpoint's cursor, generation
+// and lease like a park: never progress, fenced by it. op names the call
+// in errors.
+func (s *DynamoStore) setFencedText(ctx context.Context, op, attr string, k store.Key, cursor []byte, generation uint64, lease store.Lease, text string) (store.Checkpoint, error) {
 	lease = lease.Fence()
 	if err := store.ValidatePark(k, cursor, lease); err != nil {
 		return store.Checkpoint{}, err
 	}
 	e := newExpr()
 	cond := e.fence(cursor, generation, lease)
-	update := "REMOVE " + e.n(attrFailing)
-	if f := store.CleanReason(note); f != "" {
-		update = "SET " + e.n(attrFailing) + " = " + e.v("f", avS(f))
+	update := "REMOVE " + e.n(attr)
+	if r := store.CleanReason(text); r != "" {
+		update = "SET " + e.n(attr) + " = " + e.v("r", avS(r))
 	}
 	out, err := s.updateCheckpoint(ctx, k, e, update, cond)
 	if isConditionFailed(err) {
@@ -448,10 +437,10 @@ func (s *DynamoStore) NoteFailure(ctx context.Context, k store.Key, cursor []byt
 		if reason == "" {
 			reason = "the stored checkpoint changed while the condition was evaluated"
 		}
-		return store.Checkpoint{}, &store.FenceError{Key: k, Op: "note failure", Reason: reason + readErr, WantGeneration: generation, Winner: w}
+		return store.Checkpoint{}, &store.FenceError{Key: k, Op: op, Reason: reason + readErr, WantGeneration: generation, Winner: w}
 	}
 	if err != nil {
-		return store.Checkpoint{}, s.wrap("note failure", k, err)
+		return store.Checkpoint{}, s.wrap(op, k, err)
 	}
 	return decodeCheckpoint(k, out.Attributes)
 }
