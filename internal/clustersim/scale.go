@@ -836,8 +836,7 @@ func (s *scaleSim) listCheckpoints(in *scInstance, done func([]store.Checkpoint,
 	}
 	queried, qsent := 0, 0
 	var page func(q query, off int)
-	var next func()
-	next = func() {
+	next := func() {
 		q := queries[qsent]
 		qsent++
 		page(q, 0)
