@@ -257,10 +257,10 @@ func (s *DynamoStore) LoadCheckpoint(ctx context.Context, k store.Key) (store.Ch
 	return *c, nil
 }
 
-// CreateCheckpoint implements store.Store: the partition is first added to
-// the scope's partition index (an idempotent conditional set insert, so
-// ListCheckpoints never misses a checkpoint), then the checkpoint is put
-// with attribute_not_exists(pk).
+// CreateCheckpoint implements store.Store: the partition's entry is first
+// put in the scope's partition index (the keys alone, idempotent; a
+// failure fails the creation, so ListCheckpoints never misses a
+// checkpoint), then the checkpoint is put with attribute_not_exists(pk).
 func (s *DynamoStore) CreateCheckpoint(ctx context.Context, c store.Checkpoint) (store.Checkpoint, error) {
 	if err := c.Validate(); err != nil {
 		return store.Checkpoint{}, err
@@ -487,8 +487,9 @@ func (s *DynamoStore) Unpark(ctx context.Context, k store.Key, cursor []byte, ge
 	return decodeCheckpoint(k, out.Attributes)
 }
 
-// ListCheckpoints implements store.Store: one consistent Query of the
-// scope's partition index (its shards), then consistent BatchGetItem requests of up to
+// ListCheckpoints implements store.Store: consistent Queries of the
+// scope's partition index (its store.PartitionIndexKeys keys and the key
+// of earlier releases), then consistent BatchGetItem requests of up to
 // 100 checkpoints, at most store.ListReadsInFlight at a time. Checkpoints
 // come in partition order.
 func (s *DynamoStore) ListCheckpoints(ctx context.Context, scope string) ([]store.Checkpoint, error) {
