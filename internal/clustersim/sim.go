@@ -359,6 +359,12 @@ type Stats struct {
 	// read from the old incarnation's cursor before the incarnation
 	// check, make them.
 	LateSeen int
+	// UnstableSeen: two answers of one (C, G) with the same snapshot
+	// marker and different events (snapshot_unstable): only a recreated
+	// source, whose new incarnation numbers its snapshots from the start
+	// again, answers the old incarnation's cursor so, before the
+	// incarnation check explains it.
+	UnstableSeen int
 	// Regressing watermarks: schedules with the fault, pages that carried
 	// one, reports of it (watermark_regressed), withdrawals of the scalar
 	// frontier written.

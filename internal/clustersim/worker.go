@@ -566,6 +566,8 @@ func (s *Stats) count(c chain.Count) {
 			s.RegressionsSeen++
 		case reconcile.LatePosition:
 			s.LateSeen++
+		case reconcile.SnapshotUnstable:
+			s.UnstableSeen++
 		case reconcile.OffsetShapedSuccessor:
 			s.OffsetShapedSeen++
 		default:
