@@ -28,6 +28,7 @@ const (
 	ppFieldCoalesce          = "coalesce_promotions"
 	ppFieldPromoteMinPages   = "promotion_min_pages"
 	ppFieldPromoteLinger     = "promotion_linger"
+	ppFieldWitnessGroupPages = "witness_group_pages"
 	ppFieldStartCursor       = "start_cursor"
 	ppFieldMaxPagesInFlight  = "max_pages_in_flight"
 	ppFieldMaxBytesInFlight  = "max_bytes_in_flight"
@@ -115,6 +116,9 @@ func Spec() *service.ConfigSpec {
 		service.NewDurationField(ppFieldPromoteLinger).
 			Description("The longest a delivered page's promotion waits for the pages behind it (`promotion_min_pages`), from when it could have been written. 0s: never waits.").
 			Default(chain.PromoteLinger.String()).Example("0s").Example("200ms").Advanced(),
+		service.NewIntField(ppFieldWitnessGroupPages).
+			Description("Group commit of response witnesses: a fetched page's witness (written before any of its events is emitted) waits, while the page behind it is being fetched, at most `promotion_linger`, and the witnesses of up to this many consecutive pages are written by one store write before any of their events is emitted. Each page is then exactly as if its witness had been written alone (the same retry classification, receipts and promotion); a crash or a stop before the write emitted nothing of the waiting pages (their retry is a first response). In steady state 2 halves the witness writes (with `promotion_min_pages: 2`, about 1 write a page in all instead of 1.5); it saves DynamoDB write units only when the witnesses are small (a 100-event page's witness is about 1.7 KB: 2 units alone, 4 for two in one item). Waiting delays a page's events by at most one fetch (or `promotion_linger`). At most " + strconv.Itoa(store.MaxWitnessGroup) + "; 1: every witness is written alone, at once.").
+			Default(chain.WitnessGroupPages).Example(1).Example(4).Advanced(),
 		service.NewBoolField(ppFieldExitWhenComplete).
 			Description("End the input once every partition is complete or caught up. Complete is durable and survives restarts: the provider sealed the partition, or the last page of a finite traversal (no successor, under the http contract's `missing_successor: end_of_traversal`) was promoted (a page whose mapped `has_more` is true is never a last page: it is malformed). Caught up: every page was promoted and an empty page proved there is nothing more, by evidence bound to it (`empty_page` semantics or a snapshot marker) or by a mapped `has_more` that is false. A transient empty page without evidence never ends the input. Useful for exports and the demo.").
 			Default(false).Example(true),
@@ -340,6 +344,12 @@ func readConfig(conf *service.ParsedConfig) (Config, error) {
 	}
 	if c.PromoteLinger, err = conf.FieldDuration(ppFieldPromoteLinger); err != nil {
 		return c, err
+	}
+	if c.WitnessGroupPages, err = conf.FieldInt(ppFieldWitnessGroupPages); err != nil {
+		return c, err
+	}
+	if c.WitnessGroupPages < 1 {
+		return c, fmt.Errorf("%s must be at least 1, got %d", ppFieldWitnessGroupPages, c.WitnessGroupPages)
 	}
 	if c.PruneEvery, err = storeconfig.PruneEvery(conf.Namespace(ppFieldCheckpoint)); err != nil {
 		return c, err

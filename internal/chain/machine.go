@@ -27,6 +27,9 @@ const (
 const (
 	PromoteMinPages = 2
 	PromoteLinger   = 50 * time.Millisecond
+	// WitnessGroupPages is the input's default of Config.WitnessGroupPages
+	// (witness_group_pages).
+	WitnessGroupPages = 2
 )
 
 // Config is one partition's machine.
