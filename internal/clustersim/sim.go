@@ -642,7 +642,7 @@ func newSim(cfg Config) *sim {
 		coalesce:     partSeed(cfg.Seed, "coalesce_promotions")%2 == 0,
 		minPages:     []int{1, 2, 4}[partSeed(cfg.Seed, "promotion_min_pages")%3],
 		linger:       []time.Duration{10 * time.Millisecond, 100 * time.Millisecond, time.Second}[partSeed(cfg.Seed, "promotion_linger")%3],
-		witnessGroup: []int{1, 2, 4}[partSeed(cfg.Seed, "witness_group_pages")%3],
+		witnessGroup: []int{1, 1, 2, 4}[partSeed(cfg.Seed, "witness_group_pages")%4],
 		// A third of the schedules run discovery, with one to three
 		// publishers (from its own hash too).
 		discovery: partSeed(cfg.Seed, "discovery")%3 == 0,
