@@ -118,6 +118,12 @@ type Config struct {
 	// was ready (witnessgroup.go). Below 2, or PromoteLinger 0: every
 	// witness is written alone, at once.
 	WitnessGroupPages int
+	// CompactWitness builds compact event witnesses (reconcile.BuildInput
+	// Compact: one 32-bit fingerprint of each event's id and payload
+	// projection, 4 bytes an event stored, under the collision bound of
+	// docs/design.md#retry-classification) instead of 64-bit id hashes and
+	// digests.
+	CompactWitness bool
 	// Incarnation: the provider names the incarnation of the partition's
 	// source (CheckIncarnation); it is checked when the partition starts,
 	// before every recovery, on evidence of a recreated source and every

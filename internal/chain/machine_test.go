@@ -17,7 +17,8 @@ package chain_test
 //	ack [batch=N] | nack batch=N      outcomes of emitted batches (ack: all in flight)
 //	tick [+D]                         advance the clock to the last Wait (or by D)
 //	fail op=M mode=throttle|lose      the next store call M fails (lose: it happens)
-//	                                  (config wgroup=N: witnesses written in groups of up to N)
+//	                                  (config wgroup=N: witnesses written in groups of up to N;
+//	                                  compact: compact event witnesses)
 //	pause op=ACTION | resume          hold the next call of that action / perform it
 //	writer promote|park|unpark ...    another writer changes the checkpoint
 //	writer takeover owner=O           another instance claims the lease over
@@ -327,6 +328,8 @@ func (h *harness) config(d *datadriven.TestData) {
 			cfg.PromoteMinPages, _ = strconv.Atoi(val)
 		case "wgroup":
 			cfg.WitnessGroupPages, _ = strconv.Atoi(val)
+		case "compact":
+			cfg.CompactWitness = true
 		case "linger":
 			var err error
 			if cfg.PromoteLinger, err = time.ParseDuration(val); err != nil {

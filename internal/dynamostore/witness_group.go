@@ -1,6 +1,7 @@
 package dynamostore
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 
@@ -19,7 +20,10 @@ import (
 //	gv   N   the group layout's version (1)
 //	lg   N   the last generation of the group (pruning keeps the item while it is needed)
 //	grp  L   the other witnesses, each an M of the witness attributes plus
-//	         g (N, generation) and a (S, attempt id)
+//	         g (N, generation) and a (S, attempt id: the part after the
+//	         ap (N) bytes it shares with the first witness's), without what a reader
+//	         knows: in when it is the previous witness's successor (a chain's
+//	         pages), nev (the events' count), disp when pending, ack when 0
 //
 // The receipts and disposition of a witness inside grp (a follower) are
 // written only when they change, into a small overlay item at that
@@ -37,12 +41,13 @@ import (
 // overlay. Items written before groups (one witness an item) are read as
 // they always were.
 const (
-	attrGroupVersion   = "gv"
-	attrGroupLast      = "lg"
-	attrGroup          = "grp"
-	attrGroupGen       = "g"
-	attrGroupAttempt   = "a"
-	attrOverlayVersion = "ov"
+	attrGroupVersion       = "gv"
+	attrGroupLast          = "lg"
+	attrGroup              = "grp"
+	attrGroupGen           = "g"
+	attrGroupAttempt       = "a"
+	attrGroupAttemptPrefix = "ap"
+	attrOverlayVersion     = "ov"
 
 	groupLayout   = 1
 	overlayLayout = 1
@@ -52,12 +57,28 @@ const (
 func groupItem(ws []reconcile.Witness) item {
 	it := witnessItem(ws[0])
 	followers := make([]types.AttributeValue, 0, len(ws)-1)
-	for _, w := range ws[1:] {
+	for i, w := range ws[1:] {
 		m := witnessItem(w)
 		delete(m, attrPK)
 		delete(m, attrSK)
+		delete(m, attrNEvents)
+		if bytes.Equal(w.InputCursor, ws[i].Successor) {
+			delete(m, attrInput)
+		}
+		if w.Disposition == reconcile.Pending {
+			delete(m, attrDisp)
+		}
+		if w.AckedThrough == 0 {
+			delete(m, attrAcked)
+		}
 		m[attrGroupGen] = avU(w.Generation)
-		m[attrGroupAttempt] = avS(w.AttemptID)
+		// Attempt ids of one process share a long prefix: the part after
+		// the one it shares with the first witness's.
+		shared := commonPrefix(ws[0].AttemptID, w.AttemptID)
+		if shared > 0 {
+			m[attrGroupAttemptPrefix] = avU(uint64(shared))
+		}
+		m[attrGroupAttempt] = avS(w.AttemptID[shared:])
 		followers = append(followers, &types.AttributeValueMemberM{Value: m})
 	}
 	it[attrGroupVersion] = avU(groupLayout)
@@ -86,6 +107,7 @@ func decodeGroup(it item) ([]reconcile.Witness, error) {
 		return nil, fmt.Errorf("%w: witness group without its list", errMalformed)
 	}
 	pk := it[attrPK]
+	prev := head
 	for _, f := range l.Value {
 		m, ok := f.(*types.AttributeValueMemberM)
 		if !ok {
@@ -95,21 +117,39 @@ func decodeGroup(it item) ([]reconcile.Witness, error) {
 		if err != nil {
 			return nil, err
 		}
-		attempt, err := getS(m.Value, attrGroupAttempt)
+		rest, err := getS(m.Value, attrGroupAttempt)
 		if err != nil {
 			return nil, err
 		}
+		shared, _, err := getU(m.Value, attrGroupAttemptPrefix)
+		if err != nil {
+			return nil, err
+		}
+		if shared > uint64(len(head.AttemptID)) {
+			return nil, fmt.Errorf("%w: witness group entry shares %d bytes of a %d-byte attempt id", errMalformed, shared, len(head.AttemptID))
+		}
+		attempt := head.AttemptID[:shared] + rest
 		fi := make(item, len(m.Value)+2)
 		for k, v := range m.Value {
 			fi[k] = v
 		}
 		fi[attrPK] = pk
 		fi[attrSK] = avS(witnessSK(gen, attempt))
+		if _, ok := fi[attrInput]; !ok {
+			fi[attrInput] = avB(prev.Successor)
+		}
+		if _, ok := fi[attrDisp]; !ok {
+			fi[attrDisp] = avS(dispositionNames[reconcile.Pending])
+		}
+		if _, ok := fi[attrAcked]; !ok {
+			fi[attrAcked] = avU(0)
+		}
 		w, err := decodeWitness(fi)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, w)
+		prev = w
 	}
 	return out, nil
 }
@@ -388,4 +428,15 @@ func (s *DynamoStore) setFollowerDisposition(ctx context.Context, k store.Key, w
 		return nil
 	}
 	return store.DispositionFence(k, w.Generation, w.AttemptID, o.disp, d)
+}
+
+// commonPrefix is the length of the longest common prefix of a and b.
+func commonPrefix(a, b string) int {
+	n := min(len(a), len(b))
+	for i := 0; i < n; i++ {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
 }

@@ -523,6 +523,8 @@ func (s *encryptedStore) PutWitness(ctx context.Context, w reconcile.Witness) er
 	return s.Store.PutWitness(ctx, w)
 }
 
+var _ WitnessGrouper = (*encryptedStore)(nil)
+
 // PutWitnesses seals each witness's cursors as PutWitness does and stores
 // the group in one write when the store under it groups witnesses.
 func (s *encryptedStore) PutWitnesses(ctx context.Context, ws []reconcile.Witness) error {
