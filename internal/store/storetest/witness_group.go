@@ -67,6 +67,17 @@ func testWitnessGroups(t *testing.T, s store.Store) {
 	require.Equal(t, []reconcile.Witness{ws[1], alone}, witnesses(t, s, key, 6))
 	require.Equal(t, []reconcile.Witness{ws[2]}, witnesses(t, s, key, 7))
 
+	// Whatever a group's later witnesses carry is kept: an input cursor
+	// that is not the previous witness's successor, receipts, a final
+	// disposition, an attempt id sharing nothing with the first's, compact
+	// event witnesses.
+	odd := []reconcile.Witness{newWitness(key, 20, "x20", page(1, 2), "N21"), newWitness(key, 22, "y22", nil, "")}
+	odd[1].InputCursor, odd[1].Successor = []byte("elsewhere"), nil
+	odd[1].Events = []reconcile.EventWitness{reconcile.EventOfCompact(reconcile.Event{ID: "e9", Position: coord.IntPosition(9), Payload: []byte("p")}), reconcile.EventOfCompact(reconcile.Event{ID: "e10", Position: coord.IntPosition(10)})}
+	odd[1].AckedThrough, odd[1].Disposition = 1, reconcile.Promoted
+	require.NoError(t, g.PutWitnesses(ctx(t), odd))
+	require.Equal(t, odd[1:], witnesses(t, s, key, 22))
+
 	bad := group()
 	bad[2].Generation = 5 + store.MaxWitnessGroup
 	require.ErrorIs(t, g.PutWitnesses(ctx(t), bad), store.ErrInvalid, "a group spans fewer than MaxWitnessGroup generations")
