@@ -202,6 +202,10 @@ type Config struct {
 	// (promotion_min_pages 1), so schedules pinned before the wait existed
 	// replay as recorded.
 	NoPromotionWait bool
+	// NoWitnessGroups: every witness is written alone
+	// (witness_group_pages 1), so schedules pinned before group commit
+	// existed replay as recorded.
+	NoWitnessGroups bool
 }
 
 // Result is the outcome of one schedule.
@@ -664,6 +668,9 @@ func newSim(cfg Config) *sim {
 	}
 	if cfg.NoPromotionWait {
 		su.minPages = 1
+	}
+	if cfg.NoWitnessGroups {
+		su.witnessGroup = 1
 	}
 	if cfg.Metamorphic {
 		s.metamorphicSetup(&su)
