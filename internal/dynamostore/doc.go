@@ -109,8 +109,14 @@
 //	TakeOverHeartbeat  UpdateItem  n = :seen AND attribute_not_exists(tk)
 //	DeleteHeartbeat    DeleteItem  attribute_not_exists(pk) OR (n = :n AND tk as held)
 //	PutWitness         PutItem     attribute_not_exists(pk)   (failed: same response = no-op)
+//	PutWitnesses       PutItem     attribute_not_exists(pk) of the first witness's key (one item
+//	                               for the group, witness_group.go; failed: same group = no-op)
 //	RecordReceipt      UpdateItem  attribute_exists(pk) AND ack < :n AND nev >= :n
-//	SetDisposition     UpdateItem  disp = "pending"           (failed: same state = no-op)
+//	                               (a witness inside a group: its overlay item,
+//	                               attribute_not_exists(pk) OR ack < :n)
+//	SetDisposition     UpdateItem  disp = "pending"           (failed: same state = no-op;
+//	                               a witness inside a group: its overlay item,
+//	                               attribute_not_exists(pk) OR disp = "pending")
 //	SwapMembership     PutItem     pages: none (keyed by epoch and digest), then
 //	                               root: attribute_not_exists(pk) | ep = :prev
 //	PublishFrontier    PutItem     each changed shard: attribute_not_exists(pk) | ver = :read

@@ -519,6 +519,27 @@ func (s *encryptedStore) PutWitness(ctx context.Context, w reconcile.Witness) er
 	return s.Store.PutWitness(ctx, w)
 }
 
+var _ WitnessGrouper = (*encryptedStore)(nil)
+
+// PutWitnesses seals each witness's cursors as PutWitness does and stores
+// the group in one write when the store under it groups witnesses.
+func (s *encryptedStore) PutWitnesses(ctx context.Context, ws []reconcile.Witness) error {
+	sealed := make([]reconcile.Witness, len(ws))
+	for i, w := range ws {
+		if err := CheckCursor("successor", w.Successor); err != nil {
+			return err
+		}
+		if err := CheckCursor("input cursor", w.InputCursor); err != nil {
+			return err
+		}
+		k := Key{Scope: w.Scope, Partition: w.Partition}
+		w.InputCursor = s.c.seal(k, w.InputCursor)
+		w.Successor = s.c.seal(k, w.Successor)
+		sealed[i] = w
+	}
+	return PutWitnesses(ctx, s.Store, sealed)
+}
+
 func (s *encryptedStore) witnesses(ws []reconcile.Witness, err error) ([]reconcile.Witness, error) {
 	if err != nil {
 		return nil, err

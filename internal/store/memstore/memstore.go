@@ -213,6 +213,30 @@ func (s *Store) PutWitness(_ context.Context, w reconcile.Witness) error {
 	return nil
 }
 
+// PutWitnesses implements store.WitnessGrouper: every witness of the
+// group is stored under one lock, or none (a witness stored with other
+// content fences the whole group).
+func (s *Store) PutWitnesses(_ context.Context, ws []reconcile.Witness) error {
+	if err := store.ValidateWitnessGroup(ws); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, w := range ws {
+		ref := witnessRef{key: store.Key{Scope: w.Scope, Partition: w.Partition}, generation: w.Generation, attempt: w.AttemptID}
+		if old, ok := s.witnesses[ref]; ok && !store.SameWitness(old, w) {
+			return &store.FenceError{Key: ref.key, Op: "put witnesses", Reason: fmt.Sprintf("attempt %q at generation %d is already stored with different content", w.AttemptID, w.Generation), WantGeneration: w.Generation}
+		}
+	}
+	for _, w := range ws {
+		ref := witnessRef{key: store.Key{Scope: w.Scope, Partition: w.Partition}, generation: w.Generation, attempt: w.AttemptID}
+		if _, ok := s.witnesses[ref]; !ok {
+			s.witnesses[ref] = cloneWitness(w)
+		}
+	}
+	return nil
+}
+
 // Witnesses implements Store. Witnesses come in byte-wise AttemptID order.
 func (s *Store) Witnesses(_ context.Context, k store.Key, generation uint64) ([]reconcile.Witness, error) {
 	return s.witnessesOf(k, func(g uint64) bool { return g == generation })
