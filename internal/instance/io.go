@@ -130,8 +130,22 @@ type Completed struct{ Partition string }
 // promoted its checkpoint ("" once unparked).
 type Parked struct{ Partition, Reason string }
 
-// Published answers Publish.
-type Published struct{}
+// Promoted reports a durable promotion of a partition this process runs
+// (the in-process feed): the frontier may have moved, a publication round
+// is due.
+type Promoted struct{ Now time.Time }
+
+// Published answers Publish: Start is the clock reading when the round
+// began and Now one after it ended; Active whether it found anything
+// changed (it wrote a record, read a record or an epoch another instance
+// changed, or failed); Fenced whether another publisher won its write
+// (what this process knows is still to be published); Epoch the
+// membership epoch the publisher read.
+type Published struct {
+	Now, Start     time.Time
+	Active, Fenced bool
+	Epoch          uint64
+}
 
 // Shutdown asks the instance to stop: every worker stops, every held
 // lease is released, then the heartbeat is deleted.
@@ -151,6 +165,7 @@ func (WorkerLost) isInput()     {}
 func (WorkerStopped) isInput()  {}
 func (Completed) isInput()      {}
 func (Parked) isInput()         {}
+func (Promoted) isInput()       {}
 func (Published) isInput()      {}
 func (Shutdown) isInput()       {}
 
@@ -183,8 +198,11 @@ func (r WorkerLost) String() string    { return fmt.Sprintf("worker %s lost: %s"
 func (r WorkerStopped) String() string { return "worker stopped " + r.Partition }
 func (r Completed) String() string     { return "partition complete " + r.Partition }
 func (r Parked) String() string        { return fmt.Sprintf("partition %s parked %q", r.Partition, r.Reason) }
-func (Published) String() string       { return "published" }
-func (Shutdown) String() string        { return "shutdown" }
+func (Promoted) String() string        { return "promoted" }
+func (r Published) String() string {
+	return fmt.Sprintf("published (active %v, fenced %v, epoch %d)", r.Active, r.Fenced, r.Epoch)
+}
+func (Shutdown) String() string { return "shutdown" }
 
 // ---------------------------------------------------------------------------
 // Actions.
@@ -267,7 +285,9 @@ type DeleteHeartbeat struct{ Heartbeat store.Heartbeat }
 type NewIncarnation struct{ Reason string }
 
 // Publish runs one round of the frontier publisher (answer with
-// Published); Final is the last one, before Exit.
+// Published); Final is the last one, before Exit (its answer changes
+// nothing: it may run beside a round asked before it, so a driver keeps
+// room for two).
 type Publish struct{ Final bool }
 
 // Exit ends the instance: every partition is complete (exit_when_complete),

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/internal/lease"
+	"github.com/tidemark/tidemark/internal/publish"
 	"github.com/tidemark/tidemark/internal/store"
 )
 
@@ -25,8 +26,19 @@ type Config struct {
 	// or parked, with at least one parked, for this long, the instance
 	// ends as a failed run (0: parked partitions never end it).
 	ParkedGrace time.Duration
-	// PublishInterval is how often the frontier publisher runs (0: never).
+	// PublishInterval is the shortest time between two rounds of the
+	// frontier publisher (frontier_publish_interval; 0: it never runs). A
+	// change of this process (Promoted, a newer epoch adopted) is
+	// published at once when the last round started at least this long
+	// ago, else this long after it (publish.Pacer, which the machine
+	// keeps).
 	PublishInterval time.Duration
+	// PublishIdle and PublishMaxIdle pace the rounds without a change of
+	// this process (they only read, to follow the other instances): the
+	// first PublishIdle after the last round, the wait doubling while
+	// nothing changes anywhere, up to PublishMaxIdle. Each is raised to
+	// the one before it (PublishInterval ≤ PublishIdle ≤ PublishMaxIdle).
+	PublishIdle, PublishMaxIdle time.Duration
 	// ExitParked counts a parked partition as complete at exit. Only the
 	// simulator's broken variant sets it (clustersim.ExitWithParked).
 	ExitParked bool
@@ -73,8 +85,14 @@ type Machine struct {
 	parked      map[string]string
 	parkedSince time.Time // every member complete or parked since (zero: not)
 
-	nextPublish time.Time
-	publishing  bool
+	// Publication (Config.PublishInterval > 0): pace decides when the
+	// next round is due; publishing: a round was asked for and not yet
+	// answered (Published); changedDuring: a promotion was reported while
+	// it ran (the round may have read before it).
+	pace          publish.Pacer
+	publishing    bool
+	changedDuring bool
+	pubEpoch      uint64 // the epoch the last round read
 
 	// Leases.
 	lm                              *lease.Machine
@@ -95,8 +113,10 @@ type Machine struct {
 
 // New returns the machine of an instance; Start starts it.
 func New(cfg Config) *Machine {
+	idle := max(cfg.PublishIdle, cfg.PublishInterval)
 	return &Machine{
 		cfg:      cfg,
+		pace:     publish.Pacer{MinGap: cfg.PublishInterval, Idle: idle, MaxIdle: max(cfg.PublishMaxIdle, idle)},
 		member:   map[string]bool{},
 		workers:  map[string]store.Lease{},
 		stopping: map[string]bool{},
@@ -216,13 +236,18 @@ func (m *Machine) Step(in Input) []Action {
 				delete(m.parked, in.Partition)
 			}
 		}
+	case Promoted:
+		m.advance(in.Now)
+		m.promoted()
 	case Published:
-		m.publishing = false
+		m.advance(in.Now)
+		m.published(in)
 	case Shutdown:
 		m.advance(in.Now)
 		m.beginShutdown()
 	}
 	m.checkExit()
+	m.maybePublish()
 	m.wake()
 	return m.out
 }
@@ -242,9 +267,6 @@ func (m *Machine) start(in Start) {
 	m.started = true
 	m.advance(in.Now)
 	m.setMembers(in.Membership)
-	if m.cfg.PublishInterval > 0 {
-		m.nextPublish = m.now.Add(m.cfg.PublishInterval)
-	}
 	if m.cfg.Leases == nil {
 		m.syncWorkers()
 		return
@@ -270,6 +292,12 @@ func (m *Machine) adopt(ms Membership) {
 	}
 	m.setMembers(ms)
 	m.emit(EpochChanged{Epoch: ms.Epoch, Partitions: slices.Clone(ms.Partitions)})
+	if !m.publishing && ms.Epoch > m.pubEpoch {
+		// The new epoch's record is published at once (or after the
+		// gap); one adopted while a round runs is weighed when it ends
+		// (published: the round may have read it itself).
+		m.pace.Changed()
+	}
 	for p := range m.complete {
 		if !m.member[p] {
 			delete(m.complete, p)
@@ -379,14 +407,59 @@ func (m *Machine) checkExit() {
 	}
 }
 
-// finish ends the instance: the final publication, then Exit (the
-// workers stop when the driver closes).
+// finish ends the instance: the final publication (also of a failed run:
+// what is durable is published), then Exit (the workers stop when the
+// driver closes).
 func (m *Machine) finish(e Exit) {
-	if m.cfg.PublishInterval > 0 && !e.Failed {
+	if m.cfg.PublishInterval > 0 {
 		m.emit(Publish{Final: true})
 	}
 	m.emit(e)
 	m.exited = true
+}
+
+// promoted: a partition of this process promoted durably, so the
+// frontier may have moved: a round is due (at once, or PublishInterval
+// after the last one; promotions meanwhile share it).
+func (m *Machine) promoted() {
+	if m.cfg.PublishInterval <= 0 {
+		return
+	}
+	if m.publishing {
+		m.changedDuring = true
+		return
+	}
+	m.pace.Changed()
+}
+
+// published: the round asked for ended. A round that found anything
+// changed (or failed) keeps the idle pace short; one fenced by another
+// publisher, one during which a promotion arrived, or one that did not
+// publish the epoch adopted meanwhile leaves a change pending.
+func (m *Machine) published(in Published) {
+	if !m.publishing {
+		return
+	}
+	m.publishing = false
+	m.pace.Ran(in.Start, in.Active)
+	m.pubEpoch = max(m.pubEpoch, in.Epoch)
+	if in.Fenced || m.changedDuring || in.Epoch < m.members.Epoch {
+		m.pace.Changed()
+	}
+	m.changedDuring = false
+}
+
+// maybePublish asks for a round of the frontier publisher when one is due
+// (publish.Pacer; the first at once) and none runs.
+func (m *Machine) maybePublish() {
+	if m.cfg.PublishInterval <= 0 || m.publishing || m.exited || !m.started || m.shutdown {
+		return
+	}
+	if due := m.pace.Due(); !due.IsZero() && m.now.Before(due) {
+		return
+	}
+	m.publishing = true
+	m.emit(Publish{})
 }
 
 // ---------------------------------------------------------------------------
@@ -396,11 +469,6 @@ func (m *Machine) tick(now time.Time) {
 	m.advance(now)
 	if !m.started || m.shutdown {
 		return
-	}
-	if m.cfg.PublishInterval > 0 && !m.publishing && !m.now.Before(m.nextPublish) {
-		m.publishing = true
-		m.nextPublish = m.now.Add(m.cfg.PublishInterval)
-		m.emit(Publish{})
 	}
 	if m.lm == nil || m.rejoining {
 		return
@@ -451,7 +519,7 @@ func (m *Machine) wake() {
 		}
 	}
 	if m.cfg.PublishInterval > 0 && !m.publishing {
-		earliest(m.nextPublish)
+		earliest(m.pace.Due())
 	}
 	if !m.parkedSince.IsZero() {
 		earliest(m.parkedSince.Add(m.cfg.ParkedGrace))

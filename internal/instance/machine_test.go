@@ -7,7 +7,7 @@ package instance_test
 // answers are written in the stanzas:
 //
 //	config [leases] [period=D renew=D balance=D max-owned=N max-moves=N]
-//	       [exit-when-complete] [grace=D] [publish=D]
+//	       [exit-when-complete] [grace=D] [publish=D [idle=D] [max-idle=D]]
 //	                                    a new machine (lease defaults 10s/3s/5s,
 //	                                    max-moves 256)
 //	start [self=O] epoch=N parts=a,b    Start at the clock's reading
@@ -28,7 +28,10 @@ package instance_test
 //	parked p=P [reason=R]               P's park reason ("" unparked)
 //	adopt epoch=N parts=a,b             a membership read
 //	incarnation self=O                  answer NewIncarnation
-//	published                           answer Publish
+//	promoted                            a durable promotion of this process
+//	published [active] [fenced] [epoch=N]
+//	                                    answer the Publish in flight (the round
+//	                                    began when it was asked)
 //	shutdown                            Shutdown
 //
 // Answers carry the current incarnation's owner unless owner=O says
@@ -68,6 +71,7 @@ type harness struct {
 	wake    time.Time
 	renew   *instance.RenewHeartbeat // in flight
 	renewAt time.Time
+	pubAt   time.Time // when the Publish in flight was asked
 	b       strings.Builder
 }
 
@@ -202,8 +206,14 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		var self string
 		d.ScanArgs(t, "self", &self)
 		h.step(instance.Incarnation{Now: h.now, Self: self})
+	case "promoted":
+		h.step(instance.Promoted{Now: h.now})
 	case "published":
-		h.step(instance.Published{})
+		var epoch uint64
+		if d.HasArg("epoch") {
+			d.ScanArgs(t, "epoch", &epoch)
+		}
+		h.step(instance.Published{Now: h.now, Start: h.pubAt, Active: d.HasArg("active"), Fenced: d.HasArg("fenced"), Epoch: epoch})
 	case "shutdown":
 		h.step(instance.Shutdown{Now: h.now})
 	default:
@@ -246,6 +256,8 @@ func (h *harness) config(t *testing.T, d *datadriven.TestData) {
 	h.cfg.ExitWhenComplete = d.HasArg("exit-when-complete")
 	dur("grace", &h.cfg.ParkedGrace)
 	dur("publish", &h.cfg.PublishInterval)
+	dur("idle", &h.cfg.PublishIdle)
+	dur("max-idle", &h.cfg.PublishMaxIdle)
 	h.m = instance.New(h.cfg)
 }
 
@@ -262,6 +274,8 @@ func (h *harness) step(in instance.Input) {
 			h.renew, h.renewAt = &a, h.now
 		case instance.Wake:
 			h.wake = a.At
+		case instance.Publish:
+			h.pubAt = h.now
 		}
 		fmt.Fprintf(&h.b, "%s\n", a)
 	}
