@@ -193,10 +193,13 @@ type paginatedInput struct {
 	// epochNow is the membership epoch stamped on messages: the epoch read
 	// at Connect, then every newer epoch the frontier publisher reads.
 	epochNow atomic.Uint64
-	// epochWake holds one token when a newer epoch was adopted since the
-	// frontier publisher last looked (it publishes the new epoch's record
-	// at once).
-	epochWake   chan struct{}
+	// pubRounds queues the publication rounds the instance machine asked
+	// for (true: the final one) to runPublisher; pubDone is closed when it
+	// returned; finalAsked: the final round was asked for (the input ends
+	// after it).
+	pubRounds   chan bool
+	pubDone     chan struct{}
+	finalAsked  atomic.Bool
 	attemptBase string
 	started     bool
 	leases      *leasing.Manager // nil without leases
@@ -231,7 +234,8 @@ func New(cfg Config, prov provider.Provider, st store.Store, closeStore func(con
 		allDone:     make(chan struct{}),
 		workers:     map[string]context.CancelFunc{},
 		checkEvery:  membershipCheckInterval,
-		epochWake:   make(chan struct{}, 1),
+		pubRounds:   make(chan bool, 2),
+		pubDone:     make(chan struct{}),
 		pruned:      map[string]*chain.Pruning{},
 		attemptBase: hex.EncodeToString(b[:]),
 		budget:      newByteBudget(cfg.MaxBytesInFlight),
@@ -319,7 +323,7 @@ func (in *paginatedInput) Connect(ctx context.Context) error {
 		in.wg.Add(1)
 		go func() {
 			defer in.wg.Done()
-			in.publishFrontier(wctx, in.cfg.FrontierPublishInterval)
+			in.runPublisher(wctx)
 		}()
 	}
 	in.wg.Add(1)

@@ -4,8 +4,9 @@ package input
 // (internal/instance) decides which partitions run, their start and stop
 // as the membership changes, publication timing and the exit when every
 // partition is complete or parked; this file performs its actions. (With
-// leases internal/leasing drives the same machine, with its leases, and
-// the input publishes on its own ticker.)
+// leases internal/leasing drives the same machine, with its leases; in
+// both modes the machine times the publisher's rounds, which runPublisher
+// performs.)
 
 import (
 	"context"
@@ -15,15 +16,34 @@ import (
 	"github.com/tidemark/tidemark/internal/runstatus"
 )
 
-// newInstance returns the machine of an input without leases. Its
-// publication timer is off (PublishInterval 0): the input's publisher
-// runs a round as soon as this process promotes, paced by publish.Pacer
-// (publishFrontier), which the machine does not yet own.
+// newInstance returns the machine of an input without leases.
 func (in *paginatedInput) newInstance() *instance.Machine {
-	return instance.New(instance.Config{
+	c := instance.Config{
 		Scope: in.cfg.Scope, ExitWhenComplete: in.cfg.ExitWhenComplete,
 		ParkedGrace: in.cfg.ExitWhenParkedGrace,
-	})
+	}
+	c.PublishInterval, c.PublishIdle, c.PublishMaxIdle = in.publication()
+	return instance.New(c)
+}
+
+// stepInstance feeds the instance machine one input: with leases through
+// the lease manager's loop (leasing.Manager.Post), without under in.mu.
+func (in *paginatedInput) stepInstance(inp instance.Input) {
+	if in.leases != nil {
+		in.leases.Post(inp)
+		return
+	}
+	in.step(inp)
+}
+
+// stepInstanceLocked is stepInstance with in.mu held (the lease manager's
+// loop never takes it).
+func (in *paginatedInput) stepInstanceLocked(inp instance.Input) {
+	if in.leases != nil {
+		in.leases.Post(inp)
+		return
+	}
+	in.stepLocked(inp)
 }
 
 // stepLocked feeds the instance machine one input and performs its
@@ -68,7 +88,7 @@ func (in *paginatedInput) performLocked(a instance.Action) {
 			delete(in.workers, a.Partition)
 		}
 	case instance.Publish:
-		// Not asked for (PublishInterval 0, newInstance).
+		in.requestPublish(a.Final)
 	case instance.ParkedWait:
 		in.log.Warnf("Every partition of scope %s is complete or parked (%d parked): the input ends in %s, as a failed run, unless a partition is unparked", in.cfg.Scope, a.Parked, time.Until(a.At).Round(time.Millisecond))
 	case instance.Exit:
@@ -82,15 +102,25 @@ func (in *paginatedInput) performLocked(a instance.Action) {
 				runstatus.Fail(r)
 			}
 			in.log.Errorf("exit_when_complete: %d partitions of scope %s stayed parked for exit_when_parked_grace (%s): the run ends as a failure", len(a.Reasons), in.cfg.Scope, in.cfg.ExitWhenParkedGrace)
-			close(in.allDone)
+			// What is durable is published (the final round) first.
+			go func() {
+				if in.finalAsked.Load() {
+					<-in.pubDone
+				}
+				close(in.allDone)
+			}()
 			return
 		}
 		// Every partition is complete: the deletions of witnesses still
 		// running finish (each store call has its deadline) before the
 		// input ends, so a run that completes leaves none below its
-		// checkpoints but the last round's.
+		// checkpoints but the last round's; and the final frontier is
+		// published (runPublisher, under its own deadline).
 		go func() {
 			in.prunes.Wait()
+			if in.finalAsked.Load() {
+				<-in.pubDone
+			}
 			close(in.allDone)
 		}()
 	case instance.Wake:

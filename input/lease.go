@@ -33,6 +33,11 @@ const (
 // cfg: it runs a partition's worker (newPartition, under the lease) when
 // it wins the partition's lease.
 func newLeaseManager(in *paginatedInput, cfg LeaseConfig, res *service.Resources) *leasing.Manager {
+	var pub *leasing.Publication
+	if in.cfg.FrontierPublishInterval > 0 {
+		pub = &leasing.Publication{Run: in.requestPublish}
+		pub.Interval, pub.Idle, pub.MaxIdle = in.publication()
+	}
 	return leasing.New(leasing.Host{
 		Scope:       in.cfg.Scope,
 		StartCursor: in.cfg.StartCursor,
@@ -44,6 +49,7 @@ func newLeaseManager(in *paginatedInput, cfg LeaseConfig, res *service.Resources
 			p.lease = h
 			p.launch(ctx, done)
 		},
+		Publication: pub,
 	}, cfg, res)
 }
 

@@ -13,10 +13,12 @@ package input
 //     balances over the new set).
 //   - awaitParents: a partition with parents waits until each parent that
 //     is still a member is complete (lineage: parents_first).
-//   - publishFrontier: publish.Publisher on this process's promotions (the
-//     feed), at most once per frontier_publish_interval, and at a slowing
-//     pace to follow the published record (read incrementally) when
-//     nothing changes here; every checkpoint read once per epoch.
+//   - runPublisher: publish.Publisher's rounds, when the instance machine
+//     asks for them (it keeps their pace, publish.Pacer: this process's
+//     promotions, the feed, at most once per frontier_publish_interval,
+//     and at a slowing pace to follow the published record, read
+//     incrementally, when nothing changes here); every checkpoint read
+//     once per epoch.
 
 import (
 	"context"
@@ -26,6 +28,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/feed"
 	"github.com/tidemark/tidemark/internal/frontier"
 	"github.com/tidemark/tidemark/internal/instance"
 	"github.com/tidemark/tidemark/internal/membership"
@@ -105,10 +108,6 @@ func (in *paginatedInput) adoptLocked(m store.Membership, source string) {
 	}
 	in.members.Store(&m)
 	in.epochNow.Store(m.Epoch)
-	select {
-	case in.epochWake <- struct{}{}:
-	default: // the publisher has a wake-up pending already
-	}
 	if cur != nil {
 		state := "proven"
 		if !m.Proven {
@@ -117,7 +116,7 @@ func (in *paginatedInput) adoptLocked(m store.Membership, source string) {
 		in.log.Infof("Membership of scope %s: epoch %d (%s) is now this input's (was %d): partitions %v, %s", in.cfg.Scope, m.Epoch, source, cur.Epoch, m.Partitions, state)
 	}
 	if in.started {
-		in.stepLocked(instance.Adopt{Now: time.Now(), Membership: instance.Membership{Epoch: m.Epoch, Partitions: slices.Clone(m.Partitions)}, Source: source})
+		in.stepInstanceLocked(instance.Adopt{Now: time.Now(), Membership: instance.Membership{Epoch: m.Epoch, Partitions: slices.Clone(m.Partitions)}, Source: source})
 	}
 }
 
@@ -231,7 +230,7 @@ func (in *paginatedInput) watchMembership(ctx context.Context) {
 }
 
 // Pace of the frontier publisher's rounds without a change in this process
-// (publish.Pacer): the first idle round reads the record publishIdleRead
+// (the instance machine's publish.Pacer): the first idle round reads the record publishIdleRead
 // after the last round (or frontier_publish_interval, when longer), and the
 // wait doubles while nothing changes anywhere, up to publishMaxIdleRead.
 var (
@@ -239,78 +238,109 @@ var (
 	publishMaxIdleRead = 30 * time.Second
 )
 
-// publishFrontier keeps the scope's published frontier record up to date
-// with publish.Publisher. A durable promotion of this process (the
-// in-process feed: the holder of a partition publishes it) or a newer
-// epoch starts a round at once, at most one round per
-// frontier_publish_interval (publish.Pacer: promotions in between share
-// the next round); without either, a round only reads the membership
-// epoch and the record's root to follow the other instances, at a pace
-// that slows from 1 s to 30 s while nothing changes. Each record written
-// is handed to the partition_frontier processors of this process
-// (in.feed), which attach only published watermarks.
-func (in *paginatedInput) publishFrontier(ctx context.Context, every time.Duration) {
+// publication is what the instance machine needs of the publisher: its
+// pace (frontier_publish_interval, the idle reads) and how to ask for a
+// round (requestPublish).
+func (in *paginatedInput) publication() (interval, idle, maxIdle time.Duration) {
+	every := in.cfg.FrontierPublishInterval
+	idle = max(every, publishIdleRead)
+	return every, idle, max(publishMaxIdleRead, idle)
+}
+
+// requestPublish hands a round the instance machine asked for to the
+// publisher (runPublisher). The machine asks for one round at a time, and
+// for the final one at most beside it: the queue holds both, so this never
+// blocks.
+func (in *paginatedInput) requestPublish(final bool) {
+	if final {
+		in.finalAsked.Store(true)
+	}
+	select {
+	case in.pubRounds <- final:
+	default:
+		in.log.Errorf("Frontier of scope %s: a publication round was asked for while two were queued (not performed)", in.cfg.Scope)
+	}
+}
+
+// runPublisher performs the frontier publisher's rounds (publish.Publisher)
+// when the instance machine asks for them, and tells the machine of every
+// durable promotion of this process (the in-process feed: the holder of a
+// partition publishes it), which times the rounds (instance.Promoted,
+// instance.Published). It ends with ctx, or after the final round (closing
+// pubDone either way).
+func (in *paginatedInput) runPublisher(ctx context.Context) {
+	defer close(in.pubDone)
 	sub := in.feed.Subscribe(in.cfg.Scope)
 	defer sub.Close()
 	pub := publish.NewPublisher(in.store, in.cfg.Scope)
-	idle := max(every, publishIdleRead)
-	pace := publish.Pacer{MinGap: every, Idle: idle, MaxIdle: max(publishMaxIdleRead, idle)}
-	publish := func(ctx context.Context) {
-		start := time.Now()
-		for _, u := range sub.Drain() {
-			pub.Observe(u.Partition, u.Watermark)
-		}
-		r, f, advanced, err := pub.Round(ctx)
-		if r.Membership.Epoch > 0 {
-			in.adopt(r.Membership, "read by the frontier publisher")
-		}
-		in.recordFrontierMetrics(r.Snapshot)
-		pace.Ran(start, err != nil || r.Next != nil || r.EpochChanged || r.RecordChanged)
-		switch {
-		case err == nil:
-			if r.Next != nil {
-				in.feed.PublishRecord(f)
-				in.log.Debugf("Scope %s: published frontier version %d (epoch %d, scalar %s, %d partitions, held by %v, %s)", in.cfg.Scope, f.Version, f.Epoch, f.Scalar, len(f.Vector), f.HeldBy, f.Reason)
-			}
-			if advanced {
-				in.log.Infof("Scope %s is complete through %s (epoch %d)", in.cfg.Scope, f.Scalar, f.Epoch)
-			}
-		case errors.Is(err, store.ErrFenced):
-			// Another publisher won: what this process knows is still to
-			// be published, after re-reading the record.
-			pace.Changed()
-		case ctx.Err() == nil:
-			in.log.Warnf("Frontier of scope %s not published: %v", in.cfg.Scope, err)
-			if isStoreFailure(err) {
-				in.metrics.storeErrors.Incr(1, "publish_frontier")
-			}
-		}
+	final := func() {
+		// Every partition is complete: the final frontier, under its own
+		// deadline (the run's context may end meanwhile).
+		fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		in.publishRound(fctx, sub, pub)
 	}
-	timer := time.NewTimer(0)
-	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return
-		case <-in.allDone:
-			// Every partition is complete: publish the final frontier.
-			fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			publish(fctx)
-			cancel()
+			select {
+			case last := <-in.pubRounds:
+				if last {
+					final()
+				}
+			default:
+			}
 			return
 		case <-sub.Wake():
-			pace.Changed()
-		case <-in.epochWake:
-			if in.epochNow.Load() != pub.Epoch() {
-				pace.Changed()
+			in.stepInstance(instance.Promoted{Now: time.Now()})
+		case last := <-in.pubRounds:
+			if last {
+				final()
+				return
 			}
-		case <-timer.C:
-			publish(ctx)
+			in.stepInstance(in.publishRound(ctx, sub, pub))
 		}
-		// The timer is re-armed for the next due round (a change moves it
-		// earlier; a receive from a stopped timer's channel never blocks
-		// here: Go 1.23 timers).
-		timer.Reset(max(time.Until(pace.Due()), 0))
+	}
+}
+
+// publishRound runs one round of the publisher: the promotions of this
+// process the feed handed over since the last round, then
+// publish.Publisher's reads and conditional write. Each record written is
+// handed to the partition_frontier processors of this process (in.feed),
+// which attach only published watermarks; a newer epoch read is adopted.
+// It returns the round's answer for the instance machine.
+func (in *paginatedInput) publishRound(ctx context.Context, sub *feed.Subscription, pub *publish.Publisher) instance.Published {
+	start := time.Now()
+	for _, u := range sub.Drain() {
+		pub.Observe(u.Partition, u.Watermark)
+	}
+	r, f, advanced, err := pub.Round(ctx)
+	if r.Membership.Epoch > 0 {
+		in.adopt(r.Membership, "read by the frontier publisher")
+	}
+	in.recordFrontierMetrics(r.Snapshot)
+	switch {
+	case err == nil:
+		if r.Next != nil {
+			in.feed.PublishRecord(f)
+			in.log.Debugf("Scope %s: published frontier version %d (epoch %d, scalar %s, %d partitions, held by %v, %s)", in.cfg.Scope, f.Version, f.Epoch, f.Scalar, len(f.Vector), f.HeldBy, f.Reason)
+		}
+		if advanced {
+			in.log.Infof("Scope %s is complete through %s (epoch %d)", in.cfg.Scope, f.Scalar, f.Epoch)
+		}
+	case errors.Is(err, store.ErrFenced):
+		// Another publisher won: what this process knows is still to be
+		// published, after re-reading the record (the machine's pace).
+	case ctx.Err() == nil:
+		in.log.Warnf("Frontier of scope %s not published: %v", in.cfg.Scope, err)
+		if isStoreFailure(err) {
+			in.metrics.storeErrors.Incr(1, "publish_frontier")
+		}
+	}
+	return instance.Published{
+		Now: time.Now(), Start: start,
+		Active: err != nil || r.Next != nil || r.EpochChanged || r.RecordChanged,
+		Fenced: errors.Is(err, store.ErrFenced), Epoch: pub.Epoch(),
 	}
 }
 

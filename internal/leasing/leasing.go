@@ -385,6 +385,21 @@ type Host struct {
 	// Launch runs partition's worker under h until ctx ends or the worker
 	// stops; it calls done once the worker returned.
 	Launch func(ctx context.Context, partition string, h *Holder, done func())
+	// Publication, when set, is the frontier publisher whose rounds the
+	// instance machine times; nil: the machine asks for none.
+	Publication *Publication
+}
+
+// Publication is the host's frontier publisher: the instance machine
+// decides when it runs (instance.Config's PublishInterval, PublishIdle,
+// PublishMaxIdle) and the manager asks the host for each round.
+type Publication struct {
+	Interval, Idle, MaxIdle time.Duration
+	// Run asks for one round (final: the last one; never with leases), at
+	// most two at once; it must not block. The host answers with
+	// Manager.Post(instance.Published{...}), and reports its durable
+	// promotions with Manager.Post(instance.Promoted{...}).
+	Run func(final bool)
 }
 
 // Store is the part of the store the manager uses: the heartbeats, the
@@ -410,16 +425,31 @@ func New(host Host, cfg Config, res *service.Resources) *Manager {
 		stopping: map[string]*Holder{},
 		events:   make(chan event, 4*InFlight),
 		done:     make(chan struct{}),
-		im: instance.New(instance.Config{Scope: host.Scope, Leases: &instance.LeaseConfig{
-			Period: cfg.Period, RenewInterval: cfg.RenewInterval, BalanceInterval: cfg.BalanceInterval,
-			MaxOwned: cfg.MaxPartitions, MaxMoves: cfg.MaxSteals,
-		}}),
+		im:       instance.New(instanceConfig(host, cfg)),
 	}
 	self := m.newOwner()
 	m.self.Store(&self)
 	m.snap.Store(&holdSnapshot{})
 	return m
 }
+
+// instanceConfig is the instance machine's configuration of host's
+// partitions under cfg.
+func instanceConfig(host Host, cfg Config) instance.Config {
+	c := instance.Config{Scope: host.Scope, Leases: &instance.LeaseConfig{
+		Period: cfg.Period, RenewInterval: cfg.RenewInterval, BalanceInterval: cfg.BalanceInterval,
+		MaxOwned: cfg.MaxPartitions, MaxMoves: cfg.MaxSteals,
+	}}
+	if p := host.Publication; p != nil {
+		c.PublishInterval, c.PublishIdle, c.PublishMaxIdle = p.Interval, p.Idle, p.MaxIdle
+	}
+	return c
+}
+
+// Post hands the instance machine an input from the host (a publication
+// round's answer, a durable promotion, a membership adopted); it waits
+// only for room in the manager's queue, and is dropped once Run ended.
+func (m *Manager) Post(in instance.Input) { m.post(event{in: in}) }
 
 // newOwner names a new incarnation: a new random suffix.
 func (m *Manager) newOwner() string { return m.id + "#" + incarnation() }
@@ -597,8 +627,12 @@ func (m *Manager) perform(ctx context.Context, wake *time.Timer, a instance.Acti
 	case instance.Wake:
 		wake.Stop()
 		wake.Reset(max(time.Until(a.At), 0))
-	case instance.EpochChanged, instance.Publish, instance.Exit:
-		// The input stamps its own epoch and publishes; Exit ends Run.
+	case instance.Publish:
+		if m.host.Publication != nil {
+			m.host.Publication.Run(a.Final)
+		}
+	case instance.EpochChanged, instance.Exit:
+		// The input stamps its own epoch; Exit ends Run.
 	}
 }
 
