@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/lease"
 	"github.com/tidemark/tidemark/internal/publish"
 	"github.com/tidemark/tidemark/internal/store"
@@ -39,6 +40,24 @@ type Config struct {
 	// nothing changes anywhere, up to PublishMaxIdle. Each is raised to
 	// the one before it (PublishInterval ≤ PublishIdle ≤ PublishMaxIdle).
 	PublishIdle, PublishMaxIdle time.Duration
+	// MembershipCheck is how often the membership record (and, with
+	// Discover, the discovery request counter) is read: a newer epoch is
+	// adopted, an operator's request runs discovery (0: never read).
+	MembershipCheck time.Duration
+	// Discover runs discovery (list the provider, decide, write) every
+	// DiscoveryInterval (0: on request only), on an operator's request and
+	// while a source incarnation awaits its proof.
+	Discover          bool
+	DiscoveryInterval time.Duration
+	// UnorderedLineage starts children without waiting for their parents;
+	// otherwise a member with parents starts once each parent that is
+	// still a member is complete, its parents' checkpoints read every
+	// ParentsPoll (default 1s) until then.
+	UnorderedLineage bool
+	ParentsPoll      time.Duration
+	// PruneEvery: after this many promoted generations of a partition its
+	// witnesses below are deleted (Prune; 0: never).
+	PruneEvery uint64
 	// ExitParked counts a parked partition as complete at exit. Only the
 	// simulator's broken variant sets it (clustersim.ExitWithParked).
 	ExitParked bool
@@ -80,6 +99,22 @@ type Machine struct {
 
 	workers  map[string]store.Lease // running workers, by partition
 	stopping map[string]bool        // workers told to stop, not yet returned
+	// gated are the partitions to start (with leases: claimed) once their
+	// parents are complete (lineage).
+	gated map[string]*gate
+
+	// Membership reads: one call at a time (memBusy); requests is the
+	// discovery request counter last read (requestsKnown: once read).
+	memBusy                 bool
+	nextCheck, nextDiscover time.Time
+	requests                uint64
+	requestsKnown           bool
+
+	// Pruning: each partition's deletion rule, the deletions in flight,
+	// and an exit decided while some were (it waits for them).
+	prunes  map[string]*chain.Pruning
+	pruning int
+	held    *Exit
 
 	complete    map[string]bool
 	parked      map[string]string
@@ -120,6 +155,8 @@ func New(cfg Config) *Machine {
 		member:   map[string]bool{},
 		workers:  map[string]store.Lease{},
 		stopping: map[string]bool{},
+		gated:    map[string]*gate{},
+		prunes:   map[string]*chain.Pruning{},
 		complete: map[string]bool{},
 		parked:   map[string]string{},
 	}
@@ -142,6 +179,10 @@ func (m *Machine) Partitions() []string { return m.members.Partitions }
 // Running lists the partitions whose worker runs (not told to stop),
 // sorted.
 func (m *Machine) Running() []string { return sortedKeys(m.workers) }
+
+// Waiting lists the partitions that start once their parents are complete
+// (lineage), sorted.
+func (m *Machine) Waiting() []string { return sortedKeys(m.gated) }
 
 // Held lists the partitions whose lease the incarnation holds, sorted (nil
 // without leases).
@@ -204,7 +245,21 @@ func (m *Machine) Step(in Input) []Action {
 		m.tick(in.Now)
 	case Adopt:
 		m.advance(in.Now)
-		m.adopt(in.Membership)
+		m.adopt(in.Membership, in.Source, in.Record)
+	case MembershipRead:
+		m.advance(in.Now)
+		m.membershipRead(in)
+	case Discovered:
+		m.advance(in.Now)
+		m.memBusy = false
+		if in.Err == nil {
+			m.adopt(in.Membership, in.Why, in.Record)
+		}
+	case ParentsRead:
+		m.advance(in.Now)
+		m.parentsRead(in)
+	case Pruned:
+		m.pruned(in)
 	case Incarnation:
 		m.advance(in.Now)
 		m.incarnation(in.Self)
@@ -239,6 +294,7 @@ func (m *Machine) Step(in Input) []Action {
 	case Promoted:
 		m.advance(in.Now)
 		m.promoted()
+		m.prune(in.Partition, in.Generation)
 	case Published:
 		m.advance(in.Now)
 		m.published(in)
@@ -267,6 +323,16 @@ func (m *Machine) start(in Start) {
 	m.started = true
 	m.advance(in.Now)
 	m.setMembers(in.Membership)
+	if m.cfg.MembershipCheck > 0 {
+		// The first read only learns the discovery request counter (a
+		// request from now on runs discovery).
+		m.memBusy = true
+		m.nextCheck = m.now.Add(m.cfg.MembershipCheck)
+		m.emit(ReadMembership{})
+	}
+	if m.cfg.Discover && m.cfg.DiscoveryInterval > 0 {
+		m.nextDiscover = m.now.Add(m.cfg.DiscoveryInterval)
+	}
 	if m.cfg.Leases == nil {
 		m.syncWorkers()
 		return
@@ -276,7 +342,7 @@ func (m *Machine) start(in Start) {
 }
 
 func (m *Machine) setMembers(ms Membership) {
-	m.members = Membership{Epoch: ms.Epoch, Partitions: slices.Clone(ms.Partitions)}
+	m.members = Membership{Epoch: ms.Epoch, Partitions: slices.Clone(ms.Partitions), Parents: ms.Parents}
 	clear(m.member)
 	for _, p := range ms.Partitions {
 		m.member[p] = true
@@ -286,12 +352,13 @@ func (m *Machine) setMembers(ms Membership) {
 // ---------------------------------------------------------------------------
 // Membership and workers without leases.
 
-func (m *Machine) adopt(ms Membership) {
+func (m *Machine) adopt(ms Membership, source string, record store.Membership) {
 	if !m.started || m.shutdown || ms.Epoch <= m.members.Epoch {
 		return
 	}
+	prev := m.members.Epoch
 	m.setMembers(ms)
-	m.emit(EpochChanged{Epoch: ms.Epoch, Partitions: slices.Clone(ms.Partitions)})
+	m.emit(EpochChanged{Epoch: ms.Epoch, Previous: prev, Partitions: slices.Clone(ms.Partitions), Source: source, Record: record})
 	if !m.publishing && ms.Epoch > m.pubEpoch {
 		// The new epoch's record is published at once (or after the
 		// gap); one adopted while a round runs is weighed when it ends
@@ -318,23 +385,51 @@ func (m *Machine) adopt(ms Membership) {
 // syncWorkers starts a worker for every member without one (never for a
 // complete partition) and stops the workers of partitions that left.
 func (m *Machine) syncWorkers() {
-	for _, p := range sortedKeys(m.workers) {
+	for _, p := range m.runningOrGated() {
 		if !m.member[p] {
 			m.stop(p, fmt.Sprintf("the partition left the membership (epoch %d)", m.members.Epoch))
 		}
 	}
 	for _, p := range m.members.Partitions {
-		if _, ok := m.workers[p]; ok || m.complete[p] || m.stopping[p] {
+		if _, ok := m.workers[p]; ok || m.gated[p] != nil || m.complete[p] || m.stopping[p] {
 			continue
 		}
-		m.workers[p] = store.Lease{}
-		m.emit(StartWorker{Partition: p, Epoch: m.members.Epoch})
+		m.launch(p, store.Lease{})
 	}
 }
 
+// runningOrGated lists the partitions whose worker runs or waits for its
+// parents, sorted.
+func (m *Machine) runningOrGated() []string {
+	out := sortedKeys(m.workers)
+	for p := range m.gated {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// launch starts part's worker under l, or, when it has parents (lineage),
+// reads their checkpoints first: it starts once they are complete.
+func (m *Machine) launch(part string, l store.Lease) {
+	if !m.cfg.UnorderedLineage && len(m.members.Parents[part]) > 0 {
+		g := &gate{lease: l}
+		m.gated[part] = g
+		m.readParents(part, g)
+		return
+	}
+	m.workers[part] = l
+	m.emit(StartWorker{Partition: part, Lease: l, Epoch: m.members.Epoch})
+}
+
 // stop stops part's worker (StopWorker first, before anything else of the
-// partition).
+// partition); a partition waiting for its parents has none: it no longer
+// waits.
 func (m *Machine) stop(part, why string) {
+	if _, ok := m.gated[part]; ok {
+		delete(m.gated, part)
+		return
+	}
 	if _, ok := m.workers[part]; !ok {
 		return
 	}
@@ -361,8 +456,7 @@ func (m *Machine) workerStopped(part string) {
 	// Without leases a worker is told to stop only when its partition left
 	// the membership: a member again by now, it starts again.
 	if m.cfg.Leases == nil && !m.shutdown && m.member[part] && !m.complete[part] {
-		m.workers[part] = store.Lease{}
-		m.emit(StartWorker{Partition: part, Epoch: m.members.Epoch})
+		m.launch(part, store.Lease{})
 	}
 }
 
@@ -375,7 +469,7 @@ func (m *Machine) workerStopped(part string) {
 // after ParkedGrace (a partition unparked or restarted meanwhile resets
 // the grace); a parked partition never ends it as complete.
 func (m *Machine) checkExit() {
-	if !m.cfg.ExitWhenComplete || m.exited || !m.started || m.shutdown || len(m.members.Partitions) == 0 {
+	if !m.cfg.ExitWhenComplete || m.exited || m.held != nil || !m.started || m.shutdown || len(m.members.Partitions) == 0 {
 		return
 	}
 	var reasons []string
@@ -411,6 +505,14 @@ func (m *Machine) checkExit() {
 // what is durable is published), then Exit (the workers stop when the
 // driver closes).
 func (m *Machine) finish(e Exit) {
+	if m.pruning > 0 {
+		// The deletions of witnesses in flight end first (each call has
+		// its deadline), so a run that completes leaves none below its
+		// checkpoints but the last round's; no other starts.
+		m.held = &e
+		return
+	}
+	m.held = nil
 	if m.cfg.PublishInterval > 0 {
 		m.emit(Publish{Final: true})
 	}
@@ -470,6 +572,12 @@ func (m *Machine) tick(now time.Time) {
 	if !m.started || m.shutdown {
 		return
 	}
+	m.tickMembership()
+	for _, p := range sortedKeys(m.gated) {
+		if g := m.gated[p]; !g.reading && !m.now.Before(g.next) {
+			m.readParents(p, g)
+		}
+	}
 	if m.lm == nil || m.rejoining {
 		return
 	}
@@ -524,6 +632,19 @@ func (m *Machine) wake() {
 	if !m.parkedSince.IsZero() {
 		earliest(m.parkedSince.Add(m.cfg.ParkedGrace))
 	}
+	if !m.memBusy {
+		if m.cfg.MembershipCheck > 0 {
+			earliest(m.nextCheck)
+		}
+		if m.cfg.Discover && m.cfg.DiscoveryInterval > 0 {
+			earliest(m.nextDiscover)
+		}
+	}
+	for _, g := range m.gated {
+		if !g.reading {
+			earliest(g.next)
+		}
+	}
 	if m.lm != nil && !m.rejoining {
 		if !m.renewing {
 			earliest(m.nextRenew)
@@ -566,7 +687,7 @@ func (m *Machine) mine(owner string) bool {
 // gone: the incarnation lost its heartbeat. Every worker stops first;
 // then a new incarnation is asked for.
 func (m *Machine) gone(why string) {
-	for _, p := range sortedKeys(m.workers) {
+	for _, p := range m.runningOrGated() {
 		m.stop(p, "incarnation gone: "+why)
 	}
 	m.rejoining, m.goneWhy = true, why
@@ -705,8 +826,7 @@ func (m *Machine) claimed(in Claimed) {
 		return
 	}
 	if m.lm.Claimed(in.Partition, in.Lease, in.Err) && !m.shutdown {
-		m.workers[in.Partition] = in.Lease
-		m.emit(StartWorker{Partition: in.Partition, Lease: in.Lease, Epoch: m.members.Epoch})
+		m.launch(in.Partition, in.Lease)
 	}
 	m.answered()
 }
@@ -750,7 +870,7 @@ func (m *Machine) beginShutdown() {
 		return
 	}
 	m.shutdown = true
-	for _, p := range sortedKeys(m.workers) {
+	for _, p := range m.runningOrGated() {
 		m.stop(p, "shutdown")
 	}
 	if m.lm == nil || m.rejoining {
