@@ -14,16 +14,73 @@ import (
 
 	"github.com/tidemark/tidemark/internal/instance"
 	"github.com/tidemark/tidemark/internal/runstatus"
+	"github.com/tidemark/tidemark/internal/store"
 )
+
+// instanceConfig is the instance machine's configuration of this input,
+// but its leases.
+func (in *paginatedInput) instanceConfig() instance.Config {
+	c := instance.Config{
+		Scope: in.cfg.Scope, ExitWhenComplete: in.cfg.ExitWhenComplete,
+		ParkedGrace:     in.cfg.ExitWhenParkedGrace,
+		MembershipCheck: in.checkEvery, Discover: in.cfg.Discover, DiscoveryInterval: in.cfg.DiscoveryInterval,
+		UnorderedLineage: in.cfg.UnorderedLineage, ParentsPoll: in.cfg.PollInterval,
+		PruneEvery: in.cfg.PruneEvery,
+	}
+	c.PublishInterval, c.PublishIdle, c.PublishMaxIdle = in.publication()
+	return c
+}
 
 // newInstance returns the machine of an input without leases.
 func (in *paginatedInput) newInstance() *instance.Machine {
-	c := instance.Config{
-		Scope: in.cfg.Scope, ExitWhenComplete: in.cfg.ExitWhenComplete,
-		ParkedGrace: in.cfg.ExitWhenParkedGrace,
+	return instance.New(in.instanceConfig())
+}
+
+// performIO performs the instance machine's actions of both modes beyond
+// its workers and leases (with leases the lease manager hands them over):
+// the epoch it adopted at once, the rest on a goroutine of its own each
+// (the machine asks for one membership call, one publication round and
+// one deletion per partition at a time, and reads the parents only of the
+// partitions that wait), whose answer is stepped back. It never blocks.
+func (in *paginatedInput) performIO(a instance.Action) {
+	ctx := in.wctx
+	if ctx == nil || ctx.Err() != nil {
+		if p, ok := a.(instance.Publish); ok && p.Final {
+			in.requestPublish(true) // under its own deadline
+		}
+		return
 	}
-	c.PublishInterval, c.PublishIdle, c.PublishMaxIdle = in.publication()
-	return instance.New(c)
+	switch a := a.(type) {
+	case instance.EpochChanged:
+		in.adopted(a)
+	case instance.LineageWait:
+		in.lineageWait(a)
+	case instance.Publish:
+		in.requestPublish(a.Final)
+	case instance.ReadMembership:
+		in.wg.Go(func() { in.stepInstance(in.readMembership(ctx)) })
+	case instance.Discover:
+		in.wg.Go(func() { in.stepInstance(in.discover(ctx, a.Why)) })
+	case instance.ReadParents:
+		in.wg.Go(func() { in.stepInstance(in.readParents(ctx, a)) })
+	case instance.Prune:
+		in.wg.Go(func() { in.stepInstance(in.prune(ctx, a)) })
+	}
+}
+
+// prune performs Prune: the witnesses below a durable generation, which
+// nothing reads again (store.WitnessStore.PruneWitnesses), beside the
+// partition's worker; a failure is logged and retried at a later
+// checkpoint (the machine's chain.Pruning decides).
+func (in *paginatedInput) prune(ctx context.Context, a instance.Prune) instance.Pruned {
+	n, err := in.store.PruneWitnesses(ctx, store.Key{Scope: in.cfg.Scope, Partition: a.Partition}, a.Below)
+	switch {
+	case err == nil:
+		in.metrics.witnessesPruned.Incr(int64(n))
+	case ctx.Err() == nil:
+		in.log.Warnf("Partition %s: deleting the witnesses below generation %d failed (retried later): %v", a.Partition, a.Below, err)
+	}
+	return instance.Pruned{Partition: a.Partition, Below: a.Below, Err: err}
 }
 
 // stepInstance feeds the instance machine one input: with leases through
@@ -87,8 +144,6 @@ func (in *paginatedInput) performLocked(a instance.Action) {
 			cancel()
 			delete(in.workers, a.Partition)
 		}
-	case instance.Publish:
-		in.requestPublish(a.Final)
 	case instance.ParkedWait:
 		in.log.Warnf("Every partition of scope %s is complete or parked (%d parked): the input ends in %s, as a failed run, unless a partition is unparked", in.cfg.Scope, a.Parked, time.Until(a.At).Round(time.Millisecond))
 	case instance.Exit:
@@ -111,13 +166,11 @@ func (in *paginatedInput) performLocked(a instance.Action) {
 			}()
 			return
 		}
-		// Every partition is complete: the deletions of witnesses still
-		// running finish (each store call has its deadline) before the
-		// input ends, so a run that completes leaves none below its
-		// checkpoints but the last round's; and the final frontier is
-		// published (runPublisher, under its own deadline).
+		// Every partition is complete (the machine waited for the
+		// deletions of witnesses in flight): the final frontier is
+		// published (runPublisher, under its own deadline) before the
+		// input ends.
 		go func() {
-			in.prunes.Wait()
 			if in.finalAsked.Load() {
 				<-in.pubDone
 			}
@@ -130,7 +183,7 @@ func (in *paginatedInput) performLocked(a instance.Action) {
 			return
 		}
 		in.instWake.Reset(d)
-	case instance.EpochChanged:
-		// adoptLocked stamped the epoch on the messages already.
+	default:
+		in.performIO(a)
 	}
 }

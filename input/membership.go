@@ -3,16 +3,25 @@ package input
 // Live membership: the input's partition set is the scope's membership
 // record, decided by internal/membership from what the provider lists (or
 // the configured partitions) and written by compare-and-swap on its epoch.
-// Roles:
+// The instance machine (internal/instance) decides when the membership is
+// read and discovery runs, which epoch is adopted, and when a child of a
+// split may start (lineage); this file performs its calls and its epoch
+// changes. Roles:
 //   - reconcile: one discovery round (list, decide, write); at Connect,
-//     every discovery_interval and on an operator's request.
-//   - adopt: a newer epoch (written here, by another instance or by an
-//     operator) becomes the input's: messages carry it from then on, and
-//     without leases the workers of partitions that joined start and
-//     those of partitions that left stop (with leases the lease manager
-//     balances over the new set).
-//   - awaitParents: a partition with parents waits until each parent that
-//     is still a member is complete (lineage: parents_first).
+//     and when the machine asks (instance.Discover: every
+//     discovery_interval, on an operator's request, while a source
+//     incarnation awaits its proof).
+//   - readMembership: the membership record (the epoch every check, the
+//     record when it changed) and the discovery request counter
+//     (instance.ReadMembership, every membershipCheckInterval).
+//   - adopt: a membership read elsewhere (the frontier publisher) offered
+//     to the machine; adopted: a newer epoch the machine adopted becomes
+//     the input's (instance.EpochChanged): messages carry it from then on
+//     (the machine starts and stops the workers, or with leases balances
+//     over the new set).
+//   - readParents: the checkpoints of a child's parents, until the
+//     machine finds them complete (instance.ReadParents; lineage:
+//     parents_first).
 //   - runPublisher: publish.Publisher's rounds, when the instance machine
 //     asks for them (it keeps their pace, publish.Pacer: this process's
 //     promotions, the feed, at most once per frontier_publish_interval,
@@ -92,141 +101,93 @@ func (in *paginatedInput) reconcile(ctx context.Context) (store.Membership, erro
 	return m, nil
 }
 
-// adopt makes m the input's membership when it is newer than the current
-// one.
+// adopt offers m, read from source, to the instance machine, which adopts
+// it when its epoch is newer (adopted performs the change).
 func (in *paginatedInput) adopt(m store.Membership, source string) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	in.adoptLocked(m, source)
+	in.stepInstance(instance.Adopt{Now: time.Now(), Membership: machineMembership(m), Source: source, Record: m})
 }
 
-// adoptLocked is adopt under in.mu.
-func (in *paginatedInput) adoptLocked(m store.Membership, source string) {
-	cur := in.members.Load()
-	if cur != nil && m.Epoch <= cur.Epoch {
-		return
-	}
+// machineMembership is m as the instance machine reads it.
+func machineMembership(m store.Membership) instance.Membership {
+	return instance.Membership{Epoch: m.Epoch, Partitions: slices.Clone(m.Partitions), Parents: m.Parents}
+}
+
+// startMembership is the membership the instance machine starts with (read
+// and reconciled at Connect).
+func (in *paginatedInput) startMembership() instance.Membership {
+	return machineMembership(*in.members.Load())
+}
+
+// adopted performs the machine's EpochChanged: the epoch it adopted
+// becomes the input's (its record, its epoch on the messages).
+func (in *paginatedInput) adopted(a instance.EpochChanged) {
+	m := a.Record
 	in.members.Store(&m)
 	in.epochNow.Store(m.Epoch)
-	if cur != nil {
-		state := "proven"
-		if !m.Proven {
-			state = "unproven: " + m.Reason
-		}
-		in.log.Infof("Membership of scope %s: epoch %d (%s) is now this input's (was %d): partitions %v, %s", in.cfg.Scope, m.Epoch, source, cur.Epoch, m.Partitions, state)
+	state := "proven"
+	if !m.Proven {
+		state = "unproven: " + m.Reason
 	}
-	if in.started {
-		in.stepInstanceLocked(instance.Adopt{Now: time.Now(), Membership: instance.Membership{Epoch: m.Epoch, Partitions: slices.Clone(m.Partitions)}, Source: source})
-	}
+	in.log.Infof("Membership of scope %s: epoch %d (%s) is now this input's (was %d): partitions %v, %s", in.cfg.Scope, m.Epoch, a.Source, a.Previous, m.Partitions, state)
 }
 
-// memberNames returns the partitions of the current membership.
-func (in *paginatedInput) memberNames() []string {
-	if m := in.members.Load(); m != nil {
-		return m.Partitions
+// readMembership performs ReadMembership: with discover, the scope's
+// discovery request counter, then the membership (the epoch alone, the
+// record, paged at many partitions, only when the epoch changed).
+func (in *paginatedInput) readMembership(ctx context.Context) instance.MembershipRead {
+	var r instance.MembershipRead
+	if in.cfg.Discover {
+		n, err := in.store.DiscoveryRequests(ctx, in.cfg.Scope)
+		r.Requests, r.RequestsRead = n, err == nil
 	}
-	return nil
+	m, err := in.memCache.Load(ctx)
+	r.Now, r.Err = time.Now(), err
+	if err == nil {
+		r.Membership, r.Record, r.Incarnations = machineMembership(m), m, len(m.Incarnations) > 0
+	}
+	return r
 }
 
-// awaitParents waits until every parent of name that is still a member is
-// complete (lineage: parents_first); false when ctx ended first.
-func (in *paginatedInput) awaitParents(ctx context.Context, name string) bool {
-	if in.cfg.UnorderedLineage {
-		return true
+// discover performs Discover: one discovery round.
+func (in *paginatedInput) discover(ctx context.Context, why string) instance.Discovered {
+	if why == "requested" {
+		in.log.Infof("Membership of scope %s: discovery requested by an operator", in.cfg.Scope)
 	}
-	var logged []string
-	for {
-		m := in.members.Load()
-		parents := m.Parents[name]
-		if len(parents) == 0 {
-			return true
+	m, err := in.reconcile(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			in.log.Warnf("Membership of scope %s: discovery (%s) failed; the membership stays epoch %d: %v", in.cfg.Scope, why, in.epoch(), in.red.Error(err))
 		}
-		var cps []store.Checkpoint
-		readable := true
-		for _, p := range parents {
-			cp, err := in.store.LoadCheckpoint(ctx, store.Key{Scope: in.cfg.Scope, Partition: p})
-			switch {
-			case err == nil:
-				cps = append(cps, cp)
-			case !errors.Is(err, store.ErrNotFound):
-				readable = false
-				in.log.Debugf("Partition %s: cannot read the checkpoint of its parent %s: %v", name, p, err)
-			}
-		}
-		if readable {
-			wait := membership.Waiting(*m, name, cps)
-			if len(wait) == 0 {
-				if logged != nil {
-					in.log.Infof("Partition %s: its parents %v are complete; reading it", name, parents)
-				}
-				return true
-			}
-			if !slices.Equal(wait, logged) {
-				in.log.Infof("Partition %s waits for its parents %v to be complete (sealed and drained) before it is read (lineage: parents_first)", name, wait)
-				logged = wait
-			}
-		}
-		t := time.NewTimer(in.cfg.PollInterval)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return false
-		case <-t.C:
-		}
+		return instance.Discovered{Now: time.Now(), Why: why, Err: err}
 	}
+	return instance.Discovered{Now: time.Now(), Why: why, Membership: machineMembership(m), Record: m}
 }
 
-// watchMembership runs discovery every discovery_interval (with discover)
-// and on an operator's request, and picks up newer epochs, until ctx ends.
-func (in *paginatedInput) watchMembership(ctx context.Context) {
-	var discover <-chan time.Time
-	if in.cfg.Discover && in.cfg.DiscoveryInterval > 0 {
-		t := time.NewTicker(in.cfg.DiscoveryInterval)
-		defer t.Stop()
-		discover = t.C
-	}
-	check := time.NewTicker(in.checkEvery)
-	defer check.Stop()
-	seen, _ := in.store.DiscoveryRequests(ctx, in.cfg.Scope)
-	// The epoch alone every check; the record (paged at many partitions)
-	// only when the epoch changed.
-	members := store.NewMembershipCache(in.store, in.cfg.Scope)
-	round := func(why string) {
-		m, err := in.reconcile(ctx)
-		if err != nil {
-			if ctx.Err() == nil {
-				in.log.Warnf("Membership of scope %s: discovery (%s) failed; the membership stays epoch %d: %v", in.cfg.Scope, why, in.epoch(), in.red.Error(err))
-			}
-			return
-		}
-		in.adopt(m, why)
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-discover:
-			round("discovery_interval")
-		case <-check.C:
-			if in.cfg.Discover {
-				if n, err := in.store.DiscoveryRequests(ctx, in.cfg.Scope); err == nil && n > seen {
-					seen = n
-					in.log.Infof("Membership of scope %s: discovery requested by an operator", in.cfg.Scope)
-					round("requested")
-					continue
-				}
-			}
-			if m, err := members.Load(ctx); err == nil {
-				in.adopt(m, "read from the store")
-				if len(m.Incarnations) > 0 {
-					// A new source incarnation awaits its proof (its first
-					// certified watermark): offer it, so the scalar comes
-					// back as soon as it arrives, with or without discover.
-					round("incarnation proof")
-				}
-			}
+// readParents performs ReadParents: the checkpoint of each parent (a
+// parent without one is not complete).
+func (in *paginatedInput) readParents(ctx context.Context, a instance.ReadParents) instance.ParentsRead {
+	r := instance.ParentsRead{Partition: a.Partition}
+	for _, p := range a.Parents {
+		cp, err := in.store.LoadCheckpoint(ctx, store.Key{Scope: in.cfg.Scope, Partition: p})
+		switch {
+		case err == nil:
+			r.Checkpoints = append(r.Checkpoints, cp)
+		case !errors.Is(err, store.ErrNotFound):
+			in.log.Debugf("Partition %s: cannot read the checkpoint of its parent %s: %v", a.Partition, p, err)
+			r.Err = err
 		}
 	}
+	r.Now = time.Now()
+	return r
+}
+
+// lineageWait logs what a child waits for (LineageWait).
+func (in *paginatedInput) lineageWait(a instance.LineageWait) {
+	if len(a.Waiting) == 0 {
+		in.log.Infof("Partition %s: its parents are complete; reading it", a.Partition)
+		return
+	}
+	in.log.Infof("Partition %s waits for its parents %v to be complete (sealed and drained) before it is read (lineage: parents_first)", a.Partition, a.Waiting)
 }
 
 // Pace of the frontier publisher's rounds without a change in this process
@@ -263,11 +224,11 @@ func (in *paginatedInput) requestPublish(final bool) {
 }
 
 // runPublisher performs the frontier publisher's rounds (publish.Publisher)
-// when the instance machine asks for them, and tells the machine of every
-// durable promotion of this process (the in-process feed: the holder of a
-// partition publishes it), which times the rounds (instance.Promoted,
-// instance.Published). It ends with ctx, or after the final round (closing
-// pubDone either way).
+// when the instance machine asks for them (it times them from this
+// process's durable checkpoints, instance.Promoted, and the rounds'
+// answers, instance.Published); each round drains what the in-process
+// feed got meanwhile (the holder of a partition publishes it). It ends
+// with ctx, or after the final round (closing pubDone either way).
 func (in *paginatedInput) runPublisher(ctx context.Context) {
 	defer close(in.pubDone)
 	sub := in.feed.Subscribe(in.cfg.Scope)
@@ -291,8 +252,6 @@ func (in *paginatedInput) runPublisher(ctx context.Context) {
 			default:
 			}
 			return
-		case <-sub.Wake():
-			in.stepInstance(instance.Promoted{Now: time.Now()})
 		case last := <-in.pubRounds:
 			if last {
 				final()

@@ -13,7 +13,7 @@ import (
 )
 
 // With leases the instance machine times the publisher too: the manager
-// asks the host for each round the machine decides (the first at once,
+// asks the host (Perform) for each round the machine decides (the first at once,
 // one after a durable promotion the host posts), and the machine hears the
 // round's answer through Post. The idle reads are an hour apart here, so
 // the second round is the promotion's.
@@ -21,15 +21,20 @@ func TestManagerAsksTheHostForThePublicationRoundsTheMachineTimes(t *testing.T) 
 	rounds := make(chan bool, 4)
 	host := Host{
 		Scope: "s", Store: memstore.New(),
-		Members: func() []string { return []string{"p1"} },
-		Epoch:   func() uint64 { return 1 },
+		Membership: func() instance.Membership { return instance.Membership{Epoch: 1, Partitions: []string{"p1"}} },
+		Epoch:      func() uint64 { return 1 },
 		Launch: func(ctx context.Context, _ string, _ *Holder, done func()) {
 			go func() {
 				<-ctx.Done()
 				done()
 			}()
 		},
-		Publication: &Publication{Interval: time.Millisecond, Idle: time.Hour, MaxIdle: time.Hour, Run: func(final bool) { rounds <- final }},
+		Instance: instance.Config{PublishInterval: time.Millisecond, PublishIdle: time.Hour, PublishMaxIdle: time.Hour},
+		Perform: func(a instance.Action) {
+			if p, ok := a.(instance.Publish); ok {
+				rounds <- p.Final
+			}
+		},
 	}
 	m := New(host, DefaultConfig(), service.MockResources())
 	ctx, cancel := context.WithCancel(context.Background())
@@ -55,6 +60,6 @@ func TestManagerAsksTheHostForThePublicationRoundsTheMachineTimes(t *testing.T) 
 	require.False(t, next("the first round runs at once"), "not the final round")
 	start := time.Now()
 	m.Post(instance.Published{Now: time.Now(), Start: start, Active: true, Epoch: 1})
-	m.Post(instance.Promoted{Now: time.Now()})
+	m.Post(instance.Promoted{Now: time.Now(), Partition: "p1", Generation: 2})
 	require.False(t, next("a durable promotion is published"), "not the final round")
 }
