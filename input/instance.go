@@ -10,6 +10,7 @@ package input
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/tidemark/tidemark/internal/instance"
@@ -57,15 +58,25 @@ func (in *paginatedInput) performIO(a instance.Action) {
 		in.lineageWait(a)
 	case instance.Publish:
 		in.requestPublish(a.Final)
-	case instance.ReadMembership:
-		in.wg.Go(func() { in.stepInstance(in.readMembership(ctx)) })
-	case instance.Discover:
-		in.wg.Go(func() { in.stepInstance(in.discover(ctx, a.Why)) })
-	case instance.ReadParents:
-		in.wg.Go(func() { in.stepInstance(in.readParents(ctx, a)) })
-	case instance.Prune:
-		in.wg.Go(func() { in.stepInstance(in.prune(ctx, a)) })
+	case instance.ReadMembership, instance.Discover, instance.ReadParents, instance.Prune:
+		in.wg.Go(func() { in.stepInstance(in.call(ctx, a)) })
 	}
+}
+
+// call performs one of the machine's store (or provider) calls and
+// returns its answer.
+func (in *paginatedInput) call(ctx context.Context, a instance.Action) instance.Input {
+	switch a := a.(type) {
+	case instance.ReadMembership:
+		return in.readMembership(ctx)
+	case instance.Discover:
+		return in.discover(ctx, a.Why)
+	case instance.ReadParents:
+		return in.readParents(ctx, a)
+	case instance.Prune:
+		return in.prune(ctx, a)
+	}
+	panic(fmt.Sprintf("paginated_partitions: not a call of the instance machine: %T", a))
 }
 
 // prune performs Prune: the witnesses below a durable generation, which
@@ -157,17 +168,9 @@ func (in *paginatedInput) performLocked(a instance.Action) {
 				runstatus.Fail(r)
 			}
 			in.log.Errorf("exit_when_complete: %d partitions of scope %s stayed parked for exit_when_parked_grace (%s): the run ends as a failure", len(a.Reasons), in.cfg.Scope, in.cfg.ExitWhenParkedGrace)
-			// What is durable is published (the final round) first.
-			go func() {
-				if in.finalAsked.Load() {
-					<-in.pubDone
-				}
-				close(in.allDone)
-			}()
-			return
 		}
-		// Every partition is complete (the machine waited for the
-		// deletions of witnesses in flight): the final frontier is
+		// The machine waited for the deletions of witnesses in flight; the
+		// final frontier (what is durable, also of a failed run) is
 		// published (runPublisher, under its own deadline) before the
 		// input ends.
 		go func() {
