@@ -104,12 +104,16 @@ const tick = time.Millisecond
 // instance's renewal and heartbeat read take about 2 lane steps in every
 // renew interval, so its lanes keep most of their steps), under half the
 // period (48..72).
-func (lm *leases) instanceConfig(scope string) instance.Config {
+//
+// The machine keeps the lineage gate (a claimed child starts once its
+// parents are complete, read every renew interval); variant ChildrenFirst
+// skips it (UnorderedLineage), as a broken input would.
+func (lm *leases) instanceConfig(scope string, v Variant) instance.Config {
 	renew := time.Duration(4*lm.renew) * tick
 	return instance.Config{Scope: scope, Leases: &instance.LeaseConfig{
 		Period: time.Duration(lm.period) * tick, RenewInterval: renew,
 		BalanceInterval: 2*renew + tick, MaxMoves: 256,
-	}}
+	}, UnorderedLineage: v == ChildrenFirst, ParentsPoll: renew}
 }
 
 // owner is the lease owner name of the worker's current incarnation ("":
@@ -120,9 +124,9 @@ func (w *worker) owner() string { return w.self }
 func (w *worker) clock() time.Time { return time.Unix(0, 0).Add(time.Duration(w.ticks) * tick) }
 
 // members is the membership the worker's lanes read (every partition of
-// the stored membership in lease mode).
+// the stored membership in lease mode), with the stored record's lineage.
 func (w *worker) members() instance.Membership {
-	ms := instance.Membership{Epoch: w.epoch}
+	ms := instance.Membership{Epoch: w.epoch, Parents: w.parents}
 	for _, l := range w.lanes {
 		ms.Partitions = append(ms.Partitions, l.p.name)
 	}
@@ -196,7 +200,7 @@ func (l *lane) leaseStep() bool {
 	if w.im == nil {
 		w.incs++
 		w.self = fmt.Sprintf("w%d.%d", w.id, w.incs)
-		w.im = instance.New(s.lease.instanceConfig(s.scope))
+		w.im = instance.New(s.lease.instanceConfig(s.scope, s.variant))
 		w.run, w.calls = map[string]store.Lease{}, nil
 		s.feedInstance(w, l, instance.Start{Now: w.clock(), Self: w.self, Membership: w.members()})
 	}
@@ -241,7 +245,15 @@ func (s *sim) feedInstance(w *worker, l *lane, in instance.Input) {
 		switch a := a.(type) {
 		case instance.StartWorker:
 			w.run[a.Partition] = a.Lease
+			if len(w.parents[a.Partition]) > 0 {
+				s.stats.ChildrenReleased++
+			}
 			l.note("%s runs %s under %s", w.self, a.Partition, a.Lease)
+		case instance.LineageWait:
+			if len(a.Waiting) > 0 {
+				s.stats.LineageWaits++
+			}
+			l.note("%s: %s", w.self, a)
 		case instance.StopWorker:
 			s.stopLane(w, l, a)
 		case instance.NewIncarnation:
@@ -353,6 +365,21 @@ func (s *sim) instanceCall(w *worker, l *lane, a instance.Action) {
 	case instance.DeleteHeartbeat:
 		err := st.DeleteHeartbeat(bg, a.Heartbeat)
 		l.note("delete heartbeat %s: %v", a.Heartbeat, err)
+	case instance.ReadParents:
+		// The lineage gate's read, as the input's (a parent without a
+		// checkpoint is not complete).
+		r := instance.ParentsRead{Now: now, Partition: a.Partition}
+		for _, p := range a.Parents {
+			cp, err := st.LoadCheckpoint(bg, store.Key{Scope: s.scope, Partition: p})
+			switch {
+			case err == nil:
+				r.Checkpoints = append(r.Checkpoints, cp)
+			case !errors.Is(err, store.ErrNotFound):
+				r.Err = err
+			}
+		}
+		l.note("read the parents %v of %s: %v", a.Parents, a.Partition, r.Err)
+		s.feedInstance(w, l, r)
 	}
 }
 

@@ -946,7 +946,7 @@ func (s *sim) syncLanes() {
 		active[n] = true
 	}
 	for _, w := range s.workers {
-		w.epoch = m.Epoch
+		w.epoch, w.parents = m.Epoch, m.Parents
 		kept := w.lanes[:0]
 		for _, l := range w.lanes {
 			if active[l.p.name] {

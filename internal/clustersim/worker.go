@@ -37,6 +37,9 @@ type worker struct {
 	inc   int
 	lanes []*lane // in partition order
 	epoch uint64
+	// parents is the stored membership's lineage (each child's parents),
+	// which the instance machine gates with in lease mode.
+	parents map[string][]string
 	// Lease mode (lease.go): ticks is the worker's own clock (its lane
 	// steps); a paused worker is not stepped; resumed: it was paused and
 	// resumed since its last crash.
@@ -165,7 +168,7 @@ func (l *lane) config() chain.Config {
 func (l *lane) step(sel int) string {
 	l.out = l.out[:0]
 	l.budget = 1
-	if !l.released && !l.parentsDone() {
+	if l.s.lease == nil && !l.released && !l.parentsDone() {
 		return joinNotes(l.out)
 	}
 	if l.s.lease != nil {
@@ -236,8 +239,10 @@ func (l *lane) step(sel int) string {
 
 func joinNotes(out []string) string { return strings.Join(out, "; ") }
 
-// parentsDone is the parents-first gate the input keeps: a child of a
-// split is not read (no lease, no load, no fetch) while
+// parentsDone is the parents-first gate the input keeps, for the lanes
+// that no instance machine runs (without leases; with leases the workers'
+// instance machines keep it: lease.go): a child of a
+// split is not read (no load, no fetch) while
 // membership.Waiting names a parent, from the stored membership record
 // and every checkpoint of the scope. The check costs the step; once the
 // parents are done (completion is permanent, and a parent that left is
