@@ -108,12 +108,15 @@ const tick = time.Millisecond
 // The machine keeps the lineage gate (a claimed child starts once its
 // parents are complete, read every renew interval); variant ChildrenFirst
 // skips it (UnorderedLineage), as a broken input would.
-func (lm *leases) instanceConfig(scope string, v Variant) instance.Config {
+//
+// It also decides the witness deletions (witness_cleanup every
+// setup.prune generations, performed as its store calls).
+func (lm *leases) instanceConfig(scope string, v Variant, prune uint64) instance.Config {
 	renew := time.Duration(4*lm.renew) * tick
 	return instance.Config{Scope: scope, Leases: &instance.LeaseConfig{
 		Period: time.Duration(lm.period) * tick, RenewInterval: renew,
 		BalanceInterval: 2*renew + tick, MaxMoves: 256,
-	}, UnorderedLineage: v == ChildrenFirst, ParentsPoll: renew}
+	}, UnorderedLineage: v == ChildrenFirst, ParentsPoll: renew, PruneEvery: prune}
 }
 
 // owner is the lease owner name of the worker's current incarnation ("":
@@ -200,7 +203,7 @@ func (l *lane) leaseStep() bool {
 	if w.im == nil {
 		w.incs++
 		w.self = fmt.Sprintf("w%d.%d", w.id, w.incs)
-		w.im = instance.New(s.lease.instanceConfig(s.scope, s.variant))
+		w.im = instance.New(s.lease.instanceConfig(s.scope, s.variant, s.setup.prune))
 		w.run, w.calls = map[string]store.Lease{}, nil
 		s.feedInstance(w, l, instance.Start{Now: w.clock(), Self: w.self, Membership: w.members()})
 	}
@@ -365,6 +368,16 @@ func (s *sim) instanceCall(w *worker, l *lane, a instance.Action) {
 	case instance.DeleteHeartbeat:
 		err := st.DeleteHeartbeat(bg, a.Heartbeat)
 		l.note("delete heartbeat %s: %v", a.Heartbeat, err)
+	case instance.Prune:
+		// A witness deletion, as the input's (its lanes prune only without
+		// leases).
+		n, err := st.PruneWitnesses(bg, store.Key{Scope: s.scope, Partition: a.Partition}, a.Below)
+		if err == nil {
+			s.stats.Prunes++
+			s.stats.Pruned += n
+		}
+		l.note("%s: pruned %d witnesses of %s below g%d: %v", w.self, n, a.Partition, a.Below, err)
+		s.feedInstance(w, l, instance.Pruned{Partition: a.Partition, Below: a.Below, Err: err})
 	case instance.ReadParents:
 		// The lineage gate's read, as the input's (a parent without a
 		// checkpoint is not complete).

@@ -116,3 +116,26 @@ func TestLeasedChildrenWaitInTheInstanceMachine(t *testing.T) {
 	}
 	t.Fatalf("no lease-mode schedule with a waiting child within %d seeds", bound)
 }
+
+// TestLeasedWitnessesArePrunedByTheInstanceMachine: in lease mode the
+// witness deletions are the workers' instance machines' (instance.Prune,
+// performed through the faulty store; the lanes prune only without
+// leases), and the oracle stays green. It scans the lease-mode seeds until
+// one pruned.
+func TestLeasedWitnessesArePrunedByTheInstanceMachine(t *testing.T) {
+	const bound = 400
+	for seed := uint64(1); seed <= bound; seed++ {
+		if newLeases(Config{Seed: seed}) == nil {
+			continue
+		}
+		res := Run(Config{Seed: seed, TraceTail: 30, Liveness: true, StrictRecords: true})
+		if res.Failure != nil {
+			t.Fatal(res.Failure.Error())
+		}
+		if res.Stats.Prunes > 0 {
+			t.Logf("seed %d: %d deletions, %d witnesses pruned", seed, res.Stats.Prunes, res.Stats.Pruned)
+			return
+		}
+	}
+	t.Fatalf("no lease-mode schedule pruned within %d seeds", bound)
+}

@@ -334,8 +334,17 @@ func (l *lane) handle(acts []chain.Action) {
 			if l.s.exitMode() {
 				l.s.feedExit(l.w, l, instance.Parked{Partition: l.p.name, Reason: a.Checkpoint.Parked})
 			}
-			if below, ok := l.prune.Due(a.Checkpoint.Generation); ok {
-				l.prunes = append(l.prunes, below)
+			switch {
+			case l.s.lease != nil:
+				// The worker's instance machine decides the deletions
+				// (instance.Prune, performed as its store calls).
+				if l.w.im != nil {
+					l.s.feedInstance(l.w, l, instance.Promoted{Now: l.w.clock(), Partition: l.p.name, Generation: a.Checkpoint.Generation})
+				}
+			default:
+				if below, ok := l.prune.Due(a.Checkpoint.Generation); ok {
+					l.prunes = append(l.prunes, below)
+				}
 			}
 		case chain.Wait:
 			l.wake = a.Until
