@@ -252,7 +252,12 @@
 // an instance machine whose StopWorker of a lost partition is dropped, as
 // CheckWriteAfterGone or CheckLeaseLiveness (a worker still runs under a
 // lease the store no longer has). TestLeaseSimDrivesTheInstanceMachine
-// pins that this package imports internal/instance.
+// pins that this package imports internal/instance. In TestSim's lease
+// mode each worker's instance machine also keeps the lineage gate, decides
+// the witness deletions and times the worker's own frontier publisher
+// (TestLeasedChildrenWaitInTheInstanceMachine,
+// TestLeasedWitnessesArePrunedByTheInstanceMachine,
+// TestLeasedPublicationIsTimedByTheInstanceMachine).
 //
 //	go test ./internal/clustersim -run 'TestLeaseSim$' -lease-seeds=1000 -v   # many seeds (-lease-base, -lease-partitions)
 //	go test ./internal/clustersim -run 'TestLeaseSim$' -lease-seed=N -lease-variant=renew-after-takeover -v

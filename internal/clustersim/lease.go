@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidemark/tidemark/internal/instance"
 	"github.com/tidemark/tidemark/internal/lease"
+	"github.com/tidemark/tidemark/internal/publish"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/store/memstore"
 	"math/rand/v2"
@@ -111,12 +112,19 @@ const tick = time.Millisecond
 //
 // It also decides the witness deletions (witness_cleanup every
 // setup.prune generations, performed as its store calls).
+//
+// And it times its frontier publisher (instance.Publish: a round after a
+// durable checkpoint at most every renew interval, idle reads from 4 to
+// 16 renew intervals apart), whose rounds are its store calls too (beside
+// the simulator's publisher actors; each takes a lane step of the worker,
+// so they are paced to leave the lanes most of theirs).
 func (lm *leases) instanceConfig(scope string, v Variant, prune uint64) instance.Config {
 	renew := time.Duration(4*lm.renew) * tick
 	return instance.Config{Scope: scope, Leases: &instance.LeaseConfig{
 		Period: time.Duration(lm.period) * tick, RenewInterval: renew,
 		BalanceInterval: 2*renew + tick, MaxMoves: 256,
-	}, UnorderedLineage: v == ChildrenFirst, ParentsPoll: renew, PruneEvery: prune}
+	}, UnorderedLineage: v == ChildrenFirst, ParentsPoll: renew, PruneEvery: prune,
+		PublishInterval: renew, PublishIdle: 4 * renew, PublishMaxIdle: 16 * renew}
 }
 
 // owner is the lease owner name of the worker's current incarnation ("":
@@ -204,6 +212,7 @@ func (l *lane) leaseStep() bool {
 		w.incs++
 		w.self = fmt.Sprintf("w%d.%d", w.id, w.incs)
 		w.im = instance.New(s.lease.instanceConfig(s.scope, s.variant, s.setup.prune))
+		w.pub = publish.NewPublisher(s.st, s.scope)
 		w.run, w.calls = map[string]store.Lease{}, nil
 		s.feedInstance(w, l, instance.Start{Now: w.clock(), Self: w.self, Membership: w.members()})
 	}
@@ -266,9 +275,9 @@ func (s *sim) feedInstance(w *worker, l *lane, in instance.Input) {
 			w.calls = nil // the gone incarnation's calls are never sent
 			l.note("%s is gone (%s); rejoins as %s", old, a.Reason, w.self)
 			s.feedInstance(w, l, instance.Incarnation{Now: w.clock(), Self: w.self})
-		case instance.Wake, instance.EpochChanged, instance.Publish, instance.Exit:
+		case instance.Wake, instance.EpochChanged, instance.Exit:
 			// Ticked at every lease step; the lanes read the worker's epoch;
-			// no publisher nor exit with leases.
+			// no exit with leases.
 		default:
 			w.calls = append(w.calls, a)
 		}
@@ -368,6 +377,21 @@ func (s *sim) instanceCall(w *worker, l *lane, a instance.Action) {
 	case instance.DeleteHeartbeat:
 		err := st.DeleteHeartbeat(bg, a.Heartbeat)
 		l.note("delete heartbeat %s: %v", a.Heartbeat, err)
+	case instance.Publish:
+		// One round of the worker's publisher (its reads and its
+		// conditional write in one step), as the input's.
+		s.stats.InstanceRounds++
+		r, f, _, err := w.pub.Round(bg)
+		if err == nil && r.Next != nil {
+			s.stats.InstancePublished++
+			l.note("%s published %s", w.self, describeFrontier(f))
+		} else {
+			l.note("%s publication round: %v", w.self, err)
+		}
+		s.feedInstance(w, l, instance.Published{
+			Now: now, Start: now, Active: err != nil || r.Next != nil || r.EpochChanged || r.RecordChanged,
+			Fenced: errors.Is(err, store.ErrFenced), Epoch: w.pub.Epoch(),
+		})
 	case instance.Prune:
 		// A witness deletion, as the input's (its lanes prune only without
 		// leases).

@@ -12,6 +12,7 @@ import (
 	"github.com/tidemark/tidemark/internal/chain/chainstore"
 	"github.com/tidemark/tidemark/internal/instance"
 	"github.com/tidemark/tidemark/internal/membership"
+	"github.com/tidemark/tidemark/internal/publish"
 	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/sdkcoord"
 	"github.com/tidemark/tidemark/internal/store"
@@ -51,6 +52,7 @@ type worker struct {
 	// incarnations so far; run the partitions it runs, under their
 	// leases; calls its store calls not yet performed.
 	im    *instance.Machine
+	pub   *publish.Publisher // the frontier publisher whose rounds im times
 	self  string
 	incs  int
 	run   map[string]store.Lease
@@ -337,8 +339,11 @@ func (l *lane) handle(acts []chain.Action) {
 			switch {
 			case l.s.lease != nil:
 				// The worker's instance machine decides the deletions
-				// (instance.Prune, performed as its store calls).
+				// (instance.Prune, performed as its store calls) and the
+				// publication rounds; its publisher's feed is the durable
+				// checkpoints of what it runs, as the input's.
 				if l.w.im != nil {
+					l.w.pub.Observe(l.p.name, a.Checkpoint.Watermark)
 					l.s.feedInstance(l.w, l, instance.Promoted{Now: l.w.clock(), Partition: l.p.name, Generation: a.Checkpoint.Generation})
 				}
 			default:
