@@ -172,12 +172,11 @@ type paginatedInput struct {
 	// running workers without leases, started and stopped by inst, the
 	// instance machine (instance.go; nil with leases), whose timer is
 	// instWake.
-	members   atomic.Pointer[store.Membership]
-	wctx      context.Context
-	workers   map[string]context.CancelFunc
-	inst      *instance.Machine
-	instWake  *time.Timer
-	allClosed bool
+	members  atomic.Pointer[store.Membership]
+	wctx     context.Context
+	workers  map[string]context.CancelFunc
+	inst     *instance.Machine
+	instWake *time.Timer
 	// connectFailingSince is when Connect began failing without a success
 	// in between (zero: it has not failed); with exit_when_complete, a
 	// failure past ExitWhenParkedGrace ends the run.

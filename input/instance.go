@@ -104,16 +104,6 @@ func (in *paginatedInput) stepInstance(inp instance.Input) {
 	in.step(inp)
 }
 
-// stepInstanceLocked is stepInstance with in.mu held (the lease manager's
-// loop never takes it).
-func (in *paginatedInput) stepInstanceLocked(inp instance.Input) {
-	if in.leases != nil {
-		in.leases.Post(inp)
-		return
-	}
-	in.stepLocked(inp)
-}
-
 // stepLocked feeds the instance machine one input and performs its
 // actions (in.mu held; nothing here waits for I/O).
 func (in *paginatedInput) stepLocked(inp instance.Input) {
@@ -158,7 +148,6 @@ func (in *paginatedInput) performLocked(a instance.Action) {
 	case instance.ParkedWait:
 		in.log.Warnf("Every partition of scope %s is complete or parked (%d parked): the input ends in %s, as a failed run, unless a partition is unparked", in.cfg.Scope, a.Parked, time.Until(a.At).Round(time.Millisecond))
 	case instance.Exit:
-		in.allClosed = true
 		if in.instWake != nil {
 			in.instWake.Stop()
 		}
