@@ -629,7 +629,9 @@ func (m *Machine) wake() {
 	if m.cfg.PublishInterval > 0 && !m.publishing {
 		earliest(m.pace.Due())
 	}
-	if !m.parkedSince.IsZero() {
+	if !m.parkedSince.IsZero() && m.held == nil {
+		// (An exit decided waits for the deletions in flight, not for a
+		// timer.)
 		earliest(m.parkedSince.Add(m.cfg.ParkedGrace))
 	}
 	if !m.memBusy {
