@@ -41,6 +41,10 @@ type runSpec struct {
 	InFlight   int    // max_pages_in_flight; 0 = the input's default (4)
 	// MinPages is promotion_min_pages; 0 = the input's default (2).
 	MinPages int
+	// WitnessGroup is witness_group_pages; 0 = the input's default (2).
+	WitnessGroup int
+	// Compact is compact_witness (4 bytes an event).
+	Compact bool
 	// ConstantSemantic: every event's semantic projection is empty (the
 	// http provider's `event_semantic: root = ""`: payload changes do not
 	// matter), so a page's events share one digest.
@@ -98,6 +102,10 @@ func inputConfig(s runSpec, names []string) input.Config {
 	if minPages == 0 {
 		minPages = chain.PromoteMinPages
 	}
+	witnessGroup := s.WitnessGroup
+	if witnessGroup == 0 {
+		witnessGroup = chain.WitnessGroupPages
+	}
 	// The spec's defaults (input/spec.go), except poll_interval: a held
 	// page (a nack, an end of data) is polled again after 20 ms, not 1 s.
 	return input.Config{
@@ -114,6 +122,8 @@ func inputConfig(s runSpec, names []string) input.Config {
 			CoalescePromotions: true,
 			PromoteMinPages:    minPages,
 			PromoteLinger:      chain.PromoteLinger,
+			WitnessGroupPages:  witnessGroup,
+			CompactWitness:     s.Compact,
 			EmitBeforeCheck:    s.EmitBeforeCheck,
 		},
 		FrontierPublishInterval: 50 * time.Millisecond,
@@ -415,6 +425,11 @@ func (s *slowStore) Promote(ctx context.Context, p store.Promotion) (store.Check
 func (s *slowStore) PutWitness(ctx context.Context, w reconcile.Witness) error {
 	s.wait(ctx)
 	return s.Store.PutWitness(ctx, w)
+}
+
+func (s *slowStore) PutWitnesses(ctx context.Context, ws []reconcile.Witness) error {
+	s.wait(ctx)
+	return store.PutWitnesses(ctx, s.Store, ws)
 }
 
 func (s *slowStore) WitnessesFrom(ctx context.Context, k store.Key, from uint64) ([]reconcile.Witness, error) {

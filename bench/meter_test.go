@@ -192,6 +192,11 @@ func classify(op string, params any) string {
 			return kRecord
 		}
 	case *dynamodb.QueryInput:
+		for _, v := range p.ExpressionAttributeValues {
+			if s, ok := v.(*types.AttributeValueMemberS); ok && strings.Contains(s.Value, "##partitions") {
+				return kRecord // a listing's Query of a partition-index key
+			}
+		}
 		return kWitnessQuery
 	case *dynamodb.BatchGetItemInput:
 		return kList

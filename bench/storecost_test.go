@@ -46,7 +46,14 @@ func reportCosts(b *testing.B, pages float64, window time.Duration, c costs) {
 // dynamostore.RequestCounter, by kind with the bench meter) and the write units
 // dynalite reports (ConsumedCapacity) per 100-event page, after start-up:
 //   - steady: no faults;
-//   - steady-no-wait: the same with promotion_min_pages 1 (every page
+//   - steady-alone: the same with witness_group_pages 1 (every witness
+//     written alone, at once: the behaviour before group commit);
+//   - steady-shared-digest-alone: steady-shared-digest with
+//     witness_group_pages 1;
+//   - steady-compact: steady with compact_witness (4 bytes an event);
+//   - steady-compact-4: the same with witness_group_pages 4 and
+//     promotion_min_pages 4;
+//   - steady-no-wait: the same as steady with promotion_min_pages 1 (every page
 //     promoted as soon as it is delivered, unless a promotion is in
 //     flight);
 //   - steady-shared-digest: the same as steady with a constant semantic
@@ -63,6 +70,10 @@ func BenchmarkStoreCost(b *testing.B) {
 		spec runSpec
 	}{
 		{"steady", runSpec{Partitions: 4, Pages: 200, PageSize: benchPageSize, Latency: 5 * time.Millisecond, Store: "dynamodb"}},
+		{"steady-alone", runSpec{Partitions: 4, Pages: 200, PageSize: benchPageSize, Latency: 5 * time.Millisecond, Store: "dynamodb", WitnessGroup: 1}},
+		{"steady-shared-digest-alone", runSpec{Partitions: 4, Pages: 200, PageSize: benchPageSize, Latency: 5 * time.Millisecond, Store: "dynamodb", ConstantSemantic: true, WitnessGroup: 1}},
+		{"steady-compact", runSpec{Partitions: 4, Pages: 200, PageSize: benchPageSize, Latency: 5 * time.Millisecond, Store: "dynamodb", Compact: true}},
+		{"steady-compact-4", runSpec{Partitions: 4, Pages: 200, PageSize: benchPageSize, Latency: 5 * time.Millisecond, Store: "dynamodb", Compact: true, WitnessGroup: 4, MinPages: 4}},
 		{"steady-no-wait", runSpec{Partitions: 4, Pages: 200, PageSize: benchPageSize, Latency: 5 * time.Millisecond, Store: "dynamodb", MinPages: 1}},
 		{"steady-shared-digest", runSpec{Partitions: 4, Pages: 200, PageSize: benchPageSize, Latency: 5 * time.Millisecond, Store: "dynamodb", ConstantSemantic: true}},
 		// Under load: 64 partitions against dynalite's ceiling, where

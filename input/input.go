@@ -32,7 +32,7 @@ import (
 // The embedded chain.Config holds the fields every partition's machine
 // reads (start_cursor, max_pages_in_flight, max_batch_size, the intervals
 // and back-offs, fetch_retries, exit_when_complete, max_restarts,
-// coalesce_promotions, promotion_min_pages, promotion_linger) and Epoch, the membership epoch read from the store
+// coalesce_promotions, promotion_min_pages, promotion_linger, witness_group_pages) and Epoch, the membership epoch read from the store
 // at Connect. The spec fills them once; each partition's machine gets a
 // copy with its own key, the provider's contract and capabilities, the
 // current epoch and its lease (partition.machineConfig).
@@ -127,6 +127,9 @@ func (c *Config) validate() error {
 	}
 	if c.PromoteMinPages < 0 || c.PromoteMinPages > store.MaxPromotionPages {
 		return fmt.Errorf("promotion_min_pages must be between 1 and %d, got %d", store.MaxPromotionPages, c.PromoteMinPages)
+	}
+	if c.WitnessGroupPages < 0 || c.WitnessGroupPages > store.MaxWitnessGroup {
+		return fmt.Errorf("witness_group_pages must be between 1 and %d, got %d", store.MaxWitnessGroup, c.WitnessGroupPages)
 	}
 	if c.PromoteLinger < 0 {
 		return fmt.Errorf("promotion_linger must not be negative (0s: never waits), got %s", c.PromoteLinger)

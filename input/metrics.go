@@ -137,7 +137,7 @@ func newInputMetrics(m *service.Metrics) *inputMetrics {
 // tidemark_store_errors. TestStoreErrorsCoverEveryChainstoreCall reads
 // chainstore.Do's cases and fails on one missing here.
 var storeCallOps = map[string]string{
-	"Load": "load", "PutWitness": "put_witness", "RecordReceipt": "record_receipt", "Abandon": "abandon",
+	"Load": "load", "PutWitness": "put_witness", "PutWitnesses": "put_witnesses", "RecordReceipt": "record_receipt", "Abandon": "abandon",
 	"Promote": "promote", "Resolve": "resolve", "Park": "park", "NoteFailure": "note_failure",
 	"Reincarnate": "reincarnate", "WaitUnparked": "wait_unparked", "LoadReceipts": "load_receipts",
 	"PutReceipts": "put_receipts", "PruneReceipts": "prune_receipts", "Withdraw": "withdraw",

@@ -476,6 +476,16 @@ type redactingStore struct {
 // alone) instead of reading every shard every round.
 func (s redactingStore) Unwrap() store.Store { return s.Store }
 
+// The partitions' store writes a group of witnesses in one write when the
+// store under it does (a decorator that hid it would write one a page).
+var _ store.WitnessGrouper = redactingStore{}
+
+// PutWitnesses passes a group of witnesses to the decorated store in one
+// write (store.WitnessGrouper), as PutWitness passes one.
+func (s redactingStore) PutWitnesses(ctx context.Context, ws []reconcile.Witness) error {
+	return store.PutWitnesses(ctx, s.Store, ws)
+}
+
 func (s redactingStore) SetParked(ctx context.Context, k store.Key, cursor []byte, generation uint64, lease store.Lease, reason string) (store.Checkpoint, error) {
 	if reason != "" {
 		s.red.AddBytes(cursor)

@@ -86,6 +86,11 @@ func TestNoSecretLeavesTheInput(t *testing.T) {
   store_backoff: 10ms
   fetch_retries: 1
   fetch_backoff: 1ms
+  # Each witness written at once: the first page's witness (its successor,
+  # encrypted) is stored before the second page's refused request parks
+  # the partition (a witness waiting for its group would be dropped
+  # unwritten with the chain, nothing of it emitted).
+  witness_group_pages: 1
   checkpoint:
 %s
     cursor_encryption:

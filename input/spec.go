@@ -28,6 +28,8 @@ const (
 	ppFieldCoalesce          = "coalesce_promotions"
 	ppFieldPromoteMinPages   = "promotion_min_pages"
 	ppFieldPromoteLinger     = "promotion_linger"
+	ppFieldWitnessGroupPages = "witness_group_pages"
+	ppFieldCompactWitness    = "compact_witness"
 	ppFieldStartCursor       = "start_cursor"
 	ppFieldMaxPagesInFlight  = "max_pages_in_flight"
 	ppFieldMaxBytesInFlight  = "max_bytes_in_flight"
@@ -83,7 +85,7 @@ func Spec() *service.ConfigSpec {
 			Description("Pages per partition fetched ahead of promotion. Promotions stay strictly in page order. At least 1; a value above 1024 (the hard ceiling) is lowered to 1024 with a warning. The bytes those pages hold are capped by `max_bytes_in_flight` as well.").
 			Default(4).Example(8),
 		service.NewIntField(ppFieldMaxBytesInFlight).
-			Description("The most bytes the pages in flight of all this input's partitions hold (event ids and payloads, cursors, and 1 KiB per event besides for the message and its metadata), from their fetch until their promotion: no page is fetched ahead while they hold this much or more. A partition that holds no page still fetches one, so every partition makes progress, whatever `max_pages_in_flight` says. The budget counts pages as held, not what decoding them costs: measured with 10 MB pages, peak RSS ≈ 60 MB + 2 × max_bytes_in_flight + 10 × the largest page × the partitions (a page of the http provider is at most `max_response_bytes`; docs/benchmarks.md, \"Memory with large pages\"): with many partitions and large pages, lower `max_response_bytes` or the page size. Default 64 MiB. Must be positive.").
+			Description("The most bytes the pages in flight of all this input's partitions hold (event ids and payloads, cursors, and 1 KiB per event besides for the message and its metadata), from their fetch until their promotion: no page is fetched ahead while they hold this much or more. A partition that holds no page still fetches one, so every partition makes progress, whatever `max_pages_in_flight` says. The budget counts pages as held, not what decoding them costs: measured with 10 MB pages, peak RSS ≈ 60 MB + 8 × max(max_bytes_in_flight, the largest page × the partitions) (a page of the http provider is at most `max_response_bytes`; docs/benchmarks.md, \"Memory with large pages\"): with many partitions and large pages, lower `max_response_bytes` or the page size. Default 64 MiB. Must be positive.").
 			Default(DefaultMaxBytesInFlight).Example(16 << 20).Advanced(),
 		service.NewIntField(ppFieldMaxBatchSize).
 			Description("Split a page into batches of at most this many events; 0 emits each page as one batch.").
@@ -115,6 +117,12 @@ func Spec() *service.ConfigSpec {
 		service.NewDurationField(ppFieldPromoteLinger).
 			Description("The longest a delivered page's promotion waits for the pages behind it (`promotion_min_pages`), from when it could have been written. 0s: never waits.").
 			Default(chain.PromoteLinger.String()).Example("0s").Example("200ms").Advanced(),
+		service.NewIntField(ppFieldWitnessGroupPages).
+			Description("Group commit of response witnesses: a fetched page's witness (written before any of its events is emitted) waits, while the page behind it is being fetched, at most `promotion_linger`, and the witnesses of up to this many consecutive pages are written by one store write before any of their events is emitted. Each page is then exactly as if its witness had been written alone (the same retry classification, receipts and promotion); a crash or a stop before the write emitted nothing of the waiting pages (their retry is a first response). In steady state 2 halves the witness writes (with `promotion_min_pages: 2`, about 1 write a page in all instead of 1.5); it saves DynamoDB write units only when the witnesses are small (a 100-event page's witness is about 1.7 KB: 2 units alone, 4 for two in one item). Waiting delays a page's events by the fetches of the pages behind it in its group (one with the default 2), never more than `promotion_linger`. At most " + strconv.Itoa(store.MaxWitnessGroup) + "; 1: every witness is written alone, at once.").
+			Default(chain.WitnessGroupPages).Example(1).Example(4).Advanced(),
+		service.NewBoolField(ppFieldCompactWitness).
+			Description("Store each event of a response witness as one 32-bit fingerprint of its id and payload digest input (the semantic projection when the provider has one), 4 bytes an event instead of 16 (a 64-bit id hash and a 64-bit payload digest; positions are stored exactly either way). A 100-event page's witness is then about 0.5 KB, so several pages' witnesses written together by `witness_group_pages` share DynamoDB write units: with `witness_group_pages: 4` and `promotion_min_pages: 4`, 0.76 write units and 0.59 writes a page in steady state (BenchmarkStoreCost, docs/design.md, Write units per page; two pages of 0.5 KB are about 1 KB, on the edge of one unit). What it gives up, the collision bound (docs/design.md, Retry classification): two distinct events of one comparison set (the witnesses and receipts of one cursor and generation) share a fingerprint with probability at most n²/2³³ (about 1.2·10⁻⁶ for 100 events, against n²/2⁶⁵), and an event replaced by another at the same position, or whose payload changed, goes unnoticed with probability 2⁻³²; a page two of whose own events share a fingerprint is stored in the 64-bit form. A payload changed under the same id is seen as another event at that position: under ordered positions a receipt conflict, as before; otherwise a divergence. Changing it makes a page fetched before the change and retried after it another response (its events are delivered again, or the partition recovers as its contract says). Witnesses of both forms are always read.").
+			Default(false).Example(true).Advanced(),
 		service.NewBoolField(ppFieldExitWhenComplete).
 			Description("End the input once every partition is complete or caught up. Complete is durable and survives restarts: the provider sealed the partition, or the last page of a finite traversal (no successor, under the http contract's `missing_successor: end_of_traversal`) was promoted (a page whose mapped `has_more` is true is never a last page: it is malformed). Caught up: every page was promoted and an empty page proved there is nothing more, by evidence bound to it (`empty_page` semantics or a snapshot marker) or by a mapped `has_more` that is false. A transient empty page without evidence never ends the input. Useful for exports and the demo.").
 			Default(false).Example(true),
@@ -340,6 +348,15 @@ func readConfig(conf *service.ParsedConfig) (Config, error) {
 	}
 	if c.PromoteLinger, err = conf.FieldDuration(ppFieldPromoteLinger); err != nil {
 		return c, err
+	}
+	if c.WitnessGroupPages, err = conf.FieldInt(ppFieldWitnessGroupPages); err != nil {
+		return c, err
+	}
+	if c.CompactWitness, err = conf.FieldBool(ppFieldCompactWitness); err != nil {
+		return c, err
+	}
+	if c.WitnessGroupPages < 1 {
+		return c, fmt.Errorf("%s must be at least 1, got %d", ppFieldWitnessGroupPages, c.WitnessGroupPages)
 	}
 	if c.PruneEvery, err = storeconfig.PruneEvery(conf.Namespace(ppFieldCheckpoint)); err != nil {
 		return c, err

@@ -147,3 +147,35 @@ func TestPromotionWaitReachesTheMachine(t *testing.T) {
 		})
 	}
 }
+
+// witness_group_pages reaches the machine: its default, a written value
+// and the refused ones.
+func TestWitnessGroupPagesReachesTheMachine(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		yaml  string
+		pages int
+		err   string
+	}{
+		{"default: two pages", "", 2, ""},
+		{"written", "witness_group_pages: 8\n", 8, ""},
+		{"alone", "witness_group_pages: 1\n", 1, ""},
+		{"zero", "witness_group_pages: 0\n", 0, "witness_group_pages must be at least 1"},
+		{"too many", "witness_group_pages: 9\n", 0, "witness_group_pages must be between 1 and 8"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conf, err := Spec().ParseYAML("scope: s\npartitions: [ p0 ]\nsimulated:\n  events_per_partition: 1\n"+tc.yaml, nil)
+			require.NoError(t, err)
+			c, err := readConfig(conf)
+			if err == nil {
+				err = c.validate()
+			}
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.pages, c.WitnessGroupPages)
+		})
+	}
+}

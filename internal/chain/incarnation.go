@@ -202,13 +202,32 @@ func (m *Machine) onIncarnationConfirmed(covers uint64, r IncarnationFound) {
 // nothing here; the check before its promotion covers it. Witness first is
 // kept: pg's witness is durable before this runs.
 func (m *Machine) emitChecked(pg *page) {
-	if pg.ackedUpTo < len(pg.w.Events) && !m.incarnationConfirmed(pg) && !m.cfg.EmitBeforeCheck {
+	if m.needsCheck(pg) || m.anyUnchecked() {
+		// (A page behind pages that wait for their check waits with
+		// them: events leave in chain order.)
 		pg.unchecked = true
 		m.confirmEmission()
 		return
 	}
 	m.emitPage(pg)
 	m.promoteHead()
+}
+
+// needsCheck reports whether pg's events wait for an incarnation check
+// before they are emitted.
+func (m *Machine) needsCheck(pg *page) bool {
+	return pg.ackedUpTo < len(pg.w.Events) && !m.incarnationConfirmed(pg) && !m.cfg.EmitBeforeCheck
+}
+
+// anyUnchecked reports whether a page of the chain waits for an
+// incarnation check before its events are emitted.
+func (m *Machine) anyUnchecked() bool {
+	for _, pg := range m.chain {
+		if pg.unchecked {
+			return true
+		}
+	}
+	return false
 }
 
 // confirmEmission asks the check that the unchecked pages of the chain
@@ -366,6 +385,7 @@ func (m *Machine) reincarnate(from, to, why string) {
 		if m.phase == phaseChain {
 			m.emit(EndChain{Chain: m.chainID})
 			m.chain = nil
+			m.dropWitnessGroup()
 			clear(m.batches)
 		}
 		m.phase = phaseLoading
@@ -380,6 +400,7 @@ func (m *Machine) resetInto(from, to, why string) {
 	if m.phase == phaseChain {
 		m.emit(EndChain{Chain: m.chainID})
 		m.chain = nil
+		m.dropWitnessGroup()
 		clear(m.batches)
 	}
 	m.phase = phaseLoading

@@ -276,6 +276,11 @@ type Fetch struct {
 // PutWitness: make Witness durable (idempotent). Answer: WitnessStored.
 type PutWitness struct{ Witness reconcile.Witness }
 
+// PutWitnesses: make every witness of a group durable in one write
+// (store.PutWitnesses; idempotent), before any event of their pages is
+// emitted. Answer: WitnessStored.
+type PutWitnesses struct{ Witnesses []reconcile.Witness }
+
 // Emit: hand events From..To-1 of a page downstream as batch Batch, and
 // report its outcome with Acked/Nacked/Delivered. Events are the
 // response's events (ids, payloads), Witnessed their event witnesses.
@@ -537,6 +542,7 @@ type LeaseGone struct{ Reason string }
 func (Load) isAction()             {}
 func (Fetch) isAction()            {}
 func (PutWitness) isAction()       {}
+func (PutWitnesses) isAction()     {}
 func (Emit) isAction()             {}
 func (EndChain) isAction()         {}
 func (RecordReceipt) isAction()    {}
@@ -675,6 +681,15 @@ func (a Fetch) String() string {
 }
 
 func (a PutWitness) String() string { return "put witness " + DescribeWitness(a.Witness) }
+func (a PutWitnesses) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "put witnesses (%d) in one write", len(a.Witnesses))
+	for _, w := range a.Witnesses {
+		b.WriteString("; ")
+		b.WriteString(DescribeWitness(w))
+	}
+	return b.String()
+}
 
 func (a Emit) String() string {
 	return fmt.Sprintf("emit batch %d: %s g%d %s events %d-%d %s", a.Batch, a.Attempt, a.Generation, a.Class, a.From, a.To-1, positions(a.Witnessed))

@@ -27,6 +27,9 @@ const (
 const (
 	PromoteMinPages = 2
 	PromoteLinger   = 50 * time.Millisecond
+	// WitnessGroupPages is the input's default of Config.WitnessGroupPages
+	// (witness_group_pages).
+	WitnessGroupPages = 2
 )
 
 // Config is one partition's machine.
@@ -107,6 +110,20 @@ type Config struct {
 	// PromoteMinPages below 2 or PromoteLinger 0: never waits.
 	PromoteMinPages int
 	PromoteLinger   time.Duration
+	// WitnessGroupPages (2 or more, with PromoteLinger): a fresh page's
+	// witness waits, while the page behind it is being fetched, to be made
+	// durable with the witnesses of the pages that come meanwhile in one
+	// write (store.PutWitnesses), at most WitnessGroupPages of them (and
+	// store.MaxWitnessGroup), at most PromoteLinger from when the first
+	// was ready (witnessgroup.go). Below 2, or PromoteLinger 0: every
+	// witness is written alone, at once.
+	WitnessGroupPages int
+	// CompactWitness builds compact event witnesses (reconcile.BuildInput
+	// Compact: one 32-bit fingerprint of each event's id and payload
+	// projection, 4 bytes an event stored, under the collision bound of
+	// docs/design.md#retry-classification) instead of 64-bit id hashes and
+	// digests.
+	CompactWitness bool
 	// Incarnation: the provider names the incarnation of the partition's
 	// source (CheckIncarnation); it is checked when the partition starts,
 	// before every recovery, on evidence of a recreated source and every
@@ -172,12 +189,17 @@ type page struct {
 	unchecked bool
 	// rrDone: the page's re-read window receipts are written (reread.go).
 	rrDone bool
+	// unwitnessed: the page's witness waits to be written with the pages
+	// behind it (witnessgroup.go); nothing of it is emitted or promoted.
+	unwitnessed bool
 }
 
 type span struct{ from, to int }
 
 // complete reports whether every event of the page has a terminal outcome.
-func (pg *page) complete() bool { return pg.ackedUpTo >= len(pg.w.Events) }
+// A page whose witness waits for its group (witnessgroup.go) is not: it
+// is never promoted before its witness is durable.
+func (pg *page) complete() bool { return !pg.unwitnessed && pg.ackedUpTo >= len(pg.w.Events) }
 
 type batchRef struct {
 	pg   *page
@@ -318,6 +340,12 @@ type Machine struct {
 	// it, until lingerUntil (coalesce.go, lingers); nil: none waits.
 	linger      *page
 	lingerUntil time.Time
+	// wgroup are the pages whose witnesses wait to be written together
+	// (witnessgroup.go), wgroupBytes their store.WitnessSize, wgroupUntil
+	// the end of the wait.
+	wgroup      []*page
+	wgroupBytes int
+	wgroupUntil time.Time
 }
 
 // idleRun is a run of answers that prove nothing (empty pages without
@@ -464,6 +492,11 @@ func (m *Machine) settle() {
 		m.queue = m.queue[1:]
 		m.external(in)
 	}
+	if !m.busy() && m.phase == phaseChain && len(m.wgroup) > 0 && !m.groupWaits() {
+		// The page behind the waiting witnesses is not coming (any more),
+		// or the wait is over: write them (witnessgroup.go).
+		m.flushWitnesses(nil)
+	}
 	if !m.busy() && m.phase == phaseChain && m.checkDue() && !m.now.Before(m.nextCheck) {
 		m.checkWhileReading()
 	}
@@ -498,6 +531,9 @@ func (m *Machine) settle() {
 	}
 	if m.phase == phaseChain && m.linger != nil && m.lingerUntil.After(m.now) && (d.IsZero() || m.lingerUntil.Before(d)) {
 		d = m.lingerUntil
+	}
+	if m.phase == phaseChain && len(m.wgroup) > 0 && m.wgroupUntil.After(m.now) && (d.IsZero() || m.wgroupUntil.Before(d)) {
+		d = m.wgroupUntil
 	}
 	if !d.IsZero() && !d.Equal(m.announced) {
 		m.announced = d
@@ -586,6 +622,7 @@ func (m *Machine) loseLease(why string) {
 	if m.phase == phaseChain {
 		m.emit(EndChain{Chain: m.chainID})
 		m.chain = nil
+		m.dropWitnessGroup()
 		clear(m.batches)
 	}
 	m.halt(phaseLeaseLost)
@@ -628,7 +665,7 @@ func answers(a Action, in Input) bool {
 	case Load:
 		_, ok := in.(Loaded)
 		return ok
-	case PutWitness:
+	case PutWitness, PutWitnesses:
 		_, ok := in.(WitnessStored)
 		return ok
 	case RecordReceipt:
@@ -824,6 +861,7 @@ func (m *Machine) finish(text string) {
 	if m.phase == phaseChain {
 		m.emit(EndChain{Chain: m.chainID})
 		m.chain = nil
+		m.dropWitnessGroup()
 	}
 	m.phase = phaseDone
 	if m.watches() {
@@ -906,6 +944,7 @@ func (m *Machine) startChain() {
 	m.mon.recoverDrained = ParkReason{}
 	m.chainID++
 	m.chain = nil
+	m.dropWitnessGroup()
 	clear(m.batches)
 	m.tail = tailOf(m.cp)
 	m.extend = true
@@ -953,6 +992,7 @@ func (m *Machine) restartChain() {
 	m.mon.recoverDrained = ParkReason{}
 	m.emit(EndChain{Chain: m.chainID})
 	m.chain = nil
+	m.dropWitnessGroup()
 	clear(m.batches)
 	m.load()
 }
@@ -1127,14 +1167,7 @@ func (m *Machine) onReconciled(f *fetchRec, r Fetched, v verdict, recoverWith Pa
 		m.extend = false
 	}
 
-	// Witness first: durable before any event attributed to it leaves the
-	// input. An empty response that cannot be promoted carries no event and
-	// no successor we may use, so it is not recorded.
-	if v.fresh && (len(pg.w.Events) > 0 || v.promotable) {
-		m.putWitness(pg.w, &next{kind: doEmitWitnessed, pg: pg})
-		return
-	}
-	m.emitChecked(pg)
+	m.witnessOrEmit(pg)
 }
 
 func (m *Machine) putWitness(w reconcile.Witness, then *next) {
@@ -1328,6 +1361,7 @@ func (m *Machine) afterHold(pg *page, reason string) {
 		m.emit(EndChain{Chain: m.chainID})
 		m.chainID++
 		m.chain = nil
+		m.dropWitnessGroup()
 		clear(m.batches)
 	}
 	m.extend = true
@@ -1341,6 +1375,7 @@ func (m *Machine) afterPromotion(pg, last *page) {
 	if m.ended(last) {
 		m.done = true
 		m.chain = nil
+		m.dropWitnessGroup()
 		return
 	}
 	if r := m.mon.recoverDrained; len(m.chain) == 0 && !r.IsZero() {

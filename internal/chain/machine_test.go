@@ -17,6 +17,8 @@ package chain_test
 //	ack [batch=N] | nack batch=N      outcomes of emitted batches (ack: all in flight)
 //	tick [+D]                         advance the clock to the last Wait (or by D)
 //	fail op=M mode=throttle|lose      the next store call M fails (lose: it happens)
+//	                                  (config wgroup=N: witnesses written in groups of up to N;
+//	                                  compact: compact event witnesses)
 //	pause op=ACTION | resume          hold the next call of that action / perform it
 //	writer promote|park|unpark ...    another writer changes the checkpoint
 //	writer takeover owner=O           another instance claims the lease over
@@ -324,6 +326,10 @@ func (h *harness) config(d *datadriven.TestData) {
 			cfg.CoalescePromotions = true
 		case "minpages":
 			cfg.PromoteMinPages, _ = strconv.Atoi(val)
+		case "wgroup":
+			cfg.WitnessGroupPages, _ = strconv.Atoi(val)
+		case "compact":
+			cfg.CompactWitness = true
 		case "linger":
 			var err error
 			if cfg.PromoteLinger, err = time.ParseDuration(val); err != nil {
@@ -633,6 +639,17 @@ func (f *faulty) PutWitness(c context.Context, w reconcile.Witness) error {
 		return errInjected
 	}
 	return f.Store.PutWitness(c, w)
+}
+
+func (f *faulty) PutWitnesses(c context.Context, ws []reconcile.Witness) error {
+	switch f.take("PutWitnesses") {
+	case "throttle":
+		return errInjected
+	case "lose":
+		_ = store.PutWitnesses(c, f.Store, ws)
+		return errInjected
+	}
+	return store.PutWitnesses(c, f.Store, ws)
 }
 
 func (f *faulty) RecordReceipt(c context.Context, k store.Key, g uint64, a string, n int) error {

@@ -18,6 +18,7 @@ const (
 	onParkChecked                              //
 	onAbandoned                                // text: the attempt; then
 	onWitnessStored                            // w; then
+	onWitnessesStored                          // pages, pg: the trailing page
 	onReceiptStored                            // pg, n; then
 	onPromoted                                 // pg, prom; then
 	onResolved                                 // pg, prom; then
@@ -47,6 +48,7 @@ const (
 	doAskUnparked        //
 	doAbandonAll         // st, gen, ids; then
 	doPutWitness         // w; then
+	doPutWitnesses       // pages, pg: the trailing page
 	doEmitWitnessed      // pg
 	doRefetchAfterNack   // pg
 	doAfterHold          // pg, text: the reason
@@ -120,6 +122,8 @@ func (m *Machine) run(k *next, in Input) {
 		m.onAbandoned(k.text, in.(Abandoned), k.then)
 	case onWitnessStored:
 		m.onWitnessStored(*k.w, in.(WitnessStored), k.then)
+	case onWitnessesStored:
+		m.onWitnessesStored(k.pages, k.pg, in.(WitnessStored))
 	case onReceiptStored:
 		m.onReceiptStored(k.pg, k.n, in.(ReceiptStored), k.then)
 	case onPromoted:
@@ -178,6 +182,8 @@ func (m *Machine) run(k *next, in Input) {
 		m.abandonAll(k.st, k.gen, k.ids, k.then)
 	case doPutWitness:
 		m.putWitness(*k.w, k.then)
+	case doPutWitnesses:
+		m.retryWitnesses(k.pages, k.pg)
 	case doEmitWitnessed:
 		m.rememberWitness(k.pg.w)
 		m.emitChecked(k.pg)

@@ -44,6 +44,7 @@ func (m *Machine) reconcile(f *fetchRec, r Fetched) (verdict, error) {
 		Scope: m.cfg.Key.Scope, Partition: m.cfg.Key.Partition,
 		Generation: f.gen, InputCursor: f.cursor,
 		AttemptID: r.Attempt, Response: r.Response, Contract: contract,
+		Compact: m.cfg.CompactWitness,
 	})
 	if errors.Is(err, reconcile.ErrLoop) {
 		return verdict{class: ClassIdle, idle: true, final: caughtUp(r.Response, false), reason: err.Error()}, nil
@@ -302,7 +303,10 @@ func (m *Machine) continuityInput(f *fetchRec, w reconcile.Witness) reconcile.Co
 		return in
 	}
 	last(m.promotedEvents)
-	if !in.HasPrevious && m.cp.HasApplied && m.cp.AppliedID != "" {
+	if !in.HasPrevious && m.cp.HasApplied && m.cp.AppliedID != "" && !m.cfg.CompactWitness {
+		// (A compact witness fingerprints the id with the payload, which
+		// the checkpoint does not keep: the boundary event is then known
+		// by its position only.)
 		in.Previous = reconcile.EventWitness{IDHash: reconcile.HashID(m.cp.AppliedID), Position: m.cp.Applied}
 		in.HasPrevious, in.PreviousIDOnly = true, true
 	}

@@ -338,6 +338,12 @@ func (m *Machine) onRereadCursor(r RestartCursorFound) {
 	}
 	m.logf(Info, "Partition %s %s above %s through %s (re-read window %s)", m.part(), what, start, mark, windowText(m.cfg.Contract.RereadWindow, mark.Kind))
 	m.count(MetricRereadPasses, 1)
+	// What the chain reached belonged to the pass this write replaces.
+	// Forget it before the write, not after: a write whose answer is lost
+	// may have been applied, and the chain then walks the new pass with
+	// the old pass's reach, which would let the next pass claim a
+	// watermark over a range this one never read.
+	m.rr.reached, m.rr.edgeSaid = false, false
 	m.ask(StateRecovering, Promote{Promotion: prom, Restart: true}, next{kind: onRereadPromoted, prom: &prom})
 }
 

@@ -147,6 +147,10 @@ func (m *Machine) State() State {
 		return StateParked
 	case m.phase == phaseLoading:
 		return StateLoading
+	case len(m.chain) > 0 && m.chain[0].unwitnessed:
+		// The head's witness waits to be written with the pages behind
+		// it (witnessgroup.go).
+		return StateWitnessing
 	case len(m.chain) > 0:
 		return StateAwaitingAcks
 	case m.fetch != nil:

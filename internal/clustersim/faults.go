@@ -151,6 +151,13 @@ func (f *Faults) PutWitness(ctx context.Context, w reconcile.Witness) error {
 	return err
 }
 
+// PutWitnesses is one write of the whole group (a fault throttles it,
+// nothing stored, or loses its answer, all stored).
+func (f *Faults) PutWitnesses(ctx context.Context, ws []reconcile.Witness) error {
+	_, err := write(f, "PutWitnesses", func() (struct{}, error) { return struct{}{}, store.PutWitnesses(ctx, f.inner, ws) })
+	return err
+}
+
 func (f *Faults) Witnesses(ctx context.Context, k store.Key, generation uint64) ([]reconcile.Witness, error) {
 	if err := f.read("Witnesses"); err != nil {
 		return nil, err
@@ -236,6 +243,16 @@ func (t tap) PutWitness(ctx context.Context, w reconcile.Witness) error {
 	err := t.Store.PutWitness(ctx, w)
 	if err == nil {
 		t.o.witnessStored(w)
+	}
+	return err
+}
+
+func (t tap) PutWitnesses(ctx context.Context, ws []reconcile.Witness) error {
+	err := store.PutWitnesses(ctx, t.Store, ws)
+	if err == nil {
+		for _, w := range ws {
+			t.o.witnessStored(w)
+		}
 	}
 	return err
 }

@@ -259,6 +259,13 @@ func (s *sim) progress() int64 {
 			if c, err := decodeCursor(cp.Cursor); err == nil {
 				n += c.next
 			}
+			// A restart from the same boundary writes a new generation and
+			// moves nothing else: a run of them is the way to the park
+			// that ends a restart loop (max_restarts, with a growing
+			// back-off), which takes more rounds than stallRounds when
+			// one lane also renews heartbeats and checks incarnations. A
+			// loop that never parks still fails, at maxRounds.
+			n += int64(cp.Generation)
 			if cp.Complete {
 				n++
 			}

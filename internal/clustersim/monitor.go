@@ -13,11 +13,12 @@ import (
 // its rogue token rotations and, in a few schedules, one partition's
 // regressing watermarks (part.regress), and a recreated source (recreate)
 // whose restarted positions answer an old cursor below what it certified
-// before, or late positions below it (a partition that declares its
-// incarnation leaves that to the monitors and the incarnation check before
-// its recovery); a report of any
-// other kind, or a regression in a schedule whose model neither regressed
-// nor recreated a source, is a false alarm.
+// before, or late positions below it, or a snapshot marker value the old
+// incarnation carried with other events (a partition that declares its
+// incarnation leaves that to the monitors and the incarnation check
+// before its recovery); a report of any other kind, or a regression in a
+// schedule whose model neither regressed nor recreated a source, is a
+// false alarm.
 // (That a regression withdraws the scalar and loses nothing is checked by
 // the other checks: no scalar is published in the unproven epoch it
 // writes, and every event below durable progress has an outcome.)
@@ -35,6 +36,8 @@ func (s *sim) checkMonitors() {
 		s.oracle.violate(CheckMonitor, "the monitors reported %d contract violations of kinds the model never commits", s.stats.FalseAlarms)
 	case s.stats.LateSeen > 0 && s.stats.Recreates == 0:
 		s.oracle.violate(CheckMonitor, "the monitors reported %d late positions, and the model recreated no source", s.stats.LateSeen)
+	case s.stats.UnstableSeen > 0 && s.stats.Recreates == 0:
+		s.oracle.violate(CheckMonitor, "the monitors reported %d unstable snapshot markers, and the model recreated no source", s.stats.UnstableSeen)
 	case s.stats.OffsetShapedSeen > 0 && s.setup.offsetShaped == "":
 		s.oracle.violate(CheckMonitor, "the monitors reported %d offset-shaped successors, and no provider of the model pages by offset undeclared", s.stats.OffsetShapedSeen)
 	case s.stats.RegressionsSeen > 0 && s.stats.Regressions == 0 && s.stats.Recreates == 0:

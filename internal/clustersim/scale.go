@@ -104,6 +104,11 @@ type ScaleConfig struct {
 	// not a new scope (default: a new scope, every checkpoint created by
 	// the instances' lease reads).
 	Existing bool
+	// LegacyIndex (with Existing): the scope's partition index is in the
+	// layout of releases before issue 35 (64 string sets under the one key
+	// <scope>##partitions, about 40 bytes a name), which every listing
+	// still reads whole, instead of this release's entries.
+	LegacyIndex bool
 	// ListTimeout bounds one checkpoint listing of a lease read (default
 	// the store timeout internal/leasing gives it: the renew interval). A
 	// longer one is a what-if of the simulation, not the product's.
@@ -192,8 +197,13 @@ type scaleSim struct {
 	held, double int
 	// done: partitions whose first page was promoted.
 	done map[string]bool
-	// indexed: partitions in the partition index.
-	indexed map[string]bool
+	// indexed: partitions in the partition index; indexBytes the bytes of
+	// the entries under each of its keys (dynamostore's layout: one
+	// keys-only item per partition under key store.PartitionIndexKey),
+	// legacyBytes those of an earlier release's shards under its one key.
+	indexed     map[string]bool
+	indexBytes  [store.PartitionIndexKeys]int
+	legacyBytes int
 
 	// The store model's state.
 	buckets    map[string]*[2]scBucket // per partition key: read, write
@@ -277,7 +287,12 @@ func RunScale(cfg ScaleConfig) ScaleResult {
 			if _, err := s.mem.CreateCheckpoint(bg, store.Checkpoint{Key: store.Key{Scope: scaleScope, Partition: p}, Cursor: []byte("c0"), Generation: 1, Epoch: 1}); err != nil {
 				panic(err)
 			}
-			s.indexed[p] = true
+			if cfg.LegacyIndex {
+				s.indexed[p] = true
+				s.legacyBytes += scLegacyIndexNameBytes
+			} else {
+				s.index(p)
+			}
 		}
 	}
 	s.res.Config = cfg
@@ -652,8 +667,8 @@ func (s *scaleSim) firstPage(in *scInstance, p string, l store.Lease) {
 }
 
 // readLeases is internal/leasing's readLeases: list every checkpoint (the
-// partition index, then batches of 100 consistent reads, one after the
-// other, under one store timeout), create up to the budget of missing
+// partition index's keys, then batches of 100 consistent reads, under one
+// store timeout: listCheckpoints), create up to the budget of missing
 // ones (16 in flight, each under its own timeout) and list again.
 func (s *scaleSim) readLeases(in *scInstance, a instance.ReadLeases) {
 	finish := func(cps []store.Checkpoint, err error) {
@@ -694,12 +709,11 @@ func (s *scaleSim) readLeases(in *scInstance, a instance.ReadLeases) {
 					s.listCheckpoints(in, finish)
 				}
 			}
-			// dynamostore's CreateCheckpoint: the partition index first (a
-			// conditional ADD to one of 64 shards, all under one partition
-			// key, each write as many units as its shard's kilobytes), then
-			// the checkpoint.
-			s.call(in, scReq{op: "UpdateItem", key: scaleScope + "##partitions", wcu: s.indexShardUnits()}, lsTimeout, func() error {
-				s.indexed[p] = true
+			// dynamostore's CreateCheckpoint: the partition's index entry
+			// first (a PutItem of the keys alone under one of the index's
+			// keys: one write unit), then the checkpoint.
+			s.call(in, scReq{op: "PutItem", key: scIndexPK(store.PartitionIndexKey(p)), wcu: math.Ceil(float64(scIndexEntryBytes(p)) / 1024)}, lsTimeout, func() error {
+				s.index(p)
 				return nil
 			}, func(err error) {
 				if err != nil {
@@ -725,23 +739,50 @@ func (s *scaleSim) readLeases(in *scInstance, a instance.ReadLeases) {
 	})
 }
 
-// indexShardUnits is the write units of one partition-index write: the
-// shard's size (about 39 bytes a name, the names spread over 64 shards,
-// 100 bytes of key and attributes) in kilobytes, rounded up.
-func (s *scaleSim) indexShardUnits() float64 {
-	return math.Ceil(float64((len(s.indexed)+1)*39/64+100) / 1024)
+// scIndexPK is the partition key of the scale scope's index entries
+// numbered n (dynamostore's indexPK).
+func scIndexPK(n int) string { return fmt.Sprintf("%s##partitions#%02d", scaleScope, n) }
+
+// scIndexEntryBytes is DynamoDB's size of p's index entry: the names and
+// values of its two key attributes (dynamostore's indexEntry; its
+// TestPartitionIndexEntryIsItsKeysAlone pins that size).
+func scIndexEntryBytes(p string) int {
+	return len("pk") + len(scIndexPK(0)) + len("sk") + len("p#") + len(p)
+}
+
+// scLegacyIndexNameBytes is what a name costs in an earlier release's
+// string-set shard (the name and its share of the shard's keys).
+const scLegacyIndexNameBytes = 40
+
+// index records p's index entry (writing it again changes nothing).
+func (s *scaleSim) index(p string) {
+	if !s.indexed[p] {
+		s.indexed[p] = true
+		s.indexBytes[store.PartitionIndexKey(p)] += scIndexEntryBytes(p)
+	}
 }
 
 // listCheckpoints is dynamostore's ListCheckpoints under one store timeout:
-// a Query of the partition index (one partition key; about 40 bytes a
-// name, 1 MB a page), then ceil(P/100) BatchGetItems of 100 consistent
-// reads, store.ListReadsInFlight at a time. The store's answer is taken
-// when the last batch is served.
+// one consistent Query of each partition-index key (the key of earlier
+// releases and the store.PartitionIndexKeys keys: the total size of the
+// items returned, rounded up to 4 KB, at least one read unit; 1 MB a
+// page, its pages one after the other), store.ListReadsInFlight at a
+// time, then a BatchGetItem of 100 consistent reads for every 100
+// indexed names, store.ListReadsInFlight at a time. The store's answer is
+// taken when the last batch is served.
 func (s *scaleSim) listCheckpoints(in *scInstance, done func([]store.Checkpoint, error)) {
 	deadline := s.now + s.cfg.ListTimeout
-	idxBytes := 40 * len(s.part)
-	pages := (idxBytes + (1 << 20) - 1) >> 20
-	batches := (len(s.part) + 99) / 100
+	type query struct {
+		key         string
+		bytes, size int // bytes of the items; bytes an item
+	}
+	queries := []query{{key: scaleScope + "##partitions", bytes: s.legacyBytes, size: scLegacyIndexNameBytes}}
+	entry := scIndexEntryBytes(s.part[0])
+	for n, b := range s.indexBytes {
+		queries = append(queries, query{key: scIndexPK(n), bytes: b, size: entry})
+	}
+	indexed := len(s.indexed)
+	batches := (indexed + 99) / 100
 	failed := false
 	fail := func(err error) {
 		if !failed {
@@ -758,6 +799,14 @@ func (s *scaleSim) listCheckpoints(in *scInstance, done func([]store.Checkpoint,
 		}
 		return l, true
 	}
+	answer := func() {
+		cps, err := s.mem.ListCheckpoints(bg, scaleScope)
+		if err != nil {
+			fail(err)
+			return
+		}
+		done(cps, nil)
+	}
 	served, sent := 0, 0
 	var send func()
 	send = func() {
@@ -767,7 +816,7 @@ func (s *scaleSim) listCheckpoints(in *scInstance, done func([]store.Checkpoint,
 		if !ok {
 			return
 		}
-		n := min(100, len(s.part)-b*100)
+		n := min(100, indexed-b*100)
 		s.call(in, scReq{op: "BatchGetItem", rcu: float64(n), items: n}, l, func() error { return nil }, func(err error) {
 			if failed {
 				return
@@ -779,48 +828,55 @@ func (s *scaleSim) listCheckpoints(in *scInstance, done func([]store.Checkpoint,
 			served++
 			switch {
 			case served == batches:
-				cps, err := s.mem.ListCheckpoints(bg, scaleScope)
-				if err != nil {
-					fail(err)
-					return
-				}
-				done(cps, nil)
+				answer()
 			case sent < batches:
 				send()
 			}
 		})
 	}
-	var query func(i int)
-	query = func(i int) {
-		if i == pages {
-			if batches == 0 {
-				cps, err := s.mem.ListCheckpoints(bg, scaleScope)
-				if err != nil {
-					fail(err)
-					return
-				}
-				done(cps, nil)
-				return
-			}
-			for range min(store.ListReadsInFlight, batches) {
-				send()
-			}
-			return
-		}
+	queried, qsent := 0, 0
+	var page func(q query, off int)
+	next := func() {
+		q := queries[qsent]
+		qsent++
+		page(q, 0)
+	}
+	page = func(q query, off int) {
 		l, ok := left()
 		if !ok {
 			return
 		}
-		bytes := min(1<<20, idxBytes-i<<20)
-		s.call(in, scReq{op: "Query", key: scaleScope + "##partitions", rcu: math.Ceil(float64(bytes) / 4096), items: bytes / 40}, l, func() error { return nil }, func(err error) {
+		bytes := min(1<<20, q.bytes-off)
+		s.call(in, scReq{op: "Query", key: q.key, rcu: max(1, math.Ceil(float64(bytes)/4096)), items: bytes / q.size}, l, func() error { return nil }, func(err error) {
+			if failed {
+				return
+			}
 			if err != nil {
 				fail(err)
 				return
 			}
-			query(i + 1)
+			if off+bytes < q.bytes {
+				page(q, off+bytes)
+				return
+			}
+			queried++
+			switch {
+			case queried < len(queries):
+				if qsent < len(queries) {
+					next()
+				}
+			case batches == 0:
+				answer()
+			default:
+				for range min(store.ListReadsInFlight, batches) {
+					send()
+				}
+			}
 		})
 	}
-	query(0)
+	for range min(store.ListReadsInFlight, len(queries)) {
+		next()
+	}
 }
 
 // queue and pump: claims and releases, at most lsInFlight in flight.
@@ -1022,6 +1078,9 @@ func ScaleTable(rows []ScaleResult) string {
 		setup := r.Config.Model.Name + ", new scope"
 		if r.Config.Existing {
 			setup = r.Config.Model.Name + ", existing scope"
+			if r.Config.LegacyIndex {
+				setup += " (partition index of an earlier release)"
+			}
 		}
 		if r.Config.ListTimeout != lsTimeout {
 			setup += fmt.Sprintf(", what-if: listing deadline %s", r.Config.ListTimeout)

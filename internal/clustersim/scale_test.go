@@ -18,6 +18,7 @@ var (
 	flagScaleModel     = flag.String("scale-model", "dynamodb", "TestScaleTable's store model: dynamodb or dynalite")
 	flagScaleSeed      = flag.Uint64("scale-seed", 1, "TestScaleTable's seed")
 	flagScaleExisting  = flag.Bool("scale-existing", false, "TestScaleTable: the scope's checkpoints exist before the instances start (a restart, not a new scope)")
+	flagScaleLegacy    = flag.Bool("scale-legacy-index", false, "TestScaleTable with -scale-existing: the scope's partition index is in the layout of releases before issue 35 (64 string sets under one key)")
 	flagScalePhase     = flag.Duration("scale-phase-timeout", 0, "TestScaleTable: each phase's timeout in simulated time (0: 10 minutes)")
 	flagScaleList      = flag.Duration("scale-list-timeout", 0, "TestScaleTable: a what-if deadline of a lease read's checkpoint listing (0: the product's, the renew interval)")
 )
@@ -109,6 +110,25 @@ func TestScaleThrottlingAnswers(t *testing.T) {
 	require.Zero(t, res.DoubleHeld)
 }
 
+// TestScaleNewScopeIndexIsNotOneHotKey: a new scope's 10,000 checkpoint
+// creations by 10 instances write their partition-index entries (one write
+// unit each, dynamostore's layout) across the index's keys, so DynamoDB's
+// per-key limit throttles none of them (with the index under one key, as
+// before issue 35, thousands were throttled), and the cold start ends
+// balanced with every first page promoted.
+func TestScaleNewScopeIndexIsNotOneHotKey(t *testing.T) {
+	// dynamostore's entry of the same name in scope "scale" is 62 bytes
+	// (TestPartitionIndexEntryIsItsKeysAlone).
+	require.Equal(t, 62, scIndexEntryBytes("9e3779b9-0000-4000-8000-000000000001"))
+	res := RunScale(ScaleConfig{Seed: 1, Partitions: 10_000, Instances: 10})
+	t.Log(scaleRow(res))
+	require.True(t, res.ColdBalanced.Done, "balanced after the cold start")
+	require.True(t, res.ColdWork.Done, "first pages promoted")
+	require.GreaterOrEqual(t, res.ColdBalanced.Requests["PutItem"], 10_000, "an index entry and a checkpoint put per partition")
+	require.Zero(t, res.ColdBalanced.Throttled, "requests throttled in the cold start")
+	require.Zero(t, res.DoubleHeld)
+}
+
 // TestScaleSingleServerQueues: with one server (dynalite), requests that
 // arrive together are served one after the other, each taking the service
 // time (a batch longer by its further items).
@@ -124,7 +144,7 @@ func TestScaleSingleServerQueues(t *testing.T) {
 // TestScaleTable prints the scale table (full size: minutes): go test
 // ./internal/clustersim -run TestScaleTable -timeout 60m -v -args
 // -scale-table [-scale-sizes 10000,100000] [-scale-instances 3,10]
-// [-scale-model dynamodb|dynalite] [-scale-existing]
+// [-scale-model dynamodb|dynalite] [-scale-existing [-scale-legacy-index]]
 // [-scale-list-timeout 30s] [-scale-phase-timeout 10m].
 func TestScaleTable(t *testing.T) {
 	if !*flagScaleTable {
@@ -138,7 +158,7 @@ func TestScaleTable(t *testing.T) {
 	for _, p := range ints(t, *flagScaleSizes) {
 		for _, n := range ints(t, *flagScaleInstances) {
 			start := time.Now()
-			res := RunScale(ScaleConfig{Seed: *flagScaleSeed, Partitions: p, Instances: n, Model: model, ListTimeout: *flagScaleList, Existing: *flagScaleExisting, PhaseTimeout: *flagScalePhase})
+			res := RunScale(ScaleConfig{Seed: *flagScaleSeed, Partitions: p, Instances: n, Model: model, ListTimeout: *flagScaleList, Existing: *flagScaleExisting, LegacyIndex: *flagScaleLegacy, PhaseTimeout: *flagScalePhase})
 			t.Logf("%s (%d events, %s)", scaleRow(res), res.Events, time.Since(start).Round(time.Second))
 			require.Zero(t, res.DoubleHeld, "a partition held by two live instances")
 			require.Empty(t, res.Disagree, "the machines hold what the workers run")

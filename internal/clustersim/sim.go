@@ -202,6 +202,10 @@ type Config struct {
 	// (promotion_min_pages 1), so schedules pinned before the wait existed
 	// replay as recorded.
 	NoPromotionWait bool
+	// NoWitnessGroups: every witness is written alone
+	// (witness_group_pages 1), so schedules pinned before group commit
+	// existed replay as recorded.
+	NoWitnessGroups bool
 }
 
 // Result is the outcome of one schedule.
@@ -314,6 +318,9 @@ type Stats struct {
 	// the times a ready promotion began to wait for the page behind it
 	// (promotion_min_pages).
 	Coalesced, PromotionWaits int
+	// WitnessGroups counts the writes of several witnesses in one
+	// (witness_group_pages).
+	WitnessGroups int
 	// Recreates counts sources recreated (op recreate); Reincarnations the
 	// resets into a new incarnation that lanes wrote; ReopenedComplete the
 	// resets of a durably complete checkpoint (a sealed source recreated:
@@ -362,6 +369,12 @@ type Stats struct {
 	// read from the old incarnation's cursor before the incarnation
 	// check, make them.
 	LateSeen int
+	// UnstableSeen: two answers of one (C, G) with the same snapshot
+	// marker and different events (snapshot_unstable): only a recreated
+	// source, whose new incarnation numbers its snapshots from the start
+	// again, answers the old incarnation's cursor so, before the
+	// incarnation check explains it.
+	UnstableSeen int
 	// Regressing watermarks: schedules with the fault, pages that carried
 	// one, reports of it (watermark_regressed), withdrawals of the scalar
 	// frontier written.
@@ -461,6 +474,9 @@ type setup struct {
 	// page behind it (promotion_min_pages, promotion_linger).
 	minPages int
 	linger   time.Duration
+	// witnessGroup: witnesses of up to this many pages written in one
+	// write (witness_group_pages; 1: each alone).
+	witnessGroup int
 	// broken names the partition whose answers turn persistently
 	// malformed (empty: none).
 	broken string
@@ -635,10 +651,11 @@ func newSim(cfg Config) *sim {
 		initial:    2 + r.IntN(3),
 		assign:     map[string][]int{},
 		// From its own hash, so that the other choices of a seed stay.
-		exit:     partSeed(cfg.Seed, "exit_when_complete")%4 == 0,
-		coalesce: partSeed(cfg.Seed, "coalesce_promotions")%2 == 0,
-		minPages: []int{1, 2, 4}[partSeed(cfg.Seed, "promotion_min_pages")%3],
-		linger:   []time.Duration{10 * time.Millisecond, 100 * time.Millisecond, time.Second}[partSeed(cfg.Seed, "promotion_linger")%3],
+		exit:         partSeed(cfg.Seed, "exit_when_complete")%4 == 0,
+		coalesce:     partSeed(cfg.Seed, "coalesce_promotions")%2 == 0,
+		minPages:     []int{1, 2, 4}[partSeed(cfg.Seed, "promotion_min_pages")%3],
+		linger:       []time.Duration{10 * time.Millisecond, 100 * time.Millisecond, time.Second}[partSeed(cfg.Seed, "promotion_linger")%3],
+		witnessGroup: []int{1, 1, 2, 4}[partSeed(cfg.Seed, "witness_group_pages")%4],
 		// A third of the schedules run discovery, with one to three
 		// publishers (from its own hash too).
 		discovery: partSeed(cfg.Seed, "discovery")%3 == 0,
@@ -660,6 +677,9 @@ func newSim(cfg Config) *sim {
 	}
 	if cfg.NoPromotionWait {
 		su.minPages = 1
+	}
+	if cfg.NoWitnessGroups {
+		su.witnessGroup = 1
 	}
 	if cfg.Metamorphic {
 		s.metamorphicSetup(&su)
@@ -830,8 +850,8 @@ func newSim(cfg Config) *sim {
 	}
 	s.oracle.membership()
 	s.syncLanes()
-	s.desc = fmt.Sprintf("seed=%d variant=%s workers=%d publishers=%d depth=%d batch=%d coalesce=%v min_pages=%d linger=%s retry=%v queue=%v prune=%d max_poll=%s %s %s parts=%s",
-		cfg.Seed, cfg.Variant, su.workers, su.publishers, su.depth, su.batch, su.coalesce, su.minPages, su.linger, su.retry, su.queue, su.prune, su.maxPoll, s.faults, s.lease, strings.Join(desc, ","))
+	s.desc = fmt.Sprintf("seed=%d variant=%s workers=%d publishers=%d depth=%d batch=%d coalesce=%v min_pages=%d linger=%s witness_group=%d retry=%v queue=%v prune=%d max_poll=%s %s %s parts=%s",
+		cfg.Seed, cfg.Variant, su.workers, su.publishers, su.depth, su.batch, su.coalesce, su.minPages, su.linger, su.witnessGroup, su.retry, su.queue, su.prune, su.maxPoll, s.faults, s.lease, strings.Join(desc, ","))
 	if su.discovery {
 		s.desc += " discovery"
 	}

@@ -182,6 +182,7 @@ func assertCoverage(t *testing.T, s Stats) {
 		"pages with tied positions": s.Ties, "durably completed partitions": s.Completions,
 		"lanes ended by exit_when_complete": s.Exits, "instances ended by their machine's Exit": s.InstanceExits, "coalesced promotions": s.Coalesced,
 		"promotions that waited for the page behind": s.PromotionWaits,
+		"witnesses written in groups":                s.WitnessGroups,
 		"transient fetch failures retried":           s.TransientRetries, "transient retries that ran out": s.TransientGiveUps,
 		"queued emissions dropped at a chain's end": s.DroppedEmissions, "witnesses pruned": s.Pruned,
 		"schedules with discovery": s.DiscoveryRuns, "schedules with three publishers": s.ThreePublisherRuns,

@@ -32,7 +32,12 @@ func (v Variant) configure(cfg *chain.Config) {
 	case IgnoreIncarnation:
 		cfg.IgnoreIncarnation = true
 	case EmitBeforeIncarnationCheck:
+		// The previous release's order: each page's events right after
+		// its own witness write (witnesses written alone: a group's wait
+		// for the page behind moves the emission later, past most
+		// recreations the check would have caught).
 		cfg.EmitBeforeCheck = true
+		cfg.WitnessGroupPages = 1
 	case SkipRereadReceipts:
 		cfg.SkipRereadReceipts = true
 	case BareEmptyPage:

@@ -159,6 +159,7 @@ func (l *lane) config() chain.Config {
 	cfg.ExitWhenComplete = l.s.setup.exit && l.s.lease == nil
 	cfg.CoalescePromotions = l.s.setup.coalesce
 	cfg.PromoteMinPages, cfg.PromoteLinger = l.s.setup.minPages, l.s.setup.linger
+	cfg.WitnessGroupPages = l.s.setup.witnessGroup
 	cfg.MaxPollInterval = l.s.setup.maxPoll
 	l.s.variant.configure(&cfg)
 	return cfg
@@ -381,6 +382,9 @@ func (l *lane) handle(acts []chain.Action) {
 			l.handle(l.m.Step(in))
 		default:
 			// A store call: the step's one, or the next step's.
+			if _, ok := a.(chain.PutWitnesses); ok {
+				l.s.stats.WitnessGroups++
+			}
 			l.s.variant.asked(l, a)
 			if l.budget > 0 {
 				l.budget--
@@ -585,6 +589,8 @@ func (s *Stats) count(c chain.Count) {
 			s.RegressionsSeen++
 		case reconcile.LatePosition:
 			s.LateSeen++
+		case reconcile.SnapshotUnstable:
+			s.UnstableSeen++
 		case reconcile.OffsetShapedSuccessor:
 			s.OffsetShapedSeen++
 		default:

@@ -34,7 +34,8 @@
 //	item                 pk                       sk
 //	checkpoint           <scope>#<partition>      checkpoint
 //	response witness     <scope>#<partition>      witness#<generation, 20 digits>#<attempt id>
-//	partition index      <scope>##partitions      shard#<NN>  (64 shards; record: earlier versions)
+//	partition index      <scope>##partitions#<NN> p#<partition>  (NN: store.PartitionIndexKey, 16 keys)
+//	  earlier releases   <scope>##partitions      shard#<NN>, record  (read, never written)
 //	membership record    <scope>##membership      record      (root)
 //	membership page      <scope>##membership      page#<epoch>#<digest>#<i>  (records over 64 KB)
 //	published frontier   <scope>##frontier        record      (root)
@@ -44,8 +45,9 @@
 // The witnesses of (partition, generation) are one consistent Query on
 // begins_with(sk, "witness#<generation>#"); the fixed width keeps
 // generation 1 from matching 10. ListCheckpoints reads the partition index
-// (64 string sets, a name written once to its shard before its checkpoint)
-// with one consistent Query and then the checkpoints with consistent
+// (an item per name, written before its checkpoint, spread over 16
+// partition keys; and the 64 string-set shards of earlier releases) with
+// 17 consistent Queries and then the checkpoints with consistent
 // BatchGetItem, so it never misses one and never scans witnesses. The
 // paged membership and the frontier shards: membership_shards.go and
 // published.go.
@@ -78,7 +80,8 @@
 //	            seal       BOOL  provider said the partition ends here (absent: false)
 //	            disp       S     pending | promoted | abandoned
 //	            ack        N     receipts: leading events with a durable outcome
-//	partitions  parts      SS    names of the scope's partitions in this index shard
+//	index entry (none)           the keys alone: one write unit
+//	index shard parts      SS    earlier releases: names of the scope's partitions in this shard
 //	membership  ep, parts, unproven, cutk/cut, proven, why   epoch, ordered partition
 //	                             list (L), partitions still lacking proof (L), cutover
 //	                             watermark, proven flag, reason; incs (M: member -> N)
@@ -92,7 +95,7 @@
 // # Writes and their conditions
 //
 //	operation          request     condition
-//	CreateCheckpoint   UpdateItem  index shard: attribute_not_exists(parts) OR NOT contains(parts, :p)
+//	CreateCheckpoint   PutItem     index entry: none (the keys alone: writing it again writes the same item)
 //	                   PutItem     attribute_not_exists(pk)
 //	Promote            UpdateItem  cur = :c AND gen = :g AND attribute_not_exists(park)
 //	                               [AND lo = :lo AND lc = :lc]
@@ -106,8 +109,14 @@
 //	TakeOverHeartbeat  UpdateItem  n = :seen AND attribute_not_exists(tk)
 //	DeleteHeartbeat    DeleteItem  attribute_not_exists(pk) OR (n = :n AND tk as held)
 //	PutWitness         PutItem     attribute_not_exists(pk)   (failed: same response = no-op)
+//	PutWitnesses       PutItem     attribute_not_exists(pk) of the first witness's key (one item
+//	                               for the group, witness_group.go; failed: same group = no-op)
 //	RecordReceipt      UpdateItem  attribute_exists(pk) AND ack < :n AND nev >= :n
-//	SetDisposition     UpdateItem  disp = "pending"           (failed: same state = no-op)
+//	                               (a witness inside a group: its overlay item,
+//	                               attribute_not_exists(pk) OR ack < :n)
+//	SetDisposition     UpdateItem  disp = "pending"           (failed: same state = no-op;
+//	                               a witness inside a group: its overlay item,
+//	                               attribute_not_exists(pk) OR disp = "pending")
 //	SwapMembership     PutItem     pages: none (keyed by epoch and digest), then
 //	                               root: attribute_not_exists(pk) | ep = :prev
 //	PublishFrontier    PutItem     each changed shard: attribute_not_exists(pk) | ver = :read

@@ -257,10 +257,10 @@ func (s *DynamoStore) LoadCheckpoint(ctx context.Context, k store.Key) (store.Ch
 	return *c, nil
 }
 
-// CreateCheckpoint implements store.Store: the partition is first added to
-// the scope's partition index (an idempotent conditional set insert, so
-// ListCheckpoints never misses a checkpoint), then the checkpoint is put
-// with attribute_not_exists(pk).
+// CreateCheckpoint implements store.Store: the partition's entry is first
+// put in the scope's partition index (the keys alone, idempotent; a
+// failure fails the creation, so ListCheckpoints never misses a
+// checkpoint), then the checkpoint is put with attribute_not_exists(pk).
 func (s *DynamoStore) CreateCheckpoint(ctx context.Context, c store.Checkpoint) (store.Checkpoint, error) {
 	if err := c.Validate(); err != nil {
 		return store.Checkpoint{}, err
@@ -487,8 +487,9 @@ func (s *DynamoStore) Unpark(ctx context.Context, k store.Key, cursor []byte, ge
 	return decodeCheckpoint(k, out.Attributes)
 }
 
-// ListCheckpoints implements store.Store: one consistent Query of the
-// scope's partition index (its shards), then consistent BatchGetItem requests of up to
+// ListCheckpoints implements store.Store: consistent Queries of the
+// scope's partition index (its store.PartitionIndexKeys keys and the key
+// of earlier releases), then consistent BatchGetItem requests of up to
 // 100 checkpoints, at most store.ListReadsInFlight at a time. Checkpoints
 // come in partition order.
 func (s *DynamoStore) ListCheckpoints(ctx context.Context, scope string) ([]store.Checkpoint, error) {
@@ -652,15 +653,19 @@ func (s *DynamoStore) PutWitness(ctx context.Context, w reconcile.Witness) error
 	return &store.FenceError{Key: k, Op: "put witness", Reason: fmt.Sprintf("attempt %q at generation %d is already stored with different content", w.AttemptID, w.Generation), WantGeneration: w.Generation}
 }
 
-// Witnesses implements store.Store with one consistent Query on
-// begins_with(sk, "witness#<generation>#") (paginated).
+// Witnesses implements store.Store with one consistent Query of the sort
+// keys witness#<generation-(store.MaxWitnessGroup-1)># through
+// witness#<generation>#~ (paginated): the witnesses of generation, alone
+// or in a group that began at most store.MaxWitnessGroup-1 generations
+// before it (witness_group.go).
 func (s *DynamoStore) Witnesses(ctx context.Context, k store.Key, generation uint64) ([]reconcile.Witness, error) {
 	if err := k.Validate(); err != nil {
 		return nil, err
 	}
 	e := newExpr()
-	cond := fmt.Sprintf("%s = %s AND begins_with(%s, %s)", e.n(attrPK), e.v("pk", avS(checkpointPK(k))), e.n(attrSK), e.v("pre", avS(witnessPrefix(generation))))
-	out, err := s.queryWitnesses(ctx, k, e, cond)
+	cond := fmt.Sprintf("%s = %s AND %s BETWEEN %s AND %s", e.n(attrPK), e.v("pk", avS(checkpointPK(k))), e.n(attrSK),
+		e.v("lo", avS(witnessPrefix(groupFloor(generation)))), e.v("hi", avS(witnessPrefix(generation)+"~")))
+	out, err := s.queryWitnesses(ctx, k, e, cond, func(g uint64) bool { return g == generation })
 	if err != nil {
 		return nil, err
 	}
@@ -669,13 +674,14 @@ func (s *DynamoStore) Witnesses(ctx context.Context, k store.Key, generation uin
 }
 
 // queryWitnesses runs one consistent Query of witness items of k under
-// cond (a key condition built with e), across every result page.
-func (s *DynamoStore) queryWitnesses(ctx context.Context, k store.Key, e *expr, cond string) ([]reconcile.Witness, error) {
+// cond (a key condition built with e), across every result page, and
+// returns the witnesses whose generation keep accepts.
+func (s *DynamoStore) queryWitnesses(ctx context.Context, k store.Key, e *expr, cond string, keep func(uint64) bool) ([]reconcile.Witness, error) {
 	items, err := s.queryItems(ctx, e, cond, "")
 	if err != nil {
 		return nil, s.wrap("read witnesses of", k, err)
 	}
-	return decodeItems(items, decodeWitness)
+	return decodeWitnessItems(items, keep)
 }
 
 // queryItems runs one consistent Query under the key condition cond (built
@@ -749,7 +755,16 @@ func (s *DynamoStore) RecordReceipt(ctx context.Context, k store.Key, generation
 		return s.wrap("record receipt: reading the witness of", k, err)
 	}
 	if it == nil {
-		return fmt.Errorf("%w: no witness %s at generation %d of %s", store.ErrNotFound, attempt, generation, k)
+		// A witness written inside a group has no item of its own until
+		// its receipts or disposition change (witness_group.go).
+		w, ok, err := s.follower(ctx, k, generation, attempt)
+		if err != nil {
+			return s.wrap("record receipt: reading the witness group of", k, err)
+		}
+		if !ok {
+			return fmt.Errorf("%w: no witness %s at generation %d of %s", store.ErrNotFound, attempt, generation, k)
+		}
+		return s.recordFollowerReceipt(ctx, k, w, ackedThrough)
 	}
 	events, _, err := getU(it, attrNEvents)
 	if err != nil {
@@ -789,7 +804,14 @@ func (s *DynamoStore) SetDisposition(ctx context.Context, k store.Key, generatio
 		return s.wrap("set disposition: reading the witness of", k, err)
 	}
 	if it == nil {
-		return fmt.Errorf("%w: no witness %s at generation %d of %s", store.ErrNotFound, attempt, generation, k)
+		w, ok, err := s.follower(ctx, k, generation, attempt)
+		if err != nil {
+			return s.wrap("set disposition: reading the witness group of", k, err)
+		}
+		if !ok {
+			return fmt.Errorf("%w: no witness %s at generation %d of %s", store.ErrNotFound, attempt, generation, k)
+		}
+		return s.setFollowerDisposition(ctx, k, w, d)
 	}
 	ds, err := getS(it, attrDisp)
 	if err != nil {

@@ -6,14 +6,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"hash/fnv"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tidemark/tidemark/internal/store"
 )
@@ -39,10 +39,12 @@ import (
 // deleted after a successful swap, those of a lost swap at once (best
 // effort: a leftover page is never read, its key names another digest).
 //
-// The partition index is indexShards items (sk shard#NN, NN = FNV-1a of
-// the name mod indexShards) under <scope>##partitions; ListCheckpoints
-// reads them (and the single record of earlier versions) with one
-// consistent Query.
+// The partition index is one item per partition, its keys alone
+// (indexEntry: pk <scope>##partitions#<NN>, NN = store.PartitionIndexKey
+// of the name, sk p#<name>), written before the checkpoint. ListCheckpoints
+// queries the store.PartitionIndexKeys keys and the key of earlier
+// releases, <scope>##partitions (64 string-set shards shard#NN, and a
+// single record before them), which is read and never written.
 
 const (
 	inlineMembershipBytes = 64 << 10
@@ -52,8 +54,7 @@ const (
 	attrDigest            = "dig" // S: digest of its payload
 	attrData              = "d"   // B: one page
 
-	indexShards  = 64
-	skIndexShard = "shard#"
+	skIndexEntry = "p#"
 )
 
 type membershipPayload struct {
@@ -328,52 +329,101 @@ func normalizeMembership(m store.Membership) store.Membership {
 	return m
 }
 
-// indexShardKey is the partition-index item that lists partition.
-func indexShardKey(scope, partition string) item {
-	h := fnv.New32a()
-	h.Write([]byte(partition))
-	return item{attrPK: avS(recordPK(scope, recPartitions)), attrSK: avS(fmt.Sprintf("%s%02d", skIndexShard, h.Sum32()%indexShards))}
+// indexEntry is the partition-index item that lists k.Partition: the keys
+// alone, pk <scope>##partitions#<NN> (NN = store.PartitionIndexKey), sk
+// p#<name>.
+func indexEntry(k store.Key) item {
+	return item{attrPK: avS(indexPK(k.Scope, store.PartitionIndexKey(k.Partition))), attrSK: avS(skIndexEntry + k.Partition)}
 }
 
-// indexPartition adds k.Partition to the string set of its partition-index
-// shard. It records no progress; its condition only skips the write when
-// the name is already there.
+// indexPK is the partition key of the scope's partition-index entries
+// numbered n.
+func indexPK(scope string, n int) string {
+	return recordPK(scope, fmt.Sprintf("%s#%02d", recPartitions, n))
+}
+
+// indexPartition writes k.Partition's partition-index entry: one PutItem of
+// the keys alone, unconditional (writing it again writes the same item).
+// It records no progress.
 func (s *DynamoStore) indexPartition(ctx context.Context, k store.Key) error {
-	e := newExpr()
-	parts := e.n(attrParts)
-	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.table),
-		Key:                       indexShardKey(k.Scope, k.Partition),
-		UpdateExpression:          aws.String("ADD " + parts + " " + e.v("p", &types.AttributeValueMemberSS{Value: []string{k.Partition}})),
-		ConditionExpression:       aws.String("attribute_not_exists(" + parts + ") OR NOT contains(" + parts + ", " + e.v("name", avS(k.Partition)) + ")"),
-		ExpressionAttributeNames:  e.names,
-		ExpressionAttributeValues: e.vals(),
-	})
-	if err != nil && !isConditionFailed(err) {
+	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: indexEntry(k)})
+	if err != nil {
 		return s.wrap("index partition", k, err)
 	}
 	return nil
 }
 
-// indexedPartitions reads the partition index of scope: every shard and
-// the single record of earlier versions, with one consistent Query.
+// indexedPartitions reads the partition index of scope: one consistent
+// Query of each of its store.PartitionIndexKeys keys and one of the key
+// of earlier releases (64 string-set shards, and the single record before
+// them: read, never written), store.ListReadsInFlight at a time.
 func (s *DynamoStore) indexedPartitions(ctx context.Context, scope string) ([]string, error) {
-	items, err := s.queryPrefix(ctx, recordPK(scope, recPartitions), "")
-	if err != nil {
-		return nil, err
+	pks := make([]string, 0, store.PartitionIndexKeys+1)
+	pks = append(pks, recordPK(scope, recPartitions))
+	for n := range store.PartitionIndexKeys {
+		pks = append(pks, indexPK(scope, n))
+	}
+	results := make([][]item, len(pks))
+	errs := make([]error, len(pks))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sem := make(chan struct{}, store.ListReadsInFlight)
+	var wg sync.WaitGroup
+	for i, pk := range pks {
+		sem <- struct{}{}
+		if ctx.Err() != nil {
+			<-sem
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			results[i], errs[i] = s.queryPrefix(ctx, pk, "")
+			if errs[i] != nil {
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	var first error
+	for _, err := range errs {
+		if err != nil && (first == nil || errors.Is(first, context.Canceled)) {
+			first = err
+		}
+	}
+	if first == nil {
+		first = ctx.Err()
+	}
+	if first != nil {
+		return nil, first
 	}
 	seen := map[string]bool{}
 	var out []string
-	for _, it := range items {
+	add := func(p string) {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	for _, it := range results[0] { // earlier releases: string sets
 		ps, err := getStrings(it, attrParts)
 		if err != nil {
 			return nil, err
 		}
 		for _, p := range ps {
-			if !seen[p] {
-				seen[p] = true
-				out = append(out, p)
+			add(p)
+		}
+	}
+	for _, items := range results[1:] {
+		for _, it := range items {
+			sk, err := getS(it, attrSK)
+			if err != nil {
+				return nil, err
 			}
+			p, ok := strings.CutPrefix(sk, skIndexEntry)
+			if !ok {
+				return nil, fmt.Errorf("%w: %q is not a partition-index entry", errMalformed, sk)
+			}
+			add(p)
 		}
 	}
 	slices.Sort(out)

@@ -14,9 +14,11 @@ import (
 	"github.com/tidemark/tidemark/internal/store"
 )
 
-// At 100,000 partitions with 36-character names, the partition index's
-// shards, the published frontier's shards and root, and the membership
-// pages and root are each under 350 KB (DynamoDB's limit is 400 KB).
+// At 100,000 partitions with 36-character names, the published frontier's
+// shards and root, and the membership pages and root are each under 350
+// KB (DynamoDB's limit is 400 KB); each partition-index entry is one write
+// unit, every one of the index's keys is used, and the entries under each
+// key are read by one Query page (1 MB).
 func TestItemsAt100kPartitionsStayUnderTheItemLimit(t *testing.T) {
 	const scope, n = "audit", 100_000
 	names := make([]string, n)
@@ -25,19 +27,24 @@ func TestItemsAt100kPartitionsStayUnderTheItemLimit(t *testing.T) {
 	}
 	const limit = 350 << 10
 
-	index := map[string][]string{}
-	for _, p := range names {
-		sk := indexShardKey(scope, p)[attrSK].(*types.AttributeValueMemberS).Value
-		index[sk] = append(index[sk], p)
-	}
-	require.Len(t, index, indexShards)
 	largest := map[string]int{}
 	note := func(kind string, it item) {
 		largest[kind] = max(largest[kind], ItemSize(it))
 		require.Less(t, ItemSize(it), limit, kind)
 	}
-	for sk, ps := range index {
-		note("index shard", item{attrPK: avS(recordPK(scope, recPartitions)), attrSK: avS(sk), attrParts: &types.AttributeValueMemberSS{Value: ps}})
+	// The partition index: an entry of one write unit per partition, and
+	// what a listing's Query of each key reads.
+	perKey := map[string]int{}
+	for _, p := range names {
+		it := indexEntry(store.Key{Scope: scope, Partition: p})
+		note("index entry", it)
+		require.LessOrEqual(t, ItemSize(it), 1024, "an index entry is one write unit")
+		perKey[it[attrPK].(*types.AttributeValueMemberS).Value] += ItemSize(it)
+	}
+	require.Len(t, perKey, store.PartitionIndexKeys, "every index key is used")
+	for pk, bytes := range perKey {
+		largest["index key (bytes a listing reads)"] = max(largest["index key (bytes a listing reads)"], bytes)
+		require.Less(t, bytes, 1<<20, "the entries of %s are one Query page", pk)
 	}
 
 	vec := make(map[string]coord.Watermark, n)

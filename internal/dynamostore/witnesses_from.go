@@ -13,16 +13,18 @@ import (
 )
 
 // WitnessesFrom implements store.Store with one consistent Query over the
-// sort-key range witness#<from>… (generations are zero-padded, so the range
-// is exactly the generations at or above from).
+// sort-key range witness#<from-(store.MaxWitnessGroup-1)>… (generations are
+// zero-padded, so the range is exactly the generations at or above it:
+// the witnesses at or above from, alone or in a group that began before
+// from, witness_group.go).
 func (s *DynamoStore) WitnessesFrom(ctx context.Context, k store.Key, fromGeneration uint64) ([]reconcile.Witness, error) {
 	if err := k.Validate(); err != nil {
 		return nil, err
 	}
 	e := newExpr()
 	cond := fmt.Sprintf("%s = %s AND %s BETWEEN %s AND %s", e.n(attrPK), e.v("pk", avS(checkpointPK(k))), e.n(attrSK),
-		e.v("lo", avS(witnessPrefix(fromGeneration))), e.v("hi", avS(skWitnessPrefix+"~")))
-	out, err := s.queryWitnesses(ctx, k, e, cond)
+		e.v("lo", avS(witnessPrefix(groupFloor(fromGeneration)))), e.v("hi", avS(skWitnessPrefix+"~")))
+	out, err := s.queryWitnesses(ctx, k, e, cond, func(g uint64) bool { return g >= fromGeneration })
 	if err != nil {
 		return nil, err
 	}
@@ -32,9 +34,11 @@ func (s *DynamoStore) WitnessesFrom(ctx context.Context, k store.Key, fromGenera
 
 // PruneWitnesses implements store.Store: one consistent Query of the keys
 // of the witnesses of k below generation below (sk BETWEEN "witness#0…" and
-// the prefix of below), then BatchWriteItem deletes of 25 keys at a time.
-// Each deleted witness costs a write unit; with witness_ttl DynamoDB's TTL
-// deletes them for free instead.
+// the prefix of below, with each group's last generation), then
+// BatchWriteItem deletes of 25 keys at a time. A group whose last
+// generation is at or above below is kept (it holds a witness still
+// read). Each deleted item costs a write unit; with witness_ttl
+// DynamoDB's TTL deletes them for free instead.
 func (s *DynamoStore) PruneWitnesses(ctx context.Context, k store.Key, below uint64) (int, error) {
 	if err := k.Validate(); err != nil {
 		return 0, err
@@ -45,9 +49,18 @@ func (s *DynamoStore) PruneWitnesses(ctx context.Context, k store.Key, below uin
 	e := newExpr()
 	cond := fmt.Sprintf("%s = %s AND %s BETWEEN %s AND %s", e.n(attrPK), e.v("pk", avS(checkpointPK(k))), e.n(attrSK),
 		e.v("lo", avS(witnessPrefix(0))), e.v("hi", avS(witnessPrefix(below-1)+"~")))
-	keys, err := s.queryItems(ctx, e, cond, e.n(attrPK)+", "+e.n(attrSK))
+	items, err := s.queryItems(ctx, e, cond, e.n(attrPK)+", "+e.n(attrSK)+", "+e.n(attrGroupLast))
 	if err != nil {
 		return 0, s.wrap("list witnesses to prune of", k, err)
+	}
+	keys := items[:0]
+	for _, it := range items {
+		if last, grouped, err := getU(it, attrGroupLast); err != nil {
+			return 0, err
+		} else if grouped && last >= below {
+			continue
+		}
+		keys = append(keys, item{attrPK: it[attrPK], attrSK: it[attrSK]})
 	}
 	return s.batchDelete(ctx, keys, "witnesses", k)
 }

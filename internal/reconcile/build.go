@@ -37,6 +37,36 @@ func EventOf(e Event) EventWitness {
 	return EventWitness{IDHash: HashID(e.ID), Position: e.Position, Digest: HashPayload(p)}
 }
 
+// HashCompact is the compact event witness's fingerprint of an event (the
+// opt-in compact_witness encoding): the first 4 bytes of the SHA-256 of its
+// id (length-prefixed) and the payload bytes given, big-endian, as a
+// number below 2^32. It stands for both the id hash and the payload digest
+// (EventOfCompact); see the package doc for its collision bound.
+func HashCompact(id string, payload []byte) uint64 {
+	h := sha256.New()
+	var n [binary.MaxVarintLen64]byte
+	h.Write(n[:binary.PutUvarint(n[:], uint64(len(id)))])
+	h.Write([]byte(id))
+	h.Write(payload)
+	var s [sha256.Size]byte
+	return uint64(binary.BigEndian.Uint32(h.Sum(s[:0])[:4]))
+}
+
+// EventOfCompact returns the compact event witness of e: IDHash and Digest
+// both HashCompact of its id and of Semantic when not nil, else of
+// Payload, and its exact position. A changed payload under the same id is
+// therefore another identity at the same position (under ordered
+// positions a receipt conflict, as a changed digest is; otherwise the
+// earlier event is missing from the retry: divergence).
+func EventOfCompact(e Event) EventWitness {
+	p := e.Payload
+	if e.Semantic != nil {
+		p = e.Semantic
+	}
+	fp := HashCompact(e.ID, p)
+	return EventWitness{IDHash: fp, Position: e.Position, Digest: fp}
+}
+
 // CursorHash names an opaque cursor in logs and errors without revealing it:
 // "sha256:" and the first 8 bytes of its SHA-256 in hex ("none" for an empty
 // cursor).
@@ -61,6 +91,12 @@ type BuildInput struct {
 	AttemptID string
 	Response  Response
 	Contract  Contract
+	// Compact builds the compact event witness (EventOfCompact, 4 bytes an
+	// event when stored) instead of EventOf's 64-bit id hash and digest.
+	// A page two of whose distinct ids share a fingerprint is built with
+	// EventOf (a deterministic function of the page: a retry of the same
+	// page gets the same form).
+	Compact bool
 }
 
 // Build makes the response witness of one fetch: the ordered event witness
@@ -100,7 +136,16 @@ func Build(in BuildInput) (Witness, error) {
 		if in.Contract.Ordered() && i > 0 && e.Position.Compare(r.Events[i-1].Position) <= 0 {
 			return Witness{}, &OrderError{Partition: in.Partition, Index: i, Previous: r.Events[i-1].Position, Position: e.Position}
 		}
-		events = append(events, EventOf(e))
+		if in.Compact {
+			events = append(events, EventOfCompact(e))
+		} else {
+			events = append(events, EventOf(e))
+		}
+	}
+	if in.Compact && !distinctHashes(events) {
+		for i, e := range r.Events {
+			events[i] = EventOf(e)
+		}
 	}
 	if r.HasMore && (len(r.Successor) == 0 || r.Sealed) {
 		// The source's own flag says more pages follow: a page that would
@@ -255,4 +300,16 @@ func (w Witness) String() string {
 func sameRequest(a, b Witness) bool {
 	return a.Scope == b.Scope && a.Partition == b.Partition && a.Generation == b.Generation &&
 		bytes.Equal(a.InputCursor, b.InputCursor)
+}
+
+// distinctHashes reports whether no two events share an IDHash.
+func distinctHashes(events []EventWitness) bool {
+	seen := make(map[uint64]struct{}, len(events))
+	for _, e := range events {
+		if _, dup := seen[e.IDHash]; dup {
+			return false
+		}
+		seen[e.IDHash] = struct{}{}
+	}
+	return true
 }

@@ -16,7 +16,12 @@ import (
 // source's contract): that digest is written once, 8 bytes big-endian,
 // right after the count, and every event carries its IDHash alone. Readers
 // read every format; EncodeEvents picks 4 to 6 only when they hold the same
-// values, so the choice never changes what is compared.
+// values, so the choice never changes what is compared. Formats 7 to 9 are
+// the three layouts again for a page of compact witnesses
+// (EventOfCompact, the opt-in compact_witness): every event's IDHash
+// equals its Digest and is below 2^32, and it is written once, 4 bytes
+// big-endian. EncodeEvents picks them only for such pages (so they too
+// round-trip exactly); a 64-bit witness is never cut to them.
 const (
 	// formatDelta: integer positions, each as a zigzag varint, the first
 	// absolute and every other the (wrapping) difference from the previous
@@ -35,13 +40,18 @@ const (
 	// sharedDigest is added to a format (formatDelta, formatConsecutive,
 	// formatKinded) when its events share one Digest, written once.
 	sharedDigest byte = 3
+	// compactEvents is added to a format (formats 7 to 9) when every event
+	// is a compact witness (EventOfCompact: IDHash equal to Digest, below
+	// 2^32): each then carries that fingerprint alone, 4 bytes big-endian.
+	compactEvents byte = 6
 )
 
 // eventBytes is the fixed part of an encoded event: IDHash and Digest;
 // idBytes the part of one whose Digest is shared.
 const (
-	eventBytes = 16
-	idBytes    = 8
+	eventBytes   = 16
+	idBytes      = 8
+	compactBytes = 4
 )
 
 // EncodeEvents returns the compact stored form of an event witness, never
@@ -66,9 +76,18 @@ func EncodeEvents(events []EventWitness) []byte {
 			shared = shared && e.Digest == events[0].Digest
 		}
 	}
+	// compact: every event a compact witness (EventOfCompact); its
+	// fingerprint is written alone, 4 bytes.
+	compact := len(events) > 0
+	for _, e := range events {
+		compact = compact && e.IDHash == e.Digest && e.IDHash <= math.MaxUint32
+	}
 	var add byte
 	appendHashes := appendHashes
-	if shared {
+	switch {
+	case compact:
+		add, appendHashes, shared = compactEvents, appendFingerprint, false
+	case shared:
 		add, appendHashes = sharedDigest, appendIDHash
 	}
 	head := func(format byte) []byte {
@@ -119,6 +138,10 @@ func appendHashes(out []byte, e EventWitness) []byte {
 	return binary.BigEndian.AppendUint64(out, e.Digest)
 }
 
+func appendFingerprint(out []byte, e EventWitness) []byte {
+	return binary.BigEndian.AppendUint32(out, uint32(e.IDHash))
+}
+
 func appendIDHash(out []byte, e EventWitness) []byte {
 	return binary.BigEndian.AppendUint64(out, e.IDHash)
 }
@@ -144,7 +167,11 @@ func DecodeEvents(b []byte) ([]EventWitness, error) {
 		return nil, bad("empty")
 	}
 	format, rest := b[0], b[1:]
-	shared := format > sharedDigest
+	compact := format > compactEvents
+	if compact {
+		format -= compactEvents
+	}
+	shared := !compact && format > sharedDigest
 	if shared {
 		format -= sharedDigest
 	}
@@ -157,6 +184,9 @@ func DecodeEvents(b []byte) ([]EventWitness, error) {
 	}
 	rest = rest[k:]
 	per := eventBytes
+	if compact {
+		per = compactBytes
+	}
 	var digest uint64
 	if shared {
 		if n < 2 || len(rest) < 8 {
@@ -211,9 +241,14 @@ func DecodeEvents(b []byte) ([]EventWitness, error) {
 		if len(rest) < per {
 			return nil, bad(fmt.Sprintf("event %d truncated", i))
 		}
-		events[i] = EventWitness{IDHash: binary.BigEndian.Uint64(rest[:8]), Position: pos, Digest: digest}
-		if !shared {
-			events[i].Digest = binary.BigEndian.Uint64(rest[8:16])
+		switch {
+		case compact:
+			fp := uint64(binary.BigEndian.Uint32(rest[:4]))
+			events[i] = EventWitness{IDHash: fp, Position: pos, Digest: fp}
+		case shared:
+			events[i] = EventWitness{IDHash: binary.BigEndian.Uint64(rest[:8]), Position: pos, Digest: digest}
+		default:
+			events[i] = EventWitness{IDHash: binary.BigEndian.Uint64(rest[:8]), Position: pos, Digest: binary.BigEndian.Uint64(rest[8:16])}
 		}
 		rest = rest[per:]
 	}

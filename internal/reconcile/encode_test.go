@@ -93,7 +93,7 @@ func TestDecodeEvents_Errors(t *testing.T) {
 		want string
 	}{
 		{"empty", nil, "empty"},
-		{"unknown format", []byte{9, 0}, "unknown format 9"},
+		{"unknown format", []byte{10, 0}, "unknown format 10"},
 		{"no count", []byte{formatDelta}, "bad event count"},
 		{"count too large", []byte{formatDelta, 5, 0}, "do not fit"},
 		{"empty with trailing bytes", []byte{formatDelta, 0, 1}, "trailing"},
@@ -105,7 +105,9 @@ func TestDecodeEvents_Errors(t *testing.T) {
 		{"consecutive overflow", overflowing(), "overflow"},
 		{"consecutive with trailing bytes", append(append([]byte{}, consecutive...), 0), "trailing"},
 		{"consecutive, varint runs out", append([]byte{formatConsecutive, 1}, append(bytesOf(0x80, 17), 0x80)...), "bad first position"},
-		{"unknown shared format", []byte{formatKinded + sharedDigest + 1, 2}, "unknown format 7"},
+		{"unknown compact format", []byte{formatKinded + compactEvents + 1, 2}, "unknown format 10"},
+		{"compact, count too large", append([]byte{formatConsecutive + compactEvents, 3, 2}, make([]byte, 2*compactBytes)...), "do not fit"},
+		{"compact, event cut short", []byte{formatDelta + compactEvents, 1, 2, 0, 0, 0}, "truncated"},
 		{"shared digest of one event", append([]byte{formatConsecutive + sharedDigest, 1}, make([]byte, 8+1+8)...), "two events"},
 		{"shared digest cut short", []byte{formatDelta + sharedDigest, 2, 0, 0, 0}, "two events and 8 bytes"},
 		{"shared, count too large", append([]byte{formatDelta + sharedDigest, 3}, make([]byte, 8+2*9)...), "do not fit"},
@@ -270,6 +272,66 @@ func TestDecodeEvents_ReadsThePreviousFormats(t *testing.T) {
 			again, err := DecodeEvents(now)
 			require.NoError(t, err)
 			assert.Equal(t, got, again)
+		})
+	}
+}
+
+// compactPage is n compact event witnesses (EventOfCompact) of ids e<first+i>
+// at positions first+step(0), ...
+func compactPage(first int64, n int, step func(i int) int64) []EventWitness {
+	ev := make([]EventWitness, n)
+	pos := first
+	for i := range ev {
+		if i > 0 {
+			pos += step(i)
+		}
+		ev[i] = EventOfCompact(Event{ID: fmt.Sprintf("e%d", pos), Position: coord.IntPosition(pos), Payload: []byte(fmt.Sprint(i))})
+	}
+	return ev
+}
+
+// A page of compact witnesses (the opt-in compact_witness) stores one
+// 4-byte fingerprint an event in each position layout (a 100-event page:
+// 404 bytes, where the 64-bit form is 1,604 and the shared digest's 813)
+// and round-trips exactly; a page with one 64-bit event keeps the 64-bit
+// form, so no witness is ever cut to 32 bits by the encoding.
+func TestEncodeEvents_CompactWitnessIsFourBytesAnEvent(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		events []EventWitness
+		format byte
+		max    int
+	}{
+		{"100 dense events", compactPage(1_000_501, 100, func(int) int64 { return 1 }), formatConsecutive + compactEvents, 1 + 1 + 4 + 100*compactBytes},
+		{"100 sparse events", compactPage(1_000_501, 100, func(i int) int64 { return 1 + int64(i%60) }), formatDelta + compactEvents, 1 + 1 + 4 + 100*(compactBytes+1)},
+		{"decimal sequence numbers", func() []EventWitness {
+			ev := decimalPage(t, "49590338271490256608559692538361571095921575989136588800", 100)
+			for i := range ev {
+				ev[i].IDHash = uint64(uint32(ev[i].IDHash))
+				ev[i].Digest = ev[i].IDHash
+			}
+			return ev
+		}(), formatKinded + compactEvents, 100 * (compactBytes + 8)},
+		{"one event", compactPage(5, 1, nil), formatConsecutive + compactEvents, 1 + 1 + 1 + compactBytes},
+		{"one 64-bit event", func() []EventWitness {
+			ev := compactPage(5, 3, func(int) int64 { return 1 })
+			ev[1].IDHash |= 1 << 40
+			return ev
+		}(), formatConsecutive, 2 + 1 + 3*eventBytes},
+		{"one event whose digest is not its fingerprint", func() []EventWitness {
+			ev := compactPage(5, 3, func(int) int64 { return 1 })
+			ev[2].Digest++
+			return ev
+		}(), formatConsecutive, 2 + 1 + 3*eventBytes},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := EncodeEvents(tc.events)
+			t.Logf("%s: %d bytes", tc.name, len(b))
+			assert.Equal(t, tc.format, b[0])
+			assert.LessOrEqual(t, len(b), tc.max)
+			got, err := DecodeEvents(b)
+			require.NoError(t, err)
+			assert.Equal(t, tc.events, got)
 		})
 	}
 }

@@ -427,30 +427,34 @@ func (s *encryptedStore) Promote(ctx context.Context, p Promotion) (Checkpoint, 
 }
 
 func (s *encryptedStore) SetParked(ctx context.Context, k Key, cursor []byte, generation uint64, lease Lease, reason string) (Checkpoint, error) {
-	if err := CheckCursor("cursor", cursor); err != nil {
-		return Checkpoint{}, err
-	}
-	sealed := s.c.seal(k, cursor)
 	reason = s.c.keyText(reason)
-	cp, err := s.Store.SetParked(ctx, k, sealed, generation, lease, reason)
-	if errors.Is(err, ErrFenced) {
-		if stored, ok := s.storedCursor(ctx, k, cursor, generation); ok && !bytes.Equal(stored, sealed) {
-			cp, err = s.Store.SetParked(ctx, k, stored, generation, lease, reason)
-		}
-	}
-	return s.checkpoint(cp, err)
+	return s.atCursor(ctx, k, cursor, generation, func(sealed []byte) (Checkpoint, error) {
+		return s.Store.SetParked(ctx, k, sealed, generation, lease, reason)
+	})
 }
 
 func (s *encryptedStore) NoteFailure(ctx context.Context, k Key, cursor []byte, generation uint64, lease Lease, note string) (Checkpoint, error) {
+	note = s.c.keyText(note)
+	return s.atCursor(ctx, k, cursor, generation, func(sealed []byte) (Checkpoint, error) {
+		return s.Store.NoteFailure(ctx, k, sealed, generation, lease, note)
+	})
+}
+
+// atCursor performs write, a write conditioned on the checkpoint being at
+// the plaintext cursor and generation, with the cursor sealed. Sealing is
+// deterministic only within one format (a checkpoint written by another
+// format, or key, holds other bytes for the same cursor): when the write
+// is fenced and the stored bytes decrypt to the same cursor at the same
+// generation, it is made once more with the stored bytes.
+func (s *encryptedStore) atCursor(ctx context.Context, k Key, cursor []byte, generation uint64, write func(sealed []byte) (Checkpoint, error)) (Checkpoint, error) {
 	if err := CheckCursor("cursor", cursor); err != nil {
 		return Checkpoint{}, err
 	}
 	sealed := s.c.seal(k, cursor)
-	note = s.c.keyText(note)
-	cp, err := s.Store.NoteFailure(ctx, k, sealed, generation, lease, note)
+	cp, err := write(sealed)
 	if errors.Is(err, ErrFenced) {
 		if stored, ok := s.storedCursor(ctx, k, cursor, generation); ok && !bytes.Equal(stored, sealed) {
-			cp, err = s.Store.NoteFailure(ctx, k, stored, generation, lease, note)
+			cp, err = write(stored)
 		}
 	}
 	return s.checkpoint(cp, err)
@@ -471,18 +475,10 @@ func (s *encryptedStore) SwapMembership(ctx context.Context, prevEpoch uint64, n
 }
 
 func (s *encryptedStore) Unpark(ctx context.Context, k Key, cursor []byte, generation uint64, lease Lease, repairs []RepairEntry) (Checkpoint, error) {
-	if err := CheckCursor("cursor", cursor); err != nil {
-		return Checkpoint{}, err
-	}
-	sealed := s.c.seal(k, cursor)
 	repairs = s.c.keyRepairs(repairs)
-	cp, err := s.Store.Unpark(ctx, k, sealed, generation, lease, repairs)
-	if errors.Is(err, ErrFenced) {
-		if stored, ok := s.storedCursor(ctx, k, cursor, generation); ok && !bytes.Equal(stored, sealed) {
-			cp, err = s.Store.Unpark(ctx, k, stored, generation, lease, repairs)
-		}
-	}
-	return s.checkpoint(cp, err)
+	return s.atCursor(ctx, k, cursor, generation, func(sealed []byte) (Checkpoint, error) {
+		return s.Store.Unpark(ctx, k, sealed, generation, lease, repairs)
+	})
 }
 
 // Unwrap returns the store the cursors are encrypted in (storeconfig's
@@ -521,6 +517,27 @@ func (s *encryptedStore) PutWitness(ctx context.Context, w reconcile.Witness) er
 	w.InputCursor = s.c.seal(k, w.InputCursor)
 	w.Successor = s.c.seal(k, w.Successor)
 	return s.Store.PutWitness(ctx, w)
+}
+
+var _ WitnessGrouper = (*encryptedStore)(nil)
+
+// PutWitnesses seals each witness's cursors as PutWitness does and stores
+// the group in one write when the store under it groups witnesses.
+func (s *encryptedStore) PutWitnesses(ctx context.Context, ws []reconcile.Witness) error {
+	sealed := make([]reconcile.Witness, len(ws))
+	for i, w := range ws {
+		if err := CheckCursor("successor", w.Successor); err != nil {
+			return err
+		}
+		if err := CheckCursor("input cursor", w.InputCursor); err != nil {
+			return err
+		}
+		k := Key{Scope: w.Scope, Partition: w.Partition}
+		w.InputCursor = s.c.seal(k, w.InputCursor)
+		w.Successor = s.c.seal(k, w.Successor)
+		sealed[i] = w
+	}
+	return PutWitnesses(ctx, s.Store, sealed)
 }
 
 func (s *encryptedStore) witnesses(ws []reconcile.Witness, err error) ([]reconcile.Witness, error) {

@@ -49,6 +49,8 @@ func Do(ctx context.Context, st Store, a chain.Action) (in chain.Input, ok bool)
 		return chain.Loaded{Checkpoint: cp, Witnesses: ws}, true
 	case chain.PutWitness:
 		return chain.WitnessStored{Err: st.PutWitness(ctx, a.Witness)}, true
+	case chain.PutWitnesses:
+		return chain.WitnessStored{Err: store.PutWitnesses(ctx, st, a.Witnesses)}, true
 	case chain.RecordReceipt:
 		return chain.ReceiptStored{Err: st.RecordReceipt(ctx, a.Key, a.Generation, a.Attempt, a.AckedThrough)}, true
 	case chain.Abandon:

@@ -123,24 +123,18 @@ func (s *Store) Promote(_ context.Context, p store.Promotion) (store.Checkpoint,
 
 // SetParked implements Store.
 func (s *Store) SetParked(_ context.Context, k store.Key, cursor []byte, generation uint64, lease store.Lease, reason string) (store.Checkpoint, error) {
-	lease = lease.Fence()
-	if err := store.ValidatePark(k, cursor, lease); err != nil {
-		return store.Checkpoint{}, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	stored := s.stored(k)
-	if why := store.ParkConflict(cursor, generation, lease, stored); why != "" {
-		return store.Checkpoint{}, &store.FenceError{Key: k, Op: "set parked", Reason: why, WantGeneration: generation, Winner: stored}
-	}
-	next := *stored
-	next.Parked = store.CleanReason(reason)
-	s.checkpoints[k] = next
-	return cloneCheckpoint(next), nil
+	return s.setFencedText(k, cursor, generation, lease, "set parked", func(c *store.Checkpoint) { c.Parked = store.CleanReason(reason) })
 }
 
 // NoteFailure implements Store.
 func (s *Store) NoteFailure(_ context.Context, k store.Key, cursor []byte, generation uint64, lease store.Lease, note string) (store.Checkpoint, error) {
+	return s.setFencedText(k, cursor, generation, lease, "note failure", func(c *store.Checkpoint) { c.Failing = store.CleanReason(note) })
+}
+
+// setFencedText is SetParked's and NoteFailure's one write: under the
+// park condition (the checkpoint still at cursor and generation, the lease
+// fence held), set one text attribute of the checkpoint and nothing else.
+func (s *Store) setFencedText(k store.Key, cursor []byte, generation uint64, lease store.Lease, op string, set func(*store.Checkpoint)) (store.Checkpoint, error) {
 	lease = lease.Fence()
 	if err := store.ValidatePark(k, cursor, lease); err != nil {
 		return store.Checkpoint{}, err
@@ -149,10 +143,10 @@ func (s *Store) NoteFailure(_ context.Context, k store.Key, cursor []byte, gener
 	defer s.mu.Unlock()
 	stored := s.stored(k)
 	if why := store.ParkConflict(cursor, generation, lease, stored); why != "" {
-		return store.Checkpoint{}, &store.FenceError{Key: k, Op: "note failure", Reason: why, WantGeneration: generation, Winner: stored}
+		return store.Checkpoint{}, &store.FenceError{Key: k, Op: op, Reason: why, WantGeneration: generation, Winner: stored}
 	}
 	next := *stored
-	next.Failing = store.CleanReason(note)
+	set(&next)
 	s.checkpoints[k] = next
 	return cloneCheckpoint(next), nil
 }
@@ -216,6 +210,30 @@ func (s *Store) PutWitness(_ context.Context, w reconcile.Witness) error {
 		return &store.FenceError{Key: ref.key, Op: "put witness", Reason: fmt.Sprintf("attempt %q at generation %d is already stored with different content", w.AttemptID, w.Generation), WantGeneration: w.Generation}
 	}
 	s.witnesses[ref] = w
+	return nil
+}
+
+// PutWitnesses implements store.WitnessGrouper: every witness of the
+// group is stored under one lock, or none (a witness stored with other
+// content fences the whole group).
+func (s *Store) PutWitnesses(_ context.Context, ws []reconcile.Witness) error {
+	if err := store.ValidateWitnessGroup(ws); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, w := range ws {
+		ref := witnessRef{key: store.Key{Scope: w.Scope, Partition: w.Partition}, generation: w.Generation, attempt: w.AttemptID}
+		if old, ok := s.witnesses[ref]; ok && !store.SameWitness(old, w) {
+			return &store.FenceError{Key: ref.key, Op: "put witnesses", Reason: fmt.Sprintf("attempt %q at generation %d is already stored with different content", w.AttemptID, w.Generation), WantGeneration: w.Generation}
+		}
+	}
+	for _, w := range ws {
+		ref := witnessRef{key: store.Key{Scope: w.Scope, Partition: w.Partition}, generation: w.Generation, attempt: w.AttemptID}
+		if _, ok := s.witnesses[ref]; !ok {
+			s.witnesses[ref] = cloneWitness(w)
+		}
+	}
 	return nil
 }
 

@@ -75,6 +75,10 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"WitnessTooLarge", testWitnessTooLarge},
 		{"WitnessesFrom", testWitnessesFrom},
 		{"PruneWitnessesBelowAGeneration", testPruneWitnessesBelowAGeneration},
+		// Group commit of witnesses (docs/design.md#write-units-per-page).
+		{"WitnessGroups", testWitnessGroups},
+		{"WitnessGroupReceiptsAndDispositions", testWitnessGroupReceiptsAndDispositions},
+		{"PruneKeepsTheWitnessesOfAGroupAboveTheGeneration", testPruneKeepsTheWitnessesOfAGroupAboveTheGeneration},
 		// The receipts of a re-read window (docs/design.md#re-read-windows).
 		{"ReceiptsRoundTripAboveAPosition", testReceiptsRoundTripAboveAPosition},
 		{"ReceiptChunkIdempotent", testReceiptChunkIdempotent},
