@@ -116,8 +116,9 @@ const tick = time.Millisecond
 // And it times its frontier publisher (instance.Publish: a round after a
 // durable checkpoint at most every renew interval, idle reads from 4 to
 // 16 renew intervals apart), whose rounds are its store calls too (beside
-// the simulator's publisher actors; each takes a lane step of the worker,
-// so they are paced to leave the lanes most of theirs).
+// the simulator's publisher actors). The machine's publication rounds,
+// deletions and parents' reads are performed when it asks, in the same
+// step, not queued behind the lease calls.
 func (lm *leases) instanceConfig(scope string, v Variant, prune uint64) instance.Config {
 	renew := time.Duration(4*lm.renew) * tick
 	return instance.Config{Scope: scope, Leases: &instance.LeaseConfig{
@@ -275,6 +276,11 @@ func (s *sim) feedInstance(w *worker, l *lane, in instance.Input) {
 			w.calls = nil // the gone incarnation's calls are never sent
 			l.note("%s is gone (%s); rejoins as %s", old, a.Reason, w.self)
 			s.feedInstance(w, l, instance.Incarnation{Now: w.clock(), Self: w.self})
+		case instance.Publish, instance.Prune, instance.ReadParents:
+			// Performed at once, through the store's faults, without taking
+			// a lane step (the lanes keep theirs, so the schedules still
+			// reach the conflicts the lease checks look for).
+			s.instanceCall(w, l, a)
 		case instance.Wake, instance.EpochChanged, instance.Exit:
 			// Ticked at every lease step; the lanes read the worker's epoch;
 			// no exit with leases.
