@@ -109,6 +109,7 @@ type Machine struct {
 	nextCheck, nextDiscover time.Time
 	requests                uint64
 	requestsKnown           bool
+	memRead                 bool // the first ReadMembership was answered
 
 	// Pruning: each partition's deletion rule, the deletions in flight,
 	// and an exit decided while some were (it waits for them).

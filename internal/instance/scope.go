@@ -46,10 +46,11 @@ func (m *Machine) discover(why string) {
 // counter.
 func (m *Machine) membershipRead(in MembershipRead) {
 	m.memBusy = false
+	first := !m.memRead
+	m.memRead = true
 	if in.Err != nil && !in.RequestsRead {
 		return
 	}
-	first := !m.requestsKnown
 	if in.RequestsRead {
 		if m.cfg.Discover && m.requestsKnown && in.Requests > m.requests {
 			m.requests = in.Requests
