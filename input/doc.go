@@ -65,13 +65,17 @@
 // hands out the batches the workers queue, message sets the tidemark_*
 // metadata); instance.go performs the actions of the instance machine
 // (internal/instance) without leases: which partitions' workers run, the
-// exit when complete or parked, the publication rounds; partition.go the per-partition worker that drives the
+// exit when complete or parked; and in both modes (performIO) its
+// membership reads and discovery, the parents' reads of the lineage gate,
+// the witness deletions, the publication rounds and its epoch changes;
+// partition.go the per-partition worker that drives the
 // partition's chain machine (internal/chain,
 // docs/design.md#partition-lifecycle), performing its store calls
 // (internal/chain/chainstore), fetches, emissions and waits, on a goroutine
 // only while it has work (runner.go: one scheduler and one bounded pool
-// per input; a complete partition's worker ends); membership.go the membership record and the frontier
-// publisher (docs/design.md#frontier-and-membership-epochs); lease.go the hook of
+// per input; a complete partition's worker ends); membership.go the membership
+// calls and the frontier publisher's rounds, which the instance machine
+// times (docs/design.md#frontier-and-membership-epochs); lease.go the hook of
 // scale-out (internal/leasing); spec.go the config spec; metrics.go the tidemark_* metrics
 // (docs/design.md#metadata-and-metrics).
 //

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -171,35 +170,36 @@ type paginatedInput struct {
 	wg         sync.WaitGroup
 
 	mu sync.Mutex
-	// members is the current membership (adopt); workers are the running
-	// workers without leases, started and stopped by inst, the instance
-	// machine (instance.go; nil with leases), whose timer is instWake.
-	members   atomic.Pointer[store.Membership]
-	wctx      context.Context
-	workers   map[string]context.CancelFunc
-	inst      *instance.Machine
-	instWake  *time.Timer
-	allClosed bool
+	// members is the current membership (the instance machine's: set at
+	// Connect, then by each EpochChanged it returns); workers are the
+	// running workers without leases, started and stopped by inst, the
+	// instance machine (instance.go; nil with leases), whose timer is
+	// instWake.
+	members  atomic.Pointer[store.Membership]
+	wctx     context.Context
+	workers  map[string]context.CancelFunc
+	inst     *instance.Machine
+	instWake *time.Timer
 	// connectFailingSince is when Connect began failing without a success
 	// in between (zero: it has not failed); with exit_when_complete, a
 	// failure past ExitWhenParkedGrace ends the run.
 	connectFailingSince time.Time
-	// pruned is, per partition, the generation witnesses were last pruned
-	// below (and whether a prune is in flight).
-	pruned map[string]*chain.Pruning
-	// prunes counts the deletions running; once every partition is
-	// complete (allClosed) no more start, and the input ends after them.
-	prunes sync.WaitGroup
-	// checkEvery is membershipCheckInterval, read at New.
+	// checkEvery is membershipCheckInterval, read at New; memCache reads
+	// the membership for the instance machine's ReadMembership (one at a
+	// time).
 	checkEvery time.Duration
+	memCache   *store.MembershipCache
 	attemptSeq atomic.Uint64
 	// epochNow is the membership epoch stamped on messages: the epoch read
-	// at Connect, then every newer epoch the frontier publisher reads.
+	// at Connect, then every newer epoch the instance machine adopts.
 	epochNow atomic.Uint64
-	// epochWake holds one token when a newer epoch was adopted since the
-	// frontier publisher last looked (it publishes the new epoch's record
-	// at once).
-	epochWake   chan struct{}
+	// pubRounds queues the publication rounds the instance machine asked
+	// for (true: the final one) to runPublisher; pubDone is closed when it
+	// returned; finalAsked: the final round was asked for (the input ends
+	// after it).
+	pubRounds   chan bool
+	pubDone     chan struct{}
+	finalAsked  atomic.Bool
 	attemptBase string
 	started     bool
 	leases      *leasing.Manager // nil without leases
@@ -234,8 +234,8 @@ func New(cfg Config, prov provider.Provider, st store.Store, closeStore func(con
 		allDone:     make(chan struct{}),
 		workers:     map[string]context.CancelFunc{},
 		checkEvery:  membershipCheckInterval,
-		epochWake:   make(chan struct{}, 1),
-		pruned:      map[string]*chain.Pruning{},
+		pubRounds:   make(chan bool, 2),
+		pubDone:     make(chan struct{}),
 		attemptBase: hex.EncodeToString(b[:]),
 		budget:      newByteBudget(cfg.MaxBytesInFlight),
 		runner:      newPartitionRunner(),
@@ -309,7 +309,9 @@ func (in *paginatedInput) Connect(ctx context.Context) error {
 	if len(m.Partitions) == 0 {
 		return fmt.Errorf("paginated_partitions: no partitions to read in epoch %d of scope %s", m.Epoch, in.cfg.Scope)
 	}
-	in.adoptLocked(m, "connect")
+	in.members.Store(&m)
+	in.epochNow.Store(m.Epoch)
+	in.memCache = store.NewMembershipCache(in.store, in.cfg.Scope)
 	wctx, cancel := context.WithCancel(context.Background())
 	in.stopWorker = cancel
 	in.wctx = wctx
@@ -322,14 +324,9 @@ func (in *paginatedInput) Connect(ctx context.Context) error {
 		in.wg.Add(1)
 		go func() {
 			defer in.wg.Done()
-			in.publishFrontier(wctx, in.cfg.FrontierPublishInterval)
+			in.runPublisher(wctx)
 		}()
 	}
-	in.wg.Add(1)
-	go func() {
-		defer in.wg.Done()
-		in.watchMembership(wctx)
-	}()
 	in.started = true
 	if c := in.prov.Contract(); c.DensePositions && !c.HasFirstPosition() {
 		in.log.Infof("paginated_partitions: scope %s: positions are dense but no first_position is declared, so the first page of a traversal (a fresh start, a new incarnation) is not checked against where the source's positions start: events the source dropped before the first read are skipped without a word (docs/design.md#contract-fields)", in.cfg.Scope)
@@ -343,7 +340,7 @@ func (in *paginatedInput) Connect(ctx context.Context) error {
 		}()
 		return nil
 	}
-	in.stepLocked(instance.Start{Now: time.Now(), Membership: instance.Membership{Epoch: m.Epoch, Partitions: slices.Clone(m.Partitions)}})
+	in.stepLocked(instance.Start{Now: time.Now(), Membership: in.startMembership()})
 	in.log.Infof("paginated_partitions reading %d partitions of scope %s (epoch %d)", len(m.Partitions), in.cfg.Scope, m.Epoch)
 	return nil
 }
@@ -424,11 +421,6 @@ func (in *paginatedInput) observePark(cp store.Checkpoint) {
 // observeCheckpoint is called with every checkpoint a partition loads or
 // promotes.
 func (in *paginatedInput) observeCheckpoint(cp store.Checkpoint) {
-	// The deletion first: a checkpoint that completes the last partition
-	// ends the input (observePark), and the input waits only for the
-	// deletions started before.
-	in.maybePrune(cp)
-	in.observePark(cp)
 	in.metrics.generation.Set(int64(cp.Generation), cp.Partition)
 	if k := cp.Watermark.Kind; k == coord.KindInteger || k == coord.KindTimestamp {
 		in.metrics.watermark.Set(cp.Watermark.Int, cp.Partition)
@@ -436,6 +428,12 @@ func (in *paginatedInput) observeCheckpoint(cp store.Checkpoint) {
 	// The basis first: a view that drains the watermark finds its basis.
 	in.feed.PublishFinality(cp.Scope, cp.Partition, cp.Finality)
 	in.feed.Publish(cp.Scope, cp.Partition, cp.Watermark)
+	// Then the instance machine: a publication round is due (it drains
+	// the feed) and the witnesses below may be deleted; the deletion is
+	// asked for before a checkpoint that completes the last partition
+	// ends the input (observePark), which waits for it.
+	in.stepInstance(instance.Promoted{Now: time.Now(), Partition: cp.Partition, Generation: cp.Generation})
+	in.observePark(cp)
 }
 
 // fetchWithRetry fetches a page, retrying transient failures with
@@ -500,54 +498,3 @@ func (in *paginatedInput) message(p *partition, e chain.Emit, i int) *service.Me
 
 // cursorHash is how raw cursors appear in logs and metadata.
 func cursorHash(c []byte) string { return reconcile.CursorHash(c) }
-
-// maybePrune deletes, every PruneEvery generations, the witnesses below the
-// durable checkpoint cp's generation: nothing reads them again
-// (store.Store.PruneWitnesses). It runs beside the partition's worker and
-// never delays it; a failure is logged and retried at the next round
-// (chain.Pruning decides when).
-func (in *paginatedInput) maybePrune(cp store.Checkpoint) {
-	if in.cfg.PruneEvery == 0 {
-		return
-	}
-	in.mu.Lock()
-	st := in.pruned[cp.Partition]
-	if st == nil {
-		st = &chain.Pruning{Every: in.cfg.PruneEvery}
-		in.pruned[cp.Partition] = st
-	}
-	if in.wctx == nil || in.wctx.Err() != nil || in.allClosed {
-		in.mu.Unlock()
-		return
-	}
-	below, due := st.Due(cp.Generation)
-	if !due {
-		in.mu.Unlock()
-		return
-	}
-	ctx := in.wctx
-	in.wg.Add(1)
-	in.prunes.Add(1)
-	in.mu.Unlock()
-	go func() {
-		defer in.wg.Done()
-		defer in.prunes.Done()
-		for {
-			n, err := in.store.PruneWitnesses(ctx, cp.Key, below)
-			in.mu.Lock()
-			next, again := st.Done(below, err)
-			in.mu.Unlock()
-			if err != nil {
-				if ctx.Err() == nil {
-					in.log.Warnf("Partition %s: deleting the witnesses below generation %d failed (retried later): %v", cp.Partition, below, err)
-				}
-				return
-			}
-			in.metrics.witnessesPruned.Incr(int64(n))
-			if !again || ctx.Err() != nil {
-				return
-			}
-			below = next
-		}
-	}()
-}

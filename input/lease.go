@@ -31,19 +31,22 @@ const (
 
 // newLeaseManager returns the manager that shares in's partitions under
 // cfg: it runs a partition's worker (newPartition, under the lease) when
-// it wins the partition's lease.
+// the instance machine it drives starts it, and hands the input the
+// machine's other actions (performIO).
 func newLeaseManager(in *paginatedInput, cfg LeaseConfig, res *service.Resources) *leasing.Manager {
 	return leasing.New(leasing.Host{
 		Scope:       in.cfg.Scope,
 		StartCursor: in.cfg.StartCursor,
 		Store:       in.store,
-		Members:     in.memberNames,
+		Membership:  in.startMembership,
 		Epoch:       in.epoch,
 		Launch: func(ctx context.Context, part string, h *leasing.Holder, done func()) {
 			p := newPartition(in, part)
 			p.lease = h
 			p.launch(ctx, done)
 		},
+		Instance: in.instanceConfig(),
+		Perform:  in.performIO,
 	}, cfg, res)
 }
 

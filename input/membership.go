@@ -3,20 +3,31 @@ package input
 // Live membership: the input's partition set is the scope's membership
 // record, decided by internal/membership from what the provider lists (or
 // the configured partitions) and written by compare-and-swap on its epoch.
-// Roles:
+// The instance machine (internal/instance) decides when the membership is
+// read and discovery runs, which epoch is adopted, and when a child of a
+// split may start (lineage); this file performs its calls and its epoch
+// changes. Roles:
 //   - reconcile: one discovery round (list, decide, write); at Connect,
-//     every discovery_interval and on an operator's request.
-//   - adopt: a newer epoch (written here, by another instance or by an
-//     operator) becomes the input's: messages carry it from then on, and
-//     without leases the workers of partitions that joined start and
-//     those of partitions that left stop (with leases the lease manager
-//     balances over the new set).
-//   - awaitParents: a partition with parents waits until each parent that
-//     is still a member is complete (lineage: parents_first).
-//   - publishFrontier: publish.Publisher on this process's promotions (the
-//     feed), at most once per frontier_publish_interval, and at a slowing
-//     pace to follow the published record (read incrementally) when
-//     nothing changes here; every checkpoint read once per epoch.
+//     and when the machine asks (instance.Discover: every
+//     discovery_interval, on an operator's request, while a source
+//     incarnation awaits its proof).
+//   - readMembership: the membership record (the epoch every check, the
+//     record when it changed) and the discovery request counter
+//     (instance.ReadMembership, every membershipCheckInterval).
+//   - adopt: a membership read elsewhere (the frontier publisher) offered
+//     to the machine; adopted: a newer epoch the machine adopted becomes
+//     the input's (instance.EpochChanged): messages carry it from then on
+//     (the machine starts and stops the workers, or with leases balances
+//     over the new set).
+//   - readParents: the checkpoints of a child's parents, until the
+//     machine finds them complete (instance.ReadParents; lineage:
+//     parents_first).
+//   - runPublisher: publish.Publisher's rounds, when the instance machine
+//     asks for them (it keeps their pace, publish.Pacer: this process's
+//     promotions, the feed, at most once per frontier_publish_interval,
+//     and at a slowing pace to follow the published record, read
+//     incrementally, when nothing changes here); every checkpoint read
+//     once per epoch.
 
 import (
 	"context"
@@ -26,6 +37,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/internal/coord"
+	"github.com/tidemark/tidemark/internal/feed"
 	"github.com/tidemark/tidemark/internal/frontier"
 	"github.com/tidemark/tidemark/internal/instance"
 	"github.com/tidemark/tidemark/internal/membership"
@@ -89,149 +101,97 @@ func (in *paginatedInput) reconcile(ctx context.Context) (store.Membership, erro
 	return m, nil
 }
 
-// adopt makes m the input's membership when it is newer than the current
-// one.
+// adopt offers m, read from source, to the instance machine, which adopts
+// it when its epoch is newer (adopted performs the change).
 func (in *paginatedInput) adopt(m store.Membership, source string) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	in.adoptLocked(m, source)
+	in.stepInstance(instance.Adopt{Now: time.Now(), Membership: machineMembership(m), Source: source, Record: m})
 }
 
-// adoptLocked is adopt under in.mu.
-func (in *paginatedInput) adoptLocked(m store.Membership, source string) {
-	cur := in.members.Load()
-	if cur != nil && m.Epoch <= cur.Epoch {
-		return
-	}
+// machineMembership is m as the instance machine reads it.
+func machineMembership(m store.Membership) instance.Membership {
+	return instance.Membership{Epoch: m.Epoch, Partitions: slices.Clone(m.Partitions), Parents: m.Parents}
+}
+
+// startMembership is the membership the instance machine starts with (read
+// and reconciled at Connect).
+func (in *paginatedInput) startMembership() instance.Membership {
+	return machineMembership(*in.members.Load())
+}
+
+// adopted performs the machine's EpochChanged: the epoch it adopted
+// becomes the input's (its record, its epoch on the messages).
+func (in *paginatedInput) adopted(a instance.EpochChanged) {
+	m := a.Record
 	in.members.Store(&m)
 	in.epochNow.Store(m.Epoch)
-	select {
-	case in.epochWake <- struct{}{}:
-	default: // the publisher has a wake-up pending already
+	state := "proven"
+	if !m.Proven {
+		state = "unproven: " + m.Reason
 	}
-	if cur != nil {
-		state := "proven"
-		if !m.Proven {
-			state = "unproven: " + m.Reason
-		}
-		in.log.Infof("Membership of scope %s: epoch %d (%s) is now this input's (was %d): partitions %v, %s", in.cfg.Scope, m.Epoch, source, cur.Epoch, m.Partitions, state)
-	}
-	if in.started {
-		in.stepLocked(instance.Adopt{Now: time.Now(), Membership: instance.Membership{Epoch: m.Epoch, Partitions: slices.Clone(m.Partitions)}, Source: source})
-	}
+	in.log.Infof("Membership of scope %s: epoch %d (%s) is now this input's (was %d): partitions %v, %s", in.cfg.Scope, m.Epoch, a.Source, a.Previous, m.Partitions, state)
 }
 
-// memberNames returns the partitions of the current membership.
-func (in *paginatedInput) memberNames() []string {
-	if m := in.members.Load(); m != nil {
-		return m.Partitions
+// readMembership performs ReadMembership: with discover, the scope's
+// discovery request counter, then the membership (the epoch alone, the
+// record, paged at many partitions, only when the epoch changed).
+func (in *paginatedInput) readMembership(ctx context.Context) instance.MembershipRead {
+	var r instance.MembershipRead
+	if in.cfg.Discover {
+		n, err := in.store.DiscoveryRequests(ctx, in.cfg.Scope)
+		r.Requests, r.RequestsRead = n, err == nil
 	}
-	return nil
+	m, err := in.memCache.Load(ctx)
+	r.Now, r.Err = time.Now(), err
+	if err == nil {
+		r.Membership, r.Record, r.Incarnations = machineMembership(m), m, len(m.Incarnations) > 0
+	}
+	return r
 }
 
-// awaitParents waits until every parent of name that is still a member is
-// complete (lineage: parents_first); false when ctx ended first.
-func (in *paginatedInput) awaitParents(ctx context.Context, name string) bool {
-	if in.cfg.UnorderedLineage {
-		return true
+// discover performs Discover: one discovery round.
+func (in *paginatedInput) discover(ctx context.Context, why string) instance.Discovered {
+	if why == "requested" {
+		in.log.Infof("Membership of scope %s: discovery requested by an operator", in.cfg.Scope)
 	}
-	var logged []string
-	for {
-		m := in.members.Load()
-		parents := m.Parents[name]
-		if len(parents) == 0 {
-			return true
+	m, err := in.reconcile(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			in.log.Warnf("Membership of scope %s: discovery (%s) failed; the membership stays epoch %d: %v", in.cfg.Scope, why, in.epoch(), in.red.Error(err))
 		}
-		var cps []store.Checkpoint
-		readable := true
-		for _, p := range parents {
-			cp, err := in.store.LoadCheckpoint(ctx, store.Key{Scope: in.cfg.Scope, Partition: p})
-			switch {
-			case err == nil:
-				cps = append(cps, cp)
-			case !errors.Is(err, store.ErrNotFound):
-				readable = false
-				in.log.Debugf("Partition %s: cannot read the checkpoint of its parent %s: %v", name, p, err)
-			}
-		}
-		if readable {
-			wait := membership.Waiting(*m, name, cps)
-			if len(wait) == 0 {
-				if logged != nil {
-					in.log.Infof("Partition %s: its parents %v are complete; reading it", name, parents)
-				}
-				return true
-			}
-			if !slices.Equal(wait, logged) {
-				in.log.Infof("Partition %s waits for its parents %v to be complete (sealed and drained) before it is read (lineage: parents_first)", name, wait)
-				logged = wait
-			}
-		}
-		t := time.NewTimer(in.cfg.PollInterval)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return false
-		case <-t.C:
-		}
+		return instance.Discovered{Now: time.Now(), Why: why, Err: err}
 	}
+	return instance.Discovered{Now: time.Now(), Why: why, Membership: machineMembership(m), Record: m}
 }
 
-// watchMembership runs discovery every discovery_interval (with discover)
-// and on an operator's request, and picks up newer epochs, until ctx ends.
-func (in *paginatedInput) watchMembership(ctx context.Context) {
-	var discover <-chan time.Time
-	if in.cfg.Discover && in.cfg.DiscoveryInterval > 0 {
-		t := time.NewTicker(in.cfg.DiscoveryInterval)
-		defer t.Stop()
-		discover = t.C
-	}
-	check := time.NewTicker(in.checkEvery)
-	defer check.Stop()
-	seen, _ := in.store.DiscoveryRequests(ctx, in.cfg.Scope)
-	// The epoch alone every check; the record (paged at many partitions)
-	// only when the epoch changed.
-	members := store.NewMembershipCache(in.store, in.cfg.Scope)
-	round := func(why string) {
-		m, err := in.reconcile(ctx)
-		if err != nil {
-			if ctx.Err() == nil {
-				in.log.Warnf("Membership of scope %s: discovery (%s) failed; the membership stays epoch %d: %v", in.cfg.Scope, why, in.epoch(), in.red.Error(err))
-			}
-			return
-		}
-		in.adopt(m, why)
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-discover:
-			round("discovery_interval")
-		case <-check.C:
-			if in.cfg.Discover {
-				if n, err := in.store.DiscoveryRequests(ctx, in.cfg.Scope); err == nil && n > seen {
-					seen = n
-					in.log.Infof("Membership of scope %s: discovery requested by an operator", in.cfg.Scope)
-					round("requested")
-					continue
-				}
-			}
-			if m, err := members.Load(ctx); err == nil {
-				in.adopt(m, "read from the store")
-				if len(m.Incarnations) > 0 {
-					// A new source incarnation awaits its proof (its first
-					// certified watermark): offer it, so the scalar comes
-					// back as soon as it arrives, with or without discover.
-					round("incarnation proof")
-				}
-			}
+// readParents performs ReadParents: the checkpoint of each parent (a
+// parent without one is not complete).
+func (in *paginatedInput) readParents(ctx context.Context, a instance.ReadParents) instance.ParentsRead {
+	r := instance.ParentsRead{Partition: a.Partition}
+	for _, p := range a.Parents {
+		cp, err := in.store.LoadCheckpoint(ctx, store.Key{Scope: in.cfg.Scope, Partition: p})
+		switch {
+		case err == nil:
+			r.Checkpoints = append(r.Checkpoints, cp)
+		case !errors.Is(err, store.ErrNotFound):
+			in.log.Debugf("Partition %s: cannot read the checkpoint of its parent %s: %v", a.Partition, p, err)
+			r.Err = err
 		}
 	}
+	r.Now = time.Now()
+	return r
+}
+
+// lineageWait logs what a child waits for (LineageWait).
+func (in *paginatedInput) lineageWait(a instance.LineageWait) {
+	if len(a.Waiting) == 0 {
+		in.log.Infof("Partition %s: its parents are complete; reading it", a.Partition)
+		return
+	}
+	in.log.Infof("Partition %s waits for its parents %v to be complete (sealed and drained) before it is read (lineage: parents_first)", a.Partition, a.Waiting)
 }
 
 // Pace of the frontier publisher's rounds without a change in this process
-// (publish.Pacer): the first idle round reads the record publishIdleRead
+// (the instance machine's publish.Pacer): the first idle round reads the record publishIdleRead
 // after the last round (or frontier_publish_interval, when longer), and the
 // wait doubles while nothing changes anywhere, up to publishMaxIdleRead.
 var (
@@ -239,78 +199,107 @@ var (
 	publishMaxIdleRead = 30 * time.Second
 )
 
-// publishFrontier keeps the scope's published frontier record up to date
-// with publish.Publisher. A durable promotion of this process (the
-// in-process feed: the holder of a partition publishes it) or a newer
-// epoch starts a round at once, at most one round per
-// frontier_publish_interval (publish.Pacer: promotions in between share
-// the next round); without either, a round only reads the membership
-// epoch and the record's root to follow the other instances, at a pace
-// that slows from 1 s to 30 s while nothing changes. Each record written
-// is handed to the partition_frontier processors of this process
-// (in.feed), which attach only published watermarks.
-func (in *paginatedInput) publishFrontier(ctx context.Context, every time.Duration) {
+// publication is what the instance machine needs of the publisher: its
+// pace (frontier_publish_interval, the idle reads) and how to ask for a
+// round (requestPublish).
+func (in *paginatedInput) publication() (interval, idle, maxIdle time.Duration) {
+	every := in.cfg.FrontierPublishInterval
+	idle = max(every, publishIdleRead)
+	return every, idle, max(publishMaxIdleRead, idle)
+}
+
+// requestPublish hands a round the instance machine asked for to the
+// publisher (runPublisher). The machine asks for one round at a time, and
+// for the final one at most beside it: the queue holds both, so this never
+// blocks.
+func (in *paginatedInput) requestPublish(final bool) {
+	if final {
+		in.finalAsked.Store(true)
+	}
+	select {
+	case in.pubRounds <- final:
+	default:
+		in.log.Errorf("Frontier of scope %s: a publication round was asked for while two were queued (not performed)", in.cfg.Scope)
+	}
+}
+
+// runPublisher performs the frontier publisher's rounds (publish.Publisher)
+// when the instance machine asks for them (it times them from this
+// process's durable checkpoints, instance.Promoted, and the rounds'
+// answers, instance.Published); each round drains what the in-process
+// feed got meanwhile (the holder of a partition publishes it). It ends
+// with ctx, or after the final round (closing pubDone either way).
+func (in *paginatedInput) runPublisher(ctx context.Context) {
+	defer close(in.pubDone)
 	sub := in.feed.Subscribe(in.cfg.Scope)
 	defer sub.Close()
 	pub := publish.NewPublisher(in.store, in.cfg.Scope)
-	idle := max(every, publishIdleRead)
-	pace := publish.Pacer{MinGap: every, Idle: idle, MaxIdle: max(publishMaxIdleRead, idle)}
-	publish := func(ctx context.Context) {
-		start := time.Now()
-		for _, u := range sub.Drain() {
-			pub.Observe(u.Partition, u.Watermark)
-		}
-		r, f, advanced, err := pub.Round(ctx)
-		if r.Membership.Epoch > 0 {
-			in.adopt(r.Membership, "read by the frontier publisher")
-		}
-		in.recordFrontierMetrics(r.Snapshot)
-		pace.Ran(start, err != nil || r.Next != nil || r.EpochChanged || r.RecordChanged)
-		switch {
-		case err == nil:
-			if r.Next != nil {
-				in.feed.PublishRecord(f)
-				in.log.Debugf("Scope %s: published frontier version %d (epoch %d, scalar %s, %d partitions, held by %v, %s)", in.cfg.Scope, f.Version, f.Epoch, f.Scalar, len(f.Vector), f.HeldBy, f.Reason)
-			}
-			if advanced {
-				in.log.Infof("Scope %s is complete through %s (epoch %d)", in.cfg.Scope, f.Scalar, f.Epoch)
-			}
-		case errors.Is(err, store.ErrFenced):
-			// Another publisher won: what this process knows is still to
-			// be published, after re-reading the record.
-			pace.Changed()
-		case ctx.Err() == nil:
-			in.log.Warnf("Frontier of scope %s not published: %v", in.cfg.Scope, err)
-			if isStoreFailure(err) {
-				in.metrics.storeErrors.Incr(1, "publish_frontier")
-			}
-		}
+	final := func() {
+		// Every partition is complete: the final frontier, under its own
+		// deadline (the run's context may end meanwhile).
+		fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		in.publishRound(fctx, sub, pub)
 	}
-	timer := time.NewTimer(0)
-	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return
-		case <-in.allDone:
-			// Every partition is complete: publish the final frontier.
-			fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			publish(fctx)
-			cancel()
-			return
-		case <-sub.Wake():
-			pace.Changed()
-		case <-in.epochWake:
-			if in.epochNow.Load() != pub.Epoch() {
-				pace.Changed()
+			select {
+			case last := <-in.pubRounds:
+				if last {
+					final()
+				}
+			default:
 			}
-		case <-timer.C:
-			publish(ctx)
+			return
+		case last := <-in.pubRounds:
+			if last {
+				final()
+				return
+			}
+			in.stepInstance(in.publishRound(ctx, sub, pub))
 		}
-		// The timer is re-armed for the next due round (a change moves it
-		// earlier; a receive from a stopped timer's channel never blocks
-		// here: Go 1.23 timers).
-		timer.Reset(max(time.Until(pace.Due()), 0))
+	}
+}
+
+// publishRound runs one round of the publisher: the promotions of this
+// process the feed handed over since the last round, then
+// publish.Publisher's reads and conditional write. Each record written is
+// handed to the partition_frontier processors of this process (in.feed),
+// which attach only published watermarks; a newer epoch read is adopted.
+// It returns the round's answer for the instance machine.
+func (in *paginatedInput) publishRound(ctx context.Context, sub *feed.Subscription, pub *publish.Publisher) instance.Published {
+	start := time.Now()
+	for _, u := range sub.Drain() {
+		pub.Observe(u.Partition, u.Watermark)
+	}
+	r, f, advanced, err := pub.Round(ctx)
+	if r.Membership.Epoch > 0 {
+		in.adopt(r.Membership, "read by the frontier publisher")
+	}
+	in.recordFrontierMetrics(r.Snapshot)
+	switch {
+	case err == nil:
+		if r.Next != nil {
+			in.feed.PublishRecord(f)
+			in.log.Debugf("Scope %s: published frontier version %d (epoch %d, scalar %s, %d partitions, held by %v, %s)", in.cfg.Scope, f.Version, f.Epoch, f.Scalar, len(f.Vector), f.HeldBy, f.Reason)
+		}
+		if advanced {
+			in.log.Infof("Scope %s is complete through %s (epoch %d)", in.cfg.Scope, f.Scalar, f.Epoch)
+		}
+	case errors.Is(err, store.ErrFenced):
+		// Another publisher won: what this process knows is still to be
+		// published, after re-reading the record (the machine's pace).
+	case ctx.Err() == nil:
+		in.log.Warnf("Frontier of scope %s not published: %v", in.cfg.Scope, err)
+		if isStoreFailure(err) {
+			in.metrics.storeErrors.Incr(1, "publish_frontier")
+		}
+	}
+	return instance.Published{
+		Now: time.Now(), Start: start,
+		Active: err != nil || r.Next != nil || r.EpochChanged || r.RecordChanged,
+		Fenced: errors.Is(err, store.ErrFenced), Epoch: pub.Epoch(),
 	}
 }
 

@@ -119,30 +119,20 @@ func equalJitter(d time.Duration) time.Duration {
 	return half + rand.N(half+1)
 }
 
-// launch starts the partition's worker under ctx: it waits for the
-// partition's parents (lineage), then drives the machine until ctx ends or
-// the partition is complete; with a lease (p.lease), its machine is given
-// it. done is called once, when the worker ended. This is the one way
-// workers start (membership.go without leases, lease.go with them).
+// launch starts the partition's worker under ctx: it drives the machine
+// until ctx ends or the partition is complete; with a lease (p.lease), its
+// machine is given it. done is called once, when the worker ended. This is
+// the one way workers start, when the instance machine says so
+// (instance.StartWorker: instance.go without leases, lease.go with them;
+// a child of a split only once its parents are complete).
 func (p *partition) launch(ctx context.Context, done func()) {
 	p.ctx, p.done = ctx, done
 	p.in.runner.live.Add(1)
-	begin := func() {
-		if !p.in.awaitParents(ctx, p.key.Partition) {
-			p.end()
-			return
-		}
-		p.m = chain.New(p.machineConfig())
-		p.mu.Lock()
-		p.stopHook = context.AfterFunc(p.ctx, func() { p.post(func() { p.stopping = true }) })
-		p.mu.Unlock()
-		p.post(func() { p.started = true })
-	}
-	if m := p.in.members.Load(); p.in.cfg.UnorderedLineage || m == nil || len(m.Parents[p.key.Partition]) == 0 {
-		begin()
-		return
-	}
-	go begin()
+	p.m = chain.New(p.machineConfig())
+	p.mu.Lock()
+	p.stopHook = context.AfterFunc(p.ctx, func() { p.post(func() { p.stopping = true }) })
+	p.mu.Unlock()
+	p.post(func() { p.started = true })
 }
 
 // post changes the mailbox with f and makes sure a goroutine will look at

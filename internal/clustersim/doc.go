@@ -40,7 +40,9 @@
 //     durable checkpoint the machine observes may make a witness deletion
 //     due (chain.Pruning, witness_cleanup every 1 or 3 generations),
 //     performed by PruneWitnesses through the store's faults at a later
-//     step, while other lanes still read older generations.
+//     step, while other lanes still read older generations (in lease mode
+//     the worker's instance machine decides it: instance.Prune, one of its
+//     store calls).
 //   - The model provider (model.go) keeps one event log per partition with
 //     dense or sparse positions and one of several declared contracts:
 //     complete-through watermarks, snapshot markers, token rotation (allowed
@@ -79,8 +81,11 @@
 //     membership.Read and membership.Decide on the provider's list
 //     (lineage included, FreshFromStart: lanes read from the start) at one
 //     step and SwapMembership at its next. A lane of a child reads nothing
-//     while membership.Waiting names a parent (parents first); a complete
-//     parent leaves sealed although still listed.
+//     while membership.Waiting names a parent (parents first: in lease
+//     mode the worker's instance machine, given the stored lineage, starts
+//     a claimed child only then, reading its parents' checkpoints as one
+//     of its store calls); a complete parent leaves sealed although still
+//     listed.
 //   - In the other schedules an operator coordinator changes the
 //     membership with frontier.PlanChange and SwapMembership (the ops add
 //     and remove): partitions appear (new, or old with a backlog), are
@@ -247,7 +252,12 @@
 // an instance machine whose StopWorker of a lost partition is dropped, as
 // CheckWriteAfterGone or CheckLeaseLiveness (a worker still runs under a
 // lease the store no longer has). TestLeaseSimDrivesTheInstanceMachine
-// pins that this package imports internal/instance.
+// pins that this package imports internal/instance. In TestSim's lease
+// mode each worker's instance machine also keeps the lineage gate, decides
+// the witness deletions and times the worker's own frontier publisher
+// (TestLeasedChildrenWaitInTheInstanceMachine,
+// TestLeasedWitnessesArePrunedByTheInstanceMachine,
+// TestLeasedPublicationIsTimedByTheInstanceMachine).
 //
 //	go test ./internal/clustersim -run 'TestLeaseSim$' -lease-seeds=1000 -v   # many seeds (-lease-base, -lease-partitions)
 //	go test ./internal/clustersim -run 'TestLeaseSim$' -lease-seed=N -lease-variant=renew-after-takeover -v
@@ -269,8 +279,9 @@
 // counts a parked partition as complete (instance.Config.ExitParked),
 // caught by CheckExit; PublishBeforePromotion: the publishers' feed told
 // of a promotion when the lane's machine asks for it, caught by
-// CheckPublication; ChildrenFirst, the lineage gate skipped, is caught by
-// CheckLineage at the child's first fetch);
+// CheckPublication; ChildrenFirst, the lineage gate skipped (the lanes'
+// and, in lease mode, the instance machines': UnorderedLineage), is caught
+// by CheckLineage at the child's first fetch);
 // TestVariantsAreCaught fails unless each is caught
 // within a few schedules by the check that guards its invariant. The
 // lanes' variants are applied to the real machine (variant.go): to its

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidemark/tidemark/internal/instance"
 	"github.com/tidemark/tidemark/internal/lease"
+	"github.com/tidemark/tidemark/internal/publish"
 	"github.com/tidemark/tidemark/internal/store"
 	"github.com/tidemark/tidemark/internal/store/memstore"
 	"math/rand/v2"
@@ -104,12 +105,27 @@ const tick = time.Millisecond
 // instance's renewal and heartbeat read take about 2 lane steps in every
 // renew interval, so its lanes keep most of their steps), under half the
 // period (48..72).
-func (lm *leases) instanceConfig(scope string) instance.Config {
+//
+// The machine keeps the lineage gate (a claimed child starts once its
+// parents are complete, read every renew interval); variant ChildrenFirst
+// skips it (UnorderedLineage), as a broken input would.
+//
+// It also decides the witness deletions (witness_cleanup every
+// setup.prune generations, performed as its store calls).
+//
+// And it times its frontier publisher (instance.Publish: a round after a
+// durable checkpoint at most every renew interval, idle reads from 4 to
+// 16 renew intervals apart), whose rounds are its store calls too (beside
+// the simulator's publisher actors). The machine's publication rounds,
+// deletions and parents' reads are performed when it asks, in the same
+// step, not queued behind the lease calls.
+func (lm *leases) instanceConfig(scope string, v Variant, prune uint64) instance.Config {
 	renew := time.Duration(4*lm.renew) * tick
 	return instance.Config{Scope: scope, Leases: &instance.LeaseConfig{
 		Period: time.Duration(lm.period) * tick, RenewInterval: renew,
 		BalanceInterval: 2*renew + tick, MaxMoves: 256,
-	}}
+	}, UnorderedLineage: v == ChildrenFirst, ParentsPoll: renew, PruneEvery: prune,
+		PublishInterval: renew, PublishIdle: 4 * renew, PublishMaxIdle: 16 * renew}
 }
 
 // owner is the lease owner name of the worker's current incarnation ("":
@@ -120,9 +136,9 @@ func (w *worker) owner() string { return w.self }
 func (w *worker) clock() time.Time { return time.Unix(0, 0).Add(time.Duration(w.ticks) * tick) }
 
 // members is the membership the worker's lanes read (every partition of
-// the stored membership in lease mode).
+// the stored membership in lease mode), with the stored record's lineage.
 func (w *worker) members() instance.Membership {
-	ms := instance.Membership{Epoch: w.epoch}
+	ms := instance.Membership{Epoch: w.epoch, Parents: w.parents}
 	for _, l := range w.lanes {
 		ms.Partitions = append(ms.Partitions, l.p.name)
 	}
@@ -196,7 +212,8 @@ func (l *lane) leaseStep() bool {
 	if w.im == nil {
 		w.incs++
 		w.self = fmt.Sprintf("w%d.%d", w.id, w.incs)
-		w.im = instance.New(s.lease.instanceConfig(s.scope))
+		w.im = instance.New(s.lease.instanceConfig(s.scope, s.variant, s.setup.prune))
+		w.pub = publish.NewPublisher(s.st, s.scope)
 		w.run, w.calls = map[string]store.Lease{}, nil
 		s.feedInstance(w, l, instance.Start{Now: w.clock(), Self: w.self, Membership: w.members()})
 	}
@@ -241,7 +258,15 @@ func (s *sim) feedInstance(w *worker, l *lane, in instance.Input) {
 		switch a := a.(type) {
 		case instance.StartWorker:
 			w.run[a.Partition] = a.Lease
+			if len(w.parents[a.Partition]) > 0 {
+				s.stats.ChildrenReleased++
+			}
 			l.note("%s runs %s under %s", w.self, a.Partition, a.Lease)
+		case instance.LineageWait:
+			if len(a.Waiting) > 0 {
+				s.stats.LineageWaits++
+			}
+			l.note("%s: %s", w.self, a)
 		case instance.StopWorker:
 			s.stopLane(w, l, a)
 		case instance.NewIncarnation:
@@ -251,9 +276,14 @@ func (s *sim) feedInstance(w *worker, l *lane, in instance.Input) {
 			w.calls = nil // the gone incarnation's calls are never sent
 			l.note("%s is gone (%s); rejoins as %s", old, a.Reason, w.self)
 			s.feedInstance(w, l, instance.Incarnation{Now: w.clock(), Self: w.self})
-		case instance.Wake, instance.EpochChanged, instance.Publish, instance.Exit:
+		case instance.Publish, instance.Prune, instance.ReadParents:
+			// Performed at once, through the store's faults, without taking
+			// a lane step (the lanes keep theirs, so the schedules still
+			// reach the conflicts the lease checks look for).
+			s.instanceCall(w, l, a)
+		case instance.Wake, instance.EpochChanged, instance.Exit:
 			// Ticked at every lease step; the lanes read the worker's epoch;
-			// no publisher nor exit with leases.
+			// no exit with leases.
 		default:
 			w.calls = append(w.calls, a)
 		}
@@ -353,6 +383,46 @@ func (s *sim) instanceCall(w *worker, l *lane, a instance.Action) {
 	case instance.DeleteHeartbeat:
 		err := st.DeleteHeartbeat(bg, a.Heartbeat)
 		l.note("delete heartbeat %s: %v", a.Heartbeat, err)
+	case instance.Publish:
+		// One round of the worker's publisher (its reads and its
+		// conditional write in one step), as the input's.
+		s.stats.InstanceRounds++
+		r, f, _, err := w.pub.Round(bg)
+		if err == nil && r.Next != nil {
+			s.stats.InstancePublished++
+			l.note("%s published %s", w.self, describeFrontier(f))
+		} else {
+			l.note("%s publication round: %v", w.self, err)
+		}
+		s.feedInstance(w, l, instance.Published{
+			Now: now, Start: now, Active: err != nil || r.Next != nil || r.EpochChanged || r.RecordChanged,
+			Fenced: errors.Is(err, store.ErrFenced), Epoch: w.pub.Epoch(),
+		})
+	case instance.Prune:
+		// A witness deletion, as the input's (its lanes prune only without
+		// leases).
+		n, err := st.PruneWitnesses(bg, store.Key{Scope: s.scope, Partition: a.Partition}, a.Below)
+		if err == nil {
+			s.stats.Prunes++
+			s.stats.Pruned += n
+		}
+		l.note("%s: pruned %d witnesses of %s below g%d: %v", w.self, n, a.Partition, a.Below, err)
+		s.feedInstance(w, l, instance.Pruned{Partition: a.Partition, Below: a.Below, Err: err})
+	case instance.ReadParents:
+		// The lineage gate's read, as the input's (a parent without a
+		// checkpoint is not complete).
+		r := instance.ParentsRead{Now: now, Partition: a.Partition}
+		for _, p := range a.Parents {
+			cp, err := st.LoadCheckpoint(bg, store.Key{Scope: s.scope, Partition: p})
+			switch {
+			case err == nil:
+				r.Checkpoints = append(r.Checkpoints, cp)
+			case !errors.Is(err, store.ErrNotFound):
+				r.Err = err
+			}
+		}
+		l.note("read the parents %v of %s: %v", a.Parents, a.Partition, r.Err)
+		s.feedInstance(w, l, r)
 	}
 }
 

@@ -337,6 +337,9 @@ type Stats struct {
 	// them); queued emissions dropped when their chain ended; witness
 	// deletions made and the witnesses they deleted.
 	TransientRetries, TransientGiveUps, DroppedEmissions, Prunes, Pruned int
+	// Lease mode: publication rounds the workers' instance machines asked
+	// for (instance.Publish) and the records they wrote.
+	InstanceRounds, InstancePublished int
 	// Lease mode (lease.go): schedules with leases, claims of free leases,
 	// claims of leases whose owner's heartbeat was taken over (steals),
 	// heartbeat renewals, lanes stopped for a lost lease or a gone
@@ -966,7 +969,7 @@ func (s *sim) syncLanes() {
 		active[n] = true
 	}
 	for _, w := range s.workers {
-		w.epoch = m.Epoch
+		w.epoch, w.parents = m.Epoch, m.Parents
 		kept := w.lanes[:0]
 		for _, l := range w.lanes {
 			if active[l.p.name] {
@@ -1202,7 +1205,7 @@ func (s *sim) exec(op Op) string {
 		w.paused, w.resumed = false, false
 		// A new process: a new instance machine and incarnation at its
 		// next lease step (its old heartbeat is taken over by the others).
-		w.im, w.run, w.calls, w.exited = nil, nil, nil, false
+		w.im, w.pub, w.run, w.calls, w.exited = nil, nil, nil, nil, false
 		s.stats.Crashes++
 		for i, l := range w.lanes {
 			l.dead = true

@@ -12,6 +12,7 @@ import (
 	"github.com/tidemark/tidemark/internal/chain/chainstore"
 	"github.com/tidemark/tidemark/internal/instance"
 	"github.com/tidemark/tidemark/internal/membership"
+	"github.com/tidemark/tidemark/internal/publish"
 	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/sdkcoord"
 	"github.com/tidemark/tidemark/internal/store"
@@ -37,6 +38,9 @@ type worker struct {
 	inc   int
 	lanes []*lane // in partition order
 	epoch uint64
+	// parents is the stored membership's lineage (each child's parents),
+	// which the instance machine gates with in lease mode.
+	parents map[string][]string
 	// Lease mode (lease.go): ticks is the worker's own clock (its lane
 	// steps); a paused worker is not stepped; resumed: it was paused and
 	// resumed since its last crash.
@@ -48,6 +52,7 @@ type worker struct {
 	// incarnations so far; run the partitions it runs, under their
 	// leases; calls its store calls not yet performed.
 	im    *instance.Machine
+	pub   *publish.Publisher // the frontier publisher whose rounds im times
 	self  string
 	incs  int
 	run   map[string]store.Lease
@@ -166,7 +171,7 @@ func (l *lane) config() chain.Config {
 func (l *lane) step(sel int) string {
 	l.out = l.out[:0]
 	l.budget = 1
-	if !l.released && !l.parentsDone() {
+	if l.s.lease == nil && !l.released && !l.parentsDone() {
 		return joinNotes(l.out)
 	}
 	if l.s.lease != nil {
@@ -237,8 +242,10 @@ func (l *lane) step(sel int) string {
 
 func joinNotes(out []string) string { return strings.Join(out, "; ") }
 
-// parentsDone is the parents-first gate the input keeps: a child of a
-// split is not read (no lease, no load, no fetch) while
+// parentsDone is the parents-first gate the input keeps, for the lanes
+// that no instance machine runs (without leases; with leases the workers'
+// instance machines keep it: lease.go): a child of a
+// split is not read (no load, no fetch) while
 // membership.Waiting names a parent, from the stored membership record
 // and every checkpoint of the scope. The check costs the step; once the
 // parents are done (completion is permanent, and a parent that left is
@@ -330,8 +337,20 @@ func (l *lane) handle(acts []chain.Action) {
 			if l.s.exitMode() {
 				l.s.feedExit(l.w, l, instance.Parked{Partition: l.p.name, Reason: a.Checkpoint.Parked})
 			}
-			if below, ok := l.prune.Due(a.Checkpoint.Generation); ok {
-				l.prunes = append(l.prunes, below)
+			switch {
+			case l.s.lease != nil:
+				// The worker's instance machine decides the deletions
+				// (instance.Prune, performed as its store calls) and the
+				// publication rounds; its publisher's feed is the durable
+				// checkpoints of what it runs, as the input's.
+				if l.w.im != nil {
+					l.w.pub.Observe(l.p.name, a.Checkpoint.Watermark)
+					l.s.feedInstance(l.w, l, instance.Promoted{Now: l.w.clock(), Partition: l.p.name, Generation: a.Checkpoint.Generation})
+				}
+			default:
+				if below, ok := l.prune.Due(a.Checkpoint.Generation); ok {
+					l.prunes = append(l.prunes, below)
+				}
 			}
 		case chain.Wait:
 			l.wake = a.Until

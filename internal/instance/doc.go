@@ -1,7 +1,8 @@
 // Package instance is the pure machine of one paginated_partitions
 // instance over its scope: which partitions run, their start, stop,
 // lease-lost and epoch-changed transitions, the heartbeat lease lifecycle
-// (it owns the incarnation's lease.Machine), publication timing, and exit
+// (it owns the incarnation's lease.Machine), publication timing (it keeps
+// the publish.Pacer that decides when the frontier publisher runs), and exit
 // when complete or parked (docs/design.md, "The instance machine").
 //
 // It performs no I/O, starts no goroutine, reads no clock and takes no
@@ -22,12 +23,14 @@
 //     TakeOver with TookOver, ReadLeases with LeasesRead (after creating
 //     up to CreateBudget missing checkpoints), ClaimLease with Claimed,
 //     ReleaseLease with Released, NewIncarnation with Incarnation (a new
-//     random owner), Publish with Published. Every call has a deadline, so
+//     random owner), Publish with Published (Start: the clock reading when
+//     the round began). Every call has a deadline, so
 //     every call is answered; the driver bounds the calls in flight.
 //  3. Step(Tick{Now}) at the instant of the last Wake (or more often).
 //  4. Report the workers: WorkerLost (a fenced write), WorkerStopped (it
-//     returned), PartitionState (every checkpoint loaded or promoted);
-//     and the memberships read (Adopt).
+//     returned), Completed and Parked (every checkpoint loaded or
+//     promoted), Promoted (a durable promotion: a publication round is
+//     due); and the memberships read (Adopt).
 //  5. Stop when Exit is returned; Shutdown asks for one.
 //
 // Invariants (pinned by the goldens in testdata/):

@@ -41,6 +41,10 @@ type Start struct {
 type Membership struct {
 	Epoch      uint64
 	Partitions []string
+	// Parents names members' parents (a split's lineage): unless
+	// Config.UnorderedLineage, a member with parents starts only once
+	// every parent that is still a member is complete.
+	Parents map[string][]string
 }
 
 // Tick is a reading of the driver's monotonic clock: due timers fire (the
@@ -50,10 +54,50 @@ type Tick struct{ Now time.Time }
 
 // Adopt is a membership read (discovery, the epoch check, the frontier
 // publisher): adopted when its epoch is newer than the instance's.
+// Record is the record read, handed back by EpochChanged.
 type Adopt struct {
 	Now        time.Time
 	Membership Membership
 	Source     string
+	Record     store.Membership
+}
+
+// MembershipRead answers ReadMembership: the membership record read,
+// the scope's discovery request counter (RequestsRead: it could be read),
+// and whether a source incarnation awaits its proof.
+type MembershipRead struct {
+	Now          time.Time
+	Membership   Membership
+	Record       store.Membership
+	Requests     uint64
+	RequestsRead bool
+	Incarnations bool
+	Err          error
+}
+
+// Discovered answers Discover: the membership the round wrote or found.
+type Discovered struct {
+	Now        time.Time
+	Why        string
+	Membership Membership
+	Record     store.Membership
+	Err        error
+}
+
+// ParentsRead answers ReadParents: the checkpoints of the partition's
+// parents found (a parent without one is not complete).
+type ParentsRead struct {
+	Now         time.Time
+	Partition   string
+	Checkpoints []store.Checkpoint
+	Err         error
+}
+
+// Pruned answers Prune.
+type Pruned struct {
+	Partition string
+	Below     uint64
+	Err       error
 }
 
 // Incarnation answers NewIncarnation: the owner name of the new
@@ -130,8 +174,27 @@ type Completed struct{ Partition string }
 // promoted its checkpoint ("" once unparked).
 type Parked struct{ Partition, Reason string }
 
-// Published answers Publish.
-type Published struct{}
+// Promoted reports a durable checkpoint of a partition this process runs
+// (loaded or promoted: what the worker hands the in-process feed): the
+// frontier may have moved, so a publication round is due, and the
+// witnesses below its generation may be deleted (Config.PruneEvery).
+type Promoted struct {
+	Now        time.Time
+	Partition  string
+	Generation uint64
+}
+
+// Published answers Publish: Start is the clock reading when the round
+// began and Now one after it ended; Active whether it found anything
+// changed (it wrote a record, read a record or an epoch another instance
+// changed, or failed); Fenced whether another publisher won its write
+// (what this process knows is still to be published); Epoch the
+// membership epoch the publisher read.
+type Published struct {
+	Now, Start     time.Time
+	Active, Fenced bool
+	Epoch          uint64
+}
 
 // Shutdown asks the instance to stop: every worker stops, every held
 // lease is released, then the heartbeat is deleted.
@@ -151,6 +214,11 @@ func (WorkerLost) isInput()     {}
 func (WorkerStopped) isInput()  {}
 func (Completed) isInput()      {}
 func (Parked) isInput()         {}
+func (Promoted) isInput()       {}
+func (MembershipRead) isInput() {}
+func (Discovered) isInput()     {}
+func (ParentsRead) isInput()    {}
+func (Pruned) isInput()         {}
 func (Published) isInput()      {}
 func (Shutdown) isInput()       {}
 
@@ -183,8 +251,25 @@ func (r WorkerLost) String() string    { return fmt.Sprintf("worker %s lost: %s"
 func (r WorkerStopped) String() string { return "worker stopped " + r.Partition }
 func (r Completed) String() string     { return "partition complete " + r.Partition }
 func (r Parked) String() string        { return fmt.Sprintf("partition %s parked %q", r.Partition, r.Reason) }
-func (Published) String() string       { return "published" }
-func (Shutdown) String() string        { return "shutdown" }
+func (r Promoted) String() string {
+	return fmt.Sprintf("promoted %s g%d", r.Partition, r.Generation)
+}
+func (r MembershipRead) String() string {
+	return fmt.Sprintf("membership read %s requests %d err %v", r.Membership, r.Requests, r.Err)
+}
+func (r Discovered) String() string {
+	return fmt.Sprintf("discovered (%s) %s err %v", r.Why, r.Membership, r.Err)
+}
+func (r ParentsRead) String() string {
+	return fmt.Sprintf("parents of %s read (%d checkpoints) err %v", r.Partition, len(r.Checkpoints), r.Err)
+}
+func (r Pruned) String() string {
+	return fmt.Sprintf("pruned %s below g%d err %v", r.Partition, r.Below, r.Err)
+}
+func (r Published) String() string {
+	return fmt.Sprintf("published (active %v, fenced %v, epoch %d)", r.Active, r.Fenced, r.Epoch)
+}
+func (Shutdown) String() string { return "shutdown" }
 
 // ---------------------------------------------------------------------------
 // Actions.
@@ -207,10 +292,47 @@ type StopWorker struct {
 }
 
 // EpochChanged tells the running workers (and the messages' metadata) the
-// membership epoch the instance adopted.
+// membership epoch the instance adopted (Previous: the one before), read
+// from Source; Record is the Adopt's.
 type EpochChanged struct {
-	Epoch      uint64
-	Partitions []string
+	Epoch, Previous uint64
+	Partitions      []string
+	Source          string
+	Record          store.Membership
+}
+
+// ReadMembership reads the membership record (the epoch first, the record
+// when it changed) and, with discovery, the scope's discovery request
+// counter; answer with MembershipRead. One membership call at a time.
+type ReadMembership struct{}
+
+// Discover runs one discovery round (list the provider's partitions,
+// decide, write the membership by compare-and-swap); answer with
+// Discovered. Why: at a discovery_interval, requested by an operator, or
+// to offer a source incarnation its proof.
+type Discover struct{ Why string }
+
+// ReadParents loads the checkpoint of each of Partition's parents; answer
+// with ParentsRead. The partition starts once they are complete.
+type ReadParents struct {
+	Partition string
+	Parents   []string
+}
+
+// LineageWait: Partition waits for its parents Waiting to be complete
+// (sealed and drained) before it is read; an empty Waiting: they are, it
+// starts (the driver logs both).
+type LineageWait struct {
+	Partition string
+	Waiting   []string
+}
+
+// Prune deletes Partition's witnesses below generation Below
+// (store.WitnessStore.PruneWitnesses); answer with Pruned. One deletion of
+// a partition at a time (chain.Pruning).
+type Prune struct {
+	Partition string
+	Below     uint64
 }
 
 // RenewHeartbeat is one conditional heartbeat write (store.RenewHeartbeat
@@ -267,7 +389,9 @@ type DeleteHeartbeat struct{ Heartbeat store.Heartbeat }
 type NewIncarnation struct{ Reason string }
 
 // Publish runs one round of the frontier publisher (answer with
-// Published); Final is the last one, before Exit.
+// Published); Final is the last one, before Exit (its answer changes
+// nothing: it may run beside a round asked before it, so a driver keeps
+// room for two).
 type Publish struct{ Final bool }
 
 // Exit ends the instance: every partition is complete (exit_when_complete),
@@ -302,6 +426,11 @@ func (ReleaseLease) isAction()    {}
 func (DeleteHeartbeat) isAction() {}
 func (NewIncarnation) isAction()  {}
 func (Publish) isAction()         {}
+func (ReadMembership) isAction()  {}
+func (Discover) isAction()        {}
+func (ReadParents) isAction()     {}
+func (LineageWait) isAction()     {}
+func (Prune) isAction()           {}
 func (Exit) isAction()            {}
 func (ParkedWait) isAction()      {}
 func (Wake) isAction()            {}
@@ -316,6 +445,18 @@ func (a StopWorker) String() string { return fmt.Sprintf("stop worker %s: %s", a
 func (a EpochChanged) String() string {
 	return fmt.Sprintf("epoch changed to %d %v", a.Epoch, a.Partitions)
 }
+func (ReadMembership) String() string { return "read membership" }
+func (a Discover) String() string     { return "discover (" + a.Why + ")" }
+func (a ReadParents) String() string {
+	return fmt.Sprintf("read parents of %s %v", a.Partition, a.Parents)
+}
+func (a LineageWait) String() string {
+	if len(a.Waiting) == 0 {
+		return fmt.Sprintf("%s: parents complete", a.Partition)
+	}
+	return fmt.Sprintf("%s waits for parents %v", a.Partition, a.Waiting)
+}
+func (a Prune) String() string { return fmt.Sprintf("prune %s below g%d", a.Partition, a.Below) }
 func (a RenewHeartbeat) String() string {
 	return fmt.Sprintf("renew heartbeat %s/%d holding %d", a.Heartbeat.Owner, a.Heartbeat.Counter, a.Held)
 }

@@ -5,7 +5,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tidemark/tidemark/internal/chain"
 	"github.com/tidemark/tidemark/internal/lease"
+	"github.com/tidemark/tidemark/internal/publish"
 	"github.com/tidemark/tidemark/internal/store"
 )
 
@@ -25,8 +27,37 @@ type Config struct {
 	// or parked, with at least one parked, for this long, the instance
 	// ends as a failed run (0: parked partitions never end it).
 	ParkedGrace time.Duration
-	// PublishInterval is how often the frontier publisher runs (0: never).
+	// PublishInterval is the shortest time between two rounds of the
+	// frontier publisher (frontier_publish_interval; 0: it never runs). A
+	// change of this process (Promoted, a newer epoch adopted) is
+	// published at once when the last round started at least this long
+	// ago, else this long after it (publish.Pacer, which the machine
+	// keeps).
 	PublishInterval time.Duration
+	// PublishIdle and PublishMaxIdle pace the rounds without a change of
+	// this process (they only read, to follow the other instances): the
+	// first PublishIdle after the last round, the wait doubling while
+	// nothing changes anywhere, up to PublishMaxIdle. Each is raised to
+	// the one before it (PublishInterval ≤ PublishIdle ≤ PublishMaxIdle).
+	PublishIdle, PublishMaxIdle time.Duration
+	// MembershipCheck is how often the membership record (and, with
+	// Discover, the discovery request counter) is read: a newer epoch is
+	// adopted, an operator's request runs discovery (0: never read).
+	MembershipCheck time.Duration
+	// Discover runs discovery (list the provider, decide, write) every
+	// DiscoveryInterval (0: on request only), on an operator's request and
+	// while a source incarnation awaits its proof.
+	Discover          bool
+	DiscoveryInterval time.Duration
+	// UnorderedLineage starts children without waiting for their parents;
+	// otherwise a member with parents starts once each parent that is
+	// still a member is complete, its parents' checkpoints read every
+	// ParentsPoll (default 1s) until then.
+	UnorderedLineage bool
+	ParentsPoll      time.Duration
+	// PruneEvery: after this many promoted generations of a partition its
+	// witnesses below are deleted (Prune; 0: never).
+	PruneEvery uint64
 	// ExitParked counts a parked partition as complete at exit. Only the
 	// simulator's broken variant sets it (clustersim.ExitWithParked).
 	ExitParked bool
@@ -68,13 +99,36 @@ type Machine struct {
 
 	workers  map[string]store.Lease // running workers, by partition
 	stopping map[string]bool        // workers told to stop, not yet returned
+	// gated are the partitions to start (with leases: claimed) once their
+	// parents are complete (lineage).
+	gated map[string]*gate
+
+	// Membership reads: one call at a time (memBusy); requests is the
+	// discovery request counter last read (requestsKnown: once read).
+	memBusy                 bool
+	nextCheck, nextDiscover time.Time
+	requests                uint64
+	requestsKnown           bool
+	memRead                 bool // the first ReadMembership was answered
+
+	// Pruning: each partition's deletion rule, the deletions in flight,
+	// and an exit decided while some were (it waits for them).
+	prunes  map[string]*chain.Pruning
+	pruning int
+	held    *Exit
 
 	complete    map[string]bool
 	parked      map[string]string
 	parkedSince time.Time // every member complete or parked since (zero: not)
 
-	nextPublish time.Time
-	publishing  bool
+	// Publication (Config.PublishInterval > 0): pace decides when the
+	// next round is due; publishing: a round was asked for and not yet
+	// answered (Published); changedDuring: a promotion was reported while
+	// it ran (the round may have read before it).
+	pace          publish.Pacer
+	publishing    bool
+	changedDuring bool
+	pubEpoch      uint64 // the epoch the last round read
 
 	// Leases.
 	lm                              *lease.Machine
@@ -95,11 +149,15 @@ type Machine struct {
 
 // New returns the machine of an instance; Start starts it.
 func New(cfg Config) *Machine {
+	idle := max(cfg.PublishIdle, cfg.PublishInterval)
 	return &Machine{
 		cfg:      cfg,
+		pace:     publish.Pacer{MinGap: cfg.PublishInterval, Idle: idle, MaxIdle: max(cfg.PublishMaxIdle, idle)},
 		member:   map[string]bool{},
 		workers:  map[string]store.Lease{},
 		stopping: map[string]bool{},
+		gated:    map[string]*gate{},
+		prunes:   map[string]*chain.Pruning{},
 		complete: map[string]bool{},
 		parked:   map[string]string{},
 	}
@@ -122,6 +180,10 @@ func (m *Machine) Partitions() []string { return m.members.Partitions }
 // Running lists the partitions whose worker runs (not told to stop),
 // sorted.
 func (m *Machine) Running() []string { return sortedKeys(m.workers) }
+
+// Waiting lists the partitions that start once their parents are complete
+// (lineage), sorted.
+func (m *Machine) Waiting() []string { return sortedKeys(m.gated) }
 
 // Held lists the partitions whose lease the incarnation holds, sorted (nil
 // without leases).
@@ -184,7 +246,21 @@ func (m *Machine) Step(in Input) []Action {
 		m.tick(in.Now)
 	case Adopt:
 		m.advance(in.Now)
-		m.adopt(in.Membership)
+		m.adopt(in.Membership, in.Source, in.Record)
+	case MembershipRead:
+		m.advance(in.Now)
+		m.membershipRead(in)
+	case Discovered:
+		m.advance(in.Now)
+		m.memBusy = false
+		if in.Err == nil {
+			m.adopt(in.Membership, in.Why, in.Record)
+		}
+	case ParentsRead:
+		m.advance(in.Now)
+		m.parentsRead(in)
+	case Pruned:
+		m.pruned(in)
 	case Incarnation:
 		m.advance(in.Now)
 		m.incarnation(in.Self)
@@ -216,13 +292,19 @@ func (m *Machine) Step(in Input) []Action {
 				delete(m.parked, in.Partition)
 			}
 		}
+	case Promoted:
+		m.advance(in.Now)
+		m.promoted()
+		m.prune(in.Partition, in.Generation)
 	case Published:
-		m.publishing = false
+		m.advance(in.Now)
+		m.published(in)
 	case Shutdown:
 		m.advance(in.Now)
 		m.beginShutdown()
 	}
 	m.checkExit()
+	m.maybePublish()
 	m.wake()
 	return m.out
 }
@@ -242,8 +324,15 @@ func (m *Machine) start(in Start) {
 	m.started = true
 	m.advance(in.Now)
 	m.setMembers(in.Membership)
-	if m.cfg.PublishInterval > 0 {
-		m.nextPublish = m.now.Add(m.cfg.PublishInterval)
+	if m.cfg.MembershipCheck > 0 {
+		// The first read only learns the discovery request counter (a
+		// request from now on runs discovery).
+		m.memBusy = true
+		m.nextCheck = m.now.Add(m.cfg.MembershipCheck)
+		m.emit(ReadMembership{})
+	}
+	if m.cfg.Discover && m.cfg.DiscoveryInterval > 0 {
+		m.nextDiscover = m.now.Add(m.cfg.DiscoveryInterval)
 	}
 	if m.cfg.Leases == nil {
 		m.syncWorkers()
@@ -254,7 +343,7 @@ func (m *Machine) start(in Start) {
 }
 
 func (m *Machine) setMembers(ms Membership) {
-	m.members = Membership{Epoch: ms.Epoch, Partitions: slices.Clone(ms.Partitions)}
+	m.members = Membership{Epoch: ms.Epoch, Partitions: slices.Clone(ms.Partitions), Parents: ms.Parents}
 	clear(m.member)
 	for _, p := range ms.Partitions {
 		m.member[p] = true
@@ -264,12 +353,19 @@ func (m *Machine) setMembers(ms Membership) {
 // ---------------------------------------------------------------------------
 // Membership and workers without leases.
 
-func (m *Machine) adopt(ms Membership) {
+func (m *Machine) adopt(ms Membership, source string, record store.Membership) {
 	if !m.started || m.shutdown || ms.Epoch <= m.members.Epoch {
 		return
 	}
+	prev := m.members.Epoch
 	m.setMembers(ms)
-	m.emit(EpochChanged{Epoch: ms.Epoch, Partitions: slices.Clone(ms.Partitions)})
+	m.emit(EpochChanged{Epoch: ms.Epoch, Previous: prev, Partitions: slices.Clone(ms.Partitions), Source: source, Record: record})
+	if !m.publishing && ms.Epoch > m.pubEpoch {
+		// The new epoch's record is published at once (or after the
+		// gap); one adopted while a round runs is weighed when it ends
+		// (published: the round may have read it itself).
+		m.pace.Changed()
+	}
 	for p := range m.complete {
 		if !m.member[p] {
 			delete(m.complete, p)
@@ -290,23 +386,51 @@ func (m *Machine) adopt(ms Membership) {
 // syncWorkers starts a worker for every member without one (never for a
 // complete partition) and stops the workers of partitions that left.
 func (m *Machine) syncWorkers() {
-	for _, p := range sortedKeys(m.workers) {
+	for _, p := range m.runningOrGated() {
 		if !m.member[p] {
 			m.stop(p, fmt.Sprintf("the partition left the membership (epoch %d)", m.members.Epoch))
 		}
 	}
 	for _, p := range m.members.Partitions {
-		if _, ok := m.workers[p]; ok || m.complete[p] || m.stopping[p] {
+		if _, ok := m.workers[p]; ok || m.gated[p] != nil || m.complete[p] || m.stopping[p] {
 			continue
 		}
-		m.workers[p] = store.Lease{}
-		m.emit(StartWorker{Partition: p, Epoch: m.members.Epoch})
+		m.launch(p, store.Lease{})
 	}
 }
 
+// runningOrGated lists the partitions whose worker runs or waits for its
+// parents, sorted.
+func (m *Machine) runningOrGated() []string {
+	out := sortedKeys(m.workers)
+	for p := range m.gated {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// launch starts part's worker under l, or, when it has parents (lineage),
+// reads their checkpoints first: it starts once they are complete.
+func (m *Machine) launch(part string, l store.Lease) {
+	if !m.cfg.UnorderedLineage && len(m.members.Parents[part]) > 0 {
+		g := &gate{lease: l}
+		m.gated[part] = g
+		m.readParents(part, g)
+		return
+	}
+	m.workers[part] = l
+	m.emit(StartWorker{Partition: part, Lease: l, Epoch: m.members.Epoch})
+}
+
 // stop stops part's worker (StopWorker first, before anything else of the
-// partition).
+// partition); a partition waiting for its parents has none: it no longer
+// waits.
 func (m *Machine) stop(part, why string) {
+	if _, ok := m.gated[part]; ok {
+		delete(m.gated, part)
+		return
+	}
 	if _, ok := m.workers[part]; !ok {
 		return
 	}
@@ -333,8 +457,7 @@ func (m *Machine) workerStopped(part string) {
 	// Without leases a worker is told to stop only when its partition left
 	// the membership: a member again by now, it starts again.
 	if m.cfg.Leases == nil && !m.shutdown && m.member[part] && !m.complete[part] {
-		m.workers[part] = store.Lease{}
-		m.emit(StartWorker{Partition: part, Epoch: m.members.Epoch})
+		m.launch(part, store.Lease{})
 	}
 }
 
@@ -347,7 +470,7 @@ func (m *Machine) workerStopped(part string) {
 // after ParkedGrace (a partition unparked or restarted meanwhile resets
 // the grace); a parked partition never ends it as complete.
 func (m *Machine) checkExit() {
-	if !m.cfg.ExitWhenComplete || m.exited || !m.started || m.shutdown || len(m.members.Partitions) == 0 {
+	if !m.cfg.ExitWhenComplete || m.exited || m.held != nil || !m.started || m.shutdown || len(m.members.Partitions) == 0 {
 		return
 	}
 	var reasons []string
@@ -379,14 +502,67 @@ func (m *Machine) checkExit() {
 	}
 }
 
-// finish ends the instance: the final publication, then Exit (the
-// workers stop when the driver closes).
+// finish ends the instance: the final publication (also of a failed run:
+// what is durable is published), then Exit (the workers stop when the
+// driver closes).
 func (m *Machine) finish(e Exit) {
-	if m.cfg.PublishInterval > 0 && !e.Failed {
+	if m.pruning > 0 {
+		// The deletions of witnesses in flight end first (each call has
+		// its deadline), so a run that completes leaves none below its
+		// checkpoints but the last round's; no other starts.
+		m.held = &e
+		return
+	}
+	m.held = nil
+	if m.cfg.PublishInterval > 0 {
 		m.emit(Publish{Final: true})
 	}
 	m.emit(e)
 	m.exited = true
+}
+
+// promoted: a partition of this process promoted durably, so the
+// frontier may have moved: a round is due (at once, or PublishInterval
+// after the last one; promotions meanwhile share it).
+func (m *Machine) promoted() {
+	if m.cfg.PublishInterval <= 0 {
+		return
+	}
+	if m.publishing {
+		m.changedDuring = true
+		return
+	}
+	m.pace.Changed()
+}
+
+// published: the round asked for ended. A round that found anything
+// changed (or failed) keeps the idle pace short; one fenced by another
+// publisher, one during which a promotion arrived, or one that did not
+// publish the epoch adopted meanwhile leaves a change pending.
+func (m *Machine) published(in Published) {
+	if !m.publishing {
+		return
+	}
+	m.publishing = false
+	m.pace.Ran(in.Start, in.Active)
+	m.pubEpoch = max(m.pubEpoch, in.Epoch)
+	if in.Fenced || m.changedDuring || in.Epoch < m.members.Epoch {
+		m.pace.Changed()
+	}
+	m.changedDuring = false
+}
+
+// maybePublish asks for a round of the frontier publisher when one is due
+// (publish.Pacer; the first at once) and none runs.
+func (m *Machine) maybePublish() {
+	if m.cfg.PublishInterval <= 0 || m.publishing || m.exited || !m.started || m.shutdown {
+		return
+	}
+	if due := m.pace.Due(); !due.IsZero() && m.now.Before(due) {
+		return
+	}
+	m.publishing = true
+	m.emit(Publish{})
 }
 
 // ---------------------------------------------------------------------------
@@ -397,10 +573,11 @@ func (m *Machine) tick(now time.Time) {
 	if !m.started || m.shutdown {
 		return
 	}
-	if m.cfg.PublishInterval > 0 && !m.publishing && !m.now.Before(m.nextPublish) {
-		m.publishing = true
-		m.nextPublish = m.now.Add(m.cfg.PublishInterval)
-		m.emit(Publish{})
+	m.tickMembership()
+	for _, p := range sortedKeys(m.gated) {
+		if g := m.gated[p]; !g.reading && !m.now.Before(g.next) {
+			m.readParents(p, g)
+		}
 	}
 	if m.lm == nil || m.rejoining {
 		return
@@ -451,10 +628,25 @@ func (m *Machine) wake() {
 		}
 	}
 	if m.cfg.PublishInterval > 0 && !m.publishing {
-		earliest(m.nextPublish)
+		earliest(m.pace.Due())
 	}
-	if !m.parkedSince.IsZero() {
+	if !m.parkedSince.IsZero() && m.held == nil {
+		// (An exit decided waits for the deletions in flight, not for a
+		// timer.)
 		earliest(m.parkedSince.Add(m.cfg.ParkedGrace))
+	}
+	if !m.memBusy {
+		if m.cfg.MembershipCheck > 0 {
+			earliest(m.nextCheck)
+		}
+		if m.cfg.Discover && m.cfg.DiscoveryInterval > 0 {
+			earliest(m.nextDiscover)
+		}
+	}
+	for _, g := range m.gated {
+		if !g.reading {
+			earliest(g.next)
+		}
 	}
 	if m.lm != nil && !m.rejoining {
 		if !m.renewing {
@@ -498,7 +690,7 @@ func (m *Machine) mine(owner string) bool {
 // gone: the incarnation lost its heartbeat. Every worker stops first;
 // then a new incarnation is asked for.
 func (m *Machine) gone(why string) {
-	for _, p := range sortedKeys(m.workers) {
+	for _, p := range m.runningOrGated() {
 		m.stop(p, "incarnation gone: "+why)
 	}
 	m.rejoining, m.goneWhy = true, why
@@ -637,8 +829,7 @@ func (m *Machine) claimed(in Claimed) {
 		return
 	}
 	if m.lm.Claimed(in.Partition, in.Lease, in.Err) && !m.shutdown {
-		m.workers[in.Partition] = in.Lease
-		m.emit(StartWorker{Partition: in.Partition, Lease: in.Lease, Epoch: m.members.Epoch})
+		m.launch(in.Partition, in.Lease)
 	}
 	m.answered()
 }
@@ -682,7 +873,7 @@ func (m *Machine) beginShutdown() {
 		return
 	}
 	m.shutdown = true
-	for _, p := range sortedKeys(m.workers) {
+	for _, p := range m.runningOrGated() {
 		m.stop(p, "shutdown")
 	}
 	if m.lm == nil || m.rejoining {

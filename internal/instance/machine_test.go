@@ -7,10 +7,13 @@ package instance_test
 // answers are written in the stanzas:
 //
 //	config [leases] [period=D renew=D balance=D max-owned=N max-moves=N]
-//	       [exit-when-complete] [grace=D] [publish=D]
+//	       [exit-when-complete] [grace=D] [publish=D [idle=D] [max-idle=D]]
+//	       [check=D] [discover [discovery=D]] [unordered] [poll=D] [prune=N]
 //	                                    a new machine (lease defaults 10s/3s/5s,
 //	                                    max-moves 256)
-//	start [self=O] epoch=N parts=a,b    Start at the clock's reading
+//	start [self=O] epoch=N parts=a,b [lineage=c:a+b,d:a]
+//	                                    Start at the clock's reading (lineage:
+//	                                    each child's parents)
 //	tick [+D]                           advance the clock by D (default: to the
 //	                                    last Wake) and Tick
 //	renewed [counter=N] [err=E]         answer the renewal in flight (E: fenced,
@@ -26,15 +29,25 @@ package instance_test
 //	worker-stopped p=P                  P's worker returned
 //	complete p=P                        P's worker found it complete
 //	parked p=P [reason=R]               P's park reason ("" unparked)
-//	adopt epoch=N parts=a,b             a membership read
+//	adopt epoch=N parts=a,b [lineage=…] a membership read
+//	membership-read epoch=N parts=a,b [lineage=…] [requests=N] [incarnations] [err=E]
+//	                                    answer ReadMembership
+//	discovered why=W epoch=N parts=a,b [lineage=…] [err=E]
+//	                                    answer Discover
+//	parents-read p=P [complete=a,b] [incomplete=c] [err=E]
+//	                                    answer ReadParents (the parents' checkpoints)
+//	pruned p=P below=N [err=E]          answer Prune
 //	incarnation self=O                  answer NewIncarnation
-//	published                           answer Publish
+//	promoted [p=P g=N]                  a durable checkpoint of this process
+//	published [active] [fenced] [epoch=N]
+//	                                    answer the Publish in flight (the round
+//	                                    began when it was asked)
 //	shutdown                            Shutdown
 //
 // Answers carry the current incarnation's owner unless owner=O says
 // otherwise (an answer to a gone incarnation). The output of a command is
 // every action the machine returned (their String), then the workers
-// running.
+// running (and the partitions waiting for their parents).
 
 import (
 	"errors"
@@ -68,6 +81,7 @@ type harness struct {
 	wake    time.Time
 	renew   *instance.RenewHeartbeat // in flight
 	renewAt time.Time
+	pubAt   time.Time // when the Publish in flight was asked
 	b       strings.Builder
 }
 
@@ -202,14 +216,70 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		var self string
 		d.ScanArgs(t, "self", &self)
 		h.step(instance.Incarnation{Now: h.now, Self: self})
+	case "promoted":
+		var p string
+		var g uint64
+		if d.HasArg("p") {
+			d.ScanArgs(t, "p", &p)
+			d.ScanArgs(t, "g", &g)
+		}
+		h.step(instance.Promoted{Now: h.now, Partition: p, Generation: g})
+	case "membership-read":
+		var n uint64
+		if d.HasArg("requests") {
+			d.ScanArgs(t, "requests", &n)
+		}
+		err := answerErr(t, d)
+		var ms instance.Membership
+		if err == nil {
+			ms = membership(t, d)
+		}
+		h.step(instance.MembershipRead{Now: h.now, Membership: ms, Requests: n, RequestsRead: d.HasArg("requests"), Incarnations: d.HasArg("incarnations"), Err: err})
+	case "discovered":
+		var why string
+		d.ScanArgs(t, "why", &why)
+		err := answerErr(t, d)
+		var ms instance.Membership
+		if err == nil {
+			ms = membership(t, d)
+		}
+		h.step(instance.Discovered{Now: h.now, Why: why, Membership: ms, Err: err})
+	case "parents-read":
+		var p string
+		d.ScanArgs(t, "p", &p)
+		var cps []store.Checkpoint
+		for _, k := range []string{"complete", "incomplete"} {
+			if !d.HasArg(k) {
+				continue
+			}
+			var v string
+			d.ScanArgs(t, k, &v)
+			for _, name := range strings.Split(v, ",") {
+				cps = append(cps, store.Checkpoint{Key: store.Key{Scope: "s", Partition: name}, Complete: k == "complete"})
+			}
+		}
+		h.step(instance.ParentsRead{Now: h.now, Partition: p, Checkpoints: cps, Err: answerErr(t, d)})
+	case "pruned":
+		var p string
+		var below uint64
+		d.ScanArgs(t, "p", &p)
+		d.ScanArgs(t, "below", &below)
+		h.step(instance.Pruned{Partition: p, Below: below, Err: answerErr(t, d)})
 	case "published":
-		h.step(instance.Published{})
+		var epoch uint64
+		if d.HasArg("epoch") {
+			d.ScanArgs(t, "epoch", &epoch)
+		}
+		h.step(instance.Published{Now: h.now, Start: h.pubAt, Active: d.HasArg("active"), Fenced: d.HasArg("fenced"), Epoch: epoch})
 	case "shutdown":
 		h.step(instance.Shutdown{Now: h.now})
 	default:
 		d.Fatalf(t, "unknown command %s", d.Cmd)
 	}
 	fmt.Fprintf(&h.b, "running %v", h.m.Running())
+	if w := h.m.Waiting(); len(w) > 0 {
+		fmt.Fprintf(&h.b, " waiting %v", w)
+	}
 	if h.m.Exited() {
 		h.b.WriteString(" (exited)")
 	}
@@ -246,6 +316,16 @@ func (h *harness) config(t *testing.T, d *datadriven.TestData) {
 	h.cfg.ExitWhenComplete = d.HasArg("exit-when-complete")
 	dur("grace", &h.cfg.ParkedGrace)
 	dur("publish", &h.cfg.PublishInterval)
+	dur("idle", &h.cfg.PublishIdle)
+	dur("check", &h.cfg.MembershipCheck)
+	dur("discovery", &h.cfg.DiscoveryInterval)
+	dur("poll", &h.cfg.ParentsPoll)
+	h.cfg.Discover = d.HasArg("discover")
+	h.cfg.UnorderedLineage = d.HasArg("unordered")
+	if d.HasArg("prune") {
+		d.ScanArgs(t, "prune", &h.cfg.PruneEvery)
+	}
+	dur("max-idle", &h.cfg.PublishMaxIdle)
 	h.m = instance.New(h.cfg)
 }
 
@@ -262,6 +342,8 @@ func (h *harness) step(in instance.Input) {
 			h.renew, h.renewAt = &a, h.now
 		case instance.Wake:
 			h.wake = a.At
+		case instance.Publish:
+			h.pubAt = h.now
 		}
 		fmt.Fprintf(&h.b, "%s\n", a)
 	}
@@ -273,6 +355,15 @@ func membership(t *testing.T, d *datadriven.TestData) instance.Membership {
 	var parts string
 	d.ScanArgs(t, "parts", &parts)
 	ms.Partitions = strings.Split(parts, ",")
+	if d.HasArg("lineage") {
+		var l string
+		d.ScanArgs(t, "lineage", &l)
+		ms.Parents = map[string][]string{}
+		for _, e := range strings.Split(l, ",") {
+			child, ps, _ := strings.Cut(e, ":")
+			ms.Parents[child] = strings.Split(ps, "+")
+		}
+	}
 	return ms
 }
 

@@ -331,7 +331,6 @@ type Manager struct {
 	stopping       map[string]*Holder // workers told to stop, not yet returned
 	queue          []queuedOp         // claims and releases not sent yet
 	inFlight       int
-	epoch          uint64
 	base           context.Context // the context of store calls (a shutdown one at the end)
 
 	events  chan event    // answers and worker news, to Run
@@ -378,13 +377,27 @@ type Host struct {
 	StartCursor []byte
 	// Store holds the heartbeats and the checkpoints with their leases.
 	Store Store
-	// Members returns the partitions of the current membership.
-	Members func() []string
-	// Epoch returns the current membership epoch.
+	// Membership returns the membership the instance starts with (the
+	// machine then adopts newer epochs: Post(instance.Adopt{...}), and
+	// tells them with the EpochChanged the host performs).
+	Membership func() instance.Membership
+	// Epoch returns the current membership epoch (a new checkpoint's).
 	Epoch func() uint64
 	// Launch runs partition's worker under h until ctx ends or the worker
 	// stops; it calls done once the worker returned.
 	Launch func(ctx context.Context, partition string, h *Holder, done func())
+	// Instance is the rest of the instance machine's configuration: the
+	// publication's pace, the membership reads and discovery, the lineage
+	// gate, pruning (the manager sets Scope and Leases).
+	Instance instance.Config
+	// Perform performs the machine's actions that are not the leases' nor
+	// the workers' (Publish, ReadMembership, Discover, ReadParents,
+	// LineageWait, Prune, EpochChanged), in the order returned; it must
+	// not block: the host runs each call on its own goroutine under its
+	// deadline and answers with Post. The host reports its durable
+	// checkpoints (instance.Promoted) and memberships read (Adopt) with
+	// Post too.
+	Perform func(instance.Action)
 }
 
 // Store is the part of the store the manager uses: the heartbeats, the
@@ -410,16 +423,31 @@ func New(host Host, cfg Config, res *service.Resources) *Manager {
 		stopping: map[string]*Holder{},
 		events:   make(chan event, 4*InFlight),
 		done:     make(chan struct{}),
-		im: instance.New(instance.Config{Scope: host.Scope, Leases: &instance.LeaseConfig{
-			Period: cfg.Period, RenewInterval: cfg.RenewInterval, BalanceInterval: cfg.BalanceInterval,
-			MaxOwned: cfg.MaxPartitions, MaxMoves: cfg.MaxSteals,
-		}}),
+		im:       instance.New(instanceConfig(host, cfg)),
 	}
 	self := m.newOwner()
 	m.self.Store(&self)
 	m.snap.Store(&holdSnapshot{})
 	return m
 }
+
+// instanceConfig is the instance machine's configuration of host's
+// partitions under cfg.
+func instanceConfig(host Host, cfg Config) instance.Config {
+	c := host.Instance
+	c.Scope = host.Scope
+	c.Leases = &instance.LeaseConfig{
+		Period: cfg.Period, RenewInterval: cfg.RenewInterval, BalanceInterval: cfg.BalanceInterval,
+		MaxOwned: cfg.MaxPartitions, MaxMoves: cfg.MaxSteals,
+	}
+	return c
+}
+
+// Post hands the instance machine an input from the host (the answer of
+// an action Perform performed, a durable checkpoint, a membership read);
+// it waits only for room in the manager's queue, and is dropped once Run
+// ended.
+func (m *Manager) Post(in instance.Input) { m.post(event{in: in}) }
 
 // newOwner names a new incarnation: a new random suffix.
 func (m *Manager) newOwner() string { return m.id + "#" + incarnation() }
@@ -447,12 +475,11 @@ func (m *Manager) renewTimeout() time.Duration {
 // every held lease off and removes the heartbeat.
 func (m *Manager) Run(ctx context.Context) {
 	m.log.Infof("Leases: instance %s shares %d partitions of scope %s (lease period %s, heartbeat every %s, balance every %s)",
-		m.Owner(), len(m.host.Members()), m.host.Scope, m.cfg.Period, m.cfg.RenewInterval, m.cfg.BalanceInterval)
+		m.Owner(), len(m.host.Membership().Partitions), m.host.Scope, m.cfg.Period, m.cfg.RenewInterval, m.cfg.BalanceInterval)
 	m.base = ctx
 	wake := time.NewTimer(time.Hour)
 	defer wake.Stop()
-	m.epoch = m.host.Epoch()
-	m.step(ctx, wake, instance.Start{Now: time.Now(), Self: m.Owner(), Membership: instance.Membership{Epoch: m.epoch, Partitions: slices.Clone(m.host.Members())}})
+	m.step(ctx, wake, instance.Start{Now: time.Now(), Self: m.Owner(), Membership: m.host.Membership()})
 	stop := ctx.Done()
 	for !m.im.Exited() {
 		select {
@@ -471,10 +498,6 @@ func (m *Manager) Run(ctx context.Context) {
 			m.step(ctx, wake, ev.in)
 			m.pump()
 		case <-wake.C:
-			if e := m.host.Epoch(); e > m.epoch {
-				m.epoch = e
-				m.step(ctx, wake, instance.Adopt{Now: time.Now(), Membership: instance.Membership{Epoch: e, Partitions: slices.Clone(m.host.Members())}, Source: "the input's membership"})
-			}
 			m.step(ctx, wake, instance.Tick{Now: time.Now()})
 		}
 		if stop == nil && m.base.Err() != nil {
@@ -597,8 +620,14 @@ func (m *Manager) perform(ctx context.Context, wake *time.Timer, a instance.Acti
 	case instance.Wake:
 		wake.Stop()
 		wake.Reset(max(time.Until(a.At), 0))
-	case instance.EpochChanged, instance.Publish, instance.Exit:
-		// The input stamps its own epoch and publishes; Exit ends Run.
+	case instance.Exit:
+		// Ends Run.
+	default:
+		// Publication, membership reads, lineage, pruning, epochs: the
+		// host's.
+		if m.host.Perform != nil {
+			m.host.Perform(a)
+		}
 	}
 }
 
