@@ -21,6 +21,7 @@ package chain_test
 //	                                  compact: compact event witnesses)
 //	pause op=ACTION | resume          hold the next call of that action / perform it
 //	writer promote|park|unpark ...    another writer changes the checkpoint
+//	writer pass to=C from=N mark=M   another worker starts a re-read pass (N, M]
 //	writer takeover owner=O           another instance claims the lease over
 //	lease-lost reason=R               the driver's lease manager lost it: LeaseLost
 //	store                             print the stored checkpoint and witnesses
@@ -561,6 +562,16 @@ func (h *harness) writer(d *datadriven.TestData) string {
 		cp, err = h.mem.SetParked(ctx, key, cp.Cursor, cp.Generation, cp.Lease, "")
 	case "takeover":
 		cp, err = h.mem.ClaimLease(ctx, key, cp.Lease, kv["owner"])
+	case "pass":
+		// Another worker of the partition starts a re-read pass: a restart
+		// promotion to "to" that records the pass (from, mark].
+		from, err1 := strconv.ParseInt(kv["from"], 10, 64)
+		mark, err2 := strconv.ParseInt(kv["mark"], 10, 64)
+		if err1 != nil || err2 != nil {
+			d.Fatalf(h.t, "writer pass: from and mark are integers")
+		}
+		rs := store.RereadState{From: coord.IntPosition(from), HasFrom: true, Mark: coord.IntPosition(mark)}
+		cp, err = h.mem.Promote(ctx, store.Promotion{Key: key, FromCursor: cp.Cursor, FromGeneration: cp.Generation, To: []byte(kv["to"]), WitnessID: chain.RereadWitnessID, Epoch: 1, Incarnation: cp.Incarnation, Reread: &rs})
 	default:
 		d.Fatalf(h.t, "unknown writer command")
 	}

@@ -67,6 +67,12 @@ type rereadState struct {
 	// again (an empty answer before the mark proves nothing, and a
 	// restarted process cannot tell).
 	reached bool
+	// reachedPass is the pass reached refers to (the checkpoint's
+	// RereadState when the chain reached its mark). Several workers may
+	// read one partition, and another one's write may start the next
+	// pass: a reach counts only for the pass the checkpoint records now
+	// (passDone).
+	reachedPass store.RereadState
 	// edgeSaid: this pass has logged a late arrival near its window's
 	// edge (one warning a pass).
 	edgeSaid bool
@@ -255,19 +261,26 @@ func (m *Machine) rereadDue() bool {
 // without successor when last).
 func (m *Machine) passReached(pg *page, last bool) {
 	mk := m.cp.Reread.Mark
-	if !m.rereads() || mk.IsZero() || m.rr.reached {
+	if !m.rereads() || mk.IsZero() || m.passDone() {
 		return
 	}
 	if last {
-		m.rr.reached = true
+		m.rr.reached, m.rr.reachedPass = true, m.cp.Reread
 		return
 	}
 	for _, e := range pg.w.Events {
 		if e.Position.Kind == mk.Kind && e.Position.Compare(mk) >= 0 {
-			m.rr.reached = true
+			m.rr.reached, m.rr.reachedPass = true, m.cp.Reread
 			return
 		}
 	}
+}
+
+// passDone reports whether the chain reached the mark of the pass the
+// checkpoint records now (passReached). A reach of an earlier pass, or of
+// the pass another worker's write replaced, proves nothing of this one.
+func (m *Machine) passDone() bool {
+	return m.rr.reached && m.rr.reachedPass == m.cp.Reread
 }
 
 // passRange is the range the pass starting now re-reads: above the
@@ -279,7 +292,7 @@ func (m *Machine) passRange() (from coord.Position, has bool, wm coord.Watermark
 	if !prev.Started() {
 		return coord.Position{}, false, coord.Watermark{}
 	}
-	if !m.rr.reached {
+	if !m.passDone() {
 		// The current pass has not read its whole range: read it again,
 		// from the same start, claiming nothing more.
 		return prev.From, prev.HasFrom, coord.Watermark{}
@@ -314,7 +327,7 @@ func (m *Machine) onRereadCursor(r RestartCursorFound) {
 	}
 	from, has, wm := m.passRange()
 	mark, _ := m.mark()
-	redo := m.cp.Reread.Started() && !m.rr.reached
+	redo := m.cp.Reread.Started() && !m.passDone()
 	if redo {
 		// The same pass again: its range and mark stay.
 		mark = m.cp.Reread.Mark
