@@ -501,41 +501,11 @@ func (s *DynamoStore) ListCheckpoints(ctx context.Context, scope string) ([]stor
 		return nil, s.wrap("list checkpoints of", name(scope), err)
 	}
 	chunks := slices.Collect(slices.Chunk(parts, 100))
-	results := make([][]store.Checkpoint, len(chunks))
-	errs := make([]error, len(chunks))
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	sem := make(chan struct{}, store.ListReadsInFlight)
-	var wg sync.WaitGroup
-	for i, chunk := range chunks {
-		sem <- struct{}{}
-		if ctx.Err() != nil {
-			<-sem
-			break
-		}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			results[i], errs[i] = s.readCheckpoints(ctx, scope, chunk)
-			if errs[i] != nil {
-				cancel() // the others stop: the list has failed
-			}
-		})
-	}
-	wg.Wait()
-	// The first error in partition order that is not the cancellation a
-	// failed batch caused; the context's error when the caller's deadline
-	// stopped the loop before every batch was sent.
-	var first error
-	for _, err := range errs {
-		if err != nil && (first == nil || errors.Is(first, context.Canceled)) {
-			first = err
-		}
-	}
-	if first == nil {
-		first = ctx.Err()
-	}
-	if first != nil {
-		return nil, s.wrap("list checkpoints of", name(scope), first)
+	results, err := readInParallel(ctx, len(chunks), func(ctx context.Context, i int) ([]store.Checkpoint, error) {
+		return s.readCheckpoints(ctx, scope, chunks[i])
+	})
+	if err != nil {
+		return nil, s.wrap("list checkpoints of", name(scope), err)
 	}
 	var out []store.Checkpoint
 	for _, r := range results {

@@ -6,11 +6,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -363,38 +361,11 @@ func (s *DynamoStore) indexedPartitions(ctx context.Context, scope string) ([]st
 	for n := range store.PartitionIndexKeys {
 		pks = append(pks, indexPK(scope, n))
 	}
-	results := make([][]item, len(pks))
-	errs := make([]error, len(pks))
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	sem := make(chan struct{}, store.ListReadsInFlight)
-	var wg sync.WaitGroup
-	for i, pk := range pks {
-		sem <- struct{}{}
-		if ctx.Err() != nil {
-			<-sem
-			break
-		}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			results[i], errs[i] = s.queryPrefix(ctx, pk, "")
-			if errs[i] != nil {
-				cancel()
-			}
-		})
-	}
-	wg.Wait()
-	var first error
-	for _, err := range errs {
-		if err != nil && (first == nil || errors.Is(first, context.Canceled)) {
-			first = err
-		}
-	}
-	if first == nil {
-		first = ctx.Err()
-	}
-	if first != nil {
-		return nil, first
+	results, err := readInParallel(ctx, len(pks), func(ctx context.Context, i int) ([]item, error) {
+		return s.queryPrefix(ctx, pks[i], "")
+	})
+	if err != nil {
+		return nil, err
 	}
 	seen := map[string]bool{}
 	var out []string
