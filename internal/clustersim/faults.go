@@ -265,6 +265,19 @@ func (t tap) RecordReceipt(ctx context.Context, k store.Key, generation uint64, 
 	return err
 }
 
+// SwapMembership tells the oracle of every epoch written: one step may
+// write several (incarnation changes of several partitions) and publish a
+// frontier of one of them in between (a worker's instance machine times
+// its publisher), while the oracle's check after the step sees only the
+// last.
+func (t tap) SwapMembership(ctx context.Context, prevEpoch uint64, next store.Membership) (store.Membership, error) {
+	m, err := t.Store.SwapMembership(ctx, prevEpoch, next)
+	if err == nil {
+		t.o.membership()
+	}
+	return m, err
+}
+
 func (t tap) SetDisposition(ctx context.Context, k store.Key, generation uint64, attempt string, d reconcile.Disposition) error {
 	err := t.Store.SetDisposition(ctx, k, generation, attempt, d)
 	if err == nil {
