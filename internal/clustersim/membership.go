@@ -7,6 +7,7 @@ import (
 	"github.com/tidemark/tidemark/internal/frontier"
 	"github.com/tidemark/tidemark/internal/frontierrec"
 	"github.com/tidemark/tidemark/internal/membership"
+	"github.com/tidemark/tidemark/internal/reconcile"
 	"github.com/tidemark/tidemark/internal/store"
 )
 
@@ -82,8 +83,12 @@ func (c *coordinator) step(op Op) string {
 		if op.Proof == "seal" {
 			// The operator offers a seal only when the provider sealed the
 			// partition and its durable watermark reached the seal.
+			// The watermark must be the sealed source's: a checkpoint
+			// left by an earlier incarnation (its worker stopped before
+			// the source was recreated and sealed) proves nothing of it.
 			cp, err := s.st.LoadCheckpoint(bg, store.Key{Scope: s.scope, Partition: p.name})
-			if n, ok := p.ord(cp.Watermark); err != nil || !p.sealed || !ok || n < p.final {
+			stale := cp.Incarnation != reconcile.IncarnationHash(p.incarnationValue())
+			if n, ok := p.ord(cp.Watermark); err != nil || !p.sealed || stale || !ok || n < p.final {
 				return "no proof of sealing yet"
 			}
 			r.Sealed, r.SealedThrough = true, cp.Watermark
