@@ -171,6 +171,8 @@ type FrontierCache struct {
 	head   FrontierHead
 	vec    map[string]coord.Watermark
 	loaded bool
+	// rereadAll: the next Refresh reads every shard (RereadShards).
+	rereadAll bool
 }
 
 // NewFrontierCache returns a cache of scope's published frontier.
@@ -180,6 +182,21 @@ func NewFrontierCache(st ScopeStore, scope string) *FrontierCache {
 
 // Reset forgets what was read: the next Refresh reads every shard.
 func (c *FrontierCache) Reset() { c.loaded, c.vec, c.head = false, nil, FrontierHead{} }
+
+// RereadShards makes the next Refresh read every shard of the record,
+// even when its root has not changed, if the record has at most max shards
+// (0: any number). A shard written ahead of its root (its publisher lost
+// the root's compare-and-swap) is read again only when the root's version
+// of it moves, so a reader that loaded it earlier lags behind one that
+// loaded it later: a reader that must not lag behind what another one
+// showed earlier (a partition that changed hands) reads them all. Shard
+// entries only go up within an epoch, so a full read sees at least what
+// any earlier read of any reader saw.
+func (c *FrontierCache) RereadShards(max int) {
+	if c.loaded && c.head.Shards != nil && (max == 0 || len(c.head.Shards) <= max) {
+		c.rereadAll = true
+	}
+}
 
 // Refresh reads the record and returns it whole (Vector included), and
 // whether anything changed since the last Refresh. ErrNotFound when
@@ -212,7 +229,7 @@ func (c *FrontierCache) refreshSharded(ctx context.Context, sf ShardedFrontier) 
 	if err != nil {
 		return Frontier{}, false, err
 	}
-	if c.loaded && h.Epoch == c.head.Epoch && h.Version == c.head.Version {
+	if c.loaded && !c.rereadAll && h.Epoch == c.head.Epoch && h.Version == c.head.Version {
 		return c.current(), false, nil
 	}
 	if h.Shards == nil {
@@ -224,7 +241,7 @@ func (c *FrontierCache) refreshSharded(ctx context.Context, sf ShardedFrontier) 
 	var read []int
 	fresh := !c.loaded || h.Epoch != c.head.Epoch || len(h.Shards) != len(c.head.Shards)
 	for i, v := range h.Shards {
-		if fresh || v > c.head.Shards[i] {
+		if fresh || c.rereadAll || v > c.head.Shards[i] {
 			read = append(read, i)
 		}
 	}
@@ -251,8 +268,9 @@ func (c *FrontierCache) refreshSharded(ctx context.Context, sf ShardedFrontier) 
 			maps.Copy(vec, c.filter(s.Vector))
 		}
 	}
-	c.head, c.vec, c.loaded = h, vec, true
-	return c.current(), true, nil
+	changed := !maps.Equal(vec, c.vec) || h.Version != c.head.Version || h.Epoch != c.head.Epoch
+	c.head, c.vec, c.loaded, c.rereadAll = h, vec, true, false
+	return c.current(), changed || fresh, nil
 }
 
 // ErrShardsReplaced says a root's shards were gone when read: a newer
