@@ -507,16 +507,25 @@ func (s *encryptedStore) ReleaseLease(ctx context.Context, k Key, held Lease) (C
 }
 
 func (s *encryptedStore) PutWitness(ctx context.Context, w reconcile.Witness) error {
-	if err := CheckCursor("successor", w.Successor); err != nil {
+	w, err := s.sealWitness(w)
+	if err != nil {
 		return err
 	}
+	return s.Store.PutWitness(ctx, w)
+}
+
+// sealWitness checks and seals a witness's input cursor and successor.
+func (s *encryptedStore) sealWitness(w reconcile.Witness) (reconcile.Witness, error) {
+	if err := CheckCursor("successor", w.Successor); err != nil {
+		return w, err
+	}
 	if err := CheckCursor("input cursor", w.InputCursor); err != nil {
-		return err
+		return w, err
 	}
 	k := Key{Scope: w.Scope, Partition: w.Partition}
 	w.InputCursor = s.c.seal(k, w.InputCursor)
 	w.Successor = s.c.seal(k, w.Successor)
-	return s.Store.PutWitness(ctx, w)
+	return w, nil
 }
 
 var _ WitnessGrouper = (*encryptedStore)(nil)
@@ -526,16 +535,10 @@ var _ WitnessGrouper = (*encryptedStore)(nil)
 func (s *encryptedStore) PutWitnesses(ctx context.Context, ws []reconcile.Witness) error {
 	sealed := make([]reconcile.Witness, len(ws))
 	for i, w := range ws {
-		if err := CheckCursor("successor", w.Successor); err != nil {
+		var err error
+		if sealed[i], err = s.sealWitness(w); err != nil {
 			return err
 		}
-		if err := CheckCursor("input cursor", w.InputCursor); err != nil {
-			return err
-		}
-		k := Key{Scope: w.Scope, Partition: w.Partition}
-		w.InputCursor = s.c.seal(k, w.InputCursor)
-		w.Successor = s.c.seal(k, w.Successor)
-		sealed[i] = w
 	}
 	return PutWitnesses(ctx, s.Store, sealed)
 }
